@@ -1,0 +1,135 @@
+"""Memory files: Markdown with YAML frontmatter, parsed safely and checked before they sync."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from memsync.errors import RefusedFile
+
+INDEX_NAME = "MEMORY.md"
+DEFAULT_MAX_BYTES = 1024 * 1024
+_FENCE = "---"
+# Safe loader in C when available: parsing is on the hook's hot path.
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+class FrontmatterError(ValueError):
+    """The frontmatter block is missing or malformed; the message says how."""
+
+
+@dataclass
+class Document:
+    """A parsed memory file. `meta` is None for files without frontmatter (MEMORY.md)."""
+
+    meta: dict[str, Any] | None
+    body: str
+
+    def render(self) -> str:
+        return render(self.meta, self.body)
+
+
+def split(text: str) -> tuple[str | None, str]:
+    """Split text into (frontmatter YAML source, body). No frontmatter → (None, text)."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if not (text.startswith(_FENCE + "\n") or text.startswith(_FENCE + "\r\n")):
+        return None, text
+    lines = text.splitlines(keepends=True)
+    for i in range(1, len(lines)):
+        if lines[i].rstrip("\r\n") == _FENCE:
+            return "".join(lines[1:i]), "".join(lines[i + 1 :])
+    raise FrontmatterError("the frontmatter block opened with '---' is never closed")
+
+
+def load_yaml(source: str) -> dict[str, Any]:
+    """Load a frontmatter mapping with the safe loader, refusing anchors and aliases.
+
+    Aliases are how YAML "billion laughs" bombs work, and memory never needs them.
+    """
+    try:
+        for event in yaml.parse(source, Loader=_Loader):
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                raise FrontmatterError("the frontmatter uses YAML anchors or aliases")
+        data = yaml.load(source, Loader=_Loader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 2}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "invalid YAML"
+        raise FrontmatterError(f"the frontmatter is not valid YAML{where} ({problem})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise FrontmatterError("the frontmatter is not a mapping of fields")
+    return {str(k): v for k, v in data.items()}
+
+
+def parse(text: str) -> Document:
+    source, body = split(text)
+    if source is None:
+        return Document(None, body)
+    return Document(load_yaml(source), body)
+
+
+def dump_meta(meta: dict[str, Any]) -> str:
+    return yaml.dump(
+        meta,
+        Dumper=_Dumper,
+        sort_keys=False,
+        allow_unicode=True,
+        default_flow_style=None,
+        width=1000,
+    )
+
+
+def render(meta: dict[str, Any] | None, body: str) -> str:
+    if meta is None:
+        return body
+    return f"{_FENCE}\n{dump_meta(meta)}{_FENCE}\n{body}"
+
+
+def decode(data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise FrontmatterError(f"it is not UTF-8 text (bad byte at offset {exc.start})") from None
+
+
+_NAME_OK = re.compile(r"^[^\x00-\x1f\x7f\\]+\.md$")
+
+
+def check(name: str, data: bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> Document:
+    """Check one memory file and return it parsed, or raise RefusedFile naming the problem."""
+    from memsync.memtypes import type_of
+
+    if not _NAME_OK.match(name):
+        raise RefusedFile(name, "only Markdown files ending in .md are synced")
+    if len(data) > max_bytes:
+        raise RefusedFile(name, f"it is {len(data)} bytes, over the {max_bytes}-byte limit")
+    if not data.strip():
+        raise RefusedFile(name, "the file is empty")
+    if b"\x00" in data:
+        raise RefusedFile(name, "it contains NUL bytes (binary data, not Markdown)")
+    try:
+        doc = parse(decode(data))
+    except FrontmatterError as exc:
+        raise RefusedFile(name, str(exc)) from None
+    basename = name.rsplit("/", 1)[-1]
+    if basename == INDEX_NAME:
+        return doc
+    if doc.meta is None:
+        reason = "it has no YAML frontmatter (a '---' block with name and description)"
+        raise RefusedFile(name, reason)
+    mtype = type_of(name, doc.meta)
+    missing = [f for f in mtype.required if doc.meta.get(f) in (None, "")]
+    if missing:
+        fields = ", ".join(missing)
+        raise RefusedFile(name, f"the frontmatter is missing required field(s): {fields}")
+    declared = doc.meta.get("type")
+    if declared is not None and not isinstance(declared, str):
+        raise RefusedFile(name, "the frontmatter field 'type' must be a single word")
+    return doc
