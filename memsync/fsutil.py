@@ -1,0 +1,76 @@
+"""Local file helpers: atomic writes, private permissions, cross-process locks."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def private_dir(path: Path) -> Path:
+    """Create `path` (and parents) as 0700 directories."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path
+
+
+def atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:
+    """Temp file + fsync + rename + directory fsync: readers see old or new, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    fsync_dir(path.parent)
+
+
+def fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        dfd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+
+
+@contextlib.contextmanager
+def file_lock(path: Path, timeout: float | None = None) -> Iterator[None]:
+    """An exclusive advisory lock held across processes (flock on `path`).
+
+    With a timeout, raise TimeoutError when the lock is not free in time.
+    """
+    import time
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        if timeout is None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        else:
+            deadline = time.monotonic() + timeout
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise TimeoutError(f"{path} is locked by another memsync process") from None
+                    time.sleep(0.02)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock

@@ -1,0 +1,33 @@
+"""Remotes behind one small protocol. `open_store` picks the backend from the URL."""
+
+from __future__ import annotations
+
+from urllib.parse import unquote, urlsplit
+
+from memsync.errors import ConfigError
+from memsync.stores.base import Entry, Stats, Store, check_key
+
+__all__ = ["Entry", "Stats", "Store", "check_key", "open_store"]
+
+
+def open_store(url: str, prefix: str) -> Store:
+    """Open the store for remote `url`, scoped to the project `prefix` inside it."""
+    parts = urlsplit(url)
+    if parts.scheme == "file":
+        from memsync.stores.folder import FolderStore
+
+        if parts.netloc not in ("", "localhost"):
+            raise ConfigError(f"the remote {url!r} is not a local file:/// URL")
+        return FolderStore(unquote(parts.path), prefix)
+    if parts.scheme == "memory":
+        from memsync.stores.memory import MemoryStore
+
+        return MemoryStore.named(parts.netloc + parts.path, prefix)
+    if parts.scheme in ("http", "https") and parts.netloc:
+        from memsync.stores.azure import AzureStore  # imports azure.* only now
+
+        return AzureStore.from_url(url, prefix)
+    raise ConfigError(
+        f"the remote {url!r} is not a file:/// folder or an Azure Blob URL "
+        "(https://ACCOUNT.blob.core.windows.net/CONTAINER/PREFIX)"
+    )

@@ -1,0 +1,102 @@
+"""The storage protocol: every write carries its concurrency condition.
+
+A write that lost a race raises PreconditionFailed (or AlreadyExists for create-only) — never a
+boolean — so the sync engine has one merge-and-retry path for every backend.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from memsync.errors import UnsafeKey
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One remote object as a listing reports it."""
+
+    key: str
+    etag: str
+    size: int = 0
+    modified: float = 0.0  # seconds since the epoch
+
+
+@dataclass
+class Stats:
+    """Requests sent by kind and bytes moved, for `--stats` and benchmarks."""
+
+    requests: Counter[str] = field(default_factory=Counter)
+    bytes_up: int = 0
+    bytes_down: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def count(self, kind: str, up: int = 0, down: int = 0) -> None:
+        with self._lock:
+            self.requests[kind] += 1
+            self.bytes_up += up
+            self.bytes_down += down
+
+    def total(self) -> int:
+        return sum(self.requests.values())
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "requests": dict(sorted(self.requests.items())),
+            "bytes_up": self.bytes_up,
+            "bytes_down": self.bytes_down,
+        }
+
+
+class Store(Protocol):
+    """A remote holding one project's memory files under a prefix.
+
+    Keys are relative POSIX paths ("voice_calibration.md"). ETags are opaque strings.
+    """
+
+    url: str
+    stats: Stats
+
+    def list(self) -> dict[str, Entry]:
+        """Every key under the prefix with its ETag, in as few requests as the backend allows."""
+
+    def get(self, key: str) -> tuple[bytes, str]:
+        """(content, etag); NotFound if absent."""
+
+    def create(self, key: str, data: bytes) -> str:
+        """Write only if absent; AlreadyExists otherwise. Returns the new ETag."""
+
+    def replace(self, key: str, data: bytes, etag: str) -> str:
+        """Write only if the current ETag is `etag`; PreconditionFailed otherwise (also if gone)."""
+
+    def delete(self, key: str, etag: str) -> None:
+        """Delete only if the ETag is `etag`; PreconditionFailed if changed, NotFound if gone."""
+
+    def exists(self) -> bool:
+        """Whether the container/folder exists (False is not an error)."""
+
+    def ensure(self) -> None:
+        """Create the container/folder if missing."""
+
+    def close(self) -> None: ...
+
+
+_BAD_CHARS = set('\\:*?"<>|')
+
+
+def check_key(key: str) -> str:
+    """Refuse keys that could land outside the memory dir or are not plain relative paths."""
+    problem = None
+    if not key or key.startswith("/") or (len(key) > 1 and key[1] == ":"):
+        problem = "it is empty or absolute"
+    elif any(ord(c) < 32 or ord(c) == 127 for c in key):
+        problem = "it contains control characters"
+    elif any(c in _BAD_CHARS for c in key):
+        problem = "it contains a backslash or a character not allowed in file names"
+    elif any(part in ("", ".", "..") for part in key.split("/")):
+        problem = "it has an empty, '.' or '..' path segment"
+    if problem:
+        raise UnsafeKey(f"refused remote key {key!r}: {problem}")
+    return key

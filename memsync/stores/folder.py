@@ -1,0 +1,119 @@
+"""A folder remote (`file:///path`): a NAS, a synced drive, or the embedded default.
+
+The ETag is a content hash. Compare-and-swap is atomic across processes: one flock around
+compare and write, and every write is temp file + fsync + rename.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+from memsync.errors import AlreadyExists, NotFound, PreconditionFailed, StoreError, Unreachable
+from memsync.fsutil import atomic_write, file_lock, private_dir, sha256
+from memsync.stores.base import Entry, Stats, check_key
+
+_LOCK = ".memsync-lock"
+
+
+def _etag(data: bytes) -> str:
+    return f'"{sha256(data)[:32]}"'
+
+
+class FolderStore:
+    def __init__(self, root: str | os.PathLike[str], prefix: str = "") -> None:
+        self.root = Path(root)
+        self.base = self.root / prefix if prefix else self.root
+        self.url = self.base.as_uri() if self.base.is_absolute() else str(self.base)
+        self.stats = Stats()
+
+    def _path(self, key: str) -> Path:
+        return self.base / check_key(key)
+
+    def _lock(self):  # noqa: ANN202 - a context manager
+        if not self.root.is_dir():
+            raise Unreachable(f"the folder remote {self.root} is not there (is the drive mounted?)")
+        private_dir(self.base)
+        return file_lock(self.base / _LOCK)
+
+    def _read(self, path: Path) -> bytes | None:
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except IsADirectoryError:
+            raise StoreError(f"{path} is a folder, not a memory file") from None
+
+    def list(self) -> dict[str, Entry]:
+        self.stats.count("list")
+        if not self.root.is_dir():
+            raise Unreachable(f"the folder remote {self.root} is not there (is the drive mounted?)")
+        entries: dict[str, Entry] = {}
+        if not self.base.is_dir():
+            return entries
+        for dirpath, dirnames, filenames in os.walk(self.base):
+            dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+            for fname in sorted(filenames):
+                if fname.startswith("."):
+                    continue
+                path = Path(dirpath) / fname
+                data = self._read(path)
+                if data is None:
+                    continue
+                key = path.relative_to(self.base).as_posix()
+                st = path.stat()
+                entries[key] = Entry(key, _etag(data), len(data), st.st_mtime)
+        return entries
+
+    def get(self, key: str) -> tuple[bytes, str]:
+        self.stats.count("get")
+        data = self._read(self._path(key))
+        if data is None:
+            raise NotFound(f"{key} is not on the remote")
+        self.stats.bytes_down += len(data)
+        return data, _etag(data)
+
+    def create(self, key: str, data: bytes) -> str:
+        self.stats.count("put", up=len(data))
+        path = self._path(key)
+        with self._lock():
+            if path.exists():
+                raise AlreadyExists(f"{key} already exists on the remote")
+            atomic_write(path, data)
+        return _etag(data)
+
+    def replace(self, key: str, data: bytes, etag: str) -> str:
+        self.stats.count("put", up=len(data))
+        path = self._path(key)
+        with self._lock():
+            current = self._read(path)
+            if current is None or _etag(current) != etag:
+                raise PreconditionFailed(f"{key} changed on the remote")
+            atomic_write(path, data)
+        return _etag(data)
+
+    def delete(self, key: str, etag: str) -> None:
+        self.stats.count("delete")
+        path = self._path(key)
+        with self._lock():
+            current = self._read(path)
+            if current is None:
+                raise NotFound(f"{key} is not on the remote")
+            if _etag(current) != etag:
+                raise PreconditionFailed(f"{key} changed on the remote")
+            path.unlink()
+            with contextlib.suppress(OSError):  # tidy empty sub-folders
+                parent = path.parent
+                while parent != self.base:
+                    parent.rmdir()
+                    parent = parent.parent
+
+    def exists(self) -> bool:
+        return self.base.is_dir()
+
+    def ensure(self) -> None:
+        private_dir(self.base)
+
+    def close(self) -> None:
+        pass

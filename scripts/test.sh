@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Install memsync with its test dependencies (Azurite included) and run the whole suite.
+# Usage: scripts/test.sh [pytest args...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+AZURITE_VERSION="3.37.0"
+TOOLS="$PWD/.tools"
+
+python -m pip install --quiet --disable-pip-version-check -e ".[test]"
+
+if [ ! -x "$TOOLS/node_modules/.bin/azurite-blob" ] ||
+   ! grep -q "\"version\": \"$AZURITE_VERSION\"" "$TOOLS/node_modules/azurite/package.json" 2>/dev/null; then
+  echo "Installing Azurite $AZURITE_VERSION into $TOOLS ..."
+  mkdir -p "$TOOLS"
+  npm install --prefix "$TOOLS" --no-audit --no-fund --silent "azurite@$AZURITE_VERSION"
+fi
+export MEMSYNC_AZURITE="$TOOLS/node_modules/.bin/azurite-blob"
+
+ruff check memsync tests scripts
+exec python -m pytest "$@"

@@ -1,0 +1,46 @@
+"""Shared fixtures. No test touches the real home: MEMSYNC_HOME and friends point at tmp dirs."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+_ENV_TO_CLEAR = (
+    "MEMSYNC_MEMORY_DIR",
+    "MEMSYNC_REMOTE",
+    "MEMSYNC_PROJECT",
+    "MEMSYNC_SYNC",
+    "MEMSYNC_DEVICE",
+    "AZURE_STORAGE_CONNECTION_STRING",
+    "AZURE_STORAGE_KEY",
+    "ANTHROPIC_API_KEY",
+    "MEMSYNC_MODEL",
+)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    home = tmp_path_factory.mktemp("home")
+    for name in _ENV_TO_CLEAR:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("MEMSYNC_HOME", str(home / ".memsync"))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
+    yield home
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    os.environ.setdefault("HYPOTHESIS_PROFILE", "default")
+
+
+def write_memory(directory: Path, name: str, body: str = "", **meta: object) -> Path:
+    """Write a valid memory file (frontmatter + body) for tests."""
+    from memsync.memory import render
+
+    fields = {"name": name.removesuffix(".md"), "description": f"test file {name}", **meta}
+    path = directory / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render(fields, body), encoding="utf-8")
+    return path

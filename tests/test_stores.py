@@ -1,0 +1,79 @@
+"""The storage contract against the in-memory and folder stores, plus folder-specific checks."""
+
+from __future__ import annotations
+
+import multiprocessing
+import stat
+
+import pytest
+
+from memsync.errors import ConfigError, PreconditionFailed, Unreachable
+from memsync.stores import open_store
+from memsync.stores.folder import FolderStore
+from memsync.stores.memory import MemoryStore
+from tests.store_contract import StoreContract
+
+
+class TestMemoryStore(StoreContract):
+    @pytest.fixture
+    def store(self):
+        return MemoryStore("proj")
+
+
+class TestFolderStore(StoreContract):
+    @pytest.fixture
+    def store(self, tmp_path):
+        (tmp_path / "remote").mkdir()
+        return FolderStore(tmp_path / "remote", "proj")
+
+
+def test_folder_writes_are_private_and_leave_no_temp_files(tmp_path):
+    store = FolderStore(tmp_path / "remote", "proj")
+    store.ensure()
+    store.create("a.md", b"x")
+    path = tmp_path / "remote" / "proj" / "a.md"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert sorted(p.name for p in path.parent.iterdir()) == [".memsync-lock", "a.md"]
+
+
+def test_folder_remote_that_is_missing_is_unreachable(tmp_path):
+    store = FolderStore(tmp_path / "not-mounted", "proj")
+    with pytest.raises(Unreachable):
+        store.list()
+    with pytest.raises(Unreachable):
+        store.create("a.md", b"x")
+
+
+def _cas_worker(root: str, n: int, rounds: int) -> int:
+    store = FolderStore(root, "proj")
+    wins = 0
+    while wins < rounds:
+        data, etag = store.get("counter.md")
+        try:
+            store.replace("counter.md", data + f"{n}\n".encode(), etag)
+            wins += 1
+        except PreconditionFailed:
+            continue
+    return wins
+
+
+def test_folder_compare_and_swap_is_atomic_across_processes(tmp_path):
+    root = str(tmp_path / "remote")
+    FolderStore(root, "proj").ensure()
+    FolderStore(root, "proj").create("counter.md", b"")
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(4) as pool:
+        results = pool.starmap(_cas_worker, [(root, n, 10) for n in range(4)])
+    assert results == [10] * 4
+    lines = FolderStore(root, "proj").get("counter.md")[0].decode().split()
+    assert sorted(lines) == sorted(str(n) for n in range(4) for _ in range(10))
+
+
+def test_open_store_by_url(tmp_path):
+    store = open_store((tmp_path / "r").as_uri(), "proj")
+    assert isinstance(store, FolderStore)
+    assert store.base == tmp_path / "r" / "proj"
+    with pytest.raises(ConfigError):
+        open_store("ftp://example/x", "proj")
+    with pytest.raises(ConfigError):
+        open_store("file://otherhost/x", "proj")
