@@ -1,0 +1,304 @@
+"""pull, push, sync, status, validate, history, restore, resolve."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from memsync.cli.common import (
+    ForceOpt,
+    JsonOpt,
+    MemoryDirOpt,
+    ProjectOpt,
+    RemoteOpt,
+    StatsOpt,
+    app,
+    context,
+    emit_json,
+    err,
+    fail,
+    out,
+)
+from memsync.engine import Engine, SyncResult
+from memsync.errors import UserError
+
+
+def _progress_runner(engine: Engine, **kwargs) -> SyncResult:  # noqa: ANN003
+    """Run a sync with a Rich progress bar when there are many files and a terminal."""
+    if not err.is_terminal:
+        return engine.run(**kwargs)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=err,
+        transient=True,
+    ) as bar:
+        task = None
+
+        def progress(done: int, total: int) -> None:
+            nonlocal task
+            if total < 20:
+                return
+            if task is None:
+                task = bar.add_task(kwargs.get("mode", "sync"), total=total)
+            bar.update(task, completed=done)
+
+        return engine.run(progress=progress, **kwargs)
+
+
+def _report(result: SyncResult, stats: bool) -> None:
+    """Print what happened and exit with the contract's code."""
+    if result.disabled:
+        err.print("memsync: sync is off (MEMSYNC_SYNC=off); nothing was sent or fetched.")
+        return
+    verbs = (
+        ("uploaded", "pushed"),
+        ("downloaded", "pulled"),
+        ("merged", "merged"),
+        ("deleted_remote", "deleted on the remote"),
+        ("deleted_local", "deleted here (kept in history)"),
+    )
+    for attr, verb in verbs:
+        for name in getattr(result, attr):
+            out.print(f"{verb}: {name}", markup=False)
+    for note in result.notes:
+        err.print(f"note: {note}", markup=False)
+    for conflict in result.conflicts:
+        err.print(f"conflict: {conflict}", markup=False)
+    for name, reason in sorted(result.refused.items()):
+        err.print(f"refused: {name}: {reason}", markup=False)
+    for name, reason in sorted(result.refused_remote.items()):
+        err.print(f"refused from the remote: {name}: {reason}", markup=False)
+    for name, reason in sorted(result.errors.items()):
+        err.print(f"error: {name}: {reason}", markup=False)
+    if result.skipped:
+        err.print(f"not done in time: {len(result.skipped)} file(s); run `memsync sync`.")
+    if not result.changes and not (result.refused or result.errors or result.offline):
+        out.print("Everything is in sync.")
+    if stats:
+        s = result.stats
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted(s.requests.items())) or "none"
+        err.print(
+            f"requests: {s.total()} ({kinds}); up {s.bytes_up} B, down {s.bytes_down} B; "
+            f"{result.seconds:.2f} s",
+            markup=False,
+        )
+    if result.offline:
+        fail(
+            f"the remote is unreachable ({result.offline}); {len(result.queued)} change(s) "
+            "queued, they go out with the next pull, push or sync",
+            3,
+        )
+    if result.refused or result.refused_remote or result.errors:
+        count = len(result.refused) + len(result.refused_remote) + len(result.errors)
+        fail(f"{count} file(s) were not synced; see the lines above", 1)
+
+
+@app.command()
+def pull(
+    memory_dir: MemoryDirOpt = None,
+    remote: RemoteOpt = None,
+    project: ProjectOpt = None,
+    force: ForceOpt = False,
+    stats: StatsOpt = False,
+) -> None:
+    """Bring remote changes here (pending pushes go out first)."""
+    engine = Engine(context(memory_dir, remote, project))
+    _report(_progress_runner(engine, mode="pull", force=force), stats)
+
+
+@app.command()
+def push(
+    paths: Annotated[list[Path] | None, typer.Argument(help="Only these files.")] = None,
+    memory_dir: MemoryDirOpt = None,
+    remote: RemoteOpt = None,
+    project: ProjectOpt = None,
+    force: ForceOpt = False,
+    allow: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow",
+            help="KIND: push the given files even though they contain that kind of secret.",
+        ),
+    ] = None,
+    stats: StatsOpt = False,
+) -> None:
+    """Send local changes to the remote, merging where the remote changed too."""
+    engine = Engine(context(memory_dir, remote, project))
+    allowed: dict[str, set[str]] = {}
+    if allow:
+        if not paths:
+            raise UserError("--allow needs its file(s): memsync push --allow KIND FILE")
+        allowed = {engine.name_of(p): set(allow) for p in paths}
+    result = _progress_runner(
+        engine,
+        mode="push",
+        paths=[str(p) for p in paths] if paths else None,
+        force=force,
+        allow=allowed,
+    )
+    _report(result, stats)
+
+
+@app.command()
+def sync(
+    memory_dir: MemoryDirOpt = None,
+    remote: RemoteOpt = None,
+    project: ProjectOpt = None,
+    force: ForceOpt = False,
+    stats: StatsOpt = False,
+) -> None:
+    """Two-way sync: push local changes, pull remote ones, merge where both changed."""
+    engine = Engine(context(memory_dir, remote, project))
+    _report(_progress_runner(engine, mode="sync", force=force), stats)
+
+
+def _when(ts: float | None) -> str:
+    if not ts:
+        return "never"
+    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
+
+
+@app.command()
+def status(
+    memory_dir: MemoryDirOpt = None,
+    remote: RemoteOpt = None,
+    project: ProjectOpt = None,
+    json: JsonOpt = False,
+) -> None:
+    """What differs between here and the remote, and what needs attention."""
+    from memsync.status import status as compute
+
+    st = compute(Engine(context(memory_dir, remote, project)))
+    if json:
+        emit_json("status", st.as_dict())
+        return
+    out.print(f"memory dir: {st.memory_dir}", markup=False)
+    out.print(f"remote:     {st.remote} (project {st.project})", markup=False)
+    out.print(f"last sync:  {_when(st.last_sync)}", markup=False)
+    if not st.sync_enabled:
+        out.print("sync is off (MEMSYNC_SYNC=off)")
+    if st.remote_error:
+        out.print(f"remote:     not reachable: {st.remote_error}", markup=False)
+    groups = (
+        ("new here", st.local_only),
+        ("new on the remote", st.remote_only),
+        ("changed here", st.modified_local),
+        ("changed on the remote", st.modified_remote),
+        ("changed on both sides (will merge)", st.modified_both),
+        ("deleted here", st.deleted_local),
+        ("deleted on the remote", st.deleted_remote),
+        ("queued while offline", st.queued),
+    )
+    for label, names in groups:
+        for name in names:
+            out.print(f"  {label}: {name}", markup=False)
+    for name, reason in sorted(st.refused.items()):
+        out.print(f"  refused: {name}: {reason}", markup=False)
+    for c in st.conflicts:
+        out.print(f"  conflict ({_when(c.get('at'))}): {c['file']}: {c['detail']}", markup=False)
+    if st.conflicts:
+        out.print("  (see `memsync history FILE`; `memsync resolve FILE` clears a conflict)")
+    out.print(f"{st.in_sync} file(s) in sync.")
+
+
+@app.command()
+def validate(
+    paths: Annotated[list[Path] | None, typer.Argument(help="Files (default: all).")] = None,
+    memory_dir: MemoryDirOpt = None,
+    project: ProjectOpt = None,
+) -> None:
+    """Check memory files: frontmatter, size, encoding, and secrets."""
+    from memsync.errors import RefusedFile
+    from memsync.gate import check_outbound
+
+    ctx = context(memory_dir, None, project)
+    engine = Engine(ctx)
+    if paths:
+        files = {engine.name_of(p): Path(p) for p in paths}
+    else:
+        root = ctx.memory_dir
+        if not root.is_dir():
+            raise UserError(f"the memory dir {root} does not exist")
+        from memsync.engine import is_ignored
+
+        files = {
+            p.relative_to(root).as_posix(): p
+            for p in sorted(root.rglob("*"))
+            if p.is_file() and not is_ignored(p.relative_to(root).as_posix())
+        }
+    problems = 0
+    for name, path in files.items():
+        try:
+            check_outbound(name, path.read_bytes(), int(ctx.setting("max_file_bytes")))
+        except RefusedFile as exc:
+            problems += 1
+            out.print(f"{name}: {exc.reason}", markup=False)
+        except OSError as exc:
+            problems += 1
+            out.print(f"{name}: it cannot be read ({exc.strerror})", markup=False)
+    if problems:
+        fail(f"{problems} of {len(files)} file(s) have problems", 1)
+    out.print(f"{len(files)} file(s) OK.")
+
+
+@app.command()
+def history(
+    file: Annotated[Path, typer.Argument(help="A memory file.")],
+    memory_dir: MemoryDirOpt = None,
+    remote: RemoteOpt = None,
+    project: ProjectOpt = None,
+) -> None:
+    """List the local versions kept of a file (newest first)."""
+    engine = Engine(context(memory_dir, remote, project))
+    name = engine.name_of(file)
+    versions = engine.state.history(name)
+    if not versions:
+        out.print(f"No history kept for {name}.", markup=False)
+        return
+    for v in versions:
+        size = v.path.stat().st_size
+        out.print(f"{v.version:>3}  {_when(v.saved_at)}  {size:>7} B  {v.reason}", markup=False)
+
+
+@app.command()
+def restore(
+    file: Annotated[Path, typer.Argument(help="A memory file.")],
+    version: Annotated[int, typer.Argument(help="Version number from `memsync history`.")] = 1,
+    memory_dir: MemoryDirOpt = None,
+    remote: RemoteOpt = None,
+    project: ProjectOpt = None,
+) -> None:
+    """Bring back a version from local history (the current content goes to history)."""
+    engine = Engine(context(memory_dir, remote, project))
+    name = engine.name_of(file)
+    versions = {v.version: v for v in engine.state.history(name)}
+    if version not in versions:
+        raise UserError(f"{name} has no version {version}; see `memsync history {name}`")
+    data = versions[version].path.read_bytes()
+    current = engine.read_local(name)
+    if current is not None and current != data:
+        engine.state.keep(name, current, f"replaced by `memsync restore` of version {version}")
+    engine.write_local(name, data)
+    out.print(f"Restored {name} from version {version}; `memsync push` sends it.", markup=False)
+
+
+@app.command()
+def resolve(
+    file: Annotated[Path | None, typer.Argument(help="Clear conflicts for this file only.")] = None,
+    memory_dir: MemoryDirOpt = None,
+    remote: RemoteOpt = None,
+    project: ProjectOpt = None,
+) -> None:
+    """Mark reported conflicts as dealt with."""
+    engine = Engine(context(memory_dir, remote, project))
+    name = engine.name_of(file) if file else None
+    cleared = engine.state.resolve_conflicts(name)
+    engine.state.save()
+    out.print(f"Cleared {cleared} conflict(s).")

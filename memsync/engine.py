@@ -1,0 +1,566 @@
+"""The sync executor: runs the planner's actions against a store, merging and retrying when
+a conditional write loses a race. Nothing here prints or exits; results are returned."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from memsync import planner
+from memsync.config import Context
+from memsync.errors import (
+    AlreadyExists,
+    GuardError,
+    NotFound,
+    PreconditionFailed,
+    RefusedFile,
+    StoreError,
+    Unreachable,
+    UnsafeKey,
+    UserError,
+)
+from memsync.fsutil import atomic_write, file_lock, sha256
+from memsync.gate import check_inbound, check_outbound
+from memsync.planner import Action, Kind
+from memsync.state import State
+from memsync.stores import Stats, Store, check_key, open_store
+
+MAX_ATTEMPTS = 8
+_TEMP_SUFFIXES = ("~", ".swp", ".swo", ".swx", ".tmp", ".part", ".crdownload")
+
+
+def is_ignored(relpath: str) -> bool:
+    """Files memsync never syncs: Claude Code's team/ folder, hidden and editor temp files."""
+    parts = relpath.split("/")
+    if parts[0] == "team":
+        return True
+    name = parts[-1]
+    return (
+        any(p.startswith(".") for p in parts)
+        or name.endswith(_TEMP_SUFFIXES)
+        or (name.startswith("#") and name.endswith("#"))
+    )
+
+
+@dataclass
+class SyncResult:
+    mode: str
+    uploaded: list[str] = field(default_factory=list)
+    downloaded: list[str] = field(default_factory=list)
+    merged: list[str] = field(default_factory=list)
+    deleted_remote: list[str] = field(default_factory=list)
+    deleted_local: list[str] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)
+    refused_remote: dict[str, str] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    queued: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # not started before the deadline
+    offline: str | None = None
+    disabled: bool = False
+    stats: Stats = field(default_factory=Stats)
+    seconds: float = 0.0
+
+    @property
+    def changes(self) -> int:
+        return sum(
+            len(x)
+            for x in (
+                self.uploaded,
+                self.downloaded,
+                self.merged,
+                self.deleted_remote,
+                self.deleted_local,
+            )
+        )
+
+
+@dataclass
+class LocalScan:
+    content: dict[str, bytes]
+    refused: dict[str, str]
+    mtimes: dict[str, float]
+
+
+class Engine:
+    """Sync one memory dir with one remote prefix."""
+
+    def __init__(self, ctx: Context, store: Store | None = None) -> None:
+        self.ctx = ctx
+        self._store = store
+        self.max_bytes = int(ctx.setting("max_file_bytes"))
+        self._lock = threading.Lock()
+        self.state = State(ctx.state_dir, int(ctx.setting("history_versions")))
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            self._store = open_store(self.ctx.remote, self.ctx.project)
+        return self._store
+
+    # --- the local side -------------------------------------------------------------------
+
+    def local_path(self, name: str) -> Path:
+        """The file for `name`, refusing names that would leave the memory dir."""
+        check_key(name)
+        path = self.ctx.memory_dir / name
+        root = self.ctx.memory_dir.resolve()
+        parent = path.parent.resolve()
+        if parent != root and root not in parent.parents:
+            raise UnsafeKey(f"refused {name!r}: it would be written outside {root}")
+        if path.is_symlink():
+            raise UnsafeKey(f"refused {name!r}: it is a symbolic link in the memory dir")
+        return path
+
+    def name_of(self, path: str | os.PathLike[str]) -> str:
+        """The memory-dir-relative name of a user-given path."""
+        given = Path(path).expanduser()
+        absolute = (given if given.is_absolute() else Path.cwd() / given).resolve()
+        root = self.ctx.memory_dir.resolve()
+        if absolute != root and root not in absolute.parents:
+            candidate = root / given
+            if not given.is_absolute() and (candidate.exists() or candidate.name.endswith(".md")):
+                absolute = candidate
+            else:
+                raise UserError(f"{path} is not inside the memory dir {root}")
+        return absolute.relative_to(root).as_posix()
+
+    def read_local(self, name: str) -> bytes | None:
+        try:
+            return self.local_path(name).read_bytes()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def write_local(self, name: str, data: bytes) -> None:
+        path = self.local_path(name)
+        try:
+            mode = path.stat().st_mode & 0o777
+        except FileNotFoundError:
+            mode = 0o600
+        atomic_write(path, data, mode)
+
+    def scan_local(self, allow: dict[str, set[str]] | None = None) -> LocalScan:
+        """Read every memory file. Files changed since their last sync are checked before they
+        may leave the machine; refused ones are reported and left untouched."""
+        root = self.ctx.memory_dir
+        scan = LocalScan({}, {}, {})
+        if not root.is_dir():
+            return scan
+        resolved_root = root.resolve()
+        for dirpath, dirnames, filenames in os.walk(root):
+            rel_dir = Path(dirpath).relative_to(root).as_posix()
+            dirnames[:] = sorted(
+                d
+                for d in dirnames
+                if not is_ignored(d if rel_dir == "." else f"{rel_dir}/{d}")
+                and not (Path(dirpath) / d).is_symlink()
+            )
+            for fname in sorted(filenames):
+                name = fname if rel_dir == "." else f"{rel_dir}/{fname}"
+                if is_ignored(name):
+                    continue
+                path = Path(dirpath) / fname
+                if path.is_symlink():
+                    target = path.resolve()
+                    if resolved_root not in target.parents:
+                        scan.refused[name] = "it is a symbolic link pointing outside the memory dir"
+                        continue
+                try:
+                    data = path.read_bytes()
+                    scan.mtimes[name] = path.stat().st_mtime
+                except OSError as exc:
+                    scan.refused[name] = f"it cannot be read ({exc.strerror})"
+                    continue
+                rec = self.state.records.get(name)
+                if rec is None or rec.sha != sha256(data):
+                    try:
+                        check_outbound(name, data, self.max_bytes, (allow or {}).get(name, ()))
+                    except RefusedFile as exc:
+                        scan.refused[name] = exc.reason
+                        continue
+                scan.content[name] = data
+        return scan
+
+    # --- running a sync -------------------------------------------------------------------
+
+    def run(
+        self,
+        mode: str = "sync",
+        paths: Iterable[str] | None = None,
+        *,
+        force: bool = False,
+        allow: dict[str, set[str]] | None = None,
+        deadline: float | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> SyncResult:
+        """mode: "sync" (both ways), "push" (local → remote) or "pull" (remote → local).
+
+        Pending (queued) pushes are always drained first. With `paths`, a push trusts the
+        last-synced records instead of listing, so pushing one known file is one request.
+        """
+        if mode not in ("sync", "push", "pull"):
+            raise ValueError(mode)
+        result = SyncResult(mode)
+        if not self.ctx.sync_enabled:
+            result.disabled = True
+            return result
+        started = time.monotonic()
+        names = None if paths is None else [self.name_of(p) for p in paths]
+        with file_lock(self.ctx.state_dir / "lock", timeout=120):
+            self.state = State(self.ctx.state_dir, self.state.history_versions)
+            try:
+                self._run_locked(result, mode, names, force, allow or {}, deadline, progress)
+            finally:
+                self.state.meta["last_attempt"] = time.time()
+                self.state.save()
+        result.stats = self.store.stats
+        result.seconds = time.monotonic() - started
+        return result
+
+    def _run_locked(
+        self,
+        result: SyncResult,
+        mode: str,
+        names: list[str] | None,
+        force: bool,
+        allow: dict[str, set[str]],
+        deadline: float | None,
+        progress: Callable[[int, int], None] | None,
+    ) -> None:
+        local = self.scan_local(allow)
+        result.refused = dict(local.refused)
+        pending = self.state.pending
+        local_hashes = {n: sha256(d) for n, d in local.content.items()}
+        records = self.state.records
+
+        if mode == "push" and names is not None:
+            # Trust the records: the happy path is one conditional request a file.
+            remote = {n: r.etag for n, r in records.items()}
+            entries: dict[str, float] = {}
+            only = set(names) | set(pending)
+            actions = planner.plan(
+                local_hashes,
+                remote,
+                records,
+                kinds=planner.PUSH_KINDS,
+                only=only,
+                skip=local.refused,
+            )
+        else:
+            listing = self._list(result, mode, local_hashes, records, pending)
+            if listing is None:
+                return
+            remote = {}
+            entries = {}
+            for key, entry in listing.items():
+                if is_ignored(key):
+                    continue
+                try:
+                    check_key(key)
+                except UnsafeKey as exc:
+                    result.refused_remote[key] = str(exc)
+                    continue
+                remote[key] = entry.etag
+                entries[key] = entry.modified
+            skip = set(local.refused) | set(result.refused_remote)
+            if mode == "sync":
+                actions = planner.plan(local_hashes, remote, records, only=names, skip=skip)
+            elif mode == "push":
+                actions = planner.plan(
+                    local_hashes, remote, records, kinds=planner.PUSH_KINDS, skip=skip
+                )
+            else:
+                actions = planner.plan(
+                    local_hashes, remote, records, kinds=planner.PULL_KINDS, only=names, skip=skip
+                )
+                drain = planner.plan(
+                    local_hashes,
+                    remote,
+                    records,
+                    kinds=planner.PUSH_KINDS,
+                    only=pending,
+                    skip=skip,
+                )
+                seen = {a.name for a in actions}
+                actions += [a for a in drain if a.name not in seen]
+
+        total = len(set(local_hashes) | set(remote) | set(records))
+        if not force and planner.mass_deletion(actions, total):
+            count = len(planner.deletions(actions))
+            raise GuardError(
+                f"this {mode} would delete {count} of {total} memory files; "
+                "if that is what you want, run it again with --force"
+            )
+
+        ctx = _Run(local, local_hashes, remote, entries)
+        self._execute(result, actions, ctx, deadline, progress)
+
+        done = set(result.uploaded + result.merged + result.deleted_remote)
+        self.state.unqueue([n for n in pending if n in done or n not in local_hashes])
+        if result.offline:
+            queued = [a.name for a in actions if a.kind in planner.PUSH_KINDS]
+            queued = [n for n in queued if n not in done]
+            self.state.queue(queued)
+            result.queued = self.state.pending
+        self.state.set_refused(local.refused)
+        if not result.offline and not result.errors and result.skipped == []:
+            self.state.meta["last_sync"] = time.time()
+
+    def _list(self, result, mode, local_hashes, records, pending):  # noqa: ANN001, ANN202
+        try:
+            return self.store.list()
+        except NotFound:
+            if mode == "pull":
+                raise UserError(
+                    f"the remote {self._display_remote()} does not exist yet; "
+                    "run `memsync push` to create it"
+                ) from None
+            try:
+                self.store.ensure()
+            except Unreachable as exc:
+                self._go_offline(result, str(exc), local_hashes, records)
+                return None
+            return {}
+        except Unreachable as exc:
+            self._go_offline(result, str(exc), local_hashes, records)
+            return None
+
+    def _go_offline(self, result: SyncResult, reason: str, local_hashes, records) -> None:  # noqa: ANN001
+        result.offline = reason
+        changed = [n for n, h in local_hashes.items() if n not in records or records[n].sha != h]
+        deleted = [n for n in records if n not in local_hashes]
+        self.state.queue(changed + deleted)
+        result.queued = self.state.pending
+
+    def _display_remote(self) -> str:
+        from memsync.config import strip_query
+
+        return f"{strip_query(self.ctx.remote)} (project {self.ctx.project})"
+
+    # --- executing actions ----------------------------------------------------------------
+
+    def _execute(self, result, actions, run, deadline, progress) -> None:  # noqa: ANN001
+        done = 0
+        total = len(actions)
+
+        def one(action: Action) -> None:
+            nonlocal done
+            if deadline is not None and time.monotonic() > deadline:
+                with self._lock:
+                    result.skipped.append(action.name)
+                return
+            try:
+                self._apply(result, action, run)
+            except Unreachable as exc:
+                with self._lock:
+                    result.offline = str(exc)
+            except RefusedFile as exc:
+                with self._lock:
+                    result.refused_remote[action.name] = exc.reason
+            except (StoreError, UserError, OSError) as exc:
+                with self._lock:
+                    result.errors[action.name] = str(exc)
+            finally:
+                with self._lock:
+                    done += 1
+                    if progress is not None:
+                        progress(done, total)
+
+        workers = min(int(self.ctx.setting("concurrency")), len(actions))
+        if workers <= 1:
+            for action in actions:
+                one(action)
+        else:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                list(pool.map(one, actions))
+        for attr in ("uploaded", "downloaded", "merged", "deleted_remote", "deleted_local"):
+            getattr(result, attr).sort()
+
+    def _record(self, name: str, etag: str, content: bytes) -> None:
+        with self._lock:
+            self.state.set_synced(name, etag, content)
+
+    def _apply(self, result: SyncResult, action: Action, run: _Run) -> None:
+        name = action.name
+        if action.kind is Kind.UPLOAD:
+            self._upload(result, name, run.local.content[name], run.remote.get(name))
+        elif action.kind is Kind.DOWNLOAD:
+            self._download(result, name, run.local_hashes.get(name))
+        elif action.kind is Kind.MERGE:
+            self._merge(
+                result, name, run.local.content[name], run.mtime(name), run.modified.get(name)
+            )
+        elif action.kind is Kind.DELETE_REMOTE:
+            self._delete_remote(result, name)
+        elif action.kind is Kind.DELETE_LOCAL:
+            self._delete_local(result, name, run.local_hashes.get(name))
+        elif action.kind is Kind.FORGET:
+            with self._lock:
+                self.state.forget(name)
+
+    def _upload(self, result: SyncResult, name: str, ours: bytes, remote_etag: str | None) -> None:
+        try:
+            if remote_etag is None:
+                etag = self.store.create(name, ours)
+            else:
+                etag = self.store.replace(name, ours, remote_etag)
+        except PreconditionFailed:
+            self._merge(result, name, ours, None)
+            return
+        self._record(name, etag, ours)
+        with self._lock:
+            result.uploaded.append(name)
+
+    def _download(self, result: SyncResult, name: str, expected_sha: str | None) -> None:
+        try:
+            theirs, etag = self.store.get(name)
+        except NotFound:
+            return  # deleted meanwhile; the next sync sees it
+        check_inbound(name, theirs, self.max_bytes)
+        current = self.read_local(name)
+        if current is not None and sha256(current) != expected_sha:
+            self._merge(result, name, current, None)  # edited here while we were busy
+            return
+        if current != theirs:
+            if current is not None:
+                self._keep(name, current, "replaced by a newer version from the remote")
+            self.write_local(name, theirs)
+            with self._lock:
+                result.downloaded.append(name)
+        self._record(name, etag, theirs)
+
+    def _merge(
+        self,
+        result: SyncResult,
+        name: str,
+        ours: bytes,
+        mtime: float | None,
+        theirs_mtime: float | None = None,
+    ) -> None:
+        from memsync.merge import merge
+
+        base = self.state.base(name)
+        for _ in range(MAX_ATTEMPTS):
+            try:
+                theirs, etag = self.store.get(name)
+            except NotFound:
+                try:
+                    etag = self.store.create(name, ours)
+                except AlreadyExists:
+                    continue
+                self._finish_merge(result, name, ours, ours, etag, None)
+                return
+            try:
+                check_inbound(name, theirs, self.max_bytes)
+            except RefusedFile as exc:
+                # A corrupt remote copy never replaces a good local one: overwrite it.
+                with self._lock:
+                    result.notes.append(
+                        f"{name}: the remote copy was refused ({exc.reason}); "
+                        "replaced it with the local version"
+                    )
+                theirs_ok = False
+            else:
+                theirs_ok = True
+            if theirs == ours:
+                self._finish_merge(result, name, ours, ours, etag, None)
+                return
+            if theirs_ok:
+                outcome = merge(
+                    name, base, ours, theirs, ours_mtime=mtime, theirs_mtime=theirs_mtime
+                )
+                merged = outcome.content
+            else:
+                outcome, merged = None, ours
+            if merged != theirs:
+                try:
+                    etag = self.store.replace(name, merged, etag)
+                except PreconditionFailed:
+                    continue
+            current = self.read_local(name)
+            if current is not None and current != ours:
+                ours = current  # edited here meanwhile: fold that in too
+                continue
+            if outcome is not None and outcome.conflict:
+                if outcome.discarded is not None:
+                    reason = f"lost a merge conflict: {outcome.conflict}"
+                    self._keep(name, outcome.discarded, reason)
+                with self._lock:
+                    self.state.add_conflict(name, outcome.conflict)
+                    result.conflicts.append(f"{name}: {outcome.conflict}")
+            self._finish_merge(result, name, ours, merged, etag, current)
+            return
+        with self._lock:
+            result.errors[name] = (
+                f"{name} kept changing on the remote; gave up after {MAX_ATTEMPTS} merge attempts "
+                "(run sync again)"
+            )
+
+    def _finish_merge(
+        self,
+        result: SyncResult,
+        name: str,
+        ours: bytes,
+        merged: bytes,
+        etag: str,
+        current: bytes | None,
+    ) -> None:
+        if merged != ours or current is None:
+            if current is not None:
+                self._keep(name, current, "replaced by a merge with the remote version")
+            self.write_local(name, merged)
+        self._record(name, etag, merged)
+        with self._lock:
+            result.merged.append(name)
+
+    def _delete_remote(self, result: SyncResult, name: str) -> None:
+        rec = self.state.records[name]
+        try:
+            self.store.delete(name, rec.etag)
+        except NotFound:
+            pass
+        except PreconditionFailed:
+            with self._lock:
+                result.notes.append(
+                    f"{name} was deleted here but edited on another device; kept the edit"
+                )
+            self._download(result, name, None)
+            return
+        with self._lock:
+            self.state.forget(name)
+            result.deleted_remote.append(name)
+
+    def _delete_local(self, result: SyncResult, name: str, expected_sha: str | None) -> None:
+        current = self.read_local(name)
+        if current is not None:
+            if sha256(current) != expected_sha:
+                self._upload(result, name, current, None)
+                return
+            self._keep(name, current, "deleted on another device")
+            self.local_path(name).unlink()
+        with self._lock:
+            self.state.forget(name)
+            result.deleted_local.append(name)
+
+    def _keep(self, name: str, content: bytes, reason: str) -> None:
+        with self._lock:
+            self.state.keep(name, content, reason)
+
+
+@dataclass
+class _Run:
+    """What one run knows about both sides when it starts."""
+
+    local: LocalScan
+    local_hashes: dict[str, str]
+    remote: dict[str, str]
+    modified: dict[str, float]
+
+    def mtime(self, name: str) -> float | None:
+        return self.local.mtimes.get(name)

@@ -1,0 +1,181 @@
+"""memsync's own per-project state under MEMSYNC_HOME: last-synced records, pending queue,
+conflicts, refused files and local history. Every file is 0600, every folder 0700, and every
+write is atomic, so a kill at any point leaves a readable state."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote
+
+from memsync.fsutil import atomic_write, private_dir, sha256
+
+
+@dataclass(frozen=True)
+class Record:
+    """What a file looked like when it was last in sync on both sides."""
+
+    etag: str  # the remote ETag at that moment
+    sha: str  # sha256 of the content; the content itself is kept in bases/<sha>
+    synced_at: float
+
+
+@dataclass(frozen=True)
+class Version:
+    """One copy of a file kept in local history."""
+
+    name: str
+    version: int  # 1 = newest
+    saved_at: float
+    reason: str
+    path: Path
+
+
+class State:
+    def __init__(self, directory: Path, history_versions: int = 20) -> None:
+        self.dir = directory
+        self.history_versions = history_versions
+        self.records: dict[str, Record] = {}
+        self.meta: dict[str, Any] = {}
+        private_dir(self.dir)
+        self._load()
+
+    # --- persistence --------------------------------------------------------------------
+
+    def _json(self, name: str, default: Any) -> Any:
+        try:
+            return json.loads((self.dir / name).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return default
+        except (OSError, ValueError):
+            # A state file we cannot read is rebuilt: records only speed up merges, and the
+            # planner treats a file without a record as "compare contents", which loses nothing.
+            return default
+
+    def _load(self) -> None:
+        raw = self._json("records.json", {})
+        self.records = {name: Record(**rec) for name, rec in raw.items() if isinstance(rec, dict)}
+        self.meta = self._json("meta.json", {})
+
+    def _write_json(self, name: str, data: Any) -> None:
+        payload = json.dumps(data, indent=1, sort_keys=True).encode()
+        atomic_write(self.dir / name, payload)
+
+    def save(self) -> None:
+        self._write_json("records.json", {n: asdict(r) for n, r in sorted(self.records.items())})
+        self._write_json("meta.json", self.meta)
+        self._collect_bases()
+
+    # --- records and bases ----------------------------------------------------------------
+
+    def set_synced(self, name: str, etag: str, content: bytes) -> None:
+        digest = sha256(content)
+        base = private_dir(self.dir / "bases") / digest
+        if not base.exists():
+            atomic_write(base, content)
+        self.records[name] = Record(etag, digest, time.time())
+
+    def forget(self, name: str) -> None:
+        self.records.pop(name, None)
+
+    def base(self, name: str) -> bytes | None:
+        rec = self.records.get(name)
+        if rec is None:
+            return None
+        try:
+            return (self.dir / "bases" / rec.sha).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def _collect_bases(self) -> None:
+        folder = self.dir / "bases"
+        if not folder.is_dir():
+            return
+        live = {rec.sha for rec in self.records.values()}
+        for path in folder.iterdir():
+            if path.name not in live and not path.name.startswith("."):
+                path.unlink(missing_ok=True)
+
+    # --- pending queue, conflicts, refused files ------------------------------------------
+
+    @property
+    def pending(self) -> list[str]:
+        return list(self.meta.get("pending", []))
+
+    def queue(self, names: list[str]) -> None:
+        self.meta["pending"] = sorted(set(self.pending) | set(names))
+
+    def unqueue(self, names: list[str]) -> None:
+        self.meta["pending"] = sorted(set(self.pending) - set(names))
+
+    @property
+    def conflicts(self) -> list[dict[str, Any]]:
+        return list(self.meta.get("conflicts", []))
+
+    def add_conflict(self, name: str, detail: str) -> None:
+        entry = {"file": name, "detail": detail, "at": time.time()}
+        self.meta["conflicts"] = [*self.conflicts, entry]
+
+    def resolve_conflicts(self, name: str | None = None) -> int:
+        before = self.conflicts
+        kept = [c for c in before if name is not None and c["file"] != name]
+        self.meta["conflicts"] = kept
+        return len(before) - len(kept)
+
+    @property
+    def refused(self) -> dict[str, str]:
+        return dict(self.meta.get("refused", {}))
+
+    def set_refused(self, refused: dict[str, str]) -> None:
+        self.meta["refused"] = dict(sorted(refused.items()))
+
+    # --- local history --------------------------------------------------------------------
+
+    def _history_dir(self, name: str) -> Path:
+        return self.dir / "history" / quote(name, safe="")
+
+    def keep(self, name: str, content: bytes, reason: str) -> None:
+        """Keep a copy of local content about to be replaced or removed (bounded per file)."""
+        folder = private_dir(self._history_dir(name))
+        existing = sorted(folder.glob("*.md"))
+        if existing and existing[-1].read_bytes() == content:
+            return
+        path = folder / f"{time.time_ns() // 1000:020d}-{sha256(content)[:8]}.md"
+        atomic_write(path, content)
+        atomic_write(path.with_suffix(".reason"), reason.encode())
+        for old in sorted(folder.glob("*.md"))[: -self.history_versions]:
+            old.unlink(missing_ok=True)
+            old.with_suffix(".reason").unlink(missing_ok=True)
+
+    def history(self, name: str) -> list[Version]:
+        folder = self._history_dir(name)
+        files = sorted(folder.glob("*.md"), reverse=True) if folder.is_dir() else []
+        versions = []
+        for i, path in enumerate(files, start=1):
+            reason_path = path.with_suffix(".reason")
+            reason = reason_path.read_text(encoding="utf-8") if reason_path.exists() else ""
+            saved = int(path.name.split("-", 1)[0]) / 1_000_000
+            versions.append(Version(name, i, saved, reason, path))
+        return versions
+
+    def history_names(self) -> list[str]:
+        folder = self.dir / "history"
+        if not folder.is_dir():
+            return []
+        return sorted(unquote(p.name) for p in folder.iterdir() if p.is_dir())
+
+    def drop_history(self, name: str) -> int:
+        removed = 0
+        for version in self.history(name):
+            version.path.unlink(missing_ok=True)
+            version.path.with_suffix(".reason").unlink(missing_ok=True)
+            removed += 1
+        folder = self._history_dir(name)
+        if folder.is_dir():
+            for leftover in folder.iterdir():
+                leftover.unlink()
+            folder.rmdir()
+        return removed

@@ -1,0 +1,105 @@
+"""`memsync status`: what a sync would do, plus what needs the user's attention."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from memsync import planner
+from memsync.config import strip_query
+from memsync.engine import Engine, is_ignored
+from memsync.errors import NotFound, Unreachable, UnsafeKey
+from memsync.fsutil import sha256
+from memsync.planner import Kind
+from memsync.stores import check_key
+
+
+@dataclass
+class Status:
+    memory_dir: str
+    remote: str
+    project: str
+    local_only: list[str] = field(default_factory=list)
+    remote_only: list[str] = field(default_factory=list)
+    modified_local: list[str] = field(default_factory=list)
+    modified_remote: list[str] = field(default_factory=list)
+    modified_both: list[str] = field(default_factory=list)
+    deleted_local: list[str] = field(default_factory=list)
+    deleted_remote: list[str] = field(default_factory=list)
+    conflicts: list[dict[str, Any]] = field(default_factory=list)
+    queued: list[str] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)
+    in_sync: int = 0
+    last_sync: float | None = None
+    remote_error: str | None = None
+    sync_enabled: bool = True
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def clean(self) -> bool:
+        pending = self.local_only + self.remote_only + self.modified_local + self.modified_remote
+        return not (
+            pending
+            or self.modified_both
+            or self.deleted_local
+            or self.deleted_remote
+            or self.conflicts
+            or self.queued
+            or self.refused
+            or self.remote_error
+        )
+
+
+_BUCKET = {
+    (Kind.UPLOAD, False): "local_only",
+    (Kind.UPLOAD, True): "modified_local",
+    (Kind.DOWNLOAD, False): "remote_only",
+    (Kind.DOWNLOAD, True): "modified_remote",
+    (Kind.MERGE, False): "modified_both",
+    (Kind.MERGE, True): "modified_both",
+    (Kind.DELETE_REMOTE, True): "deleted_local",
+    (Kind.DELETE_LOCAL, True): "deleted_remote",
+}
+
+
+def status(engine: Engine) -> Status:
+    ctx = engine.ctx
+    result = Status(
+        memory_dir=str(ctx.memory_dir),
+        remote=strip_query(ctx.remote),
+        project=ctx.project,
+        sync_enabled=ctx.sync_enabled,
+    )
+    state = engine.state
+    local = engine.scan_local()
+    result.refused = dict(local.refused)
+    result.conflicts = state.conflicts
+    result.queued = state.pending
+    result.last_sync = state.meta.get("last_sync")
+    hashes = {n: sha256(d) for n, d in local.content.items()}
+    remote: dict[str, str] = {}
+    if ctx.sync_enabled:
+        try:
+            for key, entry in engine.store.list().items():
+                if is_ignored(key):
+                    continue
+                try:
+                    remote[check_key(key)] = entry.etag
+                except UnsafeKey as exc:
+                    result.refused[key] = str(exc)
+        except NotFound:
+            result.remote_error = "the remote does not exist yet (a push creates it)"
+        except Unreachable as exc:
+            result.remote_error = str(exc)
+    if result.remote_error and not remote:
+        remote = {n: r.etag for n, r in state.records.items()}  # assume unchanged
+    actions = planner.plan(hashes, remote, state.records, skip=local.refused)
+    for action in actions:
+        bucket = _BUCKET.get((action.kind, action.name in state.records))
+        if bucket:
+            getattr(result, bucket).append(action.name)
+    acted = {a.name for a in actions}
+    result.in_sync = len([n for n in hashes if n not in acted and n in state.records])
+    return result
