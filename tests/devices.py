@@ -1,0 +1,86 @@
+"""Simulated devices for end-to-end tests: each has its own MEMSYNC_HOME and memory dir and
+runs the real `memsync` CLI in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tests.conftest import write_memory
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class Device:
+    name: str
+    root: Path
+    remote: str
+    env_extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def home(self) -> Path:
+        return self.root / "memsync-home"
+
+    @property
+    def memory(self) -> Path:
+        return self.root / "memory"
+
+    def env(self) -> dict[str, str]:
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith("MEMSYNC_") or k == "MEMSYNC_AZURITE"
+        }
+        env.update(
+            HOME=str(self.root),
+            MEMSYNC_HOME=str(self.home),
+            MEMSYNC_MEMORY_DIR=str(self.memory),
+            MEMSYNC_REMOTE=self.remote,
+            MEMSYNC_PROJECT="e2e-project",
+            MEMSYNC_DEVICE=self.name,
+            CLAUDE_CONFIG_DIR=str(self.root / ".claude"),
+            PYTHONPATH=str(REPO),
+        )
+        env.update(self.env_extra)
+        return env
+
+    def run(
+        self, *args: str, input: str | None = None, check: int | None = 0, timeout: float = 120
+    ) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(
+            [sys.executable, "-m", "memsync", *args],
+            env=self.env(),
+            cwd=self.root,
+            input=input,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        if check is not None and proc.returncode != check:
+            raise AssertionError(
+                f"memsync {' '.join(args)} on {self.name} exited {proc.returncode}, "
+                f"expected {check}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+            )
+        return proc
+
+    def write(self, name: str, body: str = "", **meta: object) -> Path:
+        return write_memory(self.memory, name, body, **meta)
+
+    def files(self) -> dict[str, bytes]:
+        if not self.memory.is_dir():
+            return {}
+        return {
+            p.relative_to(self.memory).as_posix(): p.read_bytes()
+            for p in sorted(self.memory.rglob("*"))
+            if p.is_file() and not p.name.startswith(".")
+        }
+
+
+def make_device(tmp_path: Path, name: str, remote: str, **env: str) -> Device:
+    device = Device(name, tmp_path / name, remote, dict(env))
+    device.memory.mkdir(parents=True)
+    return device
