@@ -3,10 +3,11 @@ a conditional write loses a race. Nothing here prints or exits; results are retu
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,13 +32,14 @@ from memsync.state import State
 from memsync.stores import Stats, Store, check_key, open_store
 
 MAX_ATTEMPTS = 8
+TOMBSTONES = "_memsync/forgotten.json"  # remote record of forgotten files (names, no content)
 _TEMP_SUFFIXES = ("~", ".swp", ".swo", ".swx", ".tmp", ".part", ".crdownload")
 
 
 def is_ignored(relpath: str) -> bool:
     """Files memsync never syncs: Claude Code's team/ folder, hidden and editor temp files."""
     parts = relpath.split("/")
-    if parts[0] == "team":
+    if parts[0] in ("team", TOMBSTONES.split("/")[0]):
         return True
     name = parts[-1]
     return (
@@ -97,6 +99,13 @@ class Engine:
         self.max_bytes = int(ctx.setting("max_file_bytes"))
         self._lock = threading.Lock()
         self.state = State(ctx.state_dir, int(ctx.setting("history_versions")))
+
+    @contextlib.contextmanager
+    def locked(self, timeout: float = 120) -> Iterator[None]:
+        """Hold this project's state lock (one memsync process at a time) with fresh state."""
+        with file_lock(self.ctx.state_dir / "lock", timeout=timeout):
+            self.state = State(self.ctx.state_dir, self.state.history_versions)
+            yield
 
     @property
     def store(self) -> Store:
@@ -212,8 +221,7 @@ class Engine:
             return result
         started = time.monotonic()
         names = None if paths is None else [self.name_of(p) for p in paths]
-        with file_lock(self.ctx.state_dir / "lock", timeout=120):
-            self.state = State(self.ctx.state_dir, self.state.history_versions)
+        with self.locked():
             try:
                 self._run_locked(result, mode, names, force, allow or {}, deadline, progress)
             finally:
@@ -256,15 +264,17 @@ class Engine:
             listing = self._list(result, mode, local_hashes, records, pending)
             if listing is None:
                 return
+            self._apply_tombstones(listing, local)
+            local_hashes = {n: sha256(d) for n, d in local.content.items()}
             remote = {}
             entries = {}
             for key, entry in listing.items():
-                if is_ignored(key):
-                    continue
                 try:
                     check_key(key)
                 except UnsafeKey as exc:
                     result.refused_remote[key] = str(exc)
+                    continue
+                if is_ignored(key):
                     continue
                 remote[key] = entry.etag
                 entries[key] = entry.modified
@@ -330,6 +340,23 @@ class Engine:
         except Unreachable as exc:
             self._go_offline(result, str(exc), local_hashes, records)
             return None
+
+    def _apply_tombstones(self, listing, local: LocalScan) -> None:  # noqa: ANN001
+        """Files forgotten on another device are removed here too, history included, so an
+        edited copy on this device cannot bring them back."""
+        from memsync.forget import apply_tombstones
+
+        entry = listing.get(TOMBSTONES)
+        if entry is None or entry.etag == self.state.meta.get("tombstones_etag"):
+            return
+        try:
+            data, etag = self.store.get(TOMBSTONES)
+        except NotFound:
+            return
+        for name in apply_tombstones(self, data):
+            local.content.pop(name, None)
+            listing.pop(name, None)
+        self.state.meta["tombstones_etag"] = etag
 
     def _go_offline(self, result: SyncResult, reason: str, local_hashes, records) -> None:  # noqa: ANN001
         result.offline = reason

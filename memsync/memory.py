@@ -81,7 +81,7 @@ def dump_meta(meta: dict[str, Any]) -> str:
         Dumper=_Dumper,
         sort_keys=False,
         allow_unicode=True,
-        default_flow_style=None,
+        default_flow_style=False,
         width=1000,
     )
 

@@ -83,12 +83,13 @@ def status(engine: Engine) -> Status:
     if ctx.sync_enabled:
         try:
             for key, entry in engine.store.list().items():
-                if is_ignored(key):
-                    continue
                 try:
-                    remote[check_key(key)] = entry.etag
+                    check_key(key)
                 except UnsafeKey as exc:
                     result.refused[key] = str(exc)
+                    continue
+                if not is_ignored(key):
+                    remote[key] = entry.etag
         except NotFound:
             result.remote_error = "the remote does not exist yet (a push creates it)"
         except Unreachable as exc:

@@ -44,3 +44,6 @@ def write_memory(directory: Path, name: str, body: str = "", **meta: object) -> 
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(render(fields, body), encoding="utf-8")
     return path
+
+
+pytest_plugins = ["tests.azurite"]

@@ -112,7 +112,10 @@ def test_mass_delete_guard(pair):
     assert "--force" in refused.stderr
     assert len(a.run("sync").stdout.splitlines()) == 1  # nothing was deleted remotely
     b.run("sync", "--force")
-    a.run("sync")
+    # the same guard protects the other device when the mass deletion arrives
+    assert "--force" in a.run("sync", check=1).stderr
+    assert len(a.files()) == 10
+    a.run("sync", "--force")
     assert sorted(a.files()) == ["project_p8.md", "project_p9.md"]
 
 

@@ -1,0 +1,86 @@
+"""forget and purge."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from memsync.cli.common import MemoryDirOpt, ProjectOpt, RemoteOpt, app, context, err, out
+from memsync.engine import Engine
+from memsync.errors import UserError
+
+YesOpt = Annotated[bool, typer.Option("--yes", help="Do it without asking.")]
+
+
+def _confirm(question: str, yes: bool) -> None:
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise UserError(f"{question} needs confirmation: run it again with --yes")
+    if not typer.confirm(question, default=False):
+        raise UserError("nothing was changed")
+
+
+@app.command()
+def forget(
+    paths: Annotated[list[Path] | None, typer.Argument(help="Memory files to forget.")] = None,
+    match: Annotated[
+        str | None,
+        typer.Option("--match", help="Forget every entry (or file) that contains this text."),
+    ] = None,
+    yes: YesOpt = False,
+    memory_dir: MemoryDirOpt = None,
+    remote: RemoteOpt = None,
+    project: ProjectOpt = None,
+) -> None:
+    """Remove memory for real: here, on the remote, in local history, and on other devices."""
+    from memsync import forget as core
+
+    if bool(paths) == bool(match):
+        raise UserError("name the files to forget, or give --match TEXT (not both)")
+    engine = Engine(context(memory_dir, remote, project))
+    if paths:
+        names = [engine.name_of(p) for p in paths]
+        _confirm(f"Forget {len(names)} file(s) everywhere?", yes)
+        report = core.forget_files(engine, names)
+        for name in report.files:
+            out.print(f"forgotten: {name}", markup=False)
+        return
+    assert match is not None
+    plan = core.plan_match(engine, match)
+    if not plan.files and not plan.entries:
+        out.print("Nothing matches.")
+        return
+    for name in plan.files:
+        out.print(f"will forget file: {name}", markup=False)
+    for name, count in plan.entries.items():
+        noun = "entry" if count == 1 else "entries"
+        out.print(f"will remove {count} {noun} from {name}", markup=False)
+    _confirm("Go ahead?", yes)
+    core.apply_match(engine, plan)
+    out.print("Done. The audit log has the record (not the content).")
+
+
+@app.command()
+def purge(
+    all_: Annotated[bool, typer.Option("--all", help="Required: erase everything.")] = False,
+    yes: YesOpt = False,
+    memory_dir: MemoryDirOpt = None,
+    remote: RemoteOpt = None,
+    project: ProjectOpt = None,
+) -> None:
+    """Hard-erase this project's remote prefix and all of memsync's local state for it."""
+    from memsync import forget as core
+
+    if not all_:
+        raise UserError("purge erases everything for this project; say so with --all")
+    engine = Engine(context(memory_dir, remote, project))
+    _confirm(f"Erase the remote prefix {engine.ctx.project} and all local memsync state?", yes)
+    report = core.purge(engine)
+    out.print(f"Deleted {report.remote_deleted} remote object(s) and the local state.")
+    err.print("What memsync cannot reach:")
+    for line in report.unreachable:
+        err.print(f"  - {line}", markup=False)

@@ -1,0 +1,207 @@
+"""Find secrets and personal data in memory text before it leaves the machine.
+
+Findings name the kind, line and column — never the matched text. False positives matter as
+much as misses: memory is full of dates, commit hashes, UUIDs and prose about passwords, so
+each pattern is anchored on a structure real secrets have (a vendor prefix, a checksum, a
+key=value shape with a secret-looking value).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+KINDS: dict[str, str] = {
+    "private_key": "PEM private key",
+    "azure_connection_string": "Azure Storage connection string",
+    "azure_account_key": "Azure Storage account key",
+    "azure_sas_token": "Azure SAS token",
+    "aws_access_key": "AWS access key",
+    "aws_secret_key": "AWS secret key",
+    "anthropic_key": "Anthropic API key",
+    "openai_key": "OpenAI-style API key",
+    "github_token": "GitHub token",
+    "slack_token": "Slack token",
+    "jwt": "JSON Web Token",
+    "password": "password or secret value",
+    "card_number": "payment card number",
+    "national_id": "national id number",
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str
+    line: int  # 1-based
+    column: int  # 1-based
+    start: int = 0  # offsets into the scanned text, for redaction
+    end: int = 0
+
+    def describe(self) -> str:
+        return f"line {self.line}: {KINDS.get(self.kind, self.kind)} ({self.kind})"
+
+
+_B64 = r"A-Za-z0-9+/"
+_PATTERNS: list[tuple[str, re.Pattern[str]]] = [
+    (
+        "private_key",
+        re.compile(
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----"
+            r"(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|[\s\S]*\Z)"
+        ),
+    ),
+    (
+        "azure_connection_string",
+        re.compile(
+            r"(?:DefaultEndpointsProtocol|BlobEndpoint|AccountName)=[^\s;]+;"
+            r"(?:[A-Za-z]+=[^\s;]*;)*?(?:AccountKey|SharedAccessSignature)=[^\s;]+"
+        ),
+    ),
+    ("azure_account_key", re.compile(rf"(?<![{_B64}])[{_B64}]{{86}}==(?![{_B64}=])")),
+    (
+        "azure_sas_token",
+        re.compile(
+            r"(?<![\w])(?=[^\s\"'<>]*\bsv=\d{4}-\d{2}-\d{2})[^\s\"'<>]*\bsig=[\w%+/=-]{16,}"
+        ),
+    ),
+    ("aws_access_key", re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b")),
+    (
+        "aws_secret_key",
+        re.compile(
+            r"(?i)\b(?:aws_?)?secret_?access_?key\b[\"']?\s*[:=]\s*[\"']?[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])"
+        ),
+    ),
+    ("anthropic_key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}")),
+    ("openai_key", re.compile(r"\bsk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}")),
+    ("github_token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}\b|\bgithub_pat_[A-Za-z0-9_]{22,}")),
+    ("slack_token", re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}")),
+    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
+]
+
+_PASSWORD = re.compile(
+    r"(?i)\b(?P<label>password|passwd|pwd|passphrase|secret|client[_-]?secret|api[_-]?key"
+    r"|access[_-]?token|auth[_-]?token)\b[\"']?\s*[:=]\s*[\"'`]?(?P<value>[^\s\"'`]{6,})"
+)
+_PLACEHOLDER = re.compile(
+    r"(?i)^(?:<.*>|\[.*\]|\{.*\}|\$\{?\w+\}?|%\w+%|\*+|x{3,}|\.{3,}|none|null|nil|undefined"
+    r"|changeme|change_me|example\w*|your[_-]?\w*|redacted|placeholder|secret|password"
+    r"|\*\*\*.*|os\.environ.*|env\(.*)$"
+)
+_KEBAB_WORDS = re.compile(r"^[a-z]+(?:[-_][a-z]+)*[.,;:!?]?$")
+
+_CARD = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
+_SSN = re.compile(r"(?<![\d-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])")
+_NINO = re.compile(
+    r"\b(?!BG|GB|NK|KN|TN|NT|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]"
+    r" ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b"
+)
+
+
+def _luhn(digits: str) -> bool:
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = int(ch)
+        if i % 2 == 1:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+def _card_brand_ok(digits: str) -> bool:
+    """Only numbers with a real issuer prefix and a length that issuer uses."""
+    n = len(digits)
+    if digits[0] == "4":
+        return n in (13, 16, 19)
+    if 51 <= int(digits[:2]) <= 55 or 2221 <= int(digits[:4]) <= 2720:
+        return n == 16
+    if digits[:2] in ("34", "37"):
+        return n == 15
+    if digits.startswith(("6011", "65")) or 644 <= int(digits[:3]) <= 649:
+        return 16 <= n <= 19
+    if digits[:2] == "35":
+        return 16 <= n <= 19
+    if digits[:2] in ("30", "36", "38"):
+        return n == 14
+    return False
+
+
+def _looks_secret(value: str) -> bool:
+    value = value.rstrip(".,;:)")
+    if len(value) < 6 or _PLACEHOLDER.match(value) or _KEBAB_WORDS.match(value):
+        return False
+    if value.startswith(("http://", "https://", "[REDACTED")):
+        return False
+    classes = sum(
+        (
+            any(c.islower() for c in value),
+            any(c.isupper() for c in value),
+            any(c.isdigit() for c in value),
+            any(not c.isalnum() for c in value),
+        )
+    )
+    return classes >= 2
+
+
+def _spans(text: str) -> Iterator[tuple[str, int, int]]:
+    for kind, pattern in _PATTERNS:
+        for m in pattern.finditer(text):
+            yield kind, m.start(), m.end()
+    for m in _PASSWORD.finditer(text):
+        if _looks_secret(m.group("value")):
+            yield "password", m.start("value"), m.end("value")
+    for m in _CARD.finditer(text):
+        digits = re.sub(r"[ -]", "", m.group())
+        plausible = 13 <= len(digits) <= 19 and len(set(digits)) > 1
+        if plausible and _card_brand_ok(digits) and _luhn(digits):
+            yield "card_number", m.start(), m.end()
+    for pattern in (_SSN, _NINO):
+        for m in pattern.finditer(text):
+            yield "national_id", m.start(), m.end()
+
+
+def _dedupe(spans: Iterable[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
+    """Drop spans inside a longer span already kept (a key inside its connection string)."""
+    kept: list[tuple[str, int, int]] = []
+    for kind, start, end in sorted(spans, key=lambda s: (s[1], -(s[2] - s[1]))):
+        if any(s <= start and end <= e for _, s, e in kept):
+            continue
+        kept.append((kind, start, end))
+    return kept
+
+
+def scan(text: str, allow: Iterable[str] = ()) -> list[Finding]:
+    """Every secret-looking span in `text`, sorted by position; kinds in `allow` are skipped."""
+    allowed = set(allow)
+    findings = []
+    for kind, start, end in _dedupe(_spans(text)):
+        if kind in allowed:
+            continue
+        line = text.count("\n", 0, start) + 1
+        column = start - (text.rfind("\n", 0, start) + 1) + 1
+        findings.append(Finding(kind, line, column, start, end))
+    return sorted(findings, key=lambda f: (f.line, f.column))
+
+
+def redact(text: str, allow: Iterable[str] = ()) -> str:
+    """`text` with each secret replaced by `[REDACTED:<kind>]`."""
+    out = []
+    last = 0
+    for f in sorted(scan(text, allow), key=lambda f: f.start):
+        if f.start < last:
+            continue
+        out.append(text[last : f.start])
+        out.append(f"[REDACTED:{f.kind}]")
+        last = f.end
+    out.append(text[last:])
+    return "".join(out)
+
+
+_CREDENTIAL_PARAMS = re.compile(
+    r"(?i)\b(AccountKey|SharedAccessSignature|sig|se|skoid|sktid|token|key|password)=([^&;\s\"']+)"
+)
+
+
+def mask(text: str) -> str:
+    """For logs, errors and JSON output: redact secrets, and hide credential parameters."""
+    return _CREDENTIAL_PARAMS.sub(lambda m: f"{m.group(1)}=***", redact(text))

@@ -1,0 +1,163 @@
+"""A Markdown body as a tree of headed sections holding entries.
+
+An *entry* is a top-level list item with its continuation lines, or a paragraph; blank lines
+stay attached to the entry before them, so `render(parse(body)) == body` exactly. Merges,
+the compactor and the session-start primer all read memory through this model.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import date
+
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$")
+_ITEM = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
+_FENCE = re.compile(r"^ {0,3}(```|~~~)")
+_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\b")
+
+
+@dataclass
+class Section:
+    """A heading (None for the part before the first heading), its entries, its subsections."""
+
+    heading: str | None  # the raw heading line(s), newline and following blank lines included
+    level: int  # 0 for the root
+    entries: list[str] = field(default_factory=list)
+    children: list[Section] = field(default_factory=list)
+
+    @property
+    def title(self) -> str:
+        if self.heading is None:
+            return ""
+        m = _HEADING.match(self.heading.splitlines()[0])
+        return m.group(2).strip() if m else self.heading.strip()
+
+    @property
+    def key(self) -> str:
+        return normalise(self.title)
+
+    @property
+    def date(self) -> date | None:
+        """The date a heading like `## 2026-04-17` (or `## 2026-04-17 — ...`) stands for."""
+        return parse_date(self.title)
+
+    def find(self, title: str) -> Section | None:
+        """The first direct subsection whose title starts with `title` (case-insensitive)."""
+        wanted = title.lower()
+        for child in self.children:
+            if child.title.lower().startswith(wanted):
+                return child
+        return None
+
+    def walk(self) -> list[Section]:
+        out = [self]
+        for child in self.children:
+            out.extend(child.walk())
+        return out
+
+    def render(self) -> str:
+        return (
+            (self.heading or "")
+            + "".join(self.entries)
+            + "".join(child.render() for child in self.children)
+        )
+
+
+def parse_date(text: str) -> date | None:
+    m = _DATE.match(text.strip())
+    if not m:
+        return None
+    try:
+        return date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+    except ValueError:
+        return None
+
+
+def normalise(text: str) -> str:
+    """The identity of an entry or heading: whitespace-insensitive."""
+    return " ".join(text.split())
+
+
+def entry_key(entry: str) -> str:
+    return normalise(entry)
+
+
+def _split_entries(lines: list[str]) -> list[str]:
+    entries: list[str] = []
+    current: list[str] = []
+    in_item = False
+    in_fence = False
+    prev_blank = False
+    for line in lines:
+        blank = not line.strip()
+        if in_fence:
+            current.append(line)
+            if _FENCE.match(line):
+                in_fence = False
+            continue
+        starts_item = bool(_ITEM.match(line))
+        indented = line.startswith((" ", "\t")) and not starts_item
+        new_entry = not blank and (
+            starts_item or not current or (prev_blank and not (in_item and indented))
+        )
+        if new_entry and current and any(x.strip() for x in current):
+            entries.append("".join(current))
+            current = []
+        if new_entry:
+            in_item = starts_item
+        current.append(line)
+        if not blank and _FENCE.match(line):
+            in_fence = True
+        prev_blank = blank
+    if current:
+        if entries and not any(x.strip() for x in current):
+            entries[-1] += "".join(current)
+        else:
+            entries.append("".join(current))
+    return entries
+
+
+def parse(body: str) -> Section:
+    """Parse a Markdown body (frontmatter already removed) into a section tree."""
+    root = Section(None, 0)
+    stack = [root]
+    lines = body.splitlines(keepends=True)
+    chunk: list[str] = []
+    target = root
+    in_fence = False
+
+    def flush() -> None:
+        nonlocal chunk
+        if target.heading is not None:
+            # blank lines right after a heading belong to the heading
+            while chunk and not chunk[0].strip():
+                target.heading += chunk.pop(0)
+        target.entries.extend(_split_entries(chunk))
+        chunk = []
+
+    for line in lines:
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        m = None if in_fence else _HEADING.match(line.rstrip("\r\n"))
+        if m is None:
+            chunk.append(line)
+            continue
+        flush()
+        level = len(m.group(1))
+        while stack[-1].level >= level:
+            stack.pop()
+        section = Section(line, level)
+        stack[-1].children.append(section)
+        stack.append(section)
+        target = section
+    flush()
+    return root
+
+
+def render(root: Section) -> str:
+    return root.render()
+
+
+def ensure_newline(text: str) -> str:
+    return text if not text or text.endswith("\n") else text + "\n"

@@ -1,0 +1,141 @@
+"""The storage contract on a real Azurite server, plus what only the Azure boundary has:
+URL parsing, credential order, error translation and exact request counts."""
+
+from __future__ import annotations
+
+import pytest
+
+from memsync.errors import AuthError, ConfigError, NotFound, Unreachable
+from memsync.stores import open_store
+from tests.azurite import KEY
+from tests.store_contract import StoreContract
+
+pytestmark = pytest.mark.azure
+
+
+class TestAzureStore(StoreContract):
+    @pytest.fixture
+    def store(self, azure_url):
+        store = open_store(azure_url, "proj")
+        store.ensure()
+        yield store
+        store.close()
+
+
+def test_prefixes_keep_projects_apart(azure_url):
+    a, b = open_store(azure_url, "alpha"), open_store(azure_url, "beta")
+    a.ensure()
+    a.create("x.md", b"a")
+    b.create("x.md", b"b")
+    assert list(a.list()) == ["x.md"]
+    assert a.get("x.md")[0] == b"a"
+    assert b.get("x.md")[0] == b"b"
+
+
+def test_missing_container_is_not_found_then_ensure_creates_it(azure_url):
+    store = open_store(azure_url, "proj")
+    assert store.exists() is False
+    with pytest.raises(NotFound, match="container"):
+        store.list()
+    store.ensure()
+    store.ensure()  # idempotent
+    assert store.exists() is True
+    assert store.list() == {}
+
+
+def test_listing_is_one_request_and_unchanged_files_cost_nothing(azure_url):
+    store = open_store(azure_url, "proj")
+    store.ensure()
+    for i in range(30):
+        store.create(f"f{i:02}.md", b"x" * i)
+    before = store.stats.total()
+    listing = store.list()
+    assert len(listing) == 30
+    assert store.stats.total() - before == 1
+    assert store.stats.requests["list"] >= 1
+
+
+def test_wrong_key_is_an_auth_error(azurite, monkeypatch):
+    monkeypatch.setenv("AZURE_STORAGE_KEY", KEY[:-4] + "AAA=")
+    store = open_store(azurite.url(), "proj")
+    with pytest.raises(AuthError, match="account key"):
+        store.list()
+
+
+def test_connection_string_wins_over_account_key(azurite, monkeypatch):
+    monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", azurite.connection_string)
+    monkeypatch.setenv("AZURE_STORAGE_KEY", "bm90IHRoZSBrZXk=")
+    store = open_store(azurite.url(), "proj")
+    assert store.credential_kind == "connection string"
+    store.ensure()
+    assert store.list() == {}
+
+
+def test_account_key_from_environment(azurite, monkeypatch):
+    monkeypatch.setenv("AZURE_STORAGE_KEY", KEY)
+    store = open_store(azurite.url(), "proj")
+    assert store.credential_kind == "account key"
+    store.ensure()
+    store.create("a.md", b"x")
+    assert list(store.list()) == ["a.md"]
+
+
+def test_nothing_listening_is_unreachable(monkeypatch):
+    from tests.azurite import ACCOUNT, free_port
+
+    monkeypatch.setenv("AZURE_STORAGE_KEY", KEY)
+    store = open_store(f"http://127.0.0.1:{free_port()}/{ACCOUNT}/c/p", "proj")
+    with pytest.raises(Unreachable):
+        store.list()
+
+
+@pytest.mark.parametrize(
+    ("url", "account", "container", "prefix", "account_url"),
+    [
+        (
+            "https://acct.blob.core.windows.net/mem/team/x",
+            "acct",
+            "mem",
+            "team/x",
+            "https://acct.blob.core.windows.net",
+        ),
+        (
+            "http://127.0.0.1:10000/devstoreaccount1/mem",
+            "devstoreaccount1",
+            "mem",
+            "",
+            "http://127.0.0.1:10000/devstoreaccount1",
+        ),
+        (
+            "http://localhost:10000/devstoreaccount1/mem/p/",
+            "devstoreaccount1",
+            "mem",
+            "p",
+            "http://localhost:10000/devstoreaccount1",
+        ),
+    ],
+)
+def test_blob_url_parsing(url, account, container, prefix, account_url):
+    from memsync.stores.azure import BlobURL
+
+    parsed = BlobURL.parse(url)
+    assert (parsed.account, parsed.container, parsed.prefix) == (account, container, prefix)
+    assert parsed.account_url == account_url
+
+
+@pytest.mark.parametrize(
+    "url", ["https://acct.blob.core.windows.net/", "http://127.0.0.1:10000/devstoreaccount1"]
+)
+def test_blob_url_without_container_is_a_config_error(url):
+    from memsync.stores.azure import BlobURL
+
+    with pytest.raises(ConfigError, match="container"):
+        BlobURL.parse(url)
+
+
+def test_sas_signature_is_masked():
+    from memsync.stores.azure import mask_url
+
+    url = "https://a.blob.core.windows.net/c/p?sv=2024&sig=SECRETSIG%3D&se=x"
+    assert "SECRETSIG" not in mask_url(url)
+    assert mask_url(url).startswith("https://a.blob.core.windows.net/c/p?sv=2024&sig=***")
