@@ -1,0 +1,260 @@
+"""Per-type merges: worked examples for each rule in DESIGN.md, and properties that must hold
+for every input (nothing either side added is lost, merging is deterministic)."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memsync import memory, sections
+from memsync.merge import merge, merge_lines
+
+
+def doc(body: str, **meta: object) -> bytes:
+    fields = {"name": "n", "description": "d", **meta}
+    return memory.render(fields, body).encode()
+
+
+def body_of(data: bytes) -> str:
+    return memory.parse(data.decode()).body
+
+
+# --- worked examples, one per rule -----------------------------------------------------------
+
+
+def test_voice_calibration_keeps_entries_both_sides_added_under_the_same_date():
+    base = doc("## 2026-04-17\n\n### Missed\n- too formal\n", type="voice_calibration")
+    ours = doc("## 2026-04-17\n\n### Missed\n- too formal\n- too long\n", type="voice_calibration")
+    theirs = doc(
+        "## 2026-04-17\n\n### Missed\n- too formal\n\n### Landed\n- one-liner\n\n"
+        "## 2026-04-18\n\n### Missed\n- lectured\n",
+        type="voice_calibration",
+    )
+    out = body_of(merge("voice_calibration.md", base, ours, theirs).content)
+    for line in ("- too formal", "- too long", "### Landed", "- one-liner", "## 2026-04-18"):
+        assert line in out
+    assert out.count("## 2026-04-17") == 1
+    assert out.count("- too formal") == 1
+
+
+def test_section_merge_keeps_a_removal_made_on_one_side():
+    base = doc("## Active\n- a\n- b\n", type="callbacks")
+    ours = doc("## Active\n- a\n", type="callbacks")  # b removed here
+    theirs = doc("## Active\n- a\n- b\n- c\n", type="callbacks")
+    out = body_of(merge("running_jokes_and_callbacks.md", base, ours, theirs).content)
+    assert "- b" not in out
+    assert "- a" in out and "- c" in out
+
+
+def test_relationship_without_base_is_a_union():
+    ours = doc("## Past interactions\n- 2026-04-17: asked about sponsors\n", type="relationship")
+    theirs = doc("## Past interactions\n- 2026-04-18: reviewed the design\n", type="relationship")
+    out = body_of(merge("relationship_ana.md", None, ours, theirs).content)
+    assert "asked about sponsors" in out and "reviewed the design" in out
+
+
+def test_commitments_delivered_beats_open_and_ids_merge():
+    base = doc("## Open\n- [c-1] ship the filter\n\n## Delivered\n", type="commitments")
+    ours = doc("## Open\n\n## Delivered\n- [c-1] ship the filter ✓ (85c8d78)\n", type="commitments")
+    theirs = doc(
+        "## Open\n- [c-1] ship the filter\n- [c-2] write the runbook\n\n## Delivered\n",
+        type="commitments",
+    )
+    out = body_of(merge("running_commitments.md", base, ours, theirs).content)
+    tree = sections.parse(out)
+    open_items = "".join(tree.find("Open").entries)
+    done_items = "".join(tree.find("Delivered").entries)
+    assert "[c-2]" in open_items and "[c-1]" not in open_items
+    assert "[c-1]" in done_items
+
+
+def test_commitments_both_sides_change_status_delivered_wins():
+    base = doc("## Open\n\n## Delivered\n", type="commitments")
+    ours = doc("## Open\n- [c-9] demo\n\n## Delivered\n", type="commitments")
+    theirs = doc("## Open\n\n## Delivered\n- [c-9] demo ✓\n", type="commitments")
+    out = body_of(merge("running_commitments.md", base, ours, theirs).content)
+    assert "[c-9]" in "".join(sections.parse(out).find("Delivered").entries)
+    assert out.count("[c-9]") == 1
+
+
+def test_carry_forward_consumed_on_one_side_leaves_pending():
+    base = doc(
+        "## Pending\n- thank Ana\n- raise the analogy\n\n## Consumed\n", type="carry_forward"
+    )
+    ours = doc(
+        "## Pending\n- raise the analogy\n\n## Consumed\n- thank Ana\n", type="carry_forward"
+    )
+    theirs = doc(
+        "## Pending\n- thank Ana\n- raise the analogy\n- ask about the trip\n\n## Consumed\n",
+        type="carry_forward",
+    )
+    tree = sections.parse(body_of(merge("carry_forward.md", base, ours, theirs).content))
+    pending = "".join(tree.find("Pending").entries)
+    assert "thank Ana" not in pending
+    assert "raise the analogy" in pending and "ask about the trip" in pending
+    assert "thank Ana" in "".join(tree.find("Consumed").entries)
+
+
+def test_two_digests_on_the_same_day_are_both_kept_by_session():
+    ours = doc("## Arcs\n- shipped the filter\n", type="session_digest", session_id="aaa")
+    theirs = doc("## Arcs\n- fixed the scheduler\n", type="session_digest", session_id="bbb")
+    out = body_of(merge("session_digest_2026-04-17.md", None, ours, theirs).content)
+    assert "## Session aaa" in out and "## Session bbb" in out
+    assert "shipped the filter" in out and "fixed the scheduler" in out
+
+
+def test_fact_file_changed_on_both_sides_newer_wins_and_the_other_is_reported():
+    base = doc("old\n", type="feedback", modified="2026-04-01")
+    ours = doc("ours\n", type="feedback", modified="2026-04-03")
+    theirs = doc("theirs\n", type="feedback", modified="2026-04-02")
+    result = merge("feedback_tone.md", base, ours, theirs)
+    assert body_of(result.content) == "ours\n"
+    assert result.discarded == theirs
+    assert result.conflict and "local history" in result.conflict
+
+
+def test_fact_file_changed_on_one_side_takes_it_silently():
+    base = doc("old\n", type="user")
+    theirs = doc("new\n", type="user")
+    result = merge("user_role.md", base, base, theirs)
+    assert result.content == theirs and result.conflict is None
+
+
+def test_index_union_by_link_target_and_removals_stay_removed():
+    base = b"- [A](a.md) one\n- [B](b.md) two\n"
+    ours = b"- [A](a.md) one, edited\n- [C](c.md) three\n"  # B removed, A edited
+    theirs = b"- [A](a.md) one\n- [B](b.md) two\n- [D](d.md) four\n"
+    out = merge("MEMORY.md", base, ours, theirs).content.decode()
+    assert "(b.md)" not in out
+    assert "one, edited" in out and out.count("(a.md)") == 1
+    assert "(c.md)" in out and "(d.md)" in out
+
+
+def test_frontmatter_is_merged_field_by_field_never_duplicated():
+    base = doc("## A\n- x\n", type="relationship", tags=["a"])
+    ours = doc("## A\n- x\n- y\n", type="relationship", tags=["a", "b"], role="architect")
+    theirs = doc("## A\n- x\n- z\n", type="relationship", tags=["a", "c"])
+    merged = memory.parse(merge("relationship_x.md", base, ours, theirs).content.decode())
+    assert sorted(merged.meta["tags"]) == ["a", "b", "c"]
+    assert merged.meta["role"] == "architect"
+    assert merged.body.count("- x") == 1
+
+
+def test_unknown_type_line_merge_and_conflict():
+    assert merge_lines("a\nb\nc\n", "A\nb\nc\n", "a\nb\nC\n") == "A\nb\nC\n"
+    assert merge_lines("a\n", "x\n", "y\n") is None
+    result = merge("notes.txt", b"a\n", b"x\n", b"y\n", ours_mtime=2, theirs_mtime=1)
+    assert result.content == b"x\n" and result.discarded == b"y\n" and result.conflict
+
+
+def test_non_utf8_never_crashes():
+    result = merge("blob.bin", None, b"\xff\xfe", b"\xff\x00", ours_mtime=1, theirs_mtime=2)
+    assert result.content == b"\xff\x00" and result.discarded == b"\xff\xfe"
+
+
+# --- properties ---------------------------------------------------------------------------
+
+_words = st.text("abcdefghij ", min_size=1, max_size=12).map(str.strip).filter(bool)
+_entries = st.lists(_words, max_size=5, unique=True)
+_SECTION_TYPES = [
+    ("voice_calibration.md", "voice_calibration"),
+    ("self_observations.md", "self_observations"),
+    ("relationship_ana.md", "relationship"),
+    ("unsent_drafts.md", "unsent_drafts"),
+    ("philosophical_threads.md", "philosophical_threads"),
+    ("running_jokes_and_callbacks.md", "callbacks"),
+]
+
+
+def _tree(spec: dict[str, list[str]]) -> str:
+    return "".join(
+        f"## {h}\n\n" + "".join(f"- {e}\n" for e in items) + "\n" for h, items in spec.items()
+    )
+
+
+_specs = st.dictionaries(st.sampled_from(["Alpha", "Beta", "Gamma"]), _entries, max_size=3)
+
+
+@settings(max_examples=150, deadline=None)
+@given(base=_specs, add_ours=_specs, add_theirs=_specs, kind=st.sampled_from(_SECTION_TYPES))
+def test_section_merges_keep_every_addition(base, add_ours, add_theirs, kind):
+    path, mtype = kind
+
+    def plus(extra: dict[str, list[str]], tag: str) -> dict[str, list[str]]:
+        out = {h: list(v) for h, v in base.items()}
+        for h, items in extra.items():
+            out.setdefault(h, []).extend(f"{tag} {e}" for e in items)
+        return out
+
+    b = doc(_tree(base), type=mtype)
+    o = doc(_tree(plus(add_ours, "ours")), type=mtype)
+    t = doc(_tree(plus(add_theirs, "theirs")), type=mtype)
+    out = body_of(merge(path, b, o, t).content)
+    tree = sections.parse(out)
+    for tag, added in (("ours", add_ours), ("theirs", add_theirs)):
+        for heading, items in added.items():
+            section = tree.find(heading)
+            assert section is not None, (heading, out)
+            text = "".join(section.entries)
+            for item in items:
+                assert f"- {tag} {item}\n" in text, (tag, item, out)
+    for heading, items in base.items():
+        text = "".join(tree.find(heading).entries)
+        for item in items:
+            assert text.count(f"- {item}\n") == 1, (item, out)
+    # deterministic, and merging again with the result changes nothing
+    assert merge(path, b, o, t).content == merge(path, b, o, t).content
+    merged = merge(path, b, o, t).content
+    assert merge(path, b, merged, merged).content == merged
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    base=st.text(max_size=200),
+    other=st.text(max_size=200),
+    kind=st.sampled_from(
+        [
+            "voice_calibration.md",
+            "carry_forward.md",
+            "running_commitments.md",
+            "MEMORY.md",
+            "notes.txt",
+            "user_role.md",
+            "session_digest_2026-01-01.md",
+        ]
+    ),
+)
+def test_one_sided_change_is_taken_whole(base, other, kind):
+    b, x = base.encode(), other.encode()
+    assert merge(kind, b, b, x).content == x
+    assert merge(kind, b, x, b).content == x
+    assert merge(kind, b, x, x).content == x
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    pending=st.lists(_words, max_size=6, unique=True),
+    ours_new=_entries,
+    theirs_new=_entries,
+    consumed=st.data(),
+)
+def test_carry_forward_never_loses_a_pending_item(pending, ours_new, theirs_new, consumed):
+    used = consumed.draw(
+        st.lists(st.sampled_from(pending), unique=True) if pending else st.just([])
+    )
+    ours_new = [f"o {x}" for x in ours_new]
+    theirs_new = [f"t {x}" for x in theirs_new]
+
+    def cf(pend: list[str], cons: list[str]) -> bytes:
+        return doc(_tree({"Pending": pend, "Consumed": cons}), type="carry_forward")
+
+    b = cf(pending, [])
+    o = cf([p for p in pending if p not in used] + ours_new, used)
+    t = cf(pending + theirs_new, [])
+    tree = sections.parse(body_of(merge("carry_forward.md", b, o, t).content))
+    pending_text = "".join(tree.find("Pending").entries)
+    consumed_text = "".join(tree.find("Consumed").entries)
+    for item in ours_new + theirs_new:
+        assert f"- {item}\n" in pending_text
+    for item in used:
+        assert f"- {item}\n" not in pending_text and f"- {item}\n" in consumed_text
