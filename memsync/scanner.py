@@ -86,11 +86,13 @@ _PASSWORD = re.compile(
 _PLACEHOLDER = re.compile(
     r"(?i)^(?:<.*>|\[.*\]|\{.*\}|\$\{?\w+\}?|%\w+%|\*+|x{3,}|\.{3,}|none|null|nil|undefined"
     r"|changeme|change_me|example\w*|your[_-]?\w*|redacted|placeholder|secret|password"
-    r"|\*\*\*.*|os\.environ.*|env\(.*)$"
+    r"|\*\*\*.*|os\.(?:environ|getenv).*|env\(.*)$"
 )
 _KEBAB_WORDS = re.compile(r"^[a-z]+(?:[-_][a-z]+)*[.,;:!?]?$")
+_PATH = re.compile(r"^(?:~|\.{1,2})?(?:/[a-z0-9._-]+)+/?$")  # pwd: /home/sam/projects
+_PROSE = re.compile(r"[A-Z][a-z]+ +[a-z]")  # "The secret: Nobody reads the summary"
 
-_CARD = re.compile(r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])")
+_CARD = re.compile(r"(?<![\d-])\d+(?:[ -]\d+)*(?![\d-])")  # a run of digit groups
 _SSN = re.compile(r"(?<![\d-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])")
 _NINO = re.compile(
     r"\b(?!BG|GB|NK|KN|TN|NT|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z]"
@@ -130,6 +132,8 @@ def _looks_secret(value: str) -> bool:
     value = value.rstrip(".,;:)")
     if len(value) < 6 or _PLACEHOLDER.match(value) or _KEBAB_WORDS.match(value):
         return False
+    if _PATH.match(value):
+        return False
     if value.startswith(("http://", "https://", "[REDACTED")):
         return False
     classes = sum(
@@ -143,18 +147,37 @@ def _looks_secret(value: str) -> bool:
     return classes >= 2
 
 
+def _cards(m: re.Match[str]) -> Iterator[tuple[str, int, int]]:
+    """Card numbers inside a run of digit groups: the longest valid window of groups, so a
+    number next to the card ("order 12 4111 1111 1111 1111") does not hide it."""
+    groups = [(g.start(), g.end()) for g in re.finditer(r"\d+", m.group())]
+    seps = [m.group()[e] for _, e in groups[:-1]]
+    i = 0
+    while i < len(groups):
+        for j in range(min(len(groups), i + 19), i, -1):  # 19 digits span at most 19 groups
+            if len(set(seps[i : j - 1])) > 1:
+                continue  # cards use one separator throughout
+            start, end = m.start() + groups[i][0], m.start() + groups[j - 1][1]
+            digits = re.sub(r"[ -]", "", m.string[start:end])
+            plausible = 13 <= len(digits) <= 19 and len(set(digits)) > 1
+            if plausible and _card_brand_ok(digits) and _luhn(digits):
+                yield "card_number", start, end
+                i = j - 1
+                break
+        i += 1
+
+
 def _spans(text: str) -> Iterator[tuple[str, int, int]]:
     for kind, pattern in _PATTERNS:
         for m in pattern.finditer(text):
             yield kind, m.start(), m.end()
     for m in _PASSWORD.finditer(text):
+        if _PROSE.match(text, m.start("value")):
+            continue  # a capitalised word followed by more words is a sentence
         if _looks_secret(m.group("value")):
             yield "password", m.start("value"), m.end("value")
     for m in _CARD.finditer(text):
-        digits = re.sub(r"[ -]", "", m.group())
-        plausible = 13 <= len(digits) <= 19 and len(set(digits)) > 1
-        if plausible and _card_brand_ok(digits) and _luhn(digits):
-            yield "card_number", m.start(), m.end()
+        yield from _cards(m)
     for pattern in (_SSN, _NINO):
         for m in pattern.finditer(text):
             yield "national_id", m.start(), m.end()
