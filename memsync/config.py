@@ -258,6 +258,7 @@ class Context:
     project: str
     device: str
     settings: dict[str, Any] = field(default_factory=dict)
+    embedded_remote: bool = False  # the default folder remote under MEMSYNC_HOME
 
     @property
     def sync_enabled(self) -> bool:
@@ -307,4 +308,5 @@ def resolve(
         project=project_identity(cwd, settings.get("project")),
         device=str(settings.get("device") or socket.gethostname()),
         settings=settings,
+        embedded_remote=not settings.get("remote"),
     )

@@ -25,7 +25,7 @@ from memsync.errors import (
     UnsafeKey,
     UserError,
 )
-from memsync.fsutil import atomic_write, file_lock, sha256
+from memsync.fsutil import atomic_write, file_lock, private_dir, sha256
 from memsync.gate import check_inbound, check_outbound
 from memsync.planner import Action, Kind
 from memsync.state import State
@@ -110,6 +110,8 @@ class Engine:
     @property
     def store(self) -> Store:
         if self._store is None:
+            if self.ctx.embedded_remote:  # ours to create; a configured folder may be unmounted
+                private_dir(self.ctx.home / "remote")
             self._store = open_store(self.ctx.remote, self.ctx.project)
         return self._store
 
@@ -434,7 +436,11 @@ class Engine:
     def _upload(self, result: SyncResult, name: str, ours: bytes, remote_etag: str | None) -> None:
         try:
             if remote_etag is None:
-                etag = self.store.create(name, ours)
+                try:
+                    etag = self.store.create(name, ours)
+                except NotFound:  # a push that trusted its records found no container
+                    self.store.ensure()
+                    etag = self.store.create(name, ours)
             else:
                 etag = self.store.replace(name, ours, remote_etag)
         except PreconditionFailed:

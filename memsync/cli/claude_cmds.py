@@ -1,0 +1,132 @@
+"""Claude Code integration: context, install, uninstall, new, watch."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated
+
+import typer
+
+from memsync.cli.common import MemoryDirOpt, ProjectOpt, RemoteOpt, app, context, err, out
+
+ScopeOpt = Annotated[
+    str, typer.Option("--scope", help="user (~/.claude) or project (.claude/ in the repo).")
+]
+DryRunOpt = Annotated[
+    bool, typer.Option("--dry-run", help="Show what would change; change nothing.")
+]
+
+
+@app.command("context")
+def context_cmd(
+    refresh: Annotated[
+        bool,
+        typer.Option(
+            "--refresh", help="Pull first, and include MEMORY.md (pins it into this turn)."
+        ),
+    ] = False,
+    max_chars: Annotated[
+        int | None, typer.Option("--max-chars", help="Budget (default: setting, at most 10000).")
+    ] = None,
+    source: Annotated[str, typer.Option("--source", help="startup, resume, clear or compact.")] = (
+        "startup"
+    ),
+    memory_dir: MemoryDirOpt = None,
+    remote: RemoteOpt = None,
+    project: ProjectOpt = None,
+) -> None:
+    """Print the session-start primer: what needs attention, what is pending, recent digests."""
+    from memsync.engine import Engine
+    from memsync.hooks import _pull_within, primer_input
+    from memsync.primer import build
+
+    ctx = context(memory_dir, remote, project)
+    engine = Engine(ctx)
+    offline = None
+    if refresh:
+        _, offline = _pull_within(engine, float(ctx.setting("pull_timeout")))
+        from memsync.state import State
+
+        engine.state = State(ctx.state_dir, engine.state.history_versions)
+    data = primer_input(ctx, engine, source, offline)
+    data.include_index = refresh
+    budget = max_chars if max_chars is not None else int(ctx.setting("primer_max_chars"))
+    out.print(build(data, budget), markup=False, highlight=False)
+
+
+def _show(plan, dry_run: bool, nothing: str) -> None:  # noqa: ANN001
+    from memsync.install import apply
+
+    if not plan.changes:
+        out.print(nothing)
+        return
+    for change in plan.changes:
+        out.print(("would change: " if dry_run else "") + change, markup=False)
+    if dry_run:
+        return
+    for backup in apply(plan):
+        out.print(f"backup: {backup}", markup=False)
+
+
+@app.command()
+def install(scope: ScopeOpt = "user", dry_run: DryRunOpt = False) -> None:
+    """Add memsync's hooks, skills and memory-types block to Claude Code (idempotent)."""
+    from memsync.install import plan_install
+
+    _show(plan_install(scope), dry_run, "Already installed; nothing changed.")
+
+
+@app.command()
+def uninstall(scope: ScopeOpt = "user", dry_run: DryRunOpt = False) -> None:
+    """Remove exactly what `memsync install` added."""
+    from memsync.install import plan_uninstall
+
+    _show(plan_uninstall(scope), dry_run, "Nothing of memsync's is installed; nothing changed.")
+
+
+@app.command()
+def new(
+    type_name: Annotated[
+        str, typer.Argument(metavar="TYPE", help="A memory type, e.g. relationship.")
+    ],
+    name: Annotated[str | None, typer.Argument(help="Name or topic (for per-topic types).")] = None,
+    memory_dir: MemoryDirOpt = None,
+    project: ProjectOpt = None,
+) -> None:
+    """Create a memory file from its template and list it in MEMORY.md."""
+    from memsync.newfile import create
+
+    ctx = context(memory_dir, None, project)
+    path = create(ctx.memory_dir, type_name, name)
+    out.print(f"Created {path}", markup=False)
+
+
+@app.command()
+def watch(
+    debounce: Annotated[
+        float, typer.Option("--debounce", help="Seconds of quiet before a push.")
+    ] = 2.0,
+    memory_dir: MemoryDirOpt = None,
+    remote: RemoteOpt = None,
+    project: ProjectOpt = None,
+) -> None:
+    """Push edits made outside Claude (an editor, a script) as they happen. Ctrl-C stops."""
+    from memsync.engine import Engine
+    from memsync.watch import watch as run_watch
+
+    ctx = context(memory_dir, remote, project)
+    engine = Engine(ctx)
+
+    def report(_: str, detail) -> None:  # noqa: ANN001
+        names, result = detail
+        stamp = time.strftime("%H:%M:%S")
+        if result.offline:
+            err.print(f"{stamp} remote unreachable; queued: {', '.join(names)}", markup=False)
+        for pushed in result.uploaded + result.merged + result.deleted_remote:
+            out.print(f"{stamp} pushed {pushed}", markup=False)
+        for refused, reason in result.refused.items():
+            err.print(f"{stamp} refused {refused}: {reason}", markup=False)
+
+    err.print(f"Watching {ctx.memory_dir} (Ctrl-C to stop).", markup=False)
+    run_watch(engine, debounce=debounce, report=report)
+    err.print("Stopped.")

@@ -1,0 +1,340 @@
+"""`memsync hook <event>`: Claude Code's hooks. They read one JSON object on stdin and always
+exit 0 — a hook must never break the agent's session. What goes wrong is logged under
+MEMSYNC_HOME/logs, never printed where the agent would read it as context.
+
+The post-tool-use fast path (a write outside the memory dir) resolves the memory dir and returns
+before importing the sync engine, let alone the Azure SDK.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from memsync import config
+
+EVENTS = ("session-start", "post-tool-use", "session-end", "pre-compact")
+WRITE_TOOLS = ("Write", "Edit", "MultiEdit")
+MAX_PAYLOAD = 4 * 1024 * 1024
+
+
+def _log(home: Path | None = None):  # noqa: ANN202 - a logging.Logger, imported lazily
+    from memsync.log import get_logger
+
+    return get_logger(home or config.memsync_home())
+
+
+def read_payload(stream: Any) -> dict[str, Any]:
+    """The hook's JSON object; a ValueError naming the problem otherwise."""
+    raw = stream.read(MAX_PAYLOAD + 1) if stream is not None else ""
+    if len(raw) > MAX_PAYLOAD:
+        raise ValueError("the hook payload is larger than 4 MB")
+    if not raw.strip():
+        raise ValueError("the hook payload on stdin is empty")
+    data = json.loads(raw)
+    if not isinstance(data, dict):
+        raise ValueError("the hook payload is not a JSON object")
+    return data
+
+
+def _context(payload: dict[str, Any]) -> config.Context:
+    cwd = payload.get("cwd")
+    path = Path(cwd) if isinstance(cwd, str) and cwd and Path(cwd).is_dir() else None
+    return config.resolve(cwd=path)
+
+
+def main(argv: list[str], stdin: Any = None, stdout: Any = None) -> int:
+    """Run one hook event. Returns 0, always."""
+    stdin = sys.stdin if stdin is None else stdin
+    stdout = sys.stdout if stdout is None else stdout
+    event = argv[0] if argv else ""
+    try:
+        if event == "flush":  # the detached half of session-end, not a Claude Code event
+            return _flush(argv[1:])
+        if event not in EVENTS:
+            _log().warning("hook: unknown event %r (expected one of %s)", event, ", ".join(EVENTS))
+            return 0
+        try:
+            payload = read_payload(stdin)
+        except (ValueError, UnicodeDecodeError) as exc:
+            _log().warning("hook %s: %s; nothing done", event, exc)
+            if event == "session-start":
+                payload = {}
+            else:
+                return 0
+        handler = {
+            "session-start": session_start,
+            "post-tool-use": post_tool_use,
+            "session-end": session_end,
+            "pre-compact": pre_compact,
+        }[event]
+        handler(payload, stdout)
+    except BaseException as exc:  # noqa: BLE001 - the one place that must catch everything
+        if isinstance(exc, KeyboardInterrupt):
+            return 0
+        with contextlib.suppress(Exception):  # not even a broken log may fail the session
+            _log().exception("hook %s failed: %s", event, exc)
+    return 0
+
+
+# --- post-tool-use -------------------------------------------------------------------------
+
+
+def memory_file_of(payload: dict[str, Any], ctx: config.Context) -> Path | None:
+    """The written file, if the tool call wrote inside the memory dir."""
+    if payload.get("tool_name") not in WRITE_TOOLS:
+        return None
+    tool_input = payload.get("tool_input")
+    file_path = tool_input.get("file_path") if isinstance(tool_input, dict) else None
+    if not isinstance(file_path, str) or not os.path.isabs(file_path):
+        _log(ctx.home).warning(
+            "post-tool-use: %s payload without an absolute tool_input.file_path; nothing done",
+            payload.get("tool_name"),
+        )
+        return None
+    root = str(ctx.memory_dir)
+    normalised = os.path.normpath(file_path)
+    if not normalised.startswith(root + os.sep):
+        return None
+    return Path(normalised)
+
+
+def post_tool_use(payload: dict[str, Any], stdout: Any) -> None:
+    ctx = _context(payload)
+    path = memory_file_of(payload, ctx)
+    if path is None:
+        return
+    from memsync.engine import Engine  # only now: the fast path never pays for it
+
+    log = _log(ctx.home)
+    engine = Engine(ctx)
+    name = engine.name_of(path)
+    result = engine.run("push", [str(path)])
+    if result.disabled:
+        log.info("post-tool-use: %s not pushed, sync is off", name)
+    elif result.offline:
+        log.warning("post-tool-use: %s queued, the remote is unreachable: %s", name, result.offline)
+    for refused, reason in {**result.refused, **result.errors}.items():
+        log.warning("post-tool-use: %s not pushed: %s", refused, reason)
+    for conflict in result.conflicts:
+        log.warning("post-tool-use: conflict: %s", conflict)
+    if result.uploaded or result.merged or result.deleted_remote:
+        log.info("post-tool-use: pushed %s", ", ".join(result.uploaded + result.merged) or name)
+
+
+# --- session-start -------------------------------------------------------------------------
+
+
+def _pull_within(engine: Any, budget: float) -> tuple[Any, str | None]:
+    """Pull (draining the queue first) for at most `budget` seconds.
+
+    The pull runs in a daemon thread so a hung connection cannot hold the session; whatever it
+    did not finish stays for the next sync (every write it makes is atomic)."""
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["result"] = engine.run("pull", deadline=time.monotonic() + budget * 0.8)
+        except BaseException as exc:  # noqa: BLE001 - reported to the caller
+            box["error"] = exc
+
+    thread = threading.Thread(target=work, name="memsync-pull", daemon=True)
+    thread.start()
+    thread.join(budget)
+    if thread.is_alive():
+        return None, f"the pull did not finish within {budget:g} s"
+    if "error" in box:
+        return None, str(box["error"])
+    result = box["result"]
+    if result.disabled:
+        return result, "sync is off (MEMSYNC_SYNC=off)"
+    if result.offline:
+        return result, f"the remote is unreachable: {result.offline}"
+    if result.skipped:
+        return result, f"the pull ran out of time with {len(result.skipped)} file(s) left"
+    return result, None
+
+
+def _sessions_file(ctx: config.Context) -> Path:
+    return ctx.state_dir / "sessions.json"
+
+
+def _read_sessions(ctx: config.Context) -> dict[str, Any]:
+    try:
+        data = json.loads(_sessions_file(ctx).read_text(encoding="utf-8"))
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _write_sessions(ctx: config.Context, data: dict[str, Any]) -> None:
+    from memsync.fsutil import atomic_write, private_dir
+
+    private_dir(ctx.state_dir)
+    atomic_write(_sessions_file(ctx), json.dumps(data, sort_keys=True).encode())
+
+
+def _note_start(ctx: config.Context, session_id: str, source: str) -> str | None:
+    """Record this start; say so if the previous session never ended cleanly."""
+    sessions = _read_sessions(ctx)
+    last = sessions.get("last_start") or {}
+    ended = sessions.get("last_end") or {}
+    crashed = None
+    if (
+        last.get("session_id")
+        and last.get("session_id") != session_id
+        and ended.get("session_id") != last.get("session_id")
+    ):
+        crashed = (
+            "the previous session did not end cleanly (no session-end was recorded); its last "
+            "memory writes were synced now if they were on disk"
+        )
+    if source != "compact" or not last:
+        sessions["last_start"] = {"session_id": session_id, "at": time.time()}
+        _write_sessions(ctx, sessions)
+    return crashed
+
+
+def primer_input(ctx: config.Context, engine: Any, source: str, offline: str | None) -> Any:
+    from memsync.primer import PrimerInput
+
+    state = engine.state
+    return PrimerInput(
+        memory_dir=ctx.memory_dir,
+        project=ctx.project,
+        source=source,
+        conflicts=state.conflicts,
+        refused=state.refused,
+        queued=state.pending,
+        offline=offline,
+        last_sync=state.meta.get("last_sync"),
+    )
+
+
+def session_start(payload: dict[str, Any], stdout: Any) -> None:
+    from memsync.engine import Engine
+    from memsync.primer import build
+
+    source = payload.get("source") if isinstance(payload.get("source"), str) else "startup"
+    session_id = str(payload.get("session_id") or "")
+    try:
+        ctx = _context(payload)
+    except Exception as exc:  # noqa: BLE001 - broken settings: still tell the agent
+        _log().warning("session-start: %s", exc)
+        _emit(stdout, f"memsync could not start: {exc}. Memory was not synced this session.")
+        return
+    log = _log(ctx.home)
+    engine = Engine(ctx)
+    budget = float(ctx.setting("pull_timeout"))
+    result, offline = _pull_within(engine, budget)
+    if offline:
+        log.warning("session-start: %s", offline)
+    elif result is not None:
+        log.info(
+            "session-start: pulled %d, merged %d, pushed %d",
+            len(result.downloaded),
+            len(result.merged),
+            len(result.uploaded),
+        )
+    data = primer_input(ctx, _fresh(engine), source, offline)
+    data.crashed = _note_start(ctx, session_id, source)
+    if result is not None:
+        data.refused = {**data.refused, **result.refused_remote}
+    _emit(stdout, build(data, int(ctx.setting("primer_max_chars"))))
+
+
+def _fresh(engine: Any) -> Any:
+    """An engine with state re-read from disk (the pull may still be writing in its thread)."""
+    from memsync.state import State
+
+    engine.state = State(engine.ctx.state_dir, engine.state.history_versions)
+    return engine
+
+
+def _emit(stdout: Any, context: str) -> None:
+    doc = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}
+    stdout.write(json.dumps(doc) + "\n")
+    stdout.flush()
+
+
+# --- session-end and the detached flush ----------------------------------------------------
+
+
+def session_end(payload: dict[str, Any], stdout: Any) -> None:
+    ctx = _context(payload)
+    session_id = str(payload.get("session_id") or "")
+    sessions = _read_sessions(ctx)
+    sessions["last_end"] = {
+        "session_id": session_id,
+        "at": time.time(),
+        "reason": str(payload.get("reason") or ""),
+    }
+    _write_sessions(ctx, sessions)
+    args = [sys.executable, "-m", "memsync", "hook", "flush", "--memory-dir", str(ctx.memory_dir)]
+    if isinstance(payload.get("cwd"), str):
+        args += ["--cwd", payload["cwd"]]
+    transcript = payload.get("transcript_path")
+    if isinstance(transcript, str):
+        args += ["--transcript", transcript, "--session", session_id]
+    env = dict(os.environ, MEMSYNC_MEMORY_DIR=str(ctx.memory_dir))
+    subprocess.Popen(  # noqa: S603 - our own interpreter and module, no shell
+        args,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        close_fds=True,
+        env=env,
+    )
+    _log(ctx.home).info("session-end: flush handed to a detached process")
+
+
+def _flush(argv: list[str]) -> int:
+    """Push everything that changed, then (if configured) write the session digest."""
+    opts: dict[str, str] = {}
+    for flag, value in zip(argv[::2], argv[1::2], strict=False):
+        opts[flag.lstrip("-")] = value
+    cwd = Path(opts["cwd"]) if "cwd" in opts and Path(opts["cwd"]).is_dir() else None
+    try:
+        ctx = config.resolve(memory_dir=opts.get("memory-dir"), cwd=cwd)
+        log = _log(ctx.home)
+        from memsync.engine import Engine
+
+        result = Engine(ctx).run("push")
+        if result.offline:
+            log.warning("flush: remote unreachable, %d change(s) queued", len(result.queued))
+        else:
+            log.info("flush: pushed %d file(s)", len(result.uploaded) + len(result.merged))
+        if ctx.setting("digest_on_session_end") and opts.get("transcript"):
+            _digest_after_flush(ctx, opts)
+    except Exception as exc:  # noqa: BLE001 - detached: nobody to tell but the log
+        _log().exception("flush failed: %s", exc)
+    return 0
+
+
+def _digest_after_flush(ctx: config.Context, opts: dict[str, str]) -> None:
+    try:
+        from memsync import digest
+    except ImportError:
+        _log(ctx.home).info("flush: digest_on_session_end is set but digests are not available")
+        return
+    digest.on_session_end(ctx, Path(opts["transcript"]), opts.get("session", ""))
+
+
+# --- pre-compact ---------------------------------------------------------------------------
+
+
+def pre_compact(payload: dict[str, Any], stdout: Any) -> None:
+    ctx = _context(payload)
+    _log(ctx.home).info(
+        "pre-compact: session %s (%s); nothing to block",
+        payload.get("session_id"),
+        payload.get("trigger", "?"),
+    )

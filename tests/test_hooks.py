@@ -1,0 +1,301 @@
+"""The Claude Code hooks as real subprocesses with real JSON payloads: a session on one device
+writes memory, post-tool-use pushes it, the other device's session-start primer shows it."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import sys
+import time
+
+import pytest
+
+from tests.devices import Device, make_device
+
+
+@pytest.fixture(params=["folder", pytest.param("azure", marks=pytest.mark.azure)])
+def remote_url(request, tmp_path):
+    if request.param == "folder":
+        folder = tmp_path / "remote"
+        folder.mkdir()
+        return folder.as_uri()
+    return request.getfixturevalue("azure_url")
+
+
+def folder_device(tmp_path) -> Device:
+    (tmp_path / "remote").mkdir(exist_ok=True)
+    return make_device(tmp_path, "d", (tmp_path / "remote").as_uri())
+
+
+def hook(device: Device, event: str, payload: object, timeout: float = 60):
+    text = payload if isinstance(payload, str) else json.dumps(payload)
+    proc = device.run("hook", event, input=text, check=None, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+def start_payload(device: Device, session: str = "s-1", source: str = "startup") -> dict:
+    return {
+        "session_id": session,
+        "transcript_path": str(device.root / f"{session}.jsonl"),
+        "cwd": str(device.root),
+        "hook_event_name": "SessionStart",
+        "source": source,
+    }
+
+
+def write_payload(device: Device, path, tool: str = "Write") -> dict:
+    return {
+        "session_id": "s-1",
+        "transcript_path": str(device.root / "s-1.jsonl"),
+        "cwd": str(device.root),
+        "hook_event_name": "PostToolUse",
+        "tool_name": tool,
+        "tool_input": {"file_path": str(path), "content": "..."},
+        "tool_response": {"filePath": str(path), "success": True},
+    }
+
+
+def primer(proc) -> str:
+    doc = json.loads(proc.stdout)
+    assert doc["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    context = doc["hookSpecificOutput"]["additionalContext"]
+    assert len(context) <= 10_000
+    return context
+
+
+def log_text(device: Device) -> str:
+    path = device.home / "logs" / "memsync.log"
+    return path.read_text() if path.exists() else ""
+
+
+def test_write_on_one_device_reaches_the_next_session_on_another(tmp_path, remote_url):
+    laptop = make_device(tmp_path, "laptop", remote_url)
+    desktop = make_device(tmp_path, "desktop", remote_url)
+    primer(hook(laptop, "session-start", start_payload(laptop)))
+    path = laptop.write(
+        "carry_forward.md",
+        "## Pending\n- Ask how the marathon training went.\n\n## Consumed\n",
+        type="carry_forward",
+    )
+    hook(laptop, "post-tool-use", write_payload(laptop, path))
+    assert "pushed carry_forward.md" in log_text(laptop)
+
+    context = primer(hook(desktop, "session-start", start_payload(desktop, "s-2")))
+    assert "Ask how the marathon training went." in context
+    assert "reference data" in context
+    assert (desktop.memory / "carry_forward.md").read_bytes() == path.read_bytes()
+
+
+def test_two_sessions_writing_the_same_file_merge(tmp_path, remote_url):
+    a = make_device(tmp_path, "a", remote_url)
+    b = make_device(tmp_path, "b", remote_url)
+    base = "## 2026-11-20\n\n### Landed\n- short answer\n"
+    pa = a.write("voice_calibration.md", base, type="voice_calibration")
+    hook(a, "post-tool-use", write_payload(a, pa))
+    hook(b, "session-start", start_payload(b))
+    pa = a.write("voice_calibration.md", base + "- the pun about ETags\n", type="voice_calibration")
+    pb = b.write(
+        "voice_calibration.md",
+        base + "\n### Missed\n- lectured about CRDTs\n",
+        type="voice_calibration",
+    )
+    hook(a, "post-tool-use", write_payload(a, pa, "Edit"))
+    hook(b, "post-tool-use", write_payload(b, pb, "MultiEdit"))
+    hook(a, "session-start", start_payload(a, "s-3"))
+    for device in (a, b):
+        text = (device.memory / "voice_calibration.md").read_text()
+        assert "the pun about ETags" in text and "lectured about CRDTs" in text
+    assert a.files() == b.files()
+
+
+def test_session_start_says_offline_and_uses_local_files(tmp_path):
+    device = make_device(tmp_path, "d", (tmp_path / "unmounted").as_uri())
+    device.write("running_commitments.md", "## Open\n- [c-1] send the draft\n", type="commitments")
+    context = primer(hook(device, "session-start", start_payload(device)))
+    assert "not refreshed from the remote" in context
+    assert "[c-1] send the draft" in context
+    assert "session-start" in log_text(device)
+
+
+def test_pull_time_budget_is_respected(tmp_path, monkeypatch):
+    """An Azure remote that accepts connections but never answers: the hook gives up in time."""
+    import socket
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    port = server.getsockname()[1]
+    try:
+        device = make_device(
+            tmp_path,
+            "d",
+            f"http://127.0.0.1:{port}/devstoreaccount1/c/p",
+            AZURE_STORAGE_KEY="a2V5",
+        )
+        (device.home).mkdir(parents=True)
+        (device.home / "settings.json").write_text(json.dumps({"pull_timeout": 1.0}))
+        started = time.monotonic()
+        context = primer(hook(device, "session-start", start_payload(device), timeout=60))
+        elapsed = time.monotonic() - started
+    finally:
+        server.close()
+    assert "not refreshed" in context
+    assert elapsed < 30  # bounded by the budget, not by the SDK's retries (loose on purpose)
+
+
+def test_compact_source_adds_the_reread_rule(tmp_path):
+    remote = (tmp_path / "remote").as_uri()
+    device = make_device(tmp_path, "d", remote)
+    context = primer(hook(device, "session-start", start_payload(device, source="compact")))
+    assert "re-read MEMORY.md" in context
+
+
+def test_memory_md_is_not_repeated_in_the_primer(tmp_path):
+    device = folder_device(tmp_path)
+    (device.memory / "MEMORY.md").write_text("- [Unique index line](x.md)\n")
+    context = primer(hook(device, "session-start", start_payload(device)))
+    assert "Unique index line" not in context
+
+
+def test_conflicts_and_refused_files_lead_the_primer(tmp_path):
+    device = folder_device(tmp_path)
+    key = "AKIA" + "IOSFODNN7EXAMPLE"
+    device.write("reference_aws.md", f"The key is {key}\n", type="reference")
+    device.run("sync", check=1)
+    context = primer(hook(device, "session-start", start_payload(device)))
+    assert "Needs the user's attention" in context
+    assert "reference_aws.md" in context
+    assert key not in context
+
+
+def test_write_outside_the_memory_dir_does_nothing(tmp_path):
+    device = folder_device(tmp_path)
+    other = tmp_path / "project" / "main.py"
+    hook(device, "post-tool-use", write_payload(device, other))
+    assert not (tmp_path / "remote" / "e2e-project").exists()
+    assert log_text(device) == ""
+
+
+def test_post_tool_use_fast_path_does_not_import_the_engine_or_azure(tmp_path):
+    """Measured by what gets imported, not by time: these machines are noisy."""
+    device = make_device(tmp_path, "d", "https://acct.blob.core.windows.net/c/p")
+    code = (
+        "import io, json, sys\n"
+        "from memsync.hooks import main\n"
+        f"payload = {json.dumps(json.dumps(write_payload(device, tmp_path / 'x.py')))}\n"
+        "assert main(['post-tool-use'], stdin=io.StringIO(payload)) == 0\n"
+        "heavy = [m for m in sys.modules if m.startswith(('azure', 'anthropic', 'memsync.engine',"
+        " 'yaml', 'typer', 'rich'))]\n"
+        "print(json.dumps(heavy))\n"
+    )
+    import subprocess
+
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=device.env(), capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == []
+
+
+def test_refused_file_is_queued_for_the_user_not_pushed(tmp_path):
+    device = folder_device(tmp_path)
+    path = device.write("feedback_x.md", "password: hunter2-Secret9\n", type="feedback")
+    hook(device, "post-tool-use", write_payload(device, path))
+    assert "not pushed" in log_text(device)
+    assert "hunter2" not in log_text(device)
+    assert not (tmp_path / "remote" / "e2e-project" / "feedback_x.md").exists()
+
+
+@pytest.mark.parametrize(
+    ("event", "stdin"),
+    [
+        ("session-start", "not json at all {"),
+        ("session-start", ""),
+        ("post-tool-use", "[1, 2, 3]"),
+        ("post-tool-use", '{"tool_name": "Write"}'),
+        ("post-tool-use", '{"tool_name": "Write", "tool_input": {"file_path": 7}}'),
+        ("session-end", "\x00\x01garbage"),
+        ("pre-compact", "{}"),
+        ("no-such-event", "{}"),
+    ],
+)
+def test_hooks_survive_bad_input_and_log_it(tmp_path, event, stdin):
+    device = folder_device(tmp_path)
+    proc = hook(device, event, stdin)
+    if event == "session-start":
+        primer(proc)  # still a valid (if short) primer
+    else:
+        assert proc.stdout == ""
+    assert proc.stderr == ""
+    assert log_text(device).strip(), "every hook leaves a log line"
+
+
+def test_broken_settings_still_exit_zero(tmp_path):
+    device = folder_device(tmp_path)
+    device.home.mkdir(parents=True)
+    (device.home / "settings.json").write_text("{broken")
+    context = primer(hook(device, "session-start", start_payload(device)))
+    assert "settings.json" in context
+    proc = hook(device, "post-tool-use", write_payload(device, device.memory / "x.md"))
+    assert proc.stdout == ""
+    assert "settings.json" in log_text(device)
+
+
+def test_memory_dir_that_is_not_a_directory_exits_zero(tmp_path):
+    device = folder_device(tmp_path)
+    device.memory.rmdir()
+    device.memory.write_text("not a folder")
+    primer(hook(device, "session-start", start_payload(device)))
+    hook(device, "post-tool-use", write_payload(device, device.memory / "x.md"))
+    hook(device, "session-end", {"session_id": "s", "cwd": str(device.root)})
+    assert device.memory.read_text() == "not a folder"
+
+
+def test_unreadable_memory_file_exits_zero_and_is_reported(tmp_path):
+    if os.geteuid() == 0:
+        pytest.skip("root reads everything")
+    device = folder_device(tmp_path)
+    path = device.write("user_x.md", "x\n", type="user")
+    path.chmod(0)
+    context = primer(hook(device, "session-start", start_payload(device)))
+    assert "user_x.md" in context
+
+
+def test_session_end_returns_at_once_and_the_detached_flush_pushes(tmp_path):
+    device = folder_device(tmp_path)
+    device.write(
+        "self_observations.md", "## Failure modes\n- lecturing\n", type="self_observations"
+    )
+    payload = {
+        "session_id": "s-9",
+        "transcript_path": str(device.root / "s-9.jsonl"),
+        "cwd": str(device.root),
+        "hook_event_name": "SessionEnd",
+        "reason": "exit",
+    }
+    hook(device, "session-end", payload)
+    target = tmp_path / "remote" / "e2e-project" / "self_observations.md"
+    deadline = time.monotonic() + 60
+    while not target.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert target.exists(), log_text(device)
+    # a clean stop: the next start does not report a crash
+    context = primer(hook(device, "session-start", start_payload(device, "s-10")))
+    assert "did not end cleanly" not in context
+
+
+def test_a_session_without_session_end_is_reported_as_a_crash(tmp_path):
+    device = folder_device(tmp_path)
+    hook(device, "session-start", start_payload(device, "s-1"))
+    context = primer(hook(device, "session-start", start_payload(device, "s-2")))
+    assert "did not end cleanly" in context
+
+
+def test_logs_are_private(tmp_path):
+    device = folder_device(tmp_path)
+    hook(device, "pre-compact", {"session_id": "s", "cwd": str(device.root), "trigger": "auto"})
+    log = device.home / "logs" / "memsync.log"
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
+    assert stat.S_IMODE(log.parent.stat().st_mode) == 0o700

@@ -1,0 +1,165 @@
+"""install/uninstall against settings.json files that already hold other hooks and settings."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from memsync.cli import _register
+from memsync.cli.common import app
+from memsync.install import BEGIN, END, hooks_config, is_ours
+
+runner = CliRunner()
+_register()
+
+USER_SETTINGS = {
+    "model": "opus",
+    "permissions": {"allow": ["Bash(git status)"]},
+    "hooks": {
+        "PostToolUse": [
+            {
+                "matcher": "Bash",
+                "hooks": [{"type": "command", "command": "/usr/local/bin/audit-bash"}],
+            },
+            {
+                "matcher": "Write|Edit|MultiEdit",
+                "hooks": [{"type": "command", "command": "prettier", "args": ["--write"]}],
+            },
+        ],
+        "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+    },
+}
+
+
+def invoke(*args: str):
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def claude_dir(home):
+    return home / ".claude"
+
+
+def test_install_keeps_everything_else_is_idempotent_and_reversible(_isolated_home):
+    settings = claude_dir(_isolated_home) / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps(USER_SETTINGS, indent=2))
+    claude_md = claude_dir(_isolated_home) / "CLAUDE.md"
+    claude_md.write_text("# My rules\n\nBe brief.\n")
+
+    output = invoke("install")
+    assert "added hook PostToolUse" in output and "backup:" in output
+    data = json.loads(settings.read_text())
+    assert data["model"] == "opus" and data["permissions"] == USER_SETTINGS["permissions"]
+    assert data["hooks"]["Stop"] == USER_SETTINGS["hooks"]["Stop"]
+    post = data["hooks"]["PostToolUse"]
+    assert post[:2] == USER_SETTINGS["hooks"]["PostToolUse"]
+    ours = [h for g in post for h in g["hooks"] if is_ours(h)]
+    assert ours == [
+        {
+            "type": "command",
+            "command": "memsync",
+            "args": ["hook", "post-tool-use"],
+            "timeout": 30,
+            "async": True,
+        }
+    ]
+    for event in ("SessionStart", "SessionEnd", "PreCompact"):
+        assert any(is_ours(h) for g in data["hooks"][event] for h in g["hooks"])
+    skills = claude_dir(_isolated_home) / "skills"
+    assert (skills / "digest-session" / "SKILL.md").exists()
+    assert (skills / "refresh-persona" / "SKILL.md").exists()
+    text = claude_md.read_text()
+    assert text.startswith("# My rules\n\nBe brief.\n") and BEGIN in text and END in text
+    assert "voice_calibration.md" in text and "carry_forward.md" in text
+    backups = list(settings.parent.glob("settings.json.memsync-backup-*"))
+    assert len(backups) == 1 and json.loads(backups[0].read_text()) == USER_SETTINGS
+
+    snapshot = {p: p.read_bytes() for p in claude_dir(_isolated_home).rglob("*") if p.is_file()}
+    assert "Already installed" in invoke("install")
+    after = {p: p.read_bytes() for p in claude_dir(_isolated_home).rglob("*") if p.is_file()}
+    assert after == snapshot
+
+    invoke("uninstall")
+    assert json.loads(settings.read_text()) == USER_SETTINGS
+    assert claude_md.read_text() == "# My rules\n\nBe brief.\n"
+    assert not (skills / "digest-session").exists()
+    assert "Nothing of memsync's" in invoke("uninstall")
+
+
+def test_dry_run_changes_nothing(_isolated_home):
+    output = invoke("install", "--dry-run")
+    assert "would change" in output
+    assert not claude_dir(_isolated_home).exists()
+
+
+def test_install_into_a_fresh_home_then_uninstall_leaves_no_hooks(_isolated_home):
+    invoke("install")
+    settings = json.loads((claude_dir(_isolated_home) / "settings.json").read_text())
+    assert settings == hooks_config()
+    invoke("uninstall")
+    assert json.loads((claude_dir(_isolated_home) / "settings.json").read_text()) == {}
+    assert (claude_dir(_isolated_home) / "CLAUDE.md").read_text() == ""
+
+
+def test_project_scope_writes_into_the_repository(tmp_path, monkeypatch):
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "src").mkdir()
+    monkeypatch.chdir(repo / "src")
+    invoke("install", "--scope", "project")
+    assert (repo / ".claude" / "settings.json").exists()
+    assert (repo / ".claude" / "skills" / "refresh-persona" / "SKILL.md").exists()
+    assert BEGIN in (repo / "CLAUDE.md").read_text()
+
+
+def test_a_broken_settings_file_is_named_and_left_alone(_isolated_home):
+    settings = claude_dir(_isolated_home) / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text("{not json")
+    import os
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-m", "memsync", "install"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ),
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert "settings.json" in result.stderr and "not valid JSON" in result.stderr
+    assert settings.read_text() == "{not json"
+
+
+def test_edited_skill_is_left_in_place_on_uninstall(_isolated_home):
+    invoke("install")
+    skill = claude_dir(_isolated_home) / "skills" / "digest-session" / "SKILL.md"
+    skill.write_text(skill.read_text() + "\nMy own addition.\n")
+    assert "left in place" in invoke("uninstall")
+    assert skill.exists()
+
+
+def test_plugin_hooks_file_matches_what_install_writes():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    assert json.loads((root / "hooks" / "hooks.json").read_text()) == hooks_config()
+    plugin = json.loads((root / ".claude-plugin" / "plugin.json").read_text())
+    assert plugin["name"] == "memsync"
+
+
+def test_settings_example_is_a_valid_settings_file(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    from memsync.config import load_settings
+
+    root = Path(__file__).resolve().parent.parent
+    shutil.copy(root / "settings.example.json", tmp_path / "settings.json")
+    settings = load_settings(tmp_path)
+    assert settings["remote"].startswith("https://")
