@@ -1,0 +1,208 @@
+"""ls, prune, export, import, migrate: backup, disaster recovery and housekeeping."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from memsync.cli.common import (
+    JsonOpt,
+    MemoryDirOpt,
+    ProjectOpt,
+    RemoteOpt,
+    app,
+    context,
+    emit_json,
+    err,
+    fail,
+    out,
+)
+from memsync.errors import UserError
+
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+DryRunOpt = Annotated[
+    bool, typer.Option("--dry-run", help="Show what would happen; change nothing.")
+]
+
+
+def _bar(label: str):  # noqa: ANN202 - (progress callback, context manager)
+    """A Rich progress bar on a terminal for large jobs; a no-op otherwise."""
+    import contextlib
+
+    if not err.is_terminal:
+        return None, contextlib.nullcontext()
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    bar = Progress(
+        TextColumn(label), BarColumn(), MofNCompleteColumn(), console=err, transient=True
+    )
+    task = None
+
+    def tick(done: int, total: int) -> None:
+        nonlocal task
+        if total < 20:
+            return
+        if task is None:
+            task = bar.add_task(label, total=total)
+        bar.update(task, completed=done)
+
+    return tick, bar
+
+
+def _engine(memory_dir, remote, project):  # noqa: ANN001, ANN202
+    from memsync.engine import Engine
+
+    return Engine(context(memory_dir, remote, project))
+
+
+@app.command("ls")
+def ls_cmd(
+    memory_dir: MemoryDirOpt = None,
+    remote: RemoteOpt = None,
+    project: ProjectOpt = None,
+    json: JsonOpt = False,
+) -> None:
+    """List memory files on the remote with type, size, modified time and sync state."""
+    from memsync.admin import list_remote
+
+    files = list_remote(_engine(memory_dir, remote, project))
+    if json:
+        emit_json("ls", {"files": [f.__dict__ for f in files]})
+        return
+    from rich.table import Table
+
+    table = Table(show_edge=False, header_style="bold")
+    for column in ("file", "type", "size", "modified", "state"):
+        table.add_column(column, justify="right" if column == "size" else "left")
+    for f in files:
+        when = datetime.fromtimestamp(f.modified).strftime("%Y-%m-%d %H:%M") if f.modified else ""
+        table.add_row(f.name, f.type, str(f.size), when, f.state.replace("_", " "))
+    out.print(table)
+    out.print(f"{len(files)} file(s).")
+
+
+def _days(text: str) -> int:
+    m = re.fullmatch(r"(\d+)\s*([dwmy]?)", text.strip().lower())
+    if not m:
+        raise UserError(f"--older-than {text!r} is not an age like 90d, 12w, 6m or 1y")
+    return int(m.group(1)) * {"": 1, "d": 1, "w": 7, "m": 30, "y": 365}[m.group(2)]
+
+
+@app.command()
+def prune(
+    older_than: Annotated[str, typer.Option("--older-than", help="Age, e.g. 90d, 12w, 6m, 1y.")],
+    type_name: Annotated[
+        str | None, typer.Option("--type", help="Only this memory type, e.g. session_digest.")
+    ] = None,
+    dry_run: DryRunOpt = False,
+    yes: YesOpt = False,
+    memory_dir: MemoryDirOpt = None,
+    remote: RemoteOpt = None,
+    project: ProjectOpt = None,
+) -> None:
+    """Delete old memory files from the remote and here (local copies go to history)."""
+    from memsync.admin import plan_prune
+    from memsync.admin import prune as run_prune
+
+    engine = _engine(memory_dir, remote, project)
+    names = plan_prune(engine, _days(older_than), type_name)
+    if not names:
+        out.print("Nothing to prune.")
+        return
+    for name in names:
+        out.print(("would delete: " if dry_run else "delete: ") + name, markup=False)
+    if dry_run:
+        return
+    if not yes and not typer.confirm(f"Delete {len(names)} file(s) here and on the remote?"):
+        fail("nothing deleted", 1)
+    result = run_prune(engine, names)
+    for name, why in sorted(result.skipped.items()):
+        err.print(f"kept {name}: {why}", markup=False)
+    out.print(f"Deleted {len(result.deleted)} file(s); logged in the audit log.")
+
+
+@app.command("export")
+def export_cmd(
+    path: Annotated[Path, typer.Argument(help="Archive to write, e.g. memory.tar.gz.")],
+    source: Annotated[str, typer.Option("--from", help="remote or local.")] = "remote",
+    memory_dir: MemoryDirOpt = None,
+    remote: RemoteOpt = None,
+    project: ProjectOpt = None,
+) -> None:
+    """Write every memory file and a manifest of sha256 sums into a .tar.gz."""
+    from memsync.admin import export
+
+    if source not in ("remote", "local"):
+        raise UserError(f"--from must be remote or local, not {source!r}")
+    tick, bar = _bar("export")
+    with bar:
+        result = export(_engine(memory_dir, remote, project), path, source, tick)  # type: ignore[arg-type]
+    for name, why in sorted(result.refused.items()):
+        err.print(f"left out {name}: {why}", markup=False)
+    out.print(
+        f"Exported {len(result.files)} file(s) from the {source} to {path} ({result.size} B)."
+    )
+
+
+@app.command("import")
+def import_cmd(
+    path: Annotated[Path, typer.Argument(help="An archive made by `memsync export`.")],
+    force: Annotated[
+        bool, typer.Option("--force", help="Overwrite remote files whose content differs.")
+    ] = False,
+    memory_dir: MemoryDirOpt = None,
+    remote: RemoteOpt = None,
+    project: ProjectOpt = None,
+) -> None:
+    """Restore an archive into the remote (verified, conditional writes, never clobbers)."""
+    from memsync.admin import import_archive
+
+    tick, bar = _bar("import")
+    with bar:
+        result = import_archive(_engine(memory_dir, remote, project), path, force, tick)
+    for name, why in sorted(result.skipped.items()):
+        err.print(f"skipped {name}: {why}", markup=False)
+    out.print(
+        f"Copied: {len(result.copied)}, Replaced: {len(result.replaced)}, "
+        f"Unchanged: {len(result.unchanged)}, Skipped: {len(result.skipped)}. "
+        "Run `memsync pull` to bring them here."
+    )
+    if result.skipped and not force:
+        err.print("Run again with --force to overwrite the skipped files.")
+
+
+def _source(text: str) -> tuple[Path, str]:
+    if "=" not in text:
+        raise UserError(f"--source {text!r} must look like DIR=PREFIX")
+    directory, prefix = text.rsplit("=", 1)
+    if not directory or not prefix:
+        raise UserError(f"--source {text!r} must look like DIR=PREFIX")
+    return Path(directory).expanduser(), prefix
+
+
+@app.command()
+def migrate(
+    source: Annotated[
+        list[str] | None,
+        typer.Option("--source", help="DIR=PREFIX: a memory dir and its project prefix."),
+    ] = None,
+    memory_dir: MemoryDirOpt = None,
+    remote: RemoteOpt = None,
+    project: ProjectOpt = None,
+) -> None:
+    """Copy existing memory dirs to the remote: what it lacks is copied, the rest skipped."""
+    from memsync import config
+    from memsync.admin import migrate as run_migrate
+
+    def factory(memory_dir: Path | None = memory_dir, project: str | None = project):  # noqa: ANN202
+        return config.resolve(memory_dir=memory_dir, remote=remote, project=project)
+
+    result = run_migrate(factory, [_source(s) for s in source or []])
+    for src in result.sources:
+        for name, why in sorted(src.skipped.items()):
+            err.print(f"{src.project}: skipped {name}: {why}", markup=False)
+    out.print(f"Copied: {result.copied}, Skipped: {result.skipped}")

@@ -1,0 +1,122 @@
+"""compact and schedule."""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Annotated
+
+import typer
+
+from memsync.cli.common import (
+    JsonOpt,
+    MemoryDirOpt,
+    ProjectOpt,
+    RemoteOpt,
+    app,
+    context,
+    emit_json,
+    err,
+    fail,
+    out,
+)
+from memsync.errors import UserError
+
+
+@app.command()
+def compact(
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the plan; change nothing.")
+    ] = False,
+    now: Annotated[
+        str | None, typer.Option("--now", help="Pretend today is YYYY-MM-DD (for tests).")
+    ] = None,
+    json: JsonOpt = False,
+    memory_dir: MemoryDirOpt = None,
+    remote: RemoteOpt = None,
+    project: ProjectOpt = None,
+) -> None:
+    """Apply the retention rules: roll old digests up, fold old calibration into rules, trim."""
+    from memsync import compact as core
+    from memsync.engine import Engine
+
+    try:
+        today = date.fromisoformat(now) if now else date.today()
+    except ValueError:
+        raise UserError(f"--now {now!r} is not a date like 2026-11-22") from None
+    engine = Engine(context(memory_dir, remote, project))
+    if not dry_run:  # compact the latest: what other devices wrote merges in first
+        synced = engine.run("sync")
+        if synced.offline:
+            err.print(f"note: remote unreachable ({synced.offline}); compacting local files")
+    root = engine.ctx.memory_dir
+    files = {}
+    if root.is_dir():
+        from memsync.engine import is_ignored
+
+        for path in sorted(root.rglob("*.md")):
+            name = path.relative_to(root).as_posix()
+            if path.is_file() and not is_ignored(name):
+                files[name] = path.read_bytes()
+    actions = core.plan(files, today)
+    if json:
+        emit_json(
+            "compact",
+            {"dry_run": dry_run, "today": today.isoformat(), **core.plan_to_dict(actions)},
+        )
+        if dry_run:
+            return
+    elif dry_run or actions:
+        from rich.table import Table
+
+        table = Table(show_edge=False, header_style="bold")
+        for column in ("action", "file", "reason"):
+            table.add_column(column)
+        for a in actions:
+            table.add_row(a.kind, a.name, a.reason)
+        if actions:
+            out.print(table)
+    if not actions:
+        if not json:
+            out.print("Nothing to compact.")
+        return
+    if dry_run:
+        out.print(f"{len(actions)} action(s) planned; nothing changed (--dry-run).")
+        return
+    result = core.apply(engine, actions)
+    for note in result.notes:
+        err.print(f"note: {note}", markup=False)
+    for name, why in sorted(result.skipped.items()):
+        err.print(f"left for later: {name}: {why}", markup=False)
+    if not json:
+        out.print(
+            f"Wrote {len(result.written)}, updated {len(result.updated)}, "
+            f"deleted {len(result.deleted)} (copies in local history)."
+        )
+
+
+@app.command()
+def schedule(
+    action: Annotated[str, typer.Argument(help="install, show or remove.")],
+    memory_dir: MemoryDirOpt = None,
+    project: ProjectOpt = None,
+) -> None:
+    """Run `memsync compact` daily for this project (cron, else a systemd user timer)."""
+    from memsync import schedule as core
+
+    ctx = context(memory_dir, None, project)
+    if action == "install":
+        changed, where = core.install(ctx)
+        out.print(
+            ("Scheduled" if changed else "Already scheduled") + f" daily compaction ({where})."
+        )
+    elif action == "show":
+        entries = core.show(ctx)
+        if not entries:
+            out.print("No compaction is scheduled.")
+        for e in entries:
+            out.print(f"{e.backend}: {e.project}: {e.line}", markup=False)
+    elif action == "remove":
+        removed = core.remove(ctx)
+        out.print(f"Removed: {', '.join(removed)}." if removed else "Nothing was scheduled.")
+    else:
+        fail(f"schedule takes install, show or remove, not {action!r}", 2)

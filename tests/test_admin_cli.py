@@ -1,0 +1,80 @@
+"""The admin commands through the real CLI: disaster recovery from an export, and migrate."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.devices import make_device
+
+
+@pytest.fixture(params=["folder", pytest.param("azure", marks=pytest.mark.azure)])
+def remote_url(request, tmp_path):
+    if request.param == "folder":
+        (tmp_path / "remote").mkdir()
+        return (tmp_path / "remote").as_uri()
+    return request.getfixturevalue("azure_url")
+
+
+def test_export_then_restore_into_an_empty_remote(tmp_path, remote_url):
+    a = make_device(tmp_path, "a", remote_url)
+    a.write("carry_forward.md", "## Pending\n- ask about the move\n", type="carry_forward")
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    a.run("push")
+    archive = tmp_path / "backup.tar.gz"
+    assert "Exported 2 file(s)" in a.run("export", str(archive)).stdout
+
+    (tmp_path / "new-remote").mkdir()
+    b = make_device(tmp_path, "b", (tmp_path / "new-remote").as_uri())
+    assert "Copied: 2" in b.run("import", str(archive)).stdout
+    assert "Unchanged: 2" in b.run("import", str(archive)).stdout
+    b.run("pull")
+    assert b.files() == a.files()
+
+    listing = json.loads(b.run("ls", "--json").stdout)
+    assert listing["version"] == 1
+    assert {f["name"]: f["state"] for f in listing["data"]["files"]} == {
+        "carry_forward.md": "in_sync",
+        "user_role.md": "in_sync",
+    }
+
+
+def test_import_never_clobbers_without_force(tmp_path, remote_url):
+    a = make_device(tmp_path, "a", remote_url)
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    a.run("push")
+    archive = tmp_path / "backup.tar.gz"
+    a.run("export", str(archive))
+    a.write("user_role.md", "Principal engineer.\n", type="user")
+    a.run("push")
+    proc = a.run("import", str(archive))
+    assert "Skipped: 1" in proc.stdout and "--force" in proc.stderr
+    a.run("pull")
+    assert "Principal" in (a.memory / "user_role.md").read_text()
+    assert "Replaced: 1" in a.run("import", "--force", str(archive)).stdout
+
+
+def test_migrate_is_idempotent(tmp_path, remote_url):
+    a = make_device(tmp_path, "a", remote_url)
+    for i in range(3):
+        a.write(f"project_{i}.md", f"fact {i}\n", type="project")
+    assert "Copied: 3, Skipped: 0" in a.run("migrate").stdout
+    assert "Copied: 0, Skipped: 3" in a.run("migrate").stdout
+
+
+def test_prune_with_yes_deletes_everywhere_and_audits(tmp_path, remote_url):
+    a = make_device(tmp_path, "a", remote_url)
+    a.write("session_digest_2020-01-01.md", "## Arcs\n- old\n", type="session_digest")
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    a.run("push")
+    assert (
+        "would delete: session_digest_2020-01-01.md"
+        in a.run("prune", "--older-than", "0d", "--type", "session_digest", "--dry-run").stdout
+    )
+    a.run("prune", "--older-than", "0d", "--type", "session_digest", "--yes")
+    assert sorted(a.files()) == ["user_role.md"]
+    audit = (a.home / "audit.log").read_text()
+    assert "session_digest_2020-01-01.md" in audit and "- old" not in audit
+    bad = a.run("prune", "--older-than", "soon", check=1)
+    assert "--older-than" in bad.stderr
