@@ -139,3 +139,18 @@ def test_sas_signature_is_masked():
     url = "https://a.blob.core.windows.net/c/p?sv=2024&sig=SECRETSIG%3D&se=x"
     assert "SECRETSIG" not in mask_url(url)
     assert mask_url(url).startswith("https://a.blob.core.windows.net/c/p?sv=2024&sig=***")
+
+
+def test_fast_listing_pages_and_agrees_with_the_sdk(azure_url):
+    store = open_store(azure_url, "proj")
+    store.ensure()
+    other = open_store(azure_url, "proj-other")  # a sibling prefix must not leak in
+    other.create("stray.md", b"x")
+    for i in range(7):
+        store.create(f"d/f{i}.md", b"y" * i)
+    store.page_size = 3
+    before = store.stats.requests["list"]
+    fast = store.list()
+    assert store.stats.requests["list"] - before == 3  # ceil(7 / 3) pages
+    assert fast == store._list_sdk()
+    assert sorted(fast) == [f"d/f{i}.md" for i in range(7)]

@@ -130,3 +130,29 @@ def watch(
     err.print(f"Watching {ctx.memory_dir} (Ctrl-C to stop).", markup=False)
     run_watch(engine, debounce=debounce, report=report)
     err.print("Stopped.")
+
+
+@app.command()
+def doctor(
+    memory_dir: MemoryDirOpt = None,
+    remote: RemoteOpt = None,
+    project: ProjectOpt = None,
+    json: Annotated[bool, typer.Option("--json", help="Print a versioned JSON document.")] = False,
+) -> None:
+    """Check settings, memory dir, credential, remote, container, a probe write, clock skew."""
+    from memsync.cli.common import emit_json, fail
+    from memsync.doctor import run
+
+    report = run(context(memory_dir, remote, project))
+    if json:
+        emit_json("doctor", report.as_dict())
+    else:
+        from memsync.scanner import mask
+
+        for check in report.checks:
+            mark = "ok  " if check.ok else "FAIL"
+            out.print(mask(f"{mark} {check.name}: {check.detail}"), markup=False)
+            if not check.ok and check.fix:
+                out.print(f"     → {check.fix}", markup=False)
+    if not report.ok:
+        fail("some checks failed; see above", 1)

@@ -175,6 +175,8 @@ def _kind(request: Any) -> str:
 class AzureStore:
     """Blobs under `<url prefix>/<project prefix>/` in one container."""
 
+    page_size = 5000  # the service's maximum per List Blobs request
+
     def __init__(self, url: str, prefix: str = "") -> None:
         self.blob_url = BlobURL.parse(url)
         self.url = mask_url(url)
@@ -249,6 +251,72 @@ class AzureStore:
             raise
 
     def list(self) -> dict[str, Entry]:
+        """Every key with its ETag: one request per 5000 blobs.
+
+        The SDK's own `list_blobs` spends most of its time in a generic XML deserializer; this
+        sends the same List Blobs request through the client's pipeline (so signing, retries
+        and request counting all still apply) and reads the few fields it needs with
+        ElementTree, about three times faster on large listings."""
+        pipeline = getattr(self.client, "_pipeline", None)
+        if pipeline is None:  # a future SDK without the pipeline attribute: the slow path
+            return self._list_sdk()
+        from email.utils import parsedate_to_datetime
+        from urllib.parse import urlencode
+        from xml.etree import ElementTree
+
+        from azure.core.pipeline.transport import HttpRequest
+
+        entries: dict[str, Entry] = {}
+        marker = ""
+        while True:
+            params = {"restype": "container", "comp": "list", "maxresults": str(self.page_size)}
+            if self.base:
+                params["prefix"] = self.base
+            if marker:
+                params["marker"] = marker
+            url = f"{self.blob_url.container_url}?{urlencode(params)}"
+            if self.blob_url.sas:
+                url += "&" + self.blob_url.sas
+            request = HttpRequest("GET", url, headers={"x-ms-version": self.client.api_version})
+            with self._translate():
+                response = pipeline.run(request).http_response
+            body = response.body()
+            if response.status_code != 200:
+                self._raise_for(response.status_code, response.headers, body)
+            root = ElementTree.fromstring(body)
+            for blob in root.iterfind("Blobs/Blob"):
+                name = blob.findtext("Name") or ""
+                props = blob.find("Properties")
+                if props is None or not name.startswith(self.base):
+                    continue
+                key = name[len(self.base) :]
+                when = props.findtext("Last-Modified")
+                entries[key] = Entry(
+                    key,
+                    _etag(props.findtext("Etag")),
+                    int(props.findtext("Content-Length") or 0),
+                    parsedate_to_datetime(when).timestamp() if when else 0.0,
+                )
+            marker = root.findtext("NextMarker") or ""
+            if not marker:
+                return entries
+
+    def _raise_for(self, status: int, headers: Any, body: bytes) -> None:
+        code = headers.get("x-ms-error-code", "") or ""
+        if status == 404:
+            raise NotFound(
+                f"the container {self.blob_url.container!r} does not exist at {self.url}"
+            )
+        if status in (401, 403):
+            raise AuthError(
+                f"the {self.credential_kind} was refused by {self.blob_url.account_url}; "
+                f"check the key, token or role assignment ({code or status})"
+            )
+        if status >= 500:
+            raise Unreachable(f"{self.blob_url.account_url} answered {status}; try again later")
+        raise StoreError(f"listing the remote failed: {status} {code}")
+
+    def _list_sdk(self) -> dict[str, Entry]:
         entries: dict[str, Entry] = {}
         with self._translate():
             for blob in self.client.list_blobs(name_starts_with=self.base or None):

@@ -1,0 +1,176 @@
+"""`memsync doctor`: one line per check, and what to do when one fails. Nothing secret is
+shown: the remote URL loses its query (SAS), keys are never read back out."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from memsync.config import SETTINGS_FILE, Context, strip_query
+from memsync.errors import AuthError, MemsyncError, NotFound, Unreachable
+
+MAX_SKEW = 300.0  # seconds; Azure rejects shared-key requests beyond 15 minutes
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+@dataclass
+class Report:
+    checks: list[Check] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "settings": self.settings,
+            "checks": [asdict(c) for c in self.checks],
+        }
+
+
+def _settings(ctx: Context) -> dict[str, Any]:
+    shown = {k: v for k, v in ctx.settings.items() if k != "remote"}
+    shown.update(
+        remote=strip_query(ctx.remote),
+        memory_dir=str(ctx.memory_dir),
+        project=ctx.project,
+        device=ctx.device,
+        home=str(ctx.home),
+        settings_file=str(ctx.home / SETTINGS_FILE),
+    )
+    return dict(sorted(shown.items()))
+
+
+def run(ctx: Context, store: Any = None) -> Report:
+    report = Report(settings=_settings(ctx))
+    add = report.checks.append
+    add(Check("settings", True, f"{ctx.home / SETTINGS_FILE} (flag > environment > file)"))
+    mem = ctx.memory_dir
+    if mem.is_dir():
+        count = sum(1 for p in mem.rglob("*.md") if p.is_file())
+        add(Check("memory dir", True, f"{mem} ({count} Markdown file(s))"))
+    else:
+        add(
+            Check(
+                "memory dir",
+                False,
+                f"{mem} does not exist",
+                "start Claude Code in the project once, or pass --memory-dir",
+            )
+        )
+    if not ctx.sync_enabled:
+        add(
+            Check(
+                "sync",
+                False,
+                "sync is off (MEMSYNC_SYNC=off or settings)",
+                'unset MEMSYNC_SYNC or set "sync": true',
+            )
+        )
+        return report
+    try:
+        if store is None:
+            from memsync.stores import open_store
+
+            if ctx.embedded_remote:
+                from memsync.fsutil import private_dir
+
+                private_dir(ctx.home / "remote")
+            store = open_store(ctx.remote, ctx.project)
+    except MemsyncError as exc:
+        add(Check("remote", False, str(exc), "fix the remote URL (--remote or MEMSYNC_REMOTE)"))
+        return report
+    kind = getattr(store, "credential_kind", "none needed (folder remote)")
+    add(Check("credential", True, kind))
+    try:
+        present = store.exists()
+    except AuthError as exc:
+        add(
+            Check(
+                "remote reachable",
+                False,
+                str(exc),
+                "check AZURE_STORAGE_CONNECTION_STRING / AZURE_STORAGE_KEY / the SAS token",
+            )
+        )
+        return report
+    except Unreachable as exc:
+        add(
+            Check(
+                "remote reachable",
+                False,
+                str(exc),
+                "check the network or the mount; changes are queued until it is back",
+            )
+        )
+        return report
+    add(Check("remote reachable", True, strip_query(ctx.remote)))
+    if not present:
+        add(
+            Check(
+                "container",
+                False,
+                "the container (or folder) does not exist yet",
+                "run `memsync push` to create it",
+            )
+        )
+        return report
+    add(Check("container", True, "present"))
+    add(_probe(store))
+    add(_skew(store))
+    return report
+
+
+def _probe(store: Any) -> Check:
+    key = f"_memsync/doctor-{uuid.uuid4().hex[:12]}.md"
+    data = b"memsync doctor probe\n"
+    try:
+        etag = store.create(key, data)
+        back, etag2 = store.get(key)
+        store.delete(key, etag2)
+    except (AuthError, Unreachable, NotFound, MemsyncError) as exc:
+        return Check(
+            "write/read/delete probe",
+            False,
+            str(exc),
+            "the credential needs write and delete rights on the container",
+        )
+    if back != data or not etag:
+        return Check(
+            "write/read/delete probe",
+            False,
+            "read back different bytes",
+            "the remote is not storing files faithfully",
+        )
+    return Check("write/read/delete probe", True, f"ok under {key}")
+
+
+def _skew(store: Any) -> Check:
+    server_time = getattr(store, "server_time", None)
+    if server_time is None:
+        return Check("clock skew", True, "not applicable (folder remote)")
+    try:
+        server = server_time()
+    except MemsyncError as exc:
+        return Check("clock skew", False, str(exc), "")
+    if server is None:
+        return Check("clock skew", True, "the server sent no Date header")
+    skew = time.time() - server
+    ok = abs(skew) < MAX_SKEW
+    return Check(
+        "clock skew",
+        ok,
+        f"{skew:+.1f} s against the server",
+        "" if ok else "sync this machine's clock (NTP): signed requests fail past 15 min",
+    )

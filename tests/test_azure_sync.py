@@ -1,0 +1,102 @@
+"""The sync engine on Azurite: exact request counts, the 412 → merge → retry path, and an
+outage in the middle of work (the server stopped, then restarted)."""
+
+from __future__ import annotations
+
+import pytest
+
+from memsync import config
+from memsync.engine import Engine
+from memsync.stores import open_store
+from tests.azurite import start_azurite
+from tests.conftest import write_memory
+from tests.devices import make_device
+from tests.faults import FaultyStore
+
+pytestmark = pytest.mark.azure
+
+
+def engine_for(tmp_path, url, name="a", store=None) -> Engine:
+    mem = tmp_path / name
+    mem.mkdir(exist_ok=True)
+    import os
+
+    os.environ["MEMSYNC_HOME"] = str(tmp_path / f"{name}-home")
+    ctx = config.resolve(memory_dir=mem, remote=url, project="p")
+    return Engine(ctx, store)
+
+
+def delta(engine: Engine, before: dict[str, int]) -> dict[str, int]:
+    now = dict(engine.store.stats.requests)
+    return {k: v - before.get(k, 0) for k, v in now.items() if v - before.get(k, 0)}
+
+
+def test_request_counts_are_exact(tmp_path, azure_url):
+    engine = engine_for(tmp_path, azure_url)
+    for i in range(40):
+        write_memory(engine.ctx.memory_dir, f"project_{i:02}.md", f"fact {i}\n", type="project")
+    first = engine.run("push")
+    assert len(first.uploaded) == 40
+
+    before = dict(engine.store.stats.requests)
+    assert engine.run("sync").changes == 0
+    assert delta(engine, before) == {"list": 1}, "a no-op sync is one listing and nothing else"
+
+    write_memory(engine.ctx.memory_dir, "project_07.md", "fact 7, revised\n", type="project")
+    before = dict(engine.store.stats.requests)
+    assert engine.run("sync").uploaded == ["project_07.md"]
+    assert delta(engine, before) == {"list": 1, "put": 1}
+
+    write_memory(engine.ctx.memory_dir, "project_08.md", "fact 8, revised\n", type="project")
+    before = dict(engine.store.stats.requests)
+    engine.run("push", [str(engine.ctx.memory_dir / "project_08.md")])
+    assert delta(engine, before) == {"put": 1}, "push FILE of a known file is one conditional PUT"
+
+
+def test_etag_moving_between_read_and_write_takes_the_merge_path(tmp_path, azure_url):
+    a = engine_for(tmp_path, azure_url, "a")
+    body = "## Pending\n- first\n"
+    write_memory(a.ctx.memory_dir, "carry_forward.md", body, type="carry_forward")
+    a.run("push")
+    b_store = FaultyStore(open_store(azure_url, "p"))
+    b = engine_for(tmp_path, azure_url, "b", b_store)
+    b.run("pull")
+    # a adds an item; b adds another, and the ETag moves again right before b's write
+    write_memory(a.ctx.memory_dir, "carry_forward.md", body + "- from a\n", type="carry_forward")
+    a.run("push")
+    write_memory(b.ctx.memory_dir, "carry_forward.md", body + "- from b\n", type="carry_forward")
+    b_store.arm("move")
+    result = b.run("sync")
+    assert b_store.fired == ["move"]
+    assert result.merged == ["carry_forward.md"] and not result.errors
+    remote = b_store.get("carry_forward.md")[0].decode()
+    assert "- from a" in remote and "- from b" in remote and remote.count("- first") == 1
+
+
+@pytest.mark.slow
+def test_outage_exits_3_queues_and_drains_after_restart(tmp_path):
+    server = start_azurite(tmp_path / "azurite-data")
+    try:
+        url = server.url()
+        env = {"AZURE_STORAGE_CONNECTION_STRING": server.connection_string}
+        a = make_device(tmp_path, "a", url, **env)
+        b = make_device(tmp_path, "b", url, **env)
+        a.write("user_role.md", "Engineer.\n", type="user")
+        a.run("sync")
+        server.stop()
+        a.write("project_plane.md", "Written on a plane.\n", type="project")
+        a.write("user_role.md", "Staff engineer.\n", type="user")
+        before = a.files()
+        proc = a.run("sync", check=3)
+        assert "unreachable" in proc.stderr and "queued" in proc.stderr
+        assert a.files() == before, "local files are intact"
+        status = a.run("status").stdout
+        assert "queued while offline: project_plane.md" in status
+        assert "queued while offline: user_role.md" in status
+        server.start()
+        a.run("sync")
+        b.run("sync")
+        assert b.files() == a.files()
+        assert "queued" not in a.run("status").stdout
+    finally:
+        server.stop()
