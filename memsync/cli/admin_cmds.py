@@ -15,8 +15,8 @@ from memsync.cli.common import (
     ProjectOpt,
     RemoteOpt,
     app,
-    context,
     emit_json,
+    engine_for,
     err,
     fail,
     out,
@@ -53,12 +53,6 @@ def _bar(label: str):  # noqa: ANN202 - (progress callback, context manager)
     return tick, bar
 
 
-def _engine(memory_dir, remote, project):  # noqa: ANN001, ANN202
-    from memsync.engine import Engine
-
-    return Engine(context(memory_dir, remote, project))
-
-
 @app.command("ls")
 def ls_cmd(
     memory_dir: MemoryDirOpt = None,
@@ -69,7 +63,7 @@ def ls_cmd(
     """List memory files on the remote with type, size, modified time and sync state."""
     from memsync.admin import list_remote
 
-    files = list_remote(_engine(memory_dir, remote, project))
+    files = list_remote(engine_for(memory_dir, remote, project))
     if json:
         emit_json("ls", {"files": [f.__dict__ for f in files]})
         return
@@ -108,7 +102,7 @@ def prune(
     from memsync.admin import plan_prune
     from memsync.admin import prune as run_prune
 
-    engine = _engine(memory_dir, remote, project)
+    engine = engine_for(memory_dir, remote, project)
     names = plan_prune(engine, _days(older_than), type_name)
     if not names:
         out.print("Nothing to prune.")
@@ -140,7 +134,7 @@ def export_cmd(
         raise UserError(f"--from must be remote or local, not {source!r}")
     tick, bar = _bar("export")
     with bar:
-        result = export(_engine(memory_dir, remote, project), path, source, tick)  # type: ignore[arg-type]
+        result = export(engine_for(memory_dir, remote, project), path, source, tick)  # type: ignore[arg-type]
     for name, why in sorted(result.refused.items()):
         err.print(f"left out {name}: {why}", markup=False)
     out.print(
@@ -163,7 +157,7 @@ def import_cmd(
 
     tick, bar = _bar("import")
     with bar:
-        result = import_archive(_engine(memory_dir, remote, project), path, force, tick)
+        result = import_archive(engine_for(memory_dir, remote, project), path, force, tick)
     for name, why in sorted(result.skipped.items()):
         err.print(f"skipped {name}: {why}", markup=False)
     out.print(

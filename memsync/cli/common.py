@@ -64,6 +64,13 @@ def context(memory_dir: Path | None, remote: str | None, project: str | None = N
     return config.resolve(memory_dir=memory_dir, remote=remote, project=project)
 
 
+def engine_for(memory_dir: Path | None, remote: str | None, project: str | None = None):  # noqa: ANN201
+    """The sync engine for these options; imported here so `--help` stays light."""
+    from memsync.engine import Engine
+
+    return Engine(context(memory_dir, remote, project))
+
+
 def fail(message: str, code: int = 1) -> NoReturn:
     from memsync.scanner import mask
 

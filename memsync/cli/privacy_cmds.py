@@ -8,8 +8,15 @@ from typing import Annotated
 
 import typer
 
-from memsync.cli.common import MemoryDirOpt, ProjectOpt, RemoteOpt, app, context, err, out
-from memsync.engine import Engine
+from memsync.cli.common import (
+    MemoryDirOpt,
+    ProjectOpt,
+    RemoteOpt,
+    app,
+    engine_for,
+    err,
+    out,
+)
 from memsync.errors import UserError
 
 YesOpt = Annotated[bool, typer.Option("--yes", help="Do it without asking.")]
@@ -41,7 +48,7 @@ def forget(
 
     if bool(paths) == bool(match):
         raise UserError("name the files to forget, or give --match TEXT (not both)")
-    engine = Engine(context(memory_dir, remote, project))
+    engine = engine_for(memory_dir, remote, project)
     if paths:
         names = [engine.name_of(p) for p in paths]
         _confirm(f"Forget {len(names)} file(s) everywhere?", yes)
@@ -77,7 +84,7 @@ def purge(
 
     if not all_:
         raise UserError("purge erases everything for this project; say so with --all")
-    engine = Engine(context(memory_dir, remote, project))
+    engine = engine_for(memory_dir, remote, project)
     _confirm(f"Erase the remote prefix {engine.ctx.project} and all local memsync state?", yes)
     report = core.purge(engine)
     out.print(f"Deleted {report.remote_deleted} remote object(s) and the local state.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -18,12 +18,15 @@ from memsync.cli.common import (
     app,
     context,
     emit_json,
+    engine_for,
     err,
     fail,
     out,
 )
-from memsync.engine import Engine, SyncResult
 from memsync.errors import UserError
+
+if TYPE_CHECKING:
+    from memsync.engine import Engine, SyncResult
 
 
 def _progress_runner(engine: Engine, **kwargs) -> SyncResult:  # noqa: ANN003
@@ -109,7 +112,7 @@ def pull(
     stats: StatsOpt = False,
 ) -> None:
     """Bring remote changes here (pending pushes go out first)."""
-    engine = Engine(context(memory_dir, remote, project))
+    engine = engine_for(memory_dir, remote, project)
     _report(_progress_runner(engine, mode="pull", force=force), stats)
 
 
@@ -130,7 +133,7 @@ def push(
     stats: StatsOpt = False,
 ) -> None:
     """Send local changes to the remote, merging where the remote changed too."""
-    engine = Engine(context(memory_dir, remote, project))
+    engine = engine_for(memory_dir, remote, project)
     allowed: dict[str, set[str]] = {}
     if allow:
         if not paths:
@@ -155,7 +158,7 @@ def sync(
     stats: StatsOpt = False,
 ) -> None:
     """Two-way sync: push local changes, pull remote ones, merge where both changed."""
-    engine = Engine(context(memory_dir, remote, project))
+    engine = engine_for(memory_dir, remote, project)
     _report(_progress_runner(engine, mode="sync", force=force), stats)
 
 
@@ -175,7 +178,7 @@ def status(
     """What differs between here and the remote, and what needs attention."""
     from memsync.status import status as compute
 
-    st = compute(Engine(context(memory_dir, remote, project)))
+    st = compute(engine_for(memory_dir, remote, project))
     if json:
         emit_json("status", st.as_dict())
         return
@@ -219,6 +222,8 @@ def validate(
     from memsync.gate import check_outbound
 
     ctx = context(memory_dir, None, project)
+    from memsync.engine import Engine
+
     engine = Engine(ctx)
     if paths:
         files = {engine.name_of(p): Path(p) for p in paths}
@@ -256,7 +261,7 @@ def history(
     project: ProjectOpt = None,
 ) -> None:
     """List the local versions kept of a file (newest first)."""
-    engine = Engine(context(memory_dir, remote, project))
+    engine = engine_for(memory_dir, remote, project)
     name = engine.name_of(file)
     versions = engine.state.history(name)
     if not versions:
@@ -276,7 +281,7 @@ def restore(
     project: ProjectOpt = None,
 ) -> None:
     """Bring back a version from local history (the current content goes to history)."""
-    engine = Engine(context(memory_dir, remote, project))
+    engine = engine_for(memory_dir, remote, project)
     name = engine.name_of(file)
     versions = {v.version: v for v in engine.state.history(name)}
     if version not in versions:
@@ -297,7 +302,7 @@ def resolve(
     project: ProjectOpt = None,
 ) -> None:
     """Mark reported conflicts as dealt with."""
-    engine = Engine(context(memory_dir, remote, project))
+    engine = engine_for(memory_dir, remote, project)
     name = engine.name_of(file) if file else None
     cleared = engine.state.resolve_conflicts(name)
     engine.state.save()

@@ -1,0 +1,279 @@
+#!/usr/bin/env python
+"""memsync against rclone on the same Azurite, in the same run: whole processes, median of 3.
+
+    python scripts/bench.py [--sizes 50,500,5000] [--repeats 3] [--write docs/benchmarks.md]
+
+Needs Azurite (scripts/test.sh installs it into .tools/) and rclone (`apt-get install rclone`).
+Azurite is restarted with a fresh data folder for each size and warmed up before timing.
+Results are ratios in one run on one machine, never absolute promises.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.azurite import ACCOUNT, KEY, start_azurite  # noqa: E402
+
+WORDS = [
+    "session",
+    "arc",
+    "relational",
+    "note",
+    "open",
+    "thread",
+    "commitment",
+    "delivered",
+    "pending",
+    "calibration",
+    "landed",
+    "missed",
+    "rule",
+    "banter",
+    "register",
+    "architect",
+    "sponsor",
+    "filter",
+    "scheduler",
+    "boundary",
+]
+
+
+def make_files(folder: Path, n: int, seed: int = 7) -> None:
+    rng = random.Random(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        lines = [f"- {' '.join(rng.choices(WORDS, k=rng.randint(6, 14)))}" for _ in range(30)]
+        body = "## Notes\n" + "\n".join(lines[: rng.randint(10, 30)]) + "\n"
+        text = (
+            f"---\nname: Bench {i}\ndescription: benchmark file {i}\ntype: project\n---\n\n{body}"
+        )
+        (folder / f"project_bench_{i:05}.md").write_text(text)
+
+
+def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, str]:
+    started = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    elapsed = time.perf_counter() - started
+    if proc.returncode != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
+    return elapsed, proc.stderr
+
+
+class Memsync:
+    def __init__(self, work: Path, endpoint: str, conn: str) -> None:
+        self.work, self.endpoint, self.conn = work, endpoint, conn
+
+    def env(self, home: Path, memory: Path) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSYNC_")}
+        env.update(
+            MEMSYNC_HOME=str(home),
+            MEMSYNC_MEMORY_DIR=str(memory),
+            MEMSYNC_PROJECT="bench",
+            AZURE_STORAGE_CONNECTION_STRING=self.conn,
+        )
+        return env
+
+    def run(self, verb: str, url: str, home: Path, memory: Path) -> tuple[float, str]:
+        exe = shutil.which("memsync") or sys.executable
+        cmd = [exe] if exe != sys.executable else [exe, "-m", "memsync"]
+        seconds, err = timed([*cmd, verb, "--remote", url, "--stats"], self.env(home, memory))
+        m = re.search(r"requests: (\d+) \(([^)]*)\)", err)
+        return seconds, (f"{m.group(1)} ({m.group(2)})" if m else "?")
+
+
+class Rclone:
+    def __init__(self, work: Path, port: int) -> None:
+        self.config = work / "rclone.conf"
+        self.config.write_text(
+            "[az]\ntype = azureblob\n"
+            f"account = {ACCOUNT}\nkey = {KEY}\n"
+            f"endpoint = http://127.0.0.1:{port}/{ACCOUNT}\nuse_emulator = true\n"
+        )
+        self.work = work
+
+    def run(self, *args: str) -> float:
+        env = dict(os.environ, RCLONE_CONFIG=str(self.config))
+        cmd = ["rclone", *args, "--config", str(self.config)]
+        return timed(cmd, env)[0]
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def bench_size(n: int, repeats: int, work: Path) -> dict[str, object]:
+    server = start_azurite_quiet(work / f"azurite-{n}")
+    try:
+        src = work / f"src-{n}"
+        make_files(src, n)
+        endpoint = server.endpoint
+        ms = Memsync(work, endpoint, server.connection_string)
+        rc = Rclone(work, server.port)
+        # warm up Azurite (its first requests are slow)
+        warm = f"{endpoint}/warm{uuid.uuid4().hex[:8]}/w"
+        ms.run("push", warm, work / "warm-home", src)
+        rows: dict[str, list[float]] = {
+            k: []
+            for k in (
+                "ms_push",
+                "ms_pull",
+                "ms_noop",
+                "ms_one",
+                "rc_sync",
+                "rc_pull",
+                "rc_noop",
+                "rc_one",
+                "rc_bisync_resync",
+                "rc_bisync_noop",
+            )
+        }
+        requests: dict[str, str] = {}
+        for r in range(repeats):
+            cont = f"b{uuid.uuid4().hex[:12]}"
+            url = f"{endpoint}/{cont}/mem"
+            home = work / f"home-{n}-{r}"
+            mem = work / f"mem-{n}-{r}"
+            shutil.copytree(src, mem)
+            t, requests["push"] = ms.run("push", url, home, mem)
+            rows["ms_push"].append(t)
+            t, requests["pull"] = ms.run(
+                "pull", url, work / f"home2-{n}-{r}", work / f"pull-{n}-{r}"
+            )
+            rows["ms_pull"].append(t)
+            t, requests["noop"] = ms.run("sync", url, home, mem)
+            rows["ms_noop"].append(t)
+            target = mem / "project_bench_00000.md"
+            target.write_text(target.read_text() + f"- changed {r}\n")
+            t, requests["one"] = ms.run("sync", url, home, mem)
+            rows["ms_one"].append(t)
+
+            rcont = f"r{uuid.uuid4().hex[:12]}"
+            rsrc = work / f"rsrc-{n}-{r}"
+            shutil.copytree(src, rsrc)
+            rc.run("mkdir", f"az:{rcont}")
+            rows["rc_sync"].append(rc.run("sync", str(rsrc), f"az:{rcont}/mem"))
+            rows["rc_pull"].append(
+                rc.run("copy", f"az:{rcont}/mem", str(work / f"rpull-{n}-{r}"), "--transfers", "32")
+            )
+            rows["rc_noop"].append(rc.run("sync", str(rsrc), f"az:{rcont}/mem"))
+            rtarget = rsrc / "project_bench_00000.md"
+            rtarget.write_text(rtarget.read_text() + f"- changed {r}\n")
+            rows["rc_one"].append(rc.run("sync", str(rsrc), f"az:{rcont}/mem"))
+            bis = f"az:{rcont}/bisync"
+            bsrc = work / f"bsrc-{n}-{r}"
+            shutil.copytree(src, bsrc)
+            rc.run("mkdir", bis)
+            wd = ["--workdir", str(work / f"bisync-wd-{n}-{r}")]
+            rows["rc_bisync_resync"].append(rc.run("bisync", str(bsrc), bis, "--resync", *wd))
+            rows["rc_bisync_noop"].append(rc.run("bisync", str(bsrc), bis, *wd))
+        return {"n": n, **{k: median(v) for k, v in rows.items()}, "requests": requests}
+    finally:
+        server.stop()
+
+
+def start_azurite_quiet(location: Path):
+    os.environ.setdefault("CI", "")
+    return start_azurite(location)
+
+
+def import_cost() -> tuple[float, float]:
+    """Seconds to import the CLI (no Azure) and azure.storage.blob, each in a fresh process."""
+
+    def cost(stmt: str) -> float:
+        runs = []
+        for _ in range(5):
+            started = time.perf_counter()
+            subprocess.run([sys.executable, "-c", stmt], check=True)
+            runs.append(time.perf_counter() - started)
+        return median(runs)
+
+    base = cost("pass")
+    return cost("import memsync.cli; memsync.cli._register()") - base, cost(
+        "import azure.storage.blob"
+    ) - base
+
+
+def table(results: list[dict[str, object]]) -> str:
+    def ratio(a: object, b: object) -> str:
+        return f"{float(a) / float(b):.2f}x"  # type: ignore[arg-type]
+
+    lines = [
+        "| N | push fresh (memsync / rclone sync) "
+        "| pull fresh (memsync / rclone copy --transfers 32) "
+        "| no-op sync (memsync / rclone sync) | 1 changed (memsync / rclone sync) "
+        "| memsync push vs rclone bisync --resync | memsync no-op vs rclone bisync no-op |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r['n']} "
+            f"| {r['ms_push']:.2f} / {r['rc_sync']:.2f} s = {ratio(r['ms_push'], r['rc_sync'])} "
+            f"| {r['ms_pull']:.2f} / {r['rc_pull']:.2f} s = {ratio(r['ms_pull'], r['rc_pull'])} "
+            f"| {r['ms_noop']:.3f} / {r['rc_noop']:.3f} s = {ratio(r['ms_noop'], r['rc_noop'])} "
+            f"| {r['ms_one']:.3f} / {r['rc_one']:.3f} s = {ratio(r['ms_one'], r['rc_one'])} "
+            f"| {ratio(r['ms_push'], r['rc_bisync_resync'])} "
+            f"| {ratio(r['ms_noop'], r['rc_bisync_noop'])} |"
+        )
+    lines += [
+        "",
+        "memsync requests per operation (from `--stats`):",
+        "",
+        "| N | push fresh | pull fresh | no-op sync | 1 changed |",
+        "|---|---|---|---|---|",
+    ]
+    for r in results:
+        q = r["requests"]
+        lines.append(f"| {r['n']} | {q['push']} | {q['pull']} | {q['noop']} | {q['one']} |")  # type: ignore[index]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="50,500,5000")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--write", type=Path, help="also write the Markdown report here")
+    args = parser.parse_args()
+    if not shutil.which("rclone"):
+        raise SystemExit("rclone is needed for the side-by-side run: apt-get install rclone")
+    version = subprocess.run(["rclone", "version"], capture_output=True, text=True).stdout
+    sizes = [int(s) for s in args.sizes.split(",")]
+    with tempfile.TemporaryDirectory(prefix="memsync-bench-") as tmp:
+        results = [bench_size(n, args.repeats, Path(tmp)) for n in sizes]
+    cli_import, azure_import = import_cost()
+    report = "\n".join(
+        [
+            f"Machine: {platform.platform()}, {os.cpu_count()} CPUs, Python "
+            f"{platform.python_version()}; {version.splitlines()[0] if version else 'rclone ?'}; "
+            f"Azurite from .tools/. Median of {args.repeats} whole-process runs, seconds.",
+            "",
+            table(results),
+            "",
+            f"Import cost in a fresh process: memsync CLI (all commands registered) "
+            f"{cli_import * 1000:.0f} ms; azure.storage.blob {azure_import * 1000:.0f} ms "
+            "(paid only when an Azure remote is used).",
+        ]
+    )
+    print(report)
+    if args.write:
+        args.write.write_text(
+            args.write.read_text().split("<!-- bench -->")[0] + "<!-- bench -->\n\n" + report + "\n"
+        )
+
+
+if __name__ == "__main__":
+    main()
