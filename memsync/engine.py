@@ -254,6 +254,7 @@ class Engine:
             remote = {n: r.etag for n, r in records.items()}
             entries: dict[str, float] = {}
             only = set(names) | set(pending)
+            result.refused = {n: r for n, r in result.refused.items() if n in only}
             actions = planner.plan(
                 local_hashes,
                 remote,

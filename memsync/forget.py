@@ -187,3 +187,108 @@ def purge(engine: Engine) -> PurgeReport:
     else:
         unreachable.append("backups or snapshots of the remote folder are out of memsync's reach")
     return PurgeReport(deleted, True, unreachable)
+
+
+# --- forget --match: entries inside append-type files, whole files elsewhere ---------------
+
+_ENTRY_STRATEGIES = ("sections", "commitments", "carry_forward", "digest")
+
+
+@dataclass
+class MatchPlan:
+    text: str
+    files: list[str] = field(default_factory=list)  # forgotten whole
+    entries: dict[str, int] = field(default_factory=dict)  # name -> entries removed
+    rewrites: dict[str, bytes] = field(default_factory=dict)  # name -> content without them
+
+
+def _contains(data: bytes | str, needle: str) -> bool:
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    return needle.casefold() in text.casefold()
+
+
+def _without_entries(name: str, text: str, needle: str) -> tuple[str, int] | None:
+    """The file with every matching entry removed, or None if only forgetting it whole will do
+    (the match is in frontmatter or a heading, or the type has no entries)."""
+    from memsync import memory, sections
+    from memsync.memtypes import type_of
+
+    try:
+        doc = memory.parse(text)
+    except memory.FrontmatterError:
+        return None
+    mtype = type_of(name, doc.meta)
+    if mtype.name == "index":
+        lines = text.splitlines(keepends=True)
+        kept = [line for line in lines if not _contains(line, needle)]
+        return "".join(kept), len(lines) - len(kept)
+    if mtype.merge not in _ENTRY_STRATEGIES or (doc.meta and _contains(repr(doc.meta), needle)):
+        return None
+    tree = sections.parse(doc.body)
+    removed = 0
+    for section in tree.walk():
+        if section.heading and _contains(section.heading, needle):
+            return None
+        kept = [e for e in section.entries if not _contains(e, needle)]
+        removed += len(section.entries) - len(kept)
+        section.entries = kept
+    body = tree.render()
+    if _contains(body, needle):
+        return None
+    return memory.render(doc.meta, body) if doc.meta is not None else body, removed
+
+
+def plan_match(engine: Engine, needle: str) -> MatchPlan:
+    """What `forget --match` will remove. Pulls first, so remote-only files are seen too."""
+    from memsync.engine import is_ignored
+
+    if len(needle.strip()) < 3:
+        raise UserError("--match needs at least 3 characters, so it cannot match everything")
+    engine.run("pull")
+    plan = MatchPlan(needle)
+    root = engine.ctx.memory_dir
+    if not root.is_dir():
+        return plan
+    for path in sorted(root.rglob("*")):
+        name = path.relative_to(root).as_posix()
+        if not path.is_file() or path.is_symlink() or is_ignored(name):
+            continue
+        data = path.read_bytes()
+        if not _contains(data, needle):
+            continue
+        rewritten = _without_entries(name, data.decode("utf-8", "replace"), needle)
+        if rewritten is None:
+            plan.files.append(name)
+        else:
+            plan.rewrites[name] = rewritten[0].encode()
+            plan.entries[name] = rewritten[1]
+    return plan
+
+
+def apply_match(engine: Engine, plan: MatchPlan) -> ForgetReport:
+    """Remove the entries (pushed through the normal merge, where a removal made since the
+    base stays removed), forget the whole files everywhere, and drop every local history
+    version holding the text. The audit log gets a hash of the text, never the text."""
+    import hashlib
+
+    report = forget_files(engine, plan.files) if plan.files else ForgetReport()
+    with engine.locked():
+        for name, data in plan.rewrites.items():
+            engine.write_local(name, data)  # no history copy: that copy is what we forget
+        for name in engine.state.history_names():
+            for version in engine.state.history(name):
+                if _contains(version.path.read_bytes(), plan.text):
+                    version.path.unlink()
+                    version.path.with_suffix(".reason").unlink(missing_ok=True)
+    if plan.rewrites:
+        result = engine.run("push", [str(engine.local_path(n)) for n in plan.rewrites])
+        if result.offline:
+            report.remote_deleted.append("(entries queued: the remote is unreachable)")
+    audit(
+        engine,
+        "forget-match",
+        match_sha256=hashlib.sha256(plan.text.encode()).hexdigest()[:16],
+        files=plan.files,
+        entries=plan.entries,
+    )
+    return report

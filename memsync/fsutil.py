@@ -16,8 +16,19 @@ def sha256(data: bytes) -> str:
 
 
 def private_dir(path: Path) -> Path:
-    """Create `path` (and parents) as 0700 directories."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    """Create `path` and any missing parents as 0700 directories (mkdir's `mode` only applies
+    to the last one; parents would get the umask's 0755)."""
+    missing = []
+    current = path
+    while not current.exists() and current != current.parent:
+        missing.append(current)
+        current = current.parent
+    for folder in reversed(missing):
+        try:
+            folder.mkdir(mode=0o700)
+        except FileExistsError:
+            continue
+        os.chmod(folder, 0o700)  # mkdir's mode is masked by the umask
     return path
 
 

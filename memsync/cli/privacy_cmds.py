@@ -68,6 +68,7 @@ def forget(
         out.print(f"will remove {count} {noun} from {name}", markup=False)
     _confirm("Go ahead?", yes)
     core.apply_match(engine, plan)
+    out.print("Forgotten here and on the remote; other devices apply it on their next sync.")
     out.print("Done. The audit log has the record (not the content).")
 
 
