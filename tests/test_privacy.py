@@ -206,7 +206,8 @@ def test_hostile_keys_never_write_outside_the_memory_dir(tmp_path, key):
     from memsync.stores.memory import MemoryStore
 
     store = MemoryStore("p")
-    store.objects[key] = (b"---\nname: x\ndescription: y\n---\nevil\n", '"e1"', 0.0)  # bypasses checks
+    # written straight into the store, past its own key checks
+    store.objects[key] = (b"---\nname: x\ndescription: y\n---\nevil\n", '"e1"', 0.0)
     mem = tmp_path / "deep" / "mem"
     mem.mkdir(parents=True)
     ctx = config.resolve(memory_dir=mem, remote="memory://hostile", project="p")
