@@ -10,9 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import tarfile
-import tempfile
 import time
 import zlib
 from collections.abc import Callable, Iterable
@@ -31,7 +29,7 @@ from memsync.errors import (
     UserError,
 )
 from memsync.forget import audit
-from memsync.fsutil import fsync_dir, sha256
+from memsync.fsutil import atomic_file, sha256
 from memsync.gate import check_inbound
 from memsync.memory import FrontmatterError, decode, parse
 from memsync.memtypes import TYPES, UNKNOWN, type_of
@@ -411,24 +409,14 @@ def export(
     target = Path(path).expanduser()
     if target.is_dir():
         raise UserError(f"{target} is a folder; give the archive's file name")
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as raw:
-            with tarfile.open(fileobj=raw, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
-                payload = json.dumps(manifest, indent=1, sort_keys=True).encode()
-                _add_member(tar, MANIFEST, payload, time.time())
-                for name, (data, mtime) in sorted(files.items()):
-                    _add_member(tar, name, data, mtime)
-            raw.flush()
-            os.fsync(raw.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    fsync_dir(target.parent)
+    with (
+        atomic_file(target) as raw,
+        tarfile.open(fileobj=raw, mode="w:gz", format=tarfile.PAX_FORMAT) as tar,
+    ):
+        payload = json.dumps(manifest, indent=1, sort_keys=True).encode()
+        _add_member(tar, MANIFEST, payload, time.time())
+        for name, (data, mtime) in sorted(files.items()):
+            _add_member(tar, name, data, mtime)
     return ExportResult(target, source, sorted(files), refused, target.stat().st_size)
 
 

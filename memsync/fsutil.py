@@ -9,6 +9,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 
 def sha256(data: bytes) -> str:
@@ -32,13 +33,15 @@ def private_dir(path: Path) -> Path:
     return path
 
 
-def atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:
-    """Temp file + fsync + rename + directory fsync: readers see old or new, never half."""
+@contextlib.contextmanager
+def atomic_file(path: Path, mode: int = 0o600) -> Iterator[BinaryIO]:
+    """Write `path` through a temp file: fsync, rename, fsync the directory. Readers see the
+    old file or the new one, never half; an exception leaves the old one in place."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            yield fh
             fh.flush()
             os.fsync(fh.fileno())
         os.chmod(tmp, mode)
@@ -48,6 +51,11 @@ def atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:
             os.unlink(tmp)
         raise
     fsync_dir(path.parent)
+
+
+def atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:
+    with atomic_file(path, mode) as fh:
+        fh.write(data)
 
 
 def fsync_dir(path: Path) -> None:

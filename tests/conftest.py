@@ -35,6 +35,16 @@ def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("HYPOTHESIS_PROFILE", "default")
 
 
+@pytest.fixture(params=["folder", pytest.param("azure", marks=pytest.mark.azure)])
+def remote_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh remote: a folder, and (marked azure) a container on the shared Azurite."""
+    if request.param == "folder":
+        folder = tmp_path / "remote"
+        folder.mkdir(exist_ok=True)
+        return folder.as_uri()
+    return request.getfixturevalue("azure_url")
+
+
 def write_memory(directory: Path, name: str, body: str = "", **meta: object) -> Path:
     """Write a valid memory file (frontmatter + body) for tests."""
     from memsync.memory import render

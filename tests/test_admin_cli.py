@@ -4,17 +4,7 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from tests.devices import make_device
-
-
-@pytest.fixture(params=["folder", pytest.param("azure", marks=pytest.mark.azure)])
-def remote_url(request, tmp_path):
-    if request.param == "folder":
-        (tmp_path / "remote").mkdir()
-        return (tmp_path / "remote").as_uri()
-    return request.getfixturevalue("azure_url")
 
 
 def test_export_then_restore_into_an_empty_remote(tmp_path, remote_url):

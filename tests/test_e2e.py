@@ -22,15 +22,6 @@ VOICE_BASE = """
 """
 
 
-@pytest.fixture(params=["folder", pytest.param("azure", marks=pytest.mark.azure)])
-def remote_url(request, tmp_path):
-    if request.param == "folder":
-        folder = tmp_path / "remote"
-        folder.mkdir()
-        return folder.as_uri()
-    return request.getfixturevalue("azure_url")
-
-
 @pytest.fixture
 def pair(tmp_path, remote_url):
     return make_device(tmp_path, "laptop", remote_url), make_device(tmp_path, "desktop", remote_url)

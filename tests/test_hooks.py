@@ -14,15 +14,6 @@ import pytest
 from tests.devices import Device, make_device
 
 
-@pytest.fixture(params=["folder", pytest.param("azure", marks=pytest.mark.azure)])
-def remote_url(request, tmp_path):
-    if request.param == "folder":
-        folder = tmp_path / "remote"
-        folder.mkdir()
-        return folder.as_uri()
-    return request.getfixturevalue("azure_url")
-
-
 def folder_device(tmp_path) -> Device:
     (tmp_path / "remote").mkdir(exist_ok=True)
     return make_device(tmp_path, "d", (tmp_path / "remote").as_uri())
