@@ -31,7 +31,7 @@ DEFAULTS: dict[str, Any] = {
     "history_versions": 20,
     "digest_on_session_end": False,
     "digest_min_turns": 6,
-    "model": "claude-sonnet-4-5",
+    "model": "claude-sonnet-5-5",
     "primer_max_chars": 9000,
 }
 

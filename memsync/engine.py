@@ -25,7 +25,7 @@ from memsync.errors import (
     UnsafeKey,
     UserError,
 )
-from memsync.fsutil import atomic_write, file_lock, private_dir, sha256
+from memsync.fsutil import atomic_write, file_lock, private_dir, sha256, sweep_temp_files
 from memsync.gate import check_inbound, check_outbound
 from memsync.planner import Action, Kind
 from memsync.state import State
@@ -243,6 +243,9 @@ class Engine:
         deadline: float | None,
         progress: Callable[[int, int], None] | None,
     ) -> None:
+        swept = sweep_temp_files(self.ctx.memory_dir) + sweep_temp_files(self.ctx.state_dir)
+        if swept:
+            result.notes.append(f"Removed {len(swept)} temp file(s) left by an interrupted write.")
         local = self.scan_local(allow)
         result.refused = dict(local.refused)
         pending = self.state.pending

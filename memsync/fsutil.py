@@ -6,6 +6,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -38,7 +39,8 @@ def atomic_file(path: Path, mode: int = 0o600) -> Iterator[BinaryIO]:
     """Write `path` through a temp file: fsync, rename, fsync the directory. Readers see the
     old file or the new one, never half; an exception leaves the old one in place."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    prefix = f".{path.name}.{os.getpid()}-"  # the pid tells a crashed writer's leftover apart
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=prefix, suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             yield fh
@@ -51,6 +53,43 @@ def atomic_file(path: Path, mode: int = 0o600) -> Iterator[BinaryIO]:
             os.unlink(tmp)
         raise
     fsync_dir(path.parent)
+
+
+# `.<name>.<pid>-<mkstemp's 8 characters>.tmp`, as atomic_file names its temp files
+_TEMP_NAME = re.compile(r"^\..+\.(\d+)-[a-z0-9_]{8}\.tmp$")
+
+
+def temp_writer(name: str) -> int | None:
+    """The pid of the atomic_file that made temp file `name`, or None if it is not one."""
+    match = _TEMP_NAME.match(name)
+    return int(match.group(1)) if match else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
+
+
+def sweep_temp_files(folder: Path, any_writer: bool = False) -> list[Path]:
+    """Remove the temp files that killed atomic_file writers left in `folder` (SIGKILL runs no
+    cleanup). Only files whose writer process is gone are removed, unless `any_writer` says the
+    caller holds the lock every writer holds."""
+    removed = []
+    for dirpath, _dirnames, filenames in os.walk(folder):
+        for fname in filenames:
+            pid = temp_writer(fname)
+            if pid is None or (not any_writer and (pid == os.getpid() or _alive(pid))):
+                continue
+            path = Path(dirpath) / fname
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+                removed.append(path)
+    return removed
 
 
 def atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:

@@ -56,4 +56,4 @@ def write_memory(directory: Path, name: str, body: str = "", **meta: object) -> 
     return path
 
 
-pytest_plugins = ["tests.azurite"]
+pytest_plugins = ["tests.azurite", "tests.anthropic_server"]

@@ -5,7 +5,7 @@ devices have synced; devices converge to identical bytes; every both-sides fact 
 merged or reported as a conflict with the losing version in local history; the last-synced
 records always point at content that exists.
 
-MEMSYNC_STATEFUL_EXAMPLES raises the number of examples (default 60) for a longer hunt.
+MEMSYNC_STATEFUL_EXAMPLES sets the number of examples (default 150) for a longer hunt.
 """
 
 from __future__ import annotations
@@ -31,8 +31,10 @@ from tests.faults import FaultyStore
 APPEND_FILES = ["voice_calibration.md", "running_jokes_and_callbacks.md", "self_observations.md"]
 FACT_FILES = ["user_role.md", "project_alpha.md"]
 DEVICES = 3
-EXAMPLES = int(os.environ.get("MEMSYNC_STATEFUL_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("MEMSYNC_STATEFUL_EXAMPLES", "150"))
 _ids = itertools.count()
+# what the runs did, printed at the end of the module (run with -s to see it)
+TALLY: dict[str, int] = {"examples": 0, "syncs": 0, "conflicts": 0, "converged": 0}
 
 
 def append_doc(name: str, entries: list[str]) -> str:
@@ -62,8 +64,14 @@ class SyncMachine(RuleBasedStateMachine):
             ctx.settings["concurrency"] = 1
             self.engines.append(Engine(ctx, self.store))
         self.written: set[str] = set()  # every entry any device wrote
+        self.seen: set[str] = set()  # fact versions a sync has read from a memory dir
+        self.superseded: set[str] = set()  # fact versions a user edited or deleted away
+        self.conflicted: set[str] = set()  # files a sync reported a conflict for
 
     def teardown(self) -> None:
+        TALLY["examples"] += 1
+        for fault in self.store.fired:
+            TALLY[f"fault_{fault}"] = TALLY.get(f"fault_{fault}", 0) + 1
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def path(self, device: int, name: str) -> Path:
@@ -83,15 +91,28 @@ class SyncMachine(RuleBasedStateMachine):
         self.path(device, name).write_text(append_doc(stem, [*current, entry]))
         self.written.add(entry)
 
+    def fact_version(self, device: int, name: str) -> str | None:
+        path = self.path(device, name)
+        if not path.exists():
+            return None
+        return next(ln for ln in path.read_text().splitlines() if ln.startswith("Version "))
+
     @rule(device=st.integers(0, DEVICES - 1), name=st.sampled_from(FACT_FILES))
     def edit_fact(self, device: int, name: str) -> None:
-        body = f"\nVersion {next(_ids)} written on device {device}.\n"
+        self._supersede(device, name)
+        body = f"\nVersion {next(_ids)} of {name} written on device {device}.\n"
         meta = {"name": name.removesuffix(".md"), "description": "a fact", "type": "project"}
         self.path(device, name).write_text(render(meta, body))
 
     @rule(device=st.integers(0, DEVICES - 1), name=st.sampled_from(FACT_FILES))
     def delete_fact(self, device: int, name: str) -> None:
+        self._supersede(device, name)
         self.path(device, name).unlink(missing_ok=True)
+
+    def _supersede(self, device: int, name: str) -> None:
+        version = self.fact_version(device, name)
+        if version:
+            self.superseded.add(version)
 
     @rule(fault=st.sampled_from([None, "refuse", "drop", "move"]))
     def arm_fault(self, fault: str | None) -> None:
@@ -99,20 +120,32 @@ class SyncMachine(RuleBasedStateMachine):
 
     @rule(device=st.integers(0, DEVICES - 1), mode=st.sampled_from(["sync", "push", "pull"]))
     def sync(self, device: int, mode: str) -> None:
+        self._run(device, mode)
+
+    def _run(self, device: int, mode: str) -> None:
+        for name in FACT_FILES:
+            version = self.fact_version(device, name)
+            if version:
+                self.seen.add(version)
         result = self.engines[device].run(mode, force=True)
+        TALLY["syncs"] += 1
+        TALLY["conflicts"] += len(result.conflicts)
         assert not result.errors, result.errors
         assert not result.refused, result.refused
         for conflict in result.conflicts:
-            assert conflict  # reported with a sentence
+            name, _, sentence = conflict.partition(": ")
+            assert sentence, f"a conflict without a sentence: {conflict!r}"
+            self.conflicted.add(name)
+        return result
 
     @precondition(lambda self: self.written)
     @rule()
     def converge(self) -> None:
         self.store.arm(None)
         for _ in range(2):
-            for engine in self.engines:
-                result = engine.run("sync", force=True)
-                assert not result.offline and not result.errors
+            for device in range(DEVICES):
+                result = self._run(device, "sync")
+                assert not result.offline
         first = self._snapshot(0)
         for device in range(1, DEVICES):
             assert self._snapshot(device) == first, "devices must converge to identical bytes"
@@ -123,6 +156,24 @@ class SyncMachine(RuleBasedStateMachine):
             for name in APPEND_FILES:
                 entries = self.entries(device, name)
                 assert len(entries) == len(set(entries)), f"duplicated entries in {name}"
+        self._no_silent_fact_loss(first)
+        TALLY["converged"] += 1
+
+    def _no_silent_fact_loss(self, final: dict[str, bytes]) -> None:
+        """A fact version memsync has seen and no user replaced is in the converged files, or
+        in some device's local history with a conflict reported for its file."""
+        current = b"".join(final.values()).decode()
+        kept = "".join(
+            p.read_text(errors="replace")
+            for p in self.tmp.glob("home*/state/*/history/*/*")
+            if p.is_file()
+        )
+        for version in sorted(self.seen - self.superseded):
+            if version in current:
+                continue
+            name = version.split(" of ")[1].split(" written")[0]
+            assert version in kept, f"{version!r} was lost: not current, not in local history"
+            assert name in self.conflicted, f"{version!r} went to local history silently"
 
     def _snapshot(self, device: int) -> dict[str, bytes]:
         root = self.engines[device].ctx.memory_dir
@@ -154,3 +205,9 @@ TestFolderSyncMachine.settings = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _report():
+    yield
+    print("\nSTATEFUL " + " ".join(f"{k}={v}" for k, v in sorted(TALLY.items())))

@@ -10,7 +10,7 @@ from memsync.errors import MemsyncError
 def _register() -> None:
     # Each module adds its commands to `app` on import.
     from memsync.cli import sync_cmds  # noqa: F401, I001 - order is the help order
-    from memsync.cli import admin_cmds, claude_cmds, compact_cmds, privacy_cmds  # noqa: F401
+    from memsync.cli import admin_cmds, claude_cmds, compact_cmds, digest_cmds, privacy_cmds  # noqa: F401, E501
 
 
 def run() -> None:

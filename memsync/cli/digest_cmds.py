@@ -35,7 +35,7 @@ def digest(
     remote: RemoteOpt = None,
     project: ProjectOpt = None,
 ) -> None:
-    """Write today's session digest with Claude from a session transcript, then push it."""
+    """Write a session digest with Claude from a Claude Code transcript, then push it."""
     from memsync.digest import digest_date, make_digest, write_digest
     from memsync.transcript import find_transcript, read_transcript
 

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 
 from memsync.errors import AlreadyExists, NotFound, PreconditionFailed, StoreError, Unreachable
-from memsync.fsutil import atomic_write, file_lock, private_dir, sha256
+from memsync.fsutil import atomic_write, file_lock, private_dir, sha256, temp_writer
 from memsync.stores.base import Entry, Stats, check_key
 
 _LOCK = ".memsync-lock"
@@ -52,10 +52,13 @@ class FolderStore:
         entries: dict[str, Entry] = {}
         if not self.base.is_dir():
             return entries
+        leftovers = []
         for dirpath, dirnames, filenames in os.walk(self.base):
             dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
             for fname in sorted(filenames):
                 if fname.startswith("."):
+                    if temp_writer(fname) is not None:
+                        leftovers.append(Path(dirpath) / fname)
                     continue
                 path = Path(dirpath) / fname
                 data = self._read(path)
@@ -64,7 +67,17 @@ class FolderStore:
                 key = path.relative_to(self.base).as_posix()
                 st = path.stat()
                 entries[key] = Entry(key, _etag(data), len(data), st.st_mtime)
+        if leftovers:
+            self._sweep(leftovers)
         return entries
+
+    def _sweep(self, leftovers: list[Path]) -> None:
+        """Remove temp files of writers killed mid-write. Every writer holds the lock from its
+        temp file to its rename, so under the lock a temp file is always a leftover."""
+        with self._lock():
+            for path in leftovers:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
 
     def get(self, key: str) -> tuple[bytes, str]:
         self.stats.count("get")

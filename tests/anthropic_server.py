@@ -1,0 +1,198 @@
+"""A real local HTTP server that speaks enough of the Anthropic Messages API for tests.
+
+`POST /v1/messages` records the request (headers and JSON body) and answers with the next queued
+reply, or the default one: a `tool_use` block calling `record_session_digest`. Replies can be an
+error status (500, 529, ...), a malformed tool input, or a slow answer (for client timeouts).
+Nothing here talks to the internet: point the SDK at `server.url` with ANTHROPIC_BASE_URL.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+DEFAULT_DIGEST: dict[str, Any] = {
+    "title": "CSV parser last-row fix",
+    "description": "Fixed the CSV parser dropping the final row and added a regression test.",
+    "arcs": [
+        "Found that read_rows exits before flushing the final buffer.",
+        "Fixed it in csvparse.py and added test_no_trailing_newline; 12 tests pass.",
+    ],
+    "relational_notes": ["Sam was pleased with the quick turnaround."],
+    "open_threads": ["strict mode left unchanged on purpose."],
+    "commitments": [
+        {"text": "Benchmark the parser on the 2 GB export.", "status": "open"},
+        {"text": "Add a regression test for the missing last row.", "status": "delivered"},
+    ],
+    "carry_forward": ["Discuss the streaming API: Sam asked to talk about it next time."],
+    "duration": "about 9 minutes",
+}
+
+
+@dataclass
+class Reply:
+    """One answer: an HTTP status and JSON body, after an optional delay."""
+
+    status: int = 200
+    body: Any = None  # a dict (sent as JSON) or raw bytes
+    delay: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def tool_use_message(tool_input: Any, name: str = "record_session_digest") -> dict[str, Any]:
+    return {
+        "id": "msg_test_01",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-test",
+        "content": [{"type": "tool_use", "id": "toolu_test_01", "name": name, "input": tool_input}],
+        "stop_reason": "tool_use",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 100, "output_tokens": 50},
+    }
+
+
+def error_body(status: int) -> dict[str, Any]:
+    kinds = {400: "invalid_request_error", 401: "authentication_error", 529: "overloaded_error"}
+    kind = kinds.get(status, "api_error")
+    return {"type": "error", "error": {"type": kind, "message": f"test server says {kind}"}}
+
+
+@dataclass
+class Recorded:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    raw: bytes
+
+
+class AnthropicServer:
+    """Start with `start()`; `url` is the base URL (http://127.0.0.1:PORT)."""
+
+    def __init__(self) -> None:
+        self.requests: list[Recorded] = []
+        self.queue: list[Reply] = []
+        self.default = Reply(200, tool_use_message(copy.deepcopy(DEFAULT_DIGEST)))
+        self._lock = threading.Lock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # --- configuring replies ----------------------------------------------------------------
+
+    def reply(self, reply: Reply) -> None:
+        """Queue one reply; when the queue is empty, the default answers."""
+        with self._lock:
+            self.queue.append(reply)
+
+    def set_default(self, reply: Reply) -> None:
+        self.default = reply
+
+    def digest(self, **changes: Any) -> None:
+        """Answer every request with the default digest, `changes` applied."""
+        self.default = Reply(200, tool_use_message({**copy.deepcopy(DEFAULT_DIGEST), **changes}))
+
+    def error(self, status: int, retry: bool = False) -> None:
+        """Answer every request with an API error (no retries unless `retry`)."""
+        headers = {"x-should-retry": "true" if retry else "false", "retry-after-ms": "10"}
+        self.default = Reply(status, error_body(status), headers=headers)
+
+    def malformed(self, tool_input: Any = "not an object") -> None:
+        self.default = Reply(200, tool_use_message(tool_input))
+
+    def slow(self, seconds: float) -> None:
+        self.default = Reply(200, tool_use_message(copy.deepcopy(DEFAULT_DIGEST)), delay=seconds)
+
+    def _next(self) -> Reply:
+        with self._lock:
+            return self.queue.pop(0) if self.queue else self.default
+
+    # --- running --------------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        assert self._httpd is not None, "the server is not started"
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def last(self) -> Recorded:
+        assert self.requests, "the server received no request"
+        return self.requests[-1]
+
+    def start(self) -> AnthropicServer:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # quiet
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                length = int(self.headers.get("content-length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                try:
+                    body = json.loads(raw) if raw else None
+                except ValueError:
+                    body = None
+                with server._lock:
+                    server.requests.append(
+                        Recorded("POST", self.path, dict(self.headers.items()), body, raw)
+                    )
+                if self.path.split("?")[0] != "/v1/messages":
+                    self._send(Reply(404, error_body(404)))
+                    return
+                self._send(server._next())
+
+            def _send(self, reply: Reply) -> None:
+                if reply.delay:
+                    time.sleep(reply.delay)
+                data = (
+                    reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
+                )
+                try:
+                    self.send_response(reply.status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    self.send_header("request-id", "req_test")
+                    for name, value in reply.headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout test)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+
+@pytest.fixture(name="anthropic_server")
+def anthropic_server_fixture(monkeypatch: pytest.MonkeyPatch) -> Iterator[AnthropicServer]:
+    """A started server; ANTHROPIC_BASE_URL and a fake ANTHROPIC_API_KEY point the SDK at it."""
+    server = AnthropicServer().start()
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-not-real")
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+    monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+    try:
+        yield server
+    finally:
+        server.stop()
