@@ -606,13 +606,18 @@ def _plan_callbacks(text: str, now: date, policy: Policy) -> tuple[bytes, str] |
             if dates and (now - max(dates)).days > policy.callback_idle_days:
                 moving.append(i)
     pruning: list[int] = []
+    dating: list[int] = []  # retired by hand, without a date: the clock starts today
     if retired is not None:
         for i, entry in enumerate(retired.entries):
             marks = [sections.parse_date(m.group(1)) for m in _RETIRED.finditer(entry)]
             marked = [d for d in marks if d is not None]
             if marked and (now - max(marked)).days > policy.retired_days:
                 pruning.append(i)
-    if not moving and not pruning:
+            elif not marked and _BULLET.match(entry):
+                dating.append(i)
+        for i in dating:
+            retired.entries[i] = _retire(retired.entries[i], now)
+    if not moving and not pruning and not dating:
         return None
     if moving:
         assert active is not None
@@ -642,6 +647,11 @@ def _plan_callbacks(text: str, now: date, policy: Policy) -> tuple[bytes, str] |
         said.append(
             f"prunes {_count(len(pruning), 'callback')} retired more than "
             f"{policy.retired_days} days ago"
+        )
+    if dating:
+        said.append(
+            f"dates {_count(len(dating), 'retired callback')} that had no retirement date, "
+            f"to be pruned {policy.retired_days} days from now"
         )
     reason = " and ".join(said) + "."
     return _with_frontmatter(source, _space(root).render()), reason
@@ -719,8 +729,64 @@ def plan(files: Mapping[str, bytes], now: date, policy: Policy = DEFAULT_POLICY)
         if outcome is not None and outcome[0] != data:
             content, reason = outcome
             actions.append(Action(UPDATE, name, reason, content, [name], [], _sha(data)))
+    index = _plan_index(files, actions)
+    if index is not None:
+        actions.append(index)
     actions.sort(key=lambda a: (_KIND_ORDER[a.kind], a.name))
     return actions
+
+
+_INDEX = "MEMORY.md"
+_LINK = re.compile(r"\]\(<?([^)<>\s]+)>?\)")
+
+
+def _plan_index(files: Mapping[str, bytes], actions: list[Action]) -> Action | None:
+    """MEMORY.md without the lines that link only to digests being compacted away, each
+    replaced by a line for the roll-up that now holds it (unless the index links it already).
+    An index that never listed the digests is left alone."""
+    deleted = {a.name: a.into for a in actions if a.kind == DELETE}
+    data = files.get(_INDEX)
+    if data is None or not deleted:
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    contents = dict(files) | {
+        a.name: a.content for a in actions if a.content is not None
+    }
+    lines = text.splitlines(keepends=True)
+    linked = {target for line in lines for target in _LINK.findall(line)}
+    out: list[str] = []
+    dropped = 0
+    for line in lines:
+        targets = _LINK.findall(line)
+        if not targets or not all(t in deleted for t in targets):
+            out.append(line)
+            continue
+        dropped += 1
+        for home in (h for t in targets for h in deleted[t]):
+            if home not in linked:
+                linked.add(home)
+                out.append(_index_line(home, contents.get(home)))
+    if not dropped:
+        return None
+    noun = "digest" if dropped == 1 else "digests"
+    reason = f"points the index lines of {dropped} compacted {noun} at their roll-ups."
+    new = "".join(out).encode("utf-8")
+    return Action(UPDATE, _INDEX, reason, new, [_INDEX], [], _sha(data))
+
+
+def _index_line(name: str, content: bytes | None) -> str:
+    meta: Mapping[str, Any] = {}
+    if content is not None:
+        try:
+            meta = memory.parse(memory.decode(content)).meta or {}
+        except memory.FrontmatterError:
+            meta = {}
+    title = str(meta.get("name") or name.removesuffix(".md"))
+    description = meta.get("description")
+    return f"- [{title}]({name})" + (f" — {description}" if description else "") + "\n"
 
 
 def plan_to_dict(actions: Iterable[Action]) -> dict[str, Any]:

@@ -406,9 +406,7 @@ def merge_commitments_file(
     current: str | None, commitments: list[Commitment], day: Date
 ) -> tuple[str | None, list[str]]:
     """New content of running_commitments.md (None if unchanged) and the lines added."""
-    base_text = current if current is not None else _template_skeleton("commitments.md", day)
-    doc = memory.parse(base_text)
-    root = sections.parse(doc.body)
+    base_text, doc, root = _open_rolling(current, "commitments.md", day)
     open_entries = _entries_of(root, "Open")
     done_entries = _entries_of(root, "Delivered")
     known_open = {item_text(_CID.sub("", e)): e for e in open_entries}
@@ -447,11 +445,23 @@ def merge_commitments_file(
         *(line + "\n" for line in new_done),
     ]
     theirs = memory.render(doc.meta, _tidy(theirs_root))
-    added = [*new_open, *moved.values(), *new_done]
+    return _merged(COMMITMENTS, current, theirs), [*new_open, *moved.values(), *new_done]
+
+
+def _open_rolling(
+    current: str | None, template: str, day: Date
+) -> tuple[str, memory.Document, sections.Section]:
+    """A rolling file's text (its template when it does not exist yet), parsed."""
+    text = current if current is not None else _template_skeleton(template, day)
+    doc = memory.parse(text)
+    return text, doc, sections.parse(doc.body)
+
+
+def _merged(name: str, current: str | None, theirs: str) -> str:
+    """`theirs` merged into the file as it is now, through the type's own merge function."""
     if current is None:
-        return theirs, added
-    result = merge(COMMITMENTS, current.encode(), current.encode(), theirs.encode())
-    return result.content.decode("utf-8"), added
+        return theirs
+    return merge(name, current.encode(), current.encode(), theirs.encode()).content.decode()
 
 
 def _status_nodes(root: sections.Section) -> tuple[sections.Section, sections.Section]:
@@ -484,9 +494,7 @@ def merge_carry_forward_file(
     current: str | None, items: list[str], day: Date
 ) -> tuple[str | None, list[str]]:
     """New content of carry_forward.md (None if unchanged) and the Pending lines added."""
-    base_text = current if current is not None else _template_skeleton("carry_forward.md", day)
-    doc = memory.parse(base_text)
-    root = sections.parse(doc.body)
+    _, doc, root = _open_rolling(current, "carry_forward.md", day)
     seen = {item_text(e) for name in ("Pending", "Consumed") for e in _entries_of(root, name)}
     added = []
     for item in items:
@@ -503,10 +511,7 @@ def merge_carry_forward_file(
         root.children.insert(0, pending)
     pending.entries = [*pending.entries, *(line + "\n" for line in added)]
     theirs = memory.render(doc.meta, _tidy(root))
-    if current is None:
-        return theirs, added
-    result = merge(CARRY_FORWARD, current.encode(), current.encode(), theirs.encode())
-    return result.content.decode("utf-8"), added
+    return _merged(CARRY_FORWARD, current, theirs), added
 
 
 def _index_update(current: str | None, entries: list[tuple[str, str, str]]) -> str | None:

@@ -570,6 +570,46 @@ def test_a_source_edited_after_planning_is_kept(tmp_path: Path) -> None:
 # --- edge cases ---------------------------------------------------------------------------
 
 
+def test_index_lines_of_compacted_digests_point_at_their_roll_ups() -> None:
+    days = [NOW - timedelta(days=i) for i in (2, 9, 10, 11)]
+    files = {f"session_digest_{d.isoformat()}.md": daily(d) for d in days}
+    index = ["# Memory index\n", "- [Role](user_role.md) — the role\n"]
+    index += [f"- [Session {d}](session_digest_{d.isoformat()}.md) — that day\n" for d in days]
+    index.append("- [Both](user_role.md) and [old](session_digest_2026-04-09.md)\n")
+    files["MEMORY.md"] = "".join(index).encode()
+    actions = plan(files, NOW)
+    after = applied(files, actions)
+    text = after["MEMORY.md"].decode()
+    week = compact.rollup_name("", compact.week_period(days[1]))
+    assert text.count(f"]({week})") == 1, text
+    assert "- [Role](user_role.md) — the role\n" in text
+    assert f"(session_digest_{days[0].isoformat()}.md)" in text  # not compacted: kept
+    for d in days[1:]:
+        if f"session_digest_{d.isoformat()}.md" not in after:
+            assert f"- [Session {d}](session_digest_{d.isoformat()}.md)" not in text
+    assert "[Both](user_role.md) and [old]" in text  # a line with other links is kept
+    assert plan(after, NOW) == []  # and a second run does nothing
+
+
+def test_an_index_that_never_listed_digests_is_left_alone() -> None:
+    d = NOW - timedelta(days=9)
+    files = {f"session_digest_{d.isoformat()}.md": daily(d), "MEMORY.md": b"# Index\n"}
+    assert "MEMORY.md" not in {a.name for a in plan(files, NOW)}
+
+
+def test_a_callback_retired_by_hand_is_dated_then_pruned_180_days_later() -> None:
+    body = "\n## Active\n- **Fresh** (2026-10-01): in use.\n\n## Retired\n- **By hand**: gone.\n"
+    files = {"running_jokes_and_callbacks.md": md(body, type="callbacks")}
+    (action,) = plan(files, NOW)
+    assert "had no retirement date" in action.reason
+    dated = applied(files, [action])
+    assert f"- **By hand**: gone. (retired {NOW.isoformat()})\n" in dated[action.name].decode()
+    assert plan(dated, NOW) == []
+    assert plan(dated, NOW + timedelta(days=180)) == []
+    (prune,) = plan(dated, NOW + timedelta(days=181))
+    assert "By hand" not in applied(dated, [prune])[action.name].decode()
+
+
 def test_a_weekly_spanning_two_months_splits_by_day() -> None:
     # 2026-02-23 .. 2026-03-01 is 2026-W09; it ended more than 30 days before NOW
     files = {f"session_digest_{d}.md": daily(d) for d in (date(2026, 2, 27), date(2026, 3, 1))}

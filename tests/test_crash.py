@@ -205,6 +205,21 @@ def site_env(root: Path) -> dict[str, str]:
     return {"PYTHONPATH": f"{site}{os.pathsep}{REPO}", "MEMSYNC_TEST_STORE_DELAY_MS": "0"}
 
 
+def local_work(
+    device: Device, label: str, entries: list[str], edits: list[str], deletes: list[str]
+) -> None:
+    """Entries in every append file (recorded in `entries`), fact edits and deletions."""
+    for name in APPEND_FILES:
+        for n in range(ENTRIES_PER_FILE):
+            entry = entry_text(label, name, n)
+            add_entry(device.memory / name, entry)
+            entries.append(entry)
+    for name in edits:
+        device.write(name, f"Fact {name} as edited on {label}.\n", type="user")
+    for name in deletes:
+        (device.memory / name).unlink()
+
+
 def build(root: Path, remote_url: str, delay_ms: int) -> Scenario:
     env = site_env(root)
     a = make_device(root, "A", remote_url, **env)
@@ -223,29 +238,13 @@ def build(root: Path, remote_url: str, delay_ms: int) -> Scenario:
     engine_sync(b)
 
     # B: its own entries in every append file, fact edits, a deletion, a new file; synced
-    for name in APPEND_FILES:
-        for n in range(ENTRIES_PER_FILE):
-            entry = entry_text("B", name, n)
-            add_entry(b.memory / name, entry)
-            sc.b_entries.append(entry)
-    for name in B_EDITS:
-        b.write(name, f"Fact {name} as edited on B.\n", type="user")
-    for name in B_DELETES:
-        (b.memory / name).unlink()
+    local_work(b, "B", sc.b_entries, B_EDITS, B_DELETES)
     for name in B_NEW:
         b.write(name, "A fact only B knew.\n", type="user")
     engine_sync(b)
 
     # A: local work not yet synced
-    for name in APPEND_FILES:
-        for n in range(ENTRIES_PER_FILE):
-            entry = entry_text("A", name, n)
-            add_entry(a.memory / name, entry)
-            sc.a_entries.append(entry)
-    for name in A_EDITS:
-        a.write(name, f"Fact {name} as edited on A.\n", type="user")
-    for name in A_DELETES:
-        (a.memory / name).unlink()
+    local_work(a, "A", sc.a_entries, A_EDITS, A_DELETES)
     for name in UNSYNCED_FACTS:
         a.write(name, f"Fact {name}, new on A.\n", type="user")
 
