@@ -608,8 +608,9 @@ def make_digest(
     Writes nothing: see `write_digest`. Raises UserError with one sentence on any failure.
     """
     if transcript.empty:
+        where = f" {transcript.path}" if transcript.path else ""
         raise UserError(
-            "the transcript has no user or assistant text to digest"
+            f"the transcript{where} has no user or assistant text to digest"
             + (f" ({transcript.describe()})" if transcript.records else "")
         )
     timeout = timeout if timeout is not None else _timeout_from_env()

@@ -154,3 +154,24 @@ def test_fast_listing_pages_and_agrees_with_the_sdk(azure_url):
     assert store.stats.requests["list"] - before == 3  # ceil(7 / 3) pages
     assert fast == store._list_sdk()
     assert sorted(fast) == [f"d/f{i}.md" for i in range(7)]
+
+
+def test_a_listing_name_azure_had_to_percent_encode_is_decoded():
+    """Azure percent-encodes names XML cannot carry (Azurite cannot list them at all), so the
+    listing decodes them and the engine's key check sees the real name and refuses it."""
+    from memsync.stores.azure import parse_listing
+
+    body = (
+        b'<?xml version="1.0" encoding="utf-8"?><EnumerationResults><Blobs>'
+        b'<Blob><Name Encoded="true">p/ctl%07.md</Name><Properties>'
+        b"<Last-Modified>Mon, 23 Nov 2026 10:00:00 GMT</Last-Modified>"
+        b'<Etag>"0x1"</Etag><Content-Length>5</Content-Length></Properties></Blob>'
+        b"<Blob><Name>p/ok.md</Name><Properties><Etag>0x2</Etag>"
+        b"<Content-Length>7</Content-Length></Properties></Blob>"
+        b"<Blob><Name>other/x.md</Name><Properties><Etag>0x3</Etag></Properties></Blob>"
+        b"</Blobs><NextMarker>m2</NextMarker></EnumerationResults>"
+    )
+    entries, marker = parse_listing(body, "p/")
+    assert sorted(entries) == ["ctl\x07.md", "ok.md"]
+    assert entries["ok.md"].size == 7 and marker == "m2"
+    assert entries["ctl\x07.md"].modified > 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -214,6 +215,44 @@ def test_hostile_keys_never_write_outside_the_memory_dir(tmp_path, key):
     result = Engine(ctx, store).run("pull")
     assert key in result.refused_remote
     assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == []
+
+
+@pytest.mark.azure
+def test_hostile_azure_remote_is_refused_and_nothing_lands_outside(tmp_path, azurite, azure_url):
+    """The same corpus on Azurite, uploaded past memsync with the SDK. Of the hostile keys only
+    an absolute one (a doubled slash) can be stored: Azure turns a backslash into `/`, dot
+    segments never reach it, and Azurite cannot list a name with a control character."""
+    from azure.storage.blob import ContainerClient
+
+    a = make_device(tmp_path / "dev", "laptop", azure_url)
+    a.write("user_ok.md", "Fine.\n", type="user")
+    a.run("push")
+    container, prefix = azure_url.split("/")[-2:]
+    client = ContainerClient.from_connection_string(azurite.connection_string, container)
+    front = "---\nname: x\ndescription: y\n---\n"
+    corpus = {
+        "sub/binary.md": b"\x00\x01\x02\xff" * 10,
+        "latin1.md": "---\nname: x\ndescription: é\n---\n".encode("latin-1"),
+        "nofront.md": b"no frontmatter here\n",
+        "badyaml.md": b"---\nname: [unclosed\n---\nbody\n",
+        "huge.md": (front + "x" * 2_000_000).encode(),
+        "/abs.md": (front + "evil\n").encode(),
+    }
+    for key, data in corpus.items():
+        client.upload_blob(f"{prefix}/e2e-project/{key}", data)
+    proc = a.run("pull", check=1)
+    for key in corpus:
+        lines = [x for x in proc.stderr.splitlines() if f"remote: {key}:" in x]
+        assert len(lines) == 1, (key, proc.stderr)
+    assert sorted(a.files()) == ["user_ok.md"]
+    outside = [p for p in tmp_path.rglob("*") if p.is_file() and "evil" in p.name]
+    assert outside == []
+    assert not (tmp_path / "abs.md").exists() and not Path("/abs.md").exists()
+    b = make_device(tmp_path / "dev", "desktop", azure_url)
+    a.write("user_more.md", "Still syncing.\n", type="user")
+    a.run("push", check=1)  # the refusals are still reported; the new file goes out
+    b.run("pull", check=1)
+    assert sorted(b.files()) == ["user_more.md", "user_ok.md"]
 
 
 def test_symlink_in_the_memory_dir_is_not_followed_out(pair, remote, tmp_path):

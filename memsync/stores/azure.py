@@ -172,6 +172,33 @@ def _kind(request: Any) -> str:
     return {"GET": "get", "PUT": "put", "DELETE": "delete", "HEAD": "head"}.get(method, method)
 
 
+def parse_listing(body: bytes, base: str) -> tuple[dict[str, Entry], str]:
+    """One List Blobs page: the entries under `base` (keys relative to it) and the next marker."""
+    from email.utils import parsedate_to_datetime
+    from urllib.parse import unquote
+    from xml.etree import ElementTree
+
+    entries: dict[str, Entry] = {}
+    root = ElementTree.fromstring(body)
+    for blob in root.iterfind("Blobs/Blob"):
+        node = blob.find("Name")
+        name = (node.text or "") if node is not None else ""
+        if node is not None and node.get("Encoded") == "true":
+            name = unquote(name)  # Azure percent-encodes names XML cannot carry
+        props = blob.find("Properties")
+        if props is None or not name.startswith(base):
+            continue
+        key = name[len(base) :]
+        when = props.findtext("Last-Modified")
+        entries[key] = Entry(
+            key,
+            _etag(props.findtext("Etag")),
+            int(props.findtext("Content-Length") or 0),
+            parsedate_to_datetime(when).timestamp() if when else 0.0,
+        )
+    return entries, root.findtext("NextMarker") or ""
+
+
 class AzureStore:
     """Blobs under `<url prefix>/<project prefix>/` in one container."""
 
@@ -260,9 +287,7 @@ class AzureStore:
         pipeline = getattr(self.client, "_pipeline", None)
         if pipeline is None:  # a future SDK without the pipeline attribute: the slow path
             return self._list_sdk()
-        from email.utils import parsedate_to_datetime
         from urllib.parse import urlencode
-        from xml.etree import ElementTree
 
         from azure.core.pipeline.transport import HttpRequest
 
@@ -283,21 +308,8 @@ class AzureStore:
             body = response.body()
             if response.status_code != 200:
                 self._raise_for(response.status_code, response.headers, body)
-            root = ElementTree.fromstring(body)
-            for blob in root.iterfind("Blobs/Blob"):
-                name = blob.findtext("Name") or ""
-                props = blob.find("Properties")
-                if props is None or not name.startswith(self.base):
-                    continue
-                key = name[len(self.base) :]
-                when = props.findtext("Last-Modified")
-                entries[key] = Entry(
-                    key,
-                    _etag(props.findtext("Etag")),
-                    int(props.findtext("Content-Length") or 0),
-                    parsedate_to_datetime(when).timestamp() if when else 0.0,
-                )
-            marker = root.findtext("NextMarker") or ""
+            page, marker = parse_listing(body, self.base)
+            entries.update(page)
             if not marker:
                 return entries
 
