@@ -752,9 +752,7 @@ def _plan_index(files: Mapping[str, bytes], actions: list[Action]) -> Action | N
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    contents = dict(files) | {
-        a.name: a.content for a in actions if a.content is not None
-    }
+    contents = dict(files) | {a.name: a.content for a in actions if a.content is not None}
     lines = text.splitlines(keepends=True)
     linked = {target for line in lines for target in _LINK.findall(line)}
     out: list[str] = []

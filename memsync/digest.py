@@ -21,7 +21,7 @@ from typing import Any
 from memsync import memory, resources, sections
 from memsync.config import Context
 from memsync.errors import UserError
-from memsync.merge import _session_blocks, commitment_id, item_text, merge
+from memsync.merge import commitment_id, item_text, merge, session_blocks
 from memsync.scanner import redact
 from memsync.transcript import Transcript, read_transcript
 
@@ -363,7 +363,7 @@ def merge_digest_file(
         meta = dict(doc.meta or {})
         body_root = sections.parse(doc.body)
         if doc.body.strip():  # a digest written without session sections becomes one
-            body_root = _session_blocks(body_root, meta, doc.body)
+            body_root = session_blocks(body_root, meta, doc.body)
     meta.setdefault("type", "session_digest")
     meta.setdefault("date", day.isoformat())
     if not meta.get("name"):

@@ -312,7 +312,7 @@ def merge_carry_forward(base: Section | None, ours: Section, theirs: Section) ->
 _SESSION = re.compile(r"^session\b", re.I)
 
 
-def _session_blocks(root: Section, meta: dict[str, Any], raw: str) -> Section:
+def session_blocks(root: Section, meta: dict[str, Any], raw: str) -> Section:
     """A digest whose body has no `## Session <id>` block is one session: wrap it in one."""
     if any(_SESSION.match(c.title) for c in root.children):
         return root
@@ -460,10 +460,10 @@ def merge(
     b_tree = sections.parse(b_doc.body) if b_doc else None
     o_tree, t_tree = sections.parse(o_doc.body), sections.parse(t_doc.body)
     if strategy == "digest":
-        o_tree = _session_blocks(o_tree, o_meta, o_doc.body)
-        t_tree = _session_blocks(t_tree, t_meta, t_doc.body)
+        o_tree = session_blocks(o_tree, o_meta, o_doc.body)
+        t_tree = session_blocks(t_tree, t_meta, t_doc.body)
         if b_tree is not None and b_doc is not None:
-            b_tree = _session_blocks(b_tree, b_doc.meta or {}, b_doc.body)
+            b_tree = session_blocks(b_tree, b_doc.meta or {}, b_doc.body)
     body = STRATEGIES[strategy](b_tree, o_tree, t_tree).render()
     if o_doc.meta is None and t_doc.meta is None:
         return MergeResult(body.encode())
