@@ -14,12 +14,22 @@ pytestmark = pytest.mark.azure
 
 
 class TestAzureStore(StoreContract):
+    sdk_path = False
+
     @pytest.fixture
     def store(self, azure_url):
         store = open_store(azure_url, "proj")
+        if self.sdk_path:
+            store.pipeline = None  # as with an SDK that has no `_pipeline`: the SDK's own calls
         store.ensure()
         yield store
         store.close()
+
+
+class TestAzureStoreThroughTheSDKCalls(TestAzureStore):
+    """The fallback path (the SDK's list_blobs, download_blob, upload_blob) keeps the contract."""
+
+    sdk_path = True
 
 
 def test_prefixes_keep_projects_apart(azure_url):
@@ -175,3 +185,29 @@ def test_a_listing_name_azure_had_to_percent_encode_is_decoded():
     assert sorted(entries) == ["ctl\x07.md", "ok.md"]
     assert entries["ok.md"].size == 7 and marker == "m2"
     assert entries["ctl\x07.md"].modified > 0
+
+
+def test_environment_settings_are_read_once_unless_a_proxy_is_configured(monkeypatch):
+    """requests would re-read proxy settings on every request; without proxy variables memsync
+    turns that off and hands the CA bundle over itself, so TLS verification is unchanged."""
+    from memsync.stores.azure import _client_options
+
+    for name in (
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "NO_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+        "no_proxy",
+        "CURL_CA_BUNDLE",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/etc/ssl/certs/bundle.pem")
+    options = _client_options()
+    assert options["use_env_settings"] is False
+    assert options["connection_verify"] == "/etc/ssl/certs/bundle.pem"
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    options = _client_options()
+    assert "use_env_settings" not in options and "connection_verify" not in options
