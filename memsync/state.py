@@ -58,6 +58,7 @@ class State:
     def _load(self) -> None:
         raw = self._json("records.json", {})
         self.records = {name: Record(**rec) for name, rec in raw.items() if isinstance(rec, dict)}
+        self._saved = dict(self.records)
         self.meta = self._json("meta.json", {})
 
     def _write_json(self, name: str, data: Any) -> None:
@@ -65,8 +66,11 @@ class State:
         atomic_write(self.dir / name, payload)
 
     def save(self) -> None:
-        self._write_json("records.json", {n: asdict(r) for n, r in sorted(self.records.items())})
         self._write_json("meta.json", self.meta)
+        if self.records == self._saved:
+            return  # a no-op sync: rewriting thousands of records would be most of its time
+        self._write_json("records.json", {n: asdict(r) for n, r in sorted(self.records.items())})
+        self._saved = dict(self.records)
         self._collect_bases()
 
     # --- records and bases ----------------------------------------------------------------

@@ -77,3 +77,24 @@ def test_open_store_by_url(tmp_path):
         open_store("ftp://example/x", "proj")
     with pytest.raises(ConfigError):
         open_store("file://otherhost/x", "proj")
+
+
+def test_a_no_op_sync_leaves_the_records_file_alone(tmp_path, monkeypatch):
+    """Rewriting thousands of records was a fifth of a no-op sync at 5000 files."""
+    from memsync.config import resolve
+    from memsync.engine import Engine
+    from tests.conftest import write_memory
+
+    monkeypatch.setenv("MEMSYNC_HOME", str(tmp_path / "home"))
+    memory = tmp_path / "memory"
+    write_memory(memory, "user_role.md", "Engineer.\n", type="user")
+    (tmp_path / "remote").mkdir()
+    ctx = resolve(memory_dir=memory, remote=(tmp_path / "remote").as_uri(), project="p")
+    assert Engine(ctx).run("sync").uploaded == ["user_role.md"]
+    records = ctx.state_dir / "records.json"
+    before = records.stat().st_ino
+    assert not Engine(ctx).run("sync").uploaded
+    assert records.stat().st_ino == before
+    write_memory(memory, "user_role.md", "Staff engineer.\n", type="user")
+    assert Engine(ctx).run("sync").uploaded == ["user_role.md"]
+    assert records.stat().st_ino != before
