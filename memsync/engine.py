@@ -25,7 +25,14 @@ from memsync.errors import (
     UnsafeKey,
     UserError,
 )
-from memsync.fsutil import atomic_write, file_lock, private_dir, sha256, sweep_temp_files
+from memsync.fsutil import (
+    atomic_write,
+    file_lock,
+    private_dir,
+    sha256,
+    stale_temp,
+    sweep_temp_files,
+)
 from memsync.gate import check_inbound, check_outbound
 from memsync.planner import Action, Kind
 from memsync.state import State
@@ -88,6 +95,7 @@ class LocalScan:
     content: dict[str, bytes]
     refused: dict[str, str]
     mtimes: dict[str, float]
+    swept: int = 0  # stale temp files of killed writers, removed
 
 
 class Engine:
@@ -174,6 +182,11 @@ class Engine:
             )
             for fname in sorted(filenames):
                 name = fname if rel_dir == "." else f"{rel_dir}/{fname}"
+                if stale_temp(fname):
+                    with contextlib.suppress(FileNotFoundError):
+                        (Path(dirpath) / fname).unlink()
+                        scan.swept += 1
+                    continue
                 if is_ignored(name):
                     continue
                 path = Path(dirpath) / fname
@@ -243,10 +256,11 @@ class Engine:
         deadline: float | None,
         progress: Callable[[int, int], None] | None,
     ) -> None:
-        swept = sweep_temp_files(self.ctx.memory_dir) + sweep_temp_files(self.ctx.state_dir)
-        if swept:
-            result.notes.append(f"Removed {len(swept)} temp file(s) left by an interrupted write.")
         local = self.scan_local(allow)
+        # the state dir only on full runs: `push FILE` after each memory write stays lean
+        swept = local.swept + (sweep_temp_files(self.ctx.state_dir) if names is None else 0)
+        if swept:
+            result.notes.append(f"Removed {swept} temp file(s) left by an interrupted write.")
         result.refused = dict(local.refused)
         pending = self.state.pending
         local_hashes = {n: sha256(d) for n, d in local.content.items()}

@@ -75,20 +75,22 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def sweep_temp_files(folder: Path, any_writer: bool = False) -> list[Path]:
-    """Remove the temp files that killed atomic_file writers left in `folder` (SIGKILL runs no
-    cleanup). Only files whose writer process is gone are removed, unless `any_writer` says the
-    caller holds the lock every writer holds."""
-    removed = []
+def stale_temp(name: str) -> bool:
+    """Whether `name` is the temp file of an atomic_file writer that is gone: SIGKILL runs no
+    cleanup, so a writer killed between its temp file and its rename leaves one behind."""
+    pid = temp_writer(name)
+    return pid is not None and pid != os.getpid() and not _alive(pid)
+
+
+def sweep_temp_files(folder: Path) -> int:
+    """Remove the stale temp files under `folder`; how many there were."""
+    removed = 0
     for dirpath, _dirnames, filenames in os.walk(folder):
         for fname in filenames:
-            pid = temp_writer(fname)
-            if pid is None or (not any_writer and (pid == os.getpid() or _alive(pid))):
-                continue
-            path = Path(dirpath) / fname
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
-                removed.append(path)
+            if stale_temp(fname):
+                with contextlib.suppress(FileNotFoundError):
+                    (Path(dirpath) / fname).unlink()
+                    removed += 1
     return removed
 
 
