@@ -566,22 +566,34 @@ def _plan_files(
     files[name] = redact(digest_text).encode()
     if current is None:
         created.append((name, f"Session {day.isoformat()}", "What happened in the sessions"))
-    current_c = _read(ctx, COMMITMENTS)
-    commitments, added_c = merge_commitments_file(current_c, content.commitments, day)
-    if commitments is not None and (added_c or current_c is not None):
-        files[COMMITMENTS] = redact(commitments).encode()
-        if current_c is None:
-            created.append((COMMITMENTS, "Running commitments", "What I promised, with status"))
-    current_f = _read(ctx, CARRY_FORWARD)
-    carry, added_f = merge_carry_forward_file(current_f, content.carry_forward, day)
-    if carry is not None and (added_f or current_f is not None):
-        files[CARRY_FORWARD] = redact(carry).encode()
-        if current_f is None:
-            created.append((CARRY_FORWARD, "Carry-forward", "What to raise at the next session"))
+    rolling = (
+        (
+            COMMITMENTS,
+            merge_commitments_file,
+            content.commitments,
+            "Running commitments",
+            "What I promised, with status",
+        ),
+        (
+            CARRY_FORWARD,
+            merge_carry_forward_file,
+            content.carry_forward,
+            "Carry-forward",
+            "What to raise at the next session",
+        ),
+    )
+    added: dict[str, list[str]] = {}
+    for fname, merge_file, items, title, description in rolling:
+        current = _read(ctx, fname)
+        text, added[fname] = merge_file(current, items, day)
+        if text is not None and (added[fname] or current is not None):
+            files[fname] = redact(text).encode()
+            if current is None:
+                created.append((fname, title, description))
     index = _index_update(_read(ctx, INDEX), created) if created else None
     if index is not None:
         files[INDEX] = index.encode()
-    return section, files, added_c, added_f
+    return section, files, added[COMMITMENTS], added[CARRY_FORWARD]
 
 
 # --- the whole thing ----------------------------------------------------------------------------

@@ -29,8 +29,8 @@ from memsync.fsutil import (
     atomic_write,
     file_lock,
     private_dir,
+    remove_stale_temp,
     sha256,
-    stale_temp,
     sweep_temp_files,
 )
 from memsync.gate import check_inbound, check_outbound
@@ -182,10 +182,8 @@ class Engine:
             )
             for fname in sorted(filenames):
                 name = fname if rel_dir == "." else f"{rel_dir}/{fname}"
-                if stale_temp(fname):
-                    with contextlib.suppress(FileNotFoundError):
-                        (Path(dirpath) / fname).unlink()
-                        scan.swept += 1
+                if remove_stale_temp(dirpath, fname):
+                    scan.swept += 1
                     continue
                 if is_ignored(name):
                     continue

@@ -82,16 +82,22 @@ def stale_temp(name: str) -> bool:
     return pid is not None and pid != os.getpid() and not _alive(pid)
 
 
+def remove_stale_temp(dirpath: str | os.PathLike[str], fname: str) -> bool:
+    """Remove `fname` from `dirpath` if it is a stale temp file; whether it was one."""
+    if not stale_temp(fname):
+        return False
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(os.path.join(dirpath, fname))
+    return True
+
+
 def sweep_temp_files(folder: Path) -> int:
     """Remove the stale temp files under `folder`; how many there were."""
-    removed = 0
-    for dirpath, _dirnames, filenames in os.walk(folder):
-        for fname in filenames:
-            if stale_temp(fname):
-                with contextlib.suppress(FileNotFoundError):
-                    (Path(dirpath) / fname).unlink()
-                    removed += 1
-    return removed
+    return sum(
+        remove_stale_temp(dirpath, fname)
+        for dirpath, _dirnames, filenames in os.walk(folder)
+        for fname in filenames
+    )
 
 
 def atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:

@@ -74,13 +74,10 @@ def bad_inputs(env: dict[str, str]) -> Counter[str]:
     with tempfile.TemporaryDirectory() as tmp:
         xml = Path(tmp) / "bad.xml"
         code, output, _ = pytest([*BAD_INPUT_TESTS, f"--junitxml={xml}"], env)
-        cases: Counter[str] = Counter()
-        failed = 0
-        for case in ET.parse(xml).iter("testcase"):
-            cases[case.get("name", "").split("[")[0]] += 1
-            failed += any(child.tag in ("failure", "error") for child in case)
-    if code != 0 or failed:
-        sys.exit(f"the bad-input tests failed; no report written:\n{output[-2000:]}")
+        if code != 0:
+            sys.exit(f"the bad-input tests failed; no report written:\n{output[-2000:]}")
+        names = [case.get("name", "") for case in ET.parse(xml).iter("testcase")]
+    cases = Counter(name.split("[")[0] for name in names)
     sys.path.insert(0, str(REPO))
     from tests.test_e2e import BAD_INPUTS
 

@@ -583,19 +583,16 @@ def test_cli_timeout_exits_1_and_writes_nothing(
     assert files(memdir) == {}
 
 
-def test_cli_without_api_key_exits_1(memdir: Path, remote: Path):
-    env = {"ANTHROPIC_API_KEY": "", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
+@pytest.mark.parametrize(
+    ("key", "sentence"),
+    [("", "ANTHROPIC_API_KEY is not set"), ("k", "could not reach the Anthropic API")],
+    ids=["without-api-key", "unreachable-api"],
+)
+def test_cli_without_key_or_api_exits_1(memdir: Path, remote: Path, key: str, sentence: str):
+    env = {"ANTHROPIC_API_KEY": key, "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
     proc = cli("--transcript", str(REALISTIC), "--date", DAY, memdir=memdir, remote=remote, **env)
     assert proc.returncode == 1
-    assert "ANTHROPIC_API_KEY is not set" in proc.stderr
-    assert files(memdir) == {}
-
-
-def test_cli_unreachable_api_exits_1(memdir: Path, remote: Path):
-    env = {"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
-    proc = cli("--transcript", str(REALISTIC), "--date", DAY, memdir=memdir, remote=remote, **env)
-    assert proc.returncode == 1
-    assert "could not reach the Anthropic API" in proc.stderr
+    assert sentence in proc.stderr
     assert files(memdir) == {}
 
 
