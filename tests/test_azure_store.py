@@ -14,22 +14,26 @@ pytestmark = pytest.mark.azure
 
 
 class TestAzureStore(StoreContract):
-    sdk_path = False
+    """memsync's own REST client (account key and SAS credentials)."""
+
+    def open(self, url):
+        return open_store(url, "proj")
 
     @pytest.fixture
     def store(self, azure_url):
-        store = open_store(azure_url, "proj")
-        if self.sdk_path:
-            store.pipeline = None  # as with an SDK that has no `_pipeline`: the SDK's own calls
+        store = self.open(azure_url)
         store.ensure()
         yield store
         store.close()
 
 
-class TestAzureStoreThroughTheSDKCalls(TestAzureStore):
-    """The fallback path (the SDK's list_blobs, download_blob, upload_blob) keeps the contract."""
+class TestAzureStoreThroughTheSDK(TestAzureStore):
+    """The SDK path (token credentials, proxies) keeps the same contract."""
 
-    sdk_path = True
+    def open(self, url):
+        from memsync.stores.azure_sdk import AzureSDKStore
+
+        return AzureSDKStore(url, "proj")
 
 
 def test_prefixes_keep_projects_apart(azure_url):
@@ -162,7 +166,9 @@ def test_fast_listing_pages_and_agrees_with_the_sdk(azure_url):
     before = store.stats.requests["list"]
     fast = store.list()
     assert store.stats.requests["list"] - before == 3  # ceil(7 / 3) pages
-    assert fast == store._list_sdk()
+    from memsync.stores.azure_sdk import AzureSDKStore
+
+    assert fast == AzureSDKStore(azure_url, "proj").list()
     assert sorted(fast) == [f"d/f{i}.md" for i in range(7)]
 
 
@@ -190,7 +196,7 @@ def test_a_listing_name_azure_had_to_percent_encode_is_decoded():
 def test_environment_settings_are_read_once_unless_a_proxy_is_configured(monkeypatch):
     """requests would re-read proxy settings on every request; without proxy variables memsync
     turns that off and hands the CA bundle over itself, so TLS verification is unchanged."""
-    from memsync.stores.azure import _client_options
+    from memsync.stores.azure_sdk import client_options
 
     for name in (
         "HTTP_PROXY",
@@ -205,9 +211,9 @@ def test_environment_settings_are_read_once_unless_a_proxy_is_configured(monkeyp
     ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/etc/ssl/certs/bundle.pem")
-    options = _client_options()
+    options = client_options()
     assert options["use_env_settings"] is False
     assert options["connection_verify"] == "/etc/ssl/certs/bundle.pem"
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
-    options = _client_options()
+    options = client_options()
     assert "use_env_settings" not in options and "connection_verify" not in options
