@@ -28,6 +28,7 @@ from memsync.errors import (
 from memsync.fsutil import (
     atomic_write,
     file_lock,
+    fsync_dir,
     private_dir,
     remove_stale_temp,
     sha256,
@@ -106,6 +107,7 @@ class Engine:
         self._store = store
         self.max_bytes = int(ctx.setting("max_file_bytes"))
         self._lock = threading.Lock()
+        self._unsynced_dirs: set[Path] = set()  # written to; fsynced once before the records
         self.state = State(ctx.state_dir, int(ctx.setting("history_versions")))
 
     @contextlib.contextmanager
@@ -129,10 +131,11 @@ class Engine:
         """The file for `name`, refusing names that would leave the memory dir."""
         check_key(name)
         path = self.ctx.memory_dir / name
-        root = self.ctx.memory_dir.resolve()
-        parent = path.parent.resolve()
-        if parent != root and root not in parent.parents:
-            raise UnsafeKey(f"refused {name!r}: it would be written outside {root}")
+        if "/" in name:  # a top-level name cannot leave the dir: check_key refused '..' and '/'
+            root = self.ctx.memory_dir.resolve()
+            parent = path.parent.resolve()
+            if parent != root and root not in parent.parents:
+                raise UnsafeKey(f"refused {name!r}: it would be written outside {root}")
         if path.is_symlink():
             raise UnsafeKey(f"refused {name!r}: it is a symbolic link in the memory dir")
         return path
@@ -151,18 +154,29 @@ class Engine:
         return absolute.relative_to(root).as_posix()
 
     def read_local(self, name: str) -> bytes | None:
-        try:
-            return self.local_path(name).read_bytes()
-        except (FileNotFoundError, NotADirectoryError):
-            return None
+        return _read(self.local_path(name))
 
-    def write_local(self, name: str, data: bytes) -> None:
-        path = self.local_path(name)
-        try:
-            mode = path.stat().st_mode & 0o777
-        except FileNotFoundError:
-            mode = 0o600
-        atomic_write(path, data, mode)
+    def write_local(self, name: str, data: bytes, *, sync_dir: bool = True) -> None:
+        """Write a memory file atomically. Inside a run, sync_dir=False leaves the directory's
+        fsync to `_sync_dirs`, once for all files, before the records are saved."""
+        self._write(self.local_path(name), data, sync_dir=sync_dir)
+
+    def _write(self, path: Path, data: bytes, *, sync_dir: bool, new: bool = False) -> None:
+        mode = 0o600
+        if not new:  # keep the mode the user gave an existing file
+            with contextlib.suppress(FileNotFoundError):
+                mode = path.stat().st_mode & 0o777
+        atomic_write(path, data, mode, sync_dir=sync_dir)
+        if not sync_dir:
+            with self._lock:
+                self._unsynced_dirs.add(path.parent)
+
+    def _sync_dirs(self) -> None:
+        """Make the renames of this run's writes durable before the records claim them."""
+        with self._lock:
+            dirs, self._unsynced_dirs = self._unsynced_dirs, set()
+        for folder in sorted(dirs):
+            fsync_dir(folder)
 
     def scan_local(self, allow: dict[str, set[str]] | None = None) -> LocalScan:
         """Read every memory file. Files changed since their last sync are checked before they
@@ -238,6 +252,7 @@ class Engine:
             try:
                 self._run_locked(result, mode, names, force, allow or {}, deadline, progress)
             finally:
+                self._sync_dirs()
                 self.state.meta["last_attempt"] = time.time()
                 self.state.save()
         result.stats = self.store.stats
@@ -472,14 +487,15 @@ class Engine:
         except NotFound:
             return  # deleted meanwhile; the next sync sees it
         check_inbound(name, theirs, self.max_bytes)
-        current = self.read_local(name)
+        path = self.local_path(name)
+        current = _read(path)
         if current is not None and sha256(current) != expected_sha:
             self._merge(result, name, current, None)  # edited here while we were busy
             return
         if current != theirs:
             if current is not None:
                 self._keep(name, current, "replaced by a newer version from the remote")
-            self.write_local(name, theirs)
+            self._write(path, theirs, sync_dir=False, new=current is None)
             with self._lock:
                 result.downloaded.append(name)
         self._record(name, etag, theirs)
@@ -563,7 +579,7 @@ class Engine:
         if merged != ours or current is None:
             if current is not None:
                 self._keep(name, current, "replaced by a merge with the remote version")
-            self.write_local(name, merged)
+            self.write_local(name, merged, sync_dir=False)
         self._record(name, etag, merged)
         with self._lock:
             result.merged.append(name)
@@ -613,3 +629,10 @@ class _Run:
 
     def mtime(self, name: str) -> float | None:
         return self.local.mtimes.get(name)
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return None

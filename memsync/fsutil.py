@@ -5,9 +5,9 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import itertools
 import os
 import re
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -34,28 +34,76 @@ def private_dir(path: Path) -> Path:
     return path
 
 
+_temp_ids = itertools.count()
+
+
+def _open_temp(path: Path) -> tuple[int, str]:
+    """A new private temp file beside `path`, named `.<name>.<pid>-<8 hex>.tmp`: the pid tells
+    a crashed writer's leftover apart (`stale_temp`)."""
+    while True:
+        tmp = f"{path.parent}/.{path.name}.{os.getpid()}-{next(_temp_ids) % 16**8:08x}.tmp"
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600), tmp
+        except FileExistsError:
+            continue  # left by an earlier process with the same pid
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+
+
 @contextlib.contextmanager
-def atomic_file(path: Path, mode: int = 0o600) -> Iterator[BinaryIO]:
-    """Write `path` through a temp file: fsync, rename, fsync the directory. Readers see the
-    old file or the new one, never half; an exception leaves the old one in place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    prefix = f".{path.name}.{os.getpid()}-"  # the pid tells a crashed writer's leftover apart
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=prefix, suffix=".tmp")
+def atomic_file(
+    path: Path, mode: int = 0o600, *, sync: bool = True, sync_dir: bool = True
+) -> Iterator[BinaryIO]:
+    """Write `path` through a temp file and a rename: readers see the old file or the new one,
+    never half; an exception leaves the old one in place.
+
+    By default the file and then its directory are fsynced, so the write survives a power cut.
+    A caller writing many files into one directory may pass sync_dir=False and fsync the
+    directory once (`fsync_dir`) before it records the writes; a cache that verifies what it
+    reads back may skip both."""
+    fd, tmp = _open_temp(path)
     try:
         with os.fdopen(fd, "wb") as fh:
             yield fh
             fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
+            if sync:
+                os.fsync(fd)
+            os.fchmod(fd, mode)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
-    fsync_dir(path.parent)
+    if sync and sync_dir:
+        fsync_dir(path.parent)
 
 
-# `.<name>.<pid>-<mkstemp's 8 characters>.tmp`, as atomic_file names its temp files
+def atomic_write(
+    path: Path, data: bytes, mode: int = 0o600, *, sync: bool = True, sync_dir: bool = True
+) -> None:
+    """`atomic_file` for bytes in hand, in fewer system calls (no file object: it runs for
+    every file a pull writes)."""
+    fd, tmp = _open_temp(path)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if sync:
+                os.fsync(fd)
+            os.fchmod(fd, mode)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    if sync and sync_dir:
+        fsync_dir(path.parent)
+
+
+# `.<name>.<pid>-<8 characters>.tmp`, as _open_temp names temp files (mkstemp's, before)
 _TEMP_NAME = re.compile(r"^\..+\.(\d+)-[a-z0-9_]{8}\.tmp$")
 
 
@@ -98,11 +146,6 @@ def sweep_temp_files(folder: Path) -> int:
         for dirpath, _dirnames, filenames in os.walk(folder)
         for fname in filenames
     )
-
-
-def atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:
-    with atomic_file(path, mode) as fh:
-        fh.write(data)
 
 
 def fsync_dir(path: Path) -> None:

@@ -52,9 +52,10 @@ def load_yaml(source: str) -> dict[str, Any]:
     Aliases are how YAML "billion laughs" bombs work, and memory never needs them.
     """
     try:
-        for event in yaml.parse(source, Loader=_Loader):
-            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
-                raise FrontmatterError("the frontmatter uses YAML anchors or aliases")
+        if "&" in source or "*" in source:  # no anchor or alias can be written without them
+            for event in yaml.parse(source, Loader=_Loader):
+                if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                    raise FrontmatterError("the frontmatter uses YAML anchors or aliases")
         data = yaml.load(source, Loader=_Loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

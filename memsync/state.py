@@ -40,6 +40,7 @@ class State:
         self.history_versions = history_versions
         self.records: dict[str, Record] = {}
         self.meta: dict[str, Any] = {}
+        self._bases_ready = False
         private_dir(self.dir)
         self._load()
 
@@ -76,10 +77,21 @@ class State:
     # --- records and bases ----------------------------------------------------------------
 
     def set_synced(self, name: str, etag: str, content: bytes) -> None:
+        """Record `content` as the last-synced version of `name`, and keep it as the base of
+        the next three-way merge. Bases are named by their hash and checked against it when
+        read, so they are written without fsync: a base torn by a power cut is ignored (the
+        merge then works from the two sides), never trusted."""
         digest = sha256(content)
-        base = private_dir(self.dir / "bases") / digest
-        if not base.exists():
-            atomic_write(base, content)
+        if not self._bases_ready:
+            private_dir(self.dir / "bases")
+            self._bases_ready = True
+        base = self.dir / "bases" / digest
+        try:
+            intact = base.stat().st_size == len(content)
+        except FileNotFoundError:
+            intact = False
+        if not intact:
+            atomic_write(base, content, sync=False)
         self.records[name] = Record(etag, digest, time.time())
 
     def forget(self, name: str) -> None:
@@ -89,10 +101,15 @@ class State:
         rec = self.records.get(name)
         if rec is None:
             return None
+        path = self.dir / "bases" / rec.sha
         try:
-            return (self.dir / "bases" / rec.sha).read_bytes()
+            data = path.read_bytes()
         except FileNotFoundError:
             return None
+        if sha256(data) != rec.sha:
+            path.unlink(missing_ok=True)  # torn: the next set_synced writes it again
+            return None
+        return data
 
     def _collect_bases(self) -> None:
         folder = self.dir / "bases"

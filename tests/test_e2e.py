@@ -72,6 +72,31 @@ def test_concurrent_appends_to_voice_calibration_both_survive(pair):
     assert a.files() == b.files()
 
 
+def test_a_torn_merge_base_is_ignored_and_both_edits_survive(pair):
+    """Merge bases are written without fsync (they are checked against their hash), so a
+    power cut may leave one torn: the merge must notice, not trust it, and lose nothing."""
+    a, b = pair
+    seed(a)
+    a.run("push")
+    b.run("pull")
+    bases = [p for p in b.home.rglob("bases/*") if not p.name.startswith(".")]
+    assert bases
+    for base in bases:
+        base.write_bytes(base.read_bytes()[:10])
+    with (a.memory / "voice_calibration.md").open("a") as fh:
+        fh.write("\n### Missed\n- Laptop: the long answer to a one-word question.\n")
+    with (b.memory / "voice_calibration.md").open("a") as fh:
+        fh.write("\n### Landed\n- Desktop: the shrug emoji.\n")
+    a.run("push")
+    b.run("sync")
+    a.run("sync")
+    for device in (a, b):
+        text = (device.memory / "voice_calibration.md").read_text()
+        assert "Laptop: the long answer" in text
+        assert "Desktop: the shrug emoji" in text
+    assert a.files() == b.files()
+
+
 def test_deletions_propagate_and_are_kept_in_history(pair):
     a, b = pair
     seed(a)

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import multiprocessing
+import posixpath
 import stat
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from memsync.errors import ConfigError, PreconditionFailed, Unreachable
-from memsync.stores import open_store
+from memsync.errors import ConfigError, PreconditionFailed, UnsafeKey, Unreachable
+from memsync.stores import check_key, open_store
 from memsync.stores.folder import FolderStore
 from memsync.stores.memory import MemoryStore
 from tests.store_contract import StoreContract
@@ -98,3 +101,21 @@ def test_a_no_op_sync_leaves_the_records_file_alone(tmp_path, monkeypatch):
     write_memory(memory, "user_role.md", "Staff engineer.\n", type="user")
     assert Engine(ctx).run("sync").uploaded == ["user_role.md"]
     assert records.stat().st_ino != before
+
+
+_KEY_PARTS = st.sampled_from(["a", "b.md", ".", "..", "", "x y", "é", "\x07", "\\", ":", "|"])
+
+
+@given(st.lists(_KEY_PARTS, min_size=1, max_size=5).map("/".join) | st.text(max_size=12))
+def test_an_accepted_key_stays_inside_the_directory_it_is_joined_to(key):
+    """check_key is the one gate every remote name passes: whatever it accepts, joined to a
+    folder, names a file strictly inside that folder, by its own plain segments."""
+    root = "/srv/memory"
+    try:
+        check_key(key)
+    except UnsafeKey:
+        return
+    joined = posixpath.normpath(posixpath.join(root, key))
+    assert joined.startswith(root + "/")
+    assert joined == f"{root}/{key}"  # nothing collapsed: no '.', '..' or empty segment
+    assert not any(ord(c) < 32 or c in '\\:*?"<>|' for c in key)

@@ -6,6 +6,7 @@ boolean — so the sync engine has one merge-and-retry path for every backend.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -83,7 +84,9 @@ class Store(Protocol):
     def close(self) -> None: ...
 
 
-_BAD_CHARS = set('\\:*?"<>|')
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_BAD_CHARS = re.compile(r'[\\:*?"<>|]')
+_BAD_SEGMENT = re.compile(r"(^|/)\.{0,2}(/|$)")  # an empty, "." or ".." segment
 
 
 def check_key(key: str) -> str:
@@ -91,11 +94,11 @@ def check_key(key: str) -> str:
     problem = None
     if not key or key.startswith("/") or (len(key) > 1 and key[1] == ":"):
         problem = "it is empty or absolute"
-    elif any(ord(c) < 32 or ord(c) == 127 for c in key):
+    elif _CONTROL.search(key):
         problem = "it contains control characters"
-    elif any(c in _BAD_CHARS for c in key):
+    elif _BAD_CHARS.search(key):
         problem = "it contains a backslash or a character not allowed in file names"
-    elif any(part in ("", ".", "..") for part in key.split("/")):
+    elif _BAD_SEGMENT.search(key):
         problem = "it has an empty, '.' or '..' path segment"
     if problem:
         raise UnsafeKey(f"refused remote key {key!r}: {problem}")
