@@ -265,7 +265,8 @@ def main() -> None:
             "",
             f"Import cost in a fresh process: memsync CLI (all commands registered) "
             f"{cli_import * 1000:.0f} ms; azure.storage.blob {azure_import * 1000:.0f} ms "
-            "(paid only when an Azure remote is used).",
+            "(paid only with a token credential or a proxy: account keys and SAS tokens go "
+            "through memsync's own REST client).",
         ]
     )
     print(report)

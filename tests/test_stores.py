@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memsync.errors import ConfigError, PreconditionFailed, UnsafeKey, Unreachable
+from memsync.errors import ConfigError, PreconditionFailed, Unreachable, UnsafeKey
 from memsync.stores import check_key, open_store
 from memsync.stores.folder import FolderStore
 from memsync.stores.memory import MemoryStore

@@ -174,7 +174,7 @@ def ca_bundle() -> str | None:
     return certifi.where()
 
 
-def _etag(value: str | None) -> str:
+def quote_etag(value: str | None) -> str:
     """ETags in one spelling: Azure lists them bare and returns them quoted from writes."""
     return '"' + (value or "").strip('"') + '"'
 
@@ -199,7 +199,7 @@ def parse_listing(body: bytes, base: str) -> tuple[dict[str, Entry], str]:
         when = props.findtext("Last-Modified")
         entries[key] = Entry(
             key,
-            _etag(props.findtext("Etag")),
+            quote_etag(props.findtext("Etag")),
             int(props.findtext("Content-Length") or 0),
             parsedate_to_datetime(when).timestamp() if when else 0.0,
         )
@@ -309,23 +309,23 @@ class AzureStore:
     def get(self, key: str) -> tuple[bytes, str]:
         response = self._request("get", "GET", key)
         self.stats.bytes_down += len(response.body)
-        return response.body, _etag(response.headers.get("ETag"))
+        return response.body, quote_etag(response.headers.get("ETag"))
 
     def _put(self, key: str, data: bytes, condition: dict[str, str]) -> str:
         headers = {"x-ms-blob-type": "BlockBlob", "Content-Type": MARKDOWN, **condition}
         response = self._request("put", "PUT", key, headers=headers, body=data)
         self.stats.bytes_up += len(data)
-        return _etag(response.headers.get("ETag"))
+        return quote_etag(response.headers.get("ETag"))
 
     def create(self, key: str, data: bytes) -> str:
         return self._put(key, data, {"If-None-Match": "*"})
 
     def replace(self, key: str, data: bytes, etag: str) -> str:
-        return self._put(key, data, {"If-Match": _etag(etag)})
+        return self._put(key, data, {"If-Match": quote_etag(etag)})
 
     def delete(self, key: str, etag: str) -> None:
         try:
-            self._request("delete", "DELETE", key, headers={"If-Match": _etag(etag)})
+            self._request("delete", "DELETE", key, headers={"If-Match": quote_etag(etag)})
         except PreconditionFailed:
             # Azure answers 412, not 404, when the blob is gone: tell the two apart
             self._request("head", "HEAD", key)

@@ -30,8 +30,7 @@ from memsync.errors import (
     StoreError,
     Unreachable,
 )
-from memsync.stores.azure import MARKDOWN, AzureStore, _etag, ca_bundle, proxy_configured
-from memsync.stores.blobhttp import API_VERSION
+from memsync.stores.azure import MARKDOWN, AzureStore, ca_bundle, proxy_configured, quote_etag
 
 
 def client_options() -> dict[str, Any]:
@@ -43,7 +42,6 @@ def client_options() -> dict[str, Any]:
         "retry_policy": LinearRetry(backoff=0.5, random_jitter_range=0.25, retry_total=3),
         "connection_timeout": 5,
         "read_timeout": 30,
-        "api_version": API_VERSION,
     }
     # requests re-reads proxy settings from the environment on every request, a sixth of a
     # download's CPU: let it only when there are proxy settings, and pass the CA bundle along
@@ -135,7 +133,7 @@ class AzureSDKStore(AzureStore):
             for blob in self.client.list_blobs(name_starts_with=self.base or None):
                 key = blob.name[len(self.base) :]
                 modified = blob.last_modified.timestamp() if blob.last_modified else 0.0
-                entries[key] = Entry(key, _etag(blob.etag), blob.size or 0, modified)
+                entries[key] = Entry(key, quote_etag(blob.etag), blob.size or 0, modified)
         return entries
 
     def get(self, key: str) -> tuple[bytes, str]:
@@ -143,7 +141,7 @@ class AzureSDKStore(AzureStore):
             downloader = self.client.download_blob(self._name(key), max_concurrency=1)
             data = downloader.readall()
         self.stats.bytes_down += len(data)
-        return data, _etag(downloader.properties.etag)
+        return data, quote_etag(downloader.properties.etag)
 
     def _put(self, key: str, data: bytes, condition: dict[str, str]) -> str:
         kwargs: dict[str, Any] = {"overwrite": False}
@@ -159,7 +157,7 @@ class AzureSDKStore(AzureStore):
                 **kwargs,
             )
         self.stats.bytes_up += len(data)
-        return _etag(result["etag"])
+        return quote_etag(result["etag"])
 
     def delete(self, key: str, etag: str) -> None:
         blob = self.client.get_blob_client(self._name(key))

@@ -129,7 +129,9 @@ class SharedKey:
         fixed = "".join(lower.get(name, "") + "\n" for name in _SIGNED)
         ms = "".join(f"{k}:{v}\n" for k, v in sorted(lower.items()) if k.startswith("x-ms-"))
         resource = f"/{self.account}{path}"
-        resource += "".join(f"\n{k.lower()}:{v}" for k, v in sorted(query.items()))
+        resource += "".join(
+            f"\n{k}:{v}" for k, v in sorted((k.lower(), v) for k, v in query.items())
+        )
         return f"{method}\n{fixed}{ms}{resource}"
 
     def authorization(
@@ -234,6 +236,11 @@ class BlobHTTP:
                     stale_retry = False
                     continue
                 failure = str(exc) or type(exc).__name__
+                if isinstance(exc, ssl.SSLCertVerificationError):
+                    raise Unreachable(
+                        f"cannot reach {self.scheme}://{self.netloc}: its TLS certificate is not "
+                        f"trusted ({exc.verify_message}); set REQUESTS_CA_BUNDLE to the CA bundle"
+                    ) from exc
             else:
                 self.on_request(kind)
                 if answer.status not in RETRY_STATUSES or attempt >= self.retries:

@@ -1,0 +1,238 @@
+"""memsync's Blob REST client against real local HTTP servers: what Azurite cannot be made to
+do on demand (answer 503, drop a kept-alive connection, speak TLS), plus Shared Key signing of
+awkward names checked by Azurite itself."""
+
+from __future__ import annotations
+
+import datetime
+import ipaddress
+import socket
+import ssl
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from memsync.errors import Unreachable
+from memsync.stores import open_store
+from memsync.stores.blobhttp import BlobHTTP, SharedKey
+
+Script = Callable[[BaseHTTPRequestHandler, int], tuple[int, dict[str, str], bytes] | None]
+
+
+class _Server:
+    """A loopback HTTP server whose answer to the n-th request comes from `script`;
+    `None` from the script closes the connection without answering."""
+
+    def __init__(self, script: Script, tls: ssl.SSLContext | None = None) -> None:
+        self.requests: list[tuple[str, str, dict[str, str]]] = []
+        self.connections = 0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def setup(self) -> None:
+                outer.connections += 1
+                super().setup()
+
+            def do_any(self) -> None:
+                n = len(outer.requests)
+                outer.requests.append((self.command, self.path, dict(self.headers)))
+                length = int(self.headers.get("Content-Length") or 0)
+                if length:
+                    self.rfile.read(length)
+                answer = script(self, n)
+                if answer is None:
+                    self.close_connection = True
+                    return
+                status, headers, body = answer
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            do_GET = do_PUT = do_HEAD = do_DELETE = do_any
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        if tls is not None:
+            self.httpd.socket = tls.wrap_socket(self.httpd.socket, server_side=True)
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def serve() -> Iterator[Callable[..., _Server]]:
+    servers: list[_Server] = []
+
+    def start(script: Script, tls: ssl.SSLContext | None = None) -> _Server:
+        servers.append(_Server(script, tls))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+def _client(port: int, **kwargs: object) -> tuple[BlobHTTP, list[str]]:
+    counted: list[str] = []
+    client = BlobHTTP("http", f"127.0.0.1:{port}", on_request=counted.append, **kwargs)
+    client.backoff = client.jitter = 0.0
+    return client, counted
+
+
+def test_transient_answers_are_retried_and_every_attempt_is_counted(serve):
+    server = serve(lambda h, n: (503, {}, b"busy") if n < 2 else (200, {"ETag": '"e"'}, b"ok"))
+    client, counted = _client(server.port)
+    response = client.request("get", "GET", "/acct/c/k.md")
+    assert (response.status, response.body, response.headers.get("etag")) == (200, b"ok", '"e"')
+    assert counted == ["get"] * 3
+    assert server.connections == 1  # the answers kept the connection alive
+
+
+def test_a_lasting_outage_returns_the_last_answer_after_three_retries(serve):
+    server = serve(lambda h, n: (500, {"x-ms-error-code": "InternalError"}, b""))
+    client, counted = _client(server.port)
+    response = client.request("put", "PUT", "/acct/c/k.md", body=b"x")
+    assert response.status == 500 and len(counted) == 4
+
+
+def test_client_errors_are_not_retried(serve):
+    server = serve(lambda h, n: (412, {"x-ms-error-code": "ConditionNotMet"}, b""))
+    client, counted = _client(server.port)
+    assert client.request("put", "PUT", "/acct/c/k.md", body=b"x").status == 412
+    assert counted == ["put"]
+
+
+def test_a_keep_alive_connection_closed_by_the_server_is_reopened_at_once(serve):
+    """The server drops the connection it kept open (as an idle timeout does): the request goes
+    out again on a fresh connection, without a back-off."""
+    server = serve(lambda h, n: None if n == 1 else (200, {}, b"ok"))
+    client, counted = _client(server.port)
+    client.backoff = 60.0  # a back-off would hang the test
+    assert client.request("get", "GET", "/a").status == 200
+    assert client.request("get", "GET", "/b").status == 200
+    assert [p for _, p, _ in server.requests] == ["/a", "/b", "/b"]
+    assert server.connections == 2 and counted == ["get"] * 3
+
+
+def test_nothing_listening_is_unreachable_after_the_retries():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    client, counted = _client(port)
+    with pytest.raises(Unreachable, match=f"127.0.0.1:{port}"):
+        client.request("list", "GET", "/acct/c", {"comp": "list"})
+    assert counted == ["list"] * 4
+
+
+def test_requests_carry_the_version_date_sas_and_quoted_names(serve):
+    server = serve(lambda h, n: (200, {}, b""))
+    client, _ = _client(server.port, sas="sv=2025-11-05&sig=abc%2Bdef")
+    client.request("list", "GET", "/acct/c/a b+#ü.md", {"comp": "list", "prefix": "p/"})
+    method, path, headers = server.requests[0]
+    assert method == "GET"
+    assert path == "/acct/c/a%20b%2B%23%C3%BC.md?comp=list&prefix=p%2F&sv=2025-11-05&sig=abc%2Bdef"
+    assert headers["x-ms-version"] and headers["x-ms-date"].endswith("GMT")
+    assert "Authorization" not in headers  # a SAS token is the authorization
+
+
+def test_shared_key_string_to_sign_follows_the_service_rules():
+    key = SharedKey("acct", "a2V5")
+    text = key.string_to_sign(
+        "PUT",
+        "/acct/c/a%20b.md",
+        {"comp": "list", "Marker": "m 1"},
+        {
+            "Content-Length": "0",
+            "If-Match": '"0x1"',
+            "x-ms-version": "2025-11-05",
+            "x-ms-date": "Mon, 23 Nov 2026 10:00:00 GMT",
+            "Content-Type": "text/markdown",
+        },
+    )
+    assert text == (
+        'PUT\n\n\n\n\ntext/markdown\n\n\n"0x1"\n\n\n\n'  # a zero length is signed as empty
+        "x-ms-date:Mon, 23 Nov 2026 10:00:00 GMT\nx-ms-version:2025-11-05\n"
+        "/acct/acct/c/a%20b.md\ncomp:list\nmarker:m 1"
+    )
+
+
+def test_names_that_need_quoting_are_signed_as_azurite_expects(azure_url):
+    """Azurite checks every Shared Key signature: awkward names must round-trip."""
+    store = open_store(azure_url, "proj with space")
+    store.ensure()
+    names = ["a b.md", "plus+sign.md", "hash#and%percent.md", "ünï/cødé.md", "semi;colon.md"]
+    for i, name in enumerate(names):
+        store.create(name, f"{i}".encode())
+    assert sorted(store.list()) == sorted(names)
+    for i, name in enumerate(names):
+        assert store.get(name)[0] == f"{i}".encode()
+
+
+def _self_signed(folder: Path) -> tuple[Path, Path]:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path
+
+
+def test_https_verifies_the_server_against_the_configured_bundle(serve, tmp_path, monkeypatch):
+    cert, key = _self_signed(tmp_path)
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert, key)
+    server = serve(lambda h, n: (200, {"ETag": '"t"'}, b"secure"), tls)
+    monkeypatch.setenv("AZURE_STORAGE_KEY", "a2V5")
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    url = f"https://127.0.0.1:{server.port}/acct/mem/p"
+
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert))
+    store = open_store(url, "proj")
+    assert store.get("a.md") == (b"secure", '"t"')
+    assert server.requests[0][2]["Authorization"].startswith("SharedKey acct:")
+
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE")  # an unknown issuer is refused, never trusted
+    with pytest.raises(Unreachable):
+        open_store(url, "proj").get("a.md")
