@@ -51,6 +51,28 @@ def _open_temp(path: Path) -> tuple[int, str]:
 
 
 @contextlib.contextmanager
+def _replacing(path: Path, sync_dir: bool) -> Iterator[int]:
+    """A temp file's descriptor; the temp file replaces `path` when the block ends (the block
+    closes the descriptor), or is removed if the block raises."""
+    fd, tmp = _open_temp(path)
+    try:
+        yield fd
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    if sync_dir:
+        fsync_dir(path.parent)
+
+
+def _seal(fd: int, mode: int, sync: bool) -> None:
+    if sync:
+        os.fsync(fd)
+    os.fchmod(fd, mode)
+
+
+@contextlib.contextmanager
 def atomic_file(
     path: Path, mode: int = 0o600, *, sync: bool = True, sync_dir: bool = True
 ) -> Iterator[BinaryIO]:
@@ -61,21 +83,10 @@ def atomic_file(
     A caller writing many files into one directory may pass sync_dir=False and fsync the
     directory once (`fsync_dir`) before it records the writes; a cache that verifies what it
     reads back may skip both."""
-    fd, tmp = _open_temp(path)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            yield fh
-            fh.flush()
-            if sync:
-                os.fsync(fd)
-            os.fchmod(fd, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    if sync and sync_dir:
-        fsync_dir(path.parent)
+    with _replacing(path, sync and sync_dir) as fd, os.fdopen(fd, "wb") as fh:
+        yield fh
+        fh.flush()
+        _seal(fd, mode, sync)
 
 
 def atomic_write(
@@ -83,24 +94,14 @@ def atomic_write(
 ) -> None:
     """`atomic_file` for bytes in hand, in fewer system calls (no file object: it runs for
     every file a pull writes)."""
-    fd, tmp = _open_temp(path)
-    try:
+    with _replacing(path, sync and sync_dir) as fd:
         try:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
-            if sync:
-                os.fsync(fd)
-            os.fchmod(fd, mode)
+            _seal(fd, mode, sync)
         finally:
             os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    if sync and sync_dir:
-        fsync_dir(path.parent)
 
 
 # `.<name>.<pid>-<8 characters>.tmp`, as _open_temp names temp files (mkstemp's, before)

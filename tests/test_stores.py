@@ -119,3 +119,18 @@ def test_an_accepted_key_stays_inside_the_directory_it_is_joined_to(key):
     assert joined.startswith(root + "/")
     assert joined == f"{root}/{key}"  # nothing collapsed: no '.', '..' or empty segment
     assert not any(ord(c) < 32 or c in '\\:*?"<>|' for c in key)
+
+
+def test_atomic_writes_replace_whole_or_not_at_all(tmp_path):
+    from memsync.fsutil import atomic_file, atomic_write
+
+    target = tmp_path / "sub" / "f.md"
+    atomic_write(target, b"one", 0o640)  # the parent is created on demand
+    assert target.read_bytes() == b"one" and stat.S_IMODE(target.stat().st_mode) == 0o640
+    with pytest.raises(RuntimeError), atomic_file(target) as fh:
+        fh.write(b"half")
+        raise RuntimeError("interrupted")
+    assert target.read_bytes() == b"one"
+    atomic_write(target, b"two", sync=False)
+    assert target.read_bytes() == b"two"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["f.md"]  # no temp file left
