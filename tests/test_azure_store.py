@@ -217,3 +217,41 @@ def test_environment_settings_are_read_once_unless_a_proxy_is_configured(monkeyp
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
     options = client_options()
     assert "use_env_settings" not in options and "connection_verify" not in options
+
+
+@pytest.mark.parametrize("path", ["lean", "sdk"])
+def test_a_sas_token_in_the_url_is_the_whole_credential(azurite, monkeypatch, path):
+    """A container SAS made with the account key, and nothing else in the environment."""
+    from datetime import datetime, timedelta, timezone
+
+    from azure.storage.blob import ContainerSasPermissions, generate_container_sas
+
+    from memsync.stores.azure import BlobURL
+    from memsync.stores.azure_sdk import AzureSDKStore
+    from tests.azurite import ACCOUNT
+
+    for name in ("AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    url = azurite.url("team")
+    container = BlobURL.parse(url).container
+    sas = generate_container_sas(
+        ACCOUNT,
+        container,
+        account_key=KEY,
+        permission=ContainerSasPermissions(read=True, write=True, delete=True, list=True),
+        expiry=datetime.now(timezone.utc) + timedelta(hours=1),
+    )
+    monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", azurite.connection_string)
+    open_store(url, "").ensure()  # the container, made by its owner
+    monkeypatch.delenv("AZURE_STORAGE_CONNECTION_STRING")
+
+    signed = f"{url}?{sas}"
+    store = open_store(signed, "proj") if path == "lean" else AzureSDKStore(signed, "proj")
+    assert store.credential_kind == "SAS token in the URL"
+    etag = store.create("a b.md", b"one")
+    assert store.get("a b.md") == (b"one", etag)
+    store.replace("a b.md", b"two", etag)
+    assert list(store.list()) == ["a b.md"]
+    store.delete("a b.md", store.list()["a b.md"].etag)
+    assert store.list() == {}
+    assert "sig=***" in store.url

@@ -33,6 +33,7 @@ from memsync.stores.base import Entry, Stats, check_key
 
 _PROXY_ENV = {"http_proxy", "https_proxy", "all_proxy", "no_proxy"}
 MARKDOWN = "text/markdown; charset=utf-8"
+URL_SAS = "SAS token in the URL"
 
 
 @dataclass(frozen=True)
@@ -126,9 +127,11 @@ class Credential:
     token: Any = None  # an azure-identity TokenCredential
 
     def for_sdk(self) -> Any:
-        """The credential argument the SDK's clients take."""
+        """The credential argument the SDK's clients take (a SAS in the URL stays there)."""
         if self.account_key:
             return {"account_name": self.account_name, "account_key": self.account_key}
+        if self.kind == URL_SAS:
+            return None
         return self.token or self.sas or None
 
 
@@ -148,7 +151,7 @@ def credential_for(url: BlobURL) -> Credential:
             "AZURE_STORAGE_CONNECTION_STRING has neither AccountKey nor SharedAccessSignature"
         )
     if url.sas and "sig" in parse_qs(url.sas):
-        return Credential("SAS token in the URL", sas=url.sas)
+        return Credential(URL_SAS, sas=url.sas)
     key = os.environ.get("AZURE_STORAGE_KEY")
     if key:
         return Credential("account key", url.account, key)
