@@ -3,6 +3,7 @@ runs the real `memsync` CLI in a subprocess."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -69,6 +70,21 @@ class Device:
 
     def write(self, name: str, body: str = "", **meta: object) -> Path:
         return write_memory(self.memory, name, body, **meta)
+
+    def imports(self, snippet: str, prefixes: tuple[str, ...]) -> tuple[str, list[str]]:
+        """Run Python `snippet` in a fresh interpreter with this device's environment:
+        (its stdout, the loaded modules whose names start with one of `prefixes`). Start-up
+        cost is checked by what gets imported, not by time: these machines are noisy."""
+        code = (
+            f"{snippet}\nimport json, sys\n"
+            f"print(json.dumps(sorted(m for m in sys.modules if m.startswith({prefixes!r}))),"
+            " file=sys.stderr)\n"
+        )
+        proc = subprocess.run(
+            [sys.executable, "-c", code], env=self.env(), capture_output=True, text=True, timeout=60
+        )
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout, json.loads(proc.stderr.strip().splitlines()[-1])
 
     def files(self) -> dict[str, bytes]:
         if not self.memory.is_dir():

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import sys
 import time
 
 import pytest
@@ -172,22 +171,14 @@ def test_write_outside_the_memory_dir_does_nothing(tmp_path):
 def test_post_tool_use_fast_path_does_not_import_the_engine_or_azure(tmp_path):
     """Measured by what gets imported, not by time: these machines are noisy."""
     device = make_device(tmp_path, "d", "https://acct.blob.core.windows.net/c/p")
-    code = (
-        "import io, json, sys\n"
+    payload = json.dumps(json.dumps(write_payload(device, tmp_path / "x.py")))
+    snippet = (
+        "import io\n"
         "from memsync.hooks import main\n"
-        f"payload = {json.dumps(json.dumps(write_payload(device, tmp_path / 'x.py')))}\n"
-        "assert main(['post-tool-use'], stdin=io.StringIO(payload)) == 0\n"
-        "heavy = [m for m in sys.modules if m.startswith(('azure', 'anthropic', 'memsync.engine',"
-        " 'yaml', 'typer', 'rich'))]\n"
-        "print(json.dumps(heavy))\n"
+        f"assert main(['post-tool-use'], stdin=io.StringIO({payload})) == 0"
     )
-    import subprocess
-
-    proc = subprocess.run(
-        [sys.executable, "-c", code], env=device.env(), capture_output=True, text=True, timeout=60
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout) == []
+    heavy = ("azure", "anthropic", "memsync.engine", "yaml", "typer", "rich")
+    assert device.imports(snippet, heavy)[1] == []
 
 
 def test_refused_file_is_queued_for_the_user_not_pushed(tmp_path):
