@@ -25,7 +25,7 @@ from email.utils import formatdate
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from memsync.errors import Unreachable
+from memsync.errors import ConfigError, Unreachable
 
 API_VERSION = "2025-11-05"  # served by Azure, by Azurite 3.37, and by azure-storage-blob 12.31
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
@@ -116,8 +116,6 @@ class SharedKey:
         try:
             self.key = base64.b64decode(key, validate=True)
         except ValueError as exc:
-            from memsync.errors import ConfigError
-
             raise ConfigError(f"the account key for {account!r} is not valid base64") from exc
 
     def string_to_sign(
