@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -35,6 +36,7 @@ from memsync.fsutil import (
     sweep_temp_files,
 )
 from memsync.gate import check_inbound, check_outbound
+from memsync.localfiles import LocalFiles, settled, stat_key
 from memsync.planner import Action, Kind
 from memsync.state import State
 from memsync.stores import Stats, Store, check_key, open_store
@@ -93,7 +95,7 @@ class SyncResult:
 
 @dataclass
 class LocalScan:
-    content: dict[str, bytes]
+    content: LocalFiles
     refused: dict[str, str]
     mtimes: dict[str, float]
     swept: int = 0  # stale temp files of killed writers, removed
@@ -179,13 +181,16 @@ class Engine:
             fsync_dir(folder)
 
     def scan_local(self, allow: dict[str, set[str]] | None = None) -> LocalScan:
-        """Read every memory file. Files changed since their last sync are checked before they
-        may leave the machine; refused ones are reported and left untouched."""
+        """Hash every memory file, reading only those whose stat changed since the last scan
+        (see localfiles.py). Files changed since their last sync are checked before they may
+        leave the machine; refused ones are reported and left untouched."""
         root = self.ctx.memory_dir
-        scan = LocalScan({}, {}, {})
+        scan = LocalScan(LocalFiles(root), {}, {})
         if not root.is_dir():
             return scan
         resolved_root = root.resolve()
+        seen, fresh = self.state.seen, {}
+        now_ns = time.time_ns()
         for dirpath, dirnames, filenames in os.walk(root):
             rel_dir = Path(dirpath).relative_to(root).as_posix()
             dirnames[:] = sorted(
@@ -201,26 +206,39 @@ class Engine:
                     continue
                 if is_ignored(name):
                     continue
-                path = Path(dirpath) / fname
-                if path.is_symlink():
-                    target = path.resolve()
-                    if resolved_root not in target.parents:
-                        scan.refused[name] = "it is a symbolic link pointing outside the memory dir"
-                        continue
+                path = os.path.join(dirpath, fname)
                 try:
-                    data = path.read_bytes()
-                    scan.mtimes[name] = path.stat().st_mtime
+                    st = os.lstat(path)
+                    if stat.S_ISLNK(st.st_mode):
+                        if resolved_root not in Path(path).resolve().parents:
+                            reason = "it is a symbolic link pointing outside the memory dir"
+                            scan.refused[name] = reason
+                            continue
+                        st = os.stat(path)
+                    scan.mtimes[name] = st.st_mtime
+                    key = list(stat_key(st))
+                    rec = self.state.records.get(name)
+                    cached = seen.get(name)
+                    if cached == [*key, rec and rec.sha]:
+                        # untouched since a read that found what was last synced
+                        scan.content.add(name, rec.sha)
+                        fresh[name] = cached
+                        continue
+                    data = _read_file(path)
                 except OSError as exc:
                     scan.refused[name] = f"it cannot be read ({exc.strerror})"
                     continue
-                rec = self.state.records.get(name)
-                if rec is None or rec.sha != sha256(data):
+                digest = sha256(data)
+                if rec is None or rec.sha != digest:
                     try:
                         check_outbound(name, data, self.max_bytes, (allow or {}).get(name, ()))
                     except RefusedFile as exc:
                         scan.refused[name] = exc.reason
                         continue
-                scan.content[name] = data
+                if settled(st, now_ns):
+                    fresh[name] = [*key, digest]
+                scan.content.add(name, digest, data)
+        self.state.seen = fresh
         return scan
 
     # --- running a sync -------------------------------------------------------------------
@@ -276,7 +294,7 @@ class Engine:
             result.notes.append(f"Removed {swept} temp file(s) left by an interrupted write.")
         result.refused = dict(local.refused)
         pending = self.state.pending
-        local_hashes = {n: sha256(d) for n, d in local.content.items()}
+        local_hashes = dict(local.content.hashes)
         records = self.state.records
 
         if mode == "push" and names is not None:
@@ -298,7 +316,7 @@ class Engine:
             if listing is None:
                 return
             self._apply_tombstones(listing, local)
-            local_hashes = {n: sha256(d) for n, d in local.content.items()}
+            local_hashes = dict(local.content.hashes)
             remote = {}
             entries = {}
             for key, entry in listing.items():
@@ -387,7 +405,7 @@ class Engine:
         except NotFound:
             return
         for name in apply_tombstones(self, data):
-            local.content.pop(name, None)
+            local.content.discard(name)
             listing.pop(name, None)
         self.state.meta["tombstones_etag"] = etag
 
@@ -629,6 +647,11 @@ class _Run:
 
     def mtime(self, name: str) -> float | None:
         return self.local.mtimes.get(name)
+
+
+def _read_file(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
 
 
 def _read(path: Path) -> bytes | None:

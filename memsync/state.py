@@ -61,6 +61,9 @@ class State:
         self.records = {name: Record(**rec) for name, rec in raw.items() if isinstance(rec, dict)}
         self._saved = dict(self.records)
         self.meta = self._json("meta.json", {})
+        raw_seen = self._json("seen.json", {})
+        self.seen: dict[str, list] = raw_seen if isinstance(raw_seen, dict) else {}
+        self._seen_saved = dict(self.seen)
 
     def _write_json(self, name: str, data: Any) -> None:
         payload = json.dumps(data, indent=1, sort_keys=True).encode()
@@ -68,6 +71,11 @@ class State:
 
     def save(self) -> None:
         self._write_json("meta.json", self.meta)
+        if self.seen != self._seen_saved:
+            # a cache (see localfiles.py): a lost or torn one means files are read again
+            payload = json.dumps(self.seen, separators=(",", ":")).encode()
+            atomic_write(self.dir / "seen.json", payload, sync=False)
+            self._seen_saved = dict(self.seen)
         if self.records == self._saved:
             return  # a no-op sync: rewriting thousands of records would be most of its time
         self._write_json("records.json", {n: asdict(r) for n, r in sorted(self.records.items())})

@@ -9,7 +9,6 @@ from memsync import planner
 from memsync.config import strip_query
 from memsync.engine import Engine, is_ignored
 from memsync.errors import NotFound, Unreachable, UnsafeKey
-from memsync.fsutil import sha256
 from memsync.planner import Kind
 from memsync.stores import check_key
 
@@ -78,7 +77,7 @@ def status(engine: Engine) -> Status:
     result.conflicts = state.conflicts
     result.queued = state.pending
     result.last_sync = state.meta.get("last_sync")
-    hashes = {n: sha256(d) for n, d in local.content.items()}
+    hashes = dict(local.content.hashes)
     remote: dict[str, str] = {}
     if ctx.sync_enabled:
         try:
