@@ -9,7 +9,6 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -395,11 +394,11 @@ class Engine:
     def _apply_tombstones(self, listing, local: LocalScan) -> None:  # noqa: ANN001
         """Files forgotten on another device are removed here too, history included, so an
         edited copy on this device cannot bring them back."""
-        from memsync.forget import apply_tombstones
-
         entry = listing.get(TOMBSTONES)
         if entry is None or entry.etag == self.state.meta.get("tombstones_etag"):
             return
+        from memsync.forget import apply_tombstones
+
         try:
             data, etag = self.store.get(TOMBSTONES)
         except NotFound:
@@ -455,6 +454,8 @@ class Engine:
             for action in actions:
                 one(action)
         else:
+            from concurrent.futures import ThreadPoolExecutor  # not needed by a no-op sync
+
             with ThreadPoolExecutor(max_workers=workers) as pool:
                 list(pool.map(one, actions))
         for attr in ("uploaded", "downloaded", "merged", "deleted_remote", "deleted_local"):

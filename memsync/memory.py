@@ -4,18 +4,30 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
-
-import yaml
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from memsync.errors import RefusedFile
+
+if TYPE_CHECKING:
+    from types import ModuleType
 
 INDEX_NAME = "MEMORY.md"
 DEFAULT_MAX_BYTES = 1024 * 1024
 _FENCE = "---"
-# Safe loader in C when available: parsing is on the hook's hot path.
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+
+@cache
+def _yaml() -> tuple[ModuleType, Any, Any]:
+    """PyYAML with its safe loader and dumper, in C when available (parsing is on the hooks'
+    hot path), imported on first use: a sync with nothing to read does not pay ~25 ms for it."""
+    import yaml
+
+    return (
+        yaml,
+        getattr(yaml, "CSafeLoader", yaml.SafeLoader),
+        getattr(yaml, "CSafeDumper", yaml.SafeDumper),
+    )
 
 
 class FrontmatterError(ValueError):
@@ -51,12 +63,13 @@ def load_yaml(source: str) -> dict[str, Any]:
 
     Aliases are how YAML "billion laughs" bombs work, and memory never needs them.
     """
+    yaml, loader, _ = _yaml()
     try:
         if "&" in source or "*" in source:  # no anchor or alias can be written without them
-            for event in yaml.parse(source, Loader=_Loader):
+            for event in yaml.parse(source, Loader=loader):
                 if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
                     raise FrontmatterError("the frontmatter uses YAML anchors or aliases")
-        data = yaml.load(source, Loader=_Loader)
+        data = yaml.load(source, Loader=loader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 2}" if mark is not None else ""
@@ -77,9 +90,10 @@ def parse(text: str) -> Document:
 
 
 def dump_meta(meta: dict[str, Any]) -> str:
+    yaml, _, dumper = _yaml()
     return yaml.dump(
         meta,
-        Dumper=_Dumper,
+        Dumper=dumper,
         sort_keys=False,
         allow_unicode=True,
         default_flow_style=False,

@@ -38,7 +38,7 @@ def _bar(label: str):  # noqa: ANN202 - (progress callback, context manager)
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
     bar = Progress(
-        TextColumn(label), BarColumn(), MofNCompleteColumn(), console=err, transient=True
+        TextColumn(label), BarColumn(), MofNCompleteColumn(), console=err.rich, transient=True
     )
     task = None
 

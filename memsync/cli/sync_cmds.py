@@ -39,7 +39,7 @@ def _progress_runner(engine: Engine, **kwargs) -> SyncResult:  # noqa: ANN003
         TextColumn("{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
-        console=err,
+        console=err.rich,
         transient=True,
     ) as bar:
         task = None

@@ -30,7 +30,14 @@ from memsync.errors import (
     StoreError,
     Unreachable,
 )
-from memsync.stores.azure import MARKDOWN, AzureStore, ca_bundle, proxy_configured, quote_etag
+from memsync.stores.azure import (
+    MARKDOWN,
+    AzureStore,
+    ca_bundle,
+    http_date,
+    proxy_configured,
+    quote_etag,
+)
 
 
 def client_options() -> dict[str, Any]:
@@ -185,11 +192,7 @@ class AzureSDKStore(AzureStore):
             self.client.exists(
                 raw_response_hook=lambda r: seen.append(r.http_response.headers.get("Date", ""))
             )
-        if not seen or not seen[-1]:
-            return None
-        from email.utils import parsedate_to_datetime
-
-        return parsedate_to_datetime(seen[-1]).timestamp()
+        return http_date(seen[-1]) if seen and seen[-1] else None
 
     def close(self) -> None:
         self.client.close()
