@@ -29,10 +29,12 @@ from memsync.fsutil import (
     atomic_write,
     file_lock,
     fsync_dir,
+    fsync_file,
     private_dir,
     remove_stale_temp,
     sha256,
     sweep_temp_files,
+    sync_filesystem,
 )
 from memsync.gate import check_inbound, check_outbound
 from memsync.localfiles import LocalFiles, settled, stat_key
@@ -41,6 +43,9 @@ from memsync.state import State
 from memsync.stores import Stats, Store, check_key, open_store
 
 MAX_ATTEMPTS = 8
+# From this many new files in one run (a fresh pull), flush once at the end instead of an
+# fsync per file; their names are saved first (see Engine._land).
+LAND_WITHOUT_FSYNC_AT = 32
 TOMBSTONES = "_memsync/forgotten.json"  # remote record of forgotten files (names, no content)
 _TEMP_SUFFIXES = ("~", ".swp", ".swo", ".swx", ".tmp", ".part", ".crdownload")
 
@@ -109,6 +114,7 @@ class Engine:
         self.max_bytes = int(ctx.setting("max_file_bytes"))
         self._lock = threading.Lock()
         self._unsynced_dirs: set[Path] = set()  # written to; fsynced once before the records
+        self._landing: set[str] = set()  # new files written without fsync; flushed at the end
         self.state = State(ctx.state_dir, int(ctx.setting("history_versions")))
 
     @contextlib.contextmanager
@@ -159,25 +165,60 @@ class Engine:
 
     def write_local(self, name: str, data: bytes, *, sync_dir: bool = True) -> None:
         """Write a memory file atomically. Inside a run, sync_dir=False leaves the directory's
-        fsync to `_sync_dirs`, once for all files, before the records are saved."""
+        fsync to `_make_durable`, once for all files, before the records are saved."""
         self._write(self.local_path(name), data, sync_dir=sync_dir)
 
-    def _write(self, path: Path, data: bytes, *, sync_dir: bool, new: bool = False) -> None:
+    def _write(
+        self, path: Path, data: bytes, *, sync_dir: bool, new: bool = False, sync: bool = True
+    ) -> None:
         mode = 0o600
         if not new:  # keep the mode the user gave an existing file
             with contextlib.suppress(FileNotFoundError):
                 mode = path.stat().st_mode & 0o777
-        atomic_write(path, data, mode, sync_dir=sync_dir)
+        atomic_write(path, data, mode, sync=sync, sync_dir=sync_dir)
         if not sync_dir:
             with self._lock:
                 self._unsynced_dirs.add(path.parent)
 
-    def _sync_dirs(self) -> None:
-        """Make the renames of this run's writes durable before the records claim them."""
+    def _make_durable(self) -> None:
+        """Make this run's writes durable before the records claim them: the landed files
+        (one syncfs, else an fsync each) and the renames (one fsync per directory)."""
         with self._lock:
             dirs, self._unsynced_dirs = self._unsynced_dirs, set()
+            landed, self._landing = self._landing, set()
+        if landed and not sync_filesystem(self.ctx.memory_dir):
+            for name in sorted(landed):
+                fsync_file(self.local_path(name))
         for folder in sorted(dirs):
             fsync_dir(folder)
+        if landed:
+            self.state.meta.pop("landing", None)  # saved with the records, right after this
+
+    def _land(self, actions: list[Action], local_hashes: dict[str, str]) -> None:
+        """Many new files are written without an fsync each and flushed once at the end. Their
+        names are saved (fsynced) first: after a power cut before that flush, the next run
+        knows which files may be torn (`_recover_landing`)."""
+        names = sorted(
+            a.name for a in actions if a.kind is Kind.DOWNLOAD and a.name not in local_hashes
+        )
+        if len(names) >= LAND_WITHOUT_FSYNC_AT:
+            self.state.meta["landing"] = names
+            self.state.save_meta()
+            self._landing = set(names)
+
+    def _recover_landing(self) -> None:
+        """Files an interrupted run was landing may be torn (renamed into place, never
+        flushed). Each is kept in history and fetched again, never taken for a local edit."""
+        for name in self.state.meta.pop("landing", None) or []:
+            try:
+                path = self.local_path(name)
+            except UnsafeKey:
+                continue  # never a name this run could have landed
+            data = _read(path)
+            if data is not None:
+                self._keep(name, data, "left unflushed by an interrupted pull; fetched again")
+                path.unlink(missing_ok=True)
+            self.state.forget(name)
 
     def scan_local(self, allow: dict[str, set[str]] | None = None) -> LocalScan:
         """Hash every memory file, reading only those whose stat changed since the last scan
@@ -269,7 +310,7 @@ class Engine:
             try:
                 self._run_locked(result, mode, names, force, allow or {}, deadline, progress)
             finally:
-                self._sync_dirs()
+                self._make_durable()
                 self.state.meta["last_attempt"] = time.time()
                 self.state.save()
         result.stats = self.store.stats
@@ -286,6 +327,7 @@ class Engine:
         deadline: float | None,
         progress: Callable[[int, int], None] | None,
     ) -> None:
+        self._recover_landing()
         local = self.scan_local(allow)
         # the state dir only on full runs: `push FILE` after each memory write stays lean
         swept = local.swept + (sweep_temp_files(self.ctx.state_dir) if names is None else 0)
@@ -359,6 +401,7 @@ class Engine:
             )
 
         ctx = _Run(local, local_hashes, remote, entries)
+        self._land(actions, local_hashes)
         self._execute(result, actions, ctx, deadline, progress)
 
         done = set(result.uploaded + result.merged + result.deleted_remote)
@@ -514,7 +557,8 @@ class Engine:
         if current != theirs:
             if current is not None:
                 self._keep(name, current, "replaced by a newer version from the remote")
-            self._write(path, theirs, sync_dir=False, new=current is None)
+            landing = name in self._landing
+            self._write(path, theirs, sync_dir=False, new=current is None, sync=not landing)
             with self._lock:
                 result.downloaded.append(name)
         self._record(name, etag, theirs)

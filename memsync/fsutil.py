@@ -158,6 +158,32 @@ def fsync_dir(path: Path) -> None:
             os.close(dfd)
 
 
+def sync_filesystem(path: Path) -> bool:
+    """Flush everything written on `path`'s filesystem with one syncfs(2) (Linux): a pull of
+    thousands of new files pays one flush instead of an fsync each. False where there is no
+    syncfs; the caller then fsyncs file by file."""
+    try:
+        import ctypes
+
+        syncfs = ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError):
+        return False
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        return syncfs(fd) == 0
+    finally:
+        os.close(fd)
+
+
+def fsync_file(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
 @contextlib.contextmanager
 def file_lock(path: Path, timeout: float | None = None) -> Iterator[None]:
     """An exclusive advisory lock held across processes (flock on `path`).

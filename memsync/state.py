@@ -69,8 +69,11 @@ class State:
         payload = json.dumps(data, indent=1, sort_keys=True).encode()
         atomic_write(self.dir / name, payload)
 
-    def save(self) -> None:
+    def save_meta(self) -> None:
         self._write_json("meta.json", self.meta)
+
+    def save(self) -> None:
+        self.save_meta()
         if self.seen != self._seen_saved:
             # a cache (see localfiles.py): a lost or torn one means files are read again
             payload = json.dumps(self.seen, separators=(",", ":")).encode()
