@@ -1,5 +1,6 @@
 """Console entry point. `memsync hook ...` skips Typer and Rich entirely: hooks run on every
-tool call and must start fast."""
+tool call and must start fast. So does a plain `memsync pull|push|sync` (cli/plain.py);
+everything else, and any argument the plain path does not know, goes through Typer."""
 
 from __future__ import annotations
 
@@ -12,6 +13,13 @@ def main() -> None:
         from memsync.hooks import main as hook_main
 
         sys.exit(hook_main(argv[1:]))
+    if argv[:1] in (["pull"], ["push"], ["sync"]):
+        from memsync.cli.plain import run_plain
+
+        code = run_plain(argv)
+        if code is not None:
+            sys.stdout.flush()
+            sys.exit(code)
     from memsync.cli import run
 
     run()

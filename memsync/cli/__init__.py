@@ -1,10 +1,10 @@
 """The command line: Typer and Rich live here and nowhere else. Commands call the core and
-render what it returns; every MemsyncError becomes one sentence and its exit code."""
+render what it returns; every MemsyncError becomes one sentence and its exit code.
+
+Nothing is imported here at package level: `memsync.cli.plain` (a plain pull/push/sync) must
+load without Typer."""
 
 from __future__ import annotations
-
-from memsync.cli.common import app, fail
-from memsync.errors import MemsyncError
 
 
 def _register() -> None:
@@ -14,6 +14,10 @@ def _register() -> None:
 
 
 def run() -> None:
+    from memsync.cli.common import app
+    from memsync.cli.plain import fail
+    from memsync.errors import MemsyncError
+
     _register()
     try:
         app()  # standalone: usage errors print Typer's message and exit 2

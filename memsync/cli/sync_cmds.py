@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
@@ -19,90 +19,11 @@ from memsync.cli.common import (
     context,
     emit_json,
     engine_for,
-    err,
     fail,
     out,
 )
+from memsync.cli.plain import transfer
 from memsync.errors import UserError
-
-if TYPE_CHECKING:
-    from memsync.engine import Engine, SyncResult
-
-
-def _progress_runner(engine: Engine, **kwargs) -> SyncResult:  # noqa: ANN003
-    """Run a sync with a Rich progress bar when there are many files and a terminal."""
-    if not err.is_terminal:
-        return engine.run(**kwargs)
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        console=err.rich,
-        transient=True,
-    ) as bar:
-        task = None
-
-        def progress(done: int, total: int) -> None:
-            nonlocal task
-            if total < 20:
-                return
-            if task is None:
-                task = bar.add_task(kwargs.get("mode", "sync"), total=total)
-            bar.update(task, completed=done)
-
-        return engine.run(progress=progress, **kwargs)
-
-
-def _report(result: SyncResult, stats: bool) -> None:
-    """Print what happened and exit with the contract's code."""
-    if result.disabled:
-        err.print("memsync: sync is off (MEMSYNC_SYNC=off); nothing was sent or fetched.")
-        return
-    verbs = (
-        ("uploaded", "pushed"),
-        ("downloaded", "pulled"),
-        ("merged", "merged"),
-        ("deleted_remote", "deleted on the remote"),
-        ("deleted_local", "deleted here (kept in history)"),
-    )
-    # one plain write: Rich takes about 0.2 ms a line, a second for a pull of 5000 files
-    lines = [f"{verb}: {name}\n" for attr, verb in verbs for name in getattr(result, attr)]
-    if lines:
-        out.file.write("".join(lines))
-        out.file.flush()
-    for note in result.notes:
-        err.print(f"note: {note}", markup=False)
-    for conflict in result.conflicts:
-        err.print(f"conflict: {conflict}", markup=False)
-    for name, reason in sorted(result.refused.items()):
-        err.print(f"refused: {name}: {reason}", markup=False)
-    for name, reason in sorted(result.refused_remote.items()):
-        err.print(f"refused from the remote: {name}: {reason}", markup=False)
-    for name, reason in sorted(result.errors.items()):
-        err.print(f"error: {name}: {reason}", markup=False)
-    if result.skipped:
-        err.print(f"not done in time: {len(result.skipped)} file(s); run `memsync sync`.")
-    if not result.changes and not (result.refused or result.errors or result.offline):
-        out.print("Everything is in sync.")
-    if stats:
-        s = result.stats
-        kinds = ", ".join(f"{k} {v}" for k, v in sorted(s.requests.items())) or "none"
-        err.print(
-            f"requests: {s.total()} ({kinds}); up {s.bytes_up} B, down {s.bytes_down} B; "
-            f"{result.seconds:.2f} s",
-            markup=False,
-        )
-    if result.offline:
-        fail(
-            f"the remote is unreachable ({result.offline}); {len(result.queued)} change(s) "
-            "queued, they go out with the next pull, push or sync",
-            3,
-        )
-    if result.refused or result.refused_remote or result.errors:
-        count = len(result.refused) + len(result.refused_remote) + len(result.errors)
-        fail(f"{count} file(s) were not synced; see the lines above", 1)
 
 
 @app.command()
@@ -114,8 +35,7 @@ def pull(
     stats: StatsOpt = False,
 ) -> None:
     """Bring remote changes here (pending pushes go out first)."""
-    engine = engine_for(memory_dir, remote, project)
-    _report(_progress_runner(engine, mode="pull", force=force), stats)
+    transfer("pull", memory_dir, remote, project, force, stats)
 
 
 @app.command()
@@ -135,20 +55,7 @@ def push(
     stats: StatsOpt = False,
 ) -> None:
     """Send local changes to the remote, merging where the remote changed too."""
-    engine = engine_for(memory_dir, remote, project)
-    allowed: dict[str, set[str]] = {}
-    if allow:
-        if not paths:
-            raise UserError("--allow needs its file(s): memsync push --allow KIND FILE")
-        allowed = {engine.name_of(p): set(allow) for p in paths}
-    result = _progress_runner(
-        engine,
-        mode="push",
-        paths=[str(p) for p in paths] if paths else None,
-        force=force,
-        allow=allowed,
-    )
-    _report(result, stats)
+    transfer("push", memory_dir, remote, project, force, stats, paths, allow)
 
 
 @app.command()
@@ -160,8 +67,7 @@ def sync(
     stats: StatsOpt = False,
 ) -> None:
     """Two-way sync: push local changes, pull remote ones, merge where both changed."""
-    engine = engine_for(memory_dir, remote, project)
-    _report(_progress_runner(engine, mode="sync", force=force), stats)
+    transfer("sync", memory_dir, remote, project, force, stats)
 
 
 def _when(ts: float | None) -> str:
