@@ -149,13 +149,21 @@ def sweep_temp_files(folder: Path) -> int:
     )
 
 
-def fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        dfd = os.open(path, os.O_RDONLY)
+def _fsync_path(path: Path, ignored: type[OSError]) -> None:
+    with contextlib.suppress(ignored):
+        fd = os.open(path, os.O_RDONLY)
         try:
-            os.fsync(dfd)
+            os.fsync(fd)
         finally:
-            os.close(dfd)
+            os.close(fd)
+
+
+def fsync_dir(path: Path) -> None:
+    _fsync_path(path, OSError)  # some filesystems refuse to fsync a directory
+
+
+def fsync_file(path: Path) -> None:
+    _fsync_path(path, FileNotFoundError)  # gone meanwhile; anything else is worth raising
 
 
 def sync_filesystem(path: Path) -> bool:
@@ -173,15 +181,6 @@ def sync_filesystem(path: Path) -> bool:
         return syncfs(fd) == 0
     finally:
         os.close(fd)
-
-
-def fsync_file(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 @contextlib.contextmanager

@@ -21,36 +21,13 @@ from memsync.cli.common import (
     fail,
     out,
 )
+from memsync.cli.plain import progress_bar
 from memsync.errors import UserError
 
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 DryRunOpt = Annotated[
     bool, typer.Option("--dry-run", help="Show what would happen; change nothing.")
 ]
-
-
-def _bar(label: str):  # noqa: ANN202 - (progress callback, context manager)
-    """A Rich progress bar on a terminal for large jobs; a no-op otherwise."""
-    import contextlib
-
-    if not err.is_terminal:
-        return None, contextlib.nullcontext()
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-
-    bar = Progress(
-        TextColumn(label), BarColumn(), MofNCompleteColumn(), console=err.rich, transient=True
-    )
-    task = None
-
-    def tick(done: int, total: int) -> None:
-        nonlocal task
-        if total < 20:
-            return
-        if task is None:
-            task = bar.add_task(label, total=total)
-        bar.update(task, completed=done)
-
-    return tick, bar
 
 
 @app.command("ls")
@@ -132,7 +109,7 @@ def export_cmd(
 
     if source not in ("remote", "local"):
         raise UserError(f"--from must be remote or local, not {source!r}")
-    tick, bar = _bar("export")
+    tick, bar = progress_bar("export")
     with bar:
         result = export(engine_for(memory_dir, remote, project), path, source, tick)  # type: ignore[arg-type]
     for name, why in sorted(result.refused.items()):
@@ -155,7 +132,7 @@ def import_cmd(
     """Restore an archive into the remote (verified, conditional writes, never clobbers)."""
     from memsync.admin import import_archive
 
-    tick, bar = _bar("import")
+    tick, bar = progress_bar("import")
     with bar:
         result = import_archive(engine_for(memory_dir, remote, project), path, force, tick)
     for name, why in sorted(result.skipped.items()):

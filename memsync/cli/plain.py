@@ -84,30 +84,35 @@ def emit_json(command: str, data: dict[str, Any]) -> None:
     sys.stdout.write(mask(json.dumps(doc, indent=2, sort_keys=True, default=str)) + "\n")
 
 
-def progress_runner(engine: Engine, **kwargs) -> SyncResult:  # noqa: ANN003
-    """Run a sync with a Rich progress bar when there are many files and a terminal."""
+def progress_bar(label: str):  # noqa: ANN201 - (progress callback or None, context manager)
+    """A Rich progress bar on a terminal for jobs of 20 files or more; a no-op otherwise."""
+    import contextlib
+
     if not err.is_terminal:
-        return engine.run(**kwargs)
+        return None, contextlib.nullcontext()
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        console=err.rich,
-        transient=True,
-    ) as bar:
-        task = None
+    bar = Progress(
+        TextColumn(label), BarColumn(), MofNCompleteColumn(), console=err.rich, transient=True
+    )
+    task = None
 
-        def progress(done: int, total: int) -> None:
-            nonlocal task
-            if total < 20:
-                return
-            if task is None:
-                task = bar.add_task(kwargs.get("mode", "sync"), total=total)
-            bar.update(task, completed=done)
+    def tick(done: int, total: int) -> None:
+        nonlocal task
+        if total < 20:
+            return
+        if task is None:
+            task = bar.add_task(label, total=total)
+        bar.update(task, completed=done)
 
-        return engine.run(progress=progress, **kwargs)
+    return tick, bar
+
+
+def progress_runner(engine: Engine, **kwargs) -> SyncResult:  # noqa: ANN003
+    """Run a sync with a progress bar when there are many files and a terminal."""
+    tick, bar = progress_bar(kwargs.get("mode", "sync"))
+    with bar:
+        return engine.run(progress=tick, **kwargs)
 
 
 def report(result: SyncResult, stats: bool) -> None:
