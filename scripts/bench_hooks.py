@@ -7,6 +7,7 @@ Rows: `memsync --help`; the post-tool-use hook for a file outside the memory dir
 run after every Write/Edit); post-tool-use for a memory file (validate + one conditional PUT);
 session-start with 50 unchanged files (one listing, then the primer). Folder remote by default;
 --azurite repeats the network rows against a fresh Azurite (.tools/, see scripts/test.sh).
+memsync runs from a fresh venv with `pip install .`, as in scripts/bench.py.
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from bench import install  # noqa: E402
+
 from tests.azurite import start_azurite  # noqa: E402
 
 
@@ -36,7 +41,9 @@ def median_seconds(cmd: list[str], env: dict[str, str], stdin: str = "", runs: i
     return statistics.median(times)
 
 
-def rows(tmp: Path, remote: str, extra_env: dict[str, str]) -> list[tuple[str, float]]:
+def rows(
+    tmp: Path, remote: str, extra_env: dict[str, str], python: Path
+) -> list[tuple[str, float]]:
     mem = tmp / "memory"
     mem.mkdir()
     for i in range(50):
@@ -51,7 +58,7 @@ def rows(tmp: Path, remote: str, extra_env: dict[str, str]) -> list[tuple[str, f
         MEMSYNC_PROJECT="bench",
         **extra_env,
     )
-    cmd = [sys.executable, "-m", "memsync"]
+    cmd = [str(python), "-m", "memsync"]
     subprocess.run([*cmd, "push"], env=env, check=True, capture_output=True)
     outside = json.dumps(
         {
@@ -85,7 +92,7 @@ def rows(tmp: Path, remote: str, extra_env: dict[str, str]) -> list[tuple[str, f
     return [
         (
             "python -c pass (interpreter start-up, for reference)",
-            median_seconds([sys.executable, "-c", "pass"], env),
+            median_seconds([str(python), "-c", "pass"], env),
         ),
         ("memsync --help", median_seconds([*cmd, "--help"], env)),
         (
@@ -107,15 +114,16 @@ def main() -> None:
     results = []
     with tempfile.TemporaryDirectory(prefix="memsync-hooks-") as t:
         tmp = Path(t)
+        python = install(tmp) / "python"
         (tmp / "folder" / "remote").mkdir(parents=True)
-        for name, secs in rows(tmp / "folder", (tmp / "folder" / "remote").as_uri(), {}):
+        for name, secs in rows(tmp / "folder", (tmp / "folder" / "remote").as_uri(), {}, python):
             results.append(("folder", name, secs))
         if args.azurite:
             server = start_azurite(tmp / "azurite")
             try:
                 (tmp / "az").mkdir()
                 env = {"AZURE_STORAGE_CONNECTION_STRING": server.connection_string}
-                for name, secs in rows(tmp / "az", server.url(), env)[2:]:
+                for name, secs in rows(tmp / "az", server.url(), env, python)[2:]:
                     results.append(("Azurite", name, secs))
             finally:
                 server.stop()

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import click
 import pytest
+import typer
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from typer.main import get_command
@@ -38,7 +38,7 @@ def typer_params(argv: list[str]) -> dict[str, Any] | None:
     command = get_command(app).commands[argv[0]]  # type: ignore[attr-defined]
     try:
         return command.make_context(argv[0], list(argv[1:])).params
-    except (click.exceptions.ClickException, click.exceptions.Exit):
+    except (typer.TyperException, typer.Exit):  # a usage error; --help
         return None
 
 
