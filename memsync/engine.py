@@ -694,13 +694,14 @@ class _Run:
         return self.local.mtimes.get(name)
 
 
-def _read_file(path: str) -> bytes:
+def _read_file(path: str | Path) -> bytes:
     with open(path, "rb") as f:
         return f.read()
 
 
 def _read(path: Path) -> bytes | None:
+    """The file's bytes, or None if it does not exist."""
     try:
-        return path.read_bytes()
+        return _read_file(path)
     except (FileNotFoundError, NotADirectoryError):
         return None

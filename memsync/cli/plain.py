@@ -244,5 +244,5 @@ def run_plain(argv: list[str]) -> int | None:
     except MemsyncError as exc:
         fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
-        fail("interrupted", 130)
+        fail("interrupted", 1)  # as under Typer: the contract has no code of its own for it
     return 0
