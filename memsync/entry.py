@@ -18,7 +18,6 @@ def main() -> None:
 
         code = run_plain(argv)
         if code is not None:
-            sys.stdout.flush()
             sys.exit(code)
     from memsync.cli import run
 

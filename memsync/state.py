@@ -61,24 +61,38 @@ class State:
         self.records = {name: Record(**rec) for name, rec in raw.items() if isinstance(rec, dict)}
         self._saved = dict(self.records)
         self.meta = self._json("meta.json", {})
-        raw_seen = self._json("seen.json", {})
-        self.seen: dict[str, list] = raw_seen if isinstance(raw_seen, dict) else {}
-        self._seen_saved = dict(self.seen)
+        self._seen: dict[str, list] | None = None  # read on first use: only a scan needs it
+        self._seen_saved: dict[str, list] = {}
 
     def _write_json(self, name: str, data: Any) -> None:
         payload = json.dumps(data, indent=1, sort_keys=True).encode()
         atomic_write(self.dir / name, payload)
+
+    @property
+    def seen(self) -> dict[str, list]:
+        """The scan's stat cache (see localfiles.py): name -> [size, mtime_ns, ctime_ns, inode,
+        sha256]."""
+        if self._seen is None:
+            raw = self._json("seen.json", {})
+            self._seen = raw if isinstance(raw, dict) else {}
+            self._seen_saved = dict(self._seen)
+        return self._seen
+
+    @seen.setter
+    def seen(self, value: dict[str, list]) -> None:
+        _ = self.seen  # the saved copy must be read before it is replaced
+        self._seen = value
 
     def save_meta(self) -> None:
         self._write_json("meta.json", self.meta)
 
     def save(self) -> None:
         self.save_meta()
-        if self.seen != self._seen_saved:
+        if self._seen is not None and self._seen != self._seen_saved:
             # a cache (see localfiles.py): a lost or torn one means files are read again
-            payload = json.dumps(self.seen, separators=(",", ":")).encode()
+            payload = json.dumps(self._seen, separators=(",", ":")).encode()
             atomic_write(self.dir / "seen.json", payload, sync=False)
-            self._seen_saved = dict(self.seen)
+            self._seen_saved = dict(self._seen)
         if self.records == self._saved:
             return  # a no-op sync: rewriting thousands of records would be most of its time
         self._write_json("records.json", {n: asdict(r) for n, r in sorted(self.records.items())})
