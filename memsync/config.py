@@ -11,9 +11,8 @@ import json
 import os
 import re
 import socket
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
 from memsync.errors import ConfigError
@@ -248,8 +247,7 @@ def strip_query(url: str) -> str:
     return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
 
 
-@dataclass
-class Context:
+class Context(NamedTuple):
     """Everything a command needs, resolved once."""
 
     home: Path
@@ -257,7 +255,7 @@ class Context:
     remote: str
     project: str
     device: str
-    settings: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any]
     embedded_remote: bool = False  # the default folder remote under MEMSYNC_HOME
 
     @property

@@ -9,7 +9,6 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from memsync import planner
@@ -63,25 +62,27 @@ def is_ignored(relpath: str) -> bool:
     )
 
 
-@dataclass
 class SyncResult:
-    mode: str
-    uploaded: list[str] = field(default_factory=list)
-    downloaded: list[str] = field(default_factory=list)
-    merged: list[str] = field(default_factory=list)
-    deleted_remote: list[str] = field(default_factory=list)
-    deleted_local: list[str] = field(default_factory=list)
-    conflicts: list[str] = field(default_factory=list)
-    refused: dict[str, str] = field(default_factory=dict)
-    refused_remote: dict[str, str] = field(default_factory=dict)
-    errors: dict[str, str] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
-    queued: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)  # not started before the deadline
-    offline: str | None = None
-    disabled: bool = False
-    stats: Stats = field(default_factory=Stats)
-    seconds: float = 0.0
+    """What one pull, push or sync did, by file name (a plain class: see _Run)."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.uploaded: list[str] = []
+        self.downloaded: list[str] = []
+        self.merged: list[str] = []
+        self.deleted_remote: list[str] = []
+        self.deleted_local: list[str] = []
+        self.conflicts: list[str] = []
+        self.refused: dict[str, str] = {}
+        self.refused_remote: dict[str, str] = {}
+        self.errors: dict[str, str] = {}
+        self.notes: list[str] = []
+        self.queued: list[str] = []
+        self.skipped: list[str] = []  # not started before the deadline
+        self.offline: str | None = None
+        self.disabled = False
+        self.stats = Stats()
+        self.seconds = 0.0
 
     @property
     def changes(self) -> int:
@@ -97,12 +98,12 @@ class SyncResult:
         )
 
 
-@dataclass
 class LocalScan:
-    content: LocalFiles
-    refused: dict[str, str]
-    mtimes: dict[str, float]
-    swept: int = 0  # stale temp files of killed writers, removed
+    def __init__(
+        self, content: LocalFiles, refused: dict[str, str], mtimes: dict[str, float]
+    ) -> None:
+        self.content, self.refused, self.mtimes = content, refused, mtimes
+        self.swept = 0  # stale temp files of killed writers, removed
 
 
 class Engine:
@@ -681,14 +682,26 @@ class Engine:
             self.state.keep(name, content, reason)
 
 
-@dataclass
 class _Run:
-    """What one run knows about both sides when it starts."""
+    """What one run knows about both sides when it starts.
 
-    local: LocalScan
-    local_hashes: dict[str, str]
-    remote: dict[str, str]
-    modified: dict[str, float]
+    This module and the stores it drives are on every sync's path: their classes are plain
+    classes and NamedTuples, not dataclasses, which cost a process ~25 ms to import and build
+    (docs/benchmarks.md)."""
+
+    def __init__(
+        self,
+        local: LocalScan,
+        local_hashes: dict[str, str],
+        remote: dict[str, str],
+        modified: dict[str, float],
+    ) -> None:
+        self.local, self.local_hashes, self.remote, self.modified = (
+            local,
+            local_hashes,
+            remote,
+            modified,
+        )
 
     def mtime(self, name: str) -> float | None:
         return self.local.mtimes.get(name)

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memsync.errors import RefusedFile
 
@@ -34,8 +33,7 @@ class FrontmatterError(ValueError):
     """The frontmatter block is missing or malformed; the message says how."""
 
 
-@dataclass
-class Document:
+class Document(NamedTuple):
     """A parsed memory file. `meta` is None for files without frontmatter (MEMORY.md)."""
 
     meta: dict[str, Any] | None

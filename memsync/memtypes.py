@@ -7,14 +7,12 @@ they merge line by line.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 FACT_FIELDS = ("name", "description")
 
 
-@dataclass(frozen=True)
-class MemoryType:
+class MemoryType(NamedTuple):
     name: str
     pattern: str  # regex over the file's base name
     merge: str  # key into memsync.merge.STRATEGIES

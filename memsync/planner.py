@@ -4,8 +4,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from enum import Enum
+from typing import NamedTuple
 
 from memsync.state import Record
 
@@ -22,8 +22,7 @@ class Kind(str, Enum):
         return self.value
 
 
-@dataclass(frozen=True)
-class Action:
+class Action(NamedTuple):
     kind: Kind
     name: str
     reason: str

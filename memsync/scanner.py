@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 KINDS: dict[str, str] = {
     "private_key": "PEM private key",
@@ -30,8 +30,7 @@ KINDS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     kind: str
     line: int  # 1-based
     column: int  # 1-based

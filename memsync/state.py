@@ -6,16 +6,14 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import quote, unquote
 
 from memsync.fsutil import atomic_write, private_dir, sha256
 
 
-@dataclass(frozen=True)
-class Record:
+class Record(NamedTuple):
     """What a file looked like when it was last in sync on both sides."""
 
     etag: str  # the remote ETag at that moment
@@ -23,8 +21,7 @@ class Record:
     synced_at: float
 
 
-@dataclass(frozen=True)
-class Version:
+class Version(NamedTuple):
     """One copy of a file kept in local history."""
 
     name: str
@@ -95,7 +92,7 @@ class State:
             self._seen_saved = dict(self._seen)
         if self.records == self._saved:
             return  # a no-op sync: rewriting thousands of records would be most of its time
-        self._write_json("records.json", {n: asdict(r) for n, r in sorted(self.records.items())})
+        self._write_json("records.json", {n: r._asdict() for n, r in sorted(self.records.items())})
         self._saved = dict(self.records)
         self._collect_bases()
 

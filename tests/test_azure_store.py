@@ -4,8 +4,6 @@ URL parsing, credential order, error translation and exact request counts."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from memsync.errors import AuthError, ConfigError, NotFound, Unreachable
 from memsync.stores import open_store
@@ -193,19 +191,6 @@ def test_a_listing_name_azure_had_to_percent_encode_is_decoded():
     assert sorted(entries) == ["ctl\x07.md", "ok.md"]
     assert entries["ok.md"].size == 7 and marker == "m2"
     assert entries["ctl\x07.md"].modified > 0
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.integers(min_value=0, max_value=253402300799))  # up to 9999-12-31
-def test_http_dates_read_as_the_email_package_reads_them(moment):
-    from email.utils import formatdate, parsedate_to_datetime
-
-    from memsync.stores.azure import http_date
-
-    sent = formatdate(moment, usegmt=True)  # the form Azure sends
-    assert http_date(sent) == parsedate_to_datetime(sent).timestamp() == moment
-    offset = formatdate(moment, localtime=False)  # "-0000": the fallback path
-    assert http_date(offset) == parsedate_to_datetime(offset).timestamp()
 
 
 def test_environment_settings_are_read_once_unless_a_proxy_is_configured(monkeypatch):

@@ -102,9 +102,11 @@ def test_outage_exits_3_queues_and_drains_after_restart(tmp_path):
         server.stop()
 
 
-def test_a_sync_with_an_account_key_imports_neither_the_azure_sdk_nor_pydantic(tmp_path, azure_url):
+def test_a_sync_with_an_account_key_imports_only_what_it_needs(tmp_path, azure_url):
     """Start-up is most of a small sync: the account-key path talks REST itself, and the CLI
-    parser must not pull in pydantic (typer 0.29 does, at ~0.12 s a command; see pyproject)."""
+    parser must not pull in pydantic (typer 0.29 does, at ~0.12 s a command; see pyproject).
+    Nor do the sync's own modules import what costs more than the sync's work: dataclasses
+    (with inspect), http.client (with email and ssl), datetime (docs/benchmarks.md)."""
     device = make_device(tmp_path, "lean", azure_url)
     device.write("project_a.md", "a fact\n", type="project")
     snippet = (
@@ -113,6 +115,11 @@ def test_a_sync_with_an_account_key_imports_neither_the_azure_sdk_nor_pydantic(t
         "sys.argv = ['memsync', 'sync']\n"
         "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code"
     )
-    out, heavy = device.imports(snippet, ("azure", "pydantic", "anthropic", "requests"))
+    heavy = ("azure", "pydantic", "anthropic", "requests", "typer", "rich", "yaml")
+    costly = ("dataclasses", "inspect", "http", "email", "ssl", "datetime")
+    out, loaded = device.imports(snippet, heavy + costly)
     assert "pushed: project_a.md" in out
-    assert heavy == []
+    assert loaded == []
+    out, loaded = device.imports(snippet, heavy + costly)  # and the no-op that follows
+    assert "in sync" in out.lower()
+    assert loaded == []

@@ -236,3 +236,108 @@ def test_https_verifies_the_server_against_the_configured_bundle(serve, tmp_path
     monkeypatch.delenv("REQUESTS_CA_BUNDLE")  # an unknown issuer is refused, never trusted
     with pytest.raises(Unreachable):
         open_store(url, "proj").get("a.md")
+
+
+class _RawServer:
+    """A loopback server that reads one request head at a time and answers the n-th request
+    (on any connection) with the raw bytes `answers[n]`; None closes the connection without an
+    answer, and an n in `close_after` closes it once that answer is sent."""
+
+    def __init__(self, answers: list[bytes | None], close_after: set[int]) -> None:
+        self.answers, self.close_after = answers, close_after
+        self.heads: list[bytes] = []
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            with conn:
+                self._answer(conn)
+
+    def _answer(self, conn: socket.socket) -> None:
+        buffered = b""
+        while len(self.heads) < len(self.answers):
+            while b"\r\n\r\n" not in buffered:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                buffered += chunk
+            head, _, buffered = buffered.partition(b"\r\n\r\n")
+            self.heads.append(head)
+            n = len(self.heads) - 1
+            if self.answers[n] is None:
+                return
+            conn.sendall(self.answers[n])
+            if n in self.close_after:
+                return
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+@pytest.fixture
+def raw() -> Iterator[Callable[..., _RawServer]]:
+    servers: list[_RawServer] = []
+
+    def start(answers: list[bytes | None], close_after: set[int] | None = None) -> _RawServer:
+        servers.append(_RawServer(answers, close_after or set()))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+def test_answers_are_framed_by_length_chunks_or_close(raw):
+    """Every framing RFC 9112 allows, on one kept-alive connection until the server closes."""
+    server = raw(
+        [
+            b'HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nETag: "a"\r\n'
+            b"Content-Length: 0\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+            b"5;ext=1\r\nhello\r\n7\r\n, world\r\n0\r\nX-Trailer: t\r\n\r\n",
+            b'HTTP/1.1 200 OK\r\nContent-Length: 11\r\nETag: "b"\r\n\r\n',
+            b"HTTP/1.1 204 No Content\r\n\r\n",
+            b"HTTP/1.0 200 OK\r\nX-Ms-Request-Id: r\r\n\r\nuntil the server closes",
+        ]
+    )
+    client, _ = _client(server.port)
+    created = client.request("put", "PUT", "/a", body=b"x")
+    assert (created.status, created.reason, created.headers.get("ETag")) == (201, "Created", '"a"')
+    assert client.request("get", "GET", "/b").body == b"hello, world"
+    head = client.request("head", "HEAD", "/c")  # its Content-Length is a GET's: no body follows
+    assert (head.status, head.body, head.headers.get("etag")) == (200, b"", '"b"')
+    assert client.request("delete", "DELETE", "/d").status == 204
+    closing = client.request("get", "GET", "/e")
+    assert closing.body == b"until the server closes"
+    assert closing.headers.get("X-MS-REQUEST-ID") == "r"
+    assert client._local.conn.sock is None  # an HTTP/1.0 answer without keep-alive closes
+    assert len(server.heads) == 5 and server.heads[0].startswith(b"PUT /a HTTP/1.1\r\nHost: ")
+
+
+def test_answers_that_are_not_http_are_retried_then_unreachable(raw):
+    server = raw([b"SSH-2.0-OpenSSH\r\n\r\n"] * 4)
+    client, counted = _client(server.port)
+    with pytest.raises(Unreachable, match="did not answer in HTTP/1.x"):
+        client.request("get", "GET", "/a")
+    assert counted == ["get"] * 4
+
+
+def test_an_answer_cut_short_is_sent_again(raw):
+    """A body shorter than its Content-Length, a chunk cut off: never returned as the answer."""
+    server = raw(
+        [
+            b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nab",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+        ],
+        close_after={0, 1},
+    )
+    client, counted = _client(server.port)
+    assert client.request("get", "GET", "/a").body == b"abc"
+    assert len(server.heads) == 3 and counted == ["get"] * 3

@@ -34,10 +34,10 @@ from memsync.stores.azure import (
     MARKDOWN,
     AzureStore,
     ca_bundle,
-    http_date,
     proxy_configured,
     quote_etag,
 )
+from memsync.stores.httpdate import parse_date
 
 
 def client_options() -> dict[str, Any]:
@@ -192,7 +192,7 @@ class AzureSDKStore(AzureStore):
             self.client.exists(
                 raw_response_hook=lambda r: seen.append(r.http_response.headers.get("Date", ""))
             )
-        return http_date(seen[-1]) if seen and seen[-1] else None
+        return parse_date(seen[-1]) if seen and seen[-1] else None
 
     def close(self) -> None:
         self.client.close()

@@ -9,14 +9,12 @@ from __future__ import annotations
 import re
 import threading
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from memsync.errors import UnsafeKey
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
     """One remote object as a listing reports it."""
 
     key: str
@@ -25,14 +23,17 @@ class Entry:
     modified: float = 0.0  # seconds since the epoch
 
 
-@dataclass
 class Stats:
     """Requests sent by kind and bytes moved, for `--stats` and benchmarks."""
 
-    requests: Counter[str] = field(default_factory=Counter)
-    bytes_up: int = 0
-    bytes_down: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    def __init__(self) -> None:
+        self.requests: Counter[str] = Counter()
+        self.bytes_up = 0
+        self.bytes_down = 0
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"Stats({self.as_dict()})"
 
     def count(self, kind: str, up: int = 0, down: int = 0) -> None:
         with self._lock:
