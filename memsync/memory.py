@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memsync.errors import RefusedFile
+from memsync.lean_typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from types import ModuleType
+    from typing import Any
 
 INDEX_NAME = "MEMORY.md"
 DEFAULT_MAX_BYTES = 1024 * 1024
@@ -101,6 +102,10 @@ def load_yaml(source: str) -> dict[str, Any]:
         where = f" at line {mark.line + 2}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or "invalid YAML"
         raise FrontmatterError(f"the frontmatter is not valid YAML{where} ({problem})") from None
+    except FrontmatterError:
+        raise
+    except ValueError as exc:  # a scalar YAML resolves but cannot build: 0b_, 2026-02-30
+        raise FrontmatterError(f"the frontmatter has a value YAML cannot read ({exc})") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
