@@ -12,10 +12,13 @@ import os
 import re
 import socket
 from pathlib import Path
-from typing import Any, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
 from memsync.errors import ConfigError
+from memsync.lean_typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from typing import Any
 
 SETTINGS_FILE = "settings.json"
 

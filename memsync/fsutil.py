@@ -10,7 +10,11 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+
+from memsync.lean_typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 
 def sha256(data: bytes) -> str:

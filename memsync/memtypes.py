@@ -7,7 +7,11 @@ they merge line by line.
 from __future__ import annotations
 
 import re
-from typing import Any, NamedTuple
+
+from memsync.lean_typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from typing import Any
 
 FACT_FIELDS = ("name", "description")
 

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from enum import Enum
-from typing import NamedTuple
 
-from memsync.state import Record
+from memsync.lean_typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from memsync.state import Record
 
 
 class Kind(str, Enum):

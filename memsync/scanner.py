@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from typing import NamedTuple
+
+from memsync.lean_typing import NamedTuple
 
 KINDS: dict[str, str] = {
     "private_key": "PEM private key",

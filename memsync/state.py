@@ -7,10 +7,13 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any, NamedTuple
 from urllib.parse import quote, unquote
 
 from memsync.fsutil import atomic_write, private_dir, sha256
+from memsync.lean_typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from typing import Any
 
 
 class Record(NamedTuple):

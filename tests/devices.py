@@ -12,6 +12,8 @@ from pathlib import Path
 
 from tests.conftest import write_memory
 
+ROOT = Path(__file__).resolve().parent.parent
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -73,15 +75,21 @@ class Device:
 
     def imports(self, snippet: str, prefixes: tuple[str, ...]) -> tuple[str, list[str]]:
         """Run Python `snippet` in a fresh interpreter with this device's environment:
-        (its stdout, the loaded modules whose names start with one of `prefixes`). Start-up
-        cost is checked by what gets imported, not by time: these machines are noisy."""
+        (its stdout, the modules it loaded whose names start with one of `prefixes`). Start-up
+        cost is checked by what gets imported, not by time: these machines are noisy. The
+        interpreter runs without `site` (memsync from this checkout), so what a machine's .pth
+        files load at start-up (an editable-install finder, a CA hook) is not counted as
+        memsync's; a third-party import on the path fails the run."""
         code = (
-            f"{snippet}\nimport json, sys\n"
-            f"print(json.dumps(sorted(m for m in sys.modules if m.startswith({prefixes!r}))),"
+            "import sys\n_before = set(sys.modules)\n"
+            f"{snippet}\nimport json\n"
+            "loaded = (m for m in sys.modules if m not in _before)\n"
+            f"print(json.dumps(sorted(m for m in loaded if m.startswith({prefixes!r}))),"
             " file=sys.stderr)\n"
         )
+        env = dict(self.env(), PYTHONPATH=str(ROOT))
         proc = subprocess.run(
-            [sys.executable, "-c", code], env=self.env(), capture_output=True, text=True, timeout=60
+            [sys.executable, "-S", "-c", code], env=env, capture_output=True, text=True, timeout=60
         )
         assert proc.returncode == 0, proc.stderr
         return proc.stdout, json.loads(proc.stderr.strip().splitlines()[-1])

@@ -106,7 +106,7 @@ def test_a_sync_with_an_account_key_imports_only_what_it_needs(tmp_path, azure_u
     """Start-up is most of a small sync: the account-key path talks REST itself, and the CLI
     parser must not pull in pydantic (typer 0.29 does, at ~0.12 s a command; see pyproject).
     Nor do the sync's own modules import what costs more than the sync's work: dataclasses
-    (with inspect), http.client (with email and ssl), datetime (docs/benchmarks.md)."""
+    (with inspect), typing, http.client (with email and ssl), datetime (docs/benchmarks.md)."""
     device = make_device(tmp_path, "lean", azure_url)
     device.write("project_a.md", "a fact\n", type="project")
     snippet = (
@@ -116,7 +116,7 @@ def test_a_sync_with_an_account_key_imports_only_what_it_needs(tmp_path, azure_u
         "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code"
     )
     heavy = ("azure", "pydantic", "anthropic", "requests", "typer", "rich", "yaml")
-    costly = ("dataclasses", "inspect", "http", "email", "ssl", "datetime")
+    costly = ("dataclasses", "inspect", "http", "email", "ssl", "datetime", "typing")
     out, loaded = device.imports(snippet, heavy + costly)
     assert "pushed: project_a.md" in out
     assert loaded == []

@@ -9,13 +9,16 @@ import ipaddress
 import socket
 import ssl
 import threading
+from base64 import b64decode, b64encode
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from memsync.errors import Unreachable
+from memsync.errors import ConfigError, Unreachable
 from memsync.stores import open_store
 from memsync.stores.blobhttp import BlobHTTP, SharedKey
 
@@ -341,3 +344,18 @@ def test_an_answer_cut_short_is_sent_again(raw):
     client, counted = _client(server.port)
     assert client.request("get", "GET", "/a").body == b"abc"
     assert len(server.heads) == 3 and counted == ["get"] * 3
+
+
+@given(st.one_of(st.text(max_size=40), st.binary(max_size=30).map(lambda b: b64encode(b).decode())))
+@settings(max_examples=400, deadline=None)
+def test_account_keys_are_read_as_base64_b64decode_validate_reads_them(key):
+    try:
+        expected = b64decode(key, validate=True)
+    except ValueError:
+        with pytest.raises(ConfigError, match="not valid base64") as refused:
+            SharedKey("acct", key)
+        # one sentence, and the key is nowhere in it or in a chained exception
+        assert str(refused.value) == "the account key for 'acct' is not valid base64"
+        assert refused.value.__cause__ is None and refused.value.__suppress_context__
+    else:
+        assert SharedKey("acct", key).key == expected

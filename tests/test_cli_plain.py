@@ -88,7 +88,15 @@ def test_a_plain_sync_imports_neither_typer_nor_rich(tmp_path, verb):
         f"sys.argv = ['memsync', {verb!r}, '--stats']\n"
         "try:\n    main()\nexcept SystemExit as exc:\n    assert exc.code == 0, exc.code\n"
     )
-    costly = ("dataclasses", "inspect", "http", "email", "ssl", "datetime")  # see test_azure_sync
+    costly = (
+        "dataclasses",
+        "inspect",
+        "http",
+        "email",
+        "ssl",
+        "datetime",
+        "typing",
+    )  # see test_azure_sync
     out, loaded = device.imports(snippet, ("typer", "rich", "click", "yaml", *costly))
     assert loaded == []
     assert ("pushed: user_role.md" in out) == (verb != "pull")

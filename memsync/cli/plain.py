@@ -8,13 +8,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from memsync import config
 from memsync.config import Context
 from memsync.errors import MemsyncError, UserError
+from memsync.lean_typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from typing import Any, NoReturn, TextIO
+
     from rich.console import Console
 
     from memsync.engine import Engine, SyncResult

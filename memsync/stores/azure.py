@@ -16,7 +16,6 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
-from typing import Any, NamedTuple
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from memsync.errors import (
@@ -28,8 +27,12 @@ from memsync.errors import (
     StoreError,
     Unreachable,
 )
+from memsync.lean_typing import TYPE_CHECKING, NamedTuple
 from memsync.stores.base import Entry, Stats, check_key
 from memsync.stores.httpdate import parse_date
+
+if TYPE_CHECKING:
+    from typing import Any
 
 _PROXY_ENV = {"http_proxy", "https_proxy", "all_proxy", "no_proxy"}
 MARKDOWN = "text/markdown; charset=utf-8"

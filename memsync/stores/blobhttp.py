@@ -12,23 +12,28 @@ credentials and proxies go through the SDK instead (memsync.stores.azure_sdk).
 
 from __future__ import annotations
 
-import base64
+import binascii
 import hashlib
 import hmac
+import re
 import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, BinaryIO, NamedTuple
 from urllib.parse import quote, urlencode
 
 from memsync.errors import ConfigError, Unreachable
+from memsync.lean_typing import TYPE_CHECKING, NamedTuple
 from memsync.stores.httpdate import format_date
+
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO
 
 API_VERSION = "2025-11-05"  # served by Azure, by Azurite 3.37, and by azure-storage-blob 12.31
 RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 MAX_LINE = 65536  # http.client's limits for a status or header line, and for the header count
 MAX_HEADERS = 100
+_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 
 # the headers Shared Key signs by position, in the service's order
 _SIGNED = (
@@ -224,10 +229,13 @@ class SharedKey:
 
     def __init__(self, account: str, key: str) -> None:
         self.account = account
+        # base64.b64decode(key, validate=True), without importing base64 for it
         try:
-            self.key = base64.b64decode(key, validate=True)
-        except ValueError as exc:
-            raise ConfigError(f"the account key for {account!r} is not valid base64") from exc
+            if not _BASE64.fullmatch(key):
+                raise binascii.Error("not base64")
+            self.key = binascii.a2b_base64(key)
+        except binascii.Error:
+            raise ConfigError(f"the account key for {account!r} is not valid base64") from None
 
     def string_to_sign(
         self, method: str, path: str, query: Mapping[str, str], headers: Mapping[str, str]
@@ -248,7 +256,7 @@ class SharedKey:
     ) -> str:
         text = self.string_to_sign(method, path, query, headers).encode()
         signature = hmac.new(self.key, text, hashlib.sha256).digest()
-        return f"SharedKey {self.account}:{base64.b64encode(signature).decode()}"
+        return f"SharedKey {self.account}:{binascii.b2a_base64(signature, newline=False).decode()}"
 
 
 def quote_path(path: str) -> str:
