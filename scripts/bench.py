@@ -135,9 +135,10 @@ def bench_size(n: int, repeats: int, work: Path, bin_dir: Path) -> dict[str, obj
         endpoint = server.endpoint
         ms = Memsync(bin_dir / "memsync", endpoint, server.connection_string)
         rc = Rclone(work, server.port)
-        # warm up Azurite (its first requests are slow)
+        # warm up Azurite (its first requests of each kind are slow): puts, a listing, gets
         warm = f"{endpoint}/warm{uuid.uuid4().hex[:8]}/w"
         ms.run("push", warm, work / "warm-home", src)
+        ms.run("pull", warm, work / "warm-home-pull", work / f"warm-pull-{n}")
         rows: dict[str, list[float]] = {
             k: []
             for k in (
