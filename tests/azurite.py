@@ -71,6 +71,9 @@ class Azurite:
                 "--skipApiVersionCheck",
                 "--loose",
                 "--silent",
+                # Azurite 3.35+ sends telemetry by default: off the loopback, and its open
+                # connections kept every stop waiting 5 s before the kill
+                "--disableTelemetry",
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
