@@ -476,6 +476,10 @@ class Engine:
                 with self._lock:
                     result.skipped.append(action.name)
                 return
+            if result.offline:
+                # one request already spent its retries on an unreachable remote: the rest
+                # would each wait as long; the pushes among them are queued below
+                return
             try:
                 self._apply(result, action, run)
             except Unreachable as exc:

@@ -70,6 +70,17 @@ class Device:
             )
         return proc
 
+    def start(self, *args: str) -> subprocess.Popen[str]:
+        """`memsync ARGS` in the background, for a test that acts while it runs."""
+        return subprocess.Popen(
+            [sys.executable, "-m", "memsync", *args],
+            env=self.env(),
+            cwd=self.root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
     def write(self, name: str, body: str = "", **meta: object) -> Path:
         return write_memory(self.memory, name, body, **meta)
 

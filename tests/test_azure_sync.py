@@ -3,6 +3,9 @@ outage in the middle of work (the server stopped, then restarted)."""
 
 from __future__ import annotations
 
+import re
+import time
+
 import pytest
 
 from memsync import config
@@ -97,6 +100,52 @@ def test_outage_exits_3_queues_and_drains_after_restart(tmp_path):
         a.run("sync")
         b.run("sync")
         assert b.files() == a.files()
+        assert "queued" not in a.run("status").stdout
+    finally:
+        server.stop()
+
+
+@pytest.mark.slow
+def test_azurite_stopped_in_the_middle_of_a_sync(tmp_path, monkeypatch):
+    """The server goes away while a sync is uploading: the command gives up at once instead of
+    retrying every remaining file, exits 3, and queues what it did not push."""
+    server = start_azurite(tmp_path / "azurite-data")
+    try:
+        url = server.url()
+        monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", server.connection_string)
+        env = {"AZURE_STORAGE_CONNECTION_STRING": server.connection_string}
+        a = make_device(tmp_path, "a", url, **env)
+        b = make_device(tmp_path, "b", url, **env)
+        a.write("user_role.md", "Engineer.\n", type="user")
+        a.run("sync")  # the container exists: the next sync goes straight to its uploads
+        count = 600
+        for i in range(count):
+            a.write(f"project_{i:04}.md", f"fact {i}\n" * 20, type="project")
+        before = a.files()
+        remote = open_store(url, "e2e-project")
+        proc = a.start("sync", "--stats")
+        deadline = time.monotonic() + 60
+        while len(remote.list()) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        server.stop()
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 3, f"exited {proc.returncode}\n{out}\n{err}"
+        assert "unreachable" in err and "queued" in err
+        assert a.files() == before, "local files are intact"
+        queued = [
+            line for line in a.run("status").stdout.splitlines() if "queued while offline" in line
+        ]
+        server.start()
+        landed = len(remote.list()) - 1
+        assert 0 < landed < count, "the server stopped in the middle of the uploads"
+        assert len(queued) >= count - landed, "every file not uploaded is queued"
+        puts = int(re.search(r"\bput (\d+)", err).group(1))
+        # each of the 16 workers may spend its retries (4 attempts) on the request it was
+        # sending; trying every remaining file would have sent about 4 x 600
+        assert puts <= landed + 16 * 4, f"{puts} PUTs after the server went away"
+        a.run("sync")
+        b.run("sync")
+        assert b.files() == a.files() == before
         assert "queued" not in a.run("status").stdout
     finally:
         server.stop()
