@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from urllib.parse import quote, unquote
 
+from memsync.bases import Bases
 from memsync.fsutil import atomic_write, private_dir, sha256
 from memsync.lean_typing import TYPE_CHECKING, NamedTuple
 
@@ -20,7 +21,7 @@ class Record(NamedTuple):
     """What a file looked like when it was last in sync on both sides."""
 
     etag: str  # the remote ETag at that moment
-    sha: str  # sha256 of the content; the content itself is kept in bases/<sha>
+    sha: str  # sha256 of the content; the content itself is kept in bases.sqlite
     synced_at: float
 
 
@@ -40,7 +41,8 @@ class State:
         self.history_versions = history_versions
         self.records: dict[str, Record] = {}
         self.meta: dict[str, Any] = {}
-        self._bases_ready = False
+        self.bases = Bases(directory)
+        self._new_bases: dict[str, bytes] = {}  # written by save(), before the records
         private_dir(self.dir)
         self._load()
 
@@ -95,28 +97,19 @@ class State:
             self._seen_saved = dict(self._seen)
         if self.records == self._saved:
             return  # a no-op sync: rewriting thousands of records would be most of its time
+        self.bases.put(self._new_bases)
+        self._new_bases = {}
         self._write_json("records.json", {n: r._asdict() for n, r in sorted(self.records.items())})
         self._saved = dict(self.records)
-        self._collect_bases()
+        self.bases.keep_only(rec.sha for rec in self.records.values())
 
     # --- records and bases ----------------------------------------------------------------
 
     def set_synced(self, name: str, etag: str, content: bytes) -> None:
         """Record `content` as the last-synced version of `name`, and keep it as the base of
-        the next three-way merge. Bases are named by their hash and checked against it when
-        read, so they are written without fsync: a base torn by a power cut is ignored (the
-        merge then works from the two sides), never trusted."""
+        the next three-way merge (in bases.sqlite, at the next save, before the records)."""
         digest = sha256(content)
-        if not self._bases_ready:
-            private_dir(self.dir / "bases")
-            self._bases_ready = True
-        base = self.dir / "bases" / digest
-        try:
-            intact = base.stat().st_size == len(content)
-        except FileNotFoundError:
-            intact = False
-        if not intact:
-            atomic_write(base, content, sync=False)
+        self._new_bases[digest] = content
         self.records[name] = Record(etag, digest, time.time())
 
     def forget(self, name: str) -> None:
@@ -126,24 +119,9 @@ class State:
         rec = self.records.get(name)
         if rec is None:
             return None
-        path = self.dir / "bases" / rec.sha
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            return None
-        if sha256(data) != rec.sha:
-            path.unlink(missing_ok=True)  # torn: the next set_synced writes it again
-            return None
-        return data
-
-    def _collect_bases(self) -> None:
-        folder = self.dir / "bases"
-        if not folder.is_dir():
-            return
-        live = {rec.sha for rec in self.records.values()}
-        for path in folder.iterdir():
-            if path.name not in live and not path.name.startswith("."):
-                path.unlink(missing_ok=True)
+        if rec.sha in self._new_bases:
+            return self._new_bases[rec.sha]
+        return self.bases.get(rec.sha)
 
     # --- pending queue, conflicts, refused files ------------------------------------------
 

@@ -34,6 +34,7 @@ from pathlib import Path
 
 import pytest
 
+from memsync.bases import Bases
 from memsync.config import resolve
 from memsync.engine import Engine
 from memsync.memory import check as check_memory
@@ -325,8 +326,10 @@ def check_after_kill(sc: Scenario, before_local: dict[str, bytes]) -> dict[str, 
         data = json.loads(path.read_text(encoding="utf-8"))  # valid JSON or the test fails
         if path.name == "records.json":
             records = data
+    bases = Bases(sdir)
     for name, rec in records.items():
-        assert (sdir / "bases" / rec["sha"]).is_file(), f"record for {name} has no base"
+        assert bases.get(rec["sha"]) is not None, f"record for {name} has no base"
+    bases.close()
     keys = remote_etags(sc.remote_url)
     assert not [k for k in keys if k.endswith(".tmp") or "/." in f"/{k}"], keys
     leftovers = {"memory": temp_files(a.memory), "state": temp_files(sdir), "remote": []}

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 import subprocess
 import sys
+from contextlib import closing
 
 import pytest
 
@@ -79,10 +81,10 @@ def test_a_torn_merge_base_is_ignored_and_both_edits_survive(pair):
     seed(a)
     a.run("push")
     b.run("pull")
-    bases = [p for p in b.home.rglob("bases/*") if not p.name.startswith(".")]
-    assert bases
-    for base in bases:
-        base.write_bytes(base.read_bytes()[:10])
+    (db_path,) = b.home.rglob("bases.sqlite")
+    with closing(sqlite3.connect(db_path)) as db, db:
+        assert db.execute("SELECT count(*) FROM bases").fetchone()[0] > 0
+        db.execute("UPDATE bases SET content = substr(content, 1, 10)")
     with (a.memory / "voice_calibration.md").open("a") as fh:
         fh.write("\n### Missed\n- Laptop: the long answer to a one-word question.\n")
     with (b.memory / "voice_calibration.md").open("a") as fh:
