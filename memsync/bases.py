@@ -119,7 +119,7 @@ class Bases:
         """Move the live bases of the one-file-a-base layout into the database; remove it."""
         adopted = {}
         for path in self.legacy.iterdir():
-            if path.name in live and path.name not in adopted:
+            if path.name in live:
                 try:
                     data = path.read_bytes()
                 except OSError:
