@@ -369,19 +369,19 @@ def _new_meta(period: Period) -> dict[str, Any]:
 
 
 def _source_list(meta: Mapping[str, Any] | None) -> list[str]:
-    value = (meta or {}).get("sources")
+    value = memory.field(meta, "sources")
     return [str(x) for x in value] if isinstance(value, list) else []
 
 
 def _allowances(meta: Mapping[str, Any] | None) -> list[str]:
-    value = (meta or {}).get("allow_sensitive")
+    value = memory.field(meta, "allow_sensitive")
     if isinstance(value, list):
         return [str(x) for x in value]
     return [value] if isinstance(value, str) else []
 
 
 def _sensitive(meta: Mapping[str, Any] | None) -> bool:
-    return str((meta or {}).get("sensitivity", "")).lower() == "high"
+    return str(memory.field(meta, "sensitivity") or "").lower() == "high"
 
 
 def _plan_digests(
@@ -413,13 +413,13 @@ def _plan_digests(
             return None
         if name in docs:
             data, doc = docs[name]
-            if _sensitive(doc.meta) and doc.meta and doc.meta.get("consent") is not True:
+            if _sensitive(doc.meta) and memory.field(doc.meta, "consent") is not True:
                 blocked.add(name)  # a local-only roll-up: never the home of syncable content
                 return None
             meta = dict(doc.meta or {})
             for key in ("name", "description", "type"):
-                if meta.get(key) in (None, ""):
-                    meta[key] = _new_meta(period)[key]
+                if memory.field(meta, key) in (None, ""):
+                    meta = memory.set_field(meta, key, _new_meta(period)[key])
             found = _Target(name, period, meta, sections.parse(doc.body), data)
         else:
             found = _Target(name, period, _new_meta(period), Section(None, 0, ["\n"]), None)
@@ -448,13 +448,13 @@ def _plan_digests(
             listed = _source_list(tgt.meta)
             wanted = sorted({*listed, name, *_source_list(doc.meta)})
             if wanted != listed:
-                tgt.meta["sources"] = wanted
+                tgt.meta = memory.set_field(tgt.meta, "sources", wanted)
                 if name not in tgt.added:
                     tgt.added.append(name)
             allowed = _allowances(tgt.meta)
             extra = [a for a in _allowances(doc.meta) if a not in allowed]
             if extra:
-                tgt.meta["allow_sensitive"] = sorted({*allowed, *extra})
+                tgt.meta = memory.set_field(tgt.meta, "allow_sensitive", sorted({*allowed, *extra}))
         where = ", ".join(into)
         reason = (
             f"its content is now in {where}."
@@ -665,26 +665,28 @@ def _plan_threads(text: str, now: date, policy: Policy) -> tuple[bytes, str] | N
     if source is None:
         return None
     meta = memory.load_yaml(source)
-    if str(meta.get("status", "")).strip().lower() == "dormant":
+    if str(memory.field(meta, "status") or "").strip().lower() == "dormant":
         return None
-    last = _as_date(meta.get("modified"))
+    last = _as_date(memory.field(meta, "modified"))
     if last is None:
         found = _dates_in(body)
         last = max(found) if found else None
     if last is None or (now - last).days <= policy.dormant_days:
         return None
-    if _STATUS_LINE.search(source):
+    if memory.is_nested(meta):  # Claude Code's shape: the status lives under `metadata:`
+        new_source = memory.dump_meta(memory.set_field(meta, "status", "dormant"))
+    elif _STATUS_LINE.search(source):
         new_source = _STATUS_LINE.sub("status: dormant\n", source, count=1)
     else:
         new_source = sections.ensure_newline(source) + "status: dormant\n"
     try:
-        ok = memory.load_yaml(new_source).get("status") == "dormant"
+        ok = memory.field(memory.load_yaml(new_source), "status") == "dormant"
     except memory.FrontmatterError:
         ok = False
     if ok:
         content = _with_frontmatter(new_source, body)
     else:
-        content = memory.render({**meta, "status": "dormant"}, body).encode("utf-8")
+        content = memory.render(memory.set_field(meta, "status", "dormant"), body).encode("utf-8")
     reason = (
         f"marks the threads dormant: untouched since {last.isoformat()}, "
         f"over {policy.dormant_days} days ago."

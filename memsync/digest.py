@@ -364,8 +364,9 @@ def merge_digest_file(
         body_root = sections.parse(doc.body)
         if doc.body.strip():  # a digest written without session sections becomes one
             body_root = session_blocks(body_root, meta, doc.body)
-    meta.setdefault("type", "session_digest")
-    meta.setdefault("date", day.isoformat())
+    for key, value in (("type", "session_digest"), ("date", day.isoformat())):
+        if memory.field(meta, key) is None:  # where this file keeps it (either shape)
+            meta = memory.set_field(meta, key, value)
     if not meta.get("name"):
         meta["name"] = f"Session {day.isoformat()}"
     if description and meta.get("description") in (None, "", _TEMPLATE_DESCRIPTION):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from memsync.errors import RefusedFile
-from memsync.memory import DEFAULT_MAX_BYTES, Document, check
+from memsync.memory import DEFAULT_MAX_BYTES, Document, check, field
 
 
 def check_outbound(
@@ -17,12 +17,13 @@ def check_outbound(
 
     doc = check(name, data, max_bytes)
     meta = doc.meta or {}
-    if str(meta.get("sensitivity", "")).lower() == "high" and meta.get("consent") is not True:
+    sensitivity = str(field(meta, "sensitivity") or "").lower()
+    if sensitivity == "high" and field(meta, "consent") is not True:
         raise RefusedFile(
             name, "it is marked 'sensitivity: high' without 'consent: true', so it stays local"
         )
     allowed = set(allow)
-    extra = meta.get("allow_sensitive")
+    extra = field(meta, "allow_sensitive")
     if isinstance(extra, list):
         allowed |= {str(k) for k in extra}
     elif isinstance(extra, str):

@@ -9,6 +9,7 @@ from memsync.errors import RefusedFile
 from memsync.lean_typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
+    from datetime import datetime
     from types import ModuleType
     from typing import Any
 
@@ -16,18 +17,38 @@ INDEX_NAME = "MEMORY.md"
 DEFAULT_MAX_BYTES = 1024 * 1024
 _FENCE = "---"
 
+# Claude Code (2.1.330, docs/claude-code.md) rewrites the frontmatter of every memory file it
+# writes: `name` and `description` stay at the top level, everything else goes under
+# `metadata:` (`node_type: memory`, `type`, `originSessionId`, `modified`). memsync's own files
+# used to keep `type` and `modified` at the top level. Both shapes are read; a file keeps its own.
+NESTED = "metadata"
+TOP_LEVEL = ("name", "description")  # at the top level in both shapes
+
 
 @cache
 def _yaml() -> tuple[ModuleType, Any, Any]:
     """PyYAML with its safe loader and dumper, in C when available (parsing is on the hooks'
     hot path), imported on first use: a sync with nothing to read does not pay ~25 ms for it."""
+    from datetime import datetime
+
     import yaml
 
-    return (
-        yaml,
-        getattr(yaml, "CSafeLoader", yaml.SafeLoader),
-        getattr(yaml, "CSafeDumper", yaml.SafeDumper),
-    )
+    base = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+    class Dumper(base):  # type: ignore[valid-type,misc]
+        """The safe dumper, writing timestamps the way Claude Code does (ISO 8601, `T`, `Z`)."""
+
+    Dumper.add_representer(datetime, _represent_datetime)
+    return yaml, getattr(yaml, "CSafeLoader", yaml.SafeLoader), Dumper
+
+
+def _represent_datetime(dumper: Any, value: datetime) -> Any:
+    """`2026-11-24T05:47:59.752Z`, as Claude Code writes `modified`, instead of PyYAML's
+    `2026-11-24 05:47:59.752000+00:00`: rewriting a file keeps its timestamps' spelling."""
+    text = value.isoformat(timespec="milliseconds" if value.microsecond else "seconds")
+    if value.utcoffset() is not None and not value.utcoffset():
+        text = text.removesuffix("+00:00") + "Z"
+    return dumper.represent_scalar("tag:yaml.org,2002:timestamp", text)
 
 
 class FrontmatterError(ValueError):
@@ -138,6 +159,44 @@ def render(meta: dict[str, Any] | None, body: str) -> str:
     return f"{_FENCE}\n{dump_meta(meta)}{_FENCE}\n{body}"
 
 
+def field(meta: dict[str, Any] | None, key: str) -> Any:
+    """A frontmatter field in either shape: under `metadata:` (Claude Code's) first, else at the
+    top level. None when neither has it."""
+    if not meta:
+        return None
+    nested = meta.get(NESTED)
+    if isinstance(nested, dict) and nested.get(key) is not None:
+        return nested[key]
+    return meta.get(key)
+
+
+def is_nested(meta: dict[str, Any] | None) -> bool:
+    """True for Claude Code's shape: a `metadata:` mapping."""
+    return bool(meta) and isinstance(meta.get(NESTED), dict)  # type: ignore[union-attr]
+
+
+def set_field(meta: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    """`meta` with `key` set where this file keeps it: under `metadata:` if the file has that
+    mapping (a file Claude Code wrote keeps its shape), else at the top level."""
+    out = dict(meta)
+    if key in TOP_LEVEL or not is_nested(out):
+        out[key] = value
+        return out
+    nested = dict(out[NESTED])
+    nested[key] = value
+    out[NESTED] = nested
+    out.pop(key, None)  # never the same field in both places
+    return out
+
+
+def name_slug(text: str) -> str:
+    """The `name` as Claude Code stores it: kept if already `[a-z0-9_-]+`, else lower-cased with
+    every other run of characters turned into one `-` (`Carry-forward` → `carry-forward`)."""
+    if re.fullmatch(r"[a-z0-9_-]+", text):
+        return text
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
 def decode(data: bytes) -> str:
     try:
         return data.decode("utf-8")
@@ -175,7 +234,11 @@ def check(name: str, data: bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> Documen
     if missing:
         fields = ", ".join(missing)
         raise RefusedFile(name, f"the frontmatter is missing required field(s): {fields}")
-    declared = doc.meta.get("type")
+    nested = doc.meta.get(NESTED)
+    if nested is not None and not isinstance(nested, dict):
+        raise RefusedFile(name, "the frontmatter field 'metadata' must be a mapping of fields")
+    declared = field(doc.meta, "type")
     if declared is not None and not isinstance(declared, str):
-        raise RefusedFile(name, "the frontmatter field 'type' must be a single word")
+        where = "metadata.type" if isinstance(nested, dict) and "type" in nested else "type"
+        raise RefusedFile(name, f"the frontmatter field '{where}' must be a single word")
     return doc

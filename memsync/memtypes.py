@@ -1,6 +1,7 @@
 """The registry of memory types: how a file's type is known, what it must carry, how it merges.
 
-The type comes from the frontmatter `type`, else from the file name. Unknown types still sync;
+The type comes from the frontmatter `type` (under `metadata:`, where Claude Code writes it, or at
+the top level), else from the file name. Unknown types still sync;
 they merge line by line.
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 import re
 
 from memsync.lean_typing import TYPE_CHECKING, NamedTuple
+from memsync.memory import field
 
 if TYPE_CHECKING:
     from typing import Any
@@ -169,8 +171,8 @@ def type_by_name(name: str) -> MemoryType:
 
 
 def type_of(path: str, meta: dict[str, Any] | None = None) -> MemoryType:
-    """The type of a memory file: frontmatter `type` first, then the file name."""
-    declared = (meta or {}).get("type")
+    """The type of a memory file: frontmatter `type` (either shape) first, then the file name."""
+    declared = field(meta, "type")
     if isinstance(declared, str) and declared in TYPES:
         return TYPES[declared]
     basename = path.rsplit("/", 1)[-1]

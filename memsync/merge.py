@@ -118,6 +118,8 @@ def merge_meta(
             value = o
         elif isinstance(o, list) and isinstance(t, list):
             value = union(b if isinstance(b, list) else [], o, t, key=repr)
+        elif isinstance(o, dict) and isinstance(t, dict):  # Claude Code's `metadata:` mapping
+            value = merge_meta(b if isinstance(b, dict) else None, o, t, ours_newer)
         elif k == "modified" and _when(o) is not None and _when(t) is not None:
             value = o if (_when(o) or 0) >= (_when(t) or 0) else t
         else:
@@ -316,7 +318,7 @@ def session_blocks(root: Section, meta: dict[str, Any], raw: str) -> Section:
     """A digest whose body has no `## Session <id>` block is one session: wrap it in one."""
     if any(_SESSION.match(c.title) for c in root.children):
         return root
-    sid = meta.get("session_id") or hashlib.sha256(raw.encode()).hexdigest()[:8]
+    sid = memory.field(meta, "session_id") or hashlib.sha256(raw.encode()).hexdigest()[:8]
     wrapped = Section(f"## Session {sid}\n\n", 2)
     if any(child.level <= 2 for child in root.children):
         for child in root.children:

@@ -53,6 +53,7 @@ def create(
     template = resources.template_text(_TEMPLATE.get(type_name, f"{type_name}.md"))
     text = (
         template.replace("{title}", title)
+        .replace("{slug}", memory.name_slug(title) or "memory")
         .replace("{date}", today.isoformat())
         .replace("{session}", session)
     )
@@ -62,7 +63,7 @@ def create(
     _index(
         memory_dir,
         filename,
-        str((doc.meta or {}).get("name") or title),
+        name or str((doc.meta or {}).get("name") or title),
         str((doc.meta or {}).get("description") or ""),
     )
     return path

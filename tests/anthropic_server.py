@@ -3,6 +3,10 @@
 `POST /v1/messages` records the request (headers and JSON body) and answers with the next queued
 reply, or the default one: a `tool_use` block calling `record_session_digest`. Replies can be an
 error status (500, 529, ...), a malformed tool input, or a slow answer (for client timeouts).
+A request with `"stream": true` gets the same message as server-sent events (message_start,
+content blocks with text and input_json deltas, message_delta, message_stop), which is what the
+real Claude Code CLI asks for. `responder` replaces the queue with a function of the request,
+which is how a scripted agent session (tests/claude_code.py) answers turn by turn.
 Nothing here talks to the internet: point the SDK at `server.url` with ANTHROPIC_BASE_URL.
 """
 
@@ -12,7 +16,7 @@ import copy
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -48,16 +52,71 @@ class Reply:
 
 
 def tool_use_message(tool_input: Any, name: str = "record_session_digest") -> dict[str, Any]:
+    return message([{"type": "tool_use", "id": "toolu_test_01", "name": name, "input": tool_input}])
+
+
+def message(content: list[dict[str, Any]], model: str = "claude-test") -> dict[str, Any]:
+    """An assistant message with these content blocks; stop_reason follows from them."""
+    uses_tool = any(block.get("type") == "tool_use" for block in content)
     return {
         "id": "msg_test_01",
         "type": "message",
         "role": "assistant",
-        "model": "claude-test",
-        "content": [{"type": "tool_use", "id": "toolu_test_01", "name": name, "input": tool_input}],
-        "stop_reason": "tool_use",
+        "model": model,
+        "content": content,
+        "stop_reason": "tool_use" if uses_tool else "end_turn",
         "stop_sequence": None,
         "usage": {"input_tokens": 100, "output_tokens": 50},
     }
+
+
+def text_message(text: str) -> dict[str, Any]:
+    return message([{"type": "text", "text": text}])
+
+
+def sse_events(msg: dict[str, Any]) -> bytes:
+    """The message as the streaming Messages API sends it."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    start = {**msg, "content": [], "stop_reason": None}
+    out.append(("message_start", {"type": "message_start", "message": start}))
+    for i, block in enumerate(msg.get("content", [])):
+        if block.get("type") == "tool_use":
+            empty = {**block, "input": {}}
+            out.append(
+                (
+                    "content_block_start",
+                    {"type": "content_block_start", "index": i, "content_block": empty},
+                )
+            )
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+        else:
+            out.append(
+                (
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": i,
+                        "content_block": {"type": "text", "text": ""},
+                    },
+                )
+            )
+            delta = {"type": "text_delta", "text": block.get("text", "")}
+        out.append(
+            ("content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta})
+        )
+        out.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
+    out.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": msg.get("stop_reason"), "stop_sequence": None},
+                "usage": {"output_tokens": 50},
+            },
+        )
+    )
+    out.append(("message_stop", {"type": "message_stop"}))
+    return b"".join(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode() for name, data in out)
 
 
 def error_body(status: int) -> dict[str, Any]:
@@ -82,6 +141,7 @@ class AnthropicServer:
         self.requests: list[Recorded] = []
         self.queue: list[Reply] = []
         self.default = Reply(200, tool_use_message(copy.deepcopy(DEFAULT_DIGEST)))
+        self.responder: Callable[[Any], Reply] | None = None
         self._lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -111,8 +171,10 @@ class AnthropicServer:
     def slow(self, seconds: float) -> None:
         self.default = Reply(200, tool_use_message(copy.deepcopy(DEFAULT_DIGEST)), delay=seconds)
 
-    def _next(self) -> Reply:
+    def _next(self, body: Any) -> Reply:
         with self._lock:
+            if self.responder is not None:
+                return self.responder(body)
             return self.queue.pop(0) if self.queue else self.default
 
     # --- running --------------------------------------------------------------------------
@@ -151,17 +213,23 @@ class AnthropicServer:
                 if self.path.split("?")[0] != "/v1/messages":
                     self._send(Reply(404, error_body(404)))
                     return
-                self._send(server._next())
+                stream = isinstance(body, dict) and body.get("stream") is True
+                self._send(server._next(body), stream)
 
-            def _send(self, reply: Reply) -> None:
+            def _send(self, reply: Reply, stream: bool = False) -> None:
                 if reply.delay:
                     time.sleep(reply.delay)
-                data = (
-                    reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
-                )
+                sse = stream and reply.status == 200 and isinstance(reply.body, dict)
+                if sse:
+                    data = sse_events(reply.body)
+                elif isinstance(reply.body, bytes):
+                    data = reply.body
+                else:
+                    data = json.dumps(reply.body).encode()
+                kind = "text/event-stream" if sse else "application/json"
                 try:
                     self.send_response(reply.status)
-                    self.send_header("content-type", "application/json")
+                    self.send_header("content-type", kind)
                     self.send_header("content-length", str(len(data)))
                     self.send_header("request-id", "req_test")
                     for name, value in reply.headers.items():

@@ -670,7 +670,7 @@ def test_a_roll_up_without_frontmatter_gets_the_required_fields() -> None:
     files = {f"session_digest_{d}.md": daily(d), week: b"\n## Notes\n- kept\n"}
     after = applied(files, plan(files, NOW))
     meta = memory.parse(after[week].decode()).meta
-    assert meta is not None and meta["type"] == "session_digest" and meta["name"]
+    assert meta is not None and memory.field(meta, "type") == "session_digest" and meta["name"]
     assert "- kept" in after[week].decode()
 
 

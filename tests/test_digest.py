@@ -279,7 +279,8 @@ def test_digest_commitments_and_carry_forward_are_written_and_pushed(
     assert set(written) == {DIGEST_FILE, "running_commitments.md", "carry_forward.md", "MEMORY.md"}
     digest_text = written[DIGEST_FILE]
     doc = memory.parse(digest_text)
-    assert doc.meta["type"] == "session_digest" and str(doc.meta["date"]) == DAY
+    assert memory.field(doc.meta, "type") == "session_digest"
+    assert str(memory.field(doc.meta, "date")) == DAY
     assert f"## Session {SESSION}" in digest_text
     assert "**CSV parser last-row fix**" in digest_text
     assert "### Arcs\n- Found that read_rows exits" in digest_text
@@ -326,7 +327,7 @@ def test_second_session_same_day_adds_a_section_and_a_rerun_replaces_its_own(
     assert text.count(f"## Session {SESSION}") == 1
     assert "**CSV parser, second look**" in text and "**CSV parser last-row fix**" not in text
     assert "**Module rename**" in text
-    assert memory.parse(text).meta["type"] == "session_digest"
+    assert memory.field(memory.parse(text).meta, "type") == "session_digest"
     commitments = (memdir / "running_commitments.md").read_text()
     assert commitments.count("Benchmark the parser") == 1  # re-run does not duplicate
     assert f"[c-{DAY}-3] {DAY}: Update the import docs." in commitments

@@ -22,11 +22,15 @@ def test_every_type_has_a_template_that_parses_and_declares_its_type():
     assert "MEMORY.md" in names
     for filename in names - {"MEMORY.md"}:
         doc = memory.parse(resources.template_text(filename))
-        assert doc.meta and doc.meta.get("type") in TYPES, filename
-        for field in TYPES[doc.meta["type"]].required:
+        # Claude Code's shape: name and description on top, everything else under metadata
+        assert doc.meta and set(doc.meta) == {"name", "description", "metadata"}, filename
+        assert doc.meta["metadata"]["node_type"] == "memory", filename
+        assert memory.field(doc.meta, "type") in TYPES, filename
+        for field in TYPES[memory.field(doc.meta, "type")].required:
             assert field in doc.meta, (filename, field)
     declared = {
-        memory.parse(resources.template_text(f)).meta["type"] for f in names - {"MEMORY.md"}
+        memory.field(memory.parse(resources.template_text(f)).meta, "type")
+        for f in names - {"MEMORY.md"}
     }
     assert declared == set(TYPES) - {"index"}
 
