@@ -11,7 +11,9 @@ import json
 import os
 import re
 import socket
-from pathlib import Path
+import sys
+import unicodedata
+from pathlib import Path, PurePath
 from urllib.parse import urlsplit, urlunsplit
 
 from memsync.errors import ConfigError
@@ -96,6 +98,15 @@ def parse_bool(name: str, value: str) -> bool:
 
 
 # --- Claude Code's memory directory -------------------------------------------------------
+# Resolved the way Claude Code 2.1.330 resolves it (docs/claude-code.md has the rules and where
+# in its bundle they are): `autoMemoryDirectory` from the first settings scope that sets it,
+# honoured only when absolute or `~/`; else <config dir>/projects/<slug>/memory, where the slug
+# comes from the main repository's root (a git worktree shares it) or the directory itself, and
+# CLAUDE_CODE_PROJECT_DIR_NAME replaces it when CLAUDE_CONFIG_DIR is set.
+
+SLUG_MAX = 200
+_DIR_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_RESERVED = re.compile(r"con|prn|aux|nul|com[0-9]|lpt[0-9]", re.IGNORECASE)
 
 
 def claude_config_dir() -> Path:
@@ -109,11 +120,42 @@ def find_git_root(start: Path) -> Path | None:
     return None
 
 
+def _read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def main_worktree(root: Path) -> Path:
+    """The main repository's root for a linked git worktree (`.git` is a file whose gitdir
+    lives in <main>/.git/worktrees/<name> and points back here); `root` itself otherwise,
+    including submodules. The same checks, in the same order, as Claude Code's."""
+    text = _read_text(root / ".git")
+    if text is None or not text.startswith("gitdir:"):
+        return root
+    gitdir = root / text.removeprefix("gitdir:").strip()
+    common = _read_text(gitdir / "commondir")
+    if not common:
+        return root
+    common_dir = Path(os.path.normpath(gitdir / common))
+    if Path(os.path.normpath(gitdir.parent)) != common_dir / "worktrees":
+        return root
+    back = _read_text(gitdir / "gitdir")
+    if not back or os.path.realpath(gitdir / back) != os.path.realpath(root / ".git"):
+        return root
+    if common_dir.name != ".git":  # a bare repository's worktree: keyed by the bare repo
+        return common_dir
+    return common_dir.parent
+
+
 def _java_hash36(text: str) -> str:
-    """Claude Code's short hash for over-long slugs: 32-bit string hash, base 36."""
+    """Claude Code's short hash for over-long slugs: JavaScript's 32-bit string hash over UTF-16
+    code units (`(h << 5) - h + c | 0`), absolute value, base 36."""
     h = 0
-    for ch in text:
-        h = (31 * h + ord(ch)) & 0xFFFFFFFF
+    data = text.encode("utf-16-le", "surrogatepass")
+    for i in range(0, len(data), 2):
+        h = (31 * h + int.from_bytes(data[i : i + 2], "little")) & 0xFFFFFFFF
     if h >= 1 << 31:
         h -= 1 << 32
     n = abs(h)
@@ -126,18 +168,73 @@ def _java_hash36(text: str) -> str:
             return out
 
 
-def project_slug(project_root: Path) -> str:
-    """`/Users/me/proj` → `-Users-me-proj`; over 200 characters: cut, plus a hash suffix."""
+def project_slug(project_root: PurePath | str) -> str:
+    """`/Users/me/proj` → `-Users-me-proj`, `C:\\Users\\me\\proj` → `C--Users-me-proj`: every
+    character outside [A-Za-z0-9] (each UTF-16 unit) becomes `-`; over 200 characters, the
+    first 200 plus `-` and a hash of the whole path."""
     text = str(project_root)
-    slug = re.sub(r"[^A-Za-z0-9]", "-", text)
-    if len(slug) <= 200:
+    units = len(text.encode("utf-16-le", "surrogatepass")) // 2
+    slug = re.sub(r"[^A-Za-z0-9]", lambda m: "-" * (2 if ord(m.group()) > 0xFFFF else 1), text)
+    if units <= SLUG_MAX:
         return slug
-    return f"{slug[:200]}-{_java_hash36(text)}"
+    return f"{slug[:SLUG_MAX]}-{_java_hash36(text)}"
 
 
-def _auto_memory_setting(project_root: Path) -> str | None:
-    """`autoMemoryDirectory` from Claude Code's settings (project local, project, then user)."""
+def project_dir_name() -> str | None:
+    """CLAUDE_CODE_PROJECT_DIR_NAME, honoured (as by Claude Code) only with CLAUDE_CONFIG_DIR set
+    and when it is a plain name of 1-64 [A-Za-z0-9_-] that is not a Windows device name."""
+    name = os.environ.get("CLAUDE_CODE_PROJECT_DIR_NAME")
+    if not os.environ.get("CLAUDE_CONFIG_DIR") or not name:
+        return None
+    if not _DIR_NAME.fullmatch(name) or _RESERVED.fullmatch(name):
+        return None
+    return name
+
+
+def auto_memory_value(value: object, home: str, windows: bool = os.name == "nt") -> str | None:
+    """An `autoMemoryDirectory` value as Claude Code accepts it, else None: `~/` (or `~\\`)
+    expands to the home directory and may not climb out of it; the result must be absolute,
+    not a bare drive (`C:`), not a network path, with no NUL."""
+    import ntpath
+    import posixpath
+
+    paths = ntpath if windows else posixpath
+    if not isinstance(value, str) or not value:
+        return None
+    text = value
+    if text.startswith(("~/", "~\\")):
+        rest = text[2:]
+        inner = paths.normpath(rest or ".")
+        if inner in (".", "..") or inner.startswith(("../", "..\\")):
+            return None
+        text = paths.join(home, rest)
+    cleaned = paths.normpath(text).rstrip("/\\")
+    if (
+        not paths.isabs(cleaned)
+        or len(cleaned) < 3
+        or re.fullmatch(r"[A-Za-z]:", cleaned)
+        or re.match(r"[\\/]{2}", cleaned)
+        or "\x00" in cleaned
+    ):
+        return None
+    return unicodedata.normalize("NFC", cleaned)
+
+
+def managed_settings_path() -> Path:
+    """Where an administrator's managed settings live (the policy scope)."""
+    if sys.platform == "darwin":
+        return Path("/Library/Application Support/ClaudeCode/managed-settings.json")
+    if os.name == "nt":
+        return Path("C:/Program Files/ClaudeCode/managed-settings.json")
+    return Path("/etc/claude-code/managed-settings.json")
+
+
+def _auto_memory_setting(project_root: Path) -> tuple[str, Path] | None:
+    """(value, settings file) of `autoMemoryDirectory` from the first scope that sets it:
+    managed, project local, project, then user. Claude Code reads the two project scopes only
+    in a trusted workspace (always with -p); memsync cannot know the trust, so it reads them."""
     candidates = [
+        managed_settings_path(),
         project_root / ".claude" / "settings.local.json",
         project_root / ".claude" / "settings.json",
         claude_config_dir() / "settings.json",
@@ -148,28 +245,52 @@ def _auto_memory_setting(project_root: Path) -> str | None:
         except (OSError, ValueError):
             continue
         value = data.get("autoMemoryDirectory") if isinstance(data, dict) else None
-        if isinstance(value, str) and value.strip():
-            resolved = Path(value).expanduser()
-            return str(resolved if resolved.is_absolute() else project_root / resolved)
+        if value is not None:  # the first scope that sets it decides, valid or not
+            return value, path
     return None
+
+
+def default_memory_dir(config_dir: PurePath, project_root: PurePath) -> PurePath:
+    """<config dir>/projects/<slug>/memory, the slug from the project root (or the pinned name)."""
+    slug = project_dir_name() or project_slug(project_root)
+    return config_dir / "projects" / slug / "memory"
+
+
+class MemoryDir(NamedTuple):
+    path: Path
+    reason: str  # one line: why this folder, for status and doctor
+
+
+def locate_memory_dir(cwd: Path) -> MemoryDir:
+    """Where Claude Code keeps auto-memory for the project containing `cwd`, and why."""
+    git_root = find_git_root(cwd)
+    root = git_root or cwd
+    setting = _auto_memory_setting(root)
+    if setting is not None:
+        value, source = setting
+        accepted = auto_memory_value(value, str(Path.home()))
+        if accepted:
+            return MemoryDir(Path(accepted), f"autoMemoryDirectory in {source}")
+        ignored = f"autoMemoryDirectory {value!r} in {source} is ignored (not absolute or ~/); "
+    else:
+        ignored = ""
+    base = main_worktree(git_root) if git_root else cwd
+    config_dir = Path(os.environ.get("CLAUDE_CODE_REMOTE_MEMORY_DIR") or claude_config_dir())
+    path = Path(unicodedata.normalize("NFC", str(default_memory_dir(config_dir, base))))
+    if git_root is None:
+        why = f"the slug of {cwd} (not in a git repository)"
+    elif base != git_root:
+        why = f"the slug of the main repository {base} (a worktree shares its memory)"
+    else:
+        why = f"the slug of the git repository {base}"
+    if project_dir_name():
+        why = "CLAUDE_CODE_PROJECT_DIR_NAME with CLAUDE_CONFIG_DIR set"
+    return MemoryDir(path, ignored + why)
 
 
 def claude_memory_dir(cwd: Path) -> Path:
     """Where Claude Code keeps auto-memory for the project containing `cwd`."""
-    root = find_git_root(cwd) or cwd
-    configured = _auto_memory_setting(root)
-    if configured:
-        return Path(configured)
-    projects = claude_config_dir() / "projects"
-    slug = project_slug(root)
-    candidate = projects / slug / "memory"
-    if len(slug) > 200 and not candidate.exists():
-        # Our hash may not match Claude Code's exactly: fall back to the one folder that shares
-        # the cut prefix, if there is exactly one.
-        matches = sorted(projects.glob(f"{slug[:200]}-*/memory"))
-        if len(matches) == 1:
-            return matches[0]
-    return candidate
+    return locate_memory_dir(cwd).path
 
 
 # --- portable project identity -----------------------------------------------------------
@@ -260,6 +381,7 @@ class Context(NamedTuple):
     device: str
     settings: dict[str, Any]
     embedded_remote: bool = False  # the default folder remote under MEMSYNC_HOME
+    memory_dir_reason: str = ""  # why this memory dir (status, doctor)
 
     @property
     def sync_enabled(self) -> bool:
@@ -299,7 +421,14 @@ def resolve(
     cwd = (cwd or Path.cwd()).resolve()
 
     chosen = memory_dir or os.environ.get("MEMSYNC_MEMORY_DIR") or settings.get("memory_dir")
-    mem = Path(chosen).expanduser().resolve() if chosen else claude_memory_dir(cwd)
+    if chosen:
+        located = MemoryDir(
+            Path(chosen).expanduser(), "set by --memory-dir, MEMSYNC_MEMORY_DIR or settings"
+        )
+    else:
+        located = locate_memory_dir(cwd)
+    # One canonical path keys the state, however it was spelled (~/.claude behind a symlink).
+    mem = located.path.resolve()
 
     remote_url = settings.get("remote") or (home / "remote").resolve().as_uri()
     return Context(
@@ -310,4 +439,5 @@ def resolve(
         device=str(settings.get("device") or socket.gethostname()),
         settings=settings,
         embedded_remote=not settings.get("remote"),
+        memory_dir_reason=located.reason,
     )

@@ -44,6 +44,7 @@ def _settings(ctx: Context) -> dict[str, Any]:
     shown.update(
         remote=strip_query(ctx.remote),
         memory_dir=str(ctx.memory_dir),
+        memory_dir_reason=ctx.memory_dir_reason,
         project=ctx.project,
         device=ctx.device,
         home=str(ctx.home),
@@ -59,13 +60,14 @@ def run(ctx: Context, store: Any = None) -> Report:
     mem = ctx.memory_dir
     if mem.is_dir():
         count = sum(1 for p in mem.rglob("*.md") if p.is_file())
-        add(Check("memory dir", True, f"{mem} ({count} Markdown file(s))"))
+        why = f"; {ctx.memory_dir_reason}" if ctx.memory_dir_reason else ""
+        add(Check("memory dir", True, f"{mem} ({count} Markdown file(s){why})"))
     else:
         add(
             Check(
                 "memory dir",
                 False,
-                f"{mem} does not exist",
+                f"{mem} does not exist ({ctx.memory_dir_reason or 'resolved as Claude Code does'})",
                 "start Claude Code in the project once, or pass --memory-dir",
             )
         )

@@ -20,7 +20,15 @@ from typing import Any
 
 from memsync import config
 
-EVENTS = ("session-start", "post-tool-use", "session-end", "pre-compact")
+EVENTS = (
+    "session-start",
+    "post-tool-use",
+    "file-changed",
+    "stop",
+    "post-compact",
+    "session-end",
+    "pre-compact",
+)
 WRITE_TOOLS = ("Write", "Edit", "MultiEdit")
 MAX_PAYLOAD = 4 * 1024 * 1024
 
@@ -72,6 +80,9 @@ def main(argv: list[str], stdin: Any = None, stdout: Any = None) -> int:
         handler = {
             "session-start": session_start,
             "post-tool-use": post_tool_use,
+            "file-changed": file_changed,
+            "stop": push_unsynced,
+            "post-compact": push_unsynced,
             "session-end": session_end,
             "pre-compact": pre_compact,
         }[event]
@@ -99,11 +110,22 @@ def memory_file_of(payload: dict[str, Any], ctx: config.Context) -> Path | None:
             payload.get("tool_name"),
         )
         return None
+    return inside_memory_dir(file_path, ctx)
+
+
+def inside_memory_dir(file_path: str, ctx: config.Context) -> Path | None:
+    """`file_path` as a path inside the memory dir, however it is spelled: ctx.memory_dir is
+    the canonical (symlink-resolved) path, Claude Code's tool input may go through a symlink
+    (~/.claude behind one). None for a file elsewhere."""
     root = str(ctx.memory_dir)
     normalised = os.path.normpath(file_path)
-    if not normalised.startswith(root + os.sep):
-        return None
-    return Path(normalised)
+    if normalised.startswith(root + os.sep):
+        return Path(normalised)
+    parent, name = os.path.split(normalised)
+    real = os.path.join(os.path.realpath(parent), name)
+    if real.startswith(root + os.sep):
+        return Path(real)
+    return None
 
 
 def post_tool_use(payload: dict[str, Any], stdout: Any) -> None:
@@ -111,6 +133,40 @@ def post_tool_use(payload: dict[str, Any], stdout: Any) -> None:
     path = memory_file_of(payload, ctx)
     if path is None:
         return
+    _push_one(ctx, path, "post-tool-use")
+
+
+def file_changed(payload: dict[str, Any], stdout: Any) -> None:
+    """A file under the watched memory dir changed (Bash, an editor, another process): push it.
+    Claude Code fires this for the `watchPaths` session-start returned."""
+    file_path = payload.get("file_path")
+    if not isinstance(file_path, str) or not os.path.isabs(file_path):
+        return
+    ctx = _context(payload)
+    path = inside_memory_dir(file_path, ctx)
+    if path is None or not path.name.endswith(".md") or path.name.startswith("."):
+        return
+    _push_one(ctx, path, "file-changed")
+
+
+def push_unsynced(payload: dict[str, Any], stdout: Any) -> None:
+    """Stop (the end of every turn) and PostCompact: push whatever is still unsynced, so a write
+    no other hook saw reaches the remote within the session. A no-op push only scans."""
+    ctx = _context(payload)
+    from memsync.engine import Engine
+
+    event = str(payload.get("hook_event_name") or "stop")
+    result = Engine(ctx).run("push")
+    pushed = result.uploaded + result.merged
+    if pushed or result.deleted_remote:
+        _log(ctx.home).info("%s: pushed %s", event, ", ".join(pushed + result.deleted_remote))
+    if result.offline:
+        _log(ctx.home).warning(
+            "%s: %d change(s) queued, remote unreachable", event, len(result.queued)
+        )
+
+
+def _push_one(ctx: config.Context, path: Path, event: str) -> None:
     from memsync.engine import Engine  # only now: the fast path never pays for it
 
     log = _log(ctx.home)
@@ -118,22 +174,23 @@ def post_tool_use(payload: dict[str, Any], stdout: Any) -> None:
     name = engine.name_of(path)
     result = engine.run("push", [str(path)])
     if result.disabled:
-        log.info("post-tool-use: %s not pushed, sync is off", name)
+        log.info("%s: %s not pushed, sync is off", event, name)
     elif result.offline:
-        log.warning("post-tool-use: %s queued, the remote is unreachable: %s", name, result.offline)
+        log.warning("%s: %s queued, the remote is unreachable: %s", event, name, result.offline)
     for refused, reason in {**result.refused, **result.errors}.items():
-        log.warning("post-tool-use: %s not pushed: %s", refused, reason)
+        log.warning("%s: %s not pushed: %s", event, refused, reason)
     for conflict in result.conflicts:
-        log.warning("post-tool-use: conflict: %s", conflict)
+        log.warning("%s: conflict: %s", event, conflict)
     if result.uploaded or result.merged or result.deleted_remote:
-        log.info("post-tool-use: pushed %s", ", ".join(result.uploaded + result.merged) or name)
+        log.info("%s: pushed %s", event, ", ".join(result.uploaded + result.merged) or name)
 
 
 # --- session-start -------------------------------------------------------------------------
 
 
-def _pull_within(engine: Any, budget: float) -> tuple[Any, str | None]:
-    """Pull (draining the queue first) for at most `budget` seconds.
+def _pull_within(engine: Any, budget: float, mode: str = "pull") -> tuple[Any, str | None]:
+    """Pull (draining the queue first; `mode="sync"` also pushes every unsynced local change)
+    for at most `budget` seconds.
 
     The pull runs in a daemon thread so a hung connection cannot hold the session; whatever it
     did not finish stays for the next sync (every write it makes is atomic)."""
@@ -141,7 +198,7 @@ def _pull_within(engine: Any, budget: float) -> tuple[Any, str | None]:
 
     def work() -> None:
         try:
-            box["result"] = engine.run("pull", deadline=time.monotonic() + budget * 0.8)
+            box["result"] = engine.run(mode, deadline=time.monotonic() + budget * 0.8)
         except BaseException as exc:  # noqa: BLE001 - reported to the caller
             box["error"] = exc
 
@@ -181,25 +238,34 @@ def _write_sessions(ctx: config.Context, data: dict[str, Any]) -> None:
     atomic_write(_sessions_file(ctx), json.dumps(data, sort_keys=True).encode())
 
 
-def _note_start(ctx: config.Context, session_id: str, source: str) -> str | None:
-    """Record this start; say so if the previous session never ended cleanly."""
+def _unclean_end(ctx: config.Context, session_id: str) -> bool:
+    """True if the previous session started but never recorded a session-end."""
     sessions = _read_sessions(ctx)
     last = sessions.get("last_start") or {}
     ended = sessions.get("last_end") or {}
-    crashed = None
-    if (
+    return bool(
         last.get("session_id")
         and last.get("session_id") != session_id
         and ended.get("session_id") != last.get("session_id")
-    ):
-        crashed = (
-            "the previous session did not end cleanly (no session-end was recorded); its last "
-            "memory writes were synced now if they were on disk"
-        )
-    if source != "compact" or not last:
+    )
+
+
+def _note_start(ctx: config.Context, session_id: str, source: str) -> None:
+    sessions = _read_sessions(ctx)
+    if source != "compact" or not sessions.get("last_start"):
         sessions["last_start"] = {"session_id": session_id, "at": time.time()}
         _write_sessions(ctx, sessions)
-    return crashed
+
+
+def _crash_note(result: Any, offline: str | None) -> str:
+    """What the primer says after an unclean end: only what the session-start sync did."""
+    said = "the previous session did not end cleanly (no session-end was recorded); "
+    if result is None or offline:
+        return said + "its unsynced memory writes could not be pushed now and stay on this device"
+    pushed = len(result.uploaded) + len(result.merged) + len(result.deleted_remote)
+    if pushed:
+        return said + f"{pushed} memory file(s) it left unsynced were pushed now"
+    return said + "every memory file it wrote had already been synced"
 
 
 def primer_input(ctx: config.Context, engine: Any, source: str, offline: str | None) -> Any:
@@ -233,7 +299,9 @@ def session_start(payload: dict[str, Any], stdout: Any) -> None:
     log = _log(ctx.home)
     engine = Engine(ctx)
     budget = float(ctx.setting("pull_timeout"))
-    result, offline = _pull_within(engine, budget)
+    unclean = _unclean_end(ctx, session_id)
+    # after an unclean end a sync, not a pull: writes no hook pushed (a crash, a kill) go out now
+    result, offline = _pull_within(engine, budget, "sync" if unclean else "pull")
     if offline:
         log.warning("session-start: %s", offline)
     elif result is not None:
@@ -244,10 +312,21 @@ def session_start(payload: dict[str, Any], stdout: Any) -> None:
             len(result.uploaded),
         )
     data = primer_input(ctx, _fresh(engine), source, offline)
-    data.crashed = _note_start(ctx, session_id, source)
+    _note_start(ctx, session_id, source)
+    if unclean:
+        data.crashed = _crash_note(result, offline)
     if result is not None:
         data.refused = {**data.refused, **result.refused_remote}
-    _emit(stdout, build(data, int(ctx.setting("primer_max_chars"))))
+    context = build(data, int(ctx.setting("primer_max_chars")))
+    if os.environ.get("CLAUDE_PLUGIN_ROOT"):  # the plugin form names its skills /memsync:...
+        from memsync.install import skill_name
+
+        context += (
+            f"\n\nmemsync skills: {skill_name('digest-session', True)} at session end, "
+            f"{skill_name('refresh-persona', True)} to pull what other machines wrote."
+        )
+    # watchPaths: Claude Code then fires FileChanged for writes no tool hook sees (Bash, editors)
+    _emit(stdout, context, [str(ctx.memory_dir)])
 
 
 def _fresh(engine: Any) -> Any:
@@ -258,8 +337,11 @@ def _fresh(engine: Any) -> Any:
     return engine
 
 
-def _emit(stdout: Any, context: str) -> None:
-    doc = {"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": context}}
+def _emit(stdout: Any, context: str, watch: list[str] | None = None) -> None:
+    out: dict[str, Any] = {"hookEventName": "SessionStart", "additionalContext": context}
+    if watch:
+        out["watchPaths"] = watch
+    doc = {"hookSpecificOutput": out}
     stdout.write(json.dumps(doc) + "\n")
     stdout.flush()
 

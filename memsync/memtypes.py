@@ -84,8 +84,8 @@ TYPES: dict[str, MemoryType] = {
             "The narrative of one session (or a weekly/monthly/yearly roll-up): arcs, "
             "relational notes, open threads.",
             read_when="today's at session start; older ones when the user refers to a past session",
-            write_when="at session end (/digest-session); a second session that day adds its own "
-            "section",
+            write_when="at session end (the digest-session skill); a second session that day adds "
+            "its own section",
         ),
         MemoryType(
             "relationship",

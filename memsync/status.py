@@ -18,6 +18,7 @@ class Status:
     memory_dir: str
     remote: str
     project: str
+    memory_dir_reason: str = ""
     local_only: list[str] = field(default_factory=list)
     remote_only: list[str] = field(default_factory=list)
     modified_local: list[str] = field(default_factory=list)
@@ -67,6 +68,7 @@ def status(engine: Engine) -> Status:
     ctx = engine.ctx
     result = Status(
         memory_dir=str(ctx.memory_dir),
+        memory_dir_reason=ctx.memory_dir_reason,
         remote=strip_query(ctx.remote),
         project=ctx.project,
         sync_enabled=ctx.sync_enabled,

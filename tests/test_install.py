@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from typer.testing import CliRunner
 
 from memsync.cli import _register
 from memsync.cli.common import app
-from memsync.install import BEGIN, END, hooks_config, is_ours
+from memsync.install import BEGIN, END, PLUGIN_COMMAND, hook_command, hooks_config, is_ours
 
 runner = CliRunner()
 _register()
@@ -53,20 +54,21 @@ def test_install_keeps_everything_else_is_idempotent_and_reversible(_isolated_ho
     assert "added hook PostToolUse" in output and "backup:" in output
     data = json.loads(settings.read_text())
     assert data["model"] == "opus" and data["permissions"] == USER_SETTINGS["permissions"]
-    assert data["hooks"]["Stop"] == USER_SETTINGS["hooks"]["Stop"]
+    assert data["hooks"]["Stop"][:1] == USER_SETTINGS["hooks"]["Stop"]
     post = data["hooks"]["PostToolUse"]
     assert post[:2] == USER_SETTINGS["hooks"]["PostToolUse"]
     ours = [h for g in post for h in g["hooks"] if is_ours(h)]
     assert ours == [
         {
             "type": "command",
-            "command": "memsync",
-            "args": ["hook", "post-tool-use"],
+            "command": hook_command()[0],
+            "args": [*hook_command()[1:], "hook", "post-tool-use"],
             "timeout": 30,
-            "async": True,
         }
     ]
-    for event in ("SessionStart", "SessionEnd", "PreCompact"):
+    # exec form with the installed executable's absolute path: no shell, no PATH lookup
+    assert Path(ours[0]["command"]).is_absolute() and Path(ours[0]["command"]).is_file()
+    for event in ("SessionStart", "FileChanged", "Stop", "PostCompact", "SessionEnd", "PreCompact"):
         assert any(is_ours(h) for g in data["hooks"][event] for h in g["hooks"])
     skills = claude_dir(_isolated_home) / "skills"
     assert (skills / "digest-session" / "SKILL.md").exists()
@@ -148,7 +150,7 @@ def test_plugin_hooks_file_matches_what_install_writes():
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    assert json.loads((root / "hooks" / "hooks.json").read_text()) == hooks_config()
+    assert json.loads((root / "hooks" / "hooks.json").read_text()) == hooks_config(PLUGIN_COMMAND)
     plugin = json.loads((root / ".claude-plugin" / "plugin.json").read_text())
     assert plugin["name"] == "memsync"
 

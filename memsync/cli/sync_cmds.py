@@ -91,6 +91,8 @@ def status(
         emit_json("status", st.as_dict())
         return
     out.print(f"memory dir: {st.memory_dir}", markup=False)
+    if st.memory_dir_reason:
+        out.print(f"  ({st.memory_dir_reason})", markup=False)
     out.print(f"remote:     {st.remote} (project {st.project})", markup=False)
     out.print(f"last sync:  {_when(st.last_sync)}", markup=False)
     if not st.sync_enabled:
