@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# Install memsync with its test dependencies (Azurite included) and run the whole suite.
+# Install memsync with its test dependencies (Azurite and Claude Code included) and run the
+# whole suite.
 # Usage: scripts/test.sh [pytest args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 AZURITE_VERSION="3.37.0"
+CLAUDE_CODE_VERSION="2.1.330"  # the Claude Code CLI the end-to-end suite runs (docs/claude-code.md)
 TOOLS="$PWD/.tools"
 
 python -m pip install --quiet --disable-pip-version-check -e ".[test]"
@@ -16,6 +18,15 @@ if [ ! -x "$TOOLS/node_modules/.bin/azurite-blob" ] ||
   npm install --prefix "$TOOLS" --no-audit --no-fund --silent "azurite@$AZURITE_VERSION"
 fi
 export MEMSYNC_AZURITE="$TOOLS/node_modules/.bin/azurite-blob"
+
+if ! grep -q "\"version\": \"$CLAUDE_CODE_VERSION\"" \
+     "$TOOLS/node_modules/@anthropic-ai/claude-code/package.json" 2>/dev/null; then
+  echo "Installing Claude Code $CLAUDE_CODE_VERSION into $TOOLS ..."
+  mkdir -p "$TOOLS"
+  npm install --prefix "$TOOLS" --no-audit --no-fund --silent \
+    "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION"
+fi
+export MEMSYNC_CLAUDE="$TOOLS/node_modules/.bin/claude"
 
 ruff check memsync tests scripts
 exec python -m pytest "$@"

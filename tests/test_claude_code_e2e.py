@@ -1,0 +1,180 @@
+"""memsync inside the real Claude Code CLI (pinned in scripts/test.sh), against the fake Messages
+API: what a user gets from `memsync install` or the plugin, seen from the model's requests, the
+memory dir, the remote and memsync's own CLI. Each `claude -p` here takes ~0.5-1.5 s."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.anthropic_server import AnthropicServer
+from tests.claude_code import REPO, ClaudeHome, Script, claude_or_skip, git, tool, wait_for
+
+CARRY = "Ask Sam about the ZEBRA-42 migration."
+CARRY_FORWARD = f"""---
+name: carry-forward
+description: What to raise at the next session
+metadata:
+  node_type: memory
+  type: carry_forward
+---
+
+## Pending
+- {CARRY}
+
+## Consumed
+"""
+FACT = """---
+name: Tests first
+description: The user wants a failing test before every fix
+metadata:
+  type: feedback
+---
+
+Write the failing test first.
+"""
+
+
+@pytest.fixture
+def server() -> Iterator[AnthropicServer]:
+    claude_or_skip()
+    srv = AnthropicServer().start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
+
+
+@pytest.fixture
+def cc(tmp_path: Path, server: AnthropicServer) -> ClaudeHome:
+    home = ClaudeHome(tmp_path, server, tmp_path / "remote")
+    home.memsync("install")
+    return home
+
+
+def seed_carry_forward(cc: ClaudeHome, cwd: Path | None = None) -> Path:
+    mem = cc.memory_dir(cwd)
+    mem.mkdir(parents=True, exist_ok=True)
+    (mem / "carry_forward.md").write_text(CARRY_FORWARD, encoding="utf-8")
+    cc.memsync("push", cwd=cwd)
+    return mem
+
+
+def said(body: object) -> str:
+    return json.dumps(body, ensure_ascii=False)
+
+
+def memory_dir_in_prompt(body: object) -> str:
+    """The memory dir Claude Code tells the model about in its system prompt."""
+    found = re.search(r"persistent file-based memory at `([^`]+)`", said(body))
+    assert found, "the system prompt names no memory dir"
+    return found.group(1).rstrip("/")
+
+
+def test_a_session_primes_and_every_write_reaches_the_remote_before_it_exits(cc: ClaudeHome):
+    mem = seed_carry_forward(cc)
+    fact = mem / "feedback_tests.md"
+    bash_file = mem / "bash_note.md"
+    bash = f"printf -- '---\\nname: n\\ndescription: d\\n---\\nby bash\\n' > {bash_file}"
+    script = Script(
+        [
+            [tool("Write", file_path=str(fact), content=FACT)],
+            [tool("Edit", file_path=str(fact), old_string="first.", new_string="first, always.")],
+            [tool("Bash", command=bash, description="write a note")],
+        ],
+        observe=cc.remote_files,
+    )
+    proc, _ = cc.claude("Remember that I want tests first.", script, "--allowedTools", "Bash")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["is_error"] is False
+
+    # the SessionStart primer's carry-forward item is in the very first model request
+    assert CARRY in said(script.main[0])
+    # the Write reached the remote before the model's next request, the Edit likewise
+    assert "feedback_tests.md" in script.seen[1]
+    assert "first, always." in script.seen[2]["feedback_tests.md"]
+    # Claude Code rewrote the frontmatter into its own shape; memsync types it from there
+    written = fact.read_text(encoding="utf-8")
+    assert "metadata:\n  node_type: memory\n  type: feedback" in written
+    assert "originSessionId:" in written and "name: tests-first" in written
+    listing = json.loads(cc.memsync("ls", "--json"))
+    files = {f["name"]: f for f in listing.get("data", listing)["files"]}
+    assert files["feedback_tests.md"]["type"] == "feedback"
+    assert files["carry_forward.md"]["type"] == "carry_forward"
+    # the file Bash wrote was pushed within the session (Stop), before SessionEnd
+    assert cc.remote_files()["bash_note.md"].endswith("by bash\n")
+    log = cc.log()
+    assert log.index("bash_note.md") < log.index("session-end:")
+    # and SessionEnd handed the final flush to a process that ran
+    assert wait_for(lambda: "flush: pushed" in cc.log(), 20), cc.log()
+
+
+@pytest.mark.parametrize("skill", ["digest-session", "refresh-persona"])
+def test_both_skills_inject_their_context_in_the_default_permission_mode(cc, skill):
+    seed_carry_forward(cc)
+    proc, script = cc.claude(f"/{skill}", [])
+    assert proc.returncode == 0, proc.stderr
+    assert script.main, "the model was never called"
+    sent = said(script.main[-1])
+    marker = "Memory as it stands" if skill == "digest-session" else "Memory after a fresh pull"
+    assert marker in sent
+    after = sent[sent.index(marker) :]
+    assert CARRY in after and "permission check failed" not in sent
+
+
+def test_the_plugin_form_loads_hooks_and_skills(tmp_path: Path, server: AnthropicServer):
+    cc = ClaudeHome(tmp_path, server, tmp_path / "remote")  # no `memsync install`
+    seed_carry_forward(cc)
+    venv_bin = os.path.dirname(sys.executable)
+    path = f"{venv_bin}:/usr/local/bin:/usr/bin:/bin"  # the plugin's hooks run `memsync`
+    proc, script = cc.claude("/memsync:refresh-persona", [], "--plugin-dir", str(REPO), PATH=path)
+    assert proc.returncode == 0, proc.stderr
+    sent = said(script.main[0])
+    assert CARRY in sent  # the SessionStart primer, from the plugin's hooks
+    assert "/memsync:digest-session" in sent  # the primer names the plugin's skills
+    assert "Memory after a fresh pull" in sent and "permission check failed" not in sent
+
+
+def test_a_worktree_session_uses_and_syncs_the_main_repository_memory(cc: ClaudeHome):
+    (cc.project / "README").write_text("x\n")
+    git(cc.project, "add", "README")
+    git(cc.project, "commit", "-qm", "init")
+    worktree = cc.home / "proj-feature"
+    git(cc.project, "worktree", "add", "-q", str(worktree))
+    main_mem = cc.memory_dir()
+    assert cc.memory_dir(worktree) == main_mem
+    script = Script([])
+    proc, _ = cc.claude("hi", script, cwd=worktree)
+    assert Path(memory_dir_in_prompt(script.main[0])) == main_mem  # what Claude Code uses
+    fact = main_mem / "feedback_worktree.md"
+    proc, _ = cc.claude(
+        "remember", [[tool("Write", file_path=str(fact), content=FACT)]], cwd=worktree
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "feedback_worktree.md" in cc.remote_files()
+
+
+def test_memsync_finds_the_memory_dir_claude_code_uses(cc: ClaudeHome, server):
+    """Claude Code names its memory dir in the system prompt: memsync must resolve the same one
+    for a long path (cut + hash), odd characters, and each autoMemoryDirectory rule."""
+    long_dir = cc.home / ("a-very-long-folder-name-" * 9) / "Ünïcødé proj (2)"
+    long_dir.mkdir(parents=True)
+    settings = cc.home / ".claude" / "settings.json"
+    base = json.loads(settings.read_text(encoding="utf-8"))
+    cases = [(long_dir, None), (cc.project, "relative/memory"), (cc.project, "~/notes/memory")]
+    cases.append((cc.project, str(cc.home / "abs-memory")))
+    for cwd, auto in cases:
+        settings.write_text(
+            json.dumps({**base, **({"autoMemoryDirectory": auto} if auto else {})}),
+            encoding="utf-8",
+        )
+        script = Script([])
+        proc, _ = cc.claude("hi", script, cwd=cwd)
+        assert proc.returncode == 0, proc.stderr
+        assert cc.memory_dir(cwd) == Path(memory_dir_in_prompt(script.main[0])), (cwd, auto)
