@@ -81,7 +81,13 @@ def test_a_session_primes_and_every_write_reaches_the_remote_before_it_exits(cc:
     mem = seed_carry_forward(cc)
     fact = mem / "feedback_tests.md"
     bash_file = mem / "bash_note.md"
-    bash = f"printf -- '---\\nname: n\\ndescription: d\\n---\\nby bash\\n' > {bash_file}"
+    # Bash writes a memory file, then waits (10 s at most) until it is on the remote: only the
+    # FileChanged hook (SessionStart's watchPaths) can push it while the tool still runs
+    bash = (
+        f"printf -- '---\\nname: n\\ndescription: d\\n---\\nby bash\\n' > {bash_file}; "
+        f'for i in $(seq 100); do [ -n "$(find {cc.remote} -name bash_note.md)" ] && break; '
+        "sleep 0.1; done"
+    )
     script = Script(
         [
             [tool("Write", file_path=str(fact), content=FACT)],
@@ -107,10 +113,9 @@ def test_a_session_primes_and_every_write_reaches_the_remote_before_it_exits(cc:
     files = {f["name"]: f for f in listing.get("data", listing)["files"]}
     assert files["feedback_tests.md"]["type"] == "feedback"
     assert files["carry_forward.md"]["type"] == "carry_forward"
-    # the file Bash wrote was pushed within the session (Stop), before SessionEnd
-    assert cc.remote_files()["bash_note.md"].endswith("by bash\n")
-    log = cc.log()
-    assert log.index("bash_note.md") < log.index("session-end:")
+    # the file Bash wrote was pushed while the session ran, by FileChanged
+    assert script.seen[3]["bash_note.md"].endswith("by bash\n")
+    assert "file-changed: pushed bash_note.md" in cc.log()
     # and SessionEnd handed the final flush to a process that ran
     assert wait_for(lambda: "flush: pushed" in cc.log(), 20), cc.log()
 

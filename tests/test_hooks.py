@@ -273,6 +273,37 @@ def test_a_session_without_session_end_is_reported_as_a_crash(tmp_path):
     hook(device, "session-start", start_payload(device, "s-1"))
     context = primer(hook(device, "session-start", start_payload(device, "s-2")))
     assert "did not end cleanly" in context
+    assert "had already been synced" in context  # it wrote nothing: the primer says only that
+
+
+def test_the_start_after_an_unclean_end_pushes_what_that_session_left_unsynced(tmp_path):
+    device = folder_device(tmp_path)
+    hook(device, "session-start", start_payload(device, "s-1"))
+    # written by the crashed session with no hook seeing it (Bash, then a kill)
+    device.write("feedback_crash.md", "Keep going.\n", type="feedback")
+    context = primer(hook(device, "session-start", start_payload(device, "s-2")))
+    assert "1 memory file(s) it left unsynced were pushed now" in context
+    assert (tmp_path / "remote" / "e2e-project" / "feedback_crash.md").exists()
+
+
+def test_file_changed_stop_and_post_compact_push_what_no_tool_hook_saw(tmp_path):
+    device = folder_device(tmp_path)
+    path = device.write("feedback_bash.md", "From Bash.\n", type="feedback")
+    outside = tmp_path / "elsewhere.md"
+    outside.write_text("not memory\n")
+    base = {"session_id": "s-1", "cwd": str(device.root)}
+    changed = {**base, "hook_event_name": "FileChanged", "event": "add"}
+    hook(device, "file-changed", {**changed, "file_path": str(outside)})
+    target = tmp_path / "remote" / "e2e-project"
+    assert not target.exists() or not list(target.glob("*.md"))
+    hook(device, "file-changed", {**changed, "file_path": str(path)})
+    assert (target / "feedback_bash.md").exists()
+    device.write("user_role.md", "Engineer.\n", type="user")
+    hook(device, "stop", {**base, "hook_event_name": "Stop"})
+    assert (target / "user_role.md").exists()
+    device.write("project_x.md", "Ships Friday.\n", type="project")
+    hook(device, "post-compact", {**base, "hook_event_name": "PostCompact", "trigger": "auto"})
+    assert (target / "project_x.md").exists()
 
 
 def test_logs_are_private(tmp_path):
