@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from memsync.config import SETTINGS_FILE, Context, strip_query
@@ -71,6 +72,7 @@ def run(ctx: Context, store: Any = None) -> Report:
                 "start Claude Code in the project once, or pass --memory-dir",
             )
         )
+    add(hooks_check())
     if not ctx.sync_enabled:
         add(
             Check(
@@ -132,6 +134,54 @@ def run(ctx: Context, store: Any = None) -> Report:
     add(_probe(store))
     add(_skew(store))
     return report
+
+
+def hooks_check(settings_files: list[Path] | None = None) -> Check:
+    """The memsync hooks `install` wrote: each command must be there and runnable whatever the
+    Claude process's PATH is (an absolute path); a bare `memsync` works only if it is on PATH."""
+    import json
+    import os
+    import shutil
+
+    from memsync.config import claude_config_dir, find_git_root
+    from memsync.install import is_ours
+
+    if settings_files is None:
+        settings_files = [claude_config_dir() / "settings.json"]
+        root = find_git_root(Path.cwd())
+        if root is not None:
+            settings_files.append(root / ".claude" / "settings.json")
+    commands: dict[str, Path] = {}
+    for path in settings_files:
+        try:
+            hooks = json.loads(path.read_text(encoding="utf-8")).get("hooks") or {}
+        except (OSError, ValueError, AttributeError):
+            continue
+        for groups in hooks.values() if isinstance(hooks, dict) else []:
+            for group in groups if isinstance(groups, list) else []:
+                for entry in group.get("hooks", []) if isinstance(group, dict) else []:
+                    if is_ours(entry):
+                        commands.setdefault(entry["command"], path)
+    if not commands:
+        return Check("hooks", True, "none in settings.json (the plugin form, or not installed)")
+    for command, path in commands.items():
+        if not os.path.isabs(command):
+            found = shutil.which(command)
+            return Check(
+                "hooks",
+                False,
+                f"{path} runs `{command}` by name"
+                + (f" (found at {found} on this PATH)" if found else " and it is not on PATH"),
+                "run `memsync install` again: it writes the executable's absolute path",
+            )
+        if not (os.path.isfile(command) and os.access(command, os.X_OK)):
+            return Check(
+                "hooks",
+                False,
+                f"{path} runs {command}, which is not there or not executable",
+                "run `memsync install` again from the memsync you use now",
+            )
+    return Check("hooks", True, ", ".join(sorted(commands)) + " (absolute path, exec form)")
 
 
 def _probe(store: Any) -> Check:

@@ -310,3 +310,19 @@ def test_installed_skills_name_the_same_absolute_command_as_the_hooks():
         assert f"!`{exe} context" in text, name
         assert f"allowed-tools: Bash({exe} context" in text, name
     assert Path(hook_command()[0]).is_absolute()
+
+
+def test_doctor_checks_the_hook_commands(tmp_path):
+    from memsync.doctor import hooks_check
+    from memsync.install import hooks_config
+
+    settings = tmp_path / "settings.json"
+    settings.write_text(json.dumps(hooks_config()))
+    assert hooks_check([settings]).ok
+    settings.write_text(json.dumps(hooks_config(["/nowhere/bin/memsync"])))
+    check = hooks_check([settings])
+    assert not check.ok and "not there" in check.detail and "memsync install" in check.fix
+    settings.write_text(json.dumps(hooks_config(["memsync"])))
+    check = hooks_check([settings])
+    assert not check.ok and "by name" in check.detail
+    assert hooks_check([tmp_path / "missing.json"]).ok
