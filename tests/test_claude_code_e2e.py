@@ -183,3 +183,20 @@ def test_memsync_finds_the_memory_dir_claude_code_uses(cc: ClaudeHome, server):
         proc, _ = cc.claude("hi", script, cwd=cwd)
         assert proc.returncode == 0, proc.stderr
         assert cc.memory_dir(cwd) == Path(memory_dir_in_prompt(script.main[0])), (cwd, auto)
+    # the project scope comes before the user's (with -p, the workspace counts as trusted)
+    (cc.project / ".claude").mkdir()
+    project_setting = {"autoMemoryDirectory": str(cc.home / "project-memory")}
+    (cc.project / ".claude" / "settings.json").write_text(json.dumps(project_setting))
+    script = Script([])
+    proc, _ = cc.claude("hi", script)
+    assert Path(memory_dir_in_prompt(script.main[0])) == cc.home / "project-memory"
+    assert cc.memory_dir() == cc.home / "project-memory"
+    # CLAUDE_CODE_PROJECT_DIR_NAME pins the slug when CLAUDE_CONFIG_DIR is set
+    (cc.project / ".claude" / "settings.json").unlink()
+    settings.write_text(json.dumps(base), encoding="utf-8")
+    pinned = {"CLAUDE_CONFIG_DIR": str(cc.home / ".claude"), "CLAUDE_CODE_PROJECT_DIR_NAME": "pin"}
+    script = Script([])
+    proc, _ = cc.claude("hi", script, **pinned)
+    assert Path(memory_dir_in_prompt(script.main[0])) == cc.home / ".claude/projects/pin/memory"
+    status = json.loads(cc.memsync("status", "--json", **pinned))
+    assert Path(status.get("data", status)["memory_dir"]) == cc.home / ".claude/projects/pin/memory"

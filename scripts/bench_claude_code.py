@@ -1,0 +1,107 @@
+#!/usr/bin/env python
+"""What memsync costs inside the real Claude Code CLI (scripts/test.sh installs the pinned one).
+
+    python scripts/bench_claude_code.py [--runs 5] [--files 50]
+
+Each run is `claude -p` in a fresh HOME against the loopback fake Messages API (tests/), once
+without memsync and once after `memsync install` with N memory files already synced to a folder
+remote. Rows, median of --runs:
+- session start: process start -> the model's first request (SessionStart hooks run in between);
+- a memory Write: the model's Write reply -> its next request (the synchronous PostToolUse push);
+- a Write outside the memory dir: the same, for the hook's fast path;
+- the whole `-p` run: process start -> exit (Stop, SessionEnd included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.anthropic_server import AnthropicServer  # noqa: E402
+from tests.claude_code import CLAUDE, ClaudeHome, Script, tool  # noqa: E402
+
+FACT = "---\nname: n\ndescription: d\nmetadata:\n  type: feedback\n---\n\nA fact.\n"
+
+
+class Timed(Script):
+    """A Script that notes when each main request arrives."""
+
+    def __init__(self, turns: list) -> None:
+        super().__init__(turns)
+        self.at: list[float] = []
+
+    def __call__(self, body: object):  # noqa: ANN204 - a Reply
+        if "Write" in {t.get("name") for t in (body or {}).get("tools") or []}:  # type: ignore[union-attr]
+            self.at.append(time.perf_counter())
+        return super().__call__(body)
+
+
+def one_run(server: AnthropicServer, memsync: bool, files: int) -> dict[str, float]:
+    # ignore_cleanup_errors: SessionEnd's detached flush may still be writing its log
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
+        cc = ClaudeHome(Path(tmp), server, Path(tmp) / "remote")
+        mem = cc.memory_dir()
+        if memsync:
+            cc.memsync("install")
+            mem.mkdir(parents=True, exist_ok=True)
+            for i in range(files):
+                (mem / f"feedback_{i:03d}.md").write_text(FACT, encoding="utf-8")
+            cc.memsync("push")
+        else:
+            mem.mkdir(parents=True, exist_ok=True)
+        inside, outside = mem / "feedback_new.md", cc.project / "notes.md"
+        script = Timed(
+            [
+                [tool("Write", file_path=str(inside), content=FACT)],
+                [tool("Write", file_path=str(outside), content="x\n")],
+            ]
+        )
+        started = time.perf_counter()
+        proc, _ = cc.claude("bench", script)
+        ended = time.perf_counter()
+        assert proc.returncode == 0, proc.stderr
+        assert len(script.at) == 3, "expected three model requests"
+        return {
+            "session start (process start -> first request)": script.at[0] - started,
+            "memory Write (reply -> next request)": script.at[1] - script.at[0],
+            "Write outside the memory dir (reply -> next request)": script.at[2] - script.at[1],
+            "whole -p run": ended - started,
+        }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--files", type=int, default=50)
+    args = parser.parse_args()
+    if not CLAUDE.exists():
+        sys.exit(f"{CLAUDE} is missing: run scripts/test.sh once to install Claude Code")
+    server = AnthropicServer().start()
+    try:
+        rows: dict[str, dict[bool, list[float]]] = {}
+        for _ in range(args.runs):
+            for memsync in (False, True):
+                for name, seconds in one_run(server, memsync, args.files).items():
+                    rows.setdefault(name, {False: [], True: []})[memsync].append(seconds)
+    finally:
+        server.stop()
+    print(f"Claude Code at {CLAUDE}, median of {args.runs}, {args.files} memory files synced")
+    print("| what | without memsync | with memsync | added |")
+    print("|---|---|---|---|")
+    for name, by in rows.items():
+        without, with_ = statistics.median(by[False]), statistics.median(by[True])
+        print(
+            f"| {name} | {without * 1000:.0f} ms | {with_ * 1000:.0f} ms "
+            f"| {(with_ - without) * 1000:+.0f} ms |"
+        )
+
+
+if __name__ == "__main__":
+    main()
