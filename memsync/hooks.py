@@ -117,13 +117,13 @@ def inside_memory_dir(file_path: str, ctx: config.Context) -> Path | None:
     """`file_path` as a path inside the memory dir, however it is spelled: ctx.memory_dir is
     the canonical (symlink-resolved) path, Claude Code's tool input may go through a symlink
     (~/.claude behind one). None for a file elsewhere."""
-    root = str(ctx.memory_dir)
+    root = os.path.normcase(str(ctx.memory_dir)) + os.sep  # Windows: case-insensitive
     normalised = os.path.normpath(file_path)
-    if normalised.startswith(root + os.sep):
+    if os.path.normcase(normalised).startswith(root):
         return Path(normalised)
     parent, name = os.path.split(normalised)
     real = os.path.join(os.path.realpath(parent), name)
-    if real.startswith(root + os.sep):
+    if os.path.normcase(real).startswith(root):
         return Path(real)
     return None
 

@@ -45,11 +45,14 @@ HOOKS: list[tuple[str, str | None, str, dict[str, Any]]] = [
 EXE = "memsync.exe" if os.name == "nt" else "memsync"
 
 
-def hook_command() -> list[str]:
+def hook_command(folders: list[str] | None = None, exe: str = EXE) -> list[str]:
     """The command hooks run, independent of the Claude process's PATH: the installed memsync
-    executable by absolute path (memsync.exe on Windows), else this interpreter with -m."""
-    for folder in (sysconfig.get_path("scripts"), os.path.dirname(sys.executable)):
-        candidate = Path(folder or ".") / EXE
+    executable by absolute path (memsync.exe on Windows, in the interpreter's scripts folder),
+    else this interpreter with -m."""
+    if folders is None:
+        folders = [sysconfig.get_path("scripts"), os.path.dirname(sys.executable)]
+    for folder in folders:
+        candidate = Path(folder or ".") / exe
         if candidate.is_absolute() and candidate.is_file():
             return [str(candidate)]
     found = shutil.which("memsync")

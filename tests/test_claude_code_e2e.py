@@ -200,3 +200,28 @@ def test_memsync_finds_the_memory_dir_claude_code_uses(cc: ClaudeHome, server):
     assert Path(memory_dir_in_prompt(script.main[0])) == cc.home / ".claude/projects/pin/memory"
     status = json.loads(cc.memsync("status", "--json", **pinned))
     assert Path(status.get("data", status)["memory_dir"]) == cc.home / ".claude/projects/pin/memory"
+
+
+def test_with_claude_config_behind_a_symlink_every_hook_uses_one_state(
+    tmp_path: Path, server: AnthropicServer
+):
+    cc = ClaudeHome(tmp_path, server, tmp_path / "remote")
+    real = tmp_path / "dotfiles" / "claude"
+    real.mkdir(parents=True)
+    (cc.home / ".claude").symlink_to(real)
+    cc.memsync("install")
+    mem = seed_carry_forward(cc)
+    script = Script([])
+    cc.claude("hi", script)
+    spelled = Path(memory_dir_in_prompt(script.main[0]))  # Claude Code's spelling: the symlink
+    assert spelled != mem and spelled.resolve() == mem
+    fact = spelled / "feedback_linked.md"
+    proc, script = cc.claude(
+        "remember",
+        Script([[tool("Write", file_path=str(fact), content=FACT)]], observe=cc.remote_files),
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "feedback_linked.md" in script.seen[1]  # pushed by PostToolUse, in the session
+    assert wait_for(lambda: "flush: pushed" in cc.log(), 20)
+    states = list((cc.home / ".memsync" / "state").iterdir())
+    assert len(states) == 1, states  # one state dir, one lock, one queue for the one folder

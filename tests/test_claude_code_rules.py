@@ -326,3 +326,20 @@ def test_doctor_checks_the_hook_commands(tmp_path):
     check = hooks_check([settings])
     assert not check.ok and "by name" in check.detail
     assert hooks_check([tmp_path / "missing.json"]).ok
+
+
+def test_hook_command_is_the_installed_executable_or_this_interpreter(tmp_path):
+    from memsync.install import handler, hook_command
+
+    scripts = tmp_path / "Scripts"
+    scripts.mkdir()
+    (scripts / "memsync.exe").write_bytes(b"MZ")
+    exe = str(scripts / "memsync.exe")
+    assert hook_command([str(scripts)], exe="memsync.exe") == [exe]
+    entry = handler("session-start", {}, [exe])
+    assert entry == {"type": "command", "command": exe, "args": ["hook", "session-start"]}
+    assert hook_args(entry) == ["session-start"]
+    # not in the scripts folder: memsync on PATH, else `python -m memsync`; absolute either way
+    fallback = hook_command([str(tmp_path / "empty")], exe="memsync-absent")
+    assert Path(fallback[0]).is_absolute()
+    assert fallback[1:] in ([], ["-m", "memsync"])
