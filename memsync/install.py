@@ -204,12 +204,12 @@ _HINTS = {
 
 
 def skill_texts(command: list[str] | None = None) -> dict[str, str]:
-    """The skills as install writes them: their `!`memsync ...`` lines and `allowed-tools`
-    name the installed executable by absolute path, like the hooks (the plugin's copies in
-    skills/ keep the bare name)."""
+    """The skills as install writes them: every `memsync ...` command they run or tell the
+    model to run, and their `allowed-tools`, name the installed executable by absolute path,
+    like the hooks (the plugin's copies in skills/ keep the bare name)."""
     exe = " ".join(command or hook_command())
     return {
-        name: text.replace("!`memsync ", f"!`{exe} ").replace("Bash(memsync ", f"Bash({exe} ")
+        name: text.replace("`memsync ", f"`{exe} ").replace("Bash(memsync ", f"Bash({exe} ")
         for name, text in resources.skill_texts().items()
     }
 

@@ -133,17 +133,40 @@ def test_both_skills_inject_their_context_in_the_default_permission_mode(cc, ski
     assert CARRY in after and "permission check failed" not in sent
 
 
+def test_the_digest_skill_may_push_in_the_default_permission_mode(cc: ClaudeHome):
+    """The skill tells the model to run `memsync push`; its allowed-tools let that run."""
+    from memsync.install import hook_command
+
+    mem = seed_carry_forward(cc)
+    (mem / "self_observations.md").write_text(FACT.replace("feedback", "self_observations"))
+    push = " ".join([*hook_command(), "push"])
+    proc, script = cc.claude("/digest-session", [[tool("Bash", command=push, description="push")]])
+    assert proc.returncode == 0, proc.stderr
+    result = said(script.main[1]["messages"][-1])
+    assert "requires approval" not in result and '"is_error": true' not in result, result
+    assert "self_observations.md" in cc.remote_files()
+
+
 def test_the_plugin_form_loads_hooks_and_skills(tmp_path: Path, server: AnthropicServer):
     cc = ClaudeHome(tmp_path, server, tmp_path / "remote")  # no `memsync install`
-    seed_carry_forward(cc)
+    mem = seed_carry_forward(cc)
     venv_bin = os.path.dirname(sys.executable)
     path = f"{venv_bin}:/usr/local/bin:/usr/bin:/bin"  # the plugin's hooks run `memsync`
-    proc, script = cc.claude("/memsync:refresh-persona", [], "--plugin-dir", str(REPO), PATH=path)
+    plugin = ("--plugin-dir", str(REPO))
+    proc, script = cc.claude("/memsync:refresh-persona", [], *plugin, PATH=path)
     assert proc.returncode == 0, proc.stderr
     sent = said(script.main[0])
     assert CARRY in sent  # the SessionStart primer, from the plugin's hooks
     assert "/memsync:digest-session" in sent  # the primer names the plugin's skills
     assert "Memory after a fresh pull" in sent and "permission check failed" not in sent
+    # the other skill, and a memory write pushed by the plugin's PostToolUse in the session
+    fact = mem / "feedback_plugin.md"
+    script = Script([[tool("Write", file_path=str(fact), content=FACT)]], observe=cc.remote_files)
+    proc, _ = cc.claude("/memsync:digest-session", script, *plugin, PATH=path)
+    assert proc.returncode == 0, proc.stderr
+    assert "Memory as it stands" in said(script.main[0])
+    assert "permission check failed" not in said(script.main[0])
+    assert "feedback_plugin.md" in script.seen[1]
 
 
 def test_a_worktree_session_uses_and_syncs_the_main_repository_memory(cc: ClaudeHome):
