@@ -183,10 +183,29 @@ def test_slugs_match_claude_code_on_windows_macos_and_linux(path, slug):
     assert config.project_slug(path) == slug
 
 
-def test_windows_memory_dir_under_userprofile():
-    home = PureWindowsPath("C:\\Users\\me")
-    got = config.default_memory_dir(home / ".claude", PureWindowsPath("C:\\Users\\me\\proj"))
-    assert got == PureWindowsPath("C:\\Users\\me\\.claude\\projects\\C--Users-me-proj\\memory")
+@pytest.mark.parametrize(
+    ("config_dir", "root", "expected"),
+    [
+        (  # Windows: %USERPROFILE%\.claude
+            PureWindowsPath("C:\\Users\\me\\.claude"),
+            PureWindowsPath("C:\\Users\\me\\proj"),
+            PureWindowsPath("C:\\Users\\me\\.claude\\projects\\C--Users-me-proj\\memory"),
+        ),
+        (  # Windows, another drive and CLAUDE_CONFIG_DIR elsewhere
+            PureWindowsPath("D:\\cc"),
+            PureWindowsPath("E:\\work\\my.app"),
+            PureWindowsPath("D:\\cc\\projects\\E--work-my-app\\memory"),
+        ),
+        (  # macOS
+            PurePosixPath("/Users/me/.claude"),
+            PurePosixPath("/Users/me/Projects/web-app"),
+            PurePosixPath("/Users/me/.claude/projects/-Users-me-Projects-web-app/memory"),
+        ),
+    ],
+)
+def test_memory_dir_on_windows_and_macos(config_dir, root, expected, monkeypatch):
+    monkeypatch.delenv("CLAUDE_CODE_PROJECT_DIR_NAME", raising=False)
+    assert config.default_memory_dir(config_dir, root) == expected
 
 
 @pytest.mark.parametrize(
