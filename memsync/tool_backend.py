@@ -1,0 +1,777 @@
+"""The memory tool's six commands over one project's synced memory, without the SDK.
+
+The Claude API's client-side memory tool (`memory_20250818`) asks the application to carry out
+`view`, `create`, `str_replace`, `insert`, `delete` and `rename` on paths under `/memories`.
+`ToolMemory` does that on a memsync memory dir: every path is checked before it touches the disk,
+every write is checked like any memory file (frontmatter, size, secrets, consent) before it is
+written, then pushed through the engine as a conditional write; a write that loses a race is
+merged by type exactly as `sync` merges it. What the model must act on comes back as a
+`MemoryToolError` (the SDK adapter in `memory_tool.py` turns it into a tool error); everything
+else is the text the tool returns.
+
+Kept free of the `anthropic` SDK so the rules can be tested and reused on their own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import stat
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from memsync import memory
+from memsync.config import Context
+from memsync.errors import MemsyncError, RefusedFile, UserError
+from memsync.fsutil import atomic_write, private_dir
+from memsync.gate import check_outbound
+from memsync.memtypes import UNKNOWN, type_of
+
+ROOT = "/memories"
+INDEX = memory.INDEX_NAME
+LINE_NUMBER_WIDTH = 6  # the SDK's own backend numbers lines this wide
+VIEW_MAX_CHARS = 16_000  # one view's output: about 4,000 tokens of the model's context
+LIST_DEPTH = 2  # a directory view lists two levels, as the tool documentation shows
+MAX_PATH_CHARS = 1024
+MAX_SEGMENT_BYTES = 255
+LOCK_TIMEOUT = 60.0
+_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_BAD_CHARS = re.compile(r'[\\:*?"<>|]')  # what the remote refuses in a key (stores.check_key)
+_MODIFIED_LINE = re.compile(r"^(?P<lead>\s*modified:\s*)(?P<q>['\"]?)(?P<value>[^'\"\n]*)(?P=q)\s*$")
+_DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
+_SECRET_HINT = "; remove it, or allow it with"
+
+
+class MemoryToolError(Exception):
+    """A refused or failed command: `str(err)` is what the model reads, saying what to do."""
+
+
+class ToolMemory:
+    """One project's memory (memory dir + remote, resolved like every memsync command) behind
+    the memory tool's commands. Thread-safe: commands run one at a time."""
+
+    def __init__(
+        self,
+        ctx: Context,
+        *,
+        pull_timeout: float | None = None,
+        index: bool = True,
+        view_max_chars: int = VIEW_MAX_CHARS,
+    ) -> None:
+        from memsync.engine import Engine
+
+        self.ctx = ctx
+        self.engine = Engine(ctx)
+        self.root = ctx.memory_dir
+        self.max_bytes = int(ctx.setting("max_file_bytes"))
+        self.pull_timeout = float(
+            ctx.setting("pull_timeout") if pull_timeout is None else pull_timeout
+        )
+        self.index = index
+        self.view_max_chars = view_max_chars
+        self._lock = threading.RLock()
+        self._pulled = False
+        self._session_note = ""
+
+    # --- paths ------------------------------------------------------------------------------
+
+    def name_of(self, path: object) -> str:
+        """The memory-dir-relative name of a tool path ('' for /memories itself), or a
+        MemoryToolError saying why the path is refused. Purely lexical: see `local`."""
+        if not isinstance(path, str) or not path:
+            raise MemoryToolError("The path is empty: give a path under /memories.")
+        shown = _shown(path)
+        if len(path) > MAX_PATH_CHARS:
+            raise MemoryToolError(f"The path {shown} is over {MAX_PATH_CHARS} characters.")
+        if _CONTROL.search(path):
+            raise MemoryToolError(f"The path {shown} contains control characters.")
+        if _PERCENT_ESCAPE.search(path):
+            raise MemoryToolError(
+                f"The path {shown} contains a percent-escape (like %2e or %2f); memory paths "
+                "are plain text: write the characters themselves."
+            )
+        if _BAD_CHARS.search(path):
+            raise MemoryToolError(
+                f"The path {shown} contains a backslash or one of : * ? \" < > |, which memory "
+                "file names cannot hold."
+            )
+        if path != ROOT and not path.startswith(ROOT + "/"):
+            raise MemoryToolError(
+                f"The path {shown} is outside /memories: every memory path starts with "
+                "/memories/ (for example /memories/notes.md)."
+            )
+        rest = path[len(ROOT) + 1 :]
+        if rest.endswith("/"):
+            rest = rest[:-1]
+        if not rest:
+            return ""
+        for segment in rest.split("/"):
+            if segment in ("", ".", ".."):
+                raise MemoryToolError(
+                    f"The path {shown} has an empty, '.' or '..' segment; give the plain path "
+                    "under /memories."
+                )
+            if len(segment.encode("utf-8")) > MAX_SEGMENT_BYTES:
+                raise MemoryToolError(f"A name in {shown} is over {MAX_SEGMENT_BYTES} bytes.")
+        from memsync.engine import is_ignored
+
+        if is_ignored(rest):
+            raise MemoryToolError(
+                f"The path {shown} is not part of the synced memory (hidden names, editor "
+                "temp files, team/ and _memsync/ are not synced); choose another name."
+            )
+        return rest
+
+    def local(self, name: str) -> Path:
+        """The file for `name`; refused when it (or a folder on the way) is a symbolic link
+        that leads out of the memory dir."""
+        path = self.root / name if name else self.root
+        root = self.root.resolve()
+        resolved = path.resolve()
+        if resolved != root and root not in resolved.parents:
+            raise MemoryToolError(
+                f"The path {ROOT}/{name} leads outside /memories through a symbolic link; "
+                "it is refused."
+            )
+        return path
+
+    def _writable(self, name: str) -> Path:
+        path = self.local(name)
+        if path.is_symlink():
+            raise MemoryToolError(
+                f"{ROOT}/{name} is a symbolic link; memsync does not write through links."
+            )
+        return path
+
+    # --- the session --------------------------------------------------------------------
+
+    def pull(self) -> str:
+        """A bounded pull (`pull_timeout` seconds of transfers): what other devices wrote since
+        this device last synced. Runs before the first command of a session; call it again
+        to refresh. Returns a note for the model ('' when all went well)."""
+        with self._lock:
+            self._pulled = True
+            try:
+                result = self.engine.run("pull", deadline=time.monotonic() + self.pull_timeout)
+            except UserError as exc:
+                if "does not exist yet" in str(exc):  # a fresh remote: nothing to pull
+                    self._session_note = ""
+                    return ""
+                self._session_note = f"(memsync could not pull: {exc}; showing this device's copy)"
+                return self._session_note
+            except (MemsyncError, OSError, TimeoutError) as exc:
+                self._session_note = f"(memsync could not pull: {exc}; showing this device's copy)"
+                return self._session_note
+            if result.offline:
+                note = "(the memory remote is unreachable; showing this device's copy)"
+            elif result.skipped:
+                note = (
+                    f"({len(result.skipped)} file(s) from other devices did not arrive within "
+                    f"{self.pull_timeout:g} s; they come with the next pull)"
+                )
+            else:
+                note = ""
+            self._session_note = note
+            return note
+
+    def _start(self) -> None:
+        if not self._pulled:
+            self.pull()
+
+    @contextlib.contextmanager
+    def _local_edit(self):  # noqa: ANN202
+        """Hold memsync's lock for this project while the local file is read and rewritten,
+        so a pull or push by another memsync process is not halfway through it."""
+        try:
+            with self.engine.locked(timeout=LOCK_TIMEOUT):
+                yield
+        except TimeoutError:
+            raise MemoryToolError(
+                "The memory is busy (another memsync process holds its lock); try again."
+            ) from None
+
+    # --- the commands -----------------------------------------------------------------------
+
+    def view(self, path: str, view_range: list[int] | None = None) -> str:
+        with self._lock:
+            self._start()
+            name = self.name_of(path)
+            target = self.local(name)
+            try:
+                st = os.stat(target)
+            except (FileNotFoundError, NotADirectoryError):
+                if not name:  # no memory yet
+                    return _note(self._listing(path, []), self._session_note)
+                raise MemoryToolError(
+                    f"The path {path} does not exist. View /memories to see what there is."
+                ) from None
+            if stat.S_ISDIR(st.st_mode):
+                return _note(self._listing(path, self._entries(target, name)), self._session_note)
+            if not stat.S_ISREG(st.st_mode):
+                raise MemoryToolError(f"{path} is not a file or a directory.")
+            text = self._read_text(target, path)
+            return _note(self._numbered(path, text, view_range), self._session_note)
+
+    def create(self, path: str, file_text: str) -> str:
+        with self._lock:
+            self._start()
+            name = self.name_of(path)
+            self._need_markdown(name, path)
+            notes: list[str] = []
+            with self._local_edit():
+                target = self._writable(name)
+                if target.exists():
+                    kind = "directory" if target.is_dir() else "file"
+                    raise MemoryToolError(
+                        f"The {kind} {path} already exists. View it, then use str_replace or "
+                        "insert to change it (or delete it first)."
+                    )
+                text, added = self._with_frontmatter(name, file_text)
+                if added:
+                    notes.append(f"Added the frontmatter its name implies ({added}).")
+                data = self._checked(name, path, text)
+                private_dir(target.parent)
+                atomic_write(target, data, 0o600)
+                indexed = self._index_add(name, text)
+            if indexed:
+                notes.append("Listed it in /memories/MEMORY.md, the index Claude Code reads.")
+            names = [name, INDEX] if indexed else [name]
+            return self._push(names, f"File created successfully at: {path}", notes, path)
+
+    def str_replace(self, path: str, old_str: str, new_str: str) -> str:
+        with self._lock:
+            self._start()
+            name = self.name_of(path)
+            with self._local_edit():
+                target = self._writable(name)
+                text = self._read_existing(target, path)
+                count = text.count(old_str) if old_str else 0
+                if count == 0:
+                    raise MemoryToolError(
+                        f"No replacement was performed: old_str did not appear verbatim in "
+                        f"{path}. View the file and copy the text exactly."
+                    )
+                if count > 1:
+                    lines = _occurrence_lines(text, old_str)
+                    raise MemoryToolError(
+                        f"No replacement was performed: old_str appears {count} times in {path} "
+                        f"(lines {', '.join(map(str, lines))}); include more context to make it "
+                        "unique."
+                    )
+                at = text.index(old_str)
+                changed_line = text[:at].count("\n")
+                new_text = _touch_modified(text.replace(old_str, new_str, 1))
+                data = self._checked(name, path, new_text)
+                atomic_write(target, data, _mode(target))
+            head = "The memory file has been edited. Here is the snippet showing the change:"
+            snippet = _snippet(new_text, changed_line)
+            return self._push([name], f"{head}\n{snippet}", [], path)
+
+    def insert(self, path: str, insert_line: int, insert_text: str) -> str:
+        with self._lock:
+            self._start()
+            name = self.name_of(path)
+            with self._local_edit():
+                target = self._writable(name)
+                text = self._read_existing(target, path)
+                lines = text.split("\n")
+                if lines and lines[-1] == "":
+                    lines.pop()
+                if not isinstance(insert_line, int) or not 0 <= insert_line <= len(lines):
+                    raise MemoryToolError(
+                        f"Invalid insert_line {insert_line!r}: {path} has {len(lines)} lines, so "
+                        f"it must be between 0 (before the first) and {len(lines)} (after the "
+                        "last)."
+                    )
+                lines.insert(insert_line, insert_text.rstrip("\n"))
+                new_text = _touch_modified("\n".join(lines) + "\n")
+                data = self._checked(name, path, new_text)
+                atomic_write(target, data, _mode(target))
+            return self._push([name], f"The file {path} has been edited.", [], path)
+
+    def delete(self, path: str) -> str:
+        with self._lock:
+            self._start()
+            name = self.name_of(path)
+            if not name:
+                raise MemoryToolError("Cannot delete the /memories directory itself.")
+            with self._local_edit():
+                target = self._writable(name)
+                if target.is_dir():
+                    names = self._files_under(target)
+                elif target.is_file():
+                    names = [name]
+                else:
+                    raise MemoryToolError(f"The path {path} does not exist.")
+                total = len(self._files_under(self.root))
+                if len(names) > 5 and len(names) * 2 > total:
+                    raise MemoryToolError(
+                        f"Deleting {path} would remove {len(names)} of the {total} memory files; "
+                        "memsync refuses mass deletions from the tool. Nothing was deleted: ask "
+                        "the user to do it with `memsync forget` if it is really wanted."
+                    )
+                for each in names:
+                    self.local(each).unlink(missing_ok=True)
+                if target.is_dir():
+                    _remove_empty_dirs(target)
+                indexed = self._index_drop(names)
+            pushed = names + ([INDEX] if indexed else [])
+            return self._push(pushed, f"Successfully deleted {path}", [], path, deleted=names)
+
+    def rename(self, old_path: str, new_path: str) -> str:
+        with self._lock:
+            self._start()
+            old = self.name_of(old_path)
+            new = self.name_of(new_path)
+            if not old or not new:
+                raise MemoryToolError("Cannot rename the /memories directory itself.")
+            if new == old or new.startswith(old + "/"):
+                raise MemoryToolError(f"Cannot move {old_path} into itself.")
+            with self._local_edit():
+                source = self._writable(old)
+                dest = self._writable(new)
+                if dest.exists():
+                    raise MemoryToolError(f"The destination {new_path} already exists.")
+                if source.is_dir():
+                    moves = [(n, new + n[len(old) :]) for n in self._files_under(source)]
+                elif source.is_file():
+                    self._need_markdown(new, new_path)
+                    moves = [(old, new)]
+                else:
+                    raise MemoryToolError(f"The path {old_path} does not exist.")
+                staged = []
+                for src, dst in moves:
+                    text = self._read_existing(self.local(src), f"{ROOT}/{src}")
+                    staged.append((src, dst, self._checked(dst, f"{ROOT}/{dst}", text)))
+                for src, dst, data in staged:
+                    target = self._writable(dst)
+                    private_dir(target.parent)
+                    atomic_write(target, data, _mode(self.local(src)))
+                    self.local(src).unlink()
+                if source.is_dir():
+                    _remove_empty_dirs(source)
+                indexed = self._index_move(dict((s, d) for s, d, _ in staged))
+            names = [n for s, d, _ in staged for n in (s, d)] + ([INDEX] if indexed else [])
+            done = f"Successfully renamed {old_path} to {new_path}"
+            return self._push(names, done, [], new_path, deleted=[s for s, _, _ in staged])
+
+    # --- pushing and what it tells the model ------------------------------------------------
+
+    def _push(
+        self,
+        names: list[str],
+        done: str,
+        notes: list[str],
+        shown: str,
+        deleted: list[str] = (),  # type: ignore[assignment]
+    ) -> str:
+        """Push `names` (one conditional write each) and turn the outcome into the tool's
+        answer. A lost race merged cleanly is a note; a merge that had to drop a version, a
+        delete undone by another device's edit, or a push that failed is a MemoryToolError."""
+        paths = [str(self.root / n) for n in dict.fromkeys(names)]
+        try:
+            result = self.engine.run("push", paths)
+        except TimeoutError:
+            raise MemoryToolError(
+                f"{shown} is saved on this device, but memsync's lock was busy so it is not "
+                "on the remote yet; the next sync sends it."
+            ) from None
+        except MemsyncError as exc:
+            raise MemoryToolError(f"{shown} is saved on this device but was not pushed: {exc}")
+        problems: list[str] = []
+        for name in names:
+            for conflict in result.conflicts:
+                if conflict.startswith(f"{name}: "):
+                    problems.append(
+                        f"{ROOT}/{name}: another device changed it at the same time and both "
+                        f"versions could not be kept ({conflict[len(name) + 2 :]}). "
+                        f"It now reads:\n{self._current(name)}\nIf your change is missing, "
+                        "apply it again to this content."
+                    )
+            if name in result.errors:
+                problems.append(
+                    f"{ROOT}/{name} is saved on this device but not on the remote: "
+                    f"{result.errors[name]}."
+                )
+            if name in result.refused:
+                problems.append(f"{ROOT}/{name} is not synced: {result.refused[name]}.")
+            if name in deleted and self.local(name).exists():
+                problems.append(
+                    f"{ROOT}/{name} was edited on another device since this device last saw "
+                    "it, so the delete was not applied (an edit wins over a deletion). It now "
+                    f"reads:\n{self._current(name)}\nDelete it again if it should still go."
+                )
+        if problems:
+            raise MemoryToolError("\n".join(problems))
+        for name in names:
+            if name in result.merged and name not in deleted and self.local(name).exists():
+                notes.append(
+                    f"Another device changed {ROOT}/{name} at the same time; memsync merged "
+                    f"both versions. It now reads:\n{self._current(name)}"
+                )
+        if result.disabled:
+            notes.append("Saved on this device only: sync is off (MEMSYNC_SYNC=off).")
+        elif result.offline:
+            notes.append(
+                "Saved on this device; the memory remote is unreachable, so the change is "
+                "queued and goes out with the next sync."
+            )
+        return "\n".join([done, *notes])
+
+    def _current(self, name: str) -> str:
+        try:
+            text = self.local(name).read_text(encoding="utf-8")
+        except OSError:
+            return "(the file is gone)"
+        return self._numbered(f"{ROOT}/{name}", text, None, header=False)
+
+    # --- reading and checking ------------------------------------------------------------
+
+    def _read_text(self, target: Path, path: str) -> str:
+        try:
+            data = target.read_bytes()
+        except FileNotFoundError:
+            raise MemoryToolError(f"The path {path} does not exist.") from None
+        except IsADirectoryError:
+            raise MemoryToolError(f"The path {path} is a directory, not a file.") from None
+        except OSError as exc:
+            raise MemoryToolError(f"{path} cannot be read ({exc.strerror}).") from None
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise MemoryToolError(f"{path} is not UTF-8 text.") from None
+
+    def _read_existing(self, target: Path, path: str) -> str:
+        if target.is_dir():
+            raise MemoryToolError(f"The path {path} is a directory, not a file.")
+        if not target.exists():
+            raise MemoryToolError(
+                f"The path {path} does not exist. View /memories to see what there is, or "
+                "create it."
+            )
+        return self._read_text(target, path)
+
+    def _need_markdown(self, name: str, path: str) -> None:
+        if not name:
+            raise MemoryToolError("/memories is the memory directory; give a file name under it.")
+        if not name.endswith(".md"):
+            raise MemoryToolError(
+                f"{path} was not saved: memory files are Markdown and their names end in .md "
+                "(for example /memories/user_preferences.md)."
+            )
+
+    def _checked(self, name: str, path: str, text: str) -> bytes:
+        """`text` as it will be written, after the checks every memory file passes before it
+        may leave the machine; a refusal names the problem (a secret's kind, never the
+        secret) and nothing is written."""
+        data = text.encode("utf-8")
+        try:
+            check_outbound(name, data, self.max_bytes)
+        except RefusedFile as exc:
+            reason = exc.reason
+            if _SECRET_HINT in reason:
+                reason = reason.split(_SECRET_HINT)[0]
+                reason += (
+                    "; memory is copied to other machines, so credentials and personal "
+                    "numbers never go in it: write it again without that line"
+                )
+            elif "frontmatter is missing required field" in reason:
+                reason += ". " + _frontmatter_hint(name)
+            elif "no YAML frontmatter" in reason:
+                reason += ". " + _frontmatter_hint(name)
+            raise MemoryToolError(f"{path} was not saved: {reason}.") from None
+        return data
+
+    def _with_frontmatter(self, name: str, text: str) -> tuple[str, str]:
+        """Text without frontmatter gets what its name implies: name, a description from its
+        first line, and the type when the name says it (user_*.md, voice_calibration.md ...).
+        Text with frontmatter is left as the agent wrote it (the checks say what is missing)."""
+        basename = name.rsplit("/", 1)[-1]
+        if basename == INDEX:
+            return text, ""
+        try:
+            source, body = memory.split(text)
+        except memory.FrontmatterError:
+            return text, ""  # the checks name the problem
+        if source is not None:
+            return text, ""
+        description = _first_line(body)
+        if description is None:
+            return text, ""  # empty: the checks say so
+        mtype = type_of(name)
+        meta: dict[str, object] = {"name": basename[:-3], "description": description}
+        if mtype is not UNKNOWN:
+            meta["type"] = mtype.name
+        if mtype.merge == "fact":
+            meta["modified"] = _now_iso()
+        return memory.render(meta, body.lstrip("\n")), ", ".join(meta)
+
+    # --- listings and numbered text --------------------------------------------------------
+
+    def _entries(self, folder: Path, name: str) -> list[tuple[str, int]]:
+        from memsync.engine import is_ignored
+
+        found: list[tuple[str, int]] = []
+
+        def walk(directory: Path, rel: str, depth: int) -> None:
+            try:
+                children = sorted(os.scandir(directory), key=lambda e: e.name)
+            except OSError:
+                return
+            for child in children:
+                child_rel = f"{rel}/{child.name}" if rel else child.name
+                full_rel = f"{name}/{child_rel}" if name else child_rel
+                if is_ignored(full_rel):
+                    continue
+                try:
+                    self.local(full_rel)  # skips links that lead outside
+                    st = os.stat(child.path)
+                except (MemoryToolError, OSError):
+                    continue
+                if stat.S_ISDIR(st.st_mode):
+                    found.append((child_rel + "/", st.st_size))
+                    if depth < LIST_DEPTH:
+                        walk(Path(child.path), child_rel, depth + 1)
+                elif stat.S_ISREG(st.st_mode):
+                    found.append((child_rel, st.st_size))
+
+        walk(folder, "", 1)
+        return found
+
+    def _listing(self, path: str, entries: list[tuple[str, int]]) -> str:
+        shown = path.rstrip("/") or ROOT
+        header = (
+            f"Here're the files and directories up to {LIST_DEPTH} levels deep in {shown}, "
+            "excluding hidden items:"
+        )
+        total = sum(size for _, size in entries if not _.endswith("/"))
+        lines = [header, f"{_size(total)}\t{shown}"]
+        used = sum(len(x) + 1 for x in lines)
+        for index, (rel, size) in enumerate(entries):
+            line = f"{_size(size)}\t{shown}/{rel}"
+            if used + len(line) + 1 > self.view_max_chars:
+                lines.append(
+                    f"[{len(entries) - index} more entries not shown: view a subdirectory to "
+                    "see them]"
+                )
+                break
+            lines.append(line)
+            used += len(line) + 1
+        return "\n".join(lines)
+
+    def _numbered(
+        self, path: str, text: str, view_range: list[int] | None, header: bool = True
+    ) -> str:
+        lines = text.split("\n")
+        if lines and lines[-1] == "":
+            lines.pop()
+        first, last = 1, len(lines)
+        if view_range is not None:
+            first, last = _check_range(path, view_range, len(lines))
+        out = [f"Here's the content of {path} with line numbers:"] if header else []
+        used = sum(len(x) + 1 for x in out)
+        for number in range(first, last + 1):
+            line = f"{str(number).rjust(LINE_NUMBER_WIDTH)}\t{lines[number - 1]}"
+            if used + len(line) + 1 > self.view_max_chars and number > first:
+                out.append(
+                    f"[output cut at {self.view_max_chars} characters: lines {first}-{number - 1} "
+                    f"of {len(lines)} shown; view with view_range [{number}, {last}] for the "
+                    "rest]"
+                )
+                break
+            out.append(line[: self.view_max_chars])
+            used += len(line) + 1
+        return "\n".join(out)
+
+    # --- the MEMORY.md index, so Claude Code sees what the agent writes -------------------
+
+    def _index_add(self, name: str, text: str) -> bool:
+        if not self.index or name == INDEX or name.rsplit("/", 1)[-1] == INDEX:
+            return False
+        index = self.root / INDEX
+        current = _read_or_none(index)
+        if current is not None and f"]({name})" in current:
+            return False
+        try:
+            meta = memory.parse(text).meta or {}
+        except memory.FrontmatterError:
+            meta = {}
+        title = str(meta.get("name") or name[:-3])
+        description = str(meta.get("description") or "")
+        line = f"- [{title}]({name})" + (f" — {description}" if description else "")
+        base = "# Memory index\n\n" if current is None else current.rstrip("\n") + "\n"
+        atomic_write(index, (base + line + "\n").encode("utf-8"), 0o600)
+        return True
+
+    def _index_drop(self, names: list[str]) -> bool:
+        if not self.index:
+            return False
+        index = self.root / INDEX
+        current = _read_or_none(index)
+        if current is None or INDEX in names:
+            return False
+        kept = [
+            line
+            for line in current.splitlines(keepends=True)
+            if not any(f"]({n})" in line for n in names)
+        ]
+        if len(kept) == len(current.splitlines(keepends=True)):
+            return False
+        atomic_write(index, "".join(kept).encode("utf-8"), _mode(index))
+        return True
+
+    def _index_move(self, moves: dict[str, str]) -> bool:
+        if not self.index:
+            return False
+        index = self.root / INDEX
+        current = _read_or_none(index)
+        if current is None:
+            return False
+        text = current
+        for src, dst in moves.items():
+            text = text.replace(f"]({src})", f"]({dst})")
+        if text == current:
+            return False
+        atomic_write(index, text.encode("utf-8"), _mode(index))
+        return True
+
+    def _files_under(self, folder: Path) -> list[str]:
+        """The synced files under `folder`, as memory-dir-relative names (links not followed)."""
+        from memsync.engine import is_ignored
+
+        names = []
+        for dirpath, dirnames, filenames in os.walk(folder):
+            dirnames[:] = [d for d in dirnames if not (Path(dirpath) / d).is_symlink()]
+            rel_dir = Path(dirpath).relative_to(self.root).as_posix()
+            for fname in filenames:
+                rel = fname if rel_dir == "." else f"{rel_dir}/{fname}"
+                if not is_ignored(rel):
+                    names.append(rel)
+        return sorted(names)
+
+
+# --- small helpers ----------------------------------------------------------------------------
+
+
+def _shown(path: str) -> str:
+    """A path as it can be quoted back safely: control characters escaped, length bounded."""
+    cleaned = path.encode("unicode_escape").decode("ascii") if _CONTROL.search(path) else path
+    return repr(cleaned[:200] + ("..." if len(cleaned) > 200 else ""))
+
+
+def _note(text: str, note: str) -> str:
+    return f"{text}\n{note}" if note else text
+
+
+def _size(size: int) -> str:
+    """Sizes as the SDK's own backend shows them: 0B, 512B, 1.5K, 2M."""
+    if size == 0:
+        return "0B"
+    units = ["B", "K", "M", "G"]
+    i = min((size.bit_length() - 1) // 10, len(units) - 1)
+    value = size / (1024**i)
+    return f"{int(value)}{units[i]}" if value == int(value) else f"{value:.1f}{units[i]}"
+
+
+def _check_range(path: str, view_range: list[int], count: int) -> tuple[int, int]:
+    if (
+        not isinstance(view_range, (list, tuple))
+        or len(view_range) != 2
+        or not all(isinstance(x, int) for x in view_range)
+    ):
+        raise MemoryToolError("view_range must be two line numbers, [first, last] (last -1: end).")
+    first, last = view_range
+    last = count if last == -1 else last
+    if first < 1 or first > max(count, 1) or last < first or last > count:
+        raise MemoryToolError(
+            f"view_range {list(view_range)} is outside {path}, which has {count} lines: use "
+            f"[first, last] with 1 <= first <= last <= {count} (or last = -1)."
+        )
+    return first, last
+
+
+def _snippet(text: str, line_index: int) -> str:
+    lines = text.split("\n")
+    start, end = max(0, line_index - 2), min(len(lines), line_index + 3)
+    return "\n".join(f"{str(n + 1).rjust(LINE_NUMBER_WIDTH)}\t{lines[n]}" for n in range(start, end))
+
+
+def _occurrence_lines(text: str, needle: str) -> list[int]:
+    lines, start = [], 0
+    while (at := text.find(needle, start)) != -1:
+        lines.append(text[:at].count("\n") + 1)
+        start = at + 1
+    return lines
+
+
+def _first_line(body: str) -> str | None:
+    for line in body.splitlines():
+        words = line.strip().lstrip("#>*-+ ").strip()
+        if words:
+            return words if len(words) <= 150 else words[:147].rstrip() + "..."
+    return None
+
+
+def _frontmatter_hint(name: str) -> str:
+    mtype = type_of(name)
+    fields = ["name: " + name.rsplit("/", 1)[-1][:-3]]
+    fields += [f"{f}: ..." for f in mtype.required if f != "name"]
+    if mtype is not UNKNOWN:
+        fields.append(f"type: {mtype.name}")
+    lines = "\\n".join(["---", *fields, "---"])
+    return f"Start the file with frontmatter like: {lines} (or leave it out and memsync adds it)"
+
+
+def _now_iso() -> str:
+    """The timestamp shape Claude Code writes: 2026-11-24T05:47:59.752Z."""
+    now = datetime.now(timezone.utc)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
+
+
+def _touch_modified(text: str) -> str:
+    """An edited file's existing `modified` field (top level or under `metadata:`) moves to
+    now, so the later edit wins a fact-file race; its format, quoting and place are kept, and
+    no field is added (the agent's line numbers stay right)."""
+    try:
+        source, _ = memory.split(text)
+    except memory.FrontmatterError:
+        return text
+    if source is None:
+        return text
+    start = text.index("\n") + 1
+    end = start + len(source)
+    lines = source.split("\n")
+    for i, line in enumerate(lines):
+        m = _MODIFIED_LINE.match(line)
+        if m:
+            value = m.group("value").strip()
+            new = datetime.now().date().isoformat() if _DATE_ONLY.fullmatch(value) else _now_iso()
+            lines[i] = f"{m.group('lead')}{m.group('q')}{new}{m.group('q')}"
+    return text[:start] + "\n".join(lines) + text[end:]
+
+
+def _mode(path: Path) -> int:
+    try:
+        return path.stat().st_mode & 0o777
+    except OSError:
+        return 0o600
+
+
+def _read_or_none(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (FileNotFoundError, UnicodeDecodeError):
+        return None
+
+
+def _remove_empty_dirs(folder: Path) -> None:
+    for dirpath, _, _ in sorted(os.walk(folder), key=lambda x: -len(x[0])):
+        with contextlib.suppress(OSError):
+            os.rmdir(dirpath)
+
+
+__all__ = ["ROOT", "MemoryToolError", "ToolMemory"]
