@@ -41,7 +41,9 @@ LOCK_TIMEOUT = 60.0
 _PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _BAD_CHARS = re.compile(r'[\\:*?"<>|]')  # what the remote refuses in a key (stores.check_key)
-_MODIFIED_LINE = re.compile(r"^(?P<lead>\s*modified:\s*)(?P<q>['\"]?)(?P<value>[^'\"\n]*)(?P=q)\s*$")
+_MODIFIED_LINE = re.compile(
+    r"^(?P<lead>\s*modified:\s*)(?P<q>['\"]?)(?P<value>[^'\"\n]*)(?P=q)\s*$"
+)
 _DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _SECRET_HINT = "; remove it, or allow it with"
 
@@ -96,7 +98,7 @@ class ToolMemory:
             )
         if _BAD_CHARS.search(path):
             raise MemoryToolError(
-                f"The path {shown} contains a backslash or one of : * ? \" < > |, which memory "
+                f'The path {shown} contains a backslash or one of : * ? " < > |, which memory '
                 "file names cannot hold."
             )
         if path != ROOT and not path.startswith(ROOT + "/"):
@@ -381,7 +383,9 @@ class ToolMemory:
                 "on the remote yet; the next sync sends it."
             ) from None
         except MemsyncError as exc:
-            raise MemoryToolError(f"{shown} is saved on this device but was not pushed: {exc}")
+            raise MemoryToolError(
+                f"{shown} is saved on this device but was not pushed: {exc}"
+            ) from None
         problems: list[str] = []
         for name in names:
             for conflict in result.conflicts:
@@ -479,17 +483,19 @@ class ToolMemory:
                     "; memory is copied to other machines, so credentials and personal "
                     "numbers never go in it: write it again without that line"
                 )
-            elif "frontmatter is missing required field" in reason:
-                reason += ". " + _frontmatter_hint(name)
-            elif "no YAML frontmatter" in reason:
+            elif (
+                "frontmatter is missing required field" in reason or "no YAML frontmatter" in reason
+            ):
                 reason += ". " + _frontmatter_hint(name)
             raise MemoryToolError(f"{path} was not saved: {reason}.") from None
         return data
 
     def _with_frontmatter(self, name: str, text: str) -> tuple[str, str]:
-        """Text without frontmatter gets what its name implies: name, a description from its
-        first line, and the type when the name says it (user_*.md, voice_calibration.md ...).
-        Text with frontmatter is left as the agent wrote it (the checks say what is missing)."""
+        """Text without frontmatter gets what its name implies: name, a description from the
+        name (never a copy of a body line, which would make the agent's later str_replace of
+        that line ambiguous), and the type when the name says it (user_*.md,
+        voice_calibration.md ...). Text with frontmatter is left as the agent wrote it (the
+        checks say what is missing)."""
         basename = name.rsplit("/", 1)[-1]
         if basename == INDEX:
             return text, ""
@@ -499,10 +505,10 @@ class ToolMemory:
             return text, ""  # the checks name the problem
         if source is not None:
             return text, ""
-        description = _first_line(body)
-        if description is None:
+        if not body.strip():
             return text, ""  # empty: the checks say so
         mtype = type_of(name)
+        description = mtype.summary if mtype.filename else basename[:-3].replace("_", " ")
         meta: dict[str, object] = {"name": basename[:-3], "description": description}
         if mtype is not UNKNOWN:
             meta["type"] = mtype.name
@@ -697,7 +703,9 @@ def _check_range(path: str, view_range: list[int], count: int) -> tuple[int, int
 def _snippet(text: str, line_index: int) -> str:
     lines = text.split("\n")
     start, end = max(0, line_index - 2), min(len(lines), line_index + 3)
-    return "\n".join(f"{str(n + 1).rjust(LINE_NUMBER_WIDTH)}\t{lines[n]}" for n in range(start, end))
+    return "\n".join(
+        f"{str(n + 1).rjust(LINE_NUMBER_WIDTH)}\t{lines[n]}" for n in range(start, end)
+    )
 
 
 def _occurrence_lines(text: str, needle: str) -> list[int]:
@@ -706,14 +714,6 @@ def _occurrence_lines(text: str, needle: str) -> list[int]:
         lines.append(text[:at].count("\n") + 1)
         start = at + 1
     return lines
-
-
-def _first_line(body: str) -> str | None:
-    for line in body.splitlines():
-        words = line.strip().lstrip("#>*-+ ").strip()
-        if words:
-            return words if len(words) <= 150 else words[:147].rstrip() + "..."
-    return None
 
 
 def _frontmatter_hint(name: str) -> str:

@@ -7,12 +7,16 @@ A request with `"stream": true` gets the same message as server-sent events (mes
 content blocks with text and input_json deltas, message_delta, message_stop), which is what the
 real Claude Code CLI asks for. `responder` replaces the queue with a function of the request,
 which is how a scripted agent session (tests/claude_code.py) answers turn by turn.
+`script()` queues a conversation for the `anthropic` SDK's tool runner: turns of scripted tool
+calls (the memory tool's commands, say), then a closing text; `tool_results()` reads back what
+the client sent for each call.
 Nothing here talks to the internet: point the SDK at `server.url` with ANTHROPIC_BASE_URL.
 """
 
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import threading
 import time
@@ -49,6 +53,7 @@ class Reply:
     body: Any = None  # a dict (sent as JSON) or raw bytes
     delay: float = 0.0
     headers: dict[str, str] = field(default_factory=dict)
+    before: Callable[[], None] | None = None  # runs in the server before answering (a barrier)
 
 
 def tool_use_message(tool_input: Any, name: str = "record_session_digest") -> dict[str, Any]:
@@ -72,6 +77,19 @@ def message(content: list[dict[str, Any]], model: str = "claude-test") -> dict[s
 
 def text_message(text: str) -> dict[str, Any]:
     return message([{"type": "text", "text": text}])
+
+
+_TOOL_IDS = itertools.count(1)
+
+
+def tool_calls_message(*calls: dict[str, Any], name: str = "memory") -> dict[str, Any]:
+    """An assistant turn calling tool `name` once per input in `calls`, with unique ids."""
+    return message(
+        [
+            {"type": "tool_use", "id": f"toolu_{next(_TOOL_IDS):06d}", "name": name, "input": c}
+            for c in calls
+        ]
+    )
 
 
 def sse_events(msg: dict[str, Any]) -> bytes:
@@ -171,6 +189,29 @@ class AnthropicServer:
     def slow(self, seconds: float) -> None:
         self.default = Reply(200, tool_use_message(copy.deepcopy(DEFAULT_DIGEST)), delay=seconds)
 
+    def script(self, *turns: list[dict[str, Any]] | Reply, closing: str = "Done.") -> None:
+        """Queue one assistant turn per item (a list of tool inputs, or a ready Reply), then a
+        closing text turn."""
+        for turn in turns:
+            self.reply(turn if isinstance(turn, Reply) else Reply(200, tool_calls_message(*turn)))
+        self.reply(Reply(200, text_message(closing)))
+
+    def tool_results(self) -> list[dict[str, Any]]:
+        """Every tool_result block the client sent, in order (each request repeats the
+        conversation so far; a result is counted once)."""
+        results: list[dict[str, Any]] = []
+        seen: set[str] = set()
+        for request in self.requests:
+            for turn in (request.body or {}).get("messages", []):
+                content = turn.get("content")
+                if turn.get("role") != "user" or not isinstance(content, list):
+                    continue
+                for block in content:
+                    if block.get("type") == "tool_result" and block["tool_use_id"] not in seen:
+                        seen.add(block["tool_use_id"])
+                        results.append(block)
+        return results
+
     def _next(self, body: Any) -> Reply:
         with self._lock:
             if self.responder is not None:
@@ -217,6 +258,8 @@ class AnthropicServer:
                 self._send(server._next(body), stream)
 
             def _send(self, reply: Reply, stream: bool = False) -> None:
+                if reply.before is not None:
+                    reply.before()
                 if reply.delay:
                     time.sleep(reply.delay)
                 sse = stream and reply.status == 200 and isinstance(reply.body, dict)

@@ -1,0 +1,510 @@
+"""The memory tool backend (memsync.memory_tool) driven by the `anthropic` SDK's own tool runner
+against the fake Messages API server, on the folder remote and on Azurite: every command, two
+agents on two devices racing on one file, hostile paths, secrets, and Claude Code's files."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from memsync import config, memory
+from memsync.memory_tool import AsyncMemsyncMemoryTool, MemsyncMemoryTool
+from memsync.stores import check_key, open_store
+from memsync.tool_backend import MemoryToolError, ToolMemory
+from tests.anthropic_server import AnthropicServer, Reply, tool_calls_message
+from tests.devices import make_device
+
+PROJECT = "e2e-project"  # what tests.devices gives the CLI devices
+SECRET = "sk-" + "ant-api03-" + "Xq7vB2nK9pL4mR8tW1yZ3cF6hJ0dS5aG-Eu_QiO2x"
+
+
+def device_ctx(root: Path, name: str, remote: str, **settings: Any) -> config.Context:
+    """One simulated device: its own MEMSYNC_HOME and memory dir, the shared remote."""
+    ctx = config.resolve(root / name / "memory", remote, PROJECT)
+    return ctx._replace(
+        home=root / name / "home", device=name, settings={**ctx.settings, **settings}
+    )
+
+
+def run_agent(server: AnthropicServer, tool: Any) -> list[Any]:
+    """One conversation through the SDK's tool runner; the server plays the model."""
+    client = anthropic.Anthropic(base_url=server.url, api_key="test-key", max_retries=0)
+    runner = client.beta.messages.tool_runner(
+        model="claude-test",
+        max_tokens=1024,
+        tools=[tool],
+        messages=[{"role": "user", "content": "Hello again."}],
+    )
+    return list(runner)
+
+
+def results(server: AnthropicServer) -> list[tuple[bool, str]]:
+    """(is_error, text) of every tool result the runner sent back."""
+    out = []
+    for block in server.tool_results():
+        content = block["content"]
+        text = content if isinstance(content, str) else " ".join(b["text"] for b in content)
+        out.append((bool(block.get("is_error")), text))
+    return out
+
+
+def remote_files(ctx: config.Context) -> dict[str, bytes]:
+    store = open_store(ctx.remote, ctx.project)
+    try:
+        return {key: store.get(key)[0] for key in store.list() if not key.startswith("_")}
+    finally:
+        store.close()
+
+
+def folder_remote(tmp_path: Path) -> str:
+    folder = tmp_path / "remote"
+    folder.mkdir(exist_ok=True)
+    return folder.as_uri()
+
+
+@pytest.fixture
+def server() -> Any:
+    fake = AnthropicServer().start()
+    yield fake
+    fake.stop()
+
+
+# --- every command through the SDK's tool runner -----------------------------------------------
+
+
+def test_every_command_through_the_tool_runner(
+    server: AnthropicServer, remote_url: str, tmp_path: Path
+) -> None:
+    ctx = device_ctx(tmp_path, "server", remote_url)
+    tool = MemsyncMemoryTool(context=ctx)
+    profile = "/memories/user_profile.md"
+    server.script(
+        [{"command": "view", "path": "/memories"}],
+        [
+            {
+                "command": "create",
+                "path": profile,
+                "file_text": "# Sam\nSam prefers terse answers.\n",
+            }
+        ],
+        [
+            {"command": "str_replace", "path": profile, "old_str": "terse", "new_str": "short"},
+            {"command": "insert", "path": profile, "insert_line": 8, "insert_text": "Likes tea."},
+        ],
+        [{"command": "view", "path": profile, "view_range": [7, -1]}],
+        [
+            {"command": "create", "path": "/memories/notes/project_demo.md", "file_text": "Demo"},
+            {"command": "rename", "old_path": profile, "new_path": "/memories/user_sam.md"},
+        ],
+        [
+            {"command": "delete", "path": "/memories/notes"},
+            {"command": "view", "path": "/memories"},
+        ],
+    )
+    messages = run_agent(server, tool)
+    assert messages[-1].content[0].text == "Done."
+    got = results(server)
+    assert [e for e, _ in got] == [False] * 9, got
+    assert "0B\t/memories" in got[0][1]
+    assert got[1][1].startswith(f"File created successfully at: {profile}")
+    assert "frontmatter its name implies" in got[1][1]
+    assert "Sam prefers short answers." in got[2][1]
+    assert got[4][1].splitlines()[1:] == [
+        "     7\t# Sam",
+        "     8\tSam prefers short answers.",
+        "     9\tLikes tea.",
+    ]
+    listing = got[8][1]
+    assert "/memories/user_sam.md" in listing and "notes" not in listing
+
+    # what the tool wrote is a memory file like any other, on this device and on the remote
+    local = (ctx.memory_dir / "user_sam.md").read_text()
+    doc = memory.parse(local)
+    assert (
+        doc.meta is not None and doc.meta["type"] == "user" and doc.meta["name"] == "user_profile"
+    )
+    assert doc.body == "# Sam\nSam prefers short answers.\nLikes tea.\n"
+    assert sorted(remote_files(ctx)) == ["MEMORY.md", "user_sam.md"]
+    assert remote_files(ctx)["user_sam.md"] == local.encode()
+    index = remote_files(ctx)["MEMORY.md"].decode()
+    assert "](user_sam.md)" in index and "user_profile.md" not in index
+    assert "project_demo" not in index
+
+    # and a Claude Code device syncing the same project sees exactly that
+    laptop = make_device(tmp_path, "laptop", remote_url)
+    laptop.run("sync")
+    assert laptop.files() == {
+        "MEMORY.md": index.encode(),
+        "user_sam.md": local.encode(),
+    }
+
+
+def test_the_async_twin_through_the_async_tool_runner(
+    server: AnthropicServer, tmp_path: Path
+) -> None:
+    remote = folder_remote(tmp_path)
+    ctx = device_ctx(tmp_path, "server", remote)
+    tool = AsyncMemsyncMemoryTool(context=ctx)
+    path = "/memories/voice_calibration.md"
+    server.script(
+        [{"command": "create", "path": path, "file_text": "## 2026-11-24\n- dry humour landed\n"}],
+        [{"command": "str_replace", "path": path, "old_str": "dry", "new_str": "Dry"}],
+        [{"command": "view", "path": "/memories/../etc/passwd"}],
+    )
+
+    async def converse() -> list[Any]:
+        client = anthropic.AsyncAnthropic(base_url=server.url, api_key="k", max_retries=0)
+        runner = client.beta.messages.tool_runner(
+            model="claude-test",
+            max_tokens=512,
+            tools=[tool],
+            messages=[{"role": "user", "content": "hi"}],
+        )
+        return [m async for m in runner]
+
+    asyncio.run(converse())
+    got = results(server)
+    assert [e for e, _ in got] == [False, False, True]
+    assert "'..' segment" in got[2][1]
+    assert b"- Dry humour landed" in remote_files(ctx)["voice_calibration.md"]
+
+
+# --- two agents on two devices, one append-type file, at the same time -------------------------
+
+
+def test_two_agents_append_to_one_file_at_the_same_time(remote_url: str, tmp_path: Path) -> None:
+    path = "/memories/voice_calibration.md"
+    seed = ToolMemory(device_ctx(tmp_path, "seed", remote_url))
+    seed.create(path, "---\nname: voice\ndescription: tone notes\n---\n## 2026-11-24\n- start\n")
+    servers = {name: AnthropicServer().start() for name in ("alpha", "beta")}
+    agents = {
+        name: MemsyncMemoryTool(context=device_ctx(tmp_path, name, remote_url)) for name in servers
+    }
+    both_have_read = threading.Barrier(2, timeout=30)
+    for name, server in servers.items():
+        entry = f"- {name} noticed the user likes short replies"
+        server.script(
+            [{"command": "view", "path": path}],  # the session's first read pulls the file
+            # both write only after both have read: the second conditional write must lose
+            Reply(
+                200,
+                tool_calls_message(
+                    {"command": "insert", "path": path, "insert_line": 6, "insert_text": entry}
+                ),
+                before=both_have_read.wait,
+            ),
+        )
+    threads = [
+        threading.Thread(target=run_agent, args=(servers[name], agents[name])) for name in servers
+    ]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+    finally:
+        for server in servers.values():
+            server.stop()
+    answers = {name: results(server) for name, server in servers.items()}
+    for name, got in answers.items():
+        assert [e for e, _ in got] == [False, False], (name, got)
+    merged_notes = [name for name, got in answers.items() if "memsync merged" in got[1][1]]
+    assert len(merged_notes) == 1, answers  # exactly one lost the race, and was told
+
+    entries = ["- alpha noticed the user likes short replies", "- beta noticed the user likes"]
+
+    def holds_both_once(text: str) -> bool:
+        return all(text.count(e) == 1 for e in entries) and text.count("- start") == 1
+
+    remote = remote_files(seed.ctx)["voice_calibration.md"].decode()
+    assert holds_both_once(remote), remote
+    for name, agent in agents.items():
+        agent.memory.pull()
+        text = (agent.memory.root / "voice_calibration.md").read_text()
+        assert holds_both_once(text), (name, text)
+    laptop = make_device(tmp_path, "laptop", remote_url)  # Claude Code's side
+    laptop.run("sync")
+    assert holds_both_once(laptop.files()["voice_calibration.md"].decode())
+
+
+def test_a_fact_edited_on_both_devices_comes_back_as_a_tool_error(
+    server: AnthropicServer, tmp_path: Path
+) -> None:
+    remote = folder_remote(tmp_path)
+    path = "/memories/user_role.md"
+    alpha = ToolMemory(device_ctx(tmp_path, "alpha", remote))
+    alpha.create(path, "---\nname: role\ndescription: the user's role\n---\nThe user is a PM.\n")
+    beta = MemsyncMemoryTool(context=device_ctx(tmp_path, "beta", remote))
+    beta.memory.view(path)  # beta's session has read it
+    alpha.str_replace(path, "a PM", "an engineer")
+    server.script(
+        [{"command": "str_replace", "path": path, "old_str": "a PM", "new_str": "a designer"}]
+    )
+    run_agent(server, beta)
+    [(is_error, text)] = results(server)
+    assert is_error, text
+    assert "another device changed it at the same time" in text
+    assert "apply it again" in text and "It now reads:" in text
+    kept = (beta.memory.root / "user_role.md").read_text()
+    assert kept.split("---\n")[-1] in text  # the model sees what the file holds now
+    history = beta.memory.engine.state.history("user_role.md")
+    assert history, "the version that lost is kept in local history"
+
+
+def test_a_delete_that_raced_an_edit_is_undone_and_said(tmp_path: Path) -> None:
+    remote = folder_remote(tmp_path)
+    path = "/memories/project_launch.md"
+    alpha = ToolMemory(device_ctx(tmp_path, "alpha", remote))
+    alpha.create(path, "Launch is on Friday.\n")
+    beta = ToolMemory(device_ctx(tmp_path, "beta", remote))
+    beta.view(path)
+    alpha.str_replace(path, "\nLaunch is on Friday", "\nLaunch is on Monday")
+    with pytest.raises(MemoryToolError, match="edit wins over a deletion") as raised:
+        beta.delete(path)
+    assert "Launch is on Monday." in str(raised.value)
+    assert "Monday" in (beta.root / "project_launch.md").read_text()
+
+
+# --- paths -----------------------------------------------------------------------------------
+
+HOSTILE = [
+    "/memories/../outside/x.md",
+    "/memories/sub/../../outside/x.md",
+    "/memories/%2e%2e/outside/x.md",
+    "/memories/%2E%2E%2Foutside%2Fx.md",
+    "/memories/%252e%252e/outside/x.md",
+    "/memories/..%2foutside/x.md",
+    "/memories/..\\outside\\x.md",
+    "/etc/passwd",
+    "/outside/x.md",
+    "memories/x.md",
+    "../outside/x.md",
+    "/memoriesX/x.md",
+    "/memories//outside/x.md",
+    "/memories/./x.md",
+    "/memories/link/x.md",  # a link to the outside folder
+    "/memories/escape.md",  # a link to a file outside
+    "/memories/C:/x.md",
+    "/memories/x\x00.md",
+    "/memories/.hidden.md",
+    "",
+]
+
+
+@pytest.fixture
+def hostile_memory(tmp_path: Path) -> tuple[ToolMemory, Path]:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "x.md").write_text("outside\n")
+    ctx = device_ctx(tmp_path, "agent", folder_remote(tmp_path))
+    ctx.memory_dir.mkdir(parents=True)
+    (ctx.memory_dir / "link").symlink_to(outside, target_is_directory=True)
+    (ctx.memory_dir / "escape.md").symlink_to(outside / "x.md")
+    return ToolMemory(ctx), outside
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_every_hostile_path_is_refused_through_the_tool_runner(
+    server: AnthropicServer, hostile_memory: tuple[ToolMemory, Path], tmp_path: Path
+) -> None:
+    backend, outside = hostile_memory
+    tool = MemsyncMemoryTool(context=backend.ctx)
+    before = _snapshot(outside)
+    calls = []
+    for bad in HOSTILE:
+        calls += [
+            {"command": "view", "path": bad},
+            {"command": "create", "path": bad, "file_text": "pwned\n"},
+            {"command": "str_replace", "path": bad, "old_str": "outside", "new_str": "pwned"},
+            {"command": "insert", "path": bad, "insert_line": 0, "insert_text": "pwned"},
+            {"command": "delete", "path": bad},
+            {"command": "rename", "old_path": bad, "new_path": "/memories/ok.md"},
+            {"command": "rename", "old_path": "/memories/MEMORY.md", "new_path": bad},
+        ]
+    server.script(calls)
+    run_agent(server, tool)
+    got = results(server)
+    assert len(got) == len(calls)
+    accepted = [
+        (call, text) for call, (is_error, text) in zip(calls, got, strict=True) if not is_error
+    ]
+    assert accepted == []
+    assert _snapshot(outside) == before
+    assert not (tmp_path / "agent" / "outside").exists()
+    assert all("pwned" not in p.read_text() for p in backend.root.rglob("*.md") if p.is_file())
+    assert not (tmp_path / "remote").exists() or not any(
+        "pwned" in p.read_text() for p in (tmp_path / "remote").rglob("*.md")
+    )
+
+
+_SEGMENTS = [
+    "..",
+    ".",
+    "",
+    "%2e%2e",
+    "..%2f..",
+    "link",
+    "escape.md",
+    "b.md",
+    "x.md",
+    "C:",
+    "a\x00",
+    "é.md",
+    "..\\..",
+]
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    prefix=st.sampled_from(
+        ["/memories/", "/memories/link/", "/memories/sub/", "/memories", "/", "memories/"]
+    ),
+    segments=st.lists(st.sampled_from(_SEGMENTS), min_size=1, max_size=3),
+    joiner=st.sampled_from(["/", "/", "/", "//", "\\", "%2f"]),
+)
+@example(prefix="/memories/link/", segments=["b.md"], joiner="/")  # a link to the outside
+@example(prefix="/memories/", segments=["escape.md"], joiner="/")  # a link to a file outside
+def test_any_path_stays_under_the_memory_dir(
+    hostile_memory: tuple[ToolMemory, Path], prefix: str, segments: list[str], joiner: str
+) -> None:
+    """Whatever the path, a command either refuses it or acts inside the memory dir."""
+    backend, outside = hostile_memory
+    backend.ctx.settings["sync"] = False  # the rule is local; a push per example would be slow
+    before = _snapshot(outside)
+    path = prefix + joiner.join(segments)
+    try:
+        name = backend.name_of(path)
+    except MemoryToolError:
+        name = None
+    if name:
+        check_key(name)  # a name the remote accepts too
+        assert ".." not in name.split("/") and "%" not in name and "\\" not in name
+        try:
+            resolved = backend.local(name).resolve()
+        except MemoryToolError:
+            assert name.split("/")[0] in ("link", "escape.md")  # only links lead out
+        else:
+            assert backend.root.resolve() in resolved.parents
+    for command in (
+        lambda: backend.create(path, "x\n"),
+        lambda: backend.insert(path, 0, "x"),
+        lambda: backend.rename(path, "/memories/z.md"),
+        lambda: backend.delete(path),
+    ):
+        with contextlib.suppress(MemoryToolError):
+            command()
+    assert _snapshot(outside) == before
+
+
+def test_view_output_and_file_size_are_capped(tmp_path: Path) -> None:
+    ctx = device_ctx(tmp_path, "agent", folder_remote(tmp_path), max_file_bytes=20_000)
+    backend = ToolMemory(ctx, view_max_chars=2_000)
+    body = "".join(f"line {i} of a long memory\n" for i in range(400))
+    backend.create("/memories/reference_long.md", body[:15_000])
+    shown = backend.view("/memories/reference_long.md")
+    assert len(shown) <= 2_000 + 200
+    assert "view with view_range [" in shown
+    with pytest.raises(MemoryToolError, match="over the 20000-byte limit"):
+        backend.create("/memories/reference_huge.md", body * 3)
+    assert not (ctx.memory_dir / "reference_huge.md").exists()
+    for i in range(150):
+        (ctx.memory_dir / f"project_{i:03d}.md").write_text("---\nname: p\ndescription: d\n---\n")
+    listing = backend.view("/memories")
+    assert len(listing) <= 2_000 + 200 and "more entries not shown" in listing
+
+
+# --- secrets and types -----------------------------------------------------------------------
+
+
+def test_a_secret_is_refused_with_its_kind_and_never_echoed(
+    server: AnthropicServer, tmp_path: Path
+) -> None:
+    ctx = device_ctx(tmp_path, "agent", folder_remote(tmp_path))
+    tool = MemsyncMemoryTool(context=ctx)
+    path = "/memories/reference_api.md"
+    server.script(
+        [{"command": "create", "path": path, "file_text": f"The eval key is {SECRET}\n"}],
+        [{"command": "create", "path": path, "file_text": "The eval key is in the vault.\n"}],
+        [{"command": "str_replace", "path": path, "old_str": "in the vault", "new_str": SECRET}],
+    )
+    run_agent(server, tool)
+    got = results(server)
+    assert [e for e, _ in got] == [True, False, True]
+    for _, text in (got[0], got[2]):
+        assert "Anthropic API key" in text and "was not saved" in text
+        assert SECRET not in text and SECRET[:12] not in text
+    for request in server.requests:
+        assert SECRET not in str(request.body.get("messages")[-1])  # never echoed back
+    on_disk = (ctx.memory_dir / "reference_api.md").read_text()
+    assert "in the vault" in on_disk and SECRET not in on_disk
+    assert all(SECRET.encode() not in data for data in remote_files(ctx).values())
+
+
+def test_missing_frontmatter_is_said_and_implied_frontmatter_is_added(tmp_path: Path) -> None:
+    ctx = device_ctx(tmp_path, "agent", folder_remote(tmp_path))
+    backend = ToolMemory(ctx)
+    with pytest.raises(MemoryToolError, match="missing required field.*description") as raised:
+        backend.create("/memories/feedback_tests.md", "---\nname: tests\n---\nRun them.\n")
+    assert "type: feedback" in str(raised.value)
+    with pytest.raises(MemoryToolError, match="end in .md"):
+        backend.create("/memories/progress.xml", "<p/>")
+    backend.create("/memories/running_commitments.md", "## Open\n- ship the parser\n")
+    meta = memory.parse((ctx.memory_dir / "running_commitments.md").read_text()).meta
+    assert meta == {
+        "name": "running_commitments",
+        "description": "What you promised, with status (Open, Delivered).",
+        "type": "commitments",
+    }
+    assert ToolMemory(ctx).view("/memories/running_commitments.md").count("ship the parser") == 1
+
+
+def test_claude_codes_files_and_the_agents_are_the_same_memory(
+    server: AnthropicServer, remote_url: str, tmp_path: Path
+) -> None:
+    laptop = make_device(tmp_path, "laptop", remote_url)
+    claude_file = (
+        "---\nname: tested\ndescription: The user likes tests\nmetadata:\n  node_type: memory\n"
+        "  type: feedback\n  originSessionId: 5f0c\n  modified: 2026-11-24T05:47:59.752Z\n---\n"
+        "Write a failing test first.\n"
+    )
+    (laptop.memory / "feedback_tested.md").write_text(claude_file)
+    laptop.run("sync")
+    ctx = device_ctx(tmp_path, "server", remote_url)
+    tool = MemsyncMemoryTool(context=ctx)
+    server.script(
+        [{"command": "view", "path": "/memories/feedback_tested.md"}],
+        [
+            {
+                "command": "str_replace",
+                "path": "/memories/feedback_tested.md",
+                "old_str": "first.",
+                "new_str": "first, then make it pass.",
+            },
+            {"command": "create", "path": "/memories/user_name.md", "file_text": "Sam.\n"},
+        ],
+    )
+    run_agent(server, tool)
+    got = results(server)
+    assert [e for e, _ in got] == [False, False, False], got
+    assert "Write a failing test first." in got[0][1]
+    laptop.run("sync")
+    files = laptop.files()
+    edited = files["feedback_tested.md"].decode()
+    assert "then make it pass." in edited
+    assert "metadata:\n  node_type: memory\n  type: feedback\n" in edited  # the writer's shape
+    assert "2026-11-24T05:47:59.752Z" not in edited  # modified moved on
+    assert "](user_name.md)" in files["MEMORY.md"].decode()
+    assert memory.parse(files["user_name.md"].decode()).meta["type"] == "user"
