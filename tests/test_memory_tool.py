@@ -508,3 +508,74 @@ def test_claude_codes_files_and_the_agents_are_the_same_memory(
     assert "2026-11-24T05:47:59.752Z" not in edited  # modified moved on
     assert "](user_name.md)" in files["MEMORY.md"].decode()
     assert memory.parse(files["user_name.md"].decode()).meta["type"] == "user"
+
+
+# --- the example -----------------------------------------------------------------------------
+
+
+def test_the_example_remembers_a_user_across_two_machines(
+    anthropic_server: AnthropicServer, tmp_path: Path
+) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "remember_user", Path(__file__).parent.parent / "examples" / "remember_user.py"
+    )
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    fact = "Sam prefers short answers and is learning Rust."
+    anthropic_server.script(  # the laptop's run
+        [{"command": "view", "path": "/memories"}],
+        [{"command": "create", "path": "/memories/user_preferences.md", "file_text": fact}],
+        closing="Noted, Sam.",
+    )
+    anthropic_server.script(  # the server's run, later
+        [{"command": "view", "path": "/memories"}],
+        [{"command": "view", "path": "/memories/user_preferences.md"}],
+        closing="You prefer short answers.",
+    )
+    demo = tmp_path / "demo"
+    example.main(["--machine", "laptop", "--demo-dir", str(demo), "I'm Sam. Keep it short."])
+    example.main(["--machine", "server", "--demo-dir", str(demo), "What do you remember?"])
+    got = results(anthropic_server)
+    assert [e for e, _ in got] == [False] * 4, got
+    assert "0B\t/memories" in got[0][1]  # the laptop started empty
+    assert "/memories/user_preferences.md" in got[2][1]  # the server sees the laptop's file
+    assert fact in got[3][1]
+    first = anthropic_server.requests[0].body
+    assert first["tools"] == [{"type": "memory_20250818", "name": "memory"}]
+    server_copy = demo / "server" / "memory" / "user_preferences.md"
+    assert (
+        server_copy.read_bytes()
+        == (demo / "laptop" / "memory" / "user_preferences.md").read_bytes()
+    )
+    laptop_cli = make_device(tmp_path, "claude", (demo / "remote").as_uri())
+    laptop_cli.run("sync", "--project", example.PROJECT)
+    assert laptop_cli.files()["user_preferences.md"] == server_copy.read_bytes()
+
+
+def test_offline_writes_stand_and_go_out_with_the_next_sync(tmp_path: Path) -> None:
+    remote = tmp_path / "remote"  # a folder remote that is not mounted yet
+    ctx = device_ctx(tmp_path, "agent", remote.as_uri())
+    backend = ToolMemory(ctx)
+    assert "unreachable" in backend.view("/memories")
+    said = backend.create("/memories/user_tz.md", "Sam works from Lisbon.\n")
+    assert "queued and goes out with the next sync" in said
+    assert (ctx.memory_dir / "user_tz.md").exists()
+    remote.mkdir()
+    assert backend.pull() == ""  # the pull drains the queue first
+    assert b"Sam works from Lisbon." in remote_files(ctx)["user_tz.md"]
+    off = ToolMemory(device_ctx(tmp_path, "off", remote.as_uri(), sync=False))
+    assert "sync is off" in off.create("/memories/user_x.md", "x\n")
+    assert "user_x.md" not in remote_files(ctx)
+
+
+def test_high_sensitivity_needs_consent(tmp_path: Path) -> None:
+    backend = ToolMemory(device_ctx(tmp_path, "agent", folder_remote(tmp_path)))
+    text = "---\nname: health\ndescription: d\nsensitivity: high\n---\nAllergic to nuts.\n"
+    with pytest.raises(MemoryToolError, match="without 'consent: true'"):
+        backend.create("/memories/user_health.md", text)
+    assert not (backend.root / "user_health.md").exists()
+    backend.create("/memories/user_health.md", text.replace("high\n", "high\nconsent: true\n"))
+    assert b"Allergic" in remote_files(backend.ctx)["user_health.md"]
