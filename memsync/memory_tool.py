@@ -53,12 +53,13 @@ def open_memory(
     cwd: str | os.PathLike[str] | None = None,
     context: config.Context | None = None,
     pull_timeout: float | None = None,
+    refresh_after: float | None = None,
     index: bool = True,
 ) -> ToolMemory:
-    """The memory behind both tool classes. A bad setting raises memsync's ConfigError here,
-    when the application starts, not in the middle of a conversation."""
+    """The memory behind both tool classes (options: see ToolMemory). A bad setting raises
+    memsync's ConfigError here, when the application starts, not in a conversation."""
     ctx = context or config.resolve(memory_dir, remote, project, cwd=Path(cwd) if cwd else None)
-    return ToolMemory(ctx, pull_timeout=pull_timeout, index=index)
+    return ToolMemory(ctx, pull_timeout=pull_timeout, refresh_after=refresh_after, index=index)
 
 
 def _run(method: Callable[..., str], *args: Any) -> str:

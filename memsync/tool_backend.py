@@ -61,9 +61,14 @@ class ToolMemory:
         ctx: Context,
         *,
         pull_timeout: float | None = None,
+        refresh_after: float | None = None,
         index: bool = True,
         view_max_chars: int = VIEW_MAX_CHARS,
     ) -> None:
+        """`pull_timeout`: seconds of transfers the session's first pull may take (default:
+        the `pull_timeout` setting). `refresh_after`: pull again before a command when the
+        last pull is older than this many seconds (None: once a session, for an instance
+        that lives as long as one conversation). `index`: list created files in MEMORY.md."""
         from memsync.engine import Engine
 
         self.ctx = ctx
@@ -73,10 +78,11 @@ class ToolMemory:
         self.pull_timeout = float(
             ctx.setting("pull_timeout") if pull_timeout is None else pull_timeout
         )
+        self.refresh_after = refresh_after
         self.index = index
         self.view_max_chars = view_max_chars
         self._lock = threading.RLock()
-        self._pulled = False
+        self._pulled: float | None = None  # monotonic time of the last pull
         self._session_note = ""
 
     # --- paths ------------------------------------------------------------------------------
@@ -156,7 +162,7 @@ class ToolMemory:
         this device last synced. Runs before the first command of a session; call it again
         to refresh. Returns a note for the model ('' when all went well)."""
         with self._lock:
-            self._pulled = True
+            self._pulled = time.monotonic()
             try:
                 result = self.engine.run("pull", deadline=time.monotonic() + self.pull_timeout)
             except UserError as exc:
@@ -181,7 +187,9 @@ class ToolMemory:
             return note
 
     def _start(self) -> None:
-        if not self._pulled:
+        if self._pulled is None or (
+            self.refresh_after is not None and time.monotonic() - self._pulled > self.refresh_after
+        ):
             self.pull()
 
     @contextlib.contextmanager
@@ -251,7 +259,12 @@ class ToolMemory:
             with self._local_edit():
                 target = self._writable(name)
                 text = self._read_existing(target, path)
-                count = text.count(old_str) if old_str else 0
+                if not old_str:
+                    raise MemoryToolError(
+                        "old_str is empty: give the exact text to replace (view the file to "
+                        "copy it), or use insert to add lines."
+                    )
+                count = text.count(old_str)
                 if count == 0:
                     raise MemoryToolError(
                         f"No replacement was performed: old_str did not appear verbatim in "
@@ -369,7 +382,7 @@ class ToolMemory:
         done: str,
         notes: list[str],
         shown: str,
-        deleted: list[str] = (),  # type: ignore[assignment]
+        deleted: list[str] | tuple[str, ...] = (),
     ) -> str:
         """Push `names` (one conditional write each) and turn the outcome into the tool's
         answer. A lost race merged cleanly is a note; a merge that had to drop a version, a
@@ -386,6 +399,7 @@ class ToolMemory:
             raise MemoryToolError(
                 f"{shown} is saved on this device but was not pushed: {exc}"
             ) from None
+        names = list(dict.fromkeys(names))
         problems: list[str] = []
         for name in names:
             for conflict in result.conflicts:

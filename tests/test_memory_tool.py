@@ -579,3 +579,18 @@ def test_high_sensitivity_needs_consent(tmp_path: Path) -> None:
     assert not (backend.root / "user_health.md").exists()
     backend.create("/memories/user_health.md", text.replace("high\n", "high\nconsent: true\n"))
     assert b"Allergic" in remote_files(backend.ctx)["user_health.md"]
+
+
+def test_a_session_reads_what_it_pulled_until_it_refreshes(tmp_path: Path) -> None:
+    remote = folder_remote(tmp_path)
+    writer = ToolMemory(device_ctx(tmp_path, "writer", remote))
+    writer.create("/memories/user_city.md", "Lisbon\n")
+    once = ToolMemory(device_ctx(tmp_path, "once", remote))
+    fresh = ToolMemory(device_ctx(tmp_path, "fresh", remote), refresh_after=0)
+    for reader in (once, fresh):
+        assert "Lisbon" in reader.view("/memories/user_city.md")  # the first read pulls
+    writer.str_replace("/memories/user_city.md", "Lisbon", "Porto")
+    assert "Lisbon" in once.view("/memories/user_city.md")  # a session's view of memory
+    assert "Porto" in fresh.view("/memories/user_city.md")
+    once.pull()
+    assert "Porto" in once.view("/memories/user_city.md")
