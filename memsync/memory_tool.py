@@ -76,8 +76,8 @@ def _run(method: Callable[..., str], *args: Any) -> str:
 
 class MemsyncMemoryTool(BetaAbstractMemoryTool):
     """The memory tool (`memory_20250818`) over memsync: pass it in `tools=[...]` of
-    `client.beta.messages.tool_runner(...)`. Keyword arguments as `open_memory`; `memory`
-    exposes the backend (`memory.pull()` refreshes from the remote mid-session)."""
+    `client.beta.messages.tool_runner(...)`. Keyword arguments as `open_memory`; `backend` is
+    the ToolMemory behind it (`backend.pull()` refreshes from the remote mid-session)."""
 
     def __init__(
         self,
@@ -86,25 +86,25 @@ class MemsyncMemoryTool(BetaAbstractMemoryTool):
         **options: Any,
     ) -> None:
         super().__init__(cache_control=cache_control)
-        self.memory = open_memory(**options)
+        self.backend = open_memory(**options)
 
     def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
-        return _run(self.memory.view, command.path, command.view_range)
+        return _run(self.backend.view, command.path, command.view_range)
 
     def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
-        return _run(self.memory.create, command.path, command.file_text)
+        return _run(self.backend.create, command.path, command.file_text)
 
     def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
-        return _run(self.memory.str_replace, command.path, command.old_str, command.new_str)
+        return _run(self.backend.str_replace, command.path, command.old_str, command.new_str)
 
     def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
-        return _run(self.memory.insert, command.path, command.insert_line, command.insert_text)
+        return _run(self.backend.insert, command.path, command.insert_line, command.insert_text)
 
     def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
-        return _run(self.memory.delete, command.path)
+        return _run(self.backend.delete, command.path)
 
     def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
-        return _run(self.memory.rename, command.old_path, command.new_path)
+        return _run(self.backend.rename, command.old_path, command.new_path)
 
 
 class AsyncMemsyncMemoryTool(BetaAsyncAbstractMemoryTool):
@@ -118,7 +118,7 @@ class AsyncMemsyncMemoryTool(BetaAsyncAbstractMemoryTool):
         **options: Any,
     ) -> None:
         super().__init__(cache_control=cache_control)
-        self.memory = open_memory(**options)
+        self.backend = open_memory(**options)
 
     async def _call(self, method: Callable[..., str], *args: Any) -> str:
         from anyio.to_thread import run_sync  # the SDK's own dependency
@@ -126,23 +126,23 @@ class AsyncMemsyncMemoryTool(BetaAsyncAbstractMemoryTool):
         return await run_sync(functools.partial(_run, method, *args))
 
     async def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
-        return await self._call(self.memory.view, command.path, command.view_range)
+        return await self._call(self.backend.view, command.path, command.view_range)
 
     async def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
-        return await self._call(self.memory.create, command.path, command.file_text)
+        return await self._call(self.backend.create, command.path, command.file_text)
 
     async def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
         return await self._call(
-            self.memory.str_replace, command.path, command.old_str, command.new_str
+            self.backend.str_replace, command.path, command.old_str, command.new_str
         )
 
     async def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
         return await self._call(
-            self.memory.insert, command.path, command.insert_line, command.insert_text
+            self.backend.insert, command.path, command.insert_line, command.insert_text
         )
 
     async def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
-        return await self._call(self.memory.delete, command.path)
+        return await self._call(self.backend.delete, command.path)
 
     async def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
-        return await self._call(self.memory.rename, command.old_path, command.new_path)
+        return await self._call(self.backend.rename, command.old_path, command.new_path)

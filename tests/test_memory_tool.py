@@ -227,8 +227,8 @@ def test_two_agents_append_to_one_file_at_the_same_time(remote_url: str, tmp_pat
     remote = remote_files(seed.ctx)["voice_calibration.md"].decode()
     assert holds_both_once(remote), remote
     for name, agent in agents.items():
-        agent.memory.pull()
-        text = (agent.memory.root / "voice_calibration.md").read_text()
+        agent.backend.pull()
+        text = (agent.backend.root / "voice_calibration.md").read_text()
         assert holds_both_once(text), (name, text)
     laptop = make_device(tmp_path, "laptop", remote_url)  # Claude Code's side
     laptop.run("sync")
@@ -243,7 +243,7 @@ def test_a_fact_edited_on_both_devices_comes_back_as_a_tool_error(
     alpha = ToolMemory(device_ctx(tmp_path, "alpha", remote))
     alpha.create(path, "---\nname: role\ndescription: the user's role\n---\nThe user is a PM.\n")
     beta = MemsyncMemoryTool(context=device_ctx(tmp_path, "beta", remote))
-    beta.memory.view(path)  # beta's session has read it
+    beta.backend.view(path)  # beta's session has read it
     alpha.str_replace(path, "a PM", "an engineer")
     server.script(
         [{"command": "str_replace", "path": path, "old_str": "a PM", "new_str": "a designer"}]
@@ -253,9 +253,9 @@ def test_a_fact_edited_on_both_devices_comes_back_as_a_tool_error(
     assert is_error, text
     assert "another device changed it at the same time" in text
     assert "apply it again" in text and "It now reads:" in text
-    kept = (beta.memory.root / "user_role.md").read_text()
+    kept = (beta.backend.root / "user_role.md").read_text()
     assert kept.split("---\n")[-1] in text  # the model sees what the file holds now
-    history = beta.memory.engine.state.history("user_role.md")
+    history = beta.backend.engine.state.history("user_role.md")
     assert history, "the version that lost is kept in local history"
 
 
