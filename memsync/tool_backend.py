@@ -165,13 +165,10 @@ class ToolMemory:
             self._pulled = time.monotonic()
             try:
                 result = self.engine.run("pull", deadline=time.monotonic() + self.pull_timeout)
-            except UserError as exc:
-                if "does not exist yet" in str(exc):  # a fresh remote: nothing to pull
-                    self._session_note = ""
-                    return ""
-                self._session_note = f"(memsync could not pull: {exc}; showing this device's copy)"
-                return self._session_note
             except (MemsyncError, OSError, TimeoutError) as exc:
+                if isinstance(exc, UserError) and self._remote_missing():
+                    self._session_note = ""  # a fresh remote: nothing to pull yet
+                    return ""
                 self._session_note = f"(memsync could not pull: {exc}; showing this device's copy)"
                 return self._session_note
             if result.offline:
@@ -185,6 +182,12 @@ class ToolMemory:
                 note = ""
             self._session_note = note
             return note
+
+    def _remote_missing(self) -> bool:
+        try:
+            return not self.engine.store.exists()
+        except MemsyncError:
+            return False
 
     def _start(self) -> None:
         if self._pulled is None or (
@@ -705,8 +708,8 @@ def _check_range(path: str, view_range: list[int], count: int) -> tuple[int, int
     ):
         raise MemoryToolError("view_range must be two line numbers, [first, last] (last -1: end).")
     first, last = view_range
-    last = count if last == -1 else last
-    if first < 1 or first > max(count, 1) or last < first or last > count:
+    last = count if last == -1 else min(last, count)  # past the end: up to the end
+    if first < 1 or first > max(count, 1) or last < first:
         raise MemoryToolError(
             f"view_range {list(view_range)} is outside {path}, which has {count} lines: use "
             f"[first, last] with 1 <= first <= last <= {count} (or last = -1)."

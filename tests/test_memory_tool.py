@@ -113,7 +113,7 @@ def test_every_command_through_the_tool_runner(
     assert messages[-1].content[0].text == "Done."
     got = results(server)
     assert [e for e, _ in got] == [False] * 9, got
-    assert "0B\t/memories" in got[0][1]
+    assert "0B\t/memories" in got[0][1] and "could not pull" not in got[0][1]
     assert got[1][1].startswith(f"File created successfully at: {profile}")
     assert "frontmatter its name implies" in got[1][1]
     assert "Sam prefers short answers." in got[2][1]
@@ -417,6 +417,12 @@ def test_view_output_and_file_size_are_capped(tmp_path: Path) -> None:
     shown = backend.view("/memories/reference_long.md")
     assert len(shown) <= 2_000 + 200
     assert "view with view_range [" in shown
+    lines = (ctx.memory_dir / "reference_long.md").read_text().splitlines()
+    tail = backend.view("/memories/reference_long.md", [400, 10_000])  # past the end: to the end
+    assert tail.splitlines()[-1] == f"{len(lines):6d}\t{lines[-1]}"
+    for bad in ([0, 3], [700, -1], [9, 8], [1], "1-3"):
+        with pytest.raises(MemoryToolError, match="view_range"):
+            backend.view("/memories/reference_long.md", bad)  # type: ignore[arg-type]
     with pytest.raises(MemoryToolError, match="over the 20000-byte limit"):
         backend.create("/memories/reference_huge.md", body * 3)
     assert not (ctx.memory_dir / "reference_huge.md").exists()
