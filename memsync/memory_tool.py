@@ -44,6 +44,8 @@ if TYPE_CHECKING:
 
 __all__ = ["AsyncMemsyncMemoryTool", "MemsyncMemoryTool", "open_memory"]
 
+_OPTIONAL = {"view_range"}  # every other field of a memory tool command is required
+
 
 def open_memory(
     *,
@@ -62,10 +64,19 @@ def open_memory(
     return ToolMemory(ctx, pull_timeout=pull_timeout, refresh_after=refresh_after, index=index)
 
 
-def _run(method: Callable[..., str], *args: Any) -> str:
-    """One command; what the model must act on becomes a ToolError (`is_error: true`)."""
+def _run(method: Callable[..., str], command: Any, *fields: str) -> str:
+    """Run `method` on the command's `fields`; what the model must act on becomes a ToolError
+    (`is_error: true`), a malformed input included (the SDK builds commands unchecked)."""
+    args = [getattr(command, field, None) for field in fields]
+    missing = [f for f, a in zip(fields, args, strict=True) if a is None and f not in _OPTIONAL]
+    if missing:
+        name = getattr(command, "command", "memory")
+        raise ToolError(f"The {name} command needs {', '.join(missing)}.")
     try:
         return method(*args)
+    except (TypeError, AttributeError):
+        kinds = ", ".join(f"{f}={type(a).__name__}" for f, a in zip(fields, args, strict=True))
+        raise ToolError(f"The command's input has a value of the wrong kind ({kinds}).") from None
     except MemoryToolError as exc:
         raise ToolError(str(exc)) from None
     except MemsyncError as exc:
@@ -89,22 +100,22 @@ class MemsyncMemoryTool(BetaAbstractMemoryTool):
         self.backend = open_memory(**options)
 
     def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
-        return _run(self.backend.view, command.path, command.view_range)
+        return _run(self.backend.view, command, "path", "view_range")
 
     def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
-        return _run(self.backend.create, command.path, command.file_text)
+        return _run(self.backend.create, command, "path", "file_text")
 
     def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
-        return _run(self.backend.str_replace, command.path, command.old_str, command.new_str)
+        return _run(self.backend.str_replace, command, "path", "old_str", "new_str")
 
     def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
-        return _run(self.backend.insert, command.path, command.insert_line, command.insert_text)
+        return _run(self.backend.insert, command, "path", "insert_line", "insert_text")
 
     def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
-        return _run(self.backend.delete, command.path)
+        return _run(self.backend.delete, command, "path")
 
     def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
-        return _run(self.backend.rename, command.old_path, command.new_path)
+        return _run(self.backend.rename, command, "old_path", "new_path")
 
 
 class AsyncMemsyncMemoryTool(BetaAsyncAbstractMemoryTool):
@@ -120,29 +131,25 @@ class AsyncMemsyncMemoryTool(BetaAsyncAbstractMemoryTool):
         super().__init__(cache_control=cache_control)
         self.backend = open_memory(**options)
 
-    async def _call(self, method: Callable[..., str], *args: Any) -> str:
+    async def _call(self, method: Callable[..., str], command: Any, *fields: str) -> str:
         from anyio.to_thread import run_sync  # the SDK's own dependency
 
-        return await run_sync(functools.partial(_run, method, *args))
+        return await run_sync(functools.partial(_run, method, command, *fields))
 
     async def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
-        return await self._call(self.backend.view, command.path, command.view_range)
+        return await self._call(self.backend.view, command, "path", "view_range")
 
     async def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
-        return await self._call(self.backend.create, command.path, command.file_text)
+        return await self._call(self.backend.create, command, "path", "file_text")
 
     async def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
-        return await self._call(
-            self.backend.str_replace, command.path, command.old_str, command.new_str
-        )
+        return await self._call(self.backend.str_replace, command, "path", "old_str", "new_str")
 
     async def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
-        return await self._call(
-            self.backend.insert, command.path, command.insert_line, command.insert_text
-        )
+        return await self._call(self.backend.insert, command, "path", "insert_line", "insert_text")
 
     async def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
-        return await self._call(self.backend.delete, command.path)
+        return await self._call(self.backend.delete, command, "path")
 
     async def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
-        return await self._call(self.backend.rename, command.old_path, command.new_path)
+        return await self._call(self.backend.rename, command, "old_path", "new_path")

@@ -600,3 +600,29 @@ def test_a_session_reads_what_it_pulled_until_it_refreshes(tmp_path: Path) -> No
     assert "Porto" in fresh.view("/memories/user_city.md")
     once.pull()
     assert "Porto" in once.view("/memories/user_city.md")
+
+
+def test_malformed_commands_come_back_as_tool_errors(
+    server: AnthropicServer, tmp_path: Path
+) -> None:
+    tool = MemsyncMemoryTool(context=device_ctx(tmp_path, "agent", folder_remote(tmp_path)))
+    path = "/memories/user_x.md"
+    server.script(
+        [{"command": "create", "path": path}],
+        [{"command": "create", "path": path, "file_text": 42}],
+        [{"command": "create", "path": path, "file_text": "ok"}],
+        [{"command": "insert", "path": path, "insert_line": "three", "insert_text": "x"}],
+        [{"command": "insert", "path": path, "insert_line": 3, "insert_text": "x: [broken"}],
+        [{"command": "rename", "old_path": path}],
+        [{"command": "view", "path": "/memories/user_x.md", "view_range": "all"}],
+    )
+    run_agent(server, tool)
+    got = results(server)
+    assert [e for e, _ in got] == [True, True, False, True, True, True, True], got
+    assert got[0][1] == "The create command needs file_text."
+    assert "wrong kind" in got[1][1] and "file_text=int" in got[1][1]
+    assert "Invalid insert_line 'three'" in got[3][1]
+    assert "not saved: the frontmatter is not valid YAML" in got[4][1]  # nothing written
+    assert "x: [broken" not in (tool.backend.root / "user_x.md").read_text()
+    assert got[5][1] == "The rename command needs new_path."
+    assert "view_range must be two line numbers" in got[6][1]
