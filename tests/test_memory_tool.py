@@ -626,3 +626,32 @@ def test_malformed_commands_come_back_as_tool_errors(
     assert "x: [broken" not in (tool.backend.root / "user_x.md").read_text()
     assert got[5][1] == "The rename command needs new_path."
     assert "view_range must be two line numbers" in got[6][1]
+
+
+def test_directories_are_created_listed_renamed_and_deleted_as_a_whole(tmp_path: Path) -> None:
+    backend = ToolMemory(device_ctx(tmp_path, "agent", folder_remote(tmp_path)))
+    backend.create("/memories/clients/acme/project_launch.md", "Launch Friday.\n")
+    backend.create("/memories/clients/acme/reference_contacts.md", "Ana, the PM.\n")
+    backend.create("/memories/clients/globex/project_audit.md", "Audit in May.\n")
+    listing = backend.view("/memories/clients").splitlines()[1:]
+    assert [line.split("\t")[1] for line in listing] == [
+        "/memories/clients",
+        "/memories/clients/acme/",
+        "/memories/clients/acme/project_launch.md",
+        "/memories/clients/acme/reference_contacts.md",
+        "/memories/clients/globex/",
+        "/memories/clients/globex/project_audit.md",
+    ]
+    backend.rename("/memories/clients/acme", "/memories/archive/acme")
+    assert not (backend.root / "clients" / "acme").exists()
+    remote = remote_files(backend.ctx)
+    assert sorted(k for k in remote if k != "MEMORY.md") == [
+        "archive/acme/project_launch.md",
+        "archive/acme/reference_contacts.md",
+        "clients/globex/project_audit.md",
+    ]
+    assert "](archive/acme/project_launch.md)" in remote["MEMORY.md"].decode()
+    backend.delete("/memories/archive")
+    assert sorted(remote_files(backend.ctx)) == ["MEMORY.md", "clients/globex/project_audit.md"]
+    assert "acme" not in remote_files(backend.ctx)["MEMORY.md"].decode()
+    assert not (backend.root / "archive").exists()
