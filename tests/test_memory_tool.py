@@ -655,3 +655,55 @@ def test_directories_are_created_listed_renamed_and_deleted_as_a_whole(tmp_path:
     assert sorted(remote_files(backend.ctx)) == ["MEMORY.md", "clients/globex/project_audit.md"]
     assert "acme" not in remote_files(backend.ctx)["MEMORY.md"].decode()
     assert not (backend.root / "archive").exists()
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    ops=st.lists(
+        st.tuples(
+            st.sampled_from(["alpha", "beta"]),
+            st.from_regex(r"[a-z]{3,10}( [a-z]{2,8}){0,3}", fullmatch=True),
+            st.floats(0, 1),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_interleaved_appends_from_two_devices_all_arrive_once(
+    ops: list[tuple[str, str, float]],
+) -> None:
+    """Two agents that never pull between their writes append entries at any place in one
+    section: every entry ends up exactly once on the remote and on both devices."""
+    import tempfile
+
+    path = "/memories/self_observations.md"
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        remote = folder_remote(root)
+        agents = {n: ToolMemory(device_ctx(root, n, remote)) for n in ("alpha", "beta")}
+        agents["alpha"].create(path, "## Patterns\n- seed entry\n")
+        agents["beta"].view(path)  # both start from the same file, then never pull
+        entries = []
+        for i, (who, words, where) in enumerate(ops):
+            entry = f"- {who} {i}: {words}"
+            entries.append(entry)
+            agent = agents[who]
+            count = len((agent.root / "self_observations.md").read_text().splitlines())
+            header = next(
+                n
+                for n, line in enumerate(
+                    (agent.root / "self_observations.md").read_text().splitlines(), 1
+                )
+                if line == "## Patterns"
+            )
+            agent.insert(path, header + round(where * (count - header)), entry)
+        remote_text = remote_files(agents["alpha"].ctx)["self_observations.md"].decode()
+        for agent in agents.values():
+            agent.pull()
+        texts = [remote_text] + [
+            (a.root / "self_observations.md").read_text() for a in agents.values()
+        ]
+        for text in texts:
+            for entry in [*entries, "- seed entry"]:
+                assert text.count(entry + "\n") == 1, (entry, text)
+        assert texts[1] == texts[2] == remote_text
