@@ -44,7 +44,10 @@ if TYPE_CHECKING:
 
 __all__ = ["AsyncMemsyncMemoryTool", "MemsyncMemoryTool", "open_memory"]
 
-_OPTIONAL = {"view_range"}  # every other field of a memory tool command is required
+# what each field of a memory tool command holds; view_range alone may be left out
+_KINDS: dict[str, type | tuple[type, ...]] = {"insert_line": int, "view_range": (list, tuple)}
+_KIND_NAMES = {"insert_line": "a number", "view_range": "a list"}
+_OPTIONAL = {"view_range"}
 
 
 def open_memory(
@@ -72,11 +75,15 @@ def _run(method: Callable[..., str], command: Any, *fields: str) -> str:
     if missing:
         name = getattr(command, "command", "memory")
         raise ToolError(f"The {name} command needs {', '.join(missing)}.")
+    wrong = [
+        f"{f} must be {_KIND_NAMES.get(f, 'text')}, not {type(a).__name__}"
+        for f, a in zip(fields, args, strict=True)
+        if a is not None and (isinstance(a, bool) or not isinstance(a, _KINDS.get(f, str)))
+    ]
+    if wrong:
+        raise ToolError(f"The command's input is malformed: {'; '.join(wrong)}.")
     try:
         return method(*args)
-    except (TypeError, AttributeError):
-        kinds = ", ".join(f"{f}={type(a).__name__}" for f, a in zip(fields, args, strict=True))
-        raise ToolError(f"The command's input has a value of the wrong kind ({kinds}).") from None
     except MemoryToolError as exc:
         raise ToolError(str(exc)) from None
     except MemsyncError as exc:

@@ -620,12 +620,12 @@ def test_malformed_commands_come_back_as_tool_errors(
     got = results(server)
     assert [e for e, _ in got] == [True, True, False, True, True, True, True], got
     assert got[0][1] == "The create command needs file_text."
-    assert "wrong kind" in got[1][1] and "file_text=int" in got[1][1]
-    assert "Invalid insert_line 'three'" in got[3][1]
+    assert got[1][1] == "The command's input is malformed: file_text must be text, not int."
+    assert got[3][1] == "The command's input is malformed: insert_line must be a number, not str."
     assert "not saved: the frontmatter is not valid YAML" in got[4][1]  # nothing written
     assert "x: [broken" not in (tool.backend.root / "user_x.md").read_text()
     assert got[5][1] == "The rename command needs new_path."
-    assert "view_range must be two line numbers" in got[6][1]
+    assert got[6][1] == "The command's input is malformed: view_range must be a list, not str."
 
 
 def test_directories_are_created_listed_renamed_and_deleted_as_a_whole(tmp_path: Path) -> None:
