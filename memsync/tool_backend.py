@@ -92,6 +92,15 @@ class ToolMemory:
         MemoryToolError saying why the path is refused. Purely lexical: see `local`."""
         if not isinstance(path, str) or not path:
             raise MemoryToolError("The path is empty: give a path under /memories.")
+        from memsync.scanner import KINDS, scan
+
+        findings = scan(path[:MAX_PATH_CHARS])
+        if findings:  # a file name goes to the remote too; and it is never quoted back
+            label = KINDS.get(findings[0].kind, findings[0].kind)
+            raise MemoryToolError(
+                f"The path looks like it holds a secret ({label}); file names are copied to "
+                "other machines like the files: choose a plain name."
+            )
         shown = _shown(path)
         if len(path) > MAX_PATH_CHARS:
             raise MemoryToolError(f"The path {shown} is over {MAX_PATH_CHARS} characters.")

@@ -445,10 +445,13 @@ def test_a_secret_is_refused_with_its_kind_and_never_echoed(
         [{"command": "create", "path": path, "file_text": f"The eval key is {SECRET}\n"}],
         [{"command": "create", "path": path, "file_text": "The eval key is in the vault.\n"}],
         [{"command": "str_replace", "path": path, "old_str": "in the vault", "new_str": SECRET}],
+        [{"command": "create", "path": f"/memories/{SECRET}.md", "file_text": "x"}],
     )
     run_agent(server, tool)
     got = results(server)
-    assert [e for e, _ in got] == [True, False, True]
+    assert [e for e, _ in got] == [True, False, True, True]
+    assert "looks like it holds a secret (Anthropic API key)" in got[3][1]
+    assert SECRET not in got[3][1]
     for _, text in (got[0], got[2]):
         assert "Anthropic API key" in text and "was not saved" in text
         assert SECRET not in text and SECRET[:12] not in text
