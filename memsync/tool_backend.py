@@ -535,12 +535,14 @@ class ToolMemory:
             return text, ""  # empty: the checks say so
         mtype = type_of(name)
         description = mtype.summary if mtype.filename else basename[:-3].replace("_", " ")
-        meta: dict[str, object] = {"name": basename[:-3], "description": description}
+        # Claude Code's own shape (docs/claude-code.md), so its sessions read the file as theirs
+        nested: dict[str, object] = {"node_type": "memory"}
         if mtype is not UNKNOWN:
-            meta["type"] = mtype.name
-        if mtype.merge == "fact":
-            meta["modified"] = _now_iso()
-        return memory.render(meta, body.lstrip("\n")), ", ".join(meta)
+            nested["type"] = mtype.name
+        nested["modified"] = _now()
+        meta = {"name": memory.name_slug(basename[:-3]), "description": description}
+        added = ", ".join([*meta, *(f"metadata.{k}" for k in nested)])
+        return memory.render({**meta, memory.NESTED: nested}, body.lstrip("\n")), added
 
     # --- listings and numbered text --------------------------------------------------------
 
@@ -752,9 +754,15 @@ def _frontmatter_hint(name: str) -> str:
     return f"Start the file with frontmatter like: {lines} (or leave it out and memsync adds it)"
 
 
+def _now() -> datetime:
+    """Now, to the millisecond, as Claude Code stamps `modified`."""
+    now = datetime.now(timezone.utc)
+    return now.replace(microsecond=now.microsecond // 1000 * 1000)
+
+
 def _now_iso() -> str:
     """The timestamp shape Claude Code writes: 2026-11-24T05:47:59.752Z."""
-    now = datetime.now(timezone.utc)
+    now = _now()
     return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -97,9 +98,9 @@ def test_every_command_through_the_tool_runner(
         ],
         [
             {"command": "str_replace", "path": profile, "old_str": "terse", "new_str": "short"},
-            {"command": "insert", "path": profile, "insert_line": 8, "insert_text": "Likes tea."},
+            {"command": "insert", "path": profile, "insert_line": 10, "insert_text": "Likes tea."},
         ],
-        [{"command": "view", "path": profile, "view_range": [7, -1]}],
+        [{"command": "view", "path": profile, "view_range": [9, -1]}],
         [
             {"command": "create", "path": "/memories/notes/project_demo.md", "file_text": "Demo"},
             {"command": "rename", "old_path": profile, "new_path": "/memories/user_sam.md"},
@@ -118,9 +119,9 @@ def test_every_command_through_the_tool_runner(
     assert "frontmatter its name implies" in got[1][1]
     assert "Sam prefers short answers." in got[2][1]
     assert got[4][1].splitlines()[1:] == [
-        "     7\t# Sam",
-        "     8\tSam prefers short answers.",
-        "     9\tLikes tea.",
+        "     9\t# Sam",
+        "    10\tSam prefers short answers.",
+        "    11\tLikes tea.",
     ]
     listing = got[8][1]
     assert "/memories/user_sam.md" in listing and "notes" not in listing
@@ -128,9 +129,9 @@ def test_every_command_through_the_tool_runner(
     # what the tool wrote is a memory file like any other, on this device and on the remote
     local = (ctx.memory_dir / "user_sam.md").read_text()
     doc = memory.parse(local)
-    assert (
-        doc.meta is not None and doc.meta["type"] == "user" and doc.meta["name"] == "user_profile"
-    )
+    assert doc.meta is not None and doc.meta["name"] == "user_profile"
+    assert doc.meta["metadata"]["node_type"] == "memory"  # Claude Code's own shape
+    assert memory.field(doc.meta, "type") == "user"
     assert doc.body == "# Sam\nSam prefers short answers.\nLikes tea.\n"
     assert sorted(remote_files(ctx)) == ["MEMORY.md", "user_sam.md"]
     assert remote_files(ctx)["user_sam.md"] == local.encode()
@@ -472,10 +473,11 @@ def test_missing_frontmatter_is_said_and_implied_frontmatter_is_added(tmp_path: 
         backend.create("/memories/progress.xml", "<p/>")
     backend.create("/memories/running_commitments.md", "## Open\n- ship the parser\n")
     meta = memory.parse((ctx.memory_dir / "running_commitments.md").read_text()).meta
+    assert meta is not None and isinstance(meta["metadata"].pop("modified"), datetime)
     assert meta == {
         "name": "running_commitments",
         "description": "What you promised, with status (Open, Delivered).",
-        "type": "commitments",
+        "metadata": {"node_type": "memory", "type": "commitments"},
     }
     assert ToolMemory(ctx).view("/memories/running_commitments.md").count("ship the parser") == 1
 
@@ -516,7 +518,7 @@ def test_claude_codes_files_and_the_agents_are_the_same_memory(
     assert "metadata:\n  node_type: memory\n  type: feedback\n" in edited  # the writer's shape
     assert "2026-11-24T05:47:59.752Z" not in edited  # modified moved on
     assert "](user_name.md)" in files["MEMORY.md"].decode()
-    assert memory.parse(files["user_name.md"].decode()).meta["type"] == "user"
+    assert memory.field(memory.parse(files["user_name.md"].decode()).meta, "type") == "user"
 
 
 # --- the example -----------------------------------------------------------------------------
