@@ -35,6 +35,11 @@ def device(work: Path, name: str, remote: str) -> ToolMemory:
     return ToolMemory(ctx._replace(home=work / name / "home", device=name))
 
 
+def end(memory: ToolMemory) -> int:
+    """The insert_line that appends to voice_calibration.md (after its last line)."""
+    return len((memory.root / "voice_calibration.md").read_text().splitlines())
+
+
 def measure(memory: ToolMemory, call, repeats: int) -> tuple[Counter, list[float]]:  # noqa: ANN001
     """(requests by kind per call, seconds of each call) of `call(i)` over `repeats` runs."""
     stats = memory.engine.store.stats
@@ -102,7 +107,7 @@ def bench(
             "insert",
             *measure(
                 agent,
-                lambda i: agent.insert("/memories/voice_calibration.md", 6, f"- note {i}"),
+                lambda i: agent.insert("/memories/voice_calibration.md", end(agent), f"- note {i}"),
                 repeats,
             ),
         )
@@ -128,15 +133,15 @@ def bench(
     other.view("/memories")
 
     def lost_race(i: int) -> None:
-        other.insert("/memories/voice_calibration.md", 6, f"- other {i}")  # lands first
-        agent.insert("/memories/voice_calibration.md", 6, f"- agent {i}")  # stale: merges
+        other.insert("/memories/voice_calibration.md", end(other), f"- other {i}")  # lands first
+        agent.insert("/memories/voice_calibration.md", end(agent), f"- agent {i}")  # stale: merges
 
     per_call, _ = measure(agent, lost_race, repeats)  # the agent's store counts its requests
     times = []  # the agent's call alone, without the other device's write before it
     for i in range(repeats, repeats * 2):
-        other.insert("/memories/voice_calibration.md", 6, f"- other {i}")
+        other.insert("/memories/voice_calibration.md", end(other), f"- other {i}")
         started = time.perf_counter()
-        agent.insert("/memories/voice_calibration.md", 6, f"- agent {i}")
+        agent.insert("/memories/voice_calibration.md", end(agent), f"- agent {i}")
         times.append(time.perf_counter() - started)
     rows.append(("insert that loses a race (merged, retried)", per_call, times))
     return rows
