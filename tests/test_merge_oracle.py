@@ -303,3 +303,29 @@ def test_a_carry_forward_item_consumed_here_and_reworded_there_is_consumed():
         tree = sections.parse(memory.parse(out).body)
         assert "thank Ana" not in "".join(tree.find("Pending").entries)
         assert "thank Ana" in "".join(tree.find("Consumed").entries)
+
+
+def test_compaction_then_a_merge_then_compaction_again_adds_no_rule_twice():
+    """Issue 16, defect 10: A compacts while B adds a note to an old dated section."""
+    from datetime import date
+
+    from memsync.compact import Policy, _plan_voice
+
+    kind = "voice_calibration"
+    base = render(kind, {"Rules learned": ["keep it short"], "2026-09-01": ["too formal", "pun"]})
+    compacted, _ = _plan_voice(base.decode(), date(2026, 11, 24), Policy())
+    added = render(
+        kind, {"Rules learned": ["keep it short"], "2026-09-01": ["too formal", "pun", "late"]}
+    )
+    merged = _merge_and_check("voice_calibration.md", base, compacted, added)
+    again, _ = _plan_voice(merged.decode(), date(2026, 11, 25), Policy())
+    rules = sections.parse(memory.parse(again.decode()).body).find("Rules learned").entries
+    texts = [sections.normalise(e) for e in rules]
+    assert len(texts) == len(set(texts)) == 4, texts
+    # and a compaction run on a file whose rules are already there is a no-op on them
+    both = render(
+        kind,
+        {"Rules learned": ["- 2026-09-01: too formal"[2:]], "2026-09-01": ["too formal"]},
+    )
+    out, _ = _plan_voice(both.decode(), date(2026, 11, 24), Policy())
+    assert out.decode().count("2026-09-01: too formal") == 1
