@@ -8,6 +8,7 @@ MEMSYNC_MERGE_EXAMPLES sets the examples per test (default 120) for a longer hun
 from __future__ import annotations
 
 import os
+import re
 from itertools import count
 
 from hypothesis import HealthCheck, given, settings
@@ -329,3 +330,23 @@ def test_compaction_then_a_merge_then_compaction_again_adds_no_rule_twice():
     )
     out, _ = _plan_voice(both.decode(), date(2026, 11, 24), Policy())
     assert out.decode().count("2026-09-01: too formal") == 1
+
+
+def test_commitment_ids_minted_on_two_devices_the_same_day_differ(tmp_path):
+    """Issue 16, defect 1: `[c-DAY-1]` on both devices; now a random part."""
+    from datetime import date
+
+    from memsync import ids
+    from memsync.digest import Commitment, merge_commitments_file
+    from memsync.newfile import create
+
+    day = date(2026, 11, 25)
+    minted = []
+    for device in ("a", "b"):
+        text = create(tmp_path / device, "commitments", today=day).read_text()
+        minted += ids.ids_in(text)
+        out, _ = merge_commitments_file(None, [Commitment("send the deck", "open")], day)
+        minted += ids.ids_in(out or "")
+    assert len(minted) == len(set(minted)) == 6
+    assert all(re.fullmatch(r"c-2026-11-25-[a-z2-9]{4}", cid) for cid in minted)
+    assert ids.ID.search("- [c-2026-11-25-1] an old id").group(1) == "c-2026-11-25-1"
