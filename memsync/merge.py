@@ -879,3 +879,16 @@ def _merge_unknown(
 
 def _bytes(x: str | bytes) -> bytes:
     return x.encode("utf-8") if isinstance(x, str) else x
+
+
+def describe_for_others(path: str, result: MergeResult) -> str:
+    """A merge's conflict as the other devices should read it: neutral about which device is
+    "this" one. A fact file's losing version is in local history on the device that made it:
+    the merging device keeps its own, the other keeps its own when the winner replaces it."""
+    if result.ours_won is None:
+        return (result.conflict or "").split("; the other version is in local history")[0]
+    when = f" ({_stamp(result.edited)})" if result.edited is not None else ""
+    return (
+        f"both devices changed this file; the version edited later{when} was kept, and the "
+        f"other is in local history on the device that made it (`memsync history {path}`)"
+    )

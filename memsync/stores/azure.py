@@ -36,6 +36,9 @@ if TYPE_CHECKING:
 
 _PROXY_ENV = {"http_proxy", "https_proxy", "all_proxy", "no_proxy"}
 MARKDOWN = "text/markdown; charset=utf-8"
+# blob metadata `edited`: when the writer's file was edited (seconds since the epoch)
+EDITED_METADATA = "edited"
+EDITED_HEADER = f"x-ms-meta-{EDITED_METADATA}"
 URL_SAS = "SAS token in the URL"
 
 
@@ -178,6 +181,14 @@ def ca_bundle() -> str | None:
     return certifi.where()
 
 
+def parse_edited(value: str | None) -> float | None:
+    """The `edited` metadata value, None if absent or not a number."""
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None
+
+
 def quote_etag(value: str | None) -> str:
     """ETags in one spelling: Azure lists them bare and returns them quoted from writes."""
     return '"' + (value or "").strip('"') + '"'
@@ -310,21 +321,28 @@ class AzureStore:
                 return entries
 
     def get(self, key: str) -> tuple[bytes, str]:
+        data, etag, _ = self.fetch(key)
+        return data, etag
+
+    def fetch(self, key: str) -> tuple[bytes, str, float | None]:
         response = self._request("get", "GET", key)
         self.stats.bytes_down += len(response.body)
-        return response.body, quote_etag(response.headers.get("ETag"))
+        edited = parse_edited(response.headers.get(EDITED_HEADER))
+        return response.body, quote_etag(response.headers.get("ETag")), edited
 
-    def _put(self, key: str, data: bytes, condition: dict[str, str]) -> str:
+    def _put(self, key: str, data: bytes, condition: dict[str, str], edited: float | None) -> str:
         headers = {"x-ms-blob-type": "BlockBlob", "Content-Type": MARKDOWN, **condition}
+        if edited is not None:
+            headers[EDITED_HEADER] = repr(float(edited))
         response = self._request("put", "PUT", key, headers=headers, body=data)
         self.stats.bytes_up += len(data)
         return quote_etag(response.headers.get("ETag"))
 
-    def create(self, key: str, data: bytes) -> str:
-        return self._put(key, data, {"If-None-Match": "*"})
+    def create(self, key: str, data: bytes, edited: float | None = None) -> str:
+        return self._put(key, data, {"If-None-Match": "*"}, edited)
 
-    def replace(self, key: str, data: bytes, etag: str) -> str:
-        return self._put(key, data, {"If-Match": quote_etag(etag)})
+    def replace(self, key: str, data: bytes, etag: str, edited: float | None = None) -> str:
+        return self._put(key, data, {"If-Match": quote_etag(etag)}, edited)
 
     def delete(self, key: str, etag: str) -> None:
         try:

@@ -31,9 +31,11 @@ from memsync.errors import (
     Unreachable,
 )
 from memsync.stores.azure import (
+    EDITED_METADATA,
     MARKDOWN,
     AzureStore,
     ca_bundle,
+    parse_edited,
     proxy_configured,
     quote_etag,
 )
@@ -144,17 +146,27 @@ class AzureSDKStore(AzureStore):
         return entries
 
     def get(self, key: str) -> tuple[bytes, str]:
+        data, etag, _ = self.fetch(key)
+        return data, etag
+
+    def fetch(self, key: str) -> tuple[bytes, str, float | None]:
         with self._translate(key):
             downloader = self.client.download_blob(self._name(key), max_concurrency=1)
             data = downloader.readall()
         self.stats.bytes_down += len(data)
-        return data, quote_etag(downloader.properties.etag)
+        metadata = downloader.properties.metadata or {}
+        edited = parse_edited(metadata.get(EDITED_METADATA))
+        return data, quote_etag(downloader.properties.etag), edited
 
-    def _put(self, key: str, data: bytes, condition: dict[str, str]) -> str:
+    def _put(
+        self, key: str, data: bytes, condition: dict[str, str], edited: float | None = None
+    ) -> str:
         kwargs: dict[str, Any] = {"overwrite": False}
         if "If-Match" in condition:
             kwargs = {"etag": condition["If-Match"]}
             kwargs["match_condition"] = MatchConditions.IfNotModified
+        if edited is not None:
+            kwargs["metadata"] = {EDITED_METADATA: repr(float(edited))}
         with self._translate(key):
             result = self.client.get_blob_client(self._name(key)).upload_blob(
                 data,
