@@ -254,7 +254,7 @@ def merge_items(
 
 
 def _merge_entries(
-    base: list[str] | None, ours: list[str], theirs: list[str], notes: list[str]
+    base: list[str] | None, ours: list[str], theirs: list[str], notes: list[str], where: str = ""
 ) -> list[str]:
     def items(entries: list[str]) -> list[Item]:
         return [Item(sections.entry_key(e), "", sections.ensure_newline(e)) for e in entries]
@@ -264,7 +264,9 @@ def _merge_entries(
         items(ours),
         items(theirs),
         notes,
-        label=lambda x: f'"{_short(x.text)}"',
+        # names where, never what: conflicts go to state files and the remote record, where
+        # `forget --match` could not reach a quoted entry
+        label=lambda x: f'an entry under "{_short(where, 40)}"' if where else "an entry",
     )
     return [x.text for x in merged]
 
@@ -290,7 +292,9 @@ def merge_tree(
         return ours
     if ours.render() == theirs.render():
         return ours
-    entries = _merge_entries(base.entries if base else None, ours.entries, theirs.entries, notes)
+    entries = _merge_entries(
+        base.entries if base else None, ours.entries, theirs.entries, notes, ours.title
+    )
     base_children = {c.key: c for c in base.children} if base else {}
     ours_children = {c.key: c for c in ours.children}
     theirs_children = {c.key: c for c in theirs.children}
@@ -471,7 +475,7 @@ def merge_carry_forward(
         [] if notes is None else notes,
         ("Pending", "Consumed"),
         item_text,
-        lambda x: f'carry-forward item "{_short(item_text(x.text))}"',
+        lambda x: f"a {x.place} item",
     )
 
 

@@ -350,3 +350,16 @@ def test_commitment_ids_minted_on_two_devices_the_same_day_differ(tmp_path):
     assert len(minted) == len(set(minted)) == 6
     assert all(re.fullmatch(r"c-2026-11-25-[a-z2-9]{4}", cid) for cid in minted)
     assert ids.ID.search("- [c-2026-11-25-1] an old id").group(1) == "c-2026-11-25-1"
+
+
+def test_a_conflict_names_where_never_what():
+    """Conflicts are kept in meta.json and on the remote, where `forget --match` cannot
+    reach a quoted entry: they name the section, the id or the link, not the text."""
+    kind = "relationship"
+    b = render(kind, {"Known for": ["runs the Atlas launch"]})
+    o = render(kind, {"Known for": ["runs the Atlas launch, privately unhappy"]})
+    t = render(kind, {"Known for": ["runs the Atlas launch, leaving in May"]})
+    result = merge("relationship_riley.md", b, o, t)
+    assert result.conflict and '"Known for"' in result.conflict
+    for word in ("Atlas", "unhappy", "May"):
+        assert word not in result.conflict
