@@ -263,3 +263,22 @@ def test_two_devices_create_the_same_relationship_file_independently(pair):
     assert text.count("## Known for") == 1
     index = a.files()["MEMORY.md"].decode()
     assert len(re.findall(r"\(relationship_riley\.md\)", index)) == 1
+
+
+def test_push_file_after_a_lost_race_keeps_the_later_edit(pair):
+    """Defect 21: the PostToolUse path (`memsync push FILE`) merged without edit times, so
+    byte order decided. Here the later edit sorts first, so byte order would pick wrong."""
+    a, b, remote = pair
+    a.write("feedback_tone.md", "Keep answers short.\n", type="feedback")
+    start_synced(a, b)
+    t0 = 1_795_500_000.0
+    edit(b, "feedback_tone.md", lambda t: t.replace("short", "short, zero jokes"), t0)
+    edit(a, "feedback_tone.md", lambda t: t.replace("short", "short, a joke is fine"), t0 + 3)
+    b.run("sync")
+    pushed = a.run("push", str(a.memory / "feedback_tone.md"))
+    assert "edited later" in pushed.stdout + pushed.stderr
+    b.run("sync")
+    for text in (a.files()["feedback_tone.md"].decode(), remote_text(remote, "feedback_tone.md")):
+        assert "a joke is fine" in text
+    assert a.files() == b.files()
+    assert conflict_files(a) == conflict_files(b) == ["feedback_tone.md"]
