@@ -104,8 +104,19 @@ def _section_entries(root: sections.Section, path: str = "") -> Iterable[tuple[s
 
 
 def entries(path: str, data: bytes, kind: str | None = None) -> list[Entry]:
-    """The entries of one version of a file, in order."""
-    kind = kind or kind_of(path, data)
+    """The entries of one version of a file, in order. An identity held by several entries
+    of one version (a line written twice, ids that collided) is told apart by occurrence:
+    the second is `ident#1`, and so on."""
+    seen: Counter[str] = Counter()
+    out = []
+    for e in _entries(path, data, kind or kind_of(path, data)):
+        n = seen[e.ident]
+        seen[e.ident] += 1
+        out.append(e if n == 0 or e.where == "meta" else e._replace(ident=f"{e.ident}#{n}"))
+    return out
+
+
+def _entries(path: str, data: bytes, kind: str) -> list[Entry]:
     if kind == "fact":
         return [Entry("file", "", data.decode("utf-8", "replace"))]
     meta, body = _decode(data)
@@ -192,15 +203,15 @@ def violations(
 ) -> list[str]:
     kind = kind_of(path, ours, theirs, base)
     b = entries(path, base, kind) if base is not None else []
-    o = _pair_rewords(b, entries(path, ours, kind))
-    t = _pair_rewords(b, entries(path, theirs, kind))
-    # the result's entries take the identity their text had on either side
-    known = {(e.where, e.text): e.ident for e in (*b, *o, *t)}
-    known_text = {e.text: e.ident for e in (*b, *o, *t) if e.where != "meta"}
-    r = [
-        e._replace(ident=known.get((e.where, e.text), known_text.get(e.text, e.ident)))
-        for e in entries(path, result, kind)
-    ]
+    o_raw, t_raw = entries(path, ours, kind), entries(path, theirs, kind)
+    o, t = _pair_rewords(b, o_raw), _pair_rewords(b, t_raw)
+    # a reworded entry in the result takes the identity its text was given on its side
+    renamed = {
+        raw.ident: paired.ident
+        for raw, paired in (*zip(o_raw, o, strict=True), *zip(t_raw, t, strict=True))
+        if raw.ident != paired.ident
+    }
+    r = [e._replace(ident=renamed.get(e.ident, e.ident)) for e in entries(path, result, kind)]
     kept_entries = [e for data in kept for e in entries(path, data, kind)]
     kept_texts = {(e.where, e.text) for e in kept_entries} | {e.text for e in kept_entries}
     in_result = Counter((e.where, e.text) for e in r)
@@ -233,8 +244,8 @@ def violations(
                     problems.append(f"{ident!r}: removed on one side, untouched on the other, kept")
             elif not all(present(ident, v) for v in changed):
                 problems.append(f"{ident!r}: changed on one side to {changed}, result {rv}")
-            elif bv and ident.startswith("meta:") is False:
-                stale = [v for v in bv if v not in changed and in_result[v]]
+            elif bv and not ident.startswith("meta:"):
+                stale = [v for v in bv if v not in changed and v in rv]
                 if stale:
                     problems.append(f"{ident!r}: the old version {stale} is still there")
             continue

@@ -363,3 +363,68 @@ def test_a_conflict_names_where_never_what():
     assert result.conflict and '"Known for"' in result.conflict
     for word in ("Atlas", "unhappy", "May"):
         assert word not in result.conflict
+
+
+_WORDS = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta"]
+Tree = list[tuple[str, list[str], dict[str, list[str]]]]  # heading, entries, subsections
+
+
+def _random_tree(rnd) -> Tree:  # noqa: ANN001
+    def text() -> str:  # short texts from few words: repeated lines happen, as in real files
+        return " ".join(rnd.choice(_WORDS) for _ in range(3))
+
+    def subsections() -> dict[str, list[str]]:
+        names = rnd.sample("xy", rnd.randint(0, 2))
+        return {s: [text() for _ in range(rnd.randint(0, 2))] for s in names}
+
+    return [
+        (h, [text() for _ in range(rnd.randint(0, 3))], subsections())
+        for h in rnd.sample("ABC", rnd.randint(0, 3))
+    ]
+
+
+def _mutate(tree: Tree, tag: str, rnd) -> Tree:  # noqa: ANN001
+    out = [(h, list(e), {k: list(v) for k, v in s.items()}) for h, e, s in tree]
+    for n in range(rnd.randint(0, 5)):
+        op = rnd.choice(["add", "reword", "remove", "sub", "drop_section", "add_section"])
+        if op == "add_section" or not out:
+            out.append((f"{tag}{n}", [f"{tag} new {n}"], {}))
+            continue
+        section = rnd.choice(out)
+        _, entries, subs = section
+        if op == "add":
+            entries.insert(rnd.randint(0, len(entries)), f"{tag} added {n}")
+        elif op == "reword" and entries:
+            k = rnd.randrange(len(entries))
+            entries[k] += f" ({tag} {n})"
+        elif op == "remove" and entries:
+            entries.pop(rnd.randrange(len(entries)))
+        elif op == "sub" and subs:
+            subs[rnd.choice(sorted(subs))].append(f"{tag} sub {n}")
+        elif op == "drop_section":
+            out.remove(section)
+    return out
+
+
+def _render_tree(tree: Tree, kind: str) -> bytes:
+    body = ""
+    for heading, entries, subs in tree:
+        body += f"\n## {heading}\n\n" + "".join(f"- {e}\n" for e in entries)
+        for sub, items in subs.items():
+            body += f"\n### {sub}\n\n" + "".join(f"- {e}\n" for e in items)
+    return memory.render({"name": "n", "description": "d", "type": kind}, body).encode()
+
+
+@SETTINGS
+@given(
+    rnd=st.randoms(use_true_random=False),
+    kind=st.sampled_from(["voice_calibration", "relationship", "self_observations"]),
+    no_base=st.booleans(),
+)
+def test_section_trees_with_subsections_and_repeated_lines_lose_nothing(rnd, kind, no_base):
+    path = KINDS.get(kind, f"{kind}.md")
+    tree = _random_tree(rnd)
+    b = None if no_base else _render_tree(tree, kind)
+    o = _render_tree(_mutate(tree, "ours", rnd), kind)
+    t = _render_tree(_mutate(tree, "theirs", rnd), kind)
+    _merge_and_check(path, b, o, t)
