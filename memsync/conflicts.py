@@ -12,7 +12,6 @@ The file holds no memory content, only file names and what happened; it is bound
 from __future__ import annotations
 
 import json
-import secrets
 import time
 
 from memsync.errors import AlreadyExists, NotFound, PreconditionFailed
@@ -24,7 +23,7 @@ if TYPE_CHECKING:
     from memsync.state import State
     from memsync.stores import Store
 
-REMOTE_KEY = "_memsync/conflicts.json"
+REMOTE_KEY = "_memsync/conflicts.json"  # engine.CONFLICTS
 KEEP = 200  # entries on the remote
 KEEP_SEEN = 1000  # ids a device remembers having taken in
 SKEW = 300.0  # seconds: a conflict this much before our last sync may still be about our edit
@@ -32,6 +31,8 @@ _ATTEMPTS = 8
 
 
 def entry(name: str, detail: str, device: str) -> dict[str, Any]:
+    import secrets  # only when there is a conflict to record
+
     return {
         "id": secrets.token_hex(8),
         "file": name,
@@ -75,17 +76,17 @@ def publish(store: Store, entries: list[dict[str, Any]]) -> None:
             continue
 
 
-def receive(store: Store, etag: str, state: State, device: str) -> int:
-    """Take in the remote record's conflicts made by other devices since our last sync; the
-    number added. Called when the record's ETag differs from the one last read."""
+def receive(store: Store, state: State, device: str) -> list[dict[str, Any]]:
+    """Take in the remote record's conflicts made by other devices since our last sync, and
+    return them. Called when the record's ETag differs from the one last read."""
     try:
         data, etag = store.get(REMOTE_KEY)
     except NotFound:
-        return 0
+        return []
     seen = list(state.meta.get("conflicts_seen", []))
     seen_set = set(seen)
     since = state.meta.get("last_sync")
-    added = 0
+    added: list[dict[str, Any]] = []
     for item in _load(data):
         if item["id"] in seen_set:
             continue
@@ -98,7 +99,7 @@ def receive(store: Store, etag: str, state: State, device: str) -> int:
             continue
         detail = f"{item.get('detail')} (merged on {item.get('device')})"
         state.add_conflict(str(item.get("file")), detail)
-        added += 1
+        added.append({"file": str(item.get("file")), "detail": detail})
     state.meta["conflicts_seen"] = seen[-KEEP_SEEN:]
     state.meta["conflicts_etag"] = etag
     return added

@@ -46,6 +46,7 @@ MAX_ATTEMPTS = 8
 # fsync per file; their names are saved first (see Engine._land).
 LAND_WITHOUT_FSYNC_AT = 32
 TOMBSTONES = "_memsync/forgotten.json"  # remote record of forgotten files (names, no content)
+CONFLICTS = "_memsync/conflicts.json"  # remote record of merge conflicts (memsync/conflicts.py)
 _TEMP_SUFFIXES = ("~", ".swp", ".swo", ".swx", ".tmp", ".part", ".crdownload")
 
 
@@ -359,7 +360,7 @@ class Engine:
             if listing is None:
                 return
             self._apply_tombstones(listing, local)
-            self._receive_conflicts(listing)
+            self._receive_conflicts(result, listing)
             local_hashes = dict(local.content.hashes)
             remote = {}
             entries = {}
@@ -456,16 +457,15 @@ class Engine:
             listing.pop(name, None)
         self.state.meta["tombstones_etag"] = etag
 
-    def _receive_conflicts(self, listing) -> None:  # noqa: ANN001
+    def _receive_conflicts(self, result: SyncResult, listing) -> None:  # noqa: ANN001
         """Conflicts other devices recorded while merging (maybe with our edit) become ours."""
-        from memsync.conflicts import REMOTE_KEY
-
-        entry = listing.get(REMOTE_KEY)
+        entry = listing.get(CONFLICTS)
         if entry is None or entry.etag == self.state.meta.get("conflicts_etag"):
-            return
+            return  # the usual case: no import, no request
         from memsync.conflicts import receive
 
-        receive(self.store, entry.etag, self.state, self.ctx.device)
+        for item in receive(self.store, self.state, self.ctx.device):
+            result.conflicts.append(f"{item['file']}: {item['detail']}")
 
     def _publish_conflicts(self, result: SyncResult) -> None:
         if not self._published or result.offline:
