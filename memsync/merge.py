@@ -482,11 +482,29 @@ def merge_carry_forward(
 _SESSION = re.compile(r"^session\b", re.I)
 
 
-def session_blocks(root: Section, meta: dict[str, Any], raw: str) -> Section:
-    """A digest whose body has no `## Session <id>` block is one session: wrap it in one."""
+def _has_sessions(root: Section) -> bool:
+    return any(_SESSION.match(c.title) for c in root.children)
+
+
+def _hash8(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def session_blocks(
+    root: Section, meta: dict[str, Any], raw: str, default: str | None = None
+) -> Section:
+    """A digest whose body has no `## Session <id>` block is one session: wrap it in one.
+
+    Its id: the frontmatter `session_id`, else `default` (the merge passes the base's, so
+    three versions of one session stay one session), else a hash of the body (two digests
+    written on their own are two sessions)."""
     if any(_SESSION.match(c.title) for c in root.children):
         return root
-    sid = memory.field(meta, "session_id") or hashlib.sha256(raw.encode()).hexdigest()[:8]
+    sid = (
+        memory.field(meta, "session_id")
+        or default
+        or hashlib.sha256(raw.encode()).hexdigest()[:8]
+    )
     wrapped = Section(f"## Session {sid}\n\n", 2)
     if any(child.level <= 2 for child in root.children):
         for child in root.children:
@@ -707,11 +725,18 @@ def _merge_text(
     elif strategy in STRATEGIES:
         b_tree = sections.parse(b_doc.body) if b_doc else None
         o_tree, t_tree = sections.parse(o_doc.body), sections.parse(t_doc.body)
-        if strategy == "digest":
-            o_tree = session_blocks(o_tree, o_meta, o_doc.body)
-            t_tree = session_blocks(t_tree, t_meta, t_doc.body)
-            if b_tree is not None and b_doc is not None:
-                b_tree = session_blocks(b_tree, b_doc.meta or {}, b_doc.body)
+        blocks = [x for x in (b_tree, o_tree, t_tree) if x is not None]
+        if strategy == "digest" and base is not None and not any(map(_has_sessions, blocks)):
+            pass  # one session in three versions, none in blocks: merged as it is
+        elif strategy == "digest":
+            sid = None
+            if b_tree is not None and b_doc is not None and base is not None:
+                sid = memory.field(b_doc.meta, "session_id") or _hash8(b_doc.body)
+                b_tree = session_blocks(b_tree, b_doc.meta or {}, b_doc.body, sid)
+            o_tree = session_blocks(o_tree, o_meta, o_doc.body, sid)
+            t_tree = session_blocks(t_tree, t_meta, t_doc.body, sid)
+            if b_tree is not None and base is None:  # the template: compare by session
+                b_tree = None
         body = STRATEGIES[strategy](b_tree, o_tree, t_tree, notes).render()
     else:
         return _merge_unknown(

@@ -21,7 +21,8 @@ from memsync/merge.py, so the two can disagree:
   Delivered (Delivered is final: once either side delivers, the id is Delivered only);
 - carry_forward.md: a list item, identified by its text, placed in Pending or Consumed
   (Consumed is final);
-- section files and digests: an entry within its heading path, identified by its text;
+- section files and digests: an entry within its heading path, identified by its text (a
+  digest's `Session <id>` level is left out: the merge wraps a digest without one);
 - frontmatter: each field (list fields: each element); `modified` is left to the merge.
 
 A reword is an entry whose text changed in place: within one place, a run of entries replaced
@@ -144,11 +145,11 @@ def _entries(path: str, data: bytes, kind: str) -> list[Entry]:
                 out.append(Entry(ident, place, text))
         return out
     for where, entry in _section_entries(root):
-        if kind == "digest":
-            where = ""  # digests are re-wrapped in `## Session <id>` blocks by the merge
+        if kind == "digest":  # the merge may wrap a digest in a `## Session <id>` block
+            first, _, rest = where.partition(">")
+            if _SESSION.match(first):
+                where = rest
         text = _norm(entry)
-        if kind == "digest" and _SESSION.match(text.lstrip("#").strip()):
-            continue
         out.append(Entry(f"{where}|{text}", where, text))
     return out
 

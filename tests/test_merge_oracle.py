@@ -11,6 +11,7 @@ import os
 import re
 from itertools import count
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -18,7 +19,7 @@ from memsync import memory, sections
 from memsync.merge import merge, template_base
 from tests import oracle
 
-EXAMPLES = int(os.environ.get("MEMSYNC_MERGE_EXAMPLES", "120"))
+EXAMPLES = int(os.environ.get("MEMSYNC_MERGE_EXAMPLES", "100"))
 SETTINGS = settings(
     max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
@@ -119,6 +120,10 @@ KINDS = {
     "voice_calibration": "voice_calibration.md",
     "relationship": "relationship_riley.md",
     "callbacks": "running_jokes_and_callbacks.md",
+    "self_observations": "self_observations.md",
+    "philosophical_threads": "philosophical_threads.md",
+    "unsent_drafts": "unsent_drafts.md",
+    "session_digest": "session_digest_2026-11-24.md",
 }
 
 
@@ -133,8 +138,9 @@ def _merge_and_check(path: str, b: bytes | None, o: bytes, t: bytes, **times: fl
     return result.content
 
 
+@pytest.mark.parametrize("kind", sorted(KINDS))
 @SETTINGS
-@given(data=st.data(), kind=st.sampled_from(sorted(KINDS)), crlf=st.booleans())
+@given(data=st.data(), crlf=st.booleans())
 def test_structured_merges_lose_nothing(data, kind, crlf):
     model = data.draw(_base(kind))
     strategy = "sections" if kind not in ("commitments", "carry_forward") else kind
