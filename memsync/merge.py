@@ -1,9 +1,13 @@
 """Three-way merges by memory type: pure functions of (base, ours, theirs).
 
-base is the content both sides last agreed on (None if they never did). Every strategy keeps
-whatever either side added since base; what one side removed since base stays removed unless
-the other side changed it. Where two versions cannot both be kept (a fact file edited on both
-sides), the newer wins and the other is returned as `discarded` for local history.
+base is the content both sides last agreed on (None if they never did; a file both made
+from a template has the template as base). One rule, `merge_items`, holds for every structured
+file: entries have an identity (commitment id, index link target, heading path + text,
+carry-forward item); one side's change is taken; a removal or a move to Consumed/Delivered
+beats an untouched entry; an edit beats a removal; entries changed differently on both sides
+are both kept and returned as a `conflict` for the user. Where two versions cannot both be
+kept (a fact file edited on both sides) the later edit wins and the other is returned as
+`discarded` for local history. tests/oracle.py states the rule independently.
 """
 
 from __future__ import annotations
@@ -80,10 +84,6 @@ def union(
         placed.add(k)
         anchor = k
     return result
-
-
-def _prefer_changed(base: Any, ours: Any, theirs: Any) -> Any:
-    return theirs if ours == base and theirs != base else ours
 
 
 # --- frontmatter ---------------------------------------------------------------------------
