@@ -699,7 +699,7 @@ def _merge_text(
     o_meta, t_meta = o_doc.meta or {}, t_doc.meta or {}
     mtype = type_of(path, o_doc.meta or t_doc.meta)
     strategy = mtype.merge
-    if b_doc is None:
+    if b_doc is None and strategy != "index":  # the index template's lines are real entries
         virtual = template_base(mtype.name, ours, theirs)
         if virtual is not None:
             try:

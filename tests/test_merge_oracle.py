@@ -434,3 +434,15 @@ def test_section_trees_with_subsections_and_repeated_lines_lose_nothing(rnd, kin
     o = _render_tree(_mutate(tree, "ours", rnd), kind)
     t = _render_tree(_mutate(tree, "theirs", rnd), kind)
     _merge_and_check(path, b, o, t)
+
+
+def test_two_indexes_without_a_base_keep_every_line_even_the_templates():
+    """The index template's lines are real entries: a device whose MEMORY.md never had them
+    did not remove them."""
+    from memsync import resources
+
+    ours = resources.template_text("MEMORY.md").encode()
+    theirs = b"# Memory\n\n- [Pat](user_pat.md) - who Pat is\n"
+    out = _merge_and_check("MEMORY.md", None, ours, theirs)
+    assert b"(carry_forward.md)" in out and b"(running_commitments.md)" in out
+    assert b"(user_pat.md)" in out
