@@ -104,13 +104,7 @@ def _when(value: object) -> float | None:
 
 def modified_of(meta: dict[str, Any] | None) -> float | None:
     """The frontmatter `modified` time, top level or under `metadata:` (Claude Code's shape)."""
-    if not meta:
-        return None
-    value = meta.get("modified")
-    nested = meta.get("metadata")
-    if value is None and isinstance(nested, dict):
-        value = nested.get("modified")
-    return _when(value)
+    return _when(memory.field(meta, "modified"))
 
 
 def merge_meta(
@@ -800,7 +794,7 @@ def _render_like(
     return memory.render(meta, body)
 
 
-_PLACEHOLDER = re.compile(r"\\\{(title|date|session|nonce)\\\}")
+_PLACEHOLDER = re.compile(r"\\\{(title|slug|date|session|nonce)\\\}")
 _TEMPLATE_FILE = {"callbacks": "callbacks.md", "commitments": "commitments.md"}
 
 
