@@ -495,9 +495,7 @@ def session_blocks(
     if any(_SESSION.match(c.title) for c in root.children):
         return root
     sid = (
-        memory.field(meta, "session_id")
-        or default
-        or hashlib.sha256(raw.encode()).hexdigest()[:8]
+        memory.field(meta, "session_id") or default or hashlib.sha256(raw.encode()).hexdigest()[:8]
     )
     wrapped = Section(f"## Session {sid}\n\n", 2)
     if any(child.level <= 2 for child in root.children):
