@@ -268,24 +268,6 @@ def test_session_end_returns_at_once_and_the_detached_flush_pushes(tmp_path):
     assert "did not end cleanly" not in context
 
 
-def test_a_session_without_session_end_is_reported_as_a_crash(tmp_path):
-    device = folder_device(tmp_path)
-    hook(device, "session-start", start_payload(device, "s-1"))
-    context = primer(hook(device, "session-start", start_payload(device, "s-2")))
-    assert "did not end cleanly" in context
-    assert "had already been synced" in context  # it wrote nothing: the primer says only that
-
-
-def test_the_start_after_an_unclean_end_pushes_what_that_session_left_unsynced(tmp_path):
-    device = folder_device(tmp_path)
-    hook(device, "session-start", start_payload(device, "s-1"))
-    # written by the crashed session with no hook seeing it (Bash, then a kill)
-    device.write("feedback_crash.md", "Keep going.\n", type="feedback")
-    context = primer(hook(device, "session-start", start_payload(device, "s-2")))
-    assert "1 memory file(s) it left unsynced were pushed now" in context
-    assert (tmp_path / "remote" / "e2e-project" / "feedback_crash.md").exists()
-
-
 def test_file_changed_stop_and_post_compact_push_what_no_tool_hook_saw(tmp_path):
     device = folder_device(tmp_path)
     path = device.write("feedback_bash.md", "From Bash.\n", type="feedback")
