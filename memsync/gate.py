@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from memsync.errors import RefusedFile
+from memsync.errors import KeptLocal, RefusedFile
 from memsync.memory import DEFAULT_MAX_BYTES, Document, check, field
 
 
@@ -19,7 +19,7 @@ def check_outbound(
     meta = doc.meta or {}
     sensitivity = str(field(meta, "sensitivity") or "").lower()
     if sensitivity == "high" and field(meta, "consent") is not True:
-        raise RefusedFile(
+        raise KeptLocal(
             name, "it is marked 'sensitivity: high' without 'consent: true', so it stays local"
         )
     allowed = set(allow)

@@ -140,6 +140,8 @@ def report(result: SyncResult, stats: bool) -> None:
         err.print(f"conflict: {conflict}", markup=False)
     for name, reason in sorted(result.refused.items()):
         err.print(f"refused: {name}: {reason}", markup=False)
+    for name in sorted(result.kept_local):
+        err.print(f"kept local (sensitivity: high, no consent): {name}", markup=False)
     for name, reason in sorted(result.refused_remote.items()):
         err.print(f"refused from the remote: {name}: {reason}", markup=False)
     for name, reason in sorted(result.errors.items()):

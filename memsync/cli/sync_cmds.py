@@ -114,6 +114,8 @@ def status(
             out.print(f"  {label}: {name}", markup=False)
     for name, reason in sorted(st.refused.items()):
         out.print(f"  refused: {name}: {reason}", markup=False)
+    for name in sorted(st.kept_local):
+        out.print(f"  kept local (sensitivity: high, no consent): {name}", markup=False)
     for c in st.conflicts:
         out.print(f"  conflict ({_when(c.get('at'))}): {c['file']}: {c['detail']}", markup=False)
     if st.conflicts:
