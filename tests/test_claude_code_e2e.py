@@ -248,3 +248,40 @@ def test_with_claude_config_behind_a_symlink_every_hook_uses_one_state(
     assert wait_for(lambda: "flush: pushed" in cc.log(), 20)
     states = list((cc.home / ".memsync" / "state").iterdir())
     assert len(states) == 1, states  # one state dir, one lock, one queue for the one folder
+
+
+def test_a_project_scope_install_runs_memsync_by_name_from_path(
+    tmp_path: Path, server: AnthropicServer
+):
+    """Project scope writes the bare `memsync` (the files are committed and shared): with it on
+    the PATH Claude Code runs with, hooks and skills work; doctor checks the name resolves. The
+    session-start records the Claude Code process itself as the live session."""
+    cc = ClaudeHome(tmp_path, server, tmp_path / "remote")
+    cc.memsync("install", "--scope", "project")
+    assert sys.executable not in (cc.project / ".claude" / "settings.json").read_text()
+    seed_carry_forward(cc)
+    path = f"{os.path.dirname(sys.executable)}:/usr/local/bin:/usr/bin:/bin"
+
+    def live_sessions() -> list[str]:
+        states = cc.home / ".memsync" / "state"
+        found = []
+        for sessions in states.glob("*/sessions.json"):
+            for record in json.loads(sessions.read_text())["live"].values():
+                cmdline = Path(f"/proc/{record['pid']}/cmdline")
+                found.append(
+                    cmdline.read_bytes().decode(errors="replace") if cmdline.exists() else ""
+                )
+        return found
+
+    script = Script([], observe=live_sessions)
+    proc, _ = cc.claude("/refresh-persona", script, PATH=path)
+    assert proc.returncode == 0, proc.stderr
+    sent = said(script.main[0])
+    assert CARRY in sent and "Memory after a fresh pull" in sent
+    assert "permission check failed" not in sent
+    # the live record names the running Claude Code process (not a shell, not the hook)
+    assert len(script.seen[0]) == 1 and "claude" in script.seen[0][0], script.seen
+    assert wait_for(lambda: live_sessions() == [], 10)  # session-end removed it
+    doctor = json.loads(cc.memsync("doctor", "--json", PATH=path))
+    checks = {c["name"]: c for c in doctor.get("data", doctor)["checks"]}
+    assert checks["hooks"]["ok"] and "project scope, by name" in checks["hooks"]["detail"]
