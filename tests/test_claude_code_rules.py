@@ -232,6 +232,28 @@ def test_auto_memory_directory_is_honoured_only_absolute_or_home(value, windows,
     assert config.auto_memory_value(value, home, windows=windows) == expected
 
 
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ("~/../escape", "climbs out of the home directory"),
+        ("relative/mem", "relative"),
+        ("//server/share", "network path"),
+        ("~/", "home directory itself"),
+    ],
+)
+def test_status_says_the_true_reason_an_auto_memory_directory_is_ignored(
+    tmp_path, monkeypatch, value, reason
+):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / ".claude"))
+    monkeypatch.setattr(config, "managed_settings_path", lambda: tmp_path / "managed.json")
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text(json.dumps({"autoMemoryDirectory": value}))
+    located = config.locate_memory_dir(tmp_path / ".claude")
+    assert "is ignored (it " in located.reason and reason in located.reason, located
+    assert "not absolute or ~/" not in located.reason
+
+
 def test_the_first_scope_that_sets_auto_memory_directory_decides(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / ".claude"))
@@ -255,9 +277,15 @@ def test_project_dir_name_needs_claude_config_dir(tmp_path, monkeypatch):
     assert config.locate_memory_dir(tmp_path).path.parent.name != "pinned"
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cc"))
     assert config.locate_memory_dir(tmp_path).path == tmp_path / "cc/projects/pinned/memory"
-    for bad in ("con", "a/b", "x" * 65):
+    for bad, why in (("con", "Windows device"), ("a/b", "1-64 characters"), ("x" * 65, "1-64")):
         monkeypatch.setenv("CLAUDE_CODE_PROJECT_DIR_NAME", bad)
-        assert config.locate_memory_dir(tmp_path).path.parent.name != bad
+        located = config.locate_memory_dir(tmp_path)
+        assert located.path.parent.name != bad
+        assert f"CLAUDE_CODE_PROJECT_DIR_NAME {bad!r} is ignored" in located.reason, located
+        assert why in located.reason
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR")
+    monkeypatch.setenv("CLAUDE_CODE_PROJECT_DIR_NAME", "pinned")
+    assert "only when CLAUDE_CONFIG_DIR is set" in config.locate_memory_dir(tmp_path).reason
 
 
 def test_a_worktree_maps_to_its_main_repository_and_a_submodule_does_not(tmp_path):
