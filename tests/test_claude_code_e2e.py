@@ -131,6 +131,8 @@ def test_both_skills_inject_their_context_in_the_default_permission_mode(cc, ski
     assert marker in sent
     after = sent[sent.index(marker) :]
     assert CARRY in after and "permission check failed" not in sent
+    # "Work in the memory directory shown above": the injected context names it
+    assert f"in the memory directory {cc.memory_dir()}" in after
 
 
 def test_the_digest_skill_may_push_in_the_default_permission_mode(cc: ClaudeHome):
