@@ -133,7 +133,20 @@ def post_tool_use(payload: dict[str, Any], stdout: Any) -> None:
     path = memory_file_of(payload, ctx)
     if path is None:
         return
-    _push_one(ctx, path, "post-tool-use")
+    problems = _push_one(ctx, path, "post-tool-use")
+    if problems:
+        # the model wrote the file and would believe it synced: say it was not, and why (the
+        # reasons name a line and a kind, never the secret)
+        said = "; ".join(f"{name} was NOT synced: {why}" for name, why in problems.items())
+        doc = {
+            "hookSpecificOutput": {
+                "hookEventName": "PostToolUse",
+                "additionalContext": f"memsync: {said}. It stays only on this machine until "
+                "that is fixed; tell the user.",
+            }
+        }
+        stdout.write(json.dumps(doc) + "\n")
+        stdout.flush()
 
 
 def file_changed(payload: dict[str, Any], stdout: Any) -> None:
@@ -166,7 +179,8 @@ def push_unsynced(payload: dict[str, Any], stdout: Any) -> None:
         )
 
 
-def _push_one(ctx: config.Context, path: Path, event: str) -> None:
+def _push_one(ctx: config.Context, path: Path, event: str) -> dict[str, str]:
+    """Push one file; returns {name: why} for what was refused or failed."""
     log = _log(ctx.home)
     engine, known = _engine(ctx)  # only now: the fast path never pays for the engine
     name = engine.name_of(path)
@@ -176,12 +190,16 @@ def _push_one(ctx: config.Context, path: Path, event: str) -> None:
         log.info("%s: %s not pushed, sync is off", event, name)
     elif result.offline:
         log.warning("%s: %s queued, the remote is unreachable: %s", event, name, result.offline)
-    for refused, reason in {**result.refused, **result.errors}.items():
+    problems = {**result.refused, **result.errors}
+    for refused, reason in problems.items():
         log.warning("%s: %s not pushed: %s", event, refused, reason)
     for conflict in result.conflicts:
         log.warning("%s: conflict: %s", event, conflict)
-    if result.uploaded or result.merged or result.deleted_remote:
-        log.info("%s: pushed %s", event, ", ".join(result.uploaded + result.merged) or name)
+    if result.uploaded or result.merged:
+        log.info("%s: pushed %s", event, ", ".join(result.uploaded + result.merged))
+    if result.deleted_remote:
+        log.info("%s: deleted on the remote %s", event, ", ".join(result.deleted_remote))
+    return problems
 
 
 # --- session-start -------------------------------------------------------------------------

@@ -287,3 +287,18 @@ def test_a_project_scope_install_runs_memsync_by_name_from_path(
     doctor = json.loads(cc.memsync("doctor", "--json", PATH=path))
     checks = {c["name"]: c for c in doctor.get("data", doctor)["checks"]}
     assert checks["hooks"]["ok"] and "project scope, by name" in checks["hooks"]["detail"]
+
+
+def test_a_write_refused_for_a_secret_is_reported_to_the_model_without_the_secret(cc: ClaudeHome):
+    mem = cc.memory_dir()
+    secret = "hunter2-Secret9"
+    leaky = FACT.replace("Write the failing test first.", f"password: {secret}")
+    script = Script([[tool("Write", file_path=str(mem / "feedback_leak.md"), content=leaky)]])
+    proc, _ = cc.claude("remember my password", script)
+    assert proc.returncode == 0, proc.stderr
+    # the model's next request carries PostToolUse's additionalContext: not synced, and why
+    after_write = said(script.main[1]["messages"][-1])
+    assert "feedback_leak.md was NOT synced" in after_write, after_write
+    assert "looks like a secret" in after_write
+    assert after_write.count(secret) == said(script.main[0]).count(secret)  # only the tool input
+    assert "feedback_leak.md" not in cc.remote_files()

@@ -294,3 +294,15 @@ def test_logs_are_private(tmp_path):
     log = device.home / "logs" / "memsync.log"
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
     assert stat.S_IMODE(log.parent.stat().st_mode) == 0o700
+
+
+def test_a_deleted_memory_file_is_logged_as_a_deletion(tmp_path):
+    device = folder_device(tmp_path)
+    path = device.write("quick.md", "x\n", type="user")
+    device.run("push")
+    path.unlink()
+    base = {"session_id": "s-1", "cwd": str(device.root), "hook_event_name": "FileChanged"}
+    hook(device, "file-changed", {**base, "event": "unlink", "file_path": str(path)})
+    assert not (tmp_path / "remote" / "e2e-project" / "quick.md").exists()
+    assert "file-changed: deleted on the remote quick.md" in log_text(device)
+    assert "pushed quick.md" not in log_text(device)
