@@ -244,7 +244,9 @@ def _crash_note(result: Any, offline: str | None, ended: list[Any]) -> str:
         f"{which} (started {when}) did not end cleanly: its process is gone and no session-end "
         "was recorded; "
     )
-    if result is None or offline:
+    if result is None:
+        return said + "its unsynced memory writes could not be pushed yet; the next sync does it"
+    if offline:
         return said + "its unsynced memory writes could not be pushed now and stay queued here"
     pushed = len(result.uploaded) + len(result.merged) + len(result.deleted_remote)
     if pushed:
@@ -318,10 +320,14 @@ def session_start(payload: dict[str, Any], stdout: Any) -> None:
             len(result.uploaded),
         )
     data = primer_input(ctx, _fresh(engine), source, offline)
-    sessions.start(session_id, source)
+    try:
+        sessions.start(session_id, source)
+        if ended and result is not None:  # pushed or queued; after a timeout, the next start
+            sessions.forget([e.session_id for e in ended])
+    except (OSError, TimeoutError) as exc:  # the primer matters more than the record
+        log.warning("session-start: could not record the session: %s", exc)
     if ended:
         data.crashed = _crash_note(result, offline, ended)
-        sessions.forget([e.session_id for e in ended])  # its unsynced files are pushed or queued
     if result is not None:
         data.refused = {**data.refused, **result.refused_remote}
     context = build(data, int(ctx.setting("primer_max_chars")))
@@ -361,7 +367,10 @@ def session_end(payload: dict[str, Any], stdout: Any) -> None:
     session_id = str(payload.get("session_id") or "")
     from memsync.sessions import Sessions
 
-    Sessions(ctx.state_dir).end(session_id, str(payload.get("reason") or ""))
+    try:
+        Sessions(ctx.state_dir).end(session_id, str(payload.get("reason") or ""))
+    except (OSError, TimeoutError) as exc:  # the flush matters more than the record
+        _log(ctx.home).warning("session-end: could not record the end: %s", exc)
     args = [sys.executable, "-m", "memsync", "hook", "flush", "--memory-dir", str(ctx.memory_dir)]
     if isinstance(payload.get("cwd"), str):
         args += ["--cwd", payload["cwd"]]
