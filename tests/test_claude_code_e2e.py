@@ -302,3 +302,58 @@ def test_a_write_refused_for_a_secret_is_reported_to_the_model_without_the_secre
     assert "looks like a secret" in after_write
     assert after_write.count(secret) == said(script.main[0]).count(secret)  # only the tool input
     assert "feedback_leak.md" not in cc.remote_files()
+
+
+def test_two_sessions_at_once_then_a_kill_the_primer_says_only_what_is_true(cc: ClaudeHome):
+    """Session 1 runs while session 2 starts and ends cleanly: no "unclean end" for session 2.
+    Then session 1 writes a memory file with Bash and is killed -9 before any hook pushes it:
+    session 3 says so and pushes the file at start."""
+    import signal
+    import subprocess
+
+    from tests.claude_code import claude_or_skip
+
+    mem = seed_carry_forward(cc)
+    go, written = cc.root / "go", cc.root / "written"
+    killed = mem / "feedback_killed.md"
+    bash = (
+        f"while [ ! -f {go} ]; do sleep 0.05; done; "
+        "printf -- '---\\nname: k\\ndescription: d\\n---\\nfrom the killed session\\n' "
+        f"> {killed}; "
+        f"touch {written}; sleep 60"
+    )
+    first = Script([[tool("Bash", command=bash, description="write, then wait")]])
+    cc.server.responder = first
+    one = subprocess.Popen(
+        [str(claude_or_skip()), "-p", "SESSION-ONE", "--output-format", "json"]
+        + ["--allowedTools", "Bash"],
+        env=cc.env(),
+        cwd=cc.project,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group: the kill takes its Bash with it
+    )
+    try:
+        assert wait_for(lambda: len(first.main) >= 1, 30)  # session 1 started and runs
+        two = Script([])
+        proc, _ = cc.claude("hi", two)  # session 1 sends nothing while its Bash waits
+        assert proc.returncode == 0, proc.stderr
+        assert CARRY in said(two.main[0])  # the primer arrived
+        assert "did not end cleanly" not in said(two.main[0])  # session 1 still runs
+        assert wait_for(lambda: "flush:" in cc.log(), 20)
+        go.touch()
+        assert wait_for(written.exists, 30)
+        os.killpg(one.pid, signal.SIGKILL)
+    finally:
+        if one.poll() is None:
+            os.killpg(one.pid, signal.SIGKILL)
+        one.wait(10)
+    assert "feedback_killed.md" not in cc.remote_files()  # no hook saw it
+    three = Script([])
+    proc, _ = cc.claude("hi", three)
+    assert proc.returncode == 0, proc.stderr
+    primer = said(three.main[0])
+    assert "did not end cleanly" in primer
+    assert "1 memory file(s) it left unsynced were pushed now" in primer
+    assert "feedback_killed.md" in cc.remote_files()
