@@ -20,6 +20,7 @@ import re
 import stat
 import threading
 import time
+import unicodedata
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -39,13 +40,24 @@ MAX_PATH_CHARS = 1024
 MAX_SEGMENT_BYTES = 255
 LOCK_TIMEOUT = 60.0
 _PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# text-direction controls: a name that displays as something else (`user_\u202egpj.md`)
+_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_WINDOWS_RESERVED = frozenset(
+    ["CON", "PRN", "AUX", "NUL"] + [f"{d}{n}" for d in ("COM", "LPT") for n in range(1, 10)]
+)
 _BAD_CHARS = re.compile(r'[\\:*?"<>|]')  # what the remote refuses in a key (stores.check_key)
 _MODIFIED_LINE = re.compile(
     r"^(?P<lead>\s*modified:\s*)(?P<q>['\"]?)(?P<value>[^'\"\n]*)(?P=q)\s*$"
 )
 _DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
+_INDEX_KEPT = (
+    "/memories/MEMORY.md is the index Claude Code reads to find every memory file, so it "
+    "cannot be {what} through this tool; memsync keeps its lines in step with the files you "
+    "create, rename and delete. Edit its lines with str_replace if one is wrong."
+)
 _SECRET_HINT = "; remove it, or allow it with"
+_SECRET_LINE = re.compile(r"^line (\d+)")
 
 
 class MemoryToolError(Exception):
@@ -92,20 +104,23 @@ class ToolMemory:
         MemoryToolError saying why the path is refused. Purely lexical: see `local`."""
         if not isinstance(path, str) or not path:
             raise MemoryToolError("The path is empty: give a path under /memories.")
-        from memsync.scanner import KINDS, scan
+        from memsync.gate import name_secret
+        from memsync.scanner import KINDS
 
-        findings = scan(path[:MAX_PATH_CHARS])
-        if findings:  # a file name goes to the remote too; and it is never quoted back
-            label = KINDS.get(findings[0].kind, findings[0].kind)
+        kind = name_secret(path[:MAX_PATH_CHARS])
+        if kind is not None:  # a name goes to the remote and into MEMORY.md; never quoted back
             raise MemoryToolError(
-                f"The path looks like it holds a secret ({label}); file names are copied to "
-                "other machines like the files: choose a plain name."
+                f"The file or folder name looks like it holds a secret ({KINDS.get(kind, kind)}); "
+                "names are copied to other machines like the files: choose a plain name."
+            )
+        if _CONTROL.search(path) or _BIDI.search(path):
+            raise MemoryToolError(
+                "The path contains control or text-direction characters (like a newline, NUL "
+                "or U+202E), which memory file names cannot hold: use plain characters."
             )
         shown = _shown(path)
         if len(path) > MAX_PATH_CHARS:
             raise MemoryToolError(f"The path {shown} is over {MAX_PATH_CHARS} characters.")
-        if _CONTROL.search(path):
-            raise MemoryToolError(f"The path {shown} contains control characters.")
         if _PERCENT_ESCAPE.search(path):
             raise MemoryToolError(
                 f"The path {shown} contains a percent-escape (like %2e or %2f); memory paths "
@@ -121,7 +136,7 @@ class ToolMemory:
                 f"The path {shown} is outside /memories: every memory path starts with "
                 "/memories/ (for example /memories/notes.md)."
             )
-        rest = path[len(ROOT) + 1 :]
+        rest = unicodedata.normalize("NFC", path[len(ROOT) + 1 :])
         if rest.endswith("/"):
             rest = rest[:-1]
         if not rest:
@@ -134,6 +149,16 @@ class ToolMemory:
                 )
             if len(segment.encode("utf-8")) > MAX_SEGMENT_BYTES:
                 raise MemoryToolError(f"A name in {shown} is over {MAX_SEGMENT_BYTES} bytes.")
+            if segment.split(".")[0].rstrip(" ").upper() in _WINDOWS_RESERVED:
+                raise MemoryToolError(
+                    f"{segment!r} is a reserved device name on Windows (like CON, NUL, COM1), "
+                    "where this memory may be synced too: choose another name."
+                )
+            if segment != segment.strip(" ") or segment.endswith("."):
+                raise MemoryToolError(
+                    f"The name {segment!r} starts or ends with a space or ends with a dot, "
+                    "which some systems drop from file names: remove it."
+                )
         from memsync.engine import is_ignored
 
         if is_ignored(rest):
@@ -142,6 +167,44 @@ class ToolMemory:
                 "temp files, team/ and _memsync/ are not synced); choose another name."
             )
         return rest
+
+    def file_name_of(self, path: object) -> str:
+        """`name_of` for a command on a file: a path ending in `/` names a folder."""
+        name = self.name_of(path)
+        if name and isinstance(path, str) and path.endswith("/"):
+            raise MemoryToolError(
+                f"{path} ends in '/', which names a folder; give the file's path without it "
+                f"({ROOT}/{name})."
+            )
+        return name
+
+    def _need_new_name(self, name: str, path: str) -> None:
+        """A new file or folder name: every folder on the way is a folder (not a file), and no
+        name on the way differs from an existing one only by case or Unicode normalisation
+        (one file on macOS and Windows, two on Linux and the remote)."""
+        folder = self.root
+        parts = name.split("/")
+        for i, part in enumerate(parts):
+            try:
+                existing = {
+                    unicodedata.normalize("NFC", e).casefold(): e for e in os.listdir(folder)
+                }
+            except (FileNotFoundError, NotADirectoryError):
+                return
+            same = existing.get(part.casefold())
+            if same is not None and same != part:
+                shown = "/".join([*parts[:i], same])
+                raise MemoryToolError(
+                    f"{path} differs only in upper/lower case (or accent encoding) from the "
+                    f"existing {ROOT}/{shown}; on macOS and Windows they would be one file. "
+                    "Use that name, or choose a different one."
+                )
+            folder = folder / part
+            if i < len(parts) - 1 and folder.is_file():
+                raise MemoryToolError(
+                    f"{ROOT}/{'/'.join(parts[: i + 1])} is a file, not a folder, so nothing can "
+                    "be created under it; choose another folder name."
+                )
 
     def local(self, name: str) -> Path:
         """The file for `name`; refused when it (or a folder on the way) is a symbolic link
@@ -241,10 +304,11 @@ class ToolMemory:
     def create(self, path: str, file_text: str) -> str:
         with self._lock:
             self._start()
-            name = self.name_of(path)
+            name = self.file_name_of(path)
             self._need_markdown(name, path)
             notes: list[str] = []
             with self._local_edit():
+                self._need_new_name(name, path)
                 target = self._writable(name)
                 if target.exists():
                     kind = "directory" if target.is_dir() else "file"
@@ -255,7 +319,13 @@ class ToolMemory:
                 text, added = self._with_frontmatter(name, file_text)
                 if added:
                     notes.append(f"Added the frontmatter its name implies ({added}).")
-                data = self._checked(name, path, text)
+                    notes.append(
+                        "Its description was made from the file name; a real one-line "
+                        "description (str_replace the description line) helps later sessions "
+                        "find it."
+                    )
+                data = self._checked(name, path, text, offset=_lines_added(text, file_text))
+                self._claim(name, path, data, creating=True)
                 private_dir(target.parent)
                 atomic_write(target, data, 0o600)
                 indexed = self._index_add(name, text)
@@ -267,7 +337,7 @@ class ToolMemory:
     def str_replace(self, path: str, old_str: str, new_str: str) -> str:
         with self._lock:
             self._start()
-            name = self.name_of(path)
+            name = self.file_name_of(path)
             with self._local_edit():
                 target = self._writable(name)
                 text = self._read_existing(target, path)
@@ -292,7 +362,8 @@ class ToolMemory:
                 at = text.index(old_str)
                 changed_line = text[:at].count("\n")
                 new_text = _touch_modified(text.replace(old_str, new_str, 1))
-                data = self._checked(name, path, new_text)
+                data = self._checked(name, path, new_text, before=text)
+                self._claim(name, path, data, creating=False)
                 atomic_write(target, data, _mode(target))
             head = "The memory file has been edited. Here is the snippet showing the change:"
             snippet = _snippet(new_text, changed_line)
@@ -301,7 +372,7 @@ class ToolMemory:
     def insert(self, path: str, insert_line: int, insert_text: str) -> str:
         with self._lock:
             self._start()
-            name = self.name_of(path)
+            name = self.file_name_of(path)
             with self._local_edit():
                 target = self._writable(name)
                 text = self._read_existing(target, path)
@@ -314,9 +385,17 @@ class ToolMemory:
                         f"it must be between 0 (before the first) and {len(lines)} (after the "
                         "last)."
                     )
+                closing = _frontmatter_end(text)
+                if closing and insert_line == 0:
+                    raise MemoryToolError(
+                        f"Nothing was inserted: {path} starts with its frontmatter (lines "
+                        f"1-{closing}), which must stay first; to add text at the top, use "
+                        f"insert_line {closing} (after the frontmatter's closing ---)."
+                    )
                 lines.insert(insert_line, insert_text.rstrip("\n"))
                 new_text = _touch_modified("\n".join(lines) + "\n")
-                data = self._checked(name, path, new_text)
+                data = self._checked(name, path, new_text, before=text)
+                self._claim(name, path, data, creating=False)
                 atomic_write(target, data, _mode(target))
             return self._push([name], f"The file {path} has been edited.", [], path)
 
@@ -326,6 +405,8 @@ class ToolMemory:
             name = self.name_of(path)
             if not name:
                 raise MemoryToolError("Cannot delete the /memories directory itself.")
+            if name == INDEX:
+                raise MemoryToolError(_INDEX_KEPT.format(what="deleted"))
             with self._local_edit():
                 target = self._writable(name)
                 if target.is_dir():
@@ -356,6 +437,10 @@ class ToolMemory:
             new = self.name_of(new_path)
             if not old or not new:
                 raise MemoryToolError("Cannot rename the /memories directory itself.")
+            if INDEX in (old, new):
+                raise MemoryToolError(_INDEX_KEPT.format(what="renamed or replaced"))
+            if new_path.endswith("/") and not old_path.endswith("/") and self.local(old).is_file():
+                self.file_name_of(new_path)
             if new == old or new.startswith(old + "/"):
                 raise MemoryToolError(f"Cannot move {old_path} into itself.")
             with self._local_edit():
@@ -363,6 +448,7 @@ class ToolMemory:
                 dest = self._writable(new)
                 if dest.exists():
                     raise MemoryToolError(f"The destination {new_path} already exists.")
+                self._need_new_name(new, new_path)
                 if source.is_dir():
                     moves = [(n, new + n[len(old) :]) for n in self._files_under(source)]
                 elif source.is_file():
@@ -373,6 +459,7 @@ class ToolMemory:
                 staged = []
                 for src, dst in moves:
                     text = self._read_existing(self.local(src), f"{ROOT}/{src}")
+                    text = _renamed_fields(text, src, dst)
                     staged.append((src, dst, self._checked(dst, f"{ROOT}/{dst}", text)))
                 for src, dst, data in staged:
                     target = self._writable(dst)
@@ -385,6 +472,101 @@ class ToolMemory:
             names = [n for s, d, _ in staged for n in (s, d)] + ([INDEX] if indexed else [])
             done = f"Successfully renamed {old_path} to {new_path}"
             return self._push(names, done, [], new_path, deleted=[s for s, _, _ in staged])
+
+    # --- the conditional write that decides a race -------------------------------------------
+
+    def _claim(self, name: str, path: str, data: bytes, creating: bool) -> None:
+        """Write `data` to the remote as one conditional write (If-None-Match for a new file,
+        If-Match on the last-synced ETag for an edit) before the local file changes, under
+        memsync's lock. The first writer wins: a create that finds the file there, or an
+        edit that finds the file changed or deleted and whose merge by type would have to
+        drop a version, is not applied; the remote is left as the other device wrote it, this
+        device takes that version (the model's text goes to local history) and the
+        MemoryToolError shows what won. A clean merge (an append-only file) and an unreachable
+        remote are left to the push that follows."""
+        from memsync.errors import NotFound, PreconditionFailed, StoreError, Unreachable
+
+        if not self.ctx.sync_enabled:
+            return
+        state = self.engine.state
+        store = self.engine.store
+        rec = state.records.get(name)
+        edited = time.time()
+        try:
+            if rec is None:
+                try:
+                    etag = store.create(name, data, edited)
+                except NotFound:  # no container yet
+                    store.ensure()
+                    etag = store.create(name, data, edited)
+            else:
+                etag = store.replace(name, data, rec.etag, edited)
+        except PreconditionFailed:
+            pass  # lost the race: below
+        except (Unreachable, StoreError):
+            return  # the push after the local write queues it or says why
+        else:
+            state.set_synced(name, etag, data)
+            state.save()
+            return
+        try:
+            fetch = getattr(store, "fetch", None)
+            if fetch is not None:
+                theirs, etag, theirs_edited = fetch(name)
+            else:
+                theirs, etag = store.get(name)
+                theirs_edited = None
+        except NotFound:
+            if creating:
+                return  # deleted again meanwhile: the push creates it
+            self._lost_to_delete(name, path, data)
+        except (Unreachable, StoreError):
+            return
+        if theirs == data:
+            state.set_synced(name, etag, data)
+            state.save()
+            return
+        if not creating:
+            from memsync.merge import merge
+
+            outcome = merge(
+                name, state.base(name), data, theirs, ours_mtime=edited, theirs_mtime=theirs_edited
+            )
+            if not outcome.conflict:
+                return  # merges cleanly: the push after the local write does it
+        target = self.local(name)
+        state.keep(name, data, "not applied: another device wrote this file first (memory tool)")
+        private_dir(target.parent)
+        atomic_write(target, theirs, _mode(target) if target.exists() else 0o600)
+        state.set_synced(name, etag, theirs)
+        state.save()
+        shown = self._numbered(path, theirs.decode("utf-8", "replace"), None, header=False)
+        if creating:
+            raise MemoryToolError(
+                f"{path} already exists: another device created it first, so your text was not "
+                f"saved and nothing was overwritten. It reads:\n{shown}\nView it and use "
+                "str_replace or insert to change it."
+            )
+        raise MemoryToolError(
+            f"Your edit to {path} was not applied: another device changed the file at the same "
+            "time and its version won (your version is kept in this device's local history, "
+            f"`memsync history {name}`). It now reads:\n{shown}\nIf your change still "
+            "holds, apply it again to this content."
+        )
+
+    def _lost_to_delete(self, name: str, path: str, data: bytes) -> None:
+        """An edit of a file another device deleted first: the delete stands here too."""
+        state = self.engine.state
+        state.keep(name, data, "not applied: deleted on another device first (memory tool)")
+        self.local(name).unlink(missing_ok=True)
+        state.forget(name)
+        state.save()
+        self._index_drop([name])
+        raise MemoryToolError(
+            f"Your edit to {path} was not applied: another device deleted the file at the same "
+            f"time, so it is gone (your version is kept in local history, `memsync history "
+            f"{name}`). Create it again if it should stay."
+        )
 
     # --- pushing and what it tells the model ------------------------------------------------
 
@@ -494,10 +676,15 @@ class ToolMemory:
                 "(for example /memories/user_preferences.md)."
             )
 
-    def _checked(self, name: str, path: str, text: str) -> bytes:
+    def _checked(
+        self, name: str, path: str, text: str, before: str | None = None, offset: int = 0
+    ) -> bytes:
         """`text` as it will be written, after the checks every memory file passes before it
         may leave the machine; a refusal names the problem (a secret's kind, never the
-        secret) and nothing is written."""
+        secret) and nothing is written. `before`: the file's text before this edit (None for a
+        new file); `offset`: lines memsync put before the model's own text (a secret's line is
+        told in the model's terms)."""
+        _refuse_privacy_grants(path, text, before)
         data = text.encode("utf-8")
         try:
             check_outbound(name, data, self.max_bytes)
@@ -505,9 +692,22 @@ class ToolMemory:
             reason = exc.reason
             if _SECRET_HINT in reason:
                 reason = reason.split(_SECRET_HINT)[0]
+                reason = _SECRET_LINE.sub(
+                    lambda m: (
+                        f"line {max(1, int(m.group(1)) - offset)} of "
+                        + ("your text" if offset else "the file")
+                    ),
+                    reason,
+                    count=1,
+                )
                 reason += (
                     "; memory is copied to other machines, so credentials and personal "
                     "numbers never go in it: write it again without that line"
+                )
+            elif reason.startswith("it is marked 'sensitivity: high'"):
+                reason = (
+                    "it is marked sensitivity: high, so it stays off the remote until the user "
+                    "allows it; only the user can do that, outside this tool"
                 )
             elif (
                 "frontmatter is missing required field" in reason or "no YAML frontmatter" in reason
@@ -534,13 +734,13 @@ class ToolMemory:
         if not body.strip():
             return text, ""  # empty: the checks say so
         mtype = type_of(name)
-        description = mtype.summary if mtype.filename else basename[:-3].replace("_", " ")
+        description = _made_description(name)
         # Claude Code's own shape (docs/claude-code.md), so its sessions read the file as theirs
         nested: dict[str, object] = {"node_type": "memory"}
         if mtype is not UNKNOWN:
             nested["type"] = mtype.name
         nested["modified"] = _now()
-        meta = {"name": memory.name_slug(basename[:-3]), "description": description}
+        meta = {"name": _file_title(name), "description": description}
         added = ", ".join([*meta, *(f"metadata.{k}" for k in nested)])
         return memory.render({**meta, memory.NESTED: nested}, body.lstrip("\n")), added
 
@@ -667,6 +867,13 @@ class ToolMemory:
             return False
         text = current
         for src, dst in moves.items():
+            old_titles = {_file_title(src), src[:-3], src.rsplit("/", 1)[-1][:-3]}
+
+            def relabel(m: re.Match[str], dst: str = dst, old_titles: set[str] = old_titles) -> str:
+                title = _file_title(dst) if m.group(1) in old_titles else m.group(1)
+                return f"[{title}]({dst})"
+
+            text = re.sub(r"\[([^\]\n]*)\]\(" + re.escape(src) + r"\)", relabel, text)
             text = text.replace(f"]({src})", f"]({dst})")
         if text == current:
             return False
@@ -742,6 +949,108 @@ def _occurrence_lines(text: str, needle: str) -> list[int]:
         lines.append(text[:at].count("\n") + 1)
         start = at + 1
     return lines
+
+
+def _privacy_fields(text: str | None) -> tuple[bool, frozenset[str], bool]:
+    """(consent given, kinds allow-listed, sensitivity high) of a memory file's frontmatter."""
+    if text is None:
+        return False, frozenset(), False
+    try:
+        meta = memory.parse(text).meta or {}
+    except memory.FrontmatterError:
+        return False, frozenset(), False
+    extra = memory.field(meta, "allow_sensitive")
+    kinds = (
+        frozenset(str(k) for k in extra)
+        if isinstance(extra, list)
+        else frozenset([str(extra)])
+        if extra
+        else frozenset()
+    )
+    high = str(memory.field(meta, "sensitivity") or "").lower() == "high"
+    return memory.field(meta, "consent") is True, kinds, high
+
+
+def _refuse_privacy_grants(path: str, text: str, before: str | None) -> None:
+    """Consent, allow-listed secret kinds and a lowered sensitivity are the user's to give:
+    a write through the tool that grants any of them is refused (taking them away is fine)."""
+    consent, kinds, high = _privacy_fields(text)
+    had_consent, had_kinds, was_high = _privacy_fields(before)
+    if (consent and not had_consent) or not kinds <= had_kinds or (was_high and not high):
+        raise MemoryToolError(
+            f"{path} was not saved: the privacy fields consent, allow_sensitive and "
+            "sensitivity decide what may leave this machine, and only the user sets them, "
+            "outside this tool. Write the file without changing them."
+        )
+
+
+def _made_description(name: str) -> str:
+    """The description memsync makes from a file's name when the model gives none."""
+    mtype = type_of(name)
+    return mtype.summary if mtype.filename else name.rsplit("/", 1)[-1][:-3].replace("_", " ")
+
+
+def _file_title(name: str) -> str:
+    """The `name` field memsync gives a file called `name` (`user_日本語.md` keeps its letters)."""
+    stem = name.rsplit("/", 1)[-1][:-3]
+    return memory.name_slug(stem) if stem.isascii() else stem
+
+
+def _renamed_fields(text: str, src: str, dst: str) -> str:
+    """A renamed file's frontmatter follows its name: a `name` that was the old file's name
+    becomes the new one, and a `type` the old name implied becomes the type the new name
+    implies. Only those lines change (format and order kept)."""
+    try:
+        source, _ = memory.split(text)
+        meta = memory.parse(text).meta or {}
+    except memory.FrontmatterError:
+        return text
+    if source is None:
+        return text
+    old_type, new_type = type_of(src), type_of(dst)
+    swaps = {}
+    if str(meta.get("name")) == _file_title(src) and _file_title(src) != _file_title(dst):
+        swaps["name"] = (_file_title(src), _file_title(dst))
+    if str(meta.get("description")) == _made_description(src):
+        swaps["description"] = (_made_description(src), _made_description(dst))
+    declared = memory.field(meta, "type")
+    if (
+        declared == old_type.name
+        and old_type is not UNKNOWN
+        and new_type is not UNKNOWN
+        and new_type is not old_type
+    ):
+        swaps["type"] = (old_type.name, new_type.name)
+    if not swaps:
+        return text
+    start = text.index("\n") + 1
+    end = start + len(source)
+    lines = source.split("\n")
+    for i, line in enumerate(lines):
+        key, sep, value = line.partition(":")
+        field_name = key.strip()
+        if sep and field_name in swaps and value.strip().strip("'\"") == swaps[field_name][0]:
+            lines[i] = f"{key}: {swaps[field_name][1]}"
+    return text[:start] + "\n".join(lines) + text[end:]
+
+
+def _lines_added(text: str, file_text: str) -> int:
+    """How many lines memsync put before the model's own text (the frontmatter it added)."""
+    body = file_text.lstrip("\n")
+    if not body or text == file_text or not text.endswith(body):
+        return 0
+    return text[: len(text) - len(body)].count("\n") - (len(file_text) - len(body))
+
+
+def _frontmatter_end(text: str) -> int:
+    """The line number of the frontmatter's closing `---` (0: no frontmatter)."""
+    try:
+        source, _ = memory.split(text)
+    except memory.FrontmatterError:
+        return 0
+    if source is None:
+        return 0
+    return source.count("\n") + 2 if source else 2
 
 
 def _frontmatter_hint(name: str) -> str:
