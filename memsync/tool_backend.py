@@ -96,6 +96,7 @@ class ToolMemory:
         self._lock = threading.RLock()
         self._pulled: float | None = None  # monotonic time of the last pull
         self._session_note = ""
+        self._line_cursor: tuple[object, int] = (None, 0)  # the long line a view is paging
 
     # --- paths ------------------------------------------------------------------------------
 
@@ -295,7 +296,8 @@ class ToolMemory:
                     f"The path {path} does not exist. View /memories to see what there is."
                 ) from None
             if stat.S_ISDIR(st.st_mode):
-                return _note(self._listing(path, self._entries(target, name)), self._session_note)
+                listing = self._listing(path, self._entries(target, name), view_range)
+                return _note(listing, self._session_note)
             if not stat.S_ISREG(st.st_mode):
                 raise MemoryToolError(f"{path} is not a file or a directory.")
             text = self._read_text(target, path)
@@ -612,6 +614,7 @@ class ToolMemory:
             if name in result.refused:
                 problems.append(f"{ROOT}/{name} is not synced: {result.refused[name]}.")
             if name in deleted and self.local(name).exists():
+                self._index_restore(name)
                 problems.append(
                     f"{ROOT}/{name} was edited on another device since this device last saw "
                     "it, so the delete was not applied (an edit wins over a deletion). It now "
@@ -633,6 +636,18 @@ class ToolMemory:
                 "queued and goes out with the next sync."
             )
         return "\n".join([done, *notes])
+
+    def _index_restore(self, name: str) -> None:
+        """A delete undone by another device's edit: the file is back, so is its index line
+        (on this device and the remote), or Claude Code could not find it."""
+        if not self.index:
+            return
+        text = _read_or_none(self.local(name))
+        with self._local_edit():
+            added = self._index_add(name, text or "")
+        if added:
+            with contextlib.suppress(MemsyncError, TimeoutError):
+                self.engine.run("push", [str(self.root / INDEX)])
 
     def _current(self, name: str) -> str:
         try:
@@ -776,7 +791,11 @@ class ToolMemory:
         walk(folder, "", 1)
         return found
 
-    def _listing(self, path: str, entries: list[tuple[str, int]]) -> str:
+    def _listing(
+        self, path: str, entries: list[tuple[str, int]], view_range: list[int] | None = None
+    ) -> str:
+        """A directory listing; `view_range` [first, last] pages through its entries (1-based,
+        last -1: the end), which is what the notice of a cut listing tells the model to use."""
         shown = path.rstrip("/") or ROOT
         header = (
             f"Here're the files and directories up to {LIST_DEPTH} levels deep in {shown}, "
@@ -784,13 +803,18 @@ class ToolMemory:
         )
         total = sum(size for _, size in entries if not _.endswith("/"))
         lines = [header, f"{_size(total)}\t{shown}"]
+        first, last = 1, len(entries)
+        if view_range is not None and entries:
+            first, last = _check_range(path, view_range, len(entries), unit="entries")
+            lines[0] = header[:-1] + f" (entries {first}-{last} of {len(entries)}):"
         used = sum(len(x) + 1 for x in lines)
-        for index, (rel, size) in enumerate(entries):
+        for number in range(first, last + 1):
+            rel, size = entries[number - 1]
             line = f"{_size(size)}\t{shown}/{rel}"
-            if used + len(line) + 1 > self.view_max_chars:
+            if used + len(line) + 1 > self.view_max_chars - 200:
                 lines.append(
-                    f"[{len(entries) - index} more entries not shown: view a subdirectory to "
-                    "see them]"
+                    f"[listing cut: entries {first}-{number - 1} of {len(entries)} shown; view "
+                    f"{shown} with view_range [{number}, {last}] for the rest]"
                 )
                 break
             lines.append(line)
@@ -808,18 +832,53 @@ class ToolMemory:
             first, last = _check_range(path, view_range, len(lines))
         out = [f"Here's the content of {path} with line numbers:"] if header else []
         used = sum(len(x) + 1 for x in out)
+        budget = self.view_max_chars - 300  # room for the notice
         for number in range(first, last + 1):
             line = f"{str(number).rjust(LINE_NUMBER_WIDTH)}\t{lines[number - 1]}"
-            if used + len(line) + 1 > self.view_max_chars and number > first:
+            if used + len(line) + 1 > budget and number > first:
                 out.append(
                     f"[output cut at {self.view_max_chars} characters: lines {first}-{number - 1} "
                     f"of {len(lines)} shown; view with view_range [{number}, {last}] for the "
                     "rest]"
                 )
                 break
-            out.append(line[: self.view_max_chars])
+            if len(line) > budget:  # one line longer than a view: shown in parts
+                out.extend(self._line_part(path, text, number, lines[number - 1], budget - used))
+                if number < last:
+                    out.append(
+                        f"[lines {number + 1}-{last} not shown: view with view_range "
+                        f"[{number + 1}, {last}] for them]"
+                    )
+                break
+            out.append(line)
             used += len(line) + 1
         return "\n".join(out)
+
+    def _line_part(self, path: str, text: str, number: int, line: str, room: int) -> list[str]:
+        """The next part of a line too long for one view: the first view of [N, N] shows its
+        start, each further view of the same line (unchanged) the part after, and every part
+        says which characters it holds and how to get the rest."""
+        key = (path, number, hash(text))
+        start = self._line_cursor[1] if self._line_cursor[0] == key else 0
+        room = max(room - LINE_NUMBER_WIDTH - 1, 1000)
+        end = min(start + room, len(line))
+        part = f"{str(number).rjust(LINE_NUMBER_WIDTH)}\t{line[start:end]}"
+        if end < len(line):
+            self._line_cursor = (key, end)
+            notice = (
+                f"[line {number} is {len(line):,} characters, more than one view shows: "
+                f"characters {start + 1:,}-{end:,} shown; view {path} with view_range "
+                f"[{number}, {number}] again for the next part]"
+            )
+        else:
+            self._line_cursor = (None, 0)
+            notice = (
+                f"[line {number}: characters {start + 1:,}-{end:,} of {len(line):,} shown, "
+                "the end of the line]"
+                if start
+                else ""
+            )
+        return [part, notice] if notice else [part]
 
     # --- the MEMORY.md index, so Claude Code sees what the agent writes -------------------
 
@@ -918,7 +977,9 @@ def _size(size: int) -> str:
     return f"{int(value)}{units[i]}" if value == int(value) else f"{value:.1f}{units[i]}"
 
 
-def _check_range(path: str, view_range: list[int], count: int) -> tuple[int, int]:
+def _check_range(
+    path: str, view_range: list[int], count: int, unit: str = "lines"
+) -> tuple[int, int]:
     if (
         not isinstance(view_range, (list, tuple))
         or len(view_range) != 2
@@ -929,7 +990,7 @@ def _check_range(path: str, view_range: list[int], count: int) -> tuple[int, int
     last = count if last == -1 else min(last, count)  # past the end: up to the end
     if first < 1 or first > max(count, 1) or last < first:
         raise MemoryToolError(
-            f"view_range {list(view_range)} is outside {path}, which has {count} lines: use "
+            f"view_range {list(view_range)} is outside {path}, which has {count} {unit}: use "
             f"[first, last] with 1 <= first <= last <= {count} (or last = -1)."
         )
     return first, last
