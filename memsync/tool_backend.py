@@ -700,6 +700,7 @@ class ToolMemory:
         new file); `offset`: lines memsync put before the model's own text (a secret's line is
         told in the model's terms)."""
         _refuse_privacy_grants(path, text, before)
+        _refuse_unknown_type(path, text, before)
         data = text.encode("utf-8")
         try:
             check_outbound(name, data, self.max_bytes)
@@ -1030,6 +1031,30 @@ def _privacy_fields(text: str | None) -> tuple[bool, frozenset[str], bool]:
     )
     high = str(memory.field(meta, "sensitivity") or "").lower() == "high"
     return memory.field(meta, "consent") is True, kinds, high
+
+
+def _declared_type(text: str | None) -> object:
+    if text is None:
+        return None
+    try:
+        return memory.field(memory.parse(text).meta, "type")
+    except memory.FrontmatterError:
+        return None
+
+
+def _refuse_unknown_type(path: str, text: str, before: str | None) -> None:
+    """A `type` memsync does not know merges as plain lines and Claude Code ignores it: a
+    write that sets one is refused, naming the valid types (an existing one is left alone)."""
+    from memsync.memtypes import TYPES
+
+    declared = _declared_type(text)
+    if declared is None or declared in TYPES or declared == _declared_type(before):
+        return
+    valid = ", ".join(t for t in TYPES if t != "index")
+    raise MemoryToolError(
+        f"{path} was not saved: its type {str(declared)[:40]!r} is not a memory type. Use one "
+        f"of: {valid} (or leave type out and memsync takes it from the file name)."
+    )
 
 
 def _refuse_privacy_grants(path: str, text: str, before: str | None) -> None:
