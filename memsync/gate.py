@@ -9,36 +9,62 @@ from collections.abc import Iterable
 from memsync.errors import KeptLocal, RefusedFile
 from memsync.memory import DEFAULT_MAX_BYTES, Document, check, field
 
-# '_' and '/' are word characters or separators the text patterns do not split on: a key right
-# after `user_` or inside a folder name has no word boundary before it
-_NAME_SPLIT = re.compile(r"[_/\\]")
+# `_` is a word character: a key right after `user_` has no word boundary before it
+_MAX_PARTS = 12
+
+
+def _name_variants(name: str) -> list[str]:
+    """The spans of `name` that could hold a secret: each part between `/` and `_` separators
+    and each run of neighbouring parts (`_` both splits words and occurs inside keys)."""
+    out = [name]
+    for segment in re.split(r"[/\\]", name):
+        parts = segment.split("_")
+        if len(parts) > _MAX_PARTS:  # a pathological name: its whole and its words
+            out += [segment, " ".join(parts)]
+            continue
+        out += [
+            "_".join(parts[i:j]) for i in range(len(parts)) for j in range(i + 1, len(parts) + 1)
+        ]
+    return list(dict.fromkeys(out))
+
+
+def _name_findings(name: str) -> list[tuple[str, int, int]]:
+    """(kind, start, end) in `name` of every secret its spans hold."""
+    from memsync.scanner import scan
+
+    found = []
+    for variant in _name_variants(name):
+        if not variant:
+            continue
+        findings = scan(variant)
+        for m in re.finditer(re.escape(variant), name) if findings else ():
+            found += [(f.kind, m.start() + f.start, m.start() + f.end) for f in findings]
+    return found
 
 
 def name_secret(name: str) -> str | None:
     """The kind of secret a file or folder name holds (`aws_access_key` ...), or None. A name
-    is copied to the remote and into MEMORY.md like a file's text, so it is scanned too:
-    whole, and with `_` and `/` read as spaces."""
-    from memsync.scanner import scan
-
-    for variant in dict.fromkeys((name, _NAME_SPLIT.sub(" ", name))):
-        findings = scan(variant)
-        if findings:
-            return findings[0].kind
-    return None
+    is copied to the remote and into MEMORY.md like a file's text, so it is scanned too."""
+    found = _name_findings(name)
+    return found[0][0] if found else None
 
 
 def shown_name(name: str) -> str:
-    """`name` as it may be printed: a secret in it replaced by `***` (never echoed)."""
-    from memsync.scanner import scan
-
-    if name_secret(name) is None:
+    """`name` as it may be printed: every secret in it replaced by `***` (never echoed)."""
+    found = _name_findings(name)
+    if not found:
         return name
-    spaced = _NAME_SPLIT.sub(" ", name)
-    out = list(name)
-    for variant in (name, spaced):
-        for finding in scan(variant):
-            out[finding.start : finding.end] = ["\0"] * (finding.end - finding.start)
-    return re.sub("\0+", "***", "".join(out))
+    hidden = [False] * len(name)
+    for _, start, end in found:
+        hidden[start:end] = [True] * (end - start)
+    out, prev = [], False
+    for ch, h in zip(name, hidden, strict=True):
+        if not h:
+            out.append(ch)
+        elif not prev:
+            out.append("***")
+        prev = h
+    return "".join(out)
 
 
 def check_outbound(

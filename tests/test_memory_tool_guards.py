@@ -10,6 +10,8 @@ import unicodedata
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from memsync import memory
 from memsync.memory_tool import MemsyncMemoryTool
@@ -145,6 +147,29 @@ def test_sync_push_and_validate_refuse_a_secret_file_name_without_echoing_it(
     assert AWS not in checked.stdout + checked.stderr
     keys = sorted(p.name for p in Path(remote.removeprefix("file://")).rglob("*.md"))
     assert keys == ["user_ok.md"], keys
+
+
+_WORDS = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789", min_size=0, max_size=8)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    secret=st.sampled_from([AWS, "ASIA" + "QWERTYUIOPASDFGH", ANTHROPIC, "ghp_" + "a1" * 18]),
+    before=st.lists(_WORDS, max_size=3),
+    after=st.lists(_WORDS, max_size=3),
+    sep=st.sampled_from(["_", "/", "-", ".", " "]),
+)
+def test_a_secret_anywhere_in_a_name_is_found_and_never_shown(
+    secret: str, before: list[str], after: list[str], sep: str
+) -> None:
+    """Oracle: a name built of plain words and one known secret, joined by any separator a
+    name may hold, is refused by the gate and `shown_name` never prints the secret."""
+    from memsync.gate import name_secret, shown_name
+
+    name = sep.join([*before, secret, *after, secret]) + ".md"
+    assert name_secret(name) is not None, name
+    assert secret not in shown_name(name)
+    assert name_secret(sep.join([*before, *after]) + ".md") is None
 
 
 # --- 3 and 4. races: the first writer wins, the other is told what won ---------------------
@@ -300,8 +325,8 @@ def test_messages_speak_in_the_models_terms(tmp_path: Path) -> None:
         "/memories/nul.md",
         "/memories/com1/user_x.md",
         "/memories/user_\u202egpj.md",
-        "/memories/user_x.md ",
-        "/memories/user_x.md.",
+        "/memories/ user_x.md",
+        "/memories/notes./user_x.md",
         "/memories/user_a.md/",
     ],
 )
