@@ -102,7 +102,8 @@ class ToolMemory:
 
     def name_of(self, path: object) -> str:
         """The memory-dir-relative name of a tool path ('' for /memories itself), or a
-        MemoryToolError saying why the path is refused. Purely lexical: see `local`."""
+        MemoryToolError saying why the path is refused. Purely lexical: see `local`. A refused
+        path is described, never quoted back (it may hold a secret the scanner cannot tell)."""
         if not isinstance(path, str) or not path:
             raise MemoryToolError("The path is empty: give a path under /memories.")
         from memsync.gate import name_secret
@@ -119,22 +120,21 @@ class ToolMemory:
                 "The path contains control or text-direction characters (like a newline, NUL "
                 "or U+202E), which memory file names cannot hold: use plain characters."
             )
-        shown = _shown(path)
         if len(path) > MAX_PATH_CHARS:
-            raise MemoryToolError(f"The path {shown} is over {MAX_PATH_CHARS} characters.")
+            raise MemoryToolError(f"The path is over {MAX_PATH_CHARS} characters.")
         if _PERCENT_ESCAPE.search(path):
             raise MemoryToolError(
-                f"The path {shown} contains a percent-escape (like %2e or %2f); memory paths "
+                "The path contains a percent-escape (like %2e or %2f); memory paths "
                 "are plain text: write the characters themselves."
             )
         if _BAD_CHARS.search(path):
             raise MemoryToolError(
-                f'The path {shown} contains a backslash or one of : * ? " < > |, which memory '
+                'The path contains a backslash or one of : * ? " < > |, which memory '
                 "file names cannot hold."
             )
         if path != ROOT and not path.startswith(ROOT + "/"):
             raise MemoryToolError(
-                f"The path {shown} is outside /memories: every memory path starts with "
+                "The path is outside /memories: every memory path starts with "
                 "/memories/ (for example /memories/notes.md)."
             )
         rest = unicodedata.normalize("NFC", path[len(ROOT) + 1 :])
@@ -145,26 +145,27 @@ class ToolMemory:
         for segment in rest.split("/"):
             if segment in ("", ".", ".."):
                 raise MemoryToolError(
-                    f"The path {shown} has an empty, '.' or '..' segment; give the plain path "
+                    "The path has an empty, '.' or '..' segment; give the plain path "
                     "under /memories."
                 )
             if len(segment.encode("utf-8")) > MAX_SEGMENT_BYTES:
-                raise MemoryToolError(f"A name in {shown} is over {MAX_SEGMENT_BYTES} bytes.")
+                raise MemoryToolError(f"A name in the path is over {MAX_SEGMENT_BYTES} bytes.")
             if segment.split(".")[0].rstrip(" ").upper() in _WINDOWS_RESERVED:
                 raise MemoryToolError(
-                    f"{segment!r} is a reserved device name on Windows (like CON, NUL, COM1), "
+                    f"{segment.split('.')[0].strip()!r} is a reserved device name on Windows "
+                    "(like CON, NUL, COM1), "
                     "where this memory may be synced too: choose another name."
                 )
             if segment != segment.strip(" ") or segment.endswith("."):
                 raise MemoryToolError(
-                    f"The name {segment!r} starts or ends with a space or ends with a dot, "
+                    "A name in the path starts or ends with a space or ends with a dot, "
                     "which some systems drop from file names: remove it."
                 )
         from memsync.engine import is_ignored
 
         if is_ignored(rest):
             raise MemoryToolError(
-                f"The path {shown} is not part of the synced memory (hidden names, editor "
+                "The path is not part of the synced memory (hidden names, editor "
                 "temp files, team/ and _memsync/ are not synced); choose another name."
             )
         return rest
@@ -956,12 +957,6 @@ class ToolMemory:
 
 
 # --- small helpers ----------------------------------------------------------------------------
-
-
-def _shown(path: str) -> str:
-    """A path as it can be quoted back safely: control characters escaped, length bounded."""
-    cleaned = path.encode("unicode_escape").decode("ascii") if _CONTROL.search(path) else path
-    return repr(cleaned[:200] + ("..." if len(cleaned) > 200 else ""))
 
 
 def _note(text: str, note: str) -> str:

@@ -311,6 +311,11 @@ def test_messages_speak_in_the_models_terms(tmp_path: Path) -> None:
     with pytest.raises(MemoryToolError, match="control or text-direction") as raised:
         backend.create("/memories/user_\x01x.md", "x")
     assert "user_" not in str(raised.value)
+    for bad in (f"/memories/x{AWS}.md/", "/x" + AWS + "/user_a.md", f"/memories/a%2f{AWS}.md",
+                f"/memories/{'a' * 250}{AWS}.md", f"/memories/.x{AWS}.md"):  # fmt: skip
+        with pytest.raises(MemoryToolError) as raised:
+            backend.create(bad, "x")
+        assert AWS not in str(raised.value)  # a refused path is described, not quoted
     with pytest.raises(MemoryToolError, match="user_a.md is a file, not a folder"):
         backend.create("/memories/user_a.md/x.md", "x")
     with pytest.raises(MemoryToolError, match="not a memory type.*user, feedback, project"):
