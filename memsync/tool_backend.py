@@ -175,8 +175,8 @@ class ToolMemory:
         name = self.name_of(path)
         if name and isinstance(path, str) and path.endswith("/"):
             raise MemoryToolError(
-                f"{path} ends in '/', which names a folder; give the file's path without it "
-                f"({ROOT}/{name})."
+                "The path ends in '/', which names a folder: give the file's path without the "
+                "trailing '/'."
             )
         return name
 
@@ -930,11 +930,17 @@ class ToolMemory:
         for src, dst in moves.items():
             old_titles = {_file_title(src), src[:-3], src.rsplit("/", 1)[-1][:-3]}
 
-            def relabel(m: re.Match[str], dst: str = dst, old_titles: set[str] = old_titles) -> str:
+            def relabel(
+                m: re.Match[str], src: str = src, dst: str = dst, old_titles: set[str] = old_titles
+            ) -> str:
                 title = _file_title(dst) if m.group(1) in old_titles else m.group(1)
-                return f"[{title}]({dst})"
+                rest = m.group(2)
+                if rest == f" — {_made_description(src)}":
+                    rest = f" — {_made_description(dst)}"
+                return f"[{title}]({dst}){rest}"
 
-            text = re.sub(r"\[([^\]\n]*)\]\(" + re.escape(src) + r"\)", relabel, text)
+            pattern = r"\[([^\]\n]*)\]\(" + re.escape(src) + r"\)([^\n]*)"
+            text = re.sub(pattern, relabel, text)
             text = text.replace(f"]({src})", f"]({dst})")
         if text == current:
             return False

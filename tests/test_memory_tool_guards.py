@@ -364,4 +364,5 @@ def test_a_rename_carries_name_type_and_index_label(tmp_path: Path) -> None:
     meta = memory.parse((backend.root / "feedback_style.md").read_text()).meta
     assert meta["name"] == "feedback_style" and memory.field(meta, "type") == "feedback"
     index = (backend.root / "MEMORY.md").read_text()
-    assert "[feedback_style](feedback_style.md)" in index and "user_role" not in index
+    assert "[feedback_style](feedback_style.md) — feedback style" in index
+    assert "user_role" not in index and "user role" not in index
