@@ -366,11 +366,11 @@ class ToolMemory:
                 changed_line = text[:at].count("\n")
                 new_text = _touch_modified(text.replace(old_str, new_str, 1))
                 data = self._checked(name, path, new_text, before=text)
-                self._claim(name, path, data, creating=False)
-                atomic_write(target, data, _mode(target))
+                merged = self._claim(name, path, data, creating=False)
+                atomic_write(target, merged or data, _mode(target))
             head = "The memory file has been edited. Here is the snippet showing the change:"
             snippet = _snippet(new_text, changed_line)
-            return self._push([name], f"{head}\n{snippet}", [], path)
+            return self._push([name], f"{head}\n{snippet}", self._merged_note(name, merged), path)
 
     def insert(self, path: str, insert_line: int, insert_text: str) -> str:
         with self._lock:
@@ -398,9 +398,10 @@ class ToolMemory:
                 lines.insert(insert_line, insert_text.rstrip("\n"))
                 new_text = _touch_modified("\n".join(lines) + "\n")
                 data = self._checked(name, path, new_text, before=text)
-                self._claim(name, path, data, creating=False)
-                atomic_write(target, data, _mode(target))
-            return self._push([name], f"The file {path} has been edited.", [], path)
+                merged = self._claim(name, path, data, creating=False)
+                atomic_write(target, merged or data, _mode(target))
+            notes = self._merged_note(name, merged)
+            return self._push([name], f"The file {path} has been edited.", notes, path)
 
     def delete(self, path: str) -> str:
         with self._lock:
@@ -478,7 +479,7 @@ class ToolMemory:
 
     # --- the conditional write that decides a race -------------------------------------------
 
-    def _claim(self, name: str, path: str, data: bytes, creating: bool) -> None:
+    def _claim(self, name: str, path: str, data: bytes, creating: bool) -> bytes | None:
         """Write `data` to the remote as one conditional write (If-None-Match for a new file,
         If-Match on the last-synced ETag for an edit) before the local file changes, under
         memsync's lock. The first writer wins: a create that finds the file there, or an
@@ -486,11 +487,12 @@ class ToolMemory:
         drop a version, is not applied; the remote is left as the other device wrote it, this
         device takes that version (the model's text goes to local history) and the
         MemoryToolError shows what won. A clean merge (an append-only file) and an unreachable
-        remote are left to the push that follows."""
+        remote are left to the push that follows. Returns the merged content when this write
+        lost to one it merged with cleanly (then on the remote), else None."""
         from memsync.errors import NotFound, PreconditionFailed, StoreError, Unreachable
 
         if not self.ctx.sync_enabled:
-            return
+            return None
         state = self.engine.state
         store = self.engine.store
         rec = state.records.get(name)
@@ -507,11 +509,11 @@ class ToolMemory:
         except PreconditionFailed:
             pass  # lost the race: below
         except (Unreachable, StoreError):
-            return  # the push after the local write queues it or says why
+            return None  # the push after the local write queues it or says why
         else:
             state.set_synced(name, etag, data)
             state.save()
-            return
+            return None
         try:
             fetch = getattr(store, "fetch", None)
             if fetch is not None:
@@ -521,22 +523,28 @@ class ToolMemory:
                 theirs_edited = None
         except NotFound:
             if creating:
-                return  # deleted again meanwhile: the push creates it
+                return None  # deleted again meanwhile: the push creates it
             self._lost_to_delete(name, path, data)
         except (Unreachable, StoreError):
-            return
+            return None
         if theirs == data:
             state.set_synced(name, etag, data)
             state.save()
-            return
+            return None
         if not creating:
             from memsync.merge import merge
 
             outcome = merge(
                 name, state.base(name), data, theirs, ours_mtime=edited, theirs_mtime=theirs_edited
             )
-            if not outcome.conflict:
-                return  # merges cleanly: the push after the local write does it
+            if not outcome.conflict:  # merges cleanly (an append-only file): write the merge
+                try:
+                    etag = store.replace(name, outcome.content, etag, outcome.edited or edited)
+                except (PreconditionFailed, Unreachable, StoreError):
+                    return None  # changed again: the push after the local write merges it
+                state.set_synced(name, etag, outcome.content)
+                state.save()
+                return outcome.content
         target = self.local(name)
         state.keep(name, data, "not applied: another device wrote this file first (memory tool)")
         private_dir(target.parent)
@@ -556,6 +564,14 @@ class ToolMemory:
             f"`memsync history {name}`). It now reads:\n{shown}\nIf your change still "
             "holds, apply it again to this content."
         )
+
+    def _merged_note(self, name: str, merged: bytes | None) -> list[str]:
+        if merged is None:
+            return []
+        return [
+            f"Another device changed {ROOT}/{name} at the same time; memsync merged both "
+            f"versions. It now reads:\n{self._current(name)}"
+        ]
 
     def _lost_to_delete(self, name: str, path: str, data: bytes) -> None:
         """An edit of a file another device deleted first: the delete stands here too."""
