@@ -494,7 +494,10 @@ class ToolMemory:
         if not self.ctx.sync_enabled:
             return None
         state = self.engine.state
-        store = self.engine.store
+        try:
+            store = self.engine.store
+        except MemsyncError:
+            return None  # a remote that cannot be opened: the push after says why
         rec = state.records.get(name)
         edited = time.time()
         try:
