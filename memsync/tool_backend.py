@@ -465,6 +465,8 @@ class ToolMemory:
                     text = self._read_existing(self.local(src), f"{ROOT}/{src}")
                     text = _renamed_fields(text, src, dst)
                     staged.append((src, dst, self._checked(dst, f"{ROOT}/{dst}", text)))
+                if len(staged) == 1 and not source.is_dir():  # a file: the first writer wins
+                    self._claim(new, new_path, staged[0][2], creating=True)
                 for src, dst, data in staged:
                     target = self._writable(dst)
                     private_dir(target.parent)

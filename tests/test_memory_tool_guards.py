@@ -191,10 +191,17 @@ def test_a_create_that_loses_the_race_overwrites_nothing(
     assert "Rex" in text and "nothing was overwritten" in text
     assert b"Rex" in remote_files(first.ctx)["user_pet.md"]
     assert "Rex" in (late.backend.root / "user_pet.md").read_text()
-    late.backend.engine.run("sync")  # e's later syncs push nothing over it
+    late.backend.create("/memories/user_animal.md", "Has a parrot.\n")
+    first.create("/memories/user_pets.md", "Has a goldfish.\n")
+    with pytest.raises(MemoryToolError, match="already exists"):  # a rename onto it loses too
+        late.backend.rename("/memories/user_animal.md", "/memories/user_pets.md")
+    assert "parrot" in (late.backend.root / "user_animal.md").read_text()
+    assert b"goldfish" in remote_files(first.ctx)["user_pets.md"]
+    late.backend.engine.run("sync")  # e's later syncs push nothing over them
     first.pull()
     assert "Rex" in (first.root / "user_pet.md").read_text()
     assert b"Miso" not in remote_files(first.ctx)["user_pet.md"]
+    assert b"goldfish" in remote_files(first.ctx)["user_pets.md"]
     assert late.backend.engine.state.history("user_pet.md")  # e's text kept locally
 
 
@@ -366,3 +373,47 @@ def test_a_rename_carries_name_type_and_index_label(tmp_path: Path) -> None:
     index = (backend.root / "MEMORY.md").read_text()
     assert "[feedback_style](feedback_style.md) — feedback style" in index
     assert "user_role" not in index and "user role" not in index
+
+
+def test_two_agents_editing_one_fact_at_once_one_wins_and_the_other_is_shown_it(
+    remote_url: str, tmp_path: Path
+) -> None:
+    import threading
+
+    from tests.anthropic_server import Reply, tool_calls_message
+
+    path = "/memories/user_role.md"
+    seed = ToolMemory(device_ctx(tmp_path, "seed", remote_url))
+    seed.create(path, "---\nname: role\ndescription: the user's role\n---\nThe user is a PM.\n")
+    servers = {name: AnthropicServer().start() for name in ("alpha", "beta")}
+    agents = {n: MemsyncMemoryTool(context=device_ctx(tmp_path, n, remote_url)) for n in servers}
+    both_have_read = threading.Barrier(2, timeout=30)
+    for name, fake in servers.items():
+        edit = {"command": "str_replace", "path": path, "old_str": "a PM",
+                "new_str": f"an engineer ({name})"}  # fmt: skip
+        fake.script(
+            [{"command": "view", "path": path}],
+            Reply(200, tool_calls_message(edit), before=both_have_read.wait),
+        )
+    threads = [threading.Thread(target=run_agent, args=(servers[n], agents[n])) for n in servers]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+    finally:
+        for fake in servers.values():
+            fake.stop()
+    answers = {name: results(fake)[1] for name, fake in servers.items()}
+    losers = [name for name, (is_error, _) in answers.items() if is_error]
+    assert len(losers) == 1, answers
+    [loser] = losers
+    [winner] = [n for n in answers if n != loser]
+    told = answers[loser][1]
+    assert "was not applied" in told and f"an engineer ({winner})" in told
+    remote = remote_files(seed.ctx)["user_role.md"].decode()
+    assert f"({winner})" in remote and f"({loser})" not in remote
+    for agent in agents.values():  # both devices hold the winner, now and after a sync
+        agent.backend.engine.run("sync")
+        assert (agent.backend.root / "user_role.md").read_text() == remote
+    assert remote_files(seed.ctx)["user_role.md"].decode() == remote
