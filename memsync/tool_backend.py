@@ -4,8 +4,10 @@ The Claude API's client-side memory tool (`memory_20250818`) asks the applicatio
 `view`, `create`, `str_replace`, `insert`, `delete` and `rename` on paths under `/memories`.
 `ToolMemory` does that on a memsync memory dir: every path is checked before it touches the disk,
 every write is checked like any memory file (frontmatter, size, secrets, consent) before it is
-written, then pushed through the engine as a conditional write; a write that loses a race is
-merged by type exactly as `sync` merges it. What the model must act on comes back as a
+written, and the privacy fields (consent, allow_sensitive, sensitivity) are never granted
+through it. Each write is first one conditional write to the remote (`_claim`), so the first
+writer wins: a create or a fact edit that loses is not applied and the model is shown what won;
+a lost race that merges cleanly by type (an append-only file) is merged as `sync` merges it. What the model must act on comes back as a
 `MemoryToolError` (the SDK adapter in `memory_tool.py` turns it into a tool error); everything
 else is the text the tool returns.
 
