@@ -7,9 +7,9 @@ every write is checked like any memory file (frontmatter, size, secrets, consent
 written, and the privacy fields (consent, allow_sensitive, sensitivity) are never granted
 through it. Each write is first one conditional write to the remote (`_claim`), so the first
 writer wins: a create or a fact edit that loses is not applied and the model is shown what won;
-a lost race that merges cleanly by type (an append-only file) is merged as `sync` merges it. What the model must act on comes back as a
-`MemoryToolError` (the SDK adapter in `memory_tool.py` turns it into a tool error); everything
-else is the text the tool returns.
+a lost race that merges cleanly by type (an append-only file) is merged as `sync` merges it.
+What the model must act on comes back as a `MemoryToolError` (the SDK adapter in
+`memory_tool.py` turns it into a tool error); everything else is the text the tool returns.
 
 Kept free of the `anthropic` SDK so the rules can be tested and reused on their own.
 """
