@@ -465,8 +465,9 @@ class ToolMemory:
                 staged = []
                 for src, dst in moves:
                     text = self._read_existing(self.local(src), f"{ROOT}/{src}")
-                    text = _renamed_fields(text, src, dst)
-                    staged.append((src, dst, self._checked(dst, f"{ROOT}/{dst}", text)))
+                    moved = _renamed_fields(text, src, dst)
+                    data = self._checked(dst, f"{ROOT}/{dst}", moved, before=text)
+                    staged.append((src, dst, data))
                 if len(staged) == 1 and not source.is_dir():  # a file: the first writer wins
                     self._claim(new, new_path, staged[0][2], creating=True)
                 for src, dst, data in staged:

@@ -84,10 +84,12 @@ def test_the_model_cannot_grant_itself_consent_or_allow_a_secret(
         # the user's own consent stays usable: an edit that keeps it is fine
         [{"command": "str_replace", "path": "/memories/user_city.md", "old_str": "Lisbon",
           "new_str": "Porto"}],
+        [{"command": "rename", "old_path": "/memories/user_city.md",
+          "new_path": "/memories/user_town.md"}],
     )  # fmt: skip
     run_agent(server, tool)
     got = results(server)
-    assert [e for e, _ in got] == [True, True, True, True, False], got
+    assert [e for e, _ in got] == [True, True, True, True, False, False], got
     for _, text in got[:3]:
         assert "only the user sets them" in text and "not saved" in text
         assert "consent: true" not in text and "--allow" not in text  # no coaching
@@ -96,6 +98,7 @@ def test_the_model_cannot_grant_itself_consent_or_allow_a_secret(
     assert not (ctx.memory_dir / "user_keys.md").exists()
     remote = _all_remote_text(ctx)
     assert "Nuts" not in remote and AWS not in remote and "Porto" in remote
+    assert "user_town.md" in remote_files(ctx) and "user_city.md" not in remote_files(ctx)
 
 
 # --- 2. secrets in names: the tool and the gate every sync passes ----------------------------
