@@ -122,6 +122,8 @@ def status(
         out.print(f"  conflict ({_when(c.get('at'))}): {c['file']}: {c['detail']}", markup=False)
     if st.conflicts:
         out.print("  (see `memsync history FILE`; `memsync resolve FILE` clears a conflict)")
+    for notice in st.notices:
+        out.print(f"  note: {notice}.", markup=False)
     out.print(f"{st.in_sync} file(s) in sync.")
 
 
