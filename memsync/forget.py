@@ -150,7 +150,7 @@ def read_tombstones(data: bytes | None) -> dict[str, Any]:
         doc = {}
     out: dict[str, Any] = {"version": 2, "files": {}, "lines": {}}
     files = doc.get("files")
-    for name, t in (files.items() if isinstance(files, dict) else ()):
+    for name, t in files.items() if isinstance(files, dict) else ():
         if not isinstance(t, dict):
             continue
         at = _number(t.get("at"))
@@ -162,7 +162,7 @@ def read_tombstones(data: bytes | None) -> dict[str, Any]:
             "etags": sorted(e for e in etags if isinstance(e, str)),
         }
     lines = doc.get("lines")
-    for digest, t in (lines.items() if isinstance(lines, dict) else ()):
+    for digest, t in lines.items() if isinstance(lines, dict) else ():
         if isinstance(t, dict) and isinstance(t.get("id"), str):
             out["lines"][digest] = {"id": t["id"], "at": _number(t.get("at"))}
     return out
@@ -240,7 +240,9 @@ def _start(engine: Engine, action: str, files: list[str], lines: set[str], **det
     return job
 
 
-def _finish_remote(engine: Engine, job: dict[str, Any], listing: dict[str, Entry] | None) -> list[str]:
+def _finish_remote(
+    engine: Engine, job: dict[str, Any], listing: dict[str, Entry] | None
+) -> list[str]:
     """The job's remote part: the tombstone first, then the deletions (If-Match). A copy that
     changed meanwhile is added to the tombstone and deleted too. Raises Unreachable."""
     store = engine.store
