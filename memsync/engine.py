@@ -381,9 +381,11 @@ class Engine:
             if listing is None:
                 return
             if PURGED in listing:
-                from memsync.forget import purged_remote, remote_purge_marker
+                from memsync.forget import purged_here, remote_purge_marker
 
-                raise purged_remote(remote_purge_marker(self))
+                # remembered: this device stays out until it is told to publish again
+                self.state.meta["purged"] = remote_purge_marker(self) or {"at": time.time()}
+                raise purged_here(self)
             if self.state.meta.get("forgetting"):
                 from memsync.forget import finish_pending
 

@@ -241,10 +241,14 @@ def _start(engine: Engine, action: str, files: list[str], lines: set[str], **det
 
 
 def _finish_remote(
-    engine: Engine, job: dict[str, Any], listing: dict[str, Entry] | None
+    engine: Engine,
+    job: dict[str, Any],
+    listing: dict[str, Entry] | None,
+    deleted: list[str] | None = None,
 ) -> list[str]:
-    """The job's remote part: the tombstone first, then the deletions (If-Match). A copy that
-    changed meanwhile is added to the tombstone and deleted too. Raises Unreachable."""
+    """The job's remote part: the tombstone first, then the deletions (If-Match), each added
+    to `deleted` as it happens. A copy that changed meanwhile is added to the tombstone and
+    deleted too. Raises Unreachable."""
     store = engine.store
     if listing is None:
         try:
@@ -253,7 +257,7 @@ def _finish_remote(
             listing = {}
     etags = {n: [listing[n].etag] for n in job["files"] if n in listing}
     _write_tombstones(engine, job, etags)
-    deleted = []
+    deleted = [] if deleted is None else deleted
     for name in job["files"]:
         if name not in listing:
             continue
@@ -305,7 +309,7 @@ def _drop_job(engine: Engine, job: dict[str, Any]) -> None:
 
 def _run_job(engine: Engine, job: dict[str, Any], report: ForgetReport) -> None:
     try:
-        report.remote_deleted = _finish_remote(engine, job, None)
+        _finish_remote(engine, job, None, report.remote_deleted)
     except Unreachable as exc:
         report.offline = str(exc)
     finally:
@@ -480,10 +484,10 @@ def quarantine_notices(engine: Engine) -> list[str]:
 def notices(engine: Engine, remote_purged: dict[str, Any] | None = None) -> list[str]:
     """What `status` says about forgetting and purging that needs the user."""
     out = []
+    if remote_purged is not None and not engine.state.meta.get("purged"):
+        engine.state.meta["purged"] = remote_purged or {"at": time.time()}
     if engine.state.meta.get("purged"):
         out.append(str(purged_here(engine)))
-    elif remote_purged is not None:
-        out.append(str(purged_remote(remote_purged)))
     for job in engine.state.meta.get("forgetting", []):
         out.append(
             f"forgetting {', '.join(job['files']) or 'the matched entries'} is not finished on "
@@ -687,20 +691,14 @@ def _when(ts: Any) -> str:
 
 
 def purged_here(engine: Engine) -> Purged:
+    """The sentence for a device that purged, or saw the purge of, this project."""
     marker = engine.state.meta.get("purged") or {}
+    by = marker.get("device")
+    where = "from this device" if by == engine.ctx.device else f"from the remote by {by}"
     return Purged(
-        f"this project's memory was purged from this device on {_when(marker.get('at'))}, so "
-        f"memsync uploads nothing; run `{REPUBLISH}` to publish this device's memory again"
-    )
-
-
-def purged_remote(marker: dict[str, Any]) -> Purged:
-    device = marker.get("device") or "another device"
-    return Purged(
-        f"this project's memory was purged from the remote by {device} on "
+        f"this project's memory was purged {where if by else 'from the remote'} on "
         f"{_when(marker.get('at'))}, so memsync uploads nothing from here; run `{REPUBLISH}` "
-        "to publish this device's memory again, or `memsync purge --all --yes` to erase "
-        "memsync's state here too"
+        "to publish this device's memory again"
     )
 
 
