@@ -1,0 +1,161 @@
+"""A property of forgetting: after any sequence of edits, syncs and forgets (of files and by
+--match) on two devices and a sync of each, forgotten text is nowhere under either device's
+MEMSYNC_HOME (history, bases.sqlite, meta, logs), in either memory dir or on the remote, except
+the quarantine folder, where an unsynced edit of a forgotten file is kept for its owner.
+
+Every edit writes a fresh token, so "forgotten" is exact: the tokens the forgetting device
+held in the file (its copy and the remote's) and in the index lines linking to it, or the
+matched token. MEMSYNC_FORGET_EXAMPLES sets the number of examples (default 25).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memsync import forget
+from memsync.config import resolve
+from memsync.engine import Engine
+from memsync.index_links import link_targets
+from tests.conftest import write_memory
+from tests.privacy_oracle import assert_forgotten, quarantine_dir
+
+EXAMPLES = int(os.environ.get("MEMSYNC_FORGET_EXAMPLES", "25"))
+APPEND = ["voice_calibration.md", "self_observations.md"]
+FACTS = ["user_a.md", "user_b.md"]
+TOKEN = re.compile(r"tok\d{5}x")
+_ids = itertools.count()
+
+
+def token() -> str:
+    return f"tok{next(_ids) % 100000:05d}x"
+
+
+def tokens(text: str | None) -> set[str]:
+    return set(TOKEN.findall(text or ""))
+
+
+class World:
+    def __init__(self) -> None:
+        self.tmp = Path(tempfile.mkdtemp(prefix="memsync-forget-"))
+        (self.tmp / "remote").mkdir()
+        self.remote = self.tmp / "remote"
+        self.engines: list[Engine] = []
+        saved = {k: os.environ.get(k) for k in ("MEMSYNC_HOME", "MEMSYNC_DEVICE")}
+        try:
+            for i in range(2):
+                os.environ["MEMSYNC_HOME"] = str(self.tmp / f"home{i}")
+                os.environ["MEMSYNC_DEVICE"] = f"dev{i}"
+                (self.tmp / f"mem{i}").mkdir()
+                ctx = resolve(
+                    memory_dir=self.tmp / f"mem{i}", remote=self.remote.as_uri(), project="fp"
+                )
+                ctx.settings["concurrency"] = 1
+                self.engines.append(Engine(ctx))
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+        self.forgotten: set[str] = set()
+
+    def read(self, dev: int, name: str) -> str | None:
+        path = self.engines[dev].ctx.memory_dir / name
+        return path.read_text(encoding="utf-8") if path.exists() else None
+
+    def remote_text(self, name: str) -> str | None:
+        path = self.remote / "fp" / name
+        return path.read_text(encoding="utf-8") if path.exists() else None
+
+    def index_lines(self, text: str | None, names: set[str]) -> str:
+        return "".join(
+            line for line in (text or "").splitlines(keepends=True) if link_targets(line) & names
+        )
+
+    def created(self, dev: int, name: str) -> None:
+        """A new file gets its index line, with a description (a token of its own)."""
+        index = self.engines[dev].ctx.memory_dir / "MEMORY.md"
+        text = index.read_text(encoding="utf-8") if index.exists() else "# Memory\n"
+        if not self.index_lines(text, {name}):
+            index.write_text(text + f"- [{name}]({name}) — about {token()}\n", encoding="utf-8")
+
+    # --- the operations ----------------------------------------------------------------
+
+    def append(self, dev: int, name: str) -> None:
+        text = self.read(dev, name)
+        if text is None:
+            self.created(dev, name)
+            write_memory(self.engines[dev].ctx.memory_dir, name, "## Notes\n", type=None)
+            text = self.read(dev, name)
+        path = self.engines[dev].ctx.memory_dir / name
+        path.write_text((text or "") + f"- {token()} noted\n", encoding="utf-8")
+
+    def fact(self, dev: int, name: str) -> None:
+        if self.read(dev, name) is None:
+            self.created(dev, name)
+        write_memory(self.engines[dev].ctx.memory_dir, name, f"{token()} is a fact\n", type="user")
+
+    def sync(self, dev: int) -> None:
+        self.engines[dev].run("sync", force=True)
+
+    def forget_file(self, dev: int, name: str) -> None:
+        engine = self.engines[dev]
+        held = (self.read(dev, name) or "") + (self.remote_text(name) or "")
+        held += self.index_lines(self.read(dev, "MEMORY.md"), {name})
+        held += self.index_lines(self.remote_text("MEMORY.md"), {name})
+        self.forgotten |= tokens(held)
+        forget.forget_files(engine, [name])
+
+    def forget_match(self, dev: int, pick: int) -> None:
+        engine = self.engines[dev]
+        present = sorted(
+            {t for p in engine.ctx.memory_dir.glob("*.md") for t in tokens(p.read_text())}
+        )
+        if not present:
+            return
+        needle = present[pick % len(present)]
+        plan = forget.plan_match(engine, needle)
+        if not plan.files and not plan.entries:
+            return
+        held = "".join(self.read(dev, n) or "" for n in plan.files)
+        held += self.index_lines(self.read(dev, "MEMORY.md"), set(plan.files))
+        self.forgotten |= tokens(held) | {needle}
+        forget.apply_match(engine, plan)
+
+
+DEV = st.integers(0, 1)
+OPS = st.one_of(
+    st.tuples(st.just("append"), DEV, st.sampled_from(APPEND)),
+    st.tuples(st.just("fact"), DEV, st.sampled_from(FACTS)),
+    st.tuples(st.just("sync"), DEV),
+    st.tuples(st.just("forget_file"), DEV, st.sampled_from(APPEND + FACTS)),
+    st.tuples(st.just("forget_match"), DEV, st.integers(0, 50)),
+)
+
+
+@settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(st.lists(OPS, min_size=1, max_size=14))
+def test_forgotten_text_is_nowhere_once_both_devices_have_synced(ops):
+    world = World()
+    try:
+        for op, *args in ops:
+            getattr(world, op)(*args)
+        for dev in (0, 1, 0, 1):
+            world.sync(dev)
+        homes = [e.ctx.home for e in world.engines]
+        roots = [*homes, *(e.ctx.memory_dir for e in world.engines), world.remote]
+        assert_forgotten(world.forgotten, roots, [quarantine_dir(h) for h in homes])
+    finally:
+        shutil.rmtree(world.tmp, ignore_errors=True)
