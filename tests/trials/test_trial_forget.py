@@ -107,6 +107,10 @@ def test_forget_file_removes_index_line_and_quarantines_an_unsynced_edit(pair, r
     assert "divorce" not in on_remote(remote)["MEMORY.md"]
     status = b.run("status").stdout
     assert "relationship_sam.md was forgotten on another device" in status
+    start = {"session_id": "s", "cwd": str(b.root), "hook_event_name": "SessionStart"}
+    primer = json.loads(b.run("hook", "session-start", input=json.dumps(start)).stdout)
+    context = primer["hookSpecificOutput"]["additionalContext"]
+    assert "relationship_sam.md was not synced: it was forgotten on another device" in context
 
     a.run("sync")
     assert_forgotten(
@@ -377,3 +381,50 @@ def test_a_long_japanese_name_keeps_history_and_old_folders_are_still_read(pair,
     (legacy / "00000001700000000000-abcdef12.md").write_text("old role\n")
     (legacy / "00000001700000000000-abcdef12.reason").write_text("kept by an older memsync")
     assert "kept by an older memsync" in b.run("history", "user_role.md").stdout
+
+
+# --- the same on Azure (Azurite) --------------------------------------------------------------
+
+
+def test_forget_and_purge_against_azurite(tmp_path, azure_url):
+    from memsync.stores import open_store
+
+    a, b = make_device(tmp_path, "laptop", azure_url), make_device(tmp_path, "desktop", azure_url)
+    store = open_store(azure_url, PROJECT)
+
+    def blobs() -> dict[str, bytes]:
+        return {key: store.get(key)[0] for key in store.list()}
+
+    seed_sam(a, b)
+    a.write(
+        "voice_calibration.md",
+        "## Notes\n- joked about Priya's surgery\n",
+        type="voice_calibration",
+    )
+    a.run("push")
+    b.run("pull")
+    b.write(
+        "relationship_sam.md",
+        "## Notes\n- Sam mentioned a divorce.\n- chess\n",
+        type="relationship",
+    )
+    a.run("forget", "relationship_sam.md", "--yes")
+    a.run("forget", "--match", "priya", "--yes")
+    proc = b.run("sync")
+    assert "relationship_sam.md was forgotten on another device" in proc.stderr
+    assert "Everything is in sync." not in proc.stdout
+    a.run("sync")
+    assert "relationship_sam.md" not in blobs()
+    for data in blobs().values():
+        assert b"divorce" not in data and b"priya" not in data.lower()
+    assert_forgotten(
+        ["divorce", "Priya's"], [a.home, a.memory, b.home, b.memory], [quarantine_dir(b.home)]
+    )
+
+    a.run("purge", "--all", "--yes")
+    assert set(blobs()) == {"_memsync/purged.json"}
+    b.run("sync", check=1)
+    a.run("sync", check=1)
+    assert set(blobs()) == {"_memsync/purged.json"}
+    a.run("push", "--republish")
+    assert "user_role.md" in blobs() and "_memsync/purged.json" not in blobs()
