@@ -86,7 +86,8 @@ def line_hash(line: str) -> str | None:
     text = line.strip()
     if not _WORD.search(text):
         return None
-    return hashlib.sha256(b"memsync-forgotten-line\n" + text.encode("utf-8")).hexdigest()[:32]
+    digest = hashlib.sha256(b"memsync-forgotten-line\n" + text.encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()[:32]
 
 
 def line_hashes(lines: Iterable[str]) -> set[str]:
@@ -294,9 +295,9 @@ def _erase_here(engine: Engine, job: dict[str, Any], *, first: bool) -> None:
         state.unqueue([name])
     index = engine.read_local(INDEX)
     if index is not None and job["files"]:
-        text, removed = without_links(index.decode("utf-8", "replace"), set(job["files"]))
-        if removed:
-            engine.write_local(INDEX, text.encode("utf-8"))  # no history copy: it is forgotten
+        text, removed = without_links(index.decode("utf-8", "surrogateescape"), set(job["files"]))
+        if removed:  # no history copy: that copy is what is forgotten
+            engine.write_local(INDEX, text.encode("utf-8", "surrogateescape"))
     _remember_lines(engine, dict.fromkeys(job["lines"], job["at"]))
 
 
@@ -308,13 +309,17 @@ def _drop_job(engine: Engine, job: dict[str, Any]) -> None:
 
 
 def _run_job(engine: Engine, job: dict[str, Any], report: ForgetReport) -> None:
+    """The remote part, then the local part, which happens even when the remote part fails
+    (the job then stays listed for the next run)."""
+    finished = False
     try:
         _finish_remote(engine, job, None, report.remote_deleted)
+        finished = True
     except Unreachable as exc:
         report.offline = str(exc)
     finally:
         _erase_here(engine, job, first=True)
-        if report.offline is None:
+        if finished:
             _drop_job(engine, job)
         engine.state.save()
 
@@ -349,21 +354,44 @@ def _push(engine: Engine, names: Iterable[str], report: ForgetReport) -> None:
         report.offline = result.offline
 
 
-def _index_lines(engine: Engine, names: Iterable[str]) -> list[str]:
-    index = engine.read_local(INDEX)
-    if index is None:
+def _linking(data: bytes | None, names: Iterable[str]) -> list[str]:
+    """The lines of an index that link to any of `names`."""
+    wanted = set(names)
+    if data is None or not wanted:
         return []
-    return without_links(index.decode("utf-8", "replace"), set(names))[1]
+    return without_links(data.decode("utf-8", "surrogateescape"), wanted)[1]
+
+
+def _index_lines(engine: Engine, names: Iterable[str]) -> list[str]:
+    return _linking(engine.read_local(INDEX), names)
+
+
+def _indexes_before(engine: Engine) -> list[bytes]:
+    """MEMORY.md here and on the remote before a forget syncs it: a merge may drop another
+    device's line for the same file, whose hash must still go into the tombstone."""
+    found = [engine.read_local(INDEX)]
+    with contextlib.suppress(MemsyncError):
+        found.append(engine.store.get(INDEX)[0])
+    return [data for data in found if data is not None]
+
+
+def _known_index_lines(engine: Engine, names: Iterable[str], before: list[bytes]) -> list[str]:
+    """Every index line linking to `names` this device knows of: before and after the sync,
+    and in its history copies of MEMORY.md."""
+    copies = [v.path.read_bytes() for v in engine.state.history(INDEX)]
+    return [line for data in [*before, *copies] for line in _linking(data, names)]
 
 
 def forget_files(engine: Engine, names: list[str]) -> ForgetReport:
     """Forget whole files, and their index lines, everywhere this device can reach."""
+    before = _indexes_before(engine)
     _sync_index(engine)
     report = ForgetReport(files=sorted(set(names)))
     with engine.locked():
         index_lines = _index_lines(engine, names)
         report.index_lines = len(index_lines)
-        job = _start(engine, "forget", names, line_hashes(index_lines))
+        known = index_lines + _known_index_lines(engine, names, before)
+        job = _start(engine, "forget", names, line_hashes(known))
         _run_job(engine, job, report)
     if index_lines:
         _push(engine, [INDEX], report)
@@ -507,6 +535,7 @@ class MatchPlan:
     files: list[str] = field(default_factory=list)  # forgotten whole
     entries: dict[str, int] = field(default_factory=dict)  # name -> entries removed
     rewrites: dict[str, bytes] = field(default_factory=dict)  # name -> content without them
+    indexes_before: list[bytes] = field(default_factory=list)  # MEMORY.md before the pull
 
 
 def _contains(data: bytes | str, needle: str) -> bool:
@@ -551,8 +580,9 @@ def plan_match(engine: Engine, needle: str) -> MatchPlan:
 
     if len(needle.strip()) < 3:
         raise UserError("--match needs at least 3 characters, so it cannot match everything")
+    before = _indexes_before(engine)
     engine.run("pull")
-    plan = MatchPlan(needle)
+    plan = MatchPlan(needle, indexes_before=before)
     root = engine.ctx.memory_dir
     if not root.is_dir():
         return plan
@@ -578,7 +608,8 @@ def apply_match(engine: Engine, plan: MatchPlan) -> ForgetReport:
     version holding the text. The tombstone and the audit log get hashes, never the text."""
     report = ForgetReport(files=sorted(plan.files))
     with engine.locked():
-        forgotten: list[str] = _index_lines(engine, plan.files)
+        forgotten = _index_lines(engine, plan.files)
+        forgotten += _known_index_lines(engine, plan.files, plan.indexes_before)
         for name, data in plan.rewrites.items():
             forgotten += _removed_lines(engine.read_local(name), data)
         for name in engine.state.history_names():

@@ -122,11 +122,12 @@ class World:
         if not present:
             return
         needle = present[pick % len(present)]
+        indexes = (self.read(dev, "MEMORY.md") or "") + (self.remote_text("MEMORY.md") or "")
         plan = forget.plan_match(engine, needle)
         if not plan.files and not plan.entries:
             return
         held = "".join(self.read(dev, n) or "" for n in plan.files)
-        held += self.index_lines(self.read(dev, "MEMORY.md"), set(plan.files))
+        held += self.index_lines(indexes + (self.read(dev, "MEMORY.md") or ""), set(plan.files))
         self.forgotten |= tokens(held) | {needle}
         forget.apply_match(engine, plan)
 
