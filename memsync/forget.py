@@ -509,6 +509,25 @@ def quarantine_notices(engine: Engine) -> list[str]:
     ]
 
 
+def incoming(engine: Engine, names: Iterable[str]) -> list[str]:
+    """For `status`: the files here that another device forgot and the next sync will remove
+    (or, edited here, set aside). One GET of the tombstone list."""
+    from memsync.engine import TOMBSTONES
+
+    try:
+        data, _ = engine.store.get(TOMBSTONES)
+    except MemsyncError:
+        return []
+    files = read_tombstones(data)["files"]
+    applied = set(engine.state.meta.get("tombstones_applied", []))
+    return [
+        f"{name} was forgotten on another device; the next sync removes it here (an edit "
+        "not yet uploaded is set aside, not uploaded)"
+        for name in sorted(names)
+        if name in files and files[name]["id"] not in applied
+    ]
+
+
 def notices(engine: Engine, remote_purged: dict[str, Any] | None = None) -> list[str]:
     """What `status` says about forgetting and purging that needs the user."""
     out = []

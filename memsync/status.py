@@ -7,7 +7,7 @@ from typing import Any
 
 from memsync import planner
 from memsync.config import strip_query
-from memsync.engine import PURGED, Engine, is_ignored
+from memsync.engine import PURGED, TOMBSTONES, Engine, is_ignored
 from memsync.errors import NotFound, Unreachable, UnsafeKey
 from memsync.planner import Kind
 from memsync.stores import check_key
@@ -84,11 +84,13 @@ def status(engine: Engine) -> Status:
     result.last_sync = state.meta.get("last_sync")
     hashes = dict(local.content.hashes)
     remote: dict[str, str] = {}
-    purged = False
+    purged = tombstones = False
     if ctx.sync_enabled:
         try:
             listing = engine.store.list()
             purged = PURGED in listing
+            stone = listing.get(TOMBSTONES)
+            tombstones = stone is not None and stone.etag != state.meta.get("tombstones_etag")
             for key, entry in listing.items():
                 try:
                     check_key(key)
@@ -113,6 +115,10 @@ def status(engine: Engine) -> Status:
 
         result.notices = notices(engine, remote_purge_marker(engine) if purged else None)
         state.save_meta()  # quarantined edits the user has dealt with are no longer listed
+    if tombstones:
+        from memsync.forget import incoming
+
+        result.notices += incoming(engine, set(hashes) | set(state.records))
     acted = {a.name for a in actions}
     result.in_sync = len([n for n in hashes if n not in acted and n in state.records])
     return result

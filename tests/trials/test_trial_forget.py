@@ -94,6 +94,10 @@ def test_forget_file_removes_index_line_and_quarantines_an_unsynced_edit(pair, r
     }
     assert audit(a)[-1]["action"] == "forget"
 
+    assert (
+        "relationship_sam.md was forgotten on another device; the next sync"
+        in b.run("status").stdout
+    )
     proc = b.run("sync")
     said = proc.stdout + proc.stderr
     assert "Everything is in sync." not in said
@@ -423,6 +427,8 @@ def test_forget_and_purge_against_azurite(tmp_path, azure_url):
 
     a.run("purge", "--all", "--yes")
     assert set(blobs()) == {"_memsync/purged.json"}
+    b.write("user_role.md", "Principal engineer.\n", type="user")
+    assert "not uploaded" in b.run("push", "user_role.md").stderr
     b.run("sync", check=1)
     a.run("sync", check=1)
     assert set(blobs()) == {"_memsync/purged.json"}
