@@ -17,6 +17,7 @@ import hashlib
 import hmac
 import re
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -34,6 +35,8 @@ RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 MAX_LINE = 65536  # http.client's limits for a status or header line, and for the header count
 MAX_HEADERS = 100
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+# base64.b64decode(validate=True) decodes strictly from 3.11 (no padding alone or mid-key)
+_STRICT = {"strict_mode": True} if sys.version_info >= (3, 11) else {}
 
 # the headers Shared Key signs by position, in the service's order
 _SIGNED = (
@@ -233,7 +236,7 @@ class SharedKey:
         try:
             if not _BASE64.fullmatch(key):
                 raise binascii.Error("not base64")
-            self.key = binascii.a2b_base64(key)
+            self.key = binascii.a2b_base64(key, **_STRICT)
         except binascii.Error:
             raise ConfigError(f"the account key for {account!r} is not valid base64") from None
 
