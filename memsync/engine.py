@@ -652,7 +652,7 @@ class Engine:
             try:
                 theirs, etag, theirs_mtime = self._fetch(name)
             except NotFound:
-                if base is not None and self._recreate_blocked(result, name):
+                if name in self.state.records and self._recreate_blocked(result, name):
                     return
                 try:
                     etag = self.store.create(name, ours, mtime)

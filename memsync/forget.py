@@ -257,6 +257,7 @@ def _finish_remote(
         except NotFound:
             listing = {}
     etags = {n: [listing[n].etag] for n in job["files"] if n in listing}
+    index = _remote_index(engine, job) if job["files"] and INDEX in listing else None
     _write_tombstones(engine, job, etags)
     deleted = [] if deleted is None else deleted
     for name in job["files"]:
@@ -278,7 +279,47 @@ def _finish_remote(
                 _write_tombstones(engine, job, {name: [etag]})
         else:
             raise UserError(f"{name} kept changing on the remote; run `memsync sync` to finish")
+    if index is not None:
+        _drop_remote_index_lines(engine, job, index)
     return deleted
+
+
+def _remote_index(engine: Engine, job: dict[str, Any]) -> tuple[bytes, str] | None:
+    """The remote MEMORY.md, its lines linking to the job's files added to the job's hashes
+    (it may hold lines this device never saw: another device's, or ones added while this
+    device was offline)."""
+    try:
+        data, etag = engine.store.get(INDEX)
+    except NotFound:
+        return None
+    job["lines"] = sorted(set(job["lines"]) | line_hashes(_linking(data, job["files"])))
+    return data, etag
+
+
+def _drop_remote_index_lines(
+    engine: Engine, job: dict[str, Any], index: tuple[bytes, str] | None
+) -> None:
+    """Take the lines linking to the job's files out of the remote MEMORY.md (If-Match), so
+    that no device pulls them back, whatever its own copy of the index says."""
+    for _ in range(MAX_ATTEMPTS):
+        if index is None:
+            return
+        data, etag = index
+        text, removed = without_links(data.decode("utf-8", "surrogateescape"), set(job["files"]))
+        if not removed:
+            return
+        known = set(job["lines"])
+        if not line_hashes(removed) <= known:
+            job["lines"] = sorted(known | line_hashes(removed))
+            _write_tombstones(engine, job, {})
+        try:
+            engine.store.replace(INDEX, text.encode("utf-8", "surrogateescape"), etag)
+            return
+        except NotFound:
+            return
+        except PreconditionFailed:
+            index = _remote_index(engine, job)
+    raise UserError("MEMORY.md kept changing on the remote; run `memsync sync` to finish")
 
 
 def _erase_here(engine: Engine, job: dict[str, Any], *, first: bool) -> None:

@@ -1,7 +1,8 @@
 """A property of forgetting: after any sequence of edits, syncs and forgets (of files and by
 --match) on two devices and a sync of each, forgotten text is nowhere under either device's
 MEMSYNC_HOME (history, bases.sqlite, meta, logs), in either memory dir or on the remote, except
-the quarantine folder, where an unsynced edit of a forgotten file is kept for its owner.
+the quarantine folder, where an unsynced edit of a forgotten file is kept for its owner. A
+forget may find the remote away (an outage): the next sync finishes it.
 
 Every edit writes a fresh token, so "forgotten" is exact: the tokens the forgetting device
 held in the file (its copy and the remote's) and in the index lines linking to it, or the
@@ -107,12 +108,27 @@ class World:
         self.engines[dev].run("sync", force=True)
 
     def forget_file(self, dev: int, name: str) -> None:
+        self.forget_file_with(dev, name, offline=False)
+
+    def forget_file_with(self, dev: int, name: str, *, offline: bool) -> None:
         engine = self.engines[dev]
         held = (self.read(dev, name) or "") + (self.remote_text(name) or "")
         held += self.index_lines(self.read(dev, "MEMORY.md"), {name})
         held += self.index_lines(self.remote_text("MEMORY.md"), {name})
         self.forgotten |= tokens(held)
-        forget.forget_files(engine, [name])
+        if not offline:
+            forget.forget_files(engine, [name])
+            return
+        away = self.tmp / "remote-away"
+        self.remote.rename(away)
+        try:
+            assert forget.forget_files(engine, [name]).offline
+        finally:
+            away.rename(self.remote)
+
+    def forget_offline(self, dev: int, name: str) -> None:
+        """Forget while the remote is away: the next sync finishes it."""
+        self.forget_file_with(dev, name, offline=True)
 
     def forget_match(self, dev: int, pick: int) -> None:
         engine = self.engines[dev]
@@ -139,6 +155,7 @@ OPS = st.one_of(
     st.tuples(st.just("sync"), DEV),
     st.tuples(st.just("forget_file"), DEV, st.sampled_from(APPEND + FACTS)),
     st.tuples(st.just("forget_match"), DEV, st.integers(0, 50)),
+    st.tuples(st.just("forget_offline"), DEV, st.sampled_from(APPEND + FACTS)),
 )
 
 
