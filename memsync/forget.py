@@ -453,15 +453,17 @@ def apply_tombstones(
     fresh = {h: t["at"] for h, t in doc["lines"].items() if t["id"] not in before}
     _remember_lines(engine, fresh)
     applied |= {t["id"] for t in doc["lines"].values()}
+    failed = set()
     for name, t in sorted(doc["files"].items()):
         if t["id"] in before:
             continue
         try:
             _apply_file_tombstone(engine, name, t, listing, local)
         except (MemsyncError, OSError):
-            continue  # tried again at the next sync
+            failed.add(t["id"])  # tried again at the next sync
+            continue
         applied.add(t["id"])
-    meta["tombstones_applied"] = sorted(applied)
+    meta["tombstones_applied"] = sorted(applied - failed)
 
 
 def _apply_file_tombstone(
