@@ -491,7 +491,9 @@ def _apply_file_tombstone(
     if from_before:
         state.forget(name)
         state.unqueue([name])
-    state.drop_history(name, before=t["at"])
+    # history of the forgotten lineage goes whole (a merge may have kept a copy after the
+    # forget, when its tombstone was late); beside content from after it, the older copies
+    state.drop_history(name, before=None if from_before else t["at"])
 
 
 def recreate_blocked(engine: Engine, name: str) -> str | None:
