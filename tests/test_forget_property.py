@@ -130,7 +130,15 @@ class World:
         """Forget while the remote is away: the next sync finishes it."""
         self.forget_file_with(dev, name, offline=True)
 
-    def forget_match(self, dev: int, pick: int) -> None:
+    def forget_match_offline(self, dev: int, pick: int) -> None:
+        away = self.tmp / "remote-away"
+        self.remote.rename(away)
+        try:
+            self.forget_match(dev, pick, remote=away)
+        finally:
+            away.rename(self.remote)
+
+    def forget_match(self, dev: int, pick: int, remote: Path | None = None) -> None:
         engine = self.engines[dev]
         present = sorted(
             {t for p in engine.ctx.memory_dir.glob("*.md") for t in tokens(p.read_text())}
@@ -138,7 +146,10 @@ class World:
         if not present:
             return
         needle = present[pick % len(present)]
-        indexes = (self.read(dev, "MEMORY.md") or "") + (self.remote_text("MEMORY.md") or "")
+        remote_index = (remote or self.remote) / "fp" / "MEMORY.md"
+        indexes = (self.read(dev, "MEMORY.md") or "") + (
+            remote_index.read_text(encoding="utf-8") if remote_index.exists() else ""
+        )
         plan = forget.plan_match(engine, needle)
         if not plan.files and not plan.entries:
             return
@@ -156,6 +167,7 @@ OPS = st.one_of(
     st.tuples(st.just("forget_file"), DEV, st.sampled_from(APPEND + FACTS)),
     st.tuples(st.just("forget_match"), DEV, st.integers(0, 50)),
     st.tuples(st.just("forget_offline"), DEV, st.sampled_from(APPEND + FACTS)),
+    st.tuples(st.just("forget_match_offline"), DEV, st.integers(0, 50)),
 )
 
 
