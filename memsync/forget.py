@@ -334,6 +334,7 @@ def _erase_here(engine: Engine, job: dict[str, Any], *, first: bool) -> None:
         state.drop_history(name)
         state.forget(name)
         state.unqueue([name])
+        state.resolve_conflicts(name)  # a conflict about a forgotten file is moot
     index = engine.read_local(INDEX)
     if index is not None and job["files"]:
         text, removed = without_links(index.decode("utf-8", "surrogateescape"), set(job["files"]))
@@ -491,6 +492,7 @@ def _apply_file_tombstone(
     if from_before:
         state.forget(name)
         state.unqueue([name])
+        state.resolve_conflicts(name)
     # history of the forgotten lineage goes whole (a merge may have kept a copy after the
     # forget, when its tombstone was late); beside content from after it, the older copies
     state.drop_history(name, before=None if from_before else t["at"])
