@@ -224,7 +224,14 @@ class ForgetReport:
     offline: str | None = None  # the remote part waits for the next sync
 
 
-def _start(engine: Engine, action: str, files: list[str], lines: set[str], **details: Any):  # noqa: ANN202
+def _start(  # noqa: ANN202
+    engine: Engine,
+    action: str,
+    files: list[str],
+    lines: set[str],
+    rewritten: Iterable[str] = (),
+    **details: Any,
+):
     """Save the job and write its audit line, before anything is deleted anywhere."""
     job = {
         "id": os.urandom(8).hex(),
@@ -232,6 +239,7 @@ def _start(engine: Engine, action: str, files: list[str], lines: set[str], **det
         "device": engine.ctx.device,
         "files": sorted(set(files)),
         "lines": sorted(lines),
+        "scrub": sorted(set(rewritten)),  # files whose remote copies lose the forgotten lines
     }
     meta = engine.state.meta
     meta["forgetting"] = [*meta.get("forgetting", []), job]
@@ -281,7 +289,32 @@ def _finish_remote(
             raise UserError(f"{name} kept changing on the remote; run `memsync sync` to finish")
     if index is not None:
         _drop_remote_index_lines(engine, job, index)
+    for name in job.get("scrub", []):
+        _scrub_remote(engine, name, set(job["lines"]))
     return deleted
+
+
+def _scrub_remote(engine: Engine, name: str, forgotten: set[str]) -> None:
+    """Take the forgotten lines out of the remote copy of a file `forget --match` rewrote:
+    pushed through a merge from a stale base (a forget made offline), a removal could lose to
+    a line the remote holds twice."""
+    store = engine.store
+    for _ in range(MAX_ATTEMPTS):
+        try:
+            data, etag = store.get(name)
+        except NotFound:
+            return
+        clean = scrub(data, forgotten)
+        if clean == data:
+            return
+        try:
+            store.replace(name, clean, etag)
+            return
+        except NotFound:
+            return
+        except PreconditionFailed:
+            continue
+    raise UserError(f"{name} kept changing on the remote; run `memsync sync` to finish")
 
 
 def _remote_index(engine: Engine, job: dict[str, Any]) -> tuple[bytes, str] | None:
@@ -688,6 +721,7 @@ def apply_match(engine: Engine, plan: MatchPlan) -> ForgetReport:
             "forget-match",
             plan.files,
             line_hashes(forgotten),
+            plan.rewrites,
             match_sha256=hashlib.sha256(plan.text.encode()).hexdigest()[:16],
             entries=plan.entries,
         )

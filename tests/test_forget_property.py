@@ -179,13 +179,22 @@ OPS = st.one_of(
 @given(st.lists(OPS, min_size=1, max_size=14))
 # leaks earlier hunts found: another device's index line dropped by a merge; a forget made
 # offline by a device that never pulled the index; a merge's history copy made after the
-# forget, before its tombstone arrived
+# forget, before its tombstone arrived; an offline --match whose removal lost its merge
 @example(
     [("append", 0, APPEND[0]), ("append", 1, APPEND[0]), ("sync", 0), ("forget_file", 1, APPEND[0])]
 )
 @example([("append", 1, APPEND[0]), ("sync", 1), ("forget_offline", 0, APPEND[0])])
 @example(
     [("fact", 1, FACTS[1]), ("sync", 1), ("fact", 0, FACTS[1]), ("forget_offline", 1, FACTS[1])]
+)
+@example(
+    [
+        ("append", 0, APPEND[1]),
+        ("append", 1, APPEND[1]),
+        ("sync", 0),
+        ("sync", 1),
+        ("forget_match_offline", 0, 0),
+    ]
 )
 def test_forgotten_text_is_nowhere_once_both_devices_have_synced(ops):
     world = World()
