@@ -186,7 +186,8 @@ def _write_tombstones(engine: Engine, job: dict[str, Any], etags: dict[str, list
         doc = read_tombstones(data)
         for name in job["files"]:
             old = doc["files"].get(name)
-            known = set(old["etags"]) if old and old["id"] == job["id"] else set()
+            # a name forgotten again keeps the copies forgotten before: a device may still hold one
+            known = set(old["etags"]) if old else set()
             doc["files"][name] = {
                 "id": job["id"],
                 "at": job["at"],

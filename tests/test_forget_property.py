@@ -179,7 +179,8 @@ OPS = st.one_of(
 @given(st.lists(OPS, min_size=1, max_size=14))
 # leaks earlier hunts found: another device's index line dropped by a merge; a forget made
 # offline by a device that never pulled the index; a merge's history copy made after the
-# forget, before its tombstone arrived; an offline --match whose removal lost its merge
+# forget, before its tombstone arrived; an offline --match whose removal lost its merge; a
+# file forgotten twice, whose second tombstone dropped the copies the first had named
 @example(
     [("append", 0, APPEND[0]), ("append", 1, APPEND[0]), ("sync", 0), ("forget_file", 1, APPEND[0])]
 )
@@ -194,6 +195,14 @@ OPS = st.one_of(
         ("sync", 0),
         ("sync", 1),
         ("forget_match_offline", 0, 0),
+    ]
+)
+@example(
+    [
+        ("fact", 1, FACTS[0]),
+        ("sync", 1),
+        ("forget_offline", 1, FACTS[0]),
+        ("forget_offline", 1, FACTS[0]),
     ]
 )
 def test_forgotten_text_is_nowhere_once_both_devices_have_synced(ops):
