@@ -4,8 +4,9 @@ One file instead of one file a base: a pull of 5000 new files used to create 500
 next to the 5000 memory files, and creating a file costs far more system time here than
 writing a row (0.7-2.2 s against 0.1 s for 5000). Every read is checked against the hash, and
 the database is written without fsync: a base lost or torn by a power cut is ignored (the
-merge then works from the two sides), never trusted; a database SQLite cannot read is removed
-and started again. Deleted rows are overwritten (secure_delete), so `forget` leaves no copy.
+merge then works from the two sides), never trusted; a database SQLite reports as damaged is
+started again, and that is reported. Any other database error is a StateError, not a reset.
+Deleted rows are overwritten (secure_delete), so `forget` leaves no copy.
 `sqlite3` is imported only when a base is read or written: a no-op sync does neither.
 """
 
@@ -15,6 +16,7 @@ import os
 import threading
 from pathlib import Path
 
+from memsync.errors import StateError
 from memsync.fsutil import sha256
 from memsync.lean_typing import TYPE_CHECKING
 
@@ -23,6 +25,8 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
 FILE = "bases.sqlite"
+# SQLite's result codes for a file that is not (or no longer) a readable database
+_DAMAGED = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
 LEGACY_DIR = "bases"  # before bases.sqlite: one file a base, named by its hash
 
 
@@ -32,6 +36,7 @@ class Bases:
         self.legacy = state_dir / LEGACY_DIR
         self._db: sqlite3.Connection | None = None
         self._lock = threading.Lock()  # merges on the transfer threads read bases
+        self.reset: str | None = None  # why the database was started again, to report
 
     def _connect(self) -> sqlite3.Connection:
         with self._lock:
@@ -51,18 +56,28 @@ class Bases:
         return db
 
     def _run(self, work):  # noqa: ANN001, ANN202
-        """`work(db)`, starting the database again once if SQLite cannot read it (a busy or
-        unwritable one is an error like any other)."""
+        """`work(db)`. A file SQLite reports as damaged (not a database, malformed: what a
+        power cut can leave, since it is written without fsync) is started again once and
+        the reset is reported (`reset`); any other database error is a StateError naming the
+        file, never a reason to delete every base."""
         import sqlite3
 
         try:
             return work(self._connect())
-        except sqlite3.OperationalError:
-            raise
-        except sqlite3.DatabaseError:
+        except sqlite3.DatabaseError as exc:
+            if getattr(exc, "sqlite_errorname", "") not in _DAMAGED:
+                raise StateError(
+                    f"the merge-base database {self.path} cannot be used ({exc}); check its "
+                    "permissions and free space, then run the command again"
+                ) from None
             self.close()
             for suffix in ("", "-journal"):
                 Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+            self.reset = (
+                f"the merge-base database {self.path} was damaged ({exc}) and was started "
+                "again: files changed on both sides merge from the two versions until each "
+                "has synced once"
+            )
             return work(self._connect())
 
     def get(self, sha: str) -> bytes | None:

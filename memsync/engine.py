@@ -20,6 +20,7 @@ from memsync.errors import (
     NotFound,
     PreconditionFailed,
     RefusedFile,
+    StateError,
     StoreError,
     Unreachable,
     UnsafeKey,
@@ -133,9 +134,21 @@ class Engine:
     @contextlib.contextmanager
     def locked(self, timeout: float = 120) -> Iterator[None]:
         """Hold this project's state lock (one memsync process at a time) with fresh state."""
-        with file_lock(self.ctx.state_dir / "lock", timeout=timeout):
+        lock = self.ctx.state_dir / "lock"
+        try:
+            held = file_lock(lock, timeout=timeout)
+            held.__enter__()
+        except TimeoutError:
+            raise StateError(
+                f"another memsync process has held this project's state lock ({lock}) for "
+                f"over {timeout:.0f} s; let it finish (a large first sync can take a while), "
+                "then run the command again"
+            ) from None
+        try:
             self.state = State(self.ctx.state_dir, self.state.history_versions)
             yield
+        finally:
+            held.__exit__(None, None, None)
 
     @property
     def store(self) -> Store:
@@ -332,6 +345,8 @@ class Engine:
                     result.quarantined = quarantine_notices(self)
                 self.state.meta["last_attempt"] = time.time()
                 self.state.save()
+                if self.state.bases.reset:
+                    result.notes.append(self.state.bases.reset)
         result.stats = self.store.stats
         result.seconds = time.monotonic() - started
         return result

@@ -35,6 +35,12 @@ class GuardError(UserError):
     """A destructive outcome (mass deletion) refused without --force."""
 
 
+class StateError(UserError):
+    """memsync's own state under MEMSYNC_HOME cannot be read or written as it is (a damaged
+    or foreign file, a file where a folder should be, a lock held too long). Never treated
+    as empty: that would drop the queue, the records or the tombstone ETag without a word."""
+
+
 # --- storage errors: every store translates its own failures into these ---------------------
 
 

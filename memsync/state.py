@@ -12,6 +12,7 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 from memsync.bases import Bases
+from memsync.errors import StateError
 from memsync.fsutil import atomic_write, private_dir, sha256
 from memsync.lean_typing import TYPE_CHECKING, NamedTuple
 
@@ -37,6 +38,61 @@ class Version(NamedTuple):
     path: Path
 
 
+_FIX = "check its permissions, then run the command again"
+# the type of each meta.json field, checked when it is read
+_META_KINDS: dict[str, type | tuple[type, ...]] = {
+    "pending": list,
+    "conflicts": list,
+    "refused": dict,
+    "landing": (list, dict),
+    "last_sync": (int, float),
+    "last_attempt": (int, float),
+    "tombstones_etag": (str, type(None)),
+}
+_JSON_KINDS = {
+    dict: "object",
+    list: "list",
+    str: "string",
+    int: "number",
+    float: "number",
+    bool: "boolean",
+    type(None): "null",
+}
+
+
+def _move_aside(path: Path) -> str:
+    return (
+        f"move it aside (`mv {path} {path}.bad`) and run the command again: memsync then "
+        "compares every file with the remote, which loses nothing"
+    )
+
+
+def _expect(path: Path, value: Any, kind: type) -> Any:
+    if not isinstance(value, kind):
+        found = _JSON_KINDS.get(type(value), type(value).__name__)
+        raise StateError(
+            f"{path} holds a JSON {found} where memsync keeps an object; {_move_aside(path)}"
+        )
+    return value
+
+
+def _make_state_dir(folder: Path) -> None:
+    """Create the project's state folder (0700), or say which path is in the way."""
+    try:
+        private_dir(folder)
+        if folder.is_dir():
+            return
+    except OSError:
+        pass
+    for path in (folder, *folder.parents):
+        if path.exists() and not path.is_dir():
+            raise StateError(
+                f"{path} is a file where memsync keeps its state folder; move it aside "
+                f"(`mv {path} {path}.bad`) and run the command again"
+            )
+    raise StateError(f"memsync cannot create its state folder {folder}; {_FIX}")
+
+
 class State:
     def __init__(self, directory: Path, history_versions: int = 20) -> None:
         self.dir = directory
@@ -45,26 +101,41 @@ class State:
         self.meta: dict[str, Any] = {}
         self.bases = Bases(directory)
         self._new_bases: dict[str, bytes] = {}  # written by save(), before the records
-        private_dir(self.dir)
+        _make_state_dir(self.dir)
         self._load()
 
     # --- persistence --------------------------------------------------------------------
 
     def _json(self, name: str, default: Any) -> Any:
+        """A state file's JSON, or `default` if there is none. A file that cannot be read or
+        parsed is reported (StateError), never taken for an empty one: an empty meta.json
+        would drop the offline queue and the tombstone ETag without a word."""
+        path = self.dir / name
         try:
-            return json.loads((self.dir / name).read_text(encoding="utf-8"))
+            return json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return default
-        except (OSError, ValueError):
-            # A state file we cannot read is rebuilt: records only speed up merges, and the
-            # planner treats a file without a record as "compare contents", which loses nothing.
-            return default
+        except OSError as exc:
+            raise StateError(f"{path} cannot be read ({exc.strerror}); {_FIX}") from None
+        except ValueError:
+            raise StateError(f"{path} is damaged (not valid JSON); {_move_aside(path)}") from None
 
     def _load(self) -> None:
-        raw = self._json("records.json", {})
-        self.records = {name: Record(**rec) for name, rec in raw.items() if isinstance(rec, dict)}
+        path = self.dir / "records.json"
+        raw = _expect(path, self._json("records.json", {}), dict)
+        try:
+            self.records = {name: Record(**_expect(path, rec, dict)) for name, rec in raw.items()}
+        except TypeError:
+            reason = f"{path} holds a record memsync did not write"
+            raise StateError(f"{reason}; {_move_aside(path)}") from None
         self._saved = dict(self.records)
-        self.meta = self._json("meta.json", {})
+        path = self.dir / "meta.json"
+        self.meta = _expect(path, self._json("meta.json", {}), dict)
+        for key, kind in _META_KINDS.items():
+            if key in self.meta and not isinstance(self.meta[key], kind):
+                raise StateError(
+                    f"{path} holds a {key!r} memsync did not write; {_move_aside(path)}"
+                )
         self._seen: dict[str, list] | None = None  # read on first use: only a scan needs it
         self._seen_saved: dict[str, list] = {}
 

@@ -103,8 +103,9 @@ def status(engine: Engine) -> Status:
             result.remote_error = "the remote does not exist yet (a push creates it)"
         except Unreachable as exc:
             result.remote_error = str(exc)
-    if result.remote_error and not remote:
-        remote = {n: r.etag for n, r in state.records.items()}  # assume unchanged
+    if not ctx.sync_enabled or (result.remote_error and not remote):
+        # the remote was not asked: assume it unchanged, so only local changes show
+        remote = {n: r.etag for n, r in state.records.items()}
     actions = planner.plan(hashes, remote, state.records, skip=local.refused)
     for action in actions:
         bucket = _BUCKET.get((action.kind, action.name in state.records))

@@ -217,10 +217,12 @@ def restore(
     if version not in versions:
         raise UserError(f"{name} has no version {version}; see `memsync history {name}`")
     data = versions[version].path.read_bytes()
-    current = engine.read_local(name)
-    if current is not None and current != data:
-        engine.state.keep(name, current, f"replaced by `memsync restore` of version {version}")
-    engine.write_local(name, data)
+    with engine.locked():  # a sync may be replacing the file right now
+        current = engine.read_local(name)
+        if current is not None and current != data:
+            reason = f"replaced by `memsync restore` of version {version}"
+            engine.state.keep(name, current, reason)
+        engine.write_local(name, data)
     out.print(f"Restored {name} from version {version}; `memsync push` sends it.", markup=False)
 
 
@@ -234,6 +236,7 @@ def resolve(
     """Mark reported conflicts as dealt with."""
     engine = engine_for(memory_dir, remote, project)
     name = engine.name_of(file) if file else None
-    cleared = engine.state.resolve_conflicts(name)
-    engine.state.save()
+    with engine.locked():  # re-reads the state: a push queued meanwhile is kept
+        cleared = engine.state.resolve_conflicts(name)
+        engine.state.save()
     out.print(f"Cleared {cleared} conflict(s).")
