@@ -11,7 +11,8 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from memsync import planner
+from memsync import localswap, planner
+from memsync.boot import boot_id, boot_time
 from memsync.config import Context
 from memsync.errors import (
     AlreadyExists,
@@ -206,6 +207,20 @@ class Engine:
             with self._lock:
                 self._unsynced_dirs.add(path.parent)
 
+    def _replace(
+        self, path: Path, data: bytes, expected: bytes | None, *, sync: bool = True
+    ) -> bytes | None:
+        """Put a download or a merge where `expected` was read (see localswap.py): None when
+        done, else the bytes written here in the meantime, left in place for another merge.
+        The directory's fsync is left to `_make_durable`."""
+        mode = 0o600
+        with contextlib.suppress(FileNotFoundError):
+            mode = path.stat().st_mode & 0o777  # keep the mode the user gave the file
+        landed = localswap.replace(path, data, expected, mode, sync=sync)
+        with self._lock:
+            self._unsynced_dirs.add(path.parent)
+        return landed
+
     def _make_durable(self) -> None:
         """Make this run's writes durable before the records claim them: the landed files
         (one syncfs, else an fsync each) and the renames (one fsync per directory)."""
@@ -228,18 +243,48 @@ class Engine:
             a.name for a in actions if a.kind is Kind.DOWNLOAD and a.name not in local_hashes
         )
         if len(names) >= LAND_WITHOUT_FSYNC_AT:
-            self.state.meta["landing"] = names
+            self.state.meta["landing"] = {"names": names, "boot": boot_id()}
             self.state.save_meta()
             self._landing = set(names)
 
     def _recover_landing(self) -> None:
         """Files an interrupted run was landing may be torn (renamed into place, never
-        flushed). Each is kept in history and fetched again, never taken for a local edit."""
-        for name in self.state.meta.pop("landing", None) or []:
+        flushed) — but only if the machine went down with them: a run that was merely killed
+        (or a hook that returned at its budget) left them whole in the page cache. So:
+
+        - same boot as the run that listed them: nothing can be torn; flush them now and let
+          the planner compare each with the remote (a file Claude wrote since is a local
+          edit like any other);
+        - after a restart: a listed file last modified before this boot may be torn: it is
+          kept in history and fetched again; one modified since the boot was written after
+          the landing and is left alone."""
+        landing = self.state.meta.pop("landing", None)
+        if not landing:
+            return
+        if isinstance(landing, dict):
+            names, boot = list(landing.get("names") or []), landing.get("boot")
+        else:  # written by an earlier memsync: which boot is unknown
+            names, boot = list(landing), None
+        paths = {}
+        for name in names:
             try:
-                path = self.local_path(name)
+                paths[name] = self.local_path(name)
             except UnsafeKey:
                 continue  # never a name this run could have landed
+        if boot is not None and boot == boot_id():
+            if not sync_filesystem(self.ctx.memory_dir):
+                for path in paths.values():
+                    fsync_file(path)
+            return
+        booted_at = boot_time()
+        for name, path in paths.items():
+            try:
+                modified = path.stat().st_mtime
+            except (FileNotFoundError, NotADirectoryError):
+                self.state.forget(name)
+                continue
+            if booted_at is not None and modified > booted_at:
+                continue  # written since the restart: not what the interrupted run landed
             data = _read(path)
             if data is not None:
                 self._keep(name, data, "left unflushed by an interrupted pull; fetched again")
@@ -375,6 +420,9 @@ class Engine:
         pending = self.state.pending
         local_hashes = dict(local.content.hashes)
         records = self.state.records
+        if names is None and self.memory_dir_lost(local):
+            self._restore_lost_dir(result, mode)
+            pending = self.state.pending
 
         if mode == "push" and names is not None:
             # Trust the records: the happy path is one conditional request a file.
@@ -466,6 +514,30 @@ class Engine:
         self.state.set_refused(local.split_refused()[0])
         if not result.offline and not result.errors and result.skipped == []:
             self.state.meta["last_sync"] = time.time()
+
+    def memory_dir_lost(self, local: LocalScan) -> bool:
+        """Whether the memory dir is missing or holds no memory file at all while the records
+        say files were synced from it: a lost folder (a wiped disk, a new checkout, an `rm
+        -rf`), never a request to delete every file everywhere."""
+        return bool(self.state.records) and not local.content.hashes and not local.refused
+
+    def _restore_lost_dir(self, result: SyncResult, mode: str) -> None:
+        """A lost memory dir is restored by a pull and refused by a push or sync (which would
+        otherwise delete every file on the remote, --force or not)."""
+        count = len(self.state.records)
+        where = self.ctx.memory_dir
+        gone = "missing" if not where.is_dir() else "empty"
+        if mode != "pull":
+            raise GuardError(
+                f"the memory dir {where} is {gone} but {count} file(s) were synced from it; "
+                f"nothing was deleted on the remote: run `memsync pull` to bring them back"
+            )
+        for name in list(self.state.records):
+            self.state.forget(name)  # what is on the remote lands again as new files
+        self.state.unqueue(self.state.pending)  # queued deletions of the lost files
+        result.notes.append(
+            f"the memory dir {where} was {gone}; restoring the {count} file(s) synced from it"
+        )
 
     def _list(self, result, mode, local_hashes, records, pending):  # noqa: ANN001, ANN202
         try:
@@ -643,8 +715,10 @@ class Engine:
         if current != theirs:
             if current is not None:
                 self._keep(name, current, "replaced by a newer version from the remote")
-            landing = name in self._landing
-            self._write(path, theirs, sync_dir=False, new=current is None, sync=not landing)
+            landed = self._replace(path, theirs, current, sync=name not in self._landing)
+            if landed is not None:
+                self._merge(result, name, landed, _mtime(path))  # written here in the meantime
+                return
             with self._lock:
                 result.downloaded.append(name)
         self._record(name, etag, theirs)
@@ -673,7 +747,7 @@ class Engine:
                     etag = self.store.create(name, ours, mtime)
                 except AlreadyExists:
                     continue
-                self._finish_merge(result, name, ours, ours, etag, None)
+                self._finish_merge(result, name, ours, etag)
                 return
             try:
                 check_inbound(name, theirs, self.max_bytes)
@@ -688,7 +762,7 @@ class Engine:
             else:
                 theirs_ok = True
             if theirs == ours:
-                self._finish_merge(result, name, ours, ours, etag, None)
+                self._finish_merge(result, name, ours, etag)
                 return
             if theirs_ok:
                 outcome = merge(
@@ -707,6 +781,16 @@ class Engine:
             if current is not None and current != ours:
                 ours, mtime = current, _mtime(self.local_path(name))  # edited here meanwhile
                 continue
+            if merged != ours or current is None:
+                if current is not None:
+                    self._keep(name, current, "replaced by a merge with the remote version")
+                landed = self._replace(self.local_path(name), merged, current)
+                if landed is not None:
+                    # written here between the re-read and the rename: merge that too, from
+                    # what the remote holds now
+                    base, ours = merged, landed
+                    self._record(name, etag, merged)
+                    continue
             if outcome is not None and outcome.conflict:
                 if outcome.discarded is not None:
                     reason = f"lost a merge conflict: {outcome.conflict}"
@@ -715,7 +799,7 @@ class Engine:
                     self.state.add_conflict(name, outcome.conflict)
                     result.conflicts.append(f"{name}: {outcome.conflict}")
                     self._published.append(self._shared_conflict(name, outcome))
-            self._finish_merge(result, name, ours, merged, etag, current)
+            self._finish_merge(result, name, merged, etag)
             return
         with self._lock:
             result.errors[name] = (
@@ -741,19 +825,7 @@ class Engine:
                 result.notes.append(why)
         return why is not None
 
-    def _finish_merge(
-        self,
-        result: SyncResult,
-        name: str,
-        ours: bytes,
-        merged: bytes,
-        etag: str,
-        current: bytes | None,
-    ) -> None:
-        if merged != ours or current is None:
-            if current is not None:
-                self._keep(name, current, "replaced by a merge with the remote version")
-            self.write_local(name, merged, sync_dir=False)
+    def _finish_merge(self, result: SyncResult, name: str, merged: bytes, etag: str) -> None:
         self._record(name, etag, merged)
         with self._lock:
             result.merged.append(name)
@@ -782,7 +854,14 @@ class Engine:
                 self._upload(result, name, current, None, _mtime(self.local_path(name)))
                 return
             self._keep(name, current, "deleted on another device")
-            self.local_path(name).unlink()
+            landed = localswap.remove(self.local_path(name), current)
+            if landed is not None:  # written here meanwhile: the edit beats the deletion
+                now = self.read_local(name)
+                if now is not None and now != landed:
+                    self._keep(name, landed, "written here during a sync, then again")
+                mtime = _mtime(self.local_path(name))
+                self._upload(result, name, now if now is not None else landed, None, mtime)
+                return
         with self._lock:
             self.state.forget(name)
             result.deleted_local.append(name)

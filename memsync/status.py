@@ -35,6 +35,7 @@ class Status:
     remote_error: str | None = None
     sync_enabled: bool = True
     notices: list[str] = field(default_factory=list)  # purge, unfinished forget, quarantine
+    memory_dir_lost: bool = False  # missing or empty while files were synced from it
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -52,6 +53,7 @@ class Status:
             or self.refused
             or self.remote_error
             or self.notices
+            or self.memory_dir_lost
         )
 
 
@@ -79,6 +81,7 @@ def status(engine: Engine) -> Status:
     state = engine.state
     local = engine.scan_local()
     result.refused, result.kept_local = local.split_refused()
+    result.memory_dir_lost = engine.memory_dir_lost(local)
     result.conflicts = state.conflicts
     result.queued = state.pending
     result.last_sync = state.meta.get("last_sync")

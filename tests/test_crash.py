@@ -133,6 +133,19 @@ if _block:
         return _replace(src, dst, *args, **kwargs)
 
     os.replace = _blocking_replace
+
+    import memsync.localswap as _localswap
+
+    _flagged = _localswap._flagged_rename
+
+    def _blocking_flagged(src, dst, flag):
+        """The same freeze where a platform's exchanging rename puts a file in place."""
+        if os.path.dirname(os.path.abspath(dst)) == _block:
+            open(_block + ".frozen", "w").close()
+            time.sleep(600)
+        return _flagged(src, dst, flag)
+
+    _localswap._flagged_rename = _blocking_flagged
 '''
 
 TALLY: dict[str, dict[str, int]] = {}

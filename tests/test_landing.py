@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from memsync import config, fsutil
+from memsync.boot import boot_id, boot_time
 from memsync import engine as engine_mod
 from memsync.engine import LAND_WITHOUT_FSYNC_AT, Engine
 from tests.conftest import write_memory
@@ -70,12 +71,16 @@ def test_files_an_interrupted_pull_was_landing_are_fetched_again(
 ):
     b = make_engine("b")
     names = sorted(remote_with_files)
-    # what a power cut leaves: the names saved, files renamed into place but torn, no records
-    b.state.meta["landing"] = names
+    # what a power cut leaves: the names saved, files renamed into place but torn, no records,
+    # and a machine that has booted since
+    b.state.meta["landing"] = {"names": names, "boot": "the boot before the power cut"}
     b.state.save_meta()
+    before_boot = boot_time() - 60
     for name in names[:5]:
         data = remote_with_files[name]
-        (b.ctx.memory_dir / name).write_bytes(data[: len(data) * 2 // 3])
+        path = b.ctx.memory_dir / name
+        path.write_bytes(data[: len(data) * 2 // 3])
+        os.utime(path, (before_boot, before_boot))
 
     result = make_engine("b").run("sync")
     assert sorted(result.downloaded) == names
@@ -87,3 +92,46 @@ def test_files_an_interrupted_pull_was_landing_are_fetched_again(
     torn = remote_with_files[names[0]]
     assert [v.path.read_bytes() for v in kept] == [torn[: len(torn) * 2 // 3]]
     assert "landing" not in make_engine("b").state.meta
+
+
+def _interrupted_landing(b: Engine, names: list[str], boot: str | None) -> None:
+    """A pull killed after saving its landing list, before its final flush and records."""
+    b.state.meta["landing"] = {"names": names, "boot": boot}
+    b.state.save_meta()
+
+
+def test_a_file_written_after_a_killed_pull_is_kept_and_pushed_not_deleted(
+    tmp_path, make_engine, remote_with_files
+):
+    """Defect 18: the SessionStart hook returns at its budget while its pull runs (or the pull
+    is killed); Claude then writes one of the files the pull was landing. The next run must
+    not take the list for torn files: same boot, nothing was torn."""
+    b = make_engine("b")
+    names = sorted(remote_with_files)
+    for name in names:  # the killed pull got every file into place
+        (b.ctx.memory_dir / name).write_bytes(remote_with_files[name])
+    _interrupted_landing(b, names, boot_id())
+    claude = remote_with_files[names[0]].replace(b"- fact 0.0", b"- fact 0.0 (Claude, later)")
+    (b.ctx.memory_dir / names[0]).write_bytes(claude)
+
+    result = make_engine("b").run("sync")
+    assert result.downloaded == [] and result.deleted_local == []
+    # no base was saved for the landed file: a both-sides merge, the newer edit (Claude's) kept
+    assert all(c.startswith(names[0]) for c in result.conflicts)
+    assert (b.ctx.memory_dir / names[0]).read_bytes() == claude
+    assert (tmp_path / "remote" / "p" / names[0]).read_bytes() == claude
+    assert "landing" not in make_engine("b").state.meta
+
+
+def test_after_a_restart_a_file_written_since_the_boot_is_not_taken_for_a_torn_one(
+    tmp_path, make_engine, remote_with_files
+):
+    b = make_engine("b")
+    names = sorted(remote_with_files)
+    _interrupted_landing(b, names, "the boot before the power cut")
+    claude = remote_with_files[names[1]] + b"- written by Claude after the restart\n"
+    (b.ctx.memory_dir / names[1]).write_bytes(claude)  # mtime: now, after this boot
+
+    make_engine("b").run("sync")
+    assert (b.ctx.memory_dir / names[1]).read_bytes() == claude
+    assert (tmp_path / "remote" / "p" / names[1]).read_bytes() == claude

@@ -113,6 +113,12 @@ def status(
         out.print("sync is off (MEMSYNC_SYNC=off)")
     if st.remote_error:
         out.print(f"remote:     not reachable: {st.remote_error}", markup=False)
+    if st.memory_dir_lost:
+        out.print(
+            f"the memory dir is missing or empty but {len(st.deleted_local)} file(s) were "
+            "synced from it: `memsync pull` brings them back",
+            markup=False,
+        )
     groups = (
         ("new here", st.local_only),
         ("new on the remote", st.remote_only),
