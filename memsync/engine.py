@@ -530,7 +530,8 @@ class Engine:
         if mode != "pull":
             raise GuardError(
                 f"the memory dir {where} is {gone} but {count} file(s) were synced from it; "
-                f"nothing was deleted on the remote: run `memsync pull` to bring them back"
+                "nothing was deleted on the remote: run `memsync pull` to bring them back "
+                "(to delete them everywhere instead, `memsync forget FILE...`)"
             )
         for name in list(self.state.records):
             self.state.forget(name)  # what is on the remote lands again as new files
@@ -786,10 +787,9 @@ class Engine:
                     self._keep(name, current, "replaced by a merge with the remote version")
                 landed = self._replace(self.local_path(name), merged, current)
                 if landed is not None:
-                    # written here between the re-read and the rename: merge that too, from
-                    # what the remote holds now
-                    base, ours = merged, landed
-                    self._record(name, etag, merged)
+                    # written here between the re-read and the rename, over what we had read
+                    # (`ours`): merge that edit with what the remote holds now
+                    base, ours = ours, landed
                     continue
             if outcome is not None and outcome.conflict:
                 if outcome.discarded is not None:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from memsync import config, fsutil
-from memsync.boot import boot_id, boot_time
 from memsync import engine as engine_mod
+from memsync.boot import boot_id, boot_time
 from memsync.engine import LAND_WITHOUT_FSYNC_AT, Engine
 from tests.conftest import write_memory
 

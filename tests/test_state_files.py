@@ -91,9 +91,9 @@ def test_a_file_where_the_state_folder_should_be_is_named(engine: Engine, tmp_pa
 
 
 def test_waiting_too_long_for_the_state_lock_is_one_sentence(engine: Engine) -> None:
-    with file_lock(engine.ctx.state_dir / "lock"):
-        with pytest.raises(StateError) as caught, engine.locked(timeout=0.1):
-            pass
+    held = file_lock(engine.ctx.state_dir / "lock")
+    with held, pytest.raises(StateError) as caught, engine.locked(timeout=0.1):
+        pass
     assert "another memsync process has held this project's state lock" in str(caught.value)
 
 
