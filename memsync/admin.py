@@ -413,7 +413,7 @@ def _collect_remote(
         ) from None
     files: dict[str, tuple[bytes, float]] = {}
     refused: dict[str, str] = {}
-    names = sorted(listing)
+    names = sorted(n for n in listing if not is_ignored(n))  # memsync's own files too
     for i, name in enumerate(names, start=1):
         why = _safe_name(name)
         if why is not None:

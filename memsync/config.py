@@ -26,7 +26,7 @@ SETTINGS_FILE = "settings.json"
 
 DEFAULTS: dict[str, Any] = {
     "remote": None,  # None → the embedded folder remote under MEMSYNC_HOME
-    "project": None,  # portable project identity; None → git origin, else directory name
+    "project": None,  # portable project identity; None → git origin, else see identity.py
     "device": None,  # None → host name
     "sync": True,
     "max_file_bytes": 1024 * 1024,
@@ -379,16 +379,11 @@ def safe_segment(text: str) -> str:
     return cleaned or "default"
 
 
-def project_identity(cwd: Path, configured: str | None) -> str:
-    if configured:
-        return safe_segment(configured)
-    root = find_git_root(cwd)
-    if root is not None:
-        origin = git_origin(root)
-        if origin:
-            return normalise_origin(origin)
-        return safe_segment(root.name)
-    return safe_segment(cwd.name)
+def state_dir_for(home: Path, remote: str, project: str, memory_dir: Path) -> Path:
+    """This device's state for one (remote, project, memory dir)."""
+    key = f"{strip_query(remote)}\n{project}\n{memory_dir}"
+    digest = hashlib.sha256(key.encode()).hexdigest()[:10]
+    return home / "state" / f"{project}-{digest}"
 
 
 # --- the resolved context ----------------------------------------------------------------
@@ -411,6 +406,8 @@ class Context(NamedTuple):
     settings: dict[str, Any]
     embedded_remote: bool = False  # the default folder remote under MEMSYNC_HOME
     memory_dir_reason: str = ""  # why this memory dir (status, doctor)
+    project_source: str = "configured"  # how `project` was found (see identity.py)
+    fingerprint: str | None = None  # the origin or first commit, checked against the remote
 
     @property
     def sync_enabled(self) -> bool:
@@ -418,9 +415,7 @@ class Context(NamedTuple):
 
     @property
     def state_dir(self) -> Path:
-        key = f"{strip_query(self.remote)}\n{self.project}\n{self.memory_dir}"
-        digest = hashlib.sha256(key.encode()).hexdigest()[:10]
-        return self.home / "state" / f"{self.project}-{digest}"
+        return state_dir_for(self.home, self.remote, self.project, self.memory_dir)
 
     @property
     def logs_dir(self) -> Path:
@@ -459,14 +454,22 @@ def resolve(
     # One canonical path keys the state, however it was spelled (~/.claude behind a symlink).
     mem = located.path.resolve()
 
-    remote_url = settings.get("remote") or (home / "remote").resolve().as_uri()
+    remote_url = str(settings.get("remote") or (home / "remote").resolve().as_uri())
+    from memsync.identity import resolve_identity
+
+    def used_before(name: str) -> bool:
+        return (state_dir_for(home, remote_url, name, mem) / "records.json").exists()
+
+    identity = resolve_identity(cwd, settings.get("project"), mem, home, used_before)
     return Context(
         home=home,
         memory_dir=mem,
-        remote=str(remote_url),
-        project=project_identity(cwd, settings.get("project")),
+        remote=remote_url,
+        project=identity.name,
         device=str(settings.get("device") or socket.gethostname()),
         settings=settings,
         embedded_remote=not settings.get("remote"),
         memory_dir_reason=located.reason,
+        project_source=identity.source,
+        fingerprint=identity.fingerprint,
     )

@@ -16,6 +16,7 @@ from memsync.boot import boot_id, boot_time
 from memsync.config import Context
 from memsync.errors import (
     AlreadyExists,
+    ConfigError,
     GuardError,
     KeptLocal,
     NotFound,
@@ -123,6 +124,10 @@ class Engine:
     """Sync one memory dir with one remote prefix."""
 
     def __init__(self, ctx: Context, store: Store | None = None) -> None:
+        if not ctx.project:
+            from memsync.identity import unnamed_message
+
+            raise ConfigError(unnamed_message(ctx.memory_dir))
         self.ctx = ctx
         self._store = store
         self.max_bytes = int(ctx.setting("max_file_bytes"))
@@ -392,6 +397,11 @@ class Engine:
                 self.state.save()
                 if self.state.bases.reset:
                     result.notes.append(self.state.bases.reset)
+        if self.ctx.project_source != "origin" and not result.offline and not result.disabled:
+            from memsync.identity import Identity, pin
+
+            identity = Identity(self.ctx.project, self.ctx.project_source, self.ctx.fingerprint)
+            pin(self.ctx.home, self.ctx.memory_dir, identity)
         result.stats = self.store.stats
         result.seconds = time.monotonic() - started
         return result
@@ -443,6 +453,7 @@ class Engine:
             listing = self._list(result, mode, local_hashes, records, pending)
             if listing is None:
                 return
+            self._check_project(listing, mode)
             if PURGED in listing:
                 from memsync.forget import purged_here, remote_purge_marker
 
@@ -501,7 +512,22 @@ class Engine:
         ctx = _Run(local, local_hashes, remote, entries)
         self._land(actions, local_hashes)
         self._published = []
-        self._execute(result, actions, ctx, deadline, progress)
+        try:
+            self._execute(result, actions, ctx, deadline, progress)
+        except BaseException:
+            # interrupted: the pushes not done are queued, so that even a `push FILE` (which
+            # looks only at its files and the queue) sends them next time
+            done = set(result.uploaded + result.merged + result.deleted_remote)
+            self.state.queue(
+                [
+                    a.name
+                    for a in actions
+                    if a.kind in planner.PUSH_KINDS
+                    and a.kind is not Kind.FORGET
+                    and a.name not in done
+                ]
+            )
+            raise
         self._publish_conflicts(result)
 
         done = set(result.uploaded + result.merged + result.deleted_remote)
@@ -558,6 +584,69 @@ class Engine:
         except Unreachable as exc:
             self._go_offline(result, str(exc), local_hashes, records)
             return None
+
+    def _check_project(self, listing, mode: str) -> None:  # noqa: ANN001
+        """Refuse to mix this project's memory with another's under the same prefix: the
+        remote keeps the project's fingerprint (origin or first commit) in a small manifest,
+        read only when its ETag moved (a no-op sync still sends one request)."""
+        from memsync import identity
+
+        entry = listing.get(identity.MANIFEST)
+        ours = self.ctx.fingerprint
+        if entry is not None and entry.etag == self.state.meta.get("manifest_etag"):
+            return
+        if entry is None:
+            if mode == "pull":
+                return  # a pull writes nothing to the remote; the next push or sync does
+            if not [k for k in listing if not is_ignored(k)]:
+                self._check_old_name()
+            mine = identity.Identity(self.ctx.project, self.ctx.project_source, ours)
+            try:
+                etag = self.store.create(identity.MANIFEST, identity.manifest_bytes(mine))
+            except AlreadyExists:
+                pass  # another device wrote it first: read and check it below
+            else:
+                self.state.meta["manifest_etag"] = etag
+                return
+        try:
+            data, etag = self.store.get(identity.MANIFEST)
+        except NotFound:
+            return  # removed meanwhile: written again by the next push or sync
+        theirs = identity.manifest_fingerprint(data)
+        if theirs and ours and theirs != ours:
+            raise UserError(
+                f"the remote {self._display_remote()} holds the memory of another project "
+                f"({identity.describe(theirs)}; this one has {identity.describe(ours)}); "
+                "nothing was synced: give this project its own name with --project NAME "
+                "(or MEMSYNC_PROJECT), the same on every device"
+            )
+        if theirs is None and ours and mode != "pull":
+            mine = identity.Identity(self.ctx.project, self.ctx.project_source, ours)
+            try:
+                etag = self.store.replace(identity.MANIFEST, identity.manifest_bytes(mine), etag)
+            except PreconditionFailed:
+                return  # changed meanwhile: checked again next time
+        self.state.meta["manifest_etag"] = etag
+
+    def _check_old_name(self) -> None:
+        """A first sync under a first-commit name (`app-4f72ac06b2b5`) while the remote holds
+        this same repository's memory under the folder name earlier memsync versions used
+        (`app`, with a manifest of the same first commit): say so, upload nothing."""
+        if self.ctx.project_source != "first-commit" or not self.ctx.fingerprint:
+            return
+        from memsync import identity
+
+        old_name = self.ctx.project.rsplit("-", 1)[0]
+        try:
+            data, _ = open_store(self.ctx.remote, old_name).get(identity.MANIFEST)
+        except (NotFound, StoreError):
+            return
+        if identity.manifest_fingerprint(data) == self.ctx.fingerprint:
+            raise UserError(
+                f"this project's memory is on the remote under its earlier name {old_name!r}; "
+                f"nothing was synced: run `memsync sync --project {old_name}` once on this "
+                "device to keep using it (it is remembered)"
+            )
 
     def _apply_tombstones(self, listing, local: LocalScan) -> None:  # noqa: ANN001
         """Files forgotten on another device are removed here too, history included, so an
@@ -650,8 +739,15 @@ class Engine:
         else:
             from concurrent.futures import ThreadPoolExecutor  # not needed by a no-op sync
 
-            with ThreadPoolExecutor(max_workers=workers) as pool:
+            pool = ThreadPoolExecutor(max_workers=workers)
+            try:
                 list(pool.map(one, actions))
+            except BaseException:
+                # Ctrl-C or SIGTERM (entry.py makes both a KeyboardInterrupt): the transfers
+                # under way finish, the rest are not started, and run() saves what was done
+                pool.shutdown(wait=True, cancel_futures=True)
+                raise
+            pool.shutdown(wait=True)
         for attr in ("uploaded", "downloaded", "merged", "deleted_remote", "deleted_local"):
             getattr(result, attr).sort()
 

@@ -13,6 +13,11 @@ def main() -> None:
         from memsync.hooks import main as hook_main
 
         sys.exit(hook_main(argv[1:]))
+    # SIGTERM (a shutdown, `kill`, a service manager) is handled like Ctrl-C: the transfers
+    # under way finish, the progress is saved, and the command exits 130
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     if argv[:1] in (["pull"], ["push"], ["sync"]):
         from memsync.cli.plain import run_plain
 

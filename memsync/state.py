@@ -48,6 +48,7 @@ _META_KINDS: dict[str, type | tuple[type, ...]] = {
     "last_sync": (int, float),
     "last_attempt": (int, float),
     "tombstones_etag": (str, type(None)),
+    "manifest_etag": str,
 }
 _JSON_KINDS = {
     dict: "object",
@@ -106,7 +107,7 @@ class State:
 
     # --- persistence --------------------------------------------------------------------
 
-    def _json(self, name: str, default: Any) -> Any:
+    def _json(self, name: str, default: Any, *, cache: bool = False) -> Any:
         """A state file's JSON, or `default` if there is none. A file that cannot be read or
         parsed is reported (StateError), never taken for an empty one: an empty meta.json
         would drop the offline queue and the tombstone ETag without a word."""
@@ -115,9 +116,11 @@ class State:
             return json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return default
-        except OSError as exc:
-            raise StateError(f"{path} cannot be read ({exc.strerror}); {_FIX}") from None
-        except ValueError:
+        except (OSError, ValueError) as exc:
+            if cache:  # written without fsync and rebuilt by reading the files: may be torn
+                return default
+            if isinstance(exc, OSError):
+                raise StateError(f"{path} cannot be read ({exc.strerror}); {_FIX}") from None
             raise StateError(f"{path} is damaged (not valid JSON); {_move_aside(path)}") from None
 
     def _load(self) -> None:
@@ -148,7 +151,7 @@ class State:
         """The scan's stat cache (see localfiles.py): name -> [size, mtime_ns, ctime_ns, inode,
         sha256]."""
         if self._seen is None:
-            raw = self._json("seen.json", {})
+            raw = self._json("seen.json", {}, cache=True)
             self._seen = raw if isinstance(raw, dict) else {}
             self._seen_saved = dict(self._seen)
         return self._seen

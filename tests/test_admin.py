@@ -48,7 +48,7 @@ def remote_files(tmp: Path, remote: str = "remote", project: str = "p") -> dict[
     return {
         p.relative_to(base).as_posix(): p.read_bytes()
         for p in base.rglob("*")
-        if p.is_file() and not p.name.startswith(".")
+        if p.is_file() and not p.name.startswith(".") and "_memsync" not in p.parts
     }
 
 

@@ -94,7 +94,9 @@ def test_watch_pushes_outside_edits_and_stops_cleanly(tmp_path):
     assert proc.returncode == 0, err
     assert "pushed self_observations.md" in out
     pushed = sorted(
-        p.name for p in (remote / "e2e-project").iterdir() if not p.name.startswith(".")
+        p.name
+        for p in (remote / "e2e-project").iterdir()
+        if not p.name.startswith((".", "_memsync"))
     )
     assert pushed == ["self_observations.md"]
 

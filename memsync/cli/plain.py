@@ -253,5 +253,5 @@ def run_plain(argv: list[str]) -> int | None:
     except MemsyncError as exc:
         fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
-        fail("interrupted", 1)  # as under Typer: the contract has no code of its own for it
+        fail("interrupted; what was done is kept, run the command again to finish", 130)
     return 0

@@ -1,0 +1,140 @@
+"""Projects never cross (issue 16, defect 9): without a git origin a project is not named by
+its bare folder name; the remote keeps the project's fingerprint and a sync refuses to mix
+another project's memory in; existing users' projects keep their name."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from memsync import config
+from memsync.engine import Engine
+from memsync.errors import ConfigError, UserError
+from tests.conftest import write_memory
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+}
+
+
+def git_repo(path: Path, message: str, origin: str | None = None) -> Path:
+    path.mkdir(parents=True)
+    env = {**os.environ, **GIT_ENV}
+    subprocess.run(["git", "init", "-q", str(path)], check=True, env=env)
+    (path / "README").write_text(message)
+    subprocess.run(["git", "-C", str(path), "add", "README"], check=True, env=env)
+    subprocess.run(["git", "-C", str(path), "commit", "-qm", message], check=True, env=env)
+    if origin:
+        subprocess.run(["git", "-C", str(path), "remote", "add", "origin", origin], check=True)
+    return path
+
+
+def engine(tmp_path: Path, device: str, cwd: Path, project: str | None = None) -> Engine:
+    os.environ["MEMSYNC_HOME"] = str(tmp_path / f"home-{device}")
+    (tmp_path / "remote").mkdir(exist_ok=True)
+    mem = tmp_path / f"mem-{device}-{cwd.name}-{cwd.parent.name}"
+    mem.mkdir(exist_ok=True)
+    ctx = config.resolve(
+        memory_dir=mem, remote=(tmp_path / "remote").as_uri(), project=project, cwd=cwd
+    )
+    return Engine(ctx)
+
+
+def test_two_unrelated_repos_with_the_same_folder_name_never_share_memory(tmp_path) -> None:
+    client_a = git_repo(tmp_path / "client-a" / "app", "client A's app")
+    client_b = git_repo(tmp_path / "client-b" / "app", "client B's app")
+    a = engine(tmp_path, "laptop", client_a)
+    b = engine(tmp_path, "laptop", client_b)
+    assert a.ctx.project != b.ctx.project
+    assert a.ctx.project.startswith("app-") and a.ctx.project_source == "first-commit"
+    write_memory(a.ctx.memory_dir, "project_deal.md", "Client A's confidential terms.\n")
+    a.run("sync")
+    result = b.run("sync")
+    assert result.downloaded == []
+    assert list(b.ctx.memory_dir.iterdir()) == []
+
+
+def test_the_same_repo_on_two_devices_gets_the_same_name(tmp_path) -> None:
+    repo = git_repo(tmp_path / "one" / "app", "the app")
+    clone = tmp_path / "two" / "app"
+    subprocess.run(["git", "clone", "-q", str(repo), str(clone)], check=True)
+    subprocess.run(["git", "-C", str(clone), "remote", "remove", "origin"], check=True)
+    a, b = engine(tmp_path, "a", repo), engine(tmp_path, "b", clone)
+    assert a.ctx.project == b.ctx.project
+    write_memory(a.ctx.memory_dir, "user_pat.md", "Pat likes tea.\n")
+    a.run("sync")
+    assert b.run("sync").downloaded == ["user_pat.md"]
+
+
+def test_a_folder_without_git_needs_a_name_once_and_keeps_it(tmp_path) -> None:
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    with pytest.raises(ConfigError) as caught:
+        engine(tmp_path, "a", folder)
+    assert "--project NAME" in str(caught.value) and "mem-a-notes" in str(caught.value)
+    named = engine(tmp_path, "a", folder, project="my-notes")
+    write_memory(named.ctx.memory_dir, "user_pat.md", "Pat.\n")
+    named.run("sync")
+    again = engine(tmp_path, "a", folder)  # the name given once is remembered
+    assert (again.ctx.project, again.ctx.project_source) == ("my-notes", "pinned")
+    assert again.run("sync").changes == 0
+
+
+def test_an_existing_users_project_keeps_its_folder_name(tmp_path) -> None:
+    repo = git_repo(tmp_path / "one" / "app", "the app")
+    old = engine(tmp_path, "a", repo, project="app")  # what earlier versions derived
+    write_memory(old.ctx.memory_dir, "user_pat.md", "Pat.\n")
+    old.run("sync")
+    (tmp_path / "home-a" / "projects.json").unlink()  # as an earlier version left it
+    upgraded = engine(tmp_path, "a", repo)
+    assert (upgraded.ctx.project, upgraded.ctx.project_source) == ("app", "legacy")
+    assert upgraded.run("sync").changes == 0
+
+
+def test_a_different_repo_under_an_old_shared_name_is_refused_in_one_sentence(tmp_path) -> None:
+    """Both clients synced under `app` before (the defect): the first to sync after the
+    upgrade claims the prefix with its first commit; the other is refused, nothing moves."""
+    client_a = git_repo(tmp_path / "client-a" / "app", "client A's app")
+    client_b = git_repo(tmp_path / "client-b" / "app", "client B's app")
+    a = engine(tmp_path, "a", client_a, project="app")
+    b = engine(tmp_path, "b", client_b, project="app")
+    write_memory(a.ctx.memory_dir, "project_deal.md", "Client A's confidential terms.\n")
+    a.run("sync")
+    write_memory(b.ctx.memory_dir, "project_other.md", "Client B's own notes.\n")
+    with pytest.raises(UserError) as caught:
+        b.run("sync")
+    message = str(caught.value)
+    assert "holds the memory of another project" in message and "--project NAME" in message
+    assert "\n" not in message
+    assert not (b.ctx.memory_dir / "project_deal.md").exists()
+    assert not (tmp_path / "remote" / "app" / "project_other.md").exists()
+
+
+def test_a_new_device_is_pointed_at_the_name_its_project_had_before(tmp_path) -> None:
+    repo = git_repo(tmp_path / "one" / "app", "the app")
+    old = engine(tmp_path, "a", repo, project="app")  # the first device, synced long ago
+    write_memory(old.ctx.memory_dir, "user_pat.md", "Pat.\n")
+    old.run("sync")
+    clone = tmp_path / "two" / "app"
+    subprocess.run(["git", "clone", "-q", str(repo), str(clone)], check=True)
+    subprocess.run(["git", "-C", str(clone), "remote", "remove", "origin"], check=True)
+    new = engine(tmp_path, "b", clone)
+    assert new.ctx.project_source == "first-commit"
+    with pytest.raises(UserError, match="run `memsync sync --project app` once"):
+        new.run("sync")
+    assert engine(tmp_path, "b", clone, project="app").run("sync").downloaded == ["user_pat.md"]
+
+
+def test_the_project_check_costs_a_no_op_sync_no_request(tmp_path) -> None:
+    repo = git_repo(tmp_path / "one" / "app", "the app")
+    a = engine(tmp_path, "a", repo)
+    write_memory(a.ctx.memory_dir, "user_pat.md", "Pat.\n")
+    a.run("sync")
+    result = engine(tmp_path, "a", repo).run("sync")
+    assert result.changes == 0 and result.stats.total() == 1
