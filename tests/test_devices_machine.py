@@ -77,6 +77,7 @@ AWAITING = {
     "edit_index_description": "MEMSYNC_MACHINE_AWAIT_I16_MERGE",  # defect 2
     "reword": "MEMSYNC_MACHINE_AWAIT_I16_MERGE",  # both-sides rewords: conflict, both kept
     "finalise": "MEMSYNC_MACHINE_AWAIT_I16_MERGE",  # defect 4, and see docs/reliability.md
+    "compact": "MEMSYNC_MACHINE_AWAIT_I16_MERGE",  # defect 10: folded entries come back
     "forget_file": "MEMSYNC_MACHINE_AWAIT_I16_FORGET",  # defect 17: tombstones re-applied
     "forget_match": "MEMSYNC_MACHINE_AWAIT_I16_FORGET",  # defect 6: text left in history
 }
@@ -193,6 +194,10 @@ class DevicesMachine(RuleBasedStateMachine):
         self.fact_seen: set[str] = set()  # fact versions a sync has read from a memory dir
         self.fact_replaced: set[str] = set()  # fact versions a user edited away
         self.conflicted: set[str] = set()  # files a sync reported a conflict for
+        # files forgotten on another device since this device last listed the remote: an
+        # edit made here meanwhile is quarantined on its next sync, not lost (forget.py)
+        self.stale: list[set[str]] = [set() for _ in range(DEVICES)]
+        self.quarantined: set[str] = set()  # entry tokens written into such a file
         self.merge_problems: list[str] = []
         self._real_merge = merge_mod.merge
         merge_mod.merge = self._checked_merge
@@ -255,7 +260,11 @@ class DevicesMachine(RuleBasedStateMachine):
         out += [(INDEX, "", i, ln) for i, ln in enumerate(index.splitlines()) if ln[:2] == "- "]
         return [e for e in out if TOKEN.search(e[3])]
 
-    def _added(self, token: str, lineage: str | None = None) -> str:
+    def _added(
+        self, token: str, lineage: str | None = None, where: tuple[int, str] | None = None
+    ) -> str:
+        if where is not None and where[1] in self.stale[where[0]]:
+            self.quarantined.add(token)
         self.edits += 1
         self.added.add(token)
         self.lineage[token] = lineage or token
@@ -264,9 +273,10 @@ class DevicesMachine(RuleBasedStateMachine):
 
     def run(self, device: int, mode: str, **kwargs) -> object:  # noqa: ANN003
         fact = self.read(device, FACT)
-        if fact:
+        if fact and FACT not in self.stale[device]:
             self.fact_seen.update(TOKEN.findall(fact))
         result = self.engines[device].run(mode, **kwargs)
+        self.stale[device] = set()
         tally(f"run_{mode}")
         assert not result.errors, result.errors
         assert not result.refused, result.refused
@@ -293,7 +303,7 @@ class DevicesMachine(RuleBasedStateMachine):
     def add_entry(self, device: int, name: str, where: int) -> None:
         parts = self.parts(device, name)
         heading = ENTRY_FILES[name][1][0 if name != VOICE else 1 + where % 3]
-        token = self._added(new_token())
+        token = self._added(new_token(), where=(device, name))
         line = (
             f"- [c-2026-11-25-{token[1:-1]}] {token} ship it"
             if name == COMMITMENTS
@@ -321,7 +331,7 @@ class DevicesMachine(RuleBasedStateMachine):
         old = TOKEN.search(line).group(0)  # type: ignore[union-attr]
         self.gone.add(old)
         if action == "reword":
-            new = self._added(new_token(), self.lineage.get(old, old))
+            new = self._added(new_token(), self.lineage.get(old, old), (device, name))
             line = line.replace(old, new).replace("note", "reworded note")
         tally(action)
         if name == INDEX:
@@ -365,7 +375,7 @@ class DevicesMachine(RuleBasedStateMachine):
         ident = f"c-2026-11-25-same{next(_tokens)}"
         for device in (first, second):
             parts = self.parts(device, COMMITMENTS)
-            token = self._added(new_token())
+            token = self._added(new_token(), where=(device, COMMITMENTS))
             [items for h, items in parts if h == "Open"][0].append(f"- [{ident}] {token} promise")
             self.write_parts(device, COMMITMENTS, parts)
         tally("same_id")
@@ -403,6 +413,8 @@ class DevicesMachine(RuleBasedStateMachine):
     @gated
     def edit_fact(self, device: int) -> None:
         current = self.read(device, FACT)
+        if FACT in self.stale[device] and current is not None:
+            return  # an edit of a file forgotten elsewhere: quarantined, tried by forget's trials
         if current:
             self.fact_replaced.update(TOKEN.findall(current))
         self.edits += 1
@@ -490,6 +502,9 @@ class DevicesMachine(RuleBasedStateMachine):
             return
         tokens = set(TOKEN.findall(text))
         forget_files(self.engines[device], [name])
+        for other in range(DEVICES):
+            if other != device:
+                self.stale[other].add(name)
         self.forgotten |= tokens
         self.gone |= tokens
         self.fact_replaced |= tokens
@@ -569,7 +584,15 @@ class DevicesMachine(RuleBasedStateMachine):
             counts[token] = counts.get(token, 0) + 1
         doubled = sorted(t for t, c in counts.items() if c > 1)
         assert not doubled, f"entries appear twice: {doubled}"
-        alive = self.added - self.gone
+        alive = self.added - self.gone - self.quarantined
+        set_aside = "".join(
+            p.read_text(errors="replace")
+            for i in range(DEVICES)
+            for p in quarantine_dir(self.tmp / f"home{i}").rglob("*")
+            if p.is_file()
+        )
+        for token in sorted(self.quarantined - self.gone):
+            assert token in set_aside or token in counts, f"{token} neither kept nor set aside"
         present_lineages = {self.lineage.get(t, t) for t in counts}
         for token in sorted(alive):
             if token in counts:
