@@ -886,6 +886,7 @@ class Engine:
                     # written here between the re-read and the rename, over what we had read
                     # (`ours`): merge that edit with what the remote holds now
                     base, ours = ours, landed
+                    mtime = _mtime(self.local_path(name))
                     continue
             if outcome is not None and outcome.conflict:
                 if outcome.discarded is not None:
