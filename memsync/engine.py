@@ -588,7 +588,15 @@ class Engine:
     def _check_project(self, listing, mode: str) -> None:  # noqa: ANN001
         """Refuse to mix this project's memory with another's under the same prefix: the
         remote keeps the project's fingerprint (origin or first commit) in a small manifest,
-        read only when its ETag moved (a no-op sync still sends one request)."""
+        read only when its ETag moved (a no-op sync still sends one request). A remote that
+        stops answering here is checked again by the next run (the transfers will find it
+        unreachable themselves)."""
+        try:
+            self._check_manifest(listing, mode)
+        except Unreachable:
+            return
+
+    def _check_manifest(self, listing, mode: str) -> None:  # noqa: ANN001
         from memsync import identity
 
         entry = listing.get(identity.MANIFEST)
