@@ -88,6 +88,7 @@ def test_watch_pushes_outside_edits_and_stops_cleanly(tmp_path):
         while not target.exists() and time.monotonic() < deadline:
             time.sleep(0.1)
         assert target.exists()
+        time.sleep(1)  # the upload is done; let the run finish and print before Ctrl-C
     finally:
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
