@@ -453,13 +453,13 @@ class Engine:
             listing = self._list(result, mode, local_hashes, records, pending)
             if listing is None:
                 return
-            self._check_project(listing, mode)
             if PURGED in listing:
                 from memsync.forget import purged_here, remote_purge_marker
 
                 # remembered: this device stays out until it is told to publish again
                 self.state.meta["purged"] = remote_purge_marker(self) or {"at": time.time()}
                 raise purged_here(self)
+            self._check_project(listing, mode)
             if self.state.meta.get("forgetting"):
                 from memsync.forget import finish_pending
 
