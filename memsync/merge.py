@@ -178,26 +178,69 @@ def _unique(items: Sequence[Item]) -> list[Item]:
     return out
 
 
-def pair_rewords(base: Sequence[Item], side: Sequence[Item]) -> list[Item]:
-    """An entry reworded in place keeps its identity: within one place, a run of base entries
-    replaced by as many new ones pairs them in order (the rest are removals and additions)."""
+_WORD = re.compile(r"\w+")
+SIMILAR = 0.5  # word overlap (Dice) from which a changed entry is a reword of a removed one
+
+
+def similarity(a: str, b: str) -> float:
+    """Dice coefficient of the two texts' lowercase words (as multisets): 1.0 the same words,
+    0.0 none in common. "Ask Pat about the Q3 numbers" -> "... and the forecast" is 0.8;
+    -> "Book flights for the offsite" is 0.18."""
+    wa = _WORD.findall(_ITEM_PREFIX.sub("", a.strip(), count=1).lower())
+    wb = _WORD.findall(_ITEM_PREFIX.sub("", b.strip(), count=1).lower())
+    if not wa or not wb:
+        return 0.0
+    pool: dict[str, int] = {}
+    for w in wa:
+        pool[w] = pool.get(w, 0) + 1
+    common = 0
+    for w in wb:
+        if pool.get(w, 0) > 0:
+            pool[w] -= 1
+            common += 1
+    return 2 * common / (len(wa) + len(wb))
+
+
+def pair_rewords(
+    base: Sequence[Item], side: Sequence[Item], fixed: Callable[[Hashable], bool] | None = None
+) -> list[Item]:
+    """An entry reworded keeps its identity. A base entry gone from this side and a new entry
+    of this side are one entry reworded when their words are similar enough (`SIMILAR`),
+    most similar pairs first, whatever their positions, and within the same place or moved
+    to another (Pending -> Consumed with a note). Anything else is a removal and an addition,
+    so replacing a line with a brand-new one never passes the new one off as an edit of the
+    old. Keys for which `fixed(key)` holds (commitment ids, index links) are identities of
+    their own and never paired."""
     side_keys = {x.key for x in side}
     base_keys = {x.key for x in base}
+    free = (lambda k: True) if fixed is None else (lambda k: not fixed(_root_key(k)))
+    gone = [(i, x) for i, x in enumerate(base) if x.key not in side_keys and free(x.key)]
+    new = [(j, x) for j, x in enumerate(side) if x.key not in base_keys and free(x.key)]
+    if not gone or not new:
+        return list(side)
+    scored = []
+    for i, old in gone:
+        for j, item in new:
+            score = similarity(old.text, item.text)
+            if score >= SIMILAR:
+                scored.append((-score, old.place != item.place, abs(i - j), i, j))
     out = list(side)
-    for place in dict.fromkeys(x.place for x in side):
-        b = [x for x in base if x.place == place]
-        s_idx = [i for i, x in enumerate(side) if x.place == place]
-        matcher = difflib.SequenceMatcher(
-            a=[x.key for x in b], b=[side[i].key for i in s_idx], autojunk=False
-        )
-        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-            if tag != "replace" or i2 - i1 != j2 - j1:
-                continue
-            for old, j in zip(b[i1:i2], range(j1, j2), strict=True):
-                new = side[s_idx[j]]
-                if old.key not in side_keys and new.key not in base_keys:
-                    out[s_idx[j]] = new._replace(key=old.key)
+    used_old: set[int] = set()
+    used_new: set[int] = set()
+    for _, _, _, i, j in sorted(scored):
+        if i in used_old or j in used_new:
+            continue
+        used_old.add(i)
+        used_new.add(j)
+        out[j] = side[j]._replace(key=base[i].key)
     return out
+
+
+def _root_key(key: Hashable) -> Hashable:
+    """The identity under `_unique`'s (key, n) for repeated ones."""
+    while isinstance(key, tuple) and len(key) == 2 and isinstance(key[1], int):
+        key = key[0]
+    return key
 
 
 def merge_items(
@@ -207,21 +250,25 @@ def merge_items(
     notes: list[str],
     final: str | None = None,
     label: Callable[[Item], str] = lambda x: x.text,
+    fixed: Callable[[Hashable], bool] | None = None,
 ) -> list[Item]:
     """The three-way merge of entries by identity, the rule every structured merge follows:
 
     - changed (added, reworded, moved) on one side only: that side's version;
     - removed on one side, untouched on the other: gone; removed on one side, changed on the
       other: the change stays (an edit beats a concurrent removal);
-    - moved to the `final` place (Consumed, Delivered) on either side: there, and only there;
+    - moved to the `final` place (Consumed, Delivered) on either side: there, and only there
+      (moved there on both sides with different texts: both stay there, noted as below);
     - changed differently on both sides: both versions stay, ours first, and a note is added
       to `notes` (the caller records the conflict).
+
+    Identity: the key, or for a reworded entry its base entry's key (`pair_rewords`).
 
     Order: ours, with theirs' additions after the entry they follow on their side.
     """
     b_items = _unique(base or ())
-    o_items = pair_rewords(b_items, _unique(ours))
-    t_items = pair_rewords(b_items, _unique(theirs))
+    o_items = pair_rewords(b_items, _unique(ours), fixed)
+    t_items = pair_rewords(b_items, _unique(theirs), fixed)
     b = {x.key: x for x in b_items}
     o = {x.key: x for x in o_items}
     t = {x.key: x for x in t_items}
@@ -238,7 +285,7 @@ def merge_items(
             chosen = [oi]
         elif oi is None or ti is None:
             chosen = [oi or ti]  # removed on one side, changed on the other
-        elif final is not None and final in (oi.place, ti.place):
+        elif final is not None and final in (oi.place, ti.place) and oi.place != ti.place:
             chosen = [oi if oi.place == final else ti]
         else:
             chosen = [oi, ti]
@@ -364,6 +411,7 @@ _MARKS = re.compile(r"[✓✔✅☑]|\((?:done|delivered|pending[^)]*)\)|—\s*(
 _DATE_PREFIX = re.compile(r"^\d{4}-\d{2}-\d{2}\s*[:—–-]?\s*")
 _ITEM_PREFIX = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
 _COMMIT_ID = re.compile(r"\[(c-[A-Za-z0-9_-]+)\]")
+_ID_KEY = re.compile(r"c-[A-Za-z0-9_-]+")
 
 
 def item_text(entry: str) -> str:
@@ -409,6 +457,7 @@ def _merge_places(
     places: tuple[str, str],
     key: Callable[[str], Hashable],
     label: Callable[[Item], str],
+    fixed: Callable[[Hashable], bool] | None = None,
 ) -> Section:
     """A file of two list sections (Open/Delivered, Pending/Consumed) whose items move from
     the first to the second, final one: everything else merges as a section tree."""
@@ -418,7 +467,7 @@ def _merge_places(
     assert o_tree is not None and t_tree is not None
     merged = merge_tree(b_tree, o_tree, t_tree, notes)
     items = merge_items(
-        b_items if base is not None else None, o_items, t_items, notes, places[1], label
+        b_items if base is not None else None, o_items, t_items, notes, places[1], label, fixed
     )
     nodes = _status_sections(merged, places)
     for node, place in zip(nodes, places, strict=True):
@@ -454,6 +503,7 @@ def merge_commitments(
         ("Open", "Delivered"),
         commitment_id,
         lambda x: f"commitment [{commitment_id(x.text)}]",
+        lambda k: isinstance(k, str) and _ID_KEY.fullmatch(k) is not None,
     )
 
 
@@ -851,6 +901,7 @@ def _merge_index(
         items(theirs) or [],
         notes,
         label=lambda x: f"the index line for {_index_key(x.text).split(':', 1)[1]}",
+        fixed=lambda k: isinstance(k, str) and k.startswith("link:"),
     )
     blank_runs: list[str] = []
     for line in (x.text for x in merged):  # collapse blank lines the union may have stacked up

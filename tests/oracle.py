@@ -18,20 +18,24 @@ from memsync/merge.py, so the two can disagree:
 - fact files (`user_*`, `feedback_*`, ...): the whole file is one entry;
 - MEMORY.md: an index line, identified by its link target;
 - running_commitments.md: a list item, identified by its `[c-...]` id, placed in Open or
-  Delivered (Delivered is final: once either side delivers, the id is Delivered only);
+  Delivered (Delivered is final: once either side delivers, the id is Delivered only; both
+  sides delivered it with different notes: both notes stay, with a conflict);
 - carry_forward.md: a list item, identified by its text, placed in Pending or Consumed
   (Consumed is final);
 - section files and digests: an entry within its heading path, identified by its text (a
   digest's `Session <id>` level is left out: the merge wraps a digest without one);
 - frontmatter: each field (list fields: each element); `modified` is left to the merge.
 
-A reword is an entry whose text changed in place: within one place, a run of entries replaced
-by as many new ones pairs them in order, and the new text keeps the old identity.
+A reword is an entry whose text changed but kept most of its words: an entry gone from a side
+and a new entry of that side whose words overlap by at least half (twice the shared words over
+the words of both) are one entry, the most alike first, wherever they sit and even if the side
+also moved it (Pending -> Consumed). An entry replaced by one with other words is a removal
+and an addition, never a reword, so the new one can never vanish as "an edit of the old".
+Commitment ids and index links are identities of their own: never paired.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -154,24 +158,41 @@ def _entries(path: str, data: bytes, kind: str) -> list[Entry]:
     return out
 
 
-def _pair_rewords(base: list[Entry], side: list[Entry]) -> list[Entry]:
+def _words(text: str) -> Counter[str]:
+    return Counter(re.findall(r"\w+", _ITEM.sub("", text).lower()))
+
+
+def _overlap(a: str, b: str) -> float:
+    wa, wb = _words(a), _words(b)
+    total = sum(wa.values()) + sum(wb.values())
+    return 2 * sum((wa & wb).values()) / total if total else 0.0
+
+
+def _own_identity(ident: str) -> bool:
+    return ident.startswith(("link:", "c-", "meta:")) or ident == "file"
+
+
+def _pair_rewords(base: list[Entry], side: list[Entry], across: bool) -> list[Entry]:
     """Give a reworded entry its base entry's identity (see the module docstring)."""
     side_ids = {e.ident for e in side}
     base_ids = {e.ident for e in base}
+    gone = [b for b in base if b.ident not in side_ids and not _own_identity(b.ident)]
+    new = [i for i, e in enumerate(side) if e.ident not in base_ids and not _own_identity(e.ident)]
+    pairs = sorted(
+        ((_overlap(old.text, side[i].text), n, i) for n, old in enumerate(gone) for i in new),
+        key=lambda p: -p[0],
+    )
     out = list(side)
-    places = {e.where for e in side} | {e.where for e in base}
-    for where in places:
-        b = [e for e in base if e.where == where and e.where != "meta"]
-        s_idx = [i for i, e in enumerate(side) if e.where == where and e.where != "meta"]
-        s = [side[i] for i in s_idx]
-        matcher = difflib.SequenceMatcher(a=[e.ident for e in b], b=[e.ident for e in s])
-        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-            if tag != "replace" or i2 - i1 != j2 - j1:
-                continue
-            for bi, sj in zip(range(i1, i2), range(j1, j2), strict=True):
-                old, new = b[bi], s[sj]
-                if old.ident not in side_ids and new.ident not in base_ids:
-                    out[s_idx[sj]] = new._replace(ident=old.ident)
+    taken_old: set[int] = set()
+    taken_new: set[int] = set()
+    for score, n, i in pairs:
+        if score < 0.5 or n in taken_old or i in taken_new:
+            continue
+        if gone[n].where != side[i].where and not across:  # moved only between list places
+            continue
+        taken_old.add(n)
+        taken_new.add(i)
+        out[i] = side[i]._replace(ident=gone[n].ident)
     return out
 
 
@@ -205,7 +226,8 @@ def violations(
     kind = kind_of(path, ours, theirs, base)
     b = entries(path, base, kind) if base is not None else []
     o_raw, t_raw = entries(path, ours, kind), entries(path, theirs, kind)
-    o, t = _pair_rewords(b, o_raw), _pair_rewords(b, t_raw)
+    across = kind in _PLACES
+    o, t = _pair_rewords(b, o_raw, across), _pair_rewords(b, t_raw, across)
     # a reworded entry in the result takes the identity its text was given on its side
     renamed = {
         raw.ident: paired.ident
@@ -251,7 +273,8 @@ def violations(
                     problems.append(f"{ident!r}: the old version {stale} is still there")
             continue
         # changed on both sides, differently
-        if final and any(w == final for w, _ in ov + tv):
+        both_final = bool(ov and tv) and all(w == final for w, _ in ov + tv)
+        if final and any(w == final for w, _ in ov + tv) and not both_final:
             if not rv or any(w != final for w, _ in rv):
                 problems.append(f"{ident!r}: {final} on one side, but the result holds {rv}")
             continue

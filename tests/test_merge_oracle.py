@@ -42,7 +42,7 @@ def render(kind: str, model: Model, meta: dict | None = None, crlf: bool = False
 
 # --- edits -----------------------------------------------------------------------------------
 
-EDITS = ("add", "reword", "remove", "move", "add_section")
+EDITS = ("add", "reword", "remove", "move", "add_section", "replace", "move_note")
 
 
 def apply(model: Model, edits: list[tuple[str, int, int]], tag: str, kind: str) -> Model:
@@ -66,12 +66,17 @@ def apply(model: Model, edits: list[tuple[str, int, int]], tag: str, kind: str) 
         elif op == "reword":
             k = j % len(items)
             items[k] = _reword(kind, items[k], tag, next(serial))
+        elif op == "replace":  # a brand-new entry where an old one was: not a reword
+            items[j % len(items)] = _new_entry(kind, tag, next(serial))
         elif op == "remove":
             items.pop(j % len(items))
-        elif op == "move" and kind in ("commitments", "carry_forward"):
+        elif op in ("move", "move_note") and kind in ("commitments", "carry_forward"):
             first, final = list(out)[:2]
             if out[first]:
-                out[final].append(out[first].pop(j % len(out[first])))
+                moved = out[first].pop(j % len(out[first]))
+                if op == "move_note":  # delivered/consumed with a note of how
+                    moved = f"{moved} via {tag} {next(serial)}"
+                out[final].append(moved)
     return out
 
 
@@ -84,12 +89,12 @@ def _new_entry(kind: str, tag: str, n: int) -> str:
 def _reword(kind: str, entry: str, tag: str, n: int) -> str:
     if kind == "commitments" and entry.startswith("[c-"):
         cid, _, text = entry.partition(" ")
-        return f"{cid} {text} ({tag} rewording {n})"
-    return f"{entry} ({tag} rewording {n})"
+        return f"{cid} {text} {tag}{n}"
+    return f"{entry} {tag}{n}"
 
 
 _edits = st.lists(
-    st.tuples(st.sampled_from(EDITS), st.integers(0, 5), st.integers(0, 5)), max_size=4
+    st.tuples(st.sampled_from(EDITS), st.integers(0, 5), st.integers(0, 5)), max_size=5
 )
 
 
@@ -446,3 +451,87 @@ def test_two_indexes_without_a_base_keep_every_line_even_the_templates():
     out = _merge_and_check("MEMORY.md", None, ours, theirs)
     assert b"(carry_forward.md)" in out and b"(running_commitments.md)" in out
     assert b"(user_pat.md)" in out
+
+
+_CF = {
+    "Pending": [
+        "Ask Pat about the Q3 numbers.",
+        "Mention the new linter config.",
+        "Check whether the venue replied.",
+    ],
+    "Consumed": ["Raised the budget question (2026-11-20)."],
+}
+
+
+def _cf(pending: list[str], consumed: list[str]) -> bytes:
+    return render("carry_forward", {"Pending": pending, "Consumed": consumed})
+
+
+def _places(out: bytes) -> tuple[str, str]:
+    tree = sections.parse(memory.parse(out.decode()).body)
+    return "".join(tree.find("Pending").entries), "".join(tree.find("Consumed").entries)
+
+
+def test_consumed_here_reworded_there_while_there_also_consumes_another_is_consumed():
+    """Issue 16 re-trial, item 1: the reword is found by its words, not by position."""
+    q3, linter, venue = _CF["Pending"]
+    b = _cf(_CF["Pending"], _CF["Consumed"])
+    o = _cf([linter, venue], [*_CF["Consumed"], q3])
+    t = _cf([q3[:-1] + " and the forecast.", venue], [*_CF["Consumed"], linter])
+    for ours, theirs in ((o, t), (t, o)):
+        out = _merge_and_check("carry_forward.md", b, ours, theirs)
+        pending, consumed = _places(out)
+        assert "Q3" not in pending and "Q3" in consumed and "linter" in consumed
+
+
+def test_an_item_replaced_in_place_by_a_new_one_is_an_addition_not_a_reword():
+    """Issue 16 re-trial, item 2: "Book flights" where Q3 was is a new item, never lost."""
+    q3, linter, venue = _CF["Pending"]
+    b = _cf(_CF["Pending"], _CF["Consumed"])
+    o = _cf([linter, venue], [*_CF["Consumed"], q3])
+    t = _cf(["Book flights for the offsite.", linter, venue], _CF["Consumed"])
+    for ours, theirs in ((o, t), (t, o)):
+        out = _merge_and_check("carry_forward.md", b, ours, theirs)
+        pending, consumed = _places(out)
+        assert "Book flights for the offsite." in pending and "Q3" in consumed
+
+
+def test_delivered_on_both_sides_with_different_notes_keeps_both_and_reports_it():
+    """Issue 16 re-trial, item 3, for commitments and carry-forward alike."""
+    cid = "[c-2026-11-24-k3f9] send Ana the deck"
+    b = render("commitments", {"Open": [cid], "Delivered": []})
+    o = render("commitments", {"Open": [], "Delivered": [f"{cid} - sent by email"]})
+    t = render("commitments", {"Open": [], "Delivered": [f"{cid} - sent via Slack"]})
+    result = merge("running_commitments.md", b, o, t)
+    assert b"sent by email" in result.content and b"sent via Slack" in result.content
+    assert result.conflict and "c-2026-11-24-k3f9" in result.conflict
+    q3 = _CF["Pending"][0]
+    b = _cf([q3], [])
+    o, t = _cf([], [f"{q3} Raised by email."]), _cf([], [f"{q3} Raised on Slack."])
+    result = merge("carry_forward.md", b, o, t)
+    assert b"by email" in result.content and b"on Slack" in result.content
+    assert result.conflict
+    _merge_and_check("carry_forward.md", b, o, t)
+
+
+def test_reworded_differently_on_both_sides_is_a_conflict_even_with_another_edit():
+    """Issue 16 re-trial, item 4: one side also consumes another item."""
+    q3, linter, venue = _CF["Pending"]
+    b = _cf(_CF["Pending"], [])
+    o = _cf([q3[:-1] + " and the forecast.", venue], [linter])
+    t = _cf([q3[:-1] + " before Friday.", linter, venue], [])
+    result = merge("carry_forward.md", b, o, t)
+    assert result.conflict
+    _merge_and_check("carry_forward.md", b, o, t)
+
+
+def test_an_index_line_replaced_by_another_files_line_names_the_edited_file():
+    """Issue 16 re-trial, item 8: link targets are identities, never paired by position."""
+    b = b"# Memory\n\n- [Tone](feedback_tone.md) - keep it short\n"
+    o = b"# Memory\n\n- [Tone](feedback_tone.md) - keep it short, no emoji\n"
+    t = b"# Memory\n\n- [Dogs](user_dogs.md) - two dogs\n"
+    for ours, theirs in ((o, t), (t, o)):
+        result = merge("MEMORY.md", b, ours, theirs)
+        out = _merge_and_check("MEMORY.md", b, ours, theirs)
+        assert b"no emoji" in out and b"two dogs" in out
+        assert "user_dogs.md" not in (result.conflict or "")
