@@ -265,7 +265,7 @@ def violations(
             if not changed:
                 if rv:
                     problems.append(f"{ident!r}: removed on one side, untouched on the other, kept")
-            elif not all(present(ident, v) for v in changed):
+            elif not all(present(ident, v) or conflict_kept(v) for v in changed):
                 problems.append(f"{ident!r}: changed on one side to {changed}, result {rv}")
             elif bv and not ident.startswith("meta:"):
                 stale = [v for v in bv if v not in changed and v in rv]

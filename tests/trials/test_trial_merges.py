@@ -282,3 +282,88 @@ def test_push_file_after_a_lost_race_keeps_the_later_edit(pair):
         assert "a joke is fine" in text
     assert a.files() == b.files()
     assert conflict_files(a) == conflict_files(b) == ["feedback_tone.md"]
+
+
+CARRY = """
+## Pending
+- Ask Pat about the Q3 numbers.
+- Mention the new linter config.
+- Check whether the venue replied.
+
+## Consumed
+"""
+Q3 = "- Ask Pat about the Q3 numbers.\n"
+
+
+def _consume(line: str):  # noqa: ANN202
+    return lambda t: t.replace(line, "").replace("## Consumed\n", "## Consumed\n" + line)
+
+
+@pytest.mark.parametrize(
+    ("b_edit", "pending", "consumed"),
+    [
+        # re-trial item 1: B rewords Q3 and consumes the linter item in the same round
+        (
+            lambda t: _consume("- Mention the new linter config.\n")(
+                t.replace("Q3 numbers.", "Q3 numbers and the forecast.")
+            ),
+            "- Check whether the venue replied.",
+            "- Mention the new linter config.",
+        ),
+        # re-trial item 2: B writes a brand-new item over Q3's line
+        (
+            lambda t: t.replace(Q3, "- Book flights for the offsite.\n"),
+            "- Book flights for the offsite.",
+            Q3.strip(),
+        ),
+    ],
+    ids=["reword-and-consume", "replace-in-place"],
+)
+@pytest.mark.parametrize("how", ["sync", "push"])
+def test_carry_forward_consumed_on_a_while_b_makes_several_edits(
+    pair, b_edit, pending, consumed, how
+):
+    """A consumes Q3. Whatever else B did, Q3 is consumed only, and B's new item stays."""
+    a, b, remote = pair
+    a.write("carry_forward.md", CARRY, type="carry_forward")
+    start_synced(a, b)
+    edit(a, "carry_forward.md", _consume(Q3))
+    edit(b, "carry_forward.md", b_edit)
+    a.run("sync")
+    b.run(*(["sync"] if how == "sync" else ["push", str(b.memory / "carry_forward.md")]))
+    a.run("sync")
+    b.run("sync")
+    for text in (a.files()["carry_forward.md"].decode(), remote_text(remote, "carry_forward.md")):
+        top, bottom = text.split("## Consumed")
+        assert "Q3" not in top and "Q3" in bottom, text
+        assert pending in top and consumed in bottom, text
+        assert "linter" not in top or "linter" not in bottom
+    assert a.files() == b.files()
+    assert conflict_files(a) == conflict_files(b) == []
+
+
+def test_one_promise_delivered_on_both_devices_with_different_notes_keeps_both(pair):
+    """Re-trial item 3: both notes of how it was delivered stay, and both devices hear."""
+    a, b, remote = pair
+    promise = "- [c-2026-11-24-k3f9] 2026-11-24: send Ana the deck\n"
+    a.write("running_commitments.md", f"\n## Open\n{promise}\n## Delivered\n", type="commitments")
+    start_synced(a, b)
+    for device, note in ((a, "sent by email"), (b, "sent via Slack")):
+        delivered = promise.rstrip("\n") + f" ({note})\n"
+        edit(
+            device,
+            "running_commitments.md",
+            lambda t, d=delivered: t.replace(promise, "").replace(
+                "## Delivered\n", "## Delivered\n" + d
+            ),
+        )
+    a.run("sync")
+    b.run("sync")
+    a.run("sync")
+    text = remote_text(remote, "running_commitments.md")
+    delivered = text.split("## Delivered")[1]
+    assert "sent by email" in delivered and "sent via Slack" in delivered
+    assert "send Ana" not in text.split("## Delivered")[0]
+    assert a.files() == b.files()
+    for device in (a, b):
+        assert conflict_files(device) == ["running_commitments.md"]
