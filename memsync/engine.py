@@ -683,12 +683,14 @@ class Engine:
             result.conflicts.append(f"{item['file']}: {item['detail']}")
 
     def _publish_conflicts(self, result: SyncResult) -> None:
-        if not self._published or result.offline:
+        if result.offline or not (self._published or self.state.meta.get("pending_resolutions")):
             return
-        from memsync.conflicts import publish
+        from memsync.conflicts import publish, publish_resolutions
 
         try:
-            publish(self.store, self._published)
+            if self._published:
+                publish(self.store, self._published)
+            publish_resolutions(self.store, self.state)
         except Unreachable:
             pass  # recorded here; the other device learns of it from its own merge or status
         except StoreError as exc:
@@ -901,9 +903,10 @@ class Engine:
                     reason = f"lost a merge conflict: {outcome.conflict}"
                     self._keep(name, outcome.discarded, reason)
                 with self._lock:
-                    self.state.add_conflict(name, outcome.conflict)
+                    shared = self._shared_conflict(name, outcome)
+                    self.state.add_conflict(name, outcome.conflict, shared["id"])
                     result.conflicts.append(f"{name}: {outcome.conflict}")
-                    self._published.append(self._shared_conflict(name, outcome))
+                    self._published.append(shared)
             self._finish_merge(result, name, merged, etag)
             return
         with self._lock:

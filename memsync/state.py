@@ -215,8 +215,12 @@ class State:
     def conflicts(self) -> list[dict[str, Any]]:
         return list(self.meta.get("conflicts", []))
 
-    def add_conflict(self, name: str, detail: str) -> None:
-        entry = {"file": name, "detail": detail, "at": time.time()}
+    def add_conflict(self, name: str, detail: str, conflict_id: str | None = None) -> None:
+        """`conflict_id`: the id of its entry in the remote record (memsync/conflicts.py), by
+        which a `resolve` on another device clears it here too."""
+        entry: dict[str, Any] = {"file": name, "detail": detail, "at": time.time()}
+        if conflict_id is not None:
+            entry["id"] = conflict_id
         self.meta["conflicts"] = [*self.conflicts, entry]
 
     def resolve_conflicts(self, name: str | None = None) -> int:

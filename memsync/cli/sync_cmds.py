@@ -242,7 +242,8 @@ def resolve(
     """Mark reported conflicts as dealt with."""
     engine = engine_for(memory_dir, remote, project)
     name = engine.name_of(file) if file else None
+    from memsync.conflicts import share_resolution
+
     with engine.locked():  # re-reads the state: a push queued meanwhile is kept
-        cleared = engine.state.resolve_conflicts(name)
-        engine.state.save()
-    out.print(f"Cleared {cleared} conflict(s).")
+        cleared, note = share_resolution(engine, name)
+    out.print(f"Cleared {cleared} conflict(s).{note}")

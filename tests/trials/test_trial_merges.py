@@ -367,3 +367,41 @@ def test_one_promise_delivered_on_both_devices_with_different_notes_keeps_both(p
     assert a.files() == b.files()
     for device in (a, b):
         assert conflict_files(device) == ["running_commitments.md"]
+
+
+def test_resolve_on_one_device_clears_the_conflict_on_the_other(pair):
+    """Re-trial item 11: `memsync resolve FILE` on A is published; B clears it at its next
+    sync, and a conflict in another file stays reported on both."""
+    a, b, remote = pair
+    a.write("user_pat.md", "Pat works on storage.\n", type="user")
+    a.write("feedback_tone.md", "Keep answers short.\n", type="feedback")
+    start_synced(a, b)
+    t0 = 1_795_500_000.0
+    for name, old in (("user_pat.md", "storage"), ("feedback_tone.md", "short")):
+        edit(a, name, lambda t, o=old: t.replace(o, f"{o} (laptop)"), t0)
+        edit(b, name, lambda t, o=old: t.replace(o, f"{o} (desktop)"), t0 + 3)
+    a.run("sync")
+    b.run("sync")
+    a.run("sync")
+    for device in (a, b):
+        assert sorted(conflict_files(device)) == ["feedback_tone.md", "user_pat.md"]
+    said = a.run("resolve", "user_pat.md").stdout
+    assert "Cleared 1 conflict" in said and "other devices" in said
+    assert conflict_files(a) == ["feedback_tone.md"]
+    b.run("sync")
+    assert conflict_files(b) == ["feedback_tone.md"]
+    assert "user_pat.md" not in primer(b)
+    # resolving while the remote cannot be reached is published at the next sync
+    aside = remote.with_name("remote-away")
+    remote.rename(aside)
+    said = b.run("resolve", check=None)
+    aside.rename(remote)
+    assert said.returncode == 0 and "next sync" in said.stdout, said
+    assert conflict_files(b) == []
+    a.run("sync")
+    assert conflict_files(a) == ["feedback_tone.md"]  # not published yet
+    b.run("sync")
+    a.run("sync")
+    assert conflict_files(a) == []
+    record = json.loads(remote_text(remote, "_memsync/conflicts.json"))
+    assert len(record["resolved"]) == 2
