@@ -780,6 +780,10 @@ def _merge_text(
             if b_tree is not None and base is None:  # the template: compare by session
                 b_tree = None
         body = STRATEGIES[strategy](b_tree, o_tree, t_tree, notes).render()
+        if body.endswith("\n\n") and not any(
+            x.endswith("\n\n") for x in (o_doc.body, t_doc.body)
+        ):  # no blank line at the end that neither side had
+            body = body.rstrip("\n") + "\n"
     else:
         return _merge_unknown(
             path,
