@@ -538,3 +538,20 @@ def test_an_index_line_replaced_by_another_files_line_names_the_edited_file():
         out = _merge_and_check("MEMORY.md", b, ours, theirs)
         assert b"no emoji" in out and b"two dogs" in out
         assert "user_dogs.md" not in (result.conflict or "")
+
+
+@pytest.mark.parametrize("base", ["template", "none"])
+def test_two_carry_forwards_from_the_template_each_filled_in_is_no_conflict(base):
+    """Re-trial item 10: each device replaced the placeholder item with its own."""
+    from memsync import resources
+
+    template = resources.template_text("carry_forward.md")
+    placeholder = "- Something to raise next time, and why it matters."
+    o = template.replace(placeholder, "- Ask Pat about the Q3 numbers.").encode()
+    t = template.replace(placeholder, "- Book the venue for the offsite.").encode()
+    b = template.encode() if base == "template" else None
+    result = merge("carry_forward.md", b, o, t)
+    assert result.conflict is None
+    pending, _ = _places(result.content)
+    assert "Q3 numbers" in pending and "Book the venue" in pending and "Something" not in pending
+    _merge_and_check("carry_forward.md", b, o, t)
