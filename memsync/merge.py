@@ -34,6 +34,7 @@ class MergeResult:
     discarded: bytes | None = None  # a version not kept in the file, for local history
     ours_won: bool | None = None  # fact files: whether this device's edit was kept
     edited: float | None = None  # when the kept content was edited, where known
+    tied: bool = False  # fact files: the edit times could not be told apart
 
 
 # --- generic three-way list union ---------------------------------------------------------
@@ -634,8 +635,22 @@ def _edit_time(
     differs from the base's), else the file's mtime on the device that edited it."""
     when = modified_of(meta)
     if when is not None and (base_meta is None or modified_of(base_meta) != when):
+        # a day, not a time (`modified: 2026-11-24`): the mtime says when that day, if it is
+        # that day in some time zone; two edits the same day are then told apart
+        if (
+            mtime is not None
+            and _date_only(memory.field(meta, "modified"))
+            and when - 14 * 3600 <= mtime < when + 38 * 3600
+        ):
+            return mtime
         return when
     return mtime
+
+
+def _date_only(value: object) -> bool:
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return True
+    return isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value.strip()) is not None
 
 
 def _stamp(when: float) -> str:
@@ -674,6 +689,7 @@ def _merge_fact(
         discarded=loser,
         ours_won=ours_newer,
         edited=won,
+        tied=why.startswith("the edit times"),
     )
 
 
@@ -846,7 +862,7 @@ def _render_like(
     return memory.render(meta, body)
 
 
-_PLACEHOLDER = re.compile(r"\\\{(title|slug|date|session|nonce)\\\}")
+_PLACEHOLDER = re.compile(r"\\\{(title|slug|date|session|nonce|modified)\\\}")
 _TEMPLATE_FILE = {"callbacks": "callbacks.md", "commitments": "commitments.md"}
 
 
@@ -963,6 +979,12 @@ def describe_for_others(path: str, result: MergeResult) -> str:
     the merging device keeps its own, the other keeps its own when the winner replaces it."""
     if result.ours_won is None:
         return (result.conflict or "").split("; the other version is in local history")[0]
+    if result.tied:
+        return (
+            "both devices changed this file and the edit times could not be told apart; one "
+            "version was kept, the other is in local history on the device that made it "
+            f"(`memsync history {path}`)"
+        )
     when = f" ({_stamp(result.edited)})" if result.edited is not None else ""
     return (
         f"both devices changed this file; the version edited later{when} was kept, and the "

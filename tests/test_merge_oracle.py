@@ -555,3 +555,42 @@ def test_two_carry_forwards_from_the_template_each_filled_in_is_no_conflict(base
     pending, _ = _places(result.content)
     assert "Q3 numbers" in pending and "Book the venue" in pending and "Something" not in pending
     _merge_and_check("carry_forward.md", b, o, t)
+
+
+@pytest.mark.parametrize("later", ["ours", "theirs"])
+def test_a_date_only_modified_set_the_same_day_on_both_sides_is_timed_by_the_mtimes(later):
+    """Re-trial item 5: `modified: 2026-11-24` on both sides ties; the mtimes (that day)
+    tell the edits apart, and what the other device reads is true."""
+    from datetime import datetime as dt
+
+    from memsync.merge import describe_for_others
+
+    def fact(body: str, when: str) -> bytes:
+        meta = {"name": "pat", "description": "d", "metadata": {"type": "user", "modified": when}}
+        return memory.render(meta, body).encode()
+
+    b, o, t = fact("base\n", "2026-11-20"), fact("ours\n", "2026-11-24"), fact("zz\n", "2026-11-24")
+    noon = dt(2026, 11, 24, 12).timestamp()
+    times = (noon + 60, noon) if later == "ours" else (noon, noon + 60)
+    result = merge("user_pat.md", b, o, t, ours_mtime=times[0], theirs_mtime=times[1])
+    assert result.content == (o if later == "ours" else t)
+    assert "edited later" in result.conflict and not result.tied
+    assert result.edited == noon + 60
+    # no times at all: a tie, and neither device is told a time that was not measured
+    tie = merge("user_pat.md", b, o, t)
+    assert tie.tied and "could not be told apart" in tie.conflict
+    assert "could not be told apart" in describe_for_others("user_pat.md", tie)
+    assert "00:00:00" not in describe_for_others("user_pat.md", tie)
+
+
+def test_new_fact_files_get_a_full_modified_time_and_digests_a_unique_session(tmp_path):
+    """Re-trial items 5 and 9."""
+    from memsync.newfile import create
+
+    text = create(tmp_path / "a", "user", "pat").read_text()
+    assert re.search(r"modified: '?\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", text), text
+    headings = [
+        re.findall(r"^## Session .+$", create(tmp_path / d, "session_digest").read_text(), re.M)
+        for d in ("a", "b")
+    ]
+    assert len(headings[0]) == len(headings[1]) == 1 and headings[0] != headings[1]
