@@ -589,8 +589,13 @@ def test_new_fact_files_get_a_full_modified_time_and_digests_a_unique_session(tm
 
     text = create(tmp_path / "a", "user", "pat").read_text()
     assert re.search(r"modified: '?\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", text), text
-    headings = [
-        re.findall(r"^## Session .+$", create(tmp_path / d, "session_digest").read_text(), re.M)
-        for d in ("a", "b")
-    ]
+    digests = [create(tmp_path / d, "session_digest").read_text() for d in ("a", "b")]
+    headings = [re.findall(r"^## Session .+$", x, re.M) for x in digests]
     assert len(headings[0]) == len(headings[1]) == 1 and headings[0] != headings[1]
+    # two devices' sessions with the same note stay two sessions when merged
+    arc = "- What we set out to do, what happened, what was decided."
+    ours, theirs = (x.replace(arc, "- Fixed the cron.").encode() for x in digests)
+    result = merge("session_digest_2026-11-24.md", None, ours, theirs)
+    text = result.content.decode()
+    assert text.count("- Fixed the cron.") == 2 and text.count("## Session") == 2
+    assert result.conflict is None
