@@ -509,6 +509,28 @@ def _rule_entry(day: date, context: str, entry: str) -> str:
     return "\n".join(out) + "\n"
 
 
+_RULE_PREFIX = re.compile(r"^-\s+(\d{4}-\d{2}-\d{2}(?: \([^)]*\))?):\s*")
+
+
+def _reworded_rule(rules: list[str], rule: str) -> int | None:
+    """The index of the earlier rule `rule` rewords: same date and context, most words alike
+    (merge.similarity, as merges tell a reword from a new entry); None if there is none."""
+    from memsync.merge import SIMILAR, similarity
+
+    m = _RULE_PREFIX.match(rule.strip())
+    if m is None:
+        return None
+    best, best_score = None, SIMILAR
+    for i, old in enumerate(rules):
+        o = _RULE_PREFIX.match(old.strip())
+        if o is None or o.group(1) != m.group(1):
+            continue
+        score = similarity(old.strip()[o.end() :], rule.strip()[m.end() :])
+        if score >= best_score:
+            best, best_score = i, score
+    return best
+
+
 def _plan_voice(text: str, now: date, policy: Policy) -> tuple[bytes, str] | None:
     source, body = memory.split(text)
     root = sections.parse(body)
@@ -542,7 +564,17 @@ def _plan_voice(text: str, now: date, policy: Policy) -> tuple[bytes, str] | Non
     # merge) is not added twice: compaction stays idempotent under merges
     known = {sections.normalise(e) for e in rules.entries}
     added = [a for a in added if sections.normalise(a) not in known]
-    rules.entries = _tail([*rules.entries, *dict.fromkeys(added)], blank)
+    entries = list(rules.entries)
+    earlier = len(entries)
+    for rule in dict.fromkeys(added):
+        # the section came back because the other device reworded an entry this compaction
+        # had already folded: the reworded rule replaces the old one instead of joining it
+        i = _reworded_rule(entries[:earlier], rule)
+        if i is None:
+            entries.append(rule)
+        else:
+            entries[i] = rule
+    rules.entries = _tail(entries, blank)
     dates = sorted(c.date.isoformat() for c in old if c.date is not None)
     span = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
     noun = "section" if len(dates) == 1 else "sections"
@@ -733,10 +765,14 @@ def plan(files: Mapping[str, bytes], now: date, policy: Policy = DEFAULT_POLICY)
         rule = _SINGLE_FILE_RULES.get(type_of(name, doc.meta).name)
         if rule is None or doc.meta is None:
             continue
+        text = memory.decode(data)
+        crlf = text.count("\r\n") * 2 > text.count("\n")  # as merges do: CRLF stays CRLF
         try:
-            outcome = rule(memory.decode(data), now, policy)
+            outcome = rule(text.replace("\r\n", "\n"), now, policy)
         except memory.FrontmatterError:
             continue
+        if outcome is not None and crlf:
+            outcome = (outcome[0].decode("utf-8").replace("\n", "\r\n").encode(), outcome[1])
         if outcome is not None and outcome[0] != data:
             content, reason = outcome
             actions.append(Action(UPDATE, name, reason, content, [name], [], _sha(data)))

@@ -599,3 +599,40 @@ def test_new_fact_files_get_a_full_modified_time_and_digests_a_unique_session(tm
     text = result.content.decode()
     assert text.count("- Fixed the cron.") == 2 and text.count("## Session") == 2
     assert result.conflict is None
+
+
+def test_compacting_a_crlf_voice_file_keeps_crlf_and_adds_no_blank_lines():
+    """Re-trial item 6: compaction keeps CRLF as merges do; the same text as with LF."""
+    from datetime import date
+
+    from memsync.compact import plan
+
+    lf = render(
+        "voice_calibration",
+        {"Rules learned": ["keep it short"], "2026-09-01": ["too formal", "pun"], "2026-11-20": []},
+    )
+    crlf = lf.replace(b"\n", b"\r\n")
+    (lf_action,) = plan({"voice_calibration.md": lf}, date(2026, 11, 24))
+    (crlf_action,) = plan({"voice_calibration.md": crlf}, date(2026, 11, 24))
+    assert crlf_action.content == lf_action.content.replace(b"\n", b"\r\n")
+    assert b"\n\n\n" not in lf_action.content
+
+
+def test_a_rule_reworded_on_one_device_while_the_other_folds_it_stays_one_rule():
+    """Re-trial item 7: A compacts; B rewords an entry of the old section; after the merge
+    and another compaction Rules learned holds the reworded rule only."""
+    from datetime import date
+
+    from memsync.compact import Policy, _plan_voice
+
+    kind = "voice_calibration"
+    old = {"Rules learned": ["keep it short"], "2026-09-01": ["Joked during an outage.", "pun"]}
+    base = render(kind, old)
+    compacted, _ = _plan_voice(base.decode(), date(2026, 11, 24), Policy())
+    reworded = render(kind, {**old, "2026-09-01": ["Joked during an outage; it fell flat.", "pun"]})
+    merged = _merge_and_check("voice_calibration.md", base, compacted, reworded)
+    again, _ = _plan_voice(merged.decode(), date(2026, 11, 25), Policy())
+    rules = sections.parse(memory.parse(again.decode()).body).find("Rules learned").entries
+    text = "".join(rules)
+    assert "it fell flat" in text and "Joked during an outage.\n" not in text, text
+    assert len([e for e in rules if e.strip()]) == 3, rules
