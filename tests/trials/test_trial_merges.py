@@ -405,3 +405,26 @@ def test_resolve_on_one_device_clears_the_conflict_on_the_other(pair):
     assert conflict_files(a) == []
     record = json.loads(remote_text(remote, "_memsync/conflicts.json"))
     assert len(record["resolved"]) == 2
+
+
+def test_two_devices_start_the_same_days_digest_and_carry_forward_from_the_template(pair):
+    """Re-trial items 9 and 10: `memsync new` on both devices, each fills in its own notes.
+    Two sessions stay two (even with the same note); two carry-forward items, no conflict."""
+    a, b, remote = pair
+    arc = "- What we set out to do, what happened, what was decided."
+    placeholder = "- Something to raise next time, and why it matters."
+    for device, item in ((a, "- Ask Pat about the Q3 numbers."), (b, "- Book the venue.")):
+        device.run("new", "session_digest")
+        device.run("new", "carry_forward")
+        digest = next(n for n in device.files() if n.startswith("session_digest_"))
+        edit(device, digest, lambda t: t.replace(arc, "- Fixed the nightly cron."))
+        edit(device, "carry_forward.md", lambda t, i=item: t.replace(placeholder, i))
+    a.run("sync")
+    b.run("sync")
+    a.run("sync")
+    assert a.files() == b.files()
+    text = a.files()[digest].decode()
+    assert text.count("## Session ") == 2 and text.count("- Fixed the nightly cron.") == 2
+    pending = a.files()["carry_forward.md"].decode().split("## Consumed")[0]
+    assert "Q3 numbers" in pending and "Book the venue" in pending and "Something" not in pending
+    assert conflict_files(a) == conflict_files(b) == []
