@@ -15,6 +15,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import re
+from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
@@ -180,26 +181,29 @@ def _unique(items: Sequence[Item]) -> list[Item]:
 
 
 _WORD = re.compile(r"\w+")
+_ALL_PAIRS = 2_500  # removed x added entries up to which every pair is compared
+_WINDOW = 16
 SIMILAR = 0.5  # word overlap (Dice) from which a changed entry is a reword of a removed one
+
+
+def _words(text: str) -> Counter[str]:
+    return Counter(_WORD.findall(_ITEM_PREFIX.sub("", text.strip(), count=1).lower()))
+
+
+def _dice(wa: Counter[str], wb: Counter[str]) -> float:
+    if not wa or not wb:
+        return 0.0
+    if len(wa) > len(wb):
+        wa, wb = wb, wa
+    common = sum(min(n, wb[w]) for w, n in wa.items() if w in wb)
+    return 2 * common / (wa.total() + wb.total())
 
 
 def similarity(a: str, b: str) -> float:
     """Dice coefficient of the two texts' lowercase words (as multisets): 1.0 the same words,
     0.0 none in common. "Ask Pat about the Q3 numbers" -> "... and the forecast" is 0.8;
     -> "Book flights for the offsite" is 0.18."""
-    wa = _WORD.findall(_ITEM_PREFIX.sub("", a.strip(), count=1).lower())
-    wb = _WORD.findall(_ITEM_PREFIX.sub("", b.strip(), count=1).lower())
-    if not wa or not wb:
-        return 0.0
-    pool: dict[str, int] = {}
-    for w in wa:
-        pool[w] = pool.get(w, 0) + 1
-    common = 0
-    for w in wb:
-        if pool.get(w, 0) > 0:
-            pool[w] -= 1
-            common += 1
-    return 2 * common / (len(wa) + len(wb))
+    return _dice(_words(a), _words(b))
 
 
 def pair_rewords(
@@ -220,9 +224,14 @@ def pair_rewords(
     if not gone or not new:
         return list(side)
     scored = []
-    for i, old in gone:
-        for j, item in new:
-            score = similarity(old.text, item.text)
+    new_words = [(j, item, _words(item.text)) for j, item in new]
+    # hundreds of entries changed at once: look among the nearest changed ones only, so a
+    # merge stays linear (a reword stays near where it was)
+    window = len(new) if len(gone) * len(new) <= _ALL_PAIRS else _WINDOW
+    for rank, (i, old) in enumerate(gone):
+        old_words = _words(old.text)
+        for j, item, words in new_words[max(0, rank - window) : rank + window + 1]:
+            score = _dice(old_words, words)
             if score >= SIMILAR:
                 scored.append((-score, old.place != item.place, abs(i - j), i, j))
     out = list(side)
