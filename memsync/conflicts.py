@@ -21,6 +21,7 @@ from memsync.errors import AlreadyExists, NotFound, PreconditionFailed, StoreErr
 from memsync.lean_typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
     from memsync.engine import Engine
@@ -59,7 +60,7 @@ def _load(data: bytes) -> list[dict[str, Any]]:
     return _records(data)
 
 
-def _dump(items: list[dict[str, Any]], resolved: list[dict[str, Any]] = ()) -> bytes:  # type: ignore[assignment]
+def _dump(items: list[dict[str, Any]], resolved: Sequence[dict[str, Any]] = ()) -> bytes:
     doc: dict[str, Any] = {"version": 1, "conflicts": items[-KEEP:]}
     if resolved:
         doc["resolved"] = list(resolved)[-KEEP:]
@@ -68,8 +69,8 @@ def _dump(items: list[dict[str, Any]], resolved: list[dict[str, Any]] = ()) -> b
 
 def publish(
     store: Store,
-    entries: list[dict[str, Any]],
-    resolutions: list[dict[str, Any]] = (),  # type: ignore[assignment]
+    entries: Sequence[dict[str, Any]],
+    resolutions: Sequence[dict[str, Any]] = (),
 ) -> None:
     """Append `entries` (conflicts) and `resolutions` to the remote record (conditional
     writes, bounded retries)."""
