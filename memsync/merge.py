@@ -227,10 +227,12 @@ def pair_rewords(
     new_words = [(j, item, _words(item.text)) for j, item in new]
     # hundreds of entries changed at once: look among the nearest changed ones only, so a
     # merge stays linear (a reword stays near where it was)
-    window = len(new) if len(gone) * len(new) <= _ALL_PAIRS else _WINDOW
+    every = len(gone) * len(new) <= _ALL_PAIRS
     for rank, (i, old) in enumerate(gone):
         old_words = _words(old.text)
-        for j, item, words in new_words[max(0, rank - window) : rank + window + 1]:
+        centre = rank * len(new) // len(gone)  # where this entry would sit among the new
+        near = new_words if every else new_words[max(0, centre - _WINDOW) : centre + _WINDOW + 1]
+        for j, item, words in near:
             score = _dice(old_words, words)
             if score >= SIMILAR:
                 scored.append((-score, old.place != item.place, abs(i - j), i, j))

@@ -636,3 +636,14 @@ def test_a_rule_reworded_on_one_device_while_the_other_folds_it_stays_one_rule()
     text = "".join(rules)
     assert "it fell flat" in text and "Joked during an outage.\n" not in text, text
     assert len([e for e in rules if e.strip()]) == 3, rules
+
+
+def test_a_reword_is_found_whatever_its_rank_among_the_changed_entries():
+    """Found by the generated test: a side that removed two entries and reworded the third."""
+    kind = "relationship"
+    b = render(kind, {"2026-11-01": ["thank Ana", "ship the filter", "ask about Lisbon"]})
+    o = render(kind, {"2026-11-01": ["ship the filter", "ask about Lisbon ours2"]})
+    t = render(kind, {"2026-11-01": ["ask about Lisbon theirs2"]})
+    for ours, theirs in ((o, t), (t, o)):
+        assert merge("relationship_riley.md", b, ours, theirs).conflict
+        _merge_and_check("relationship_riley.md", b, ours, theirs)
