@@ -49,6 +49,19 @@ TOMBSTONES = "_memsync/forgotten.json"  # remote record of forgotten files (name
 _TEMP_SUFFIXES = ("~", ".swp", ".swo", ".swx", ".tmp", ".part", ".crdownload")
 
 
+def foreign(key: str) -> str | None:
+    """Why a remote name under the prefix is not a memory file memsync would fetch (None if it
+    is one). Such blobs are listed as ignored by status and doctor, and never downloaded: a
+    download could only be refused, again on every sync."""
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        return "its name is not valid UTF-8"
+    if not key.endswith(".md"):
+        return "not a Markdown memory file (.md)"
+    return None
+
+
 def is_ignored(relpath: str) -> bool:
     """Files memsync never syncs: Claude Code's team/ folder, hidden and editor temp files."""
     parts = relpath.split("/")
@@ -75,6 +88,7 @@ class SyncResult:
         self.conflicts: list[str] = []
         self.refused: dict[str, str] = {}
         self.refused_remote: dict[str, str] = {}
+        self.ignored_remote: dict[str, str] = {}  # foreign blobs under the prefix, not fetched
         self.errors: dict[str, str] = {}
         self.notes: list[str] = []
         self.queued: list[str] = []
@@ -131,6 +145,8 @@ class Engine:
             if self.ctx.embedded_remote:  # ours to create; a configured folder may be unmounted
                 private_dir(self.ctx.home / "remote")
             self._store = open_store(self.ctx.remote, self.ctx.project)
+            if hasattr(self._store, "max_bytes"):  # a network store caps what it reads
+                self._store.max_bytes = self.max_bytes
         return self._store
 
     # --- the local side -------------------------------------------------------------------
@@ -293,11 +309,15 @@ class Engine:
         allow: dict[str, set[str]] | None = None,
         deadline: float | None = None,
         progress: Callable[[int, int], None] | None = None,
+        cutoff: float | None = None,
     ) -> SyncResult:
         """mode: "sync" (both ways), "push" (local → remote) or "pull" (remote → local).
 
         Pending (queued) pushes are always drained first. With `paths`, a push trusts the
         last-synced records instead of listing, so pushing one known file is one request.
+        No action starts after `deadline`, and no request outlives `cutoff` (both
+        time.monotonic()): a request still running then fails as unreachable, so what it
+        was for is queued or left for the next sync.
         """
         if mode not in ("sync", "push", "pull"):
             raise ValueError(mode)
@@ -307,6 +327,8 @@ class Engine:
             return result
         started = time.monotonic()
         names = None if paths is None else [self.name_of(p) for p in paths]
+        if cutoff is not None and hasattr(self.store, "deadline"):
+            self.store.deadline = cutoff
         with self.locked():
             try:
                 self._run_locked(result, mode, names, force, allow or {}, deadline, progress)
@@ -368,6 +390,10 @@ class Engine:
                     result.refused_remote[key] = str(exc)
                     continue
                 if is_ignored(key):
+                    continue
+                why = foreign(key)
+                if why:
+                    result.ignored_remote[key] = why
                     continue
                 remote[key] = entry.etag
                 entries[key] = entry.modified
@@ -502,10 +528,7 @@ class Engine:
             for action in actions:
                 one(action)
         else:
-            from concurrent.futures import ThreadPoolExecutor  # not needed by a no-op sync
-
-            with ThreadPoolExecutor(max_workers=workers) as pool:
-                list(pool.map(one, actions))
+            run_daemons(one, actions, workers)
         for attr in ("uploaded", "downloaded", "merged", "deleted_remote", "deleted_local"):
             getattr(result, attr).sort()
 
@@ -709,6 +732,37 @@ class _Run:
 
     def mtime(self, name: str) -> float | None:
         return self.local.mtimes.get(name)
+
+
+def run_daemons(work: Callable[[Action], None], items: list[Action], workers: int) -> None:
+    """`work` on every item, `workers` at a time, in daemon threads. Not a ThreadPoolExecutor:
+    its threads are joined when the interpreter exits, so a hook whose pull thread gave up on a
+    stalled download still waited minutes for it to end; daemon threads are abandoned (every
+    write they make is atomic, so nothing is left half-written)."""
+    queue = list(reversed(items))
+    lock = threading.Lock()
+    failed: list[BaseException] = []
+
+    def loop() -> None:
+        while True:
+            with lock:
+                if not queue or failed:
+                    return
+                item = queue.pop()
+            try:
+                work(item)
+            except BaseException as exc:  # noqa: BLE001 - raised in the caller, as pool.map does
+                with lock:
+                    failed.append(exc)
+                return
+
+    threads = [threading.Thread(target=loop, daemon=True) for _ in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failed:
+        raise failed[0]
 
 
 def _read_file(path: str | Path) -> bytes:

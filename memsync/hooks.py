@@ -192,19 +192,24 @@ def _pull_within(engine: Any, budget: float, mode: str = "pull") -> tuple[Any, s
     """Pull (draining the queue first; `mode="sync"` also pushes every unsynced local change)
     for at most `budget` seconds.
 
-    The pull runs in a daemon thread so a hung connection cannot hold the session; whatever it
-    did not finish stays for the next sync (every write it makes is atomic)."""
+    The pull runs in a daemon thread (its transfers too) so a hung connection cannot hold the
+    session, nor the process's exit: no action starts after 0.8 of the budget, no request runs
+    past 0.9 of it, and whatever is still running at the end is abandoned, left for the next
+    sync (every write it makes is atomic)."""
     box: dict[str, Any] = {}
+    started = time.monotonic()
 
     def work() -> None:
         try:
-            box["result"] = engine.run(mode, deadline=time.monotonic() + budget * 0.8)
+            box["result"] = engine.run(
+                mode, deadline=started + budget * 0.8, cutoff=started + budget * 0.9
+            )
         except BaseException as exc:  # noqa: BLE001 - reported to the caller
             box["error"] = exc
 
     thread = threading.Thread(target=work, name="memsync-pull", daemon=True)
     thread.start()
-    thread.join(budget)
+    thread.join(max(0.0, started + budget - time.monotonic()))
     if thread.is_alive():
         return None, f"the pull did not finish within {budget:g} s"
     if "error" in box:

@@ -91,7 +91,9 @@ def serve() -> Iterator[Callable[..., _Server]]:
 
 def _client(port: int, **kwargs: object) -> tuple[BlobHTTP, list[str]]:
     counted: list[str] = []
-    client = BlobHTTP("http", f"127.0.0.1:{port}", on_request=counted.append, **kwargs)
+    client = BlobHTTP(
+        "http", f"127.0.0.1:{port}", on_request=lambda kind, up, down: counted.append(kind), **kwargs
+    )
     client.backoff = client.jitter = 0.0
     return client, counted
 
@@ -237,8 +239,30 @@ def test_https_verifies_the_server_against_the_configured_bundle(serve, tmp_path
     assert server.requests[0][2]["Authorization"].startswith("SharedKey acct:")
 
     monkeypatch.delenv("REQUESTS_CA_BUNDLE")  # an unknown issuer is refused, never trusted
-    with pytest.raises(Unreachable):
+    for name in ("SSL_CERT_FILE", "SSL_CERT_DIR", "CURL_CA_BUNDLE"):
+        monkeypatch.delenv(name, raising=False)
+    asked = len(server.requests)
+    with pytest.raises(ConfigError, match="not trusted .*SSL_CERT_FILE or REQUESTS_CA_BUNDLE"):
         open_store(url, "proj").get("a.md")
+    assert len(server.requests) == asked  # a configuration error: not retried
+
+    # a directory of CA certificates (c_rehash layout) works as a bundle too
+    import subprocess
+
+    folder = tmp_path / "cadir"
+    folder.mkdir()
+    digest = subprocess.run(
+        ["openssl", "x509", "-hash", "-noout", "-in", str(cert)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    (folder / f"{digest}.0").write_bytes(cert.read_bytes())
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(folder))
+    assert open_store(url, "proj").get("a.md") == (b"secure", '"t"')
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE")
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    assert open_store(url, "proj").get("a.md") == (b"secure", '"t"')
 
 
 class _RawServer:
@@ -326,7 +350,7 @@ def test_answers_are_framed_by_length_chunks_or_close(raw):
 def test_answers_that_are_not_http_are_retried_then_unreachable(raw):
     server = raw([b"SSH-2.0-OpenSSH\r\n\r\n"] * 4)
     client, counted = _client(server.port)
-    with pytest.raises(Unreachable, match="did not answer in HTTP/1.x"):
+    with pytest.raises(Unreachable, match="cannot reach .*SSH-2.0"):
         client.request("get", "GET", "/a")
     assert counted == ["get"] * 4
 
