@@ -92,7 +92,10 @@ def serve() -> Iterator[Callable[..., _Server]]:
 def _client(port: int, **kwargs: object) -> tuple[BlobHTTP, list[str]]:
     counted: list[str] = []
     client = BlobHTTP(
-        "http", f"127.0.0.1:{port}", on_request=lambda kind, up, down: counted.append(kind), **kwargs
+        "http",
+        f"127.0.0.1:{port}",
+        on_request=lambda kind, up, down: counted.append(kind),
+        **kwargs,
     )
     client.backoff = client.jitter = 0.0
     return client, counted

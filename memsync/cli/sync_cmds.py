@@ -114,6 +114,9 @@ def status(
             out.print(f"  {label}: {name}", markup=False)
     for name, reason in sorted(st.refused.items()):
         out.print(f"  refused: {name}: {reason}", markup=False)
+    for name, reason in sorted(st.ignored.items()):
+        shown = name.encode("utf-8", "backslashreplace").decode()
+        out.print(f"  ignored on the remote: {shown}: {reason}", markup=False)
     for c in st.conflicts:
         out.print(f"  conflict ({_when(c.get('at'))}): {c['file']}: {c['detail']}", markup=False)
     if st.conflicts:

@@ -22,7 +22,9 @@ import hashlib
 import ipaddress
 import os
 import re
+import threading
 import time
+from contextlib import contextmanager
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from memsync.errors import (
@@ -40,6 +42,7 @@ from memsync.stores.base import Entry, Stats, check_key
 from memsync.stores.httpdate import parse_date
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
 _PROXY_ENV = {"http_proxy", "https_proxy", "all_proxy"}  # NO_PROXY alone changes nothing
@@ -259,6 +262,8 @@ class AzureStore:
         self.max_bytes = DEFAULT_MAX_BYTES  # the engine sets its max_file_bytes
         self._listed: dict[str, Entry] = {}  # the last listing, to check downloads against
         self._denied: str | None = None  # a write refused for lack of rights: not tried again
+        self._write_ok = False  # a write went through: the credential may write
+        self._first_write = threading.Lock()
         self._open()
 
     @property
@@ -308,6 +313,25 @@ class AzureStore:
     @property
     def _sas(self) -> str:
         return self.credential.sas or (self.blob_url.sas if self.credential.kind == URL_SAS else "")
+
+    @contextmanager
+    def _gate(self) -> Iterator[None]:
+        """Until one write has gone through, writes go one at a time: a read-only SAS then
+        costs one refused request, not one per file sent in parallel before the first answer."""
+        if self._write_ok:
+            yield
+            return
+        with self._first_write:
+            if self._denied:
+                raise AuthError(self._denied)
+            try:
+                yield
+            except AuthError:
+                raise
+            except StoreError:
+                self._write_ok = True  # refused for another reason (412...): writing is allowed
+                raise
+            self._write_ok = True
 
     def _auth_message(self, code: str, status: int, write: bool) -> str:
         """Why the service refused the credential, and what to do about it."""
@@ -431,7 +455,8 @@ class AzureStore:
         return (
             response.body,
             quote_etag(response.headers.get("ETag")),
-            (response.headers.get("Content-MD5")),
+            # the whole blob's MD5, as the service keeps it (a ranged answer names it apart)
+            response.headers.get("Content-MD5") or response.headers.get("x-ms-blob-content-md5"),
         )
 
     def get(self, key: str) -> tuple[bytes, str]:
@@ -453,7 +478,8 @@ class AzureStore:
             "Content-MD5": md5_base64(data),  # the service refuses a body that differs
             **condition,
         }
-        response = self._request("put", "PUT", key, headers=headers, body=data)
+        with self._gate():
+            response = self._request("put", "PUT", key, headers=headers, body=data)
         return quote_etag(response.headers.get("ETag"))
 
     def create(self, key: str, data: bytes) -> str:
@@ -464,7 +490,8 @@ class AzureStore:
 
     def delete(self, key: str, etag: str) -> None:
         try:
-            self._request("delete", "DELETE", key, headers={"If-Match": quote_etag(etag)})
+            with self._gate():
+                self._request("delete", "DELETE", key, headers={"If-Match": quote_etag(etag)})
         except PreconditionFailed:
             # Azure answers 412, not 404, when the blob is gone: tell the two apart
             self._request("head", "HEAD", key)

@@ -50,14 +50,25 @@ class _Retry(LinearRetry):
     """The SDK's linear retry, plus what the lean client also retries: 429, and a wait as long
     as a `Retry-After` (up to MAX_RETRY_AFTER; longer is an outage, reported at once)."""
 
+    deadline: float | None = None  # the command's (time.monotonic()): no retry past it
+
+    def _in_time(self, settings: dict[str, Any], wait: float = 0.0) -> bool:
+        if self.deadline is None:
+            return True
+        import time
+
+        return time.monotonic() + max(wait, self.get_backoff_time(settings)) < self.deadline
+
     def send(self, request: Any) -> Any:
         settings = self.configure_retries(request)
         while True:
             try:
                 response = self.next.send(request)
             except AzureError as err:
-                if isinstance(err, AzureSigningError) or not self.increment(
-                    settings, request=request.http_request, error=err
+                if (
+                    isinstance(err, AzureSigningError)
+                    or not self._in_time(settings)
+                    or not self.increment(settings, request=request.http_request, error=err)
                 ):
                     raise
                 self.sleep(settings, request.context.transport)
@@ -67,8 +78,12 @@ class _Retry(LinearRetry):
             if not (is_retry(response, settings["mode"]) or status == 429):
                 return response
             wait = retry_after(response.http_response.headers.get("Retry-After"))
-            if (wait is not None and wait > MAX_RETRY_AFTER) or not self.increment(
-                settings, request=request.http_request, response=response.http_response
+            if (
+                (wait is not None and wait > MAX_RETRY_AFTER)
+                or not self._in_time(settings, wait or 0.0)
+                or not self.increment(
+                    settings, request=request.http_request, response=response.http_response
+                )
             ):
                 return response
             pause = max(self.get_backoff_time(settings), wait or 0.0)
@@ -114,6 +129,8 @@ class AzureSDKStore(AzureStore):
 
     def _open(self) -> None:
         self._deadline: float | None = None
+        options = client_options()
+        self._retry = options["retry_policy"]
         container_url = self.blob_url.container_url
         if self.blob_url.sas:
             container_url += "?" + self.blob_url.sas
@@ -121,7 +138,7 @@ class AzureSDKStore(AzureStore):
             container_url,
             credential=self.credential.for_sdk(),
             raw_request_hook=lambda request: _count(self.stats, request),
-            **client_options(),
+            **options,
         )
 
     @property
@@ -130,7 +147,7 @@ class AzureSDKStore(AzureStore):
 
     @deadline.setter
     def deadline(self, value: float | None) -> None:
-        self._deadline = value
+        self._deadline = self._retry.deadline = value
 
     def _timeout(self) -> dict[str, Any]:
         """The SDK's per-operation `timeout` (the service's, in whole seconds) for what is left
@@ -142,7 +159,9 @@ class AzureSDKStore(AzureStore):
         left = self._deadline - time.monotonic()
         if left <= 0:
             raise Unreachable(f"{self.blob_url.account_url} did not answer in time")
-        return {"timeout": max(1, int(left))}
+        # the server's own time limit, and requests' per-read limit within what is left: a
+        # third of it, as the SDK's downloader reads a body up to three times on its own
+        return {"timeout": max(1, int(left)), "read_timeout": min(30.0, max(0.2, left / 3))}
 
     def _refuse_untrusted(self, exc: BaseException) -> None:
         reason = tls.untrusted(exc)
@@ -178,8 +197,13 @@ class AzureSDKStore(AzureStore):
         except (ServiceRequestError, ServiceResponseError) as exc:
             self._refuse_untrusted(exc)
             raise Unreachable(f"cannot reach {self.blob_url.account_url}") from exc
+        except DecodeError:
+            raise  # a listing cut short: list() asks again
         except HttpResponseError as exc:
             status = exc.status_code
+            if status is None:  # no answer at all: the body stopped or timed out on the way
+                self._refuse_untrusted(exc)
+                raise Unreachable(f"cannot reach {self.blob_url.account_url} ({exc})") from exc
             if status == 412:
                 raise PreconditionFailed(f"{what} changed on the remote") from exc
             if status in (401, 403):
@@ -239,7 +263,7 @@ class AzureSDKStore(AzureStore):
         if "If-Match" in condition:
             kwargs = {"etag": condition["If-Match"]}
             kwargs["match_condition"] = MatchConditions.IfNotModified
-        with self._translate(key, write=True):
+        with self._translate(key, write=True), self._gate():
             result = self.client.get_blob_client(self._name(key)).upload_blob(
                 data,
                 length=len(data),
@@ -254,7 +278,7 @@ class AzureSDKStore(AzureStore):
     def delete(self, key: str, etag: str) -> None:
         blob = self.client.get_blob_client(self._name(key))
         try:
-            with self._translate(key, write=True):
+            with self._translate(key, write=True), self._gate():
                 blob.delete_blob(
                     etag=etag, match_condition=MatchConditions.IfNotModified, **self._timeout()
                 )

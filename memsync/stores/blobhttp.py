@@ -236,7 +236,8 @@ class SharedKey:
 
 
 def quote_path(path: str) -> str:
-    return quote(path, safe="/~")
+    # a name that is not UTF-8 (listed as lone surrogates) is still addressed as its bytes
+    return quote(path, safe="/~", errors="surrogateescape")
 
 
 class BlobHTTP:
