@@ -42,6 +42,12 @@ from memsync.state import State
 from memsync.stores import Stats, Store, check_key, open_store
 
 MAX_ATTEMPTS = 8
+# Over a slow network (a round trip of 5 ms or more), transfers widen past the `concurrency`
+# setting so that a large pull is about TRANSFER_ROUNDS round trips, up to MAX_WORKERS
+# connections; on a fast one more threads only add contention (docs/benchmarks.md).
+SLOW_ROUND_TRIP = 0.005
+TRANSFER_ROUNDS = 4
+MAX_WORKERS = 128
 # From this many new files in one run (a fresh pull), flush once at the end instead of an
 # fsync per file; their names are saved first (see Engine._land).
 LAND_WITHOUT_FSYNC_AT = 32
@@ -376,6 +382,10 @@ class Engine:
                 skip=local.refused,
             )
         else:
+            if not records and hasattr(self.store, "warm"):
+                # a fresh device fetches or sends everything: open the transfers' connections
+                # while the listing is in flight
+                self.store.warm(int(self.ctx.setting("concurrency")))
             listing = self._list(result, mode, local_hashes, records, pending)
             if listing is None:
                 return
@@ -523,7 +533,7 @@ class Engine:
                     if progress is not None:
                         progress(done, total)
 
-        workers = min(int(self.ctx.setting("concurrency")), len(actions))
+        workers = self._workers(len(actions))
         if workers <= 1:
             for action in actions:
                 one(action)
@@ -531,6 +541,15 @@ class Engine:
             run_daemons(one, actions, workers)
         for attr in ("uploaded", "downloaded", "merged", "deleted_remote", "deleted_local"):
             getattr(result, attr).sort()
+
+    def _workers(self, count: int) -> int:
+        """Parallel transfers for `count` actions: the `concurrency` setting, widened over a
+        slow network so the run is a few round trips, not count / concurrency of them."""
+        base = int(self.ctx.setting("concurrency"))
+        rtt = getattr(self.store, "round_trip", None)
+        if rtt is not None and rtt >= SLOW_ROUND_TRIP and count > base:
+            return min(MAX_WORKERS, max(base, -(-count // TRANSFER_ROUNDS)), count)
+        return min(base, count)
 
     def _record(self, name: str, etag: str, content: bytes) -> None:
         with self._lock:

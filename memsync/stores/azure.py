@@ -536,5 +536,14 @@ class AzureStore:
         date = self._probe().headers.get("Date")
         return parse_date(date) if date else None
 
+    @property
+    def round_trip(self) -> float | None:
+        """About one network round trip to the service (its quickest connect), once known."""
+        return self.http.round_trip
+
+    def warm(self, count: int) -> None:
+        """Open `count` connections in the background, e.g. while the listing is in flight."""
+        self.http.warm(count)
+
     def close(self) -> None:
         self.http.close()

@@ -330,6 +330,13 @@ class AzureSDKStore(AzureStore):
             )
         return parse_date(seen[-1]) if seen and seen[-1] else None
 
+    @property
+    def round_trip(self) -> float | None:
+        return None  # requests keeps its own pool (of 10): no latency-aware widening here
+
+    def warm(self, count: int) -> None:
+        pass
+
     def close(self) -> None:
         self.client.close()
         close = getattr(self.credential.token, "close", None)

@@ -241,7 +241,9 @@ def quote_path(path: str) -> str:
 
 
 class BlobHTTP:
-    """Requests to one account endpoint: keep-alive connections, one per thread."""
+    """Requests to one account endpoint over a pool of keep-alive connections: a request takes
+    an idle one (or opens one) and gives it back if its answer left it usable, so the listing's
+    connection and those opened ahead by `warm` serve the transfers that follow."""
 
     retries = 3
     backoff = 0.5
@@ -266,30 +268,46 @@ class BlobHTTP:
         self.connect_timeout, self.read_timeout = connect_timeout, read_timeout
         self.request_timeout = request_timeout
         self.deadline: float | None = None  # the command's: no request outlives it
-        self._local = threading.local()
-        self._all: list[http.client.HTTPConnection] = []
+        self.round_trip: float | None = None  # the quickest connect seen: about one round trip
+        self._idle: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
 
     def _connection(self) -> http.client.HTTPConnection:
-        """This thread's connection (not yet connected, or kept alive from its last request)."""
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = _open(self.scheme, self.host, self.port, self.connect_timeout)
-            self._local.conn = conn
-            with self._lock:
-                self._all.append(conn)
-        return conn
+        """An idle kept-alive connection, or a new one (connected by its first request)."""
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return _open(self.scheme, self.host, self.port, self.connect_timeout)
 
-    def warm(self) -> None:
-        """Open this thread's connection now (TCP and TLS handshakes), so its first request
-        costs one round trip; errors are left for that request to meet and report."""
-        conn = self._connection()
-        if conn.sock is None:
+    def _give_back(self, conn: http.client.HTTPConnection) -> None:
+        if conn.sock is not None:
+            with self._lock:
+                self._idle.append(conn)
+
+    def _connect(self, conn: http.client.HTTPConnection, timeout: float) -> None:
+        conn.timeout = timeout
+        started = time.monotonic()
+        conn.connect()
+        took = time.monotonic() - started
+        with self._lock:
+            self.round_trip = took if self.round_trip is None else min(self.round_trip, took)
+
+    def warm(self, count: int) -> None:
+        """Open `count` connections in the background (TCP and TLS handshakes) while something
+        else is in flight, so the transfers after it start at once; errors are left for the
+        requests to meet and report."""
+
+        def one() -> None:
+            conn = _open(self.scheme, self.host, self.port, self.connect_timeout)
             try:
-                conn.timeout = self.connect_timeout
-                conn.connect()
+                self._connect(conn, self.connect_timeout)
             except (OSError, http.client.HTTPException):
                 conn.close()
+                return
+            self._give_back(conn)
+
+        for _ in range(count):
+            threading.Thread(target=one, name="memsync-warm", daemon=True).start()
 
     def _deadline(self) -> float:
         own = time.monotonic() + self.request_timeout
@@ -331,6 +349,11 @@ class BlobHTTP:
             reused = conn.sock is not None
             wait = None
             try:
+                if conn.sock is None:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise TimedOut("no time left to connect")
+                    self._connect(conn, min(self.connect_timeout, left))
                 status, reason, answer, data = exchange(
                     conn,
                     method,
@@ -343,6 +366,8 @@ class BlobHTTP:
                 )
             except BaseException as exc:
                 conn.close()  # never reuse a connection in an unknown state
+                if isinstance(exc, ConnectionError):
+                    self.close()  # the idle ones likely went down with it: open anew
                 self.on_request(kind, len(body or b""), 0)
                 if not isinstance(exc, (OSError, http.client.HTTPException)):
                     raise
@@ -361,6 +386,7 @@ class BlobHTTP:
                     continue
                 failure = str(exc) or type(exc).__name__
             else:
+                self._give_back(conn)
                 self.on_request(kind, len(body or b""), len(data))
                 if not retryable(status) or attempt >= self.retries:
                     return Response(status, answer, data, reason)
@@ -392,7 +418,6 @@ class BlobHTTP:
 
     def close(self) -> None:
         with self._lock:
-            for conn in self._all:
+            for conn in self._idle:
                 conn.close()
-            self._all.clear()
-        self._local = threading.local()
+            self._idle.clear()
