@@ -43,10 +43,8 @@ from memsync.stores import Stats, Store, check_key, open_store
 
 MAX_ATTEMPTS = 8
 # Over a slow network (a round trip of 5 ms or more), transfers widen past the `concurrency`
-# setting so that a large pull is about TRANSFER_ROUNDS round trips, up to MAX_WORKERS
-# connections; on a fast one more threads only add contention (docs/benchmarks.md).
-SLOW_ROUND_TRIP = 0.005
-TRANSFER_ROUNDS = 4
+# setting, up to one connection a file and MAX_WORKERS in all, so that a 500-file pull is a few
+# round trips; on a fast one more threads only add contention (docs/benchmarks.md).
 MAX_WORKERS = 128
 # From this many new files in one run (a fresh pull), flush once at the end instead of an
 # fsync per file; their names are saved first (see Engine._land).
@@ -385,7 +383,7 @@ class Engine:
             if not records and hasattr(self.store, "warm"):
                 # a fresh device fetches or sends everything: open the transfers' connections
                 # while the listing is in flight
-                self.store.warm(int(self.ctx.setting("concurrency")))
+                self.store.warm(int(self.ctx.setting("concurrency")), MAX_WORKERS // 2)
             listing = self._list(result, mode, local_hashes, records, pending)
             if listing is None:
                 return
@@ -547,8 +545,8 @@ class Engine:
         slow network so the run is a few round trips, not count / concurrency of them."""
         base = int(self.ctx.setting("concurrency"))
         rtt = getattr(self.store, "round_trip", None)
-        if rtt is not None and rtt >= SLOW_ROUND_TRIP and count > base:
-            return min(MAX_WORKERS, max(base, -(-count // TRANSFER_ROUNDS)), count)
+        if rtt is not None and rtt >= 0.005 and count > base:  # blobhttp.SLOW_ROUND_TRIP
+            return min(MAX_WORKERS, count)
         return min(base, count)
 
     def _record(self, name: str, etag: str, content: bytes) -> None:

@@ -85,6 +85,7 @@ class FaultProxy:
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
             upstream: http.client.HTTPConnection | None = None
+            head_length = 0
 
             def setup(self) -> None:
                 with proxy._lock:
@@ -100,8 +101,7 @@ class FaultProxy:
                 line = f"{self.command} {self.path}"
                 with proxy._lock:
                     proxy.requests.append(line)
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else None
+                body = self._body()
                 if proxy.rtt:
                     time.sleep(proxy.rtt)
                 fault = proxy._take(line)
@@ -116,8 +116,8 @@ class FaultProxy:
                     self._send_head(int(fault), reason, [("Retry-After", "1")], 0)
                     return
                 status, reason, headers, data = self._forward(body)
-                if self.command == "HEAD":
-                    self._send_head(status, reason, headers, 0)
+                if self.command == "HEAD":  # the blob's length, with no body after it
+                    self._send_head(status, reason, headers, self.head_length)
                     return
                 if fault is None or fault == "garble":
                     if fault == "garble" and data:
@@ -152,6 +152,20 @@ class FaultProxy:
                             break
                 self.close_connection = True
 
+            def _body(self) -> bytes | None:
+                if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
+                    parts = []
+                    while True:
+                        size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
+                        if size == 0:
+                            while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                                pass  # trailers
+                            return b"".join(parts)
+                        parts.append(self.rfile.read(size))
+                        self.rfile.readline()
+                length = int(self.headers.get("Content-Length") or 0)
+                return self.rfile.read(length) if length else None
+
             def _forward(self, body: bytes | None) -> tuple[int, str, list[tuple[str, str]], bytes]:
                 if self.upstream is None:
                     self.upstream = http.client.HTTPConnection("127.0.0.1", proxy.upstream_port)
@@ -160,6 +174,7 @@ class FaultProxy:
                     headers["Content-Length"] = str(len(body))
                 self.upstream.request(self.command, self.path, body=body, headers=headers)
                 answer = self.upstream.getresponse()
+                self.head_length = int(answer.getheader("Content-Length") or 0)
                 data = answer.read()
                 drop = _HOP | proxy.strip
                 kept = [(k, v) for k, v in answer.getheaders() if k.lower() not in drop]

@@ -541,9 +541,10 @@ class AzureStore:
         """About one network round trip to the service (its quickest connect), once known."""
         return self.http.round_trip
 
-    def warm(self, count: int) -> None:
-        """Open `count` connections in the background, e.g. while the listing is in flight."""
-        self.http.warm(count)
+    def warm(self, count: int, slow_count: int) -> None:
+        """Open connections in the background while the listing is in flight: `count`, or
+        `slow_count` once the first shows the network is slow."""
+        self.http.warm(count, slow_count)
 
     def close(self) -> None:
         self.http.close()

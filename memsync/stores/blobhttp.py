@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 API_VERSION = "2025-11-05"  # served by Azure, by Azurite 3.37, and by azure-storage-blob 12.31
 READ_PIECE = 65536  # a body is read at most this much per system call, the deadline checked
 MAX_RETRY_AFTER = 10.0  # a longer Retry-After is an outage: give up and let the work queue
+SLOW_ROUND_TRIP = 0.005  # a connect this slow is a real network, not the loopback or a LAN
 DEFAULT_LIMIT = 8 * 1024 * 1024  # the largest answer body read when the caller sets no cap
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 
@@ -292,22 +293,30 @@ class BlobHTTP:
         with self._lock:
             self.round_trip = took if self.round_trip is None else min(self.round_trip, took)
 
-    def warm(self, count: int) -> None:
+    def warm(self, count: int, slow_count: int | None = None) -> None:
         """Open `count` connections in the background (TCP and TLS handshakes) while something
-        else is in flight, so the transfers after it start at once; errors are left for the
-        requests to meet and report."""
+        else is in flight, so the transfers after it start at once; `slow_count` instead if
+        the first connect shows a round trip of SLOW_ROUND_TRIP or more. Errors are left for
+        the requests to meet and report."""
 
-        def one() -> None:
+        def one() -> bool:
             conn = _open(self.scheme, self.host, self.port, self.connect_timeout)
             try:
                 self._connect(conn, self.connect_timeout)
             except (OSError, http.client.HTTPException):
                 conn.close()
-                return
+                return False
             self._give_back(conn)
+            return True
 
-        for _ in range(count):
-            threading.Thread(target=one, name="memsync-warm", daemon=True).start()
+        def first() -> None:
+            if not one():
+                return
+            slow = (self.round_trip or 0.0) >= SLOW_ROUND_TRIP and slow_count
+            for _ in range((slow_count if slow else count) - 1):  # type: ignore[operator]
+                threading.Thread(target=one, name="memsync-warm", daemon=True).start()
+
+        threading.Thread(target=first, name="memsync-warm", daemon=True).start()
 
     def _deadline(self) -> float:
         own = time.monotonic() + self.request_timeout
