@@ -42,9 +42,11 @@ from memsync.state import State
 from memsync.stores import Stats, Store, check_key, open_store
 
 MAX_ATTEMPTS = 8
-# Over a slow network (a round trip of 5 ms or more), transfers widen past the `concurrency`
-# setting, up to one connection a file and MAX_WORKERS in all, so that a 500-file pull is a few
-# round trips; on a fast one more threads only add contention (docs/benchmarks.md).
+# Over a slow network (the quickest transfer took SLOW_ROUND_TRIP or more: a WAN, not the
+# loopback or a LAN), transfers widen past the `concurrency` setting, up to one connection a
+# file and MAX_WORKERS in all, so a 500-file pull is a few round trips; on a fast network
+# more threads only add contention (docs/benchmarks.md).
+SLOW_ROUND_TRIP = 0.02
 MAX_WORKERS = 128
 # From this many new files in one run (a fresh pull), flush once at the end instead of an
 # fsync per file; their names are saved first (see Engine._land).
@@ -383,7 +385,7 @@ class Engine:
             if not records and hasattr(self.store, "warm"):
                 # a fresh device fetches or sends everything: open the transfers' connections
                 # while the listing is in flight
-                self.store.warm(int(self.ctx.setting("concurrency")), MAX_WORKERS // 2)
+                self.store.warm(int(self.ctx.setting("concurrency")))
             listing = self._list(result, mode, local_hashes, records, pending)
             if listing is None:
                 return
@@ -536,7 +538,7 @@ class Engine:
             for action in actions:
                 one(action)
         else:
-            run_daemons(one, actions, workers)
+            run_daemons(one, actions, workers, lambda: self._workers(len(actions)))
         for attr in ("uploaded", "downloaded", "merged", "deleted_remote", "deleted_local"):
             getattr(result, attr).sort()
 
@@ -545,7 +547,7 @@ class Engine:
         slow network so the run is a few round trips, not count / concurrency of them."""
         base = int(self.ctx.setting("concurrency"))
         rtt = getattr(self.store, "round_trip", None)
-        if rtt is not None and rtt >= 0.005 and count > base:  # blobhttp.SLOW_ROUND_TRIP
+        if rtt is not None and rtt >= SLOW_ROUND_TRIP and count > base:
             return min(MAX_WORKERS, count)
         return min(base, count)
 
@@ -751,14 +753,27 @@ class _Run:
         return self.local.mtimes.get(name)
 
 
-def run_daemons(work: Callable[[Action], None], items: list[Action], workers: int) -> None:
-    """`work` on every item, `workers` at a time, in daemon threads. Not a ThreadPoolExecutor:
-    its threads are joined when the interpreter exits, so a hook whose pull thread gave up on a
-    stalled download still waited minutes for it to end; daemon threads are abandoned (every
-    write they make is atomic, so nothing is left half-written)."""
+def run_daemons(
+    work: Callable[[Action], None],
+    items: list[Action],
+    workers: int,
+    wanted: Callable[[], int] | None = None,
+) -> None:
+    """`work` on every item, `workers` at a time, in daemon threads; after each item,
+    `wanted()` may ask for more threads (the network turned out slow). Not a
+    ThreadPoolExecutor: its threads are joined when the interpreter exits, so a hook whose pull
+    thread gave up on a stalled download still waited minutes for it to end; daemon threads are
+    abandoned (every write they make is atomic, so nothing is left half-written)."""
     queue = list(reversed(items))
     lock = threading.Lock()
     failed: list[BaseException] = []
+    threads: list[threading.Thread] = []
+
+    def grow(count: int) -> None:  # with `lock` held
+        while len(threads) < min(count, len(threads) + len(queue)):
+            thread = threading.Thread(target=loop, daemon=True)
+            threads.append(thread)
+            thread.start()
 
     def loop() -> None:
         while True:
@@ -772,12 +787,22 @@ def run_daemons(work: Callable[[Action], None], items: list[Action], workers: in
                 with lock:
                     failed.append(exc)
                 return
+            if wanted is not None:
+                more = wanted()
+                if more > len(threads):
+                    with lock:
+                        grow(more)
 
-    threads = [threading.Thread(target=loop, daemon=True) for _ in range(workers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
+    with lock:
+        grow(max(1, workers))
+    joined = 0
+    while True:
+        with lock:
+            if joined == len(threads):
+                break
+            thread = threads[joined]
         thread.join()
+        joined += 1
     if failed:
         raise failed[0]
 

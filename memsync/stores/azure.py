@@ -538,13 +538,13 @@ class AzureStore:
 
     @property
     def round_trip(self) -> float | None:
-        """About one network round trip to the service (its quickest connect), once known."""
+        """About one network round trip to the service (its quickest small request), once
+        known."""
         return self.http.round_trip
 
-    def warm(self, count: int, slow_count: int) -> None:
-        """Open connections in the background while the listing is in flight: `count`, or
-        `slow_count` once the first shows the network is slow."""
-        self.http.warm(count, slow_count)
+    def warm(self, count: int) -> None:
+        """Open `count` connections in the background, e.g. while the listing is in flight."""
+        self.http.warm(count)
 
     def close(self) -> None:
         self.http.close()

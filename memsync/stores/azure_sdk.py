@@ -334,7 +334,7 @@ class AzureSDKStore(AzureStore):
     def round_trip(self) -> float | None:
         return None  # requests keeps its own pool (of 10): no latency-aware widening here
 
-    def warm(self, count: int, slow_count: int) -> None:
+    def warm(self, count: int) -> None:
         pass
 
     def close(self) -> None:

@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 API_VERSION = "2025-11-05"  # served by Azure, by Azurite 3.37, and by azure-storage-blob 12.31
 READ_PIECE = 65536  # a body is read at most this much per system call, the deadline checked
 MAX_RETRY_AFTER = 10.0  # a longer Retry-After is an outage: give up and let the work queue
-SLOW_ROUND_TRIP = 0.005  # a connect this slow is a real network, not the loopback or a LAN
 DEFAULT_LIMIT = 8 * 1024 * 1024  # the largest answer body read when the caller sets no cap
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 
@@ -269,7 +268,10 @@ class BlobHTTP:
         self.connect_timeout, self.read_timeout = connect_timeout, read_timeout
         self.request_timeout = request_timeout
         self.deadline: float | None = None  # the command's: no request outlives it
-        self.round_trip: float | None = None  # the quickest connect seen: about one round trip
+        # the quickest small request seen (not a listing, whose answer the server builds): a
+        # round trip plus the service's least work; a connect's time would show the round trip
+        # too, but not behind a proxy, which answers the handshake itself
+        self.round_trip: float | None = None
         self._idle: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
 
@@ -287,17 +289,17 @@ class BlobHTTP:
 
     def _connect(self, conn: http.client.HTTPConnection, timeout: float) -> None:
         conn.timeout = timeout
-        started = time.monotonic()
         conn.connect()
-        took = time.monotonic() - started
-        with self._lock:
-            self.round_trip = took if self.round_trip is None else min(self.round_trip, took)
 
-    def warm(self, count: int, slow_count: int | None = None) -> None:
+    def _timed(self, kind: str, took: float) -> None:
+        if kind != "list":
+            with self._lock:
+                self.round_trip = took if self.round_trip is None else min(self.round_trip, took)
+
+    def warm(self, count: int) -> None:
         """Open `count` connections in the background (TCP and TLS handshakes) while something
-        else is in flight, so the transfers after it start at once; `slow_count` instead if
-        the first connect shows a round trip of SLOW_ROUND_TRIP or more. Errors are left for
-        the requests to meet and report."""
+        else is in flight, so the transfers after it start at once. Errors are left for the
+        requests to meet and report."""
 
         def one() -> bool:
             conn = _open(self.scheme, self.host, self.port, self.connect_timeout)
@@ -309,14 +311,8 @@ class BlobHTTP:
             self._give_back(conn)
             return True
 
-        def first() -> None:
-            if not one():
-                return
-            slow = (self.round_trip or 0.0) >= SLOW_ROUND_TRIP and slow_count
-            for _ in range((slow_count if slow else count) - 1):  # type: ignore[operator]
-                threading.Thread(target=one, name="memsync-warm", daemon=True).start()
-
-        threading.Thread(target=first, name="memsync-warm", daemon=True).start()
+        for _ in range(count):
+            threading.Thread(target=one, name="memsync-warm", daemon=True).start()
 
     def _deadline(self) -> float:
         own = time.monotonic() + self.request_timeout
@@ -363,6 +359,7 @@ class BlobHTTP:
                     if left <= 0:
                         raise TimedOut("no time left to connect")
                     self._connect(conn, min(self.connect_timeout, left))
+                sent = time.monotonic()
                 status, reason, answer, data = exchange(
                     conn,
                     method,
@@ -395,6 +392,7 @@ class BlobHTTP:
                     continue
                 failure = str(exc) or type(exc).__name__
             else:
+                self._timed(kind, time.monotonic() - sent)
                 self._give_back(conn)
                 self.on_request(kind, len(body or b""), len(data))
                 if not retryable(status) or attempt >= self.retries:
