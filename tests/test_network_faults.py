@@ -208,6 +208,8 @@ def test_foreign_blobs_are_listed_once_as_ignored_and_never_fetched(
     assert [r.split()[0] for r in proxy.requests] == ["GET"]  # one listing, no download
     status = b.run("status", check=None)
     assert "notes.txt" in status.stdout and "ignored" in status.stdout
+    doctor = b.run("doctor", check=None)
+    assert "ignored, never fetched: notes.txt" in doctor.stdout, doctor.stdout
     assert not (b.memory / "notes.txt").exists()
 
 
