@@ -128,6 +128,9 @@ def inside_memory_dir(file_path: str, ctx: config.Context) -> Path | None:
     return None
 
 
+PUSH_BUDGET = 10.0  # seconds a post-tool-use push may spend on the network
+
+
 def post_tool_use(payload: dict[str, Any], stdout: Any) -> None:
     ctx = _context(payload)
     path = memory_file_of(payload, ctx)
@@ -172,7 +175,9 @@ def _push_one(ctx: config.Context, path: Path, event: str) -> None:
     log = _log(ctx.home)
     engine = Engine(ctx)
     name = engine.name_of(path)
-    result = engine.run("push", [str(path)])
+    # a stalled or trickling remote fails at the cutoff and the file is queued: the agent
+    # waits for this hook after every memory write
+    result = engine.run("push", [str(path)], cutoff=time.monotonic() + PUSH_BUDGET)
     if result.disabled:
         log.info("%s: %s not pushed, sync is off", event, name)
     elif result.offline:

@@ -386,3 +386,71 @@ def test_account_keys_are_read_as_base64_b64decode_validate_reads_them(key):
         assert refused.value.__cause__ is None and refused.value.__suppress_context__
     else:
         assert SharedKey("acct", key).key == expected
+
+
+def test_every_interim_answer_is_skipped_and_never_answers_the_next_request(raw):
+    """A 102 or 103 before the real answer was taken for it: get('a.md') returned an empty
+    body, and the next request on the connection got a.md's bytes."""
+    server = raw(
+        [
+            b"HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n"
+            b'HTTP/1.1 200 OK\r\nContent-Length: 4\r\nETag: "a"\r\n\r\naaaa',
+            b'HTTP/1.1 200 OK\r\nContent-Length: 4\r\nETag: "b"\r\n\r\nbbbb',
+        ]
+    )
+    client, _ = _client(server.port)
+    assert client.request("get", "GET", "/a.md").body == b"aaaa"
+    assert client.request("get", "GET", "/b.md").body == b"bbbb"
+
+
+@pytest.mark.parametrize("length", ["\u00b2", "-1", "1e3", "0x10"])
+def test_a_length_that_is_not_a_number_is_a_bad_answer_and_the_connection_is_dropped(raw, length):
+    answer = f"HTTP/1.1 200 OK\r\nContent-Length: {length}\r\n\r\nabc".encode()
+    server = raw([answer] * 4)
+    client, counted = _client(server.port)
+    with pytest.raises(Unreachable):
+        client.request("get", "GET", "/a.md")
+    assert counted == ["get"] * 4 and client._idle == []
+
+
+def test_a_huge_length_is_refused_before_anything_is_allocated(raw):
+    """2 GB announced for 10 bytes: refused against the cap, not read (nor allocated)."""
+    server = raw([b"HTTP/1.1 200 OK\r\nContent-Length: 2000000000\r\n\r\n0123456789"] * 4)
+    client, _ = _client(server.port)
+    with pytest.raises(Unreachable, match="more than the 1000 expected"):
+        client.request("get", "GET", "/a.md", limit=1000)
+    chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"400\r\n" + b"x" * 1024
+    server = raw([chunked + b"\r\n" + b"400\r\n" + b"y" * 1024 + b"\r\n0\r\n\r\n"] * 4)
+    client, _ = _client(server.port)
+    with pytest.raises(Unreachable, match="more than the 1500 bytes expected"):
+        client.request("get", "GET", "/a.md", limit=1500)
+
+
+def test_bytes_are_counted_for_every_attempt(serve):
+    server = serve(lambda h, n: (503, {}, b"") if n < 2 else (201, {"ETag": '"e"'}, b""))
+    moved: list[tuple[str, int, int]] = []
+    client = BlobHTTP("http", f"127.0.0.1:{server.port}", on_request=lambda *a: moved.append(a))
+    client.backoff = client.jitter = 0.0
+    client.request("put", "PUT", "/a.md", body=b"12345")
+    assert moved == [("put", 5, 0)] * 3  # --stats said "up 0 B" after retried PUTs
+
+
+def test_retry_after_is_honoured_and_a_long_one_is_an_outage(serve):
+    import time as clock
+
+    server = serve(lambda h, n: (503, {"Retry-After": "1"}, b"") if n == 0 else (200, {}, b"k"))
+    client, _ = _client(server.port)
+    started = clock.monotonic()
+    assert client.request("get", "GET", "/a.md").body == b"k"
+    assert clock.monotonic() - started >= 0.9
+    server = serve(lambda h, n: (429, {"Retry-After": "3600"}, b""))
+    client, counted = _client(server.port)
+    assert client.request("get", "GET", "/a.md").status == 429 and counted == ["get"]
+
+
+def test_an_account_key_is_refused_over_plain_http_to_a_storage_account(monkeypatch):
+    monkeypatch.setenv("AZURE_STORAGE_KEY", "a2V5")
+    monkeypatch.delenv("AZURE_STORAGE_CONNECTION_STRING", raising=False)
+    with pytest.raises(ConfigError, match="plain http:// to a storage account"):
+        open_store("http://acct.blob.core.windows.net/c/p", "proj")
+    assert open_store("http://127.0.0.1:10000/acct/c/p", "proj")  # Azurite's form is fine
