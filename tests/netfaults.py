@@ -36,6 +36,18 @@ class Fault:
         self.kind, self.pattern, self.left = kind, re.compile(pattern), times
 
 
+class _QuietServer(ThreadingHTTPServer):
+    # a real service's backlog: with socketserver's 5, 100 clients connecting at once had
+    # their SYNs dropped and retried a second later, which no network here adds
+    request_queue_size = 1024
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            super().handle_error(request, client_address)  # a client that left is no news
+
+
 class FaultProxy:
     """`url_for(azurite_url)` is the same remote through the proxy."""
 
@@ -49,7 +61,7 @@ class FaultProxy:
         self.strip: set[str] = set()  # answer headers to drop (lower case), e.g. content-md5
         self.stopping = threading.Event()
         self._lock = threading.Lock()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.httpd = _QuietServer(("127.0.0.1", 0), self._handler())
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
@@ -172,8 +184,14 @@ class FaultProxy:
                 headers = {k: v for k, v in self.headers.items() if k.lower() not in _HOP}
                 if body is not None:
                     headers["Content-Length"] = str(len(body))
-                self.upstream.request(self.command, self.path, body=body, headers=headers)
-                answer = self.upstream.getresponse()
+                try:
+                    self.upstream.request(self.command, self.path, body=body, headers=headers)
+                    answer = self.upstream.getresponse()
+                except (ConnectionError, http.client.HTTPException):
+                    # Azurite closed the kept-alive upstream connection while it was idle
+                    self.upstream.close()
+                    self.upstream.request(self.command, self.path, body=body, headers=headers)
+                    answer = self.upstream.getresponse()
                 self.head_length = int(answer.getheader("Content-Length") or 0)
                 data = answer.read()
                 drop = _HOP | proxy.strip

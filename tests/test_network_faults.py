@@ -52,7 +52,7 @@ def _stores(azure_url: str, proxy: FaultProxy, monkeypatch, path: str):  # noqa:
 
 
 @pytest.mark.parametrize("path", PATHS)
-@pytest.mark.parametrize("fault", ["cut", "cut-length", "lie", "garble", "reset", "503"])
+@pytest.mark.parametrize("fault", ["cut", "cut-length", "lie", "garble", "reset", "503", "429"])
 def test_a_damaged_download_is_fetched_again_and_never_returned(
     azure_url, proxy, monkeypatch, path, fault
 ):
@@ -64,7 +64,7 @@ def test_a_damaged_download_is_fetched_again_and_never_returned(
     started = time.monotonic()
     assert through.get("a.md") == (data, etag)
     assert proxy.fired and proxy.fired[0][0] == fault
-    if fault == "503":  # Retry-After: 1 was honoured, not the half-second back-off
+    if fault in ("503", "429"):  # Retry-After: 1 was honoured, not the half-second back-off
         assert time.monotonic() - started >= 0.9
 
 
