@@ -260,6 +260,13 @@ def test_container_sas_rights_each_get_a_message_that_says_what_to_do(
     user.run("pull")
     doctor = user.run("doctor", check=None)
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr  # was: refused (a container SAS)
+    archive = tmp_path / "memory.tar.gz"
+    assert user.run("export", str(archive)).returncode == 0
+    imported = user.run("import", str(archive), check=None)
+    assert imported.returncode == 0 and "Unchanged: 1" in imported.stdout, imported.stderr
+    user.write("project_b.md", "b fact\n", type="project")
+    migrated = user.run("migrate", check=None)
+    assert migrated.returncode == 0 and "Copied: 1" in migrated.stdout, migrated.stderr
 
     read_only = _sas(azurite, url, read=True, list=True)
     reader = make_device(tmp_path, "reader", f"{proxy.url_for(url)}?{read_only}", **env)
