@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 API_VERSION = "2025-11-05"  # served by Azure, by Azurite 3.37, and by azure-storage-blob 12.31
 READ_PIECE = 65536  # a body is read at most this much per system call, the deadline checked
 MAX_RETRY_AFTER = 10.0  # a longer Retry-After is an outage: give up and let the work queue
-DEFAULT_LIMIT = 8 * 1024 * 1024  # the largest answer body read when the caller sets no cap
+DEFAULT_LIMIT = 8 * 1024 * 1024
+ROUND_TRIP_SAMPLES = 8  # the largest answer body read when the caller sets no cap
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 
 # the headers Shared Key signs by position, in the service's order
@@ -271,7 +272,9 @@ class BlobHTTP:
         # the quickest small request seen (not a listing, whose answer the server builds): a
         # round trip plus the service's least work; a connect's time would show the round trip
         # too, but not behind a proxy, which answers the handshake itself
-        self.round_trip: float | None = None
+        self.round_trip: float | None = None  # None until ROUND_TRIP_SAMPLES were timed
+        self._quickest: float | None = None
+        self._samples = 0
         self._idle: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
 
@@ -294,7 +297,10 @@ class BlobHTTP:
     def _timed(self, kind: str, took: float) -> None:
         if kind != "list":
             with self._lock:
-                self.round_trip = took if self.round_trip is None else min(self.round_trip, took)
+                self._quickest = took if self._quickest is None else min(self._quickest, took)
+                self._samples += 1
+                if self._samples >= ROUND_TRIP_SAMPLES:  # one slow start is not a slow network
+                    self.round_trip = self._quickest
 
     def warm(self, count: int) -> None:
         """Open `count` connections in the background (TCP and TLS handshakes) while something
