@@ -43,9 +43,9 @@ from memsync.stores import Stats, Store, check_key, open_store
 
 MAX_ATTEMPTS = 8
 # Over a slow network (the quickest of the first transfers took SLOW_ROUND_TRIP or more: a WAN,
-# not the loopback or a LAN, nor a busy loopback's queueing), transfers widen past the `concurrency` setting, up to one connection a
-# file and MAX_WORKERS in all, so a 500-file pull is a few round trips; on a fast network
-# more threads only add contention (docs/benchmarks.md).
+# not the loopback or a LAN, nor a busy loopback's queueing), transfers widen past the
+# `concurrency` setting, up to one connection a file and MAX_WORKERS in all, so a 500-file pull
+# is a few round trips; on a fast network more threads only add contention (benchmarks.md).
 SLOW_ROUND_TRIP = 0.04
 MAX_WORKERS = 128
 # From this many new files in one run (a fresh pull), flush once at the end instead of an
