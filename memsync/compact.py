@@ -533,7 +533,11 @@ def _plan_voice(text: str, now: date, policy: Policy) -> tuple[bytes, str] | Non
 
         visit(section, [remainder] if remainder else [])
         root.children.remove(section)
-    rules.entries = _tail([*rules.entries, *added], blank)
+    # a rule already there (folded by an earlier run, then the section came back with a
+    # merge) is not added twice: compaction stays idempotent under merges
+    known = {sections.normalise(e) for e in rules.entries}
+    added = [a for a in added if sections.normalise(a) not in known]
+    rules.entries = _tail([*rules.entries, *dict.fromkeys(added)], blank)
     dates = sorted(c.date.isoformat() for c in old if c.date is not None)
     span = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
     noun = "section" if len(dates) == 1 else "sections"

@@ -18,7 +18,7 @@ from datetime import date as Date
 from pathlib import Path
 from typing import Any
 
-from memsync import memory, resources, sections
+from memsync import ids, memory, resources, sections
 from memsync.config import Context
 from memsync.errors import UserError
 from memsync.merge import commitment_id, item_text, merge, session_blocks
@@ -97,7 +97,7 @@ TOOL: dict[str, Any] = {
 }
 
 _LISTS = ("arcs", "relational_notes", "open_threads", "carry_forward")
-_CID = re.compile(r"\[c-(\d{4}-\d{2}-\d{2})-(\d+)\]")
+_CID = ids.ID
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _SESSION_OK = re.compile(r"[^A-Za-z0-9_.:-]+")
 _TEMPLATE_DESCRIPTION = "One line on what this session was about"
@@ -393,11 +393,6 @@ def _ensure_blank_after(node: sections.Section) -> None:
         last.heading = last.heading.rstrip("\n") + "\n\n"
 
 
-def _next_ids(existing: str, day: Date) -> int:
-    numbers = [int(n) for d, n in _CID.findall(existing) if d == day.isoformat()]
-    return max(numbers, default=0) + 1
-
-
 def _entries_of(root: sections.Section, heading: str) -> list[str]:
     node = root.find(heading)
     return [e for e in (node.entries if node else []) if _ITEM.match(e)]
@@ -412,7 +407,7 @@ def merge_commitments_file(
     done_entries = _entries_of(root, "Delivered")
     known_open = {item_text(_CID.sub("", e)): e for e in open_entries}
     known_done = {item_text(_CID.sub("", e)) for e in done_entries}
-    number = _next_ids(base_text, day)
+    taken = ids.ids_in(base_text)
     new_open: list[str] = []
     new_done: list[str] = []
     moved: dict[str, str] = {}  # existing open entry → its delivered version
@@ -426,8 +421,9 @@ def merge_commitments_file(
                 cid = commitment_id(entry)
                 moved[entry] = f"- [{cid}] {day.isoformat()}: {commitment.text} (delivered)"
             continue
-        line = f"- [c-{day.isoformat()}-{number}] {day.isoformat()}: {commitment.text}"
-        number += 1
+        cid = ids.new_commitment_id(day, taken)
+        taken.add(cid)
+        line = f"- [{cid}] {day.isoformat()}: {commitment.text}"
         (new_done if commitment.status == "delivered" else new_open).append(line)
         if commitment.status == "delivered":
             known_done.add(key)

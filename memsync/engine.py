@@ -52,6 +52,7 @@ MAX_WORKERS = 128
 # fsync per file; their names are saved first (see Engine._land).
 LAND_WITHOUT_FSYNC_AT = 32
 TOMBSTONES = "_memsync/forgotten.json"  # remote record of forgotten files (names, no content)
+CONFLICTS = "_memsync/conflicts.json"  # remote record of merge conflicts (memsync/conflicts.py)
 _TEMP_SUFFIXES = ("~", ".swp", ".swo", ".swx", ".tmp", ".part", ".crdownload")
 
 
@@ -136,6 +137,7 @@ class Engine:
         self._lock = threading.Lock()
         self._unsynced_dirs: set[Path] = set()  # written to; fsynced once before the records
         self._landing: set[str] = set()  # new files written without fsync; flushed at the end
+        self._published: list[dict] = []  # this run's conflicts, for the remote record
         self.state = State(ctx.state_dir, int(ctx.setting("history_versions")))
 
     @contextlib.contextmanager
@@ -390,6 +392,7 @@ class Engine:
             if listing is None:
                 return
             self._apply_tombstones(listing, local)
+            self._receive_conflicts(result, listing)
             local_hashes = dict(local.content.hashes)
             remote = {}
             entries = {}
@@ -439,7 +442,9 @@ class Engine:
 
         ctx = _Run(local, local_hashes, remote, entries)
         self._land(actions, local_hashes)
+        self._published = []
         self._execute(result, actions, ctx, deadline, progress)
+        self._publish_conflicts(result)
 
         done = set(result.uploaded + result.merged + result.deleted_remote)
         self.state.unqueue([n for n in pending if n in done or n not in local_hashes])
@@ -487,6 +492,29 @@ class Engine:
             local.content.discard(name)
             listing.pop(name, None)
         self.state.meta["tombstones_etag"] = etag
+
+    def _receive_conflicts(self, result: SyncResult, listing) -> None:  # noqa: ANN001
+        """Conflicts other devices recorded while merging (maybe with our edit) become ours."""
+        entry = listing.get(CONFLICTS)
+        if entry is None or entry.etag == self.state.meta.get("conflicts_etag"):
+            return  # the usual case: no import, no request
+        from memsync.conflicts import receive
+
+        for item in receive(self.store, self.state, self.ctx.device):
+            result.conflicts.append(f"{item['file']}: {item['detail']}")
+
+    def _publish_conflicts(self, result: SyncResult) -> None:
+        if not self._published or result.offline:
+            return
+        from memsync.conflicts import publish
+
+        try:
+            publish(self.store, self._published)
+        except Unreachable:
+            pass  # recorded here; the other device learns of it from its own merge or status
+        except StoreError as exc:
+            result.notes.append(f"could not record the conflicts on the remote ({exc})")
+        self._published = []
 
     def _go_offline(self, result: SyncResult, reason: str, local_hashes, records) -> None:  # noqa: ANN001
         result.offline = reason
@@ -558,13 +586,13 @@ class Engine:
     def _apply(self, result: SyncResult, action: Action, run: _Run) -> None:
         name = action.name
         if action.kind is Kind.UPLOAD:
-            self._upload(result, name, run.local.content[name], run.remote.get(name))
+            self._upload(
+                result, name, run.local.content[name], run.remote.get(name), run.mtime(name)
+            )
         elif action.kind is Kind.DOWNLOAD:
             self._download(result, name, run.local_hashes.get(name))
         elif action.kind is Kind.MERGE:
-            self._merge(
-                result, name, run.local.content[name], run.mtime(name), run.modified.get(name)
-            )
+            self._merge(result, name, run.local.content[name], run.mtime(name))
         elif action.kind is Kind.DELETE_REMOTE:
             self._delete_remote(result, name)
         elif action.kind is Kind.DELETE_LOCAL:
@@ -573,18 +601,26 @@ class Engine:
             with self._lock:
                 self.state.forget(name)
 
-    def _upload(self, result: SyncResult, name: str, ours: bytes, remote_etag: str | None) -> None:
+    def _upload(
+        self,
+        result: SyncResult,
+        name: str,
+        ours: bytes,
+        remote_etag: str | None,
+        mtime: float | None = None,
+    ) -> None:
+        """Upload with the file's mtime, the time of its edit here, kept with the object."""
         try:
             if remote_etag is None:
                 try:
-                    etag = self.store.create(name, ours)
+                    etag = self.store.create(name, ours, mtime)
                 except NotFound:  # a push that trusted its records found no container
                     self.store.ensure()
-                    etag = self.store.create(name, ours)
+                    etag = self.store.create(name, ours, mtime)
             else:
-                etag = self.store.replace(name, ours, remote_etag)
+                etag = self.store.replace(name, ours, remote_etag, mtime)
         except PreconditionFailed:
-            self._merge(result, name, ours, None)
+            self._merge(result, name, ours, mtime)  # `push FILE` too: the edit times decide
             return
         self._record(name, etag, ours)
         with self._lock:
@@ -599,7 +635,7 @@ class Engine:
         path = self.local_path(name)
         current = _read(path)
         if current is not None and sha256(current) != expected_sha:
-            self._merge(result, name, current, None)  # edited here while we were busy
+            self._merge(result, name, current, _mtime(path))  # edited here while we were busy
             return
         if current != theirs:
             if current is not None:
@@ -610,23 +646,26 @@ class Engine:
                 result.downloaded.append(name)
         self._record(name, etag, theirs)
 
-    def _merge(
-        self,
-        result: SyncResult,
-        name: str,
-        ours: bytes,
-        mtime: float | None,
-        theirs_mtime: float | None = None,
-    ) -> None:
+    def _fetch(self, name: str) -> tuple[bytes, str, float | None]:
+        """The remote copy with its edit time (None from a store that keeps none)."""
+        fetch = getattr(self.store, "fetch", None)
+        if fetch is None:
+            data, etag = self.store.get(name)
+            return data, etag, None
+        return fetch(name)
+
+    def _merge(self, result: SyncResult, name: str, ours: bytes, mtime: float | None) -> None:
+        """Merge `ours` (edited here at `mtime`) with the remote copy, whose edit time comes
+        with it (`Store.fetch`): never an upload time."""
         from memsync.merge import merge
 
         base = self.state.base(name)
         for _ in range(MAX_ATTEMPTS):
             try:
-                theirs, etag = self.store.get(name)
+                theirs, etag, theirs_mtime = self._fetch(name)
             except NotFound:
                 try:
-                    etag = self.store.create(name, ours)
+                    etag = self.store.create(name, ours, mtime)
                 except AlreadyExists:
                     continue
                 self._finish_merge(result, name, ours, ours, etag, None)
@@ -654,13 +693,14 @@ class Engine:
             else:
                 outcome, merged = None, ours
             if merged != theirs:
+                edited = outcome.edited if outcome is not None and outcome.edited else mtime
                 try:
-                    etag = self.store.replace(name, merged, etag)
+                    etag = self.store.replace(name, merged, etag, edited)
                 except PreconditionFailed:
                     continue
             current = self.read_local(name)
             if current is not None and current != ours:
-                ours = current  # edited here meanwhile: fold that in too
+                ours, mtime = current, _mtime(self.local_path(name))  # edited here meanwhile
                 continue
             if outcome is not None and outcome.conflict:
                 if outcome.discarded is not None:
@@ -669,6 +709,7 @@ class Engine:
                 with self._lock:
                     self.state.add_conflict(name, outcome.conflict)
                     result.conflicts.append(f"{name}: {outcome.conflict}")
+                    self._published.append(self._shared_conflict(name, outcome))
             self._finish_merge(result, name, ours, merged, etag, current)
             return
         with self._lock:
@@ -676,6 +717,13 @@ class Engine:
                 f"{name} kept changing on the remote; gave up after {MAX_ATTEMPTS} merge attempts "
                 "(run sync again)"
             )
+
+    def _shared_conflict(self, name: str, outcome) -> dict:  # noqa: ANN001
+        """The conflict as the other devices should read it (not "this device's version")."""
+        from memsync.conflicts import entry
+        from memsync.merge import describe_for_others
+
+        return entry(name, describe_for_others(name, outcome), self.ctx.device)
 
     def _finish_merge(
         self,
@@ -715,7 +763,7 @@ class Engine:
         current = self.read_local(name)
         if current is not None:
             if sha256(current) != expected_sha:
-                self._upload(result, name, current, None)
+                self._upload(result, name, current, None, _mtime(self.local_path(name)))
                 return
             self._keep(name, current, "deleted on another device")
             self.local_path(name).unlink()
@@ -805,6 +853,13 @@ def run_daemons(
         joined += 1
     if failed:
         raise failed[0]
+
+
+def _mtime(path: Path) -> float | None:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return None
 
 
 def _read_file(path: str | Path) -> bytes:

@@ -94,15 +94,24 @@ def atomic_file(
 
 
 def atomic_write(
-    path: Path, data: bytes, mode: int = 0o600, *, sync: bool = True, sync_dir: bool = True
+    path: Path,
+    data: bytes,
+    mode: int = 0o600,
+    *,
+    sync: bool = True,
+    sync_dir: bool = True,
+    mtime: float | None = None,
 ) -> None:
     """`atomic_file` for bytes in hand, in fewer system calls (no file object: it runs for
-    every file a pull writes)."""
+    every file a pull writes). `mtime` sets the file's modification time before the rename."""
     with _replacing(path, sync and sync_dir) as fd:
         try:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
+            if mtime is not None:
+                ns = int(mtime * 1e9)
+                os.utime(fd, ns=(ns, ns))
             _seal(fd, mode, sync)
         finally:
             os.close(fd)

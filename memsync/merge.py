@@ -1,9 +1,13 @@
 """Three-way merges by memory type: pure functions of (base, ours, theirs).
 
-base is the content both sides last agreed on (None if they never did). Every strategy keeps
-whatever either side added since base; what one side removed since base stays removed unless
-the other side changed it. Where two versions cannot both be kept (a fact file edited on both
-sides), the newer wins and the other is returned as `discarded` for local history.
+base is the content both sides last agreed on (None if they never did; a file both made
+from a template has the template as base). One rule, `merge_items`, holds for every structured
+file: entries have an identity (commitment id, index link target, heading path + text,
+carry-forward item); one side's change is taken; a removal or a move to Consumed/Delivered
+beats an untouched entry; an edit beats a removal; entries changed differently on both sides
+are both kept and returned as a `conflict` for the user. Where two versions cannot both be
+kept (a fact file edited on both sides) the later edit wins and the other is returned as
+`discarded` for local history. tests/oracle.py states the rule independently.
 """
 
 from __future__ import annotations
@@ -13,10 +17,10 @@ import hashlib
 import re
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
-from typing import Any, TypeVar
+from datetime import date, datetime, timezone
+from typing import Any, NamedTuple, TypeVar
 
-from memsync import memory, sections
+from memsync import memory, resources, sections
 from memsync.memtypes import type_of
 from memsync.sections import Section
 
@@ -26,8 +30,10 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class MergeResult:
     content: bytes
-    conflict: str | None = None  # one sentence for the user when a version could not be kept
-    discarded: bytes | None = None  # that version, which the engine keeps in local history
+    conflict: str | None = None  # one sentence for the user: what both sides changed
+    discarded: bytes | None = None  # a version not kept in the file, for local history
+    ours_won: bool | None = None  # fact files: whether this device's edit was kept
+    edited: float | None = None  # when the kept content was edited, where known
 
 
 # --- generic three-way list union ---------------------------------------------------------
@@ -80,10 +86,6 @@ def union(
     return result
 
 
-def _prefer_changed(base: Any, ours: Any, theirs: Any) -> Any:
-    return theirs if ours == base and theirs != base else ours
-
-
 # --- frontmatter ---------------------------------------------------------------------------
 
 
@@ -100,12 +102,23 @@ def _when(value: object) -> float | None:
     return None
 
 
+def modified_of(meta: dict[str, Any] | None) -> float | None:
+    """The frontmatter `modified` time, top level or under `metadata:` (Claude Code's shape)."""
+    return _when(memory.field(meta, "modified"))
+
+
 def merge_meta(
-    base: dict[str, Any] | None, ours: dict[str, Any], theirs: dict[str, Any], ours_newer: bool
+    base: dict[str, Any] | None,
+    ours: dict[str, Any],
+    theirs: dict[str, Any],
+    ours_newer: bool,
+    notes: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Field by field: the side that changed a field wins; both changed: lists union,
-    `modified` takes the later value, anything else the newer side's value."""
+    """Field by field: the side that changed a field wins. Both changed: lists union,
+    mappings merge field by field, `modified` takes the later value, `description` keeps both
+    texts, anything else the newer side's value; each of the last two is noted in `notes`."""
     base = base or {}
+    notes = [] if notes is None else notes
     out: dict[str, Any] = {}
     missing = object()
     for k in [*ours, *(k for k in theirs if k not in ours)]:
@@ -119,77 +132,203 @@ def merge_meta(
         elif isinstance(o, list) and isinstance(t, list):
             value = union(b if isinstance(b, list) else [], o, t, key=repr)
         elif isinstance(o, dict) and isinstance(t, dict):  # Claude Code's `metadata:` mapping
-            value = merge_meta(b if isinstance(b, dict) else None, o, t, ours_newer)
+            value = merge_meta(b if isinstance(b, dict) else None, o, t, ours_newer, notes)
         elif k == "modified" and _when(o) is not None and _when(t) is not None:
             value = o if (_when(o) or 0) >= (_when(t) or 0) else t
+        elif o is missing or t is missing:
+            value = t if o is missing else o  # removed on one side, changed on the other
+        elif k == "description" and isinstance(o, str) and isinstance(t, str):
+            value = f"{o}; {t}" if t not in o else o
+            if o not in t and t not in o:
+                notes.append("the description")
+            elif t not in o:
+                value = t
         else:
             value = o if ours_newer else t
+            notes.append(f"the field `{k}`")
         if value is not missing:
             out[k] = value
     return out
 
 
+# --- entries with an identity: the one rule under every structured merge ------------------
+
+
+class Item(NamedTuple):
+    """One entry of a structured file: its identity, where it sits, its raw text."""
+
+    key: Hashable
+    place: str
+    text: str
+
+
+def _value(item: Item | None) -> tuple[str, str] | None:
+    return None if item is None else (item.place, sections.normalise(item.text))
+
+
+def _unique(items: Sequence[Item]) -> list[Item]:
+    """Two entries of one version with the same identity (ids that collided before) stay
+    apart: the second is (key, 1), the third (key, 2)..."""
+    seen: dict[Hashable, int] = {}
+    out = []
+    for item in items:
+        n = seen.get(item.key, 0)
+        seen[item.key] = n + 1
+        out.append(item if n == 0 else item._replace(key=(item.key, n)))
+    return out
+
+
+def pair_rewords(base: Sequence[Item], side: Sequence[Item]) -> list[Item]:
+    """An entry reworded in place keeps its identity: within one place, a run of base entries
+    replaced by as many new ones pairs them in order (the rest are removals and additions)."""
+    side_keys = {x.key for x in side}
+    base_keys = {x.key for x in base}
+    out = list(side)
+    for place in dict.fromkeys(x.place for x in side):
+        b = [x for x in base if x.place == place]
+        s_idx = [i for i, x in enumerate(side) if x.place == place]
+        matcher = difflib.SequenceMatcher(
+            a=[x.key for x in b], b=[side[i].key for i in s_idx], autojunk=False
+        )
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag != "replace" or i2 - i1 != j2 - j1:
+                continue
+            for old, j in zip(b[i1:i2], range(j1, j2), strict=True):
+                new = side[s_idx[j]]
+                if old.key not in side_keys and new.key not in base_keys:
+                    out[s_idx[j]] = new._replace(key=old.key)
+    return out
+
+
+def merge_items(
+    base: Sequence[Item] | None,
+    ours: Sequence[Item],
+    theirs: Sequence[Item],
+    notes: list[str],
+    final: str | None = None,
+    label: Callable[[Item], str] = lambda x: x.text,
+) -> list[Item]:
+    """The three-way merge of entries by identity, the rule every structured merge follows:
+
+    - changed (added, reworded, moved) on one side only: that side's version;
+    - removed on one side, untouched on the other: gone; removed on one side, changed on the
+      other: the change stays (an edit beats a concurrent removal);
+    - moved to the `final` place (Consumed, Delivered) on either side: there, and only there;
+    - changed differently on both sides: both versions stay, ours first, and a note is added
+      to `notes` (the caller records the conflict).
+
+    Order: ours, with theirs' additions after the entry they follow on their side.
+    """
+    b_items = _unique(base or ())
+    o_items = pair_rewords(b_items, _unique(ours))
+    t_items = pair_rewords(b_items, _unique(theirs))
+    b = {x.key: x for x in b_items}
+    o = {x.key: x for x in o_items}
+    t = {x.key: x for x in t_items}
+    order = union(None, [x.key for x in o_items], [x.key for x in t_items], key=lambda k: k)
+    out: list[Item] = []
+    for k in order:
+        bi, oi, ti = b.get(k), o.get(k), t.get(k)
+        bv, ov, tv = _value(bi), _value(oi), _value(ti)
+        if ov == tv:
+            chosen = [oi]
+        elif ov == bv:
+            chosen = [ti]
+        elif tv == bv:
+            chosen = [oi]
+        elif oi is None or ti is None:
+            chosen = [oi or ti]  # removed on one side, changed on the other
+        elif final is not None and final in (oi.place, ti.place):
+            chosen = [oi if oi.place == final else ti]
+        else:
+            chosen = [oi, ti]
+            notes.append(label(oi))
+        out.extend(x for x in chosen if x is not None)
+    return out
+
+
+def _merge_entries(
+    base: list[str] | None, ours: list[str], theirs: list[str], notes: list[str], where: str = ""
+) -> list[str]:
+    def items(entries: list[str]) -> list[Item]:
+        return [Item(sections.entry_key(e), "", sections.ensure_newline(e)) for e in entries]
+
+    merged = merge_items(
+        items(base) if base is not None else None,
+        items(ours),
+        items(theirs),
+        notes,
+        # names where, never what: conflicts go to state files and the remote record, where
+        # `forget --match` could not reach a quoted entry
+        label=lambda x: f'an entry under "{_short(where, 40)}"' if where else "an entry",
+    )
+    return [x.text for x in merged]
+
+
+def _short(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 # --- section trees -------------------------------------------------------------------------
 
 
-def _entry_changed(base: str | None, ours: str, theirs: str) -> str:
-    return _prefer_changed(base, ours, theirs)
-
-
-def _with_newline(entries: list[str]) -> list[str]:
-    return [sections.ensure_newline(e) for e in entries]
-
-
-def merge_tree(base: Section | None, ours: Section, theirs: Section) -> Section:
-    """Union of sections by heading and of entries within each section."""
+def merge_tree(
+    base: Section | None, ours: Section, theirs: Section, notes: list[str] | None = None
+) -> Section:
+    """Sections by heading, entries within a section by the rule in `merge_items`. A section
+    removed on one side loses the entries the other side left alone and keeps what it added
+    or changed (so compaction folding a section away never brings its old entries back)."""
+    notes = [] if notes is None else notes
     if base is not None and ours.render() == base.render():
         return theirs
     if base is not None and theirs.render() == base.render():
         return ours
     if ours.render() == theirs.render():
         return ours
-    entries = union(
-        base.entries if base else None,
-        _with_newline(ours.entries),
-        _with_newline(theirs.entries),
-        key=sections.entry_key,
-        changed=_entry_changed,
+    entries = _merge_entries(
+        base.entries if base else None, ours.entries, theirs.entries, notes, ours.title
     )
     base_children = {c.key: c for c in base.children} if base else {}
     ours_children = {c.key: c for c in ours.children}
     theirs_children = {c.key: c for c in theirs.children}
-
-    def removed_but_unchanged(k: str, side: dict[str, Section]) -> bool:
-        # a section one side removed stays removed only if the other side left it as it was
-        return k in base_children and side[k].render() == base_children[k].render()
-
     keys = union(
-        list(base_children),
+        None,
         [c.key for c in ours.children],
         [c.key for c in theirs.children],
         key=lambda k: k,
     )
-    for side, other in ((ours_children, theirs_children), (theirs_children, ours_children)):
-        for k in side:
-            dropped = k not in keys and k in base_children and k not in other
-            if dropped and not removed_but_unchanged(k, side):
-                keys.append(k)
     children = []
     for k in keys:
         o, t, b = ours_children.get(k), theirs_children.get(k), base_children.get(k)
         if o is not None and t is not None:
-            children.append(merge_tree(b, o, t))
+            children.append(merge_tree(b, o, t, notes))
+            continue
+        present = o or t
+        assert present is not None
+        if b is None:
+            children.append(present)  # added on one side
+            continue
+        if present.render() == b.render():
+            continue  # removed on the other side, untouched here
+        gone = Section(present.heading, present.level)
+        if o is None:
+            kept = merge_tree(b, gone, present, notes)
         else:
-            children.append(o or t)  # type: ignore[arg-type]
+            kept = merge_tree(b, present, gone, notes)
+        if any(e.strip() for node in kept.walk() for e in node.entries):
+            children.append(kept)
     heading = ours.heading if ours.heading is not None else theirs.heading
     return _space_headings(Section(heading, ours.level, _tidy_blanks(entries), children))
 
 
 def _tidy_blanks(entries: list[str]) -> list[str]:
     """After a union, blank lines that separated the old last entry belong to the new one."""
+    if not entries:
+        return entries
     out = [e.rstrip("\n") + "\n" if i + 1 < len(entries) else e for i, e in enumerate(entries)]
     out = [e for e in out if e.strip() or e == entries[0]]
-    if out and entries and entries[-1].endswith("\n\n") and not out[-1].endswith("\n\n"):
+    if out and entries[-1].endswith("\n\n") and not out[-1].endswith("\n\n"):
         out[-1] += "\n"
     return out
 
@@ -240,6 +379,57 @@ def commitment_id(entry: str) -> str:
     return m.group(1) if m else item_text(_COMMIT_ID.sub("", entry))
 
 
+def _take_items(
+    root: Section | None, places: tuple[str, str], key: Callable[[str], Hashable]
+) -> tuple[Section | None, list[Item]]:
+    """A copy of the tree without the list items of its `places` sections, and those items."""
+    if root is None:
+        return None, []
+    copy = sections.parse(root.render())
+    items = []
+    for place in places:
+        node = copy.find(place)
+        if node is None:
+            continue
+        rest = []
+        for entry in node.entries:
+            if _ITEM_PREFIX.match(entry) and sections.entry_key(entry):
+                items.append(Item(key(entry), place, entry))
+            else:
+                rest.append(entry)
+        node.entries = rest
+    return copy, items
+
+
+def _merge_places(
+    base: Section | None,
+    ours: Section,
+    theirs: Section,
+    notes: list[str],
+    places: tuple[str, str],
+    key: Callable[[str], Hashable],
+    label: Callable[[Item], str],
+) -> Section:
+    """A file of two list sections (Open/Delivered, Pending/Consumed) whose items move from
+    the first to the second, final one: everything else merges as a section tree."""
+    b_tree, b_items = _take_items(base, places, key)
+    o_tree, o_items = _take_items(ours, places, key)
+    t_tree, t_items = _take_items(theirs, places, key)
+    assert o_tree is not None and t_tree is not None
+    merged = merge_tree(b_tree, o_tree, t_tree, notes)
+    items = merge_items(
+        b_items if base is not None else None, o_items, t_items, notes, places[1], label
+    )
+    nodes = _status_sections(merged, places)
+    for node, place in zip(nodes, places, strict=True):
+        texts = [x.text.rstrip("\n") + "\n" for x in items if x.place == place]
+        if texts:
+            filler = [e for e in node.entries if e.strip()]
+            node.entries = [*filler, *texts]
+            node.entries[-1] += "\n"
+    return _space_headings(merged)
+
+
 def _status_sections(root: Section, names: tuple[str, str]) -> tuple[Section, Section]:
     found = []
     for name in names:
@@ -251,74 +441,62 @@ def _status_sections(root: Section, names: tuple[str, str]) -> tuple[Section, Se
     return found[0], found[1]
 
 
-def merge_commitments(base: Section | None, ours: Section, theirs: Section) -> Section:
-    """By commitment id: a status change on one side wins; Delivered beats Open."""
-    merged = merge_tree(base, ours, theirs)
-    names = ("Open", "Delivered")
-
-    def statuses(root: Section | None) -> dict[str, tuple[str, str]]:
-        out: dict[str, tuple[str, str]] = {}
-        if root is None:
-            return out
-        for status in names:
-            section = root.find(status)
-            for entry in section.entries if section else []:
-                if sections.entry_key(entry) and _ITEM_PREFIX.match(entry):
-                    out.setdefault(commitment_id(entry), (status, entry))
-        return out
-
-    b, o, t = statuses(base), statuses(ours), statuses(theirs)
-    open_s, done_s = _status_sections(merged, names)
-    order = union(list(b), list(o), list(t), key=lambda k: k)
-    # ids one side dropped since base, while the other left them alone, stay dropped
-    final: dict[str, tuple[str, str]] = {}
-    for cid in order:
-        bo, oo, to = b.get(cid), o.get(cid), t.get(cid)
-        if oo and to:
-            if oo[0] != to[0]:
-                if bo and oo[0] == bo[0]:
-                    final[cid] = to
-                elif bo and to[0] == bo[0]:
-                    final[cid] = oo
-                else:
-                    final[cid] = oo if oo[0] == "Delivered" else to
-            else:
-                final[cid] = _prefer_changed(bo, oo, to)
-        elif oo or to:
-            present = oo or to
-            if bo and present == bo:
-                continue  # the other side removed it and this side did not touch it
-            final[cid] = present  # type: ignore[assignment]
-    open_s.entries = [e for e in open_s.entries if not _ITEM_PREFIX.match(e)]
-    done_s.entries = [e for e in done_s.entries if not _ITEM_PREFIX.match(e)]
-    for status, entry in final.values():
-        target = open_s if status == "Open" else done_s
-        target.entries.append(sections.ensure_newline(entry.rstrip("\n")))
-    return _space_headings(merged)
+def merge_commitments(
+    base: Section | None, ours: Section, theirs: Section, notes: list[str] | None = None
+) -> Section:
+    """By commitment id: a change on one side wins; Delivered beats Open; an id both sides
+    minted for different promises keeps both (and is reported)."""
+    return _merge_places(
+        base,
+        ours,
+        theirs,
+        [] if notes is None else notes,
+        ("Open", "Delivered"),
+        commitment_id,
+        lambda x: f"commitment [{commitment_id(x.text)}]",
+    )
 
 
-def merge_carry_forward(base: Section | None, ours: Section, theirs: Section) -> Section:
-    """Union of Pending; an item consumed on either side leaves Pending."""
-    merged = merge_tree(base, ours, theirs)
-    pending = merged.find("Pending")
-    consumed = merged.find("Consumed")
-    if pending is None or consumed is None:
-        return merged
-    gone = {item_text(e) for e in consumed.entries if _ITEM_PREFIX.match(e)}
-    kept = [e for e in pending.entries if not (_ITEM_PREFIX.match(e) and item_text(e) in gone)]
-    if kept != pending.entries:
-        pending.entries = kept
-    return _space_headings(merged)
+def merge_carry_forward(
+    base: Section | None, ours: Section, theirs: Section, notes: list[str] | None = None
+) -> Section:
+    """Union of Pending; an item consumed on either side leaves Pending, even if the other
+    side reworded it."""
+    return _merge_places(
+        base,
+        ours,
+        theirs,
+        [] if notes is None else notes,
+        ("Pending", "Consumed"),
+        item_text,
+        lambda x: f"a {x.place} item",
+    )
 
 
 _SESSION = re.compile(r"^session\b", re.I)
 
 
-def session_blocks(root: Section, meta: dict[str, Any], raw: str) -> Section:
-    """A digest whose body has no `## Session <id>` block is one session: wrap it in one."""
+def _has_sessions(root: Section) -> bool:
+    return any(_SESSION.match(c.title) for c in root.children)
+
+
+def _hash8(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def session_blocks(
+    root: Section, meta: dict[str, Any], raw: str, default: str | None = None
+) -> Section:
+    """A digest whose body has no `## Session <id>` block is one session: wrap it in one.
+
+    Its id: the frontmatter `session_id`, else `default` (the merge passes the base's, so
+    three versions of one session stay one session), else a hash of the body (two digests
+    written on their own are two sessions)."""
     if any(_SESSION.match(c.title) for c in root.children):
         return root
-    sid = memory.field(meta, "session_id") or hashlib.sha256(raw.encode()).hexdigest()[:8]
+    sid = (
+        memory.field(meta, "session_id") or default or hashlib.sha256(raw.encode()).hexdigest()[:8]
+    )
     wrapped = Section(f"## Session {sid}\n\n", 2)
     if any(child.level <= 2 for child in root.children):
         for child in root.children:
@@ -390,7 +568,7 @@ def merge_lines(base: str | None, ours: str, theirs: str) -> str | None:
 
 # --- the entry point -----------------------------------------------------------------------
 
-BodyMerge = Callable[[Section | None, Section, Section], Section]
+BodyMerge = Callable[[Section | None, Section, Section, list[str]], Section]
 STRATEGIES: dict[str, BodyMerge] = {
     "sections": merge_tree,
     "digest": merge_tree,
@@ -399,32 +577,63 @@ STRATEGIES: dict[str, BodyMerge] = {
 }
 
 
-def _newer(
-    ours_meta: dict[str, Any],
-    theirs_meta: dict[str, Any],
+def _edit_time(
+    meta: dict[str, Any], base_meta: dict[str, Any] | None, mtime: float | None
+) -> float | None:
+    """When this side's edit was made: the frontmatter `modified` if this edit set it (it
+    differs from the base's), else the file's mtime on the device that edited it."""
+    when = modified_of(meta)
+    if when is not None and (base_meta is None or modified_of(base_meta) != when):
+        return when
+    return mtime
+
+
+def _stamp(when: float) -> str:
+    return datetime.fromtimestamp(when, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _merge_fact(
+    path: str,
+    b_meta: dict[str, Any] | None,
+    o_meta: dict[str, Any],
+    t_meta: dict[str, Any],
     ours: bytes,
     theirs: bytes,
     ours_mtime: float | None,
     theirs_mtime: float | None,
-) -> bool:
-    """True if ours is the newer version: `modified`, else mtimes, else a stable tie-break."""
-    om, tm = _when(ours_meta.get("modified")), _when(theirs_meta.get("modified"))
-    if om is not None and tm is not None and om != tm:
-        return om > tm
-    if ours_mtime is not None and theirs_mtime is not None and ours_mtime != theirs_mtime:
-        return ours_mtime > theirs_mtime
-    return ours >= theirs
-
-
-def _pick_newer(path: str, ours: bytes, theirs: bytes, ours_newer: bool, what: str) -> MergeResult:
+    what: str = "both devices changed this file",
+) -> MergeResult:
+    """One version wins whole: the one edited later. The other goes to local history."""
+    o_time = _edit_time(o_meta, b_meta, ours_mtime)
+    t_time = _edit_time(t_meta, b_meta, theirs_mtime)
+    if o_time is not None and t_time is not None and o_time != t_time:
+        ours_newer = o_time > t_time
+        won, lost = (o_time, t_time) if ours_newer else (t_time, o_time)
+        side = "this device's version" if ours_newer else "the remote version"
+        other = "the remote version" if ours_newer else "this device's version"
+        why = f"kept {side}, edited later ({_stamp(won)}; {other} was edited {_stamp(lost)})"
+    else:
+        ours_newer = ours >= theirs
+        won = o_time if ours_newer else t_time
+        side = "this device's version" if ours_newer else "the remote version"
+        why = f"the edit times could not be told apart; kept {side}"
     winner, loser = (ours, theirs) if ours_newer else (theirs, ours)
-    side = "this device's" if ours_newer else "the remote"
     return MergeResult(
         winner,
-        conflict=f"{what}; kept {side} newer version, the other is in local history "
-        f"(`memsync history {path}`)",
+        conflict=f"{what}: {why}; the other version is in local history (`memsync history {path}`)",
         discarded=loser,
+        ours_won=ours_newer,
+        edited=won,
     )
+
+
+def _eol(*versions: str | None) -> str:
+    """The line ending the merged file gets: CRLF if most lines of ours (then theirs) use it."""
+    for text in versions:
+        if text and "\n" in text:
+            crlf = text.count("\r\n")
+            return "\r\n" if crlf * 2 > text.count("\n") else "\n"
+    return "\n"
 
 
 def merge(
@@ -436,7 +645,12 @@ def merge(
     ours_mtime: float | None = None,
     theirs_mtime: float | None = None,
 ) -> MergeResult:
-    """Merge two versions of the memory file `path` that both changed since `base`."""
+    """Merge two versions of the memory file `path` that both changed since `base`.
+
+    `ours_mtime`/`theirs_mtime`: when each side's file was edited on the device that edited
+    it (its mtime there), used where the frontmatter carries no `modified` of that edit.
+    Line endings are kept: the merge runs on LF text and CRLF files come back CRLF.
+    """
     if ours == theirs:
         return MergeResult(ours)
     if base is not None and ours == base:
@@ -444,33 +658,169 @@ def merge(
     if base is not None and theirs == base:
         return MergeResult(ours)
     try:
-        o_doc = memory.parse(ours.decode("utf-8"))
-        t_doc = memory.parse(theirs.decode("utf-8"))
-        b_doc = memory.parse(base.decode("utf-8")) if base is not None else None
-    except (UnicodeDecodeError, memory.FrontmatterError):
-        return _merge_unknown(path, base, ours, theirs, {}, {}, ours_mtime, theirs_mtime)
+        texts = [x.decode("utf-8") if x is not None else None for x in (base, ours, theirs)]
+    except UnicodeDecodeError:
+        return _merge_unknown(path, base, ours, theirs, {}, {}, None, ours_mtime, theirs_mtime)
+    b_text, o_text, t_text = (x.replace("\r\n", "\n") if x is not None else None for x in texts)
+    assert o_text is not None and t_text is not None
+    eol = _eol(texts[1], texts[2])
+    result = _merge_text(path, b_text, o_text, t_text, ours, theirs, ours_mtime, theirs_mtime)
+    if result.ours_won is None and eol == "\r\n":
+        content = result.content.decode("utf-8").replace("\r\n", "\n").replace("\n", "\r\n")
+        return MergeResult(content.encode(), result.conflict, result.discarded, None, result.edited)
+    return result
+
+
+def _merge_text(
+    path: str,
+    base: str | None,
+    ours: str,
+    theirs: str,
+    ours_raw: bytes,
+    theirs_raw: bytes,
+    ours_mtime: float | None,
+    theirs_mtime: float | None,
+) -> MergeResult:
+    try:
+        o_doc, t_doc = memory.parse(ours), memory.parse(theirs)
+        b_doc = memory.parse(base) if base is not None else None
+    except memory.FrontmatterError:
+        return _merge_unknown(
+            path, base, ours, theirs, {}, {}, None, ours_mtime, theirs_mtime, ours_raw, theirs_raw
+        )
     o_meta, t_meta = o_doc.meta or {}, t_doc.meta or {}
-    strategy = type_of(path, o_doc.meta or t_doc.meta).merge
+    mtype = type_of(path, o_doc.meta or t_doc.meta)
+    strategy = mtype.merge
+    if b_doc is None and strategy != "index":  # the index template's lines are real entries
+        virtual = template_base(mtype.name, ours, theirs)
+        if virtual is not None:
+            try:
+                b_doc = memory.parse(virtual)
+            except memory.FrontmatterError:
+                b_doc = None
+    b_meta = b_doc.meta if b_doc is not None else None
+    o_time = _edit_time(o_meta, b_meta, ours_mtime)
+    t_time = _edit_time(t_meta, b_meta, theirs_mtime)
+    edited = max((x for x in (o_time, t_time) if x is not None), default=None)
     if strategy == "fact":
-        newer = _newer(o_meta, t_meta, ours, theirs, ours_mtime, theirs_mtime)
-        return _pick_newer(path, ours, theirs, newer, "both devices changed this file")
+        if b_doc is not None and base is None:  # two files made from the template
+            if o_doc == b_doc:
+                return MergeResult(theirs_raw, edited=t_time)
+            if t_doc == b_doc:
+                return MergeResult(ours_raw, edited=o_time)
+        return _merge_fact(
+            path, b_meta, o_meta, t_meta, ours_raw, theirs_raw, ours_mtime, theirs_mtime
+        )
+    notes: list[str] = []
     if strategy == "index":
-        return MergeResult(_merge_index(b_doc, o_doc, t_doc).encode())
-    if strategy not in STRATEGIES:
-        return _merge_unknown(path, base, ours, theirs, o_meta, t_meta, ours_mtime, theirs_mtime)
-    newer = _newer(o_meta, t_meta, ours, theirs, ours_mtime, theirs_mtime)
-    b_tree = sections.parse(b_doc.body) if b_doc else None
-    o_tree, t_tree = sections.parse(o_doc.body), sections.parse(t_doc.body)
-    if strategy == "digest":
-        o_tree = session_blocks(o_tree, o_meta, o_doc.body)
-        t_tree = session_blocks(t_tree, t_meta, t_doc.body)
-        if b_tree is not None and b_doc is not None:
-            b_tree = session_blocks(b_tree, b_doc.meta or {}, b_doc.body)
-    body = STRATEGIES[strategy](b_tree, o_tree, t_tree).render()
+        body = _merge_index(b_doc, o_doc, t_doc, notes)
+    elif strategy in STRATEGIES:
+        b_tree = sections.parse(b_doc.body) if b_doc else None
+        o_tree, t_tree = sections.parse(o_doc.body), sections.parse(t_doc.body)
+        blocks = [x for x in (b_tree, o_tree, t_tree) if x is not None]
+        if strategy == "digest" and base is not None and not any(map(_has_sessions, blocks)):
+            pass  # one session in three versions, none in blocks: merged as it is
+        elif strategy == "digest":
+            sid = None
+            if b_tree is not None and b_doc is not None and base is not None:
+                sid = memory.field(b_doc.meta, "session_id") or _hash8(b_doc.body)
+                b_tree = session_blocks(b_tree, b_doc.meta or {}, b_doc.body, sid)
+            o_tree = session_blocks(o_tree, o_meta, o_doc.body, sid)
+            t_tree = session_blocks(t_tree, t_meta, t_doc.body, sid)
+            if b_tree is not None and base is None:  # the template: compare by session
+                b_tree = None
+        body = STRATEGIES[strategy](b_tree, o_tree, t_tree, notes).render()
+    else:
+        return _merge_unknown(
+            path,
+            base,
+            ours,
+            theirs,
+            o_meta,
+            t_meta,
+            b_meta,
+            ours_mtime,
+            theirs_mtime,
+            ours_raw,
+            theirs_raw,
+        )
+    discarded = None
     if o_doc.meta is None and t_doc.meta is None:
-        return MergeResult(body.encode())
-    meta = merge_meta(b_doc.meta if b_doc else None, o_meta, t_meta, newer)
-    return MergeResult(memory.render(meta, body).encode())
+        text = body
+    else:
+        newer = _newer(o_time, t_time, ours, theirs)
+        meta_notes: list[str] = []
+        meta = merge_meta(b_meta, o_meta, t_meta, newer, meta_notes)
+        if any(n.startswith("the field") for n in meta_notes):
+            discarded = theirs_raw if newer else ours_raw  # the value not kept is in there
+        notes.extend(meta_notes)
+        text = _render_like(meta, body, o_doc, t_doc, ours, theirs)
+    conflict = None
+    if notes:
+        listed = ", ".join(dict.fromkeys(notes))
+        conflict = (
+            f"both devices changed the same entries differently ({_short(listed, 200)}); "
+            "both versions are in the file: keep the right one, then `memsync resolve "
+            f"{path}`"
+        )
+        if discarded is not None:
+            conflict += f"; the other version is in local history (`memsync history {path}`)"
+    return MergeResult(text.encode(), conflict, discarded, None, edited)
+
+
+def _newer(o_time: float | None, t_time: float | None, ours: str, theirs: str) -> bool:
+    if o_time is not None and t_time is not None and o_time != t_time:
+        return o_time > t_time
+    return ours >= theirs
+
+
+def _render_like(
+    meta: dict[str, Any],
+    body: str,
+    o_doc: memory.Document,
+    t_doc: memory.Document,
+    ours: str,
+    theirs: str,
+) -> str:
+    """The merged file, reusing a side's frontmatter text verbatim when its fields won whole
+    (a merge does not reformat what nobody changed)."""
+    for doc, text in ((o_doc, ours), (t_doc, theirs)):
+        if doc.meta == meta:
+            source, _ = memory.split(text)
+            if source is not None:
+                return f"---\n{source}---\n{body}"
+    return memory.render(meta, body)
+
+
+_PLACEHOLDER = re.compile(r"\\\{(title|slug|date|session|nonce)\\\}")
+_TEMPLATE_FILE = {"callbacks": "callbacks.md", "commitments": "commitments.md"}
+
+
+def template_base(type_name: str, ours: str, theirs: str) -> str | None:
+    """For a file both devices created on their own: its template, as the common ancestor.
+
+    A template line with a placeholder (`{date}`, `{title}`...) stands for every line of
+    either side it matches, so placeholder lines one side filled in and the other left stay
+    gone, and fields one side changed from the template are taken from that side.
+    """
+    try:
+        template = resources.template_text(_TEMPLATE_FILE.get(type_name, f"{type_name}.md"))
+    except (FileNotFoundError, OSError):
+        return None
+    lines = (ours + theirs).splitlines(keepends=True)
+    out = []
+    for line in template.splitlines(keepends=True):
+        escaped = re.escape(line.rstrip("\n"))
+        if not _PLACEHOLDER.search(escaped):
+            out.append(line)
+            continue
+        pattern = re.compile(_PLACEHOLDER.sub(r".+?", escaped) + r"\n?")
+        matches = dict.fromkeys(x for x in lines if pattern.fullmatch(x))
+        if line.startswith("---") or line.lstrip().startswith(("name:", "description:")):
+            out.extend(list(matches)[:1])
+        else:
+            out.extend(matches)
+    return "".join(out)
 
 
 _LINK = re.compile(r"\]\(([^)\s]+)")
@@ -482,43 +832,84 @@ def _index_key(line: str) -> str:
 
 
 def _merge_index(
-    base: memory.Document | None, ours: memory.Document, theirs: memory.Document
+    base: memory.Document | None,
+    ours: memory.Document,
+    theirs: memory.Document,
+    notes: list[str],
 ) -> str:
-    """MEMORY.md: union of index lines by link target; removals since base stay removed."""
+    """MEMORY.md: index lines by link target (other lines by their text)."""
 
-    def lines(doc: memory.Document | None) -> list[str] | None:
-        return None if doc is None else _with_newline(doc.body.splitlines(keepends=True))
+    def items(doc: memory.Document | None) -> list[Item] | None:
+        if doc is None:
+            return None
+        lines = _with_newline(doc.body.splitlines(keepends=True))
+        return [Item(_index_key(x), "", x) for x in lines]
 
-    merged = union(
-        lines(base), lines(ours) or [], lines(theirs) or [], key=_index_key, changed=_entry_changed
+    merged = merge_items(
+        items(base),
+        items(ours) or [],
+        items(theirs) or [],
+        notes,
+        label=lambda x: f"the index line for {_index_key(x.text).split(':', 1)[1]}",
     )
     blank_runs: list[str] = []
-    for line in merged:  # collapse blank lines the union may have stacked up
+    for line in (x.text for x in merged):  # collapse blank lines the union may have stacked up
         if not line.strip() and blank_runs and not blank_runs[-1].strip():
             continue
         blank_runs.append(line)
     return "".join(blank_runs)
 
 
+def _with_newline(entries: list[str]) -> list[str]:
+    return [sections.ensure_newline(e) for e in entries]
+
+
 def _merge_unknown(
     path: str,
-    base: bytes | None,
-    ours: bytes,
-    theirs: bytes,
+    base: str | bytes | None,
+    ours: str | bytes,
+    theirs: str | bytes,
     o_meta: dict[str, Any],
     t_meta: dict[str, Any],
+    b_meta: dict[str, Any] | None,
     ours_mtime: float | None,
     theirs_mtime: float | None,
+    ours_raw: bytes | None = None,
+    theirs_raw: bytes | None = None,
 ) -> MergeResult:
-    try:
-        merged = merge_lines(
-            base.decode("utf-8") if base is not None else None,
-            ours.decode("utf-8"),
-            theirs.decode("utf-8"),
-        )
-    except UnicodeDecodeError:
-        merged = None
+    ours_raw = ours_raw if ours_raw is not None else _bytes(ours)
+    theirs_raw = theirs_raw if theirs_raw is not None else _bytes(theirs)
+    merged = None
+    if isinstance(ours, str) and isinstance(theirs, str) and not isinstance(base, bytes):
+        merged = merge_lines(base, ours, theirs)
     if merged is not None:
-        return MergeResult(merged.encode())
-    newer = _newer(o_meta, t_meta, ours, theirs, ours_mtime, theirs_mtime)
-    return _pick_newer(path, ours, theirs, newer, "both devices changed the same lines")
+        eol = _eol(ours_raw.decode("utf-8", "replace"), theirs_raw.decode("utf-8", "replace"))
+        return MergeResult(merged.replace("\n", eol).encode())
+    return _merge_fact(
+        path,
+        b_meta,
+        o_meta,
+        t_meta,
+        ours_raw,
+        theirs_raw,
+        ours_mtime,
+        theirs_mtime,
+        "both devices changed the same lines",
+    )
+
+
+def _bytes(x: str | bytes) -> bytes:
+    return x.encode("utf-8") if isinstance(x, str) else x
+
+
+def describe_for_others(path: str, result: MergeResult) -> str:
+    """A merge's conflict as the other devices should read it: neutral about which device is
+    "this" one. A fact file's losing version is in local history on the device that made it:
+    the merging device keeps its own, the other keeps its own when the winner replaces it."""
+    if result.ours_won is None:
+        return (result.conflict or "").split("; the other version is in local history")[0]
+    when = f" ({_stamp(result.edited)})" if result.edited is not None else ""
+    return (
+        f"both devices changed this file; the version edited later{when} was kept, and the "
+        f"other is in local history on the device that made it (`memsync history {path}`)"
+    )

@@ -6,7 +6,7 @@ import re
 from datetime import date
 from pathlib import Path
 
-from memsync import memory, resources
+from memsync import ids, memory, resources
 from memsync.errors import UserError
 from memsync.fsutil import atomic_write
 from memsync.memtypes import TYPES
@@ -57,6 +57,8 @@ def create(
         .replace("{date}", today.isoformat())
         .replace("{session}", session)
     )
+    # each commitment id gets its own random part: another device may mint ids for this day
+    text = re.sub(r"\{nonce\}", lambda _: ids.new_suffix(), text)
     doc = memory.parse(text)
     memory_dir.mkdir(parents=True, exist_ok=True)
     atomic_write(path, text.encode(), 0o600)

@@ -52,12 +52,15 @@ class FaultyStore:
     def get(self, key: str) -> tuple[bytes, str]:
         return self.inner.get(key)
 
-    def create(self, key: str, data: bytes) -> str:
-        return self._write(self.inner.create, key, data)
+    def fetch(self, key: str) -> tuple[bytes, str, float | None]:
+        return self.inner.fetch(key)
 
-    def replace(self, key: str, data: bytes, etag: str) -> str:
+    def create(self, key: str, data: bytes, edited: float | None = None) -> str:
+        return self._write(self.inner.create, key, data, edited)
+
+    def replace(self, key: str, data: bytes, etag: str, edited: float | None = None) -> str:
         self._move(key)
-        return self._write(self.inner.replace, key, data, etag)
+        return self._write(self.inner.replace, key, data, etag, edited)
 
     def delete(self, key: str, etag: str) -> None:
         self._move(key)

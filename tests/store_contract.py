@@ -18,6 +18,18 @@ class StoreContract:
         assert data == b"hello"
         assert got == etag
 
+    def test_the_writers_edit_time_travels_with_the_object(self, store):
+        """Issue 16, defect 3: which of two edits is newer is decided by when each was made,
+        which only the writer knows; the store keeps it with the object."""
+        etag = store.create("a.md", b"one", 1_700_000_000.25)
+        assert store.fetch("a.md") == (b"one", etag, pytest.approx(1_700_000_000.25))
+        etag = store.replace("a.md", b"two", etag, 1_700_000_100.5)
+        assert store.fetch("a.md") == (b"two", etag, pytest.approx(1_700_000_100.5))
+        assert store.get("a.md") == (b"two", etag)
+        store.create("b.md", b"no time given")
+        data, _, edited = store.fetch("b.md")
+        assert data == b"no time given" and (edited is None or edited > 1_700_000_100.5)
+
     def test_create_is_create_only(self, store):
         store.create("a.md", b"one")
         with pytest.raises(AlreadyExists):

@@ -8,11 +8,21 @@ from hypothesis import strategies as st
 
 from memsync import memory, sections
 from memsync.merge import merge, merge_lines
+from tests import oracle
 
 
 def doc(body: str, **meta: object) -> bytes:
     fields = {"name": "n", "description": "d", **meta}
     return memory.render(fields, body).encode()
+
+
+def checked(path: str, base: bytes | None, ours: bytes, theirs: bytes, **times: float):
+    """merge(), held to the no-silent-loss oracle (tests/oracle.py)."""
+    result = merge(path, base, ours, theirs, **times)
+    conflicts = [result.conflict] if result.conflict else []
+    kept = [result.discarded] if result.discarded is not None else []
+    oracle.check(path, base, ours, theirs, result.content, conflicts, kept)
+    return result
 
 
 def body_of(data: bytes) -> str:
@@ -30,7 +40,7 @@ def test_voice_calibration_keeps_entries_both_sides_added_under_the_same_date():
         "## 2026-04-18\n\n### Missed\n- lectured\n",
         type="voice_calibration",
     )
-    out = body_of(merge("voice_calibration.md", base, ours, theirs).content)
+    out = body_of(checked("voice_calibration.md", base, ours, theirs).content)
     for line in ("- too formal", "- too long", "### Landed", "- one-liner", "## 2026-04-18"):
         assert line in out
     assert out.count("## 2026-04-17") == 1
@@ -41,7 +51,7 @@ def test_section_merge_keeps_a_removal_made_on_one_side():
     base = doc("## Active\n- a\n- b\n", type="callbacks")
     ours = doc("## Active\n- a\n", type="callbacks")  # b removed here
     theirs = doc("## Active\n- a\n- b\n- c\n", type="callbacks")
-    out = body_of(merge("running_jokes_and_callbacks.md", base, ours, theirs).content)
+    out = body_of(checked("running_jokes_and_callbacks.md", base, ours, theirs).content)
     assert "- b" not in out
     assert "- a" in out and "- c" in out
 
@@ -49,7 +59,7 @@ def test_section_merge_keeps_a_removal_made_on_one_side():
 def test_relationship_without_base_is_a_union():
     ours = doc("## Past interactions\n- 2026-04-17: asked about sponsors\n", type="relationship")
     theirs = doc("## Past interactions\n- 2026-04-18: reviewed the design\n", type="relationship")
-    out = body_of(merge("relationship_ana.md", None, ours, theirs).content)
+    out = body_of(checked("relationship_ana.md", None, ours, theirs).content)
     assert "asked about sponsors" in out and "reviewed the design" in out
 
 
@@ -60,7 +70,7 @@ def test_commitments_delivered_beats_open_and_ids_merge():
         "## Open\n- [c-1] ship the filter\n- [c-2] write the runbook\n\n## Delivered\n",
         type="commitments",
     )
-    out = body_of(merge("running_commitments.md", base, ours, theirs).content)
+    out = body_of(checked("running_commitments.md", base, ours, theirs).content)
     tree = sections.parse(out)
     open_items = "".join(tree.find("Open").entries)
     done_items = "".join(tree.find("Delivered").entries)
@@ -72,7 +82,7 @@ def test_commitments_both_sides_change_status_delivered_wins():
     base = doc("## Open\n\n## Delivered\n", type="commitments")
     ours = doc("## Open\n- [c-9] demo\n\n## Delivered\n", type="commitments")
     theirs = doc("## Open\n\n## Delivered\n- [c-9] demo ✓\n", type="commitments")
-    out = body_of(merge("running_commitments.md", base, ours, theirs).content)
+    out = body_of(checked("running_commitments.md", base, ours, theirs).content)
     assert "[c-9]" in "".join(sections.parse(out).find("Delivered").entries)
     assert out.count("[c-9]") == 1
 
@@ -88,7 +98,7 @@ def test_carry_forward_consumed_on_one_side_leaves_pending():
         "## Pending\n- thank Ana\n- raise the analogy\n- ask about the trip\n\n## Consumed\n",
         type="carry_forward",
     )
-    tree = sections.parse(body_of(merge("carry_forward.md", base, ours, theirs).content))
+    tree = sections.parse(body_of(checked("carry_forward.md", base, ours, theirs).content))
     pending = "".join(tree.find("Pending").entries)
     assert "thank Ana" not in pending
     assert "raise the analogy" in pending and "ask about the trip" in pending
@@ -98,7 +108,7 @@ def test_carry_forward_consumed_on_one_side_leaves_pending():
 def test_two_digests_on_the_same_day_are_both_kept_by_session():
     ours = doc("## Arcs\n- shipped the filter\n", type="session_digest", session_id="aaa")
     theirs = doc("## Arcs\n- fixed the scheduler\n", type="session_digest", session_id="bbb")
-    out = body_of(merge("session_digest_2026-04-17.md", None, ours, theirs).content)
+    out = body_of(checked("session_digest_2026-04-17.md", None, ours, theirs).content)
     assert "## Session aaa" in out and "## Session bbb" in out
     assert "shipped the filter" in out and "fixed the scheduler" in out
 
@@ -107,7 +117,7 @@ def test_fact_file_changed_on_both_sides_newer_wins_and_the_other_is_reported():
     base = doc("old\n", type="feedback", modified="2026-04-01")
     ours = doc("ours\n", type="feedback", modified="2026-04-03")
     theirs = doc("theirs\n", type="feedback", modified="2026-04-02")
-    result = merge("feedback_tone.md", base, ours, theirs)
+    result = checked("feedback_tone.md", base, ours, theirs)
     assert body_of(result.content) == "ours\n"
     assert result.discarded == theirs
     assert result.conflict and "local history" in result.conflict
@@ -116,7 +126,7 @@ def test_fact_file_changed_on_both_sides_newer_wins_and_the_other_is_reported():
 def test_fact_file_changed_on_one_side_takes_it_silently():
     base = doc("old\n", type="user")
     theirs = doc("new\n", type="user")
-    result = merge("user_role.md", base, base, theirs)
+    result = checked("user_role.md", base, base, theirs)
     assert result.content == theirs and result.conflict is None
 
 
@@ -124,7 +134,7 @@ def test_index_union_by_link_target_and_removals_stay_removed():
     base = b"- [A](a.md) one\n- [B](b.md) two\n"
     ours = b"- [A](a.md) one, edited\n- [C](c.md) three\n"  # B removed, A edited
     theirs = b"- [A](a.md) one\n- [B](b.md) two\n- [D](d.md) four\n"
-    out = merge("MEMORY.md", base, ours, theirs).content.decode()
+    out = checked("MEMORY.md", base, ours, theirs).content.decode()
     assert "(b.md)" not in out
     assert "one, edited" in out and out.count("(a.md)") == 1
     assert "(c.md)" in out and "(d.md)" in out
@@ -134,7 +144,7 @@ def test_frontmatter_is_merged_field_by_field_never_duplicated():
     base = doc("## A\n- x\n", type="relationship", tags=["a"])
     ours = doc("## A\n- x\n- y\n", type="relationship", tags=["a", "b"], role="architect")
     theirs = doc("## A\n- x\n- z\n", type="relationship", tags=["a", "c"])
-    merged = memory.parse(merge("relationship_x.md", base, ours, theirs).content.decode())
+    merged = memory.parse(checked("relationship_x.md", base, ours, theirs).content.decode())
     assert sorted(merged.meta["tags"]) == ["a", "b", "c"]
     assert merged.meta["role"] == "architect"
     assert merged.body.count("- x") == 1
@@ -143,7 +153,7 @@ def test_frontmatter_is_merged_field_by_field_never_duplicated():
 def test_unknown_type_line_merge_and_conflict():
     assert merge_lines("a\nb\nc\n", "A\nb\nc\n", "a\nb\nC\n") == "A\nb\nC\n"
     assert merge_lines("a\n", "x\n", "y\n") is None
-    result = merge("notes.txt", b"a\n", b"x\n", b"y\n", ours_mtime=2, theirs_mtime=1)
+    result = checked("notes.txt", b"a\n", b"x\n", b"y\n", ours_mtime=2, theirs_mtime=1)
     assert result.content == b"x\n" and result.discarded == b"y\n" and result.conflict
 
 
@@ -189,7 +199,7 @@ def test_section_merges_keep_every_addition(base, add_ours, add_theirs, kind):
     b = doc(_tree(base), type=mtype)
     o = doc(_tree(plus(add_ours, "ours")), type=mtype)
     t = doc(_tree(plus(add_theirs, "theirs")), type=mtype)
-    out = body_of(merge(path, b, o, t).content)
+    out = body_of(checked(path, b, o, t).content)
     tree = sections.parse(out)
     for tag, added in (("ours", add_ours), ("theirs", add_theirs)):
         for heading, items in added.items():
@@ -251,7 +261,7 @@ def test_carry_forward_never_loses_a_pending_item(pending, ours_new, theirs_new,
     b = cf(pending, [])
     o = cf([p for p in pending if p not in used] + ours_new, used)
     t = cf(pending + theirs_new, [])
-    tree = sections.parse(body_of(merge("carry_forward.md", b, o, t).content))
+    tree = sections.parse(body_of(checked("carry_forward.md", b, o, t).content))
     pending_text = "".join(tree.find("Pending").entries)
     consumed_text = "".join(tree.find("Consumed").entries)
     for item in ours_new + theirs_new:

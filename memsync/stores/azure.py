@@ -47,6 +47,9 @@ if TYPE_CHECKING:
 
 _PROXY_ENV = {"http_proxy", "https_proxy", "all_proxy"}  # NO_PROXY alone changes nothing
 MARKDOWN = "text/markdown; charset=utf-8"
+# blob metadata `edited`: when the writer's file was edited (seconds since the epoch)
+EDITED_METADATA = "edited"
+EDITED_HEADER = f"x-ms-meta-{EDITED_METADATA}"
 URL_SAS = "SAS token in the URL"
 GET_ATTEMPTS = 3  # a download that fails verification is fetched this many times at most
 LISTING_LIMIT = 64 * 1024 * 1024  # one page of 5000 entries is about 4 MB
@@ -211,6 +214,14 @@ def sas_expiry(sas: str) -> float | None:
 def md5_base64(data: bytes) -> str:
     digest = hashlib.md5(data, usedforsecurity=False).digest()
     return binascii.b2a_base64(digest, newline=False).decode()
+
+
+def parse_edited(value: str | None) -> float | None:
+    """The `edited` metadata value, None if absent or not a number."""
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None
 
 
 def quote_etag(value: str | None) -> str:
@@ -450,43 +461,51 @@ class AzureStore:
             return f"it came {len(data)} of the {listed.size} bytes the listing gave"
         return None
 
-    def _fetch(self, key: str) -> tuple[bytes, str, str | None]:
+    def _fetch(self, key: str) -> tuple[bytes, str, str | None, float | None]:
+        """One GET: body, ETag, the MD5 the service keeps, the `edited` metadata."""
         response = self._request("get", "GET", key)
         return (
             response.body,
             quote_etag(response.headers.get("ETag")),
             # the whole blob's MD5, as the service keeps it (a ranged answer names it apart)
             response.headers.get("Content-MD5") or response.headers.get("x-ms-blob-content-md5"),
+            parse_edited(response.headers.get(EDITED_HEADER)),
         )
 
     def get(self, key: str) -> tuple[bytes, str]:
+        data, etag, _ = self.fetch(key)
+        return data, etag
+
+    def fetch(self, key: str) -> tuple[bytes, str, float | None]:
         problem = ""
         for _ in range(GET_ATTEMPTS):
-            data, etag, md5 = self._fetch(key)
+            data, etag, md5, edited = self._fetch(key)
             problem = self.verify(key, data, etag, md5) or ""
             if not problem:
-                return data, etag
+                return data, etag, edited
         raise StoreError(
             f"{key} was not pulled: {problem}, {GET_ATTEMPTS} times (a proxy or the network "
             "is damaging answers); nothing was written, try again later"
         )
 
-    def _put(self, key: str, data: bytes, condition: dict[str, str]) -> str:
+    def _put(self, key: str, data: bytes, condition: dict[str, str], edited: float | None) -> str:
         headers = {
             "x-ms-blob-type": "BlockBlob",
             "Content-Type": MARKDOWN,
             "Content-MD5": md5_base64(data),  # the service refuses a body that differs
             **condition,
         }
+        if edited is not None:
+            headers[EDITED_HEADER] = repr(float(edited))
         with self._gate():
             response = self._request("put", "PUT", key, headers=headers, body=data)
         return quote_etag(response.headers.get("ETag"))
 
-    def create(self, key: str, data: bytes) -> str:
-        return self._put(key, data, {"If-None-Match": "*"})
+    def create(self, key: str, data: bytes, edited: float | None = None) -> str:
+        return self._put(key, data, {"If-None-Match": "*"}, edited)
 
-    def replace(self, key: str, data: bytes, etag: str) -> str:
-        return self._put(key, data, {"If-Match": quote_etag(etag)})
+    def replace(self, key: str, data: bytes, etag: str, edited: float | None = None) -> str:
+        return self._put(key, data, {"If-Match": quote_etag(etag)}, edited)
 
     def delete(self, key: str, etag: str) -> None:
         try:

@@ -36,9 +36,11 @@ from memsync.errors import (
 )
 from memsync.stores import tls
 from memsync.stores.azure import (
+    EDITED_METADATA,
     GET_ATTEMPTS,
     MARKDOWN,
     AzureStore,
+    parse_edited,
     proxy_configured,
     quote_etag,
 )
@@ -242,7 +244,7 @@ class AzureSDKStore(AzureStore):
             return entries
         raise AssertionError("unreachable")
 
-    def _fetch(self, key: str) -> tuple[bytes, str, str | None]:
+    def _fetch(self, key: str) -> tuple[bytes, str, str | None, float | None]:
         import base64
 
         with self._translate(key):
@@ -252,17 +254,23 @@ class AzureSDKStore(AzureStore):
             data = downloader.readall()
         self.stats.moved(down=len(data))  # the request was counted when it was sent
         md5 = downloader.properties.content_settings.content_md5
+        metadata = downloader.properties.metadata or {}
         return (
             data,
             quote_etag(downloader.properties.etag),
             base64.b64encode(bytes(md5)).decode() if md5 else None,
+            parse_edited(metadata.get(EDITED_METADATA)),
         )
 
-    def _put(self, key: str, data: bytes, condition: dict[str, str]) -> str:
+    def _put(
+        self, key: str, data: bytes, condition: dict[str, str], edited: float | None = None
+    ) -> str:
         kwargs: dict[str, Any] = {"overwrite": False}
         if "If-Match" in condition:
             kwargs = {"etag": condition["If-Match"]}
             kwargs["match_condition"] = MatchConditions.IfNotModified
+        if edited is not None:
+            kwargs["metadata"] = {EDITED_METADATA: repr(float(edited))}
         with self._translate(key, write=True), self._gate():
             result = self.client.get_blob_client(self._name(key)).upload_blob(
                 data,

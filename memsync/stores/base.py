@@ -73,10 +73,16 @@ class Store(Protocol):
     def get(self, key: str) -> tuple[bytes, str]:
         """(content, etag); NotFound if absent."""
 
-    def create(self, key: str, data: bytes) -> str:
-        """Write only if absent; AlreadyExists otherwise. Returns the new ETag."""
+    def fetch(self, key: str) -> tuple[bytes, str, float | None]:
+        """(content, etag, edited): `get`, plus the `edited` time its writer gave (None if it
+        gave none). Merges use it to tell which of two edits came later."""
 
-    def replace(self, key: str, data: bytes, etag: str) -> str:
+    def create(self, key: str, data: bytes, edited: float | None = None) -> str:
+        """Write only if absent; AlreadyExists otherwise. Returns the new ETag. `edited`: when
+        the content was edited on the device that wrote it (its file's mtime there), kept
+        with the object (blob metadata, the folder file's mtime) for `fetch`."""
+
+    def replace(self, key: str, data: bytes, etag: str, edited: float | None = None) -> str:
         """Write only if the current ETag is `etag`; PreconditionFailed otherwise (also if gone)."""
 
     def delete(self, key: str, etag: str) -> None:

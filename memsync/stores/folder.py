@@ -80,30 +80,42 @@ class FolderStore:
                     path.unlink()
 
     def get(self, key: str) -> tuple[bytes, str]:
-        self.stats.count("get")
-        data = self._read(self._path(key))
-        if data is None:
-            raise NotFound(f"{key} is not on the remote")
-        self.stats.bytes_down += len(data)
-        return data, _etag(data)
+        data, etag, _ = self.fetch(key)
+        return data, etag
 
-    def create(self, key: str, data: bytes) -> str:
+    def fetch(self, key: str) -> tuple[bytes, str, float | None]:
+        """The file's mtime is its writer's edit time (see `create`), read with the content
+        from one open file."""
+        self.stats.count("get")
+        try:
+            with open(self._path(key), "rb") as f:
+                edited = os.fstat(f.fileno()).st_mtime
+                data = f.read()
+        except FileNotFoundError:
+            raise NotFound(f"{key} is not on the remote") from None
+        except IsADirectoryError:
+            raise StoreError(f"{self._path(key)} is a folder, not a memory file") from None
+        self.stats.bytes_down += len(data)
+        return data, _etag(data), edited
+
+    def create(self, key: str, data: bytes, edited: float | None = None) -> str:
+        """`edited` becomes the file's mtime, as `cp -p` keeps it."""
         self.stats.count("put", up=len(data))
         path = self._path(key)
         with self._lock():
             if path.exists():
                 raise AlreadyExists(f"{key} already exists on the remote")
-            atomic_write(path, data)
+            atomic_write(path, data, mtime=edited)
         return _etag(data)
 
-    def replace(self, key: str, data: bytes, etag: str) -> str:
+    def replace(self, key: str, data: bytes, etag: str, edited: float | None = None) -> str:
         self.stats.count("put", up=len(data))
         path = self._path(key)
         with self._lock():
             current = self._read(path)
             if current is None or _etag(current) != etag:
                 raise PreconditionFailed(f"{key} changed on the remote")
-            atomic_write(path, data)
+            atomic_write(path, data, mtime=edited)
         return _etag(data)
 
     def delete(self, key: str, etag: str) -> None:

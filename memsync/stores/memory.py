@@ -16,6 +16,7 @@ class MemoryStore:
     (as on Azure)."""
 
     _named: ClassVar[dict[str, dict[str, tuple[bytes, str, float]]]] = {}
+    _edited: ClassVar[dict[int, dict[str, float]]] = {}
     _counter = itertools.count(1)
 
     def __init__(
@@ -24,6 +25,8 @@ class MemoryStore:
         self.url = f"memory://{prefix}"
         self.prefix = prefix
         self.objects: dict[str, tuple[bytes, str, float]] = {} if objects is None else objects
+        # the writers' edit times, by key (shared like `objects` between openers of a name)
+        self.edited: dict[str, float] = self._edited.setdefault(id(self.objects), {})
         self.stats = Stats()
         self._lock = threading.Lock()
 
@@ -42,16 +45,21 @@ class MemoryStore:
         return {k: Entry(k, etag, len(data), mtime) for k, (data, etag, mtime) in items}
 
     def get(self, key: str) -> tuple[bytes, str]:
+        data, etag, _ = self.fetch(key)
+        return data, etag
+
+    def fetch(self, key: str) -> tuple[bytes, str, float | None]:
         check_key(key)
         self.stats.count("get")
         with self._lock:
             if key not in self.objects:
                 raise NotFound(f"{key} is not on the remote")
             data, etag, _ = self.objects[key]
+            edited = self.edited.get(key)
         self.stats.bytes_down += len(data)
-        return data, etag
+        return data, etag, edited
 
-    def create(self, key: str, data: bytes) -> str:
+    def create(self, key: str, data: bytes, edited: float | None = None) -> str:
         check_key(key)
         self.stats.count("put", up=len(data))
         with self._lock:
@@ -59,9 +67,16 @@ class MemoryStore:
                 raise AlreadyExists(f"{key} already exists on the remote")
             etag = self._etag()
             self.objects[key] = (bytes(data), etag, time.time())
+            self._set_edited(key, edited)
             return etag
 
-    def replace(self, key: str, data: bytes, etag: str) -> str:
+    def _set_edited(self, key: str, edited: float | None) -> None:
+        if edited is None:
+            self.edited.pop(key, None)
+        else:
+            self.edited[key] = edited
+
+    def replace(self, key: str, data: bytes, etag: str, edited: float | None = None) -> str:
         check_key(key)
         self.stats.count("put", up=len(data))
         with self._lock:
@@ -70,6 +85,7 @@ class MemoryStore:
                 raise PreconditionFailed(f"{key} changed on the remote")
             new = self._etag()
             self.objects[key] = (bytes(data), new, time.time())
+            self._set_edited(key, edited)
             return new
 
     def delete(self, key: str, etag: str) -> None:

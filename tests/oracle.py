@@ -1,0 +1,279 @@
+"""The "no silent loss" oracle: what every structured merge must do, whatever the inputs.
+
+Given base, ours, theirs, the merged result, the conflicts recorded for the file and the
+versions kept aside (local history), `check` asserts:
+
+1. every entry either side added or changed since base is in the result, or a conflict was
+   recorded and the entry is in a version kept aside;
+2. every entry one side removed (or moved to Consumed/Delivered) while the other left it alone
+   is gone (from where it was);
+3. nothing appears twice;
+4. entries changed differently on both sides are never resolved silently: a conflict is
+   recorded (for structured files both versions also stay in the result, rule 1);
+5. a file whose lines all end in CRLF on both sides still does after the merge.
+
+The oracle has its own idea of an entry, written from the rule in docs/design.md rather than
+from memsync/merge.py, so the two can disagree:
+
+- fact files (`user_*`, `feedback_*`, ...): the whole file is one entry;
+- MEMORY.md: an index line, identified by its link target;
+- running_commitments.md: a list item, identified by its `[c-...]` id, placed in Open or
+  Delivered (Delivered is final: once either side delivers, the id is Delivered only);
+- carry_forward.md: a list item, identified by its text, placed in Pending or Consumed
+  (Consumed is final);
+- section files and digests: an entry within its heading path, identified by its text (a
+  digest's `Session <id>` level is left out: the merge wraps a digest without one);
+- frontmatter: each field (list fields: each element); `modified` is left to the merge.
+
+A reword is an entry whose text changed in place: within one place, a run of entries replaced
+by as many new ones pairs them in order, and the new text keeps the old identity.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any, NamedTuple
+
+from memsync import memory, sections
+from memsync.memtypes import type_of
+
+_ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,9}[.)])\s+")
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+_CID = re.compile(r"\[(c-[A-Za-z0-9_-]+)\]")
+_MARKS = re.compile(r"[✓✔✅☑]|\((?:done|delivered)\)", re.I)
+_SESSION = re.compile(r"^session\b", re.I)
+FINAL = {"commitments": "Delivered", "carry_forward": "Consumed"}
+_PLACES = {"commitments": ("Open", "Delivered"), "carry_forward": ("Pending", "Consumed")}
+
+
+class Entry(NamedTuple):
+    ident: str
+    where: str  # the section (heading path) it sits in
+    text: str  # whitespace-normalised, no line endings
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.replace("\r", "").split())
+
+
+def _decode(data: bytes) -> tuple[dict[str, Any] | None, str]:
+    text = data.decode("utf-8")
+    try:
+        doc = memory.parse(text)
+    except memory.FrontmatterError:
+        return None, text
+    return doc.meta, doc.body
+
+
+def kind_of(path: str, *versions: bytes | None) -> str:
+    for data in versions:
+        if data is None:
+            continue
+        try:
+            meta, _ = _decode(data)
+        except UnicodeDecodeError:
+            continue
+        return type_of(path, meta).merge
+    return type_of(path).merge
+
+
+def _meta_entries(meta: dict[str, Any] | None) -> list[Entry]:
+    out = []
+    for key, value in (meta or {}).items():
+        if key == "modified":
+            continue
+        if isinstance(value, list):
+            out.extend(Entry(f"meta:{key}[{v!r}]", "meta", repr(v)) for v in value)
+        elif isinstance(value, dict):
+            for sub, v in value.items():
+                if sub != "modified":
+                    out.append(Entry(f"meta:{key}.{sub}", "meta", str(v)))
+        else:
+            out.append(Entry(f"meta:{key}", "meta", str(value)))
+    return out
+
+
+def _section_entries(root: sections.Section, path: str = "") -> Iterable[tuple[str, str]]:
+    for entry in root.entries:
+        if entry.strip():
+            yield path, entry
+    for child in root.children:
+        yield from _section_entries(child, f"{path}>{child.title}" if path else child.title)
+
+
+def entries(path: str, data: bytes, kind: str | None = None) -> list[Entry]:
+    """The entries of one version of a file, in order. An identity held by several entries
+    of one version (a line written twice, ids that collided) is told apart by occurrence:
+    the second is `ident#1`, and so on."""
+    seen: Counter[str] = Counter()
+    out = []
+    for e in _entries(path, data, kind or kind_of(path, data)):
+        n = seen[e.ident]
+        seen[e.ident] += 1
+        out.append(e if n == 0 or e.where == "meta" else e._replace(ident=f"{e.ident}#{n}"))
+    return out
+
+
+def _entries(path: str, data: bytes, kind: str) -> list[Entry]:
+    if kind == "fact":
+        return [Entry("file", "", data.decode("utf-8", "replace"))]
+    meta, body = _decode(data)
+    out = _meta_entries(meta)
+    if kind == "index":
+        for line in body.splitlines():
+            if not _norm(line):
+                continue
+            m = _LINK.search(line)
+            out.append(Entry(f"link:{m.group(1)}" if m else _norm(line), "", _norm(line)))
+        return out
+    if kind == "lines":
+        out.extend(Entry(_norm(x), "", _norm(x)) for x in body.splitlines() if _norm(x))
+        return out
+    root = sections.parse(body)
+    if kind in _PLACES:
+        for place in _PLACES[kind]:
+            node = root.find(place)
+            for entry in node.entries if node else []:
+                if not _ITEM.match(entry):
+                    continue
+                text = _norm(entry)
+                m = _CID.search(entry) if kind == "commitments" else None
+                ident = m.group(1) if m else _norm(_MARKS.sub("", _ITEM.sub("", entry))).lower()
+                out.append(Entry(ident, place, text))
+        return out
+    for where, entry in _section_entries(root):
+        if kind == "digest":  # the merge may wrap a digest in a `## Session <id>` block
+            first, _, rest = where.partition(">")
+            if _SESSION.match(first):
+                where = rest
+        text = _norm(entry)
+        out.append(Entry(f"{where}|{text}", where, text))
+    return out
+
+
+def _pair_rewords(base: list[Entry], side: list[Entry]) -> list[Entry]:
+    """Give a reworded entry its base entry's identity (see the module docstring)."""
+    side_ids = {e.ident for e in side}
+    base_ids = {e.ident for e in base}
+    out = list(side)
+    places = {e.where for e in side} | {e.where for e in base}
+    for where in places:
+        b = [e for e in base if e.where == where and e.where != "meta"]
+        s_idx = [i for i, e in enumerate(side) if e.where == where and e.where != "meta"]
+        s = [side[i] for i in s_idx]
+        matcher = difflib.SequenceMatcher(a=[e.ident for e in b], b=[e.ident for e in s])
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag != "replace" or i2 - i1 != j2 - j1:
+                continue
+            for bi, sj in zip(range(i1, i2), range(j1, j2), strict=True):
+                old, new = b[bi], s[sj]
+                if old.ident not in side_ids and new.ident not in base_ids:
+                    out[s_idx[sj]] = new._replace(ident=old.ident)
+    return out
+
+
+def _values(items: list[Entry], ident: str) -> list[tuple[str, str]]:
+    return sorted((e.where, e.text) for e in items if e.ident == ident)
+
+
+def check(
+    path: str,
+    base: bytes | None,
+    ours: bytes,
+    theirs: bytes,
+    result: bytes,
+    conflicts: Sequence[str] = (),
+    kept: Sequence[bytes] = (),
+) -> None:
+    """Raise AssertionError naming every way `result` lost, resurrected or doubled an entry."""
+    problems = violations(path, base, ours, theirs, result, conflicts, kept)
+    assert not problems, f"{path}: " + "; ".join(problems)
+
+
+def violations(
+    path: str,
+    base: bytes | None,
+    ours: bytes,
+    theirs: bytes,
+    result: bytes,
+    conflicts: Sequence[str] = (),
+    kept: Sequence[bytes] = (),
+) -> list[str]:
+    kind = kind_of(path, ours, theirs, base)
+    b = entries(path, base, kind) if base is not None else []
+    o_raw, t_raw = entries(path, ours, kind), entries(path, theirs, kind)
+    o, t = _pair_rewords(b, o_raw), _pair_rewords(b, t_raw)
+    # a reworded entry in the result takes the identity its text was given on its side
+    renamed = {
+        raw.ident: paired.ident
+        for raw, paired in (*zip(o_raw, o, strict=True), *zip(t_raw, t, strict=True))
+        if raw.ident != paired.ident
+    }
+    r = [e._replace(ident=renamed.get(e.ident, e.ident)) for e in entries(path, result, kind)]
+    kept_entries = [e for data in kept for e in entries(path, data, kind)]
+    kept_texts = {(e.where, e.text) for e in kept_entries} | {e.text for e in kept_entries}
+    in_result = Counter((e.where, e.text) for e in r)
+    result_meta = {e.ident: e.text for e in r if e.where == "meta"}
+    final = FINAL.get(kind)
+    problems: list[str] = []
+
+    def present(ident: str, value: tuple[str, str]) -> bool:
+        if value[0] == "meta":  # a free-text field may be joined with the other side's
+            return value[1] in result_meta.get(ident, "")
+        return in_result[value] > 0
+
+    def conflict_kept(value: tuple[str, str]) -> bool:
+        return bool(conflicts) and (value in kept_texts or value[1] in kept_texts)
+
+    idents = dict.fromkeys(e.ident for e in (*b, *o, *t))
+    for ident in idents:
+        bv, ov, tv = _values(b, ident), _values(o, ident), _values(t, ident)
+        rv = _values(r, ident)
+        if ov == tv:
+            if ov and not all(present(ident, v) for v in ov):
+                problems.append(f"{ident!r}: both sides hold {ov}, the result {rv}")
+            if not ov and rv:
+                problems.append(f"{ident!r}: removed on both sides, back as {rv}")
+            continue
+        if ov == bv or tv == bv:
+            changed = tv if ov == bv else ov
+            if not changed:
+                if rv:
+                    problems.append(f"{ident!r}: removed on one side, untouched on the other, kept")
+            elif not all(present(ident, v) for v in changed):
+                problems.append(f"{ident!r}: changed on one side to {changed}, result {rv}")
+            elif bv and not ident.startswith("meta:"):
+                stale = [v for v in bv if v not in changed and v in rv]
+                if stale:
+                    problems.append(f"{ident!r}: the old version {stale} is still there")
+            continue
+        # changed on both sides, differently
+        if final and any(w == final for w, _ in ov + tv):
+            if not rv or any(w != final for w, _ in rv):
+                problems.append(f"{ident!r}: {final} on one side, but the result holds {rv}")
+            continue
+        for value in ov + tv:
+            if not present(ident, value) and not conflict_kept(value):
+                problems.append(f"{ident!r}: {value} lost (changed on both sides)")
+        if ov and tv and not conflicts:
+            problems.append(f"{ident!r}: changed differently on both sides, no conflict recorded")
+    sides = Counter((e.where, e.text) for e in o) | Counter((e.where, e.text) for e in t)
+    for value, count in in_result.items():
+        if count > 1 and count > sides[value]:
+            problems.append(f"{value} appears {count} times")
+    if not conflicts:
+        for ident in {e.ident for e in r}:
+            vals = _values(r, ident)
+            if len(vals) > 1 and len(vals) > max(len(_values(o, ident)), len(_values(t, ident))):
+                problems.append(f"{ident!r} appears {len(vals)} times without a conflict")
+    if _all_crlf(ours) and _all_crlf(theirs) and not _all_crlf(result):
+        problems.append("both sides used CRLF line endings, the result does not")
+    return problems
+
+
+def _all_crlf(data: bytes) -> bool:
+    lines = data.splitlines(keepends=True)
+    return bool(lines) and all(x.endswith(b"\r\n") for x in lines)

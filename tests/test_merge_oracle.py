@@ -1,0 +1,448 @@
+"""Every structured merge against the no-silent-loss oracle (tests/oracle.py), over the edits
+people and agents make, per memory type: add, reword, remove, move to Consumed/Delivered,
+the same id minted on two devices, an index line edited on both sides, a fact edited on both
+sides, CRLF files, and two files created from the same template.
+
+MEMSYNC_MERGE_EXAMPLES sets the examples per test (default 120) for a longer hunt."""
+
+from __future__ import annotations
+
+import os
+import re
+from itertools import count
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memsync import memory, sections
+from memsync.merge import merge, template_base
+from tests import oracle
+
+EXAMPLES = int(os.environ.get("MEMSYNC_MERGE_EXAMPLES", "100"))
+SETTINGS = settings(
+    max_examples=EXAMPLES, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+_word = st.sampled_from(
+    ["thank Ana", "ship the filter", "ask about Lisbon", "too formal", "one-liner landed",
+     "review the deck", "raise the analogy", "call Riley", "fix the cron", "write the runbook"]
+)  # fmt: skip
+Model = dict[str, list[str]]  # section heading -> entry lines (without the bullet)
+
+
+def render(kind: str, model: Model, meta: dict | None = None, crlf: bool = False) -> bytes:
+    fields = {"name": "n", "description": "d", "type": kind, **(meta or {})}
+    body = "".join(
+        f"\n## {h}\n\n" + "".join(f"- {e}\n" for e in items) for h, items in model.items()
+    )
+    text = memory.render(fields, body)
+    return (text.replace("\n", "\r\n") if crlf else text).encode()
+
+
+# --- edits -----------------------------------------------------------------------------------
+
+EDITS = ("add", "reword", "remove", "move", "add_section")
+
+
+def apply(model: Model, edits: list[tuple[str, int, int]], tag: str, kind: str) -> Model:
+    """Apply edits (op, which section, which entry) to a copy of `model`. New text is unique
+    to the side (`tag`), so the oracle can tell every entry apart."""
+    out = {h: list(v) for h, v in model.items()}
+    serial = count(1)
+    heads = list(out)
+    for op, i, j in edits:
+        if op == "add_section" and kind == "sections":
+            head = f"{tag} section {next(serial)}"
+            out[head] = [f"{tag} note {next(serial)}"]
+            heads.append(head)
+            continue
+        if not heads:
+            continue
+        head = heads[i % len(heads)]
+        items = out[head]
+        if op == "add" or not items:
+            items.append(_new_entry(kind, tag, next(serial)))
+        elif op == "reword":
+            k = j % len(items)
+            items[k] = _reword(kind, items[k], tag, next(serial))
+        elif op == "remove":
+            items.pop(j % len(items))
+        elif op == "move" and kind in ("commitments", "carry_forward"):
+            first, final = list(out)[:2]
+            if out[first]:
+                out[final].append(out[first].pop(j % len(out[first])))
+    return out
+
+
+def _new_entry(kind: str, tag: str, n: int) -> str:
+    if kind == "commitments":
+        return f"[c-2026-11-25-{tag}{n}] {tag} promise {n}"
+    return f"{tag} entry {n}"
+
+
+def _reword(kind: str, entry: str, tag: str, n: int) -> str:
+    if kind == "commitments" and entry.startswith("[c-"):
+        cid, _, text = entry.partition(" ")
+        return f"{cid} {text} ({tag} rewording {n})"
+    return f"{entry} ({tag} rewording {n})"
+
+
+_edits = st.lists(
+    st.tuples(st.sampled_from(EDITS), st.integers(0, 5), st.integers(0, 5)), max_size=4
+)
+
+
+def _base(kind: str) -> st.SearchStrategy[Model]:
+    if kind == "commitments":
+        ids = st.lists(st.integers(1, 9), unique=True, max_size=4)
+        return st.tuples(ids, ids).map(
+            lambda p: {
+                "Open": [f"[c-2026-11-2{i}-{i}] promise {i}" for i in p[0]],
+                "Delivered": [f"[c-2026-10-0{i}-{i}] done {i}" for i in p[1] if i not in p[0]],
+            }
+        )
+    if kind == "carry_forward":
+        items = st.lists(_word, unique=True, max_size=5)
+        return st.tuples(items, items).map(
+            lambda p: {"Pending": p[0], "Consumed": [x for x in p[1] if x not in p[0]]}
+        )
+    return st.dictionaries(
+        st.sampled_from(["2026-11-01", "Rules learned", "Known for", "Past interactions"]),
+        st.lists(_word, unique=True, max_size=4),
+        max_size=3,
+    )
+
+
+KINDS = {
+    "commitments": "running_commitments.md",
+    "carry_forward": "carry_forward.md",
+    "voice_calibration": "voice_calibration.md",
+    "relationship": "relationship_riley.md",
+    "callbacks": "running_jokes_and_callbacks.md",
+    "self_observations": "self_observations.md",
+    "philosophical_threads": "philosophical_threads.md",
+    "unsent_drafts": "unsent_drafts.md",
+    "session_digest": "session_digest_2026-11-24.md",
+}
+
+
+def _merge_and_check(path: str, b: bytes | None, o: bytes, t: bytes, **times: float) -> bytes:
+    result = merge(path, b, o, t, **times)
+    conflicts = [result.conflict] if result.conflict else []
+    kept = [result.discarded] if result.discarded is not None else []
+    oracle.check(path, b, o, t, result.content, conflicts, kept)
+    # the merge is symmetric in what it keeps, and merging its own result again is a no-op
+    again = merge(path, b, result.content, result.content)
+    assert again.content == result.content
+    return result.content
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+@SETTINGS
+@given(data=st.data(), crlf=st.booleans())
+def test_structured_merges_lose_nothing(data, kind, crlf):
+    model = data.draw(_base(kind))
+    strategy = "sections" if kind not in ("commitments", "carry_forward") else kind
+    ours = apply(model, data.draw(_edits), "ours", strategy)
+    theirs = apply(model, data.draw(_edits), "theirs", strategy)
+    b = render(kind, model, crlf=crlf)
+    o, t = render(kind, ours, crlf=crlf), render(kind, theirs, crlf=crlf)
+    _merge_and_check(KINDS[kind], b, o, t)
+    _merge_and_check(KINDS[kind], b, t, o)
+
+
+@SETTINGS
+@given(data=st.data())
+def test_the_same_commitment_id_minted_on_two_devices_keeps_both(data):
+    model = data.draw(_base("commitments"))
+    ours = {h: list(v) for h, v in model.items()}
+    theirs = {h: list(v) for h, v in model.items()}
+    ours["Open"].append("[c-2026-11-25-1] send Ana the deck")
+    theirs["Open"].append("[c-2026-11-25-1] book the venue")
+    b, o, t = (render("commitments", m) for m in (model, ours, theirs))
+    out = _merge_and_check("running_commitments.md", b, o, t).decode()
+    assert "send Ana the deck" in out and "book the venue" in out
+    assert merge("running_commitments.md", b, o, t).conflict
+
+
+_links = st.lists(st.sampled_from("abcdefg"), unique=True, max_size=5)
+_keys = st.sampled_from("abcdefghij")
+
+
+@SETTINGS
+@given(
+    base=_links,
+    ours_edit=st.lists(st.tuples(st.sampled_from(["add", "edit", "remove"]), _keys)),
+    theirs_edit=st.lists(st.tuples(st.sampled_from(["add", "edit", "remove"]), _keys)),
+    frontmatter=st.booleans(),
+    crlf=st.booleans(),
+)
+def test_memory_index_merges_lose_nothing(base, ours_edit, theirs_edit, frontmatter, crlf):
+    def index(lines: dict[str, str]) -> bytes:
+        body = "# Memory index\n\n" + "".join(
+            f"- [{k.upper()}](user_{k}.md) — {v}\n" for k, v in lines.items()
+        )
+        text = memory.render({"name": "index"}, body) if frontmatter else body
+        return (text.replace("\n", "\r\n") if crlf else text).encode()
+
+    def edit(tag: str, edits: list[tuple[str, str]]) -> dict[str, str]:
+        lines = {k: f"about {k}" for k in base}
+        for op, k in edits:
+            if op == "remove":
+                lines.pop(k, None)
+            elif op == "edit" and k in lines:
+                lines[k] = f"{lines[k]}, {tag} edit"
+            elif op == "add" and k not in lines:
+                lines[k] = f"{tag} added {k}"
+        return lines
+
+    b = index({k: f"about {k}" for k in base})
+    o, t = index(edit("ours", ours_edit)), index(edit("theirs", theirs_edit))
+    out = _merge_and_check("MEMORY.md", b, o, t)
+    if frontmatter:
+        assert out.startswith(b"---"), out  # issue 16, defect 24
+
+
+def test_index_line_edited_on_both_sides_keeps_both_and_reports_it():
+    b = b"# Memory index\n\n- [Pat](user_pat.md) - who Pat is\n"
+    o = b"# Memory index\n\n- [Pat](user_pat.md) - Pat, the PM\n"
+    t = b"# Memory index\n\n- [Pat](user_pat.md) - Pat, prefers email\n"
+    result = merge("MEMORY.md", b, o, t)
+    assert b"Pat, the PM" in result.content and b"Pat, prefers email" in result.content
+    assert result.conflict and "user_pat.md" in result.conflict
+
+
+@SETTINGS
+@given(
+    ours_body=st.text("abc \n", min_size=1, max_size=20),
+    theirs_body=st.text("xyz \n", min_size=1, max_size=20),
+    ours_mtime=st.floats(1e9, 2e9),
+    theirs_mtime=st.floats(1e9, 2e9),
+    nested=st.booleans(),
+)
+def test_fact_edited_on_both_sides_the_later_edit_wins(
+    ours_body, theirs_body, ours_mtime, theirs_mtime, nested
+):
+    b = memory.render({"name": "role", "description": "d", "type": "user"}, "base\n").encode()
+    o = memory.render({"name": "role", "description": "d", "type": "user"}, ours_body).encode()
+    t = memory.render({"name": "role", "description": "d", "type": "user"}, theirs_body).encode()
+    result = merge("user_role.md", b, o, t, ours_mtime=ours_mtime, theirs_mtime=theirs_mtime)
+    oracle.check(
+        "user_role.md", b, o, t, result.content, [result.conflict or ""], [result.discarded or b""]
+    )
+    if o != t and ours_mtime != theirs_mtime:
+        assert result.content == (o if ours_mtime > theirs_mtime else t)
+        assert result.discarded == (t if ours_mtime > theirs_mtime else o)
+        assert "edited later" in (result.conflict or "")
+
+
+def test_fact_modified_in_claude_codes_nested_frontmatter_beats_mtimes():
+    def fact(body: str, when: str) -> bytes:
+        meta = {"name": "pat", "description": "d", "metadata": {"type": "user", "modified": when}}
+        return memory.render(meta, body).encode()
+
+    b = fact("base\n", "2026-11-24T05:00:00.000Z")
+    o = fact("ours\n", "2026-11-24T05:47:59.752Z")  # edited later, file touched earlier
+    t = fact("theirs\n", "2026-11-24T05:47:56.000Z")
+    result = merge("user_pat.md", b, o, t, ours_mtime=1.0, theirs_mtime=2.0)
+    assert result.content == o and result.discarded == t and result.ours_won
+
+
+def test_a_hand_edit_that_left_modified_alone_is_timed_by_its_mtime():
+    meta = {"name": "pat", "description": "d", "type": "user", "modified": "2026-11-20"}
+    b = memory.render(meta, "base\n").encode()
+    o = memory.render(meta, "hand edit\n").encode()  # `modified` inherited from base
+    t = memory.render({**meta, "modified": "2026-11-21"}, "agent edit\n").encode()
+    late = 1_900_000_000.0  # 2030: the hand edit came after the agent's
+    result = merge("user_pat.md", b, o, t, ours_mtime=late)
+    assert result.content == o
+
+
+def test_two_relationship_files_made_from_the_template_merge_without_placeholders():
+    from memsync.newfile import create
+
+    def made(tmp: str, description: str, fill: dict[str, str]) -> bytes:
+        from pathlib import Path
+
+        path = create(Path(tmp), "relationship", "riley")
+        text = path.read_text().replace("Who they are in one line", description)
+        for placeholder, value in fill.items():
+            text = text.replace(placeholder, value)
+        return text.encode()
+
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+        ours = made(a, "Riley, the PM on Atlas", {"- What they are known for.": "- Ships fast."})
+        theirs = made(b, "Riley from design", {"- What works with them.": "- Short messages."})
+    result = merge("relationship_riley.md", None, ours, theirs)
+    out = result.content.decode()
+    doc = memory.parse(out)
+    assert "Riley, the PM on Atlas" in doc.meta["description"]
+    assert "Riley from design" in doc.meta["description"]
+    assert "- What they are known for." not in out and "- What works with them." not in out
+    assert "- Ships fast." in out and "- Short messages." in out
+    assert out.count("## Known for") == 1
+    # the template is the common ancestor of two files made from it
+    virtual = template_base("relationship", ours.decode(), theirs.decode()).encode()
+    oracle.check("relationship_riley.md", virtual, ours, theirs, result.content, [result.conflict])
+
+
+def test_a_section_compacted_away_keeps_only_what_the_other_side_added():
+    kind = "voice_calibration"
+    b = render(kind, {"Rules learned": [], "2026-10-01": ["too formal", "one-liner landed"]})
+    o = render(kind, {"Rules learned": ["2026-10-01: too formal", "2026-10-01: one-liner landed"]})
+    late = ["too formal", "one-liner landed", "late"]
+    t = render(kind, {"Rules learned": [], "2026-10-01": late})
+    out = _merge_and_check("voice_calibration.md", b, o, t).decode()
+    tree = sections.parse(memory.parse(out).body)
+    assert "".join(tree.find("2026-10-01").entries).strip() == "- late"
+
+
+def test_a_carry_forward_item_consumed_here_and_reworded_there_is_consumed():
+    kind = "carry_forward"
+    b = render(kind, {"Pending": ["thank Ana", "raise the analogy"], "Consumed": []})
+    o = render(kind, {"Pending": ["raise the analogy"], "Consumed": ["thank Ana"]})
+    t = render(kind, {"Pending": ["thank Ana for the review", "raise the analogy"], "Consumed": []})
+    for ours, theirs in ((o, t), (t, o)):
+        out = _merge_and_check("carry_forward.md", b, ours, theirs).decode()
+        tree = sections.parse(memory.parse(out).body)
+        assert "thank Ana" not in "".join(tree.find("Pending").entries)
+        assert "thank Ana" in "".join(tree.find("Consumed").entries)
+
+
+def test_compaction_then_a_merge_then_compaction_again_adds_no_rule_twice():
+    """Issue 16, defect 10: A compacts while B adds a note to an old dated section."""
+    from datetime import date
+
+    from memsync.compact import Policy, _plan_voice
+
+    kind = "voice_calibration"
+    base = render(kind, {"Rules learned": ["keep it short"], "2026-09-01": ["too formal", "pun"]})
+    compacted, _ = _plan_voice(base.decode(), date(2026, 11, 24), Policy())
+    added = render(
+        kind, {"Rules learned": ["keep it short"], "2026-09-01": ["too formal", "pun", "late"]}
+    )
+    merged = _merge_and_check("voice_calibration.md", base, compacted, added)
+    again, _ = _plan_voice(merged.decode(), date(2026, 11, 25), Policy())
+    rules = sections.parse(memory.parse(again.decode()).body).find("Rules learned").entries
+    texts = [sections.normalise(e) for e in rules]
+    assert len(texts) == len(set(texts)) == 4, texts
+    # and a compaction run on a file whose rules are already there is a no-op on them
+    both = render(
+        kind,
+        {"Rules learned": ["- 2026-09-01: too formal"[2:]], "2026-09-01": ["too formal"]},
+    )
+    out, _ = _plan_voice(both.decode(), date(2026, 11, 24), Policy())
+    assert out.decode().count("2026-09-01: too formal") == 1
+
+
+def test_commitment_ids_minted_on_two_devices_the_same_day_differ(tmp_path):
+    """Issue 16, defect 1: `[c-DAY-1]` on both devices; now a random part."""
+    from datetime import date
+
+    from memsync import ids
+    from memsync.digest import Commitment, merge_commitments_file
+    from memsync.newfile import create
+
+    day = date(2026, 11, 25)
+    minted = []
+    for device in ("a", "b"):
+        text = create(tmp_path / device, "commitments", today=day).read_text()
+        minted += ids.ids_in(text)
+        out, _ = merge_commitments_file(None, [Commitment("send the deck", "open")], day)
+        minted += ids.ids_in(out or "")
+    assert len(minted) == len(set(minted)) == 6
+    assert all(re.fullmatch(r"c-2026-11-25-[a-z2-9]{4}", cid) for cid in minted)
+    assert ids.ID.search("- [c-2026-11-25-1] an old id").group(1) == "c-2026-11-25-1"
+
+
+def test_a_conflict_names_where_never_what():
+    """Conflicts are kept in meta.json and on the remote, where `forget --match` cannot
+    reach a quoted entry: they name the section, the id or the link, not the text."""
+    kind = "relationship"
+    b = render(kind, {"Known for": ["runs the Atlas launch"]})
+    o = render(kind, {"Known for": ["runs the Atlas launch, privately unhappy"]})
+    t = render(kind, {"Known for": ["runs the Atlas launch, leaving in May"]})
+    result = merge("relationship_riley.md", b, o, t)
+    assert result.conflict and '"Known for"' in result.conflict
+    for word in ("Atlas", "unhappy", "May"):
+        assert word not in result.conflict
+
+
+_WORDS = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta"]
+Tree = list[tuple[str, list[str], dict[str, list[str]]]]  # heading, entries, subsections
+
+
+def _random_tree(rnd) -> Tree:  # noqa: ANN001
+    def text() -> str:  # short texts from few words: repeated lines happen, as in real files
+        return " ".join(rnd.choice(_WORDS) for _ in range(3))
+
+    def subsections() -> dict[str, list[str]]:
+        names = rnd.sample("xy", rnd.randint(0, 2))
+        return {s: [text() for _ in range(rnd.randint(0, 2))] for s in names}
+
+    return [
+        (h, [text() for _ in range(rnd.randint(0, 3))], subsections())
+        for h in rnd.sample("ABC", rnd.randint(0, 3))
+    ]
+
+
+def _mutate(tree: Tree, tag: str, rnd) -> Tree:  # noqa: ANN001
+    out = [(h, list(e), {k: list(v) for k, v in s.items()}) for h, e, s in tree]
+    for n in range(rnd.randint(0, 5)):
+        op = rnd.choice(["add", "reword", "remove", "sub", "drop_section", "add_section"])
+        if op == "add_section" or not out:
+            out.append((f"{tag}{n}", [f"{tag} new {n}"], {}))
+            continue
+        section = rnd.choice(out)
+        _, entries, subs = section
+        if op == "add":
+            entries.insert(rnd.randint(0, len(entries)), f"{tag} added {n}")
+        elif op == "reword" and entries:
+            k = rnd.randrange(len(entries))
+            entries[k] += f" ({tag} {n})"
+        elif op == "remove" and entries:
+            entries.pop(rnd.randrange(len(entries)))
+        elif op == "sub" and subs:
+            subs[rnd.choice(sorted(subs))].append(f"{tag} sub {n}")
+        elif op == "drop_section":
+            out.remove(section)
+    return out
+
+
+def _render_tree(tree: Tree, kind: str) -> bytes:
+    body = ""
+    for heading, entries, subs in tree:
+        body += f"\n## {heading}\n\n" + "".join(f"- {e}\n" for e in entries)
+        for sub, items in subs.items():
+            body += f"\n### {sub}\n\n" + "".join(f"- {e}\n" for e in items)
+    return memory.render({"name": "n", "description": "d", "type": kind}, body).encode()
+
+
+@SETTINGS
+@given(
+    rnd=st.randoms(use_true_random=False),
+    kind=st.sampled_from(["voice_calibration", "relationship", "self_observations"]),
+    no_base=st.booleans(),
+)
+def test_section_trees_with_subsections_and_repeated_lines_lose_nothing(rnd, kind, no_base):
+    path = KINDS.get(kind, f"{kind}.md")
+    tree = _random_tree(rnd)
+    b = None if no_base else _render_tree(tree, kind)
+    o = _render_tree(_mutate(tree, "ours", rnd), kind)
+    t = _render_tree(_mutate(tree, "theirs", rnd), kind)
+    _merge_and_check(path, b, o, t)
+
+
+def test_two_indexes_without_a_base_keep_every_line_even_the_templates():
+    """The index template's lines are real entries: a device whose MEMORY.md never had them
+    did not remove them."""
+    from memsync import resources
+
+    ours = resources.template_text("MEMORY.md").encode()
+    theirs = b"# Memory\n\n- [Pat](user_pat.md) - who Pat is\n"
+    out = _merge_and_check("MEMORY.md", None, ours, theirs)
+    assert b"(carry_forward.md)" in out and b"(running_commitments.md)" in out
+    assert b"(user_pat.md)" in out

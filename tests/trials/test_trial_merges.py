@@ -1,0 +1,284 @@
+"""Issue 16's merge scenarios, as a user causes them: two devices (own MEMSYNC_HOME and memory
+dir), one remote, the real CLI. Each test asserts what the user sees on both devices and what
+the remote holds: nothing either device wrote is lost without a word."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from memsync import memory, sections
+from tests.devices import Device, make_device
+
+
+@pytest.fixture
+def pair(tmp_path: Path) -> tuple[Device, Device, Path]:
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    url = remote.as_uri()
+    return make_device(tmp_path, "laptop", url), make_device(tmp_path, "desktop", url), remote
+
+
+def remote_text(remote: Path, name: str) -> str:
+    return (remote / "e2e-project" / name).read_bytes().decode()
+
+
+def status(device: Device) -> dict:
+    return json.loads(device.run("status", "--json", check=None).stdout)["data"]
+
+
+def conflict_files(device: Device) -> list[str]:
+    return [c["file"] for c in status(device)["conflicts"]]
+
+
+def primer(device: Device) -> str:
+    return device.run("context").stdout
+
+
+def edit(device: Device, name: str, change, when: float | None = None) -> None:  # noqa: ANN001
+    path = device.memory / name
+    path.write_bytes(change(path.read_bytes().decode()).encode())
+    if when is not None:
+        os.utime(path, (when, when))
+
+
+def start_synced(a: Device, b: Device) -> None:
+    a.run("sync")
+    b.run("sync")
+
+
+def test_same_commitment_id_minted_on_two_devices_keeps_both_promises(pair):
+    """Defect 1: both devices add the first promise of a day as [c-2026-11-25-1]."""
+    a, b, remote = pair
+    a.write("running_commitments.md", "\n## Open\n\n## Delivered\n", type="commitments")
+    start_synced(a, b)
+    add = "- [c-2026-11-25-1] 2026-11-25: {}\n"
+    edit(
+        a,
+        "running_commitments.md",
+        lambda t: t.replace("## Open\n", "## Open\n" + add.format("send Ana the deck")),
+    )
+    edit(
+        b,
+        "running_commitments.md",
+        lambda t: t.replace("## Open\n", "## Open\n" + add.format("book the venue")),
+    )
+    a.run("sync")
+    b.run("sync")
+    a.run("sync")
+    for text in (
+        a.files()["running_commitments.md"].decode(),
+        b.files()["running_commitments.md"].decode(),
+        remote_text(remote, "running_commitments.md"),
+    ):
+        assert "send Ana the deck" in text and "book the venue" in text
+    assert a.files() == b.files()
+    for device in (a, b):
+        assert conflict_files(device) == ["running_commitments.md"]
+        assert "conflict in running_commitments.md" in primer(device)
+    # a new promise through the template now gets an id no other device mints
+    a.run("new", "commitments", check=1)  # the file exists: one sentence, nothing overwritten
+    assert "send Ana the deck" in a.files()["running_commitments.md"].decode()
+
+
+def test_memory_index_line_edited_on_both_devices_keeps_both_and_the_frontmatter(pair):
+    """Defects 2 and 24: the same MEMORY.md line edited on both sides; frontmatter kept."""
+    a, b, remote = pair
+    (a.memory / "MEMORY.md").write_text(
+        "---\nname: index\n---\n# Memory index\n\n- [Pat](user_pat.md) — who Pat is\n"
+    )
+    start_synced(a, b)
+    edit(a, "MEMORY.md", lambda t: t.replace("who Pat is", "Pat, the PM on Atlas"))
+    edit(b, "MEMORY.md", lambda t: t.replace("who Pat is", "Pat prefers email"))
+    a.run("sync")
+    b.run("sync")
+    a.run("sync")
+    for text in (a.files()["MEMORY.md"].decode(), remote_text(remote, "MEMORY.md")):
+        assert text.startswith("---\nname: index\n---\n")
+        assert "Pat, the PM on Atlas" in text and "Pat prefers email" in text
+    assert a.files() == b.files()
+    for device in (a, b):
+        assert conflict_files(device) == ["MEMORY.md"]
+    assert "user_pat.md" in b.run("status").stdout
+
+
+@pytest.mark.parametrize("later", ["second", "first"])
+def test_fact_edited_on_both_devices_the_later_edit_wins_everywhere(tmp_path, remote_url, later):
+    """Defect 3: A edits, B edits 3 s later; A syncs first. The later edit is kept on both
+    devices and the remote (seen by a third device's pull; on Azure through blob metadata);
+    the other is in the history of the device that made it."""
+    a, b = make_device(tmp_path, "laptop", remote_url), make_device(tmp_path, "desktop", remote_url)
+    a.write("user_pat.md", "Pat works on storage.\n", type="user")
+    start_synced(a, b)
+    t0 = 1_795_500_000.0
+    a_time, b_time = (t0, t0 + 3) if later == "second" else (t0 + 3, t0)
+    edit(a, "user_pat.md", lambda t: t.replace("storage", "storage and search"), a_time)
+    edit(b, "user_pat.md", lambda t: t.replace("storage", "the billing team"), b_time)
+    a.run("sync")
+    merged = b.run("sync")
+    a.run("sync")
+    winner, loser = (b, a) if later == "second" else (a, b)
+    kept = "the billing team" if later == "second" else "storage and search"
+    lost = "storage and search" if later == "second" else "the billing team"
+    for device in (a, b):
+        assert kept in device.files()["user_pat.md"].decode()
+        assert conflict_files(device) == ["user_pat.md"]
+        assert "conflict in user_pat.md" in primer(device)
+    phone = make_device(tmp_path, "phone", remote_url)
+    phone.run("pull")
+    assert kept in phone.files()["user_pat.md"].decode()
+    assert conflict_files(phone) == []  # it edited nothing: nothing of its own was lost
+    assert "edited later" in merged.stderr + merged.stdout
+    history = loser.run("history", "user_pat.md").stdout
+    assert history.strip(), history
+    kept_aside = [p for p in loser.home.rglob("*") if "history" in p.parts and p.is_file()]
+    assert any(lost.encode() in p.read_bytes() for p in kept_aside)
+    assert lost not in winner.files()["user_pat.md"].decode()
+
+
+def test_carry_forward_consumed_on_one_device_and_reworded_on_the_other_is_consumed(pair):
+    """Defect 4: the next primer must not raise the item again."""
+    a, b, remote = pair
+    a.write(
+        "carry_forward.md",
+        "\n## Pending\n- Thank Ana for the review\n- Raise the caching idea\n\n## Consumed\n",
+        type="carry_forward",
+    )
+    start_synced(a, b)
+    edit(
+        a,
+        "carry_forward.md",
+        lambda t: t.replace("- Thank Ana for the review\n", "").replace(
+            "## Consumed\n", "## Consumed\n- Thank Ana for the review\n"
+        ),
+    )
+    edit(
+        b,
+        "carry_forward.md",
+        lambda t: t.replace("Thank Ana for the review", "Thank Ana for the thorough review"),
+    )
+    a.run("sync")
+    b.run("sync")
+    a.run("sync")
+    for device in (a, b):
+        tree = sections.parse(memory.parse(device.files()["carry_forward.md"].decode()).body)
+        assert "Thank Ana" not in "".join(tree.find("Pending").entries)
+        assert "Thank Ana" in "".join(tree.find("Consumed").entries)
+        text = primer(device)
+        assert "Raise the caching idea" in text and "Thank Ana" not in text
+    assert a.files() == b.files()
+    assert "Thank Ana" in remote_text(remote, "carry_forward.md").split("## Consumed")[1]
+
+
+VOICE = """
+## Rules learned
+- Short lines beat long ones in banter.
+
+## 2026-09-01
+
+### Missed
+- A three-option quiz in a casual chat.
+
+### Landed
+- A one-line answer to a teasing question.
+"""
+
+
+def test_compaction_on_one_device_while_the_other_adds_a_note_duplicates_no_rule(pair):
+    """Defect 10: A compacts; B adds to the old dated section; both sync; compaction again."""
+    a, b, remote = pair
+    a.write("voice_calibration.md", VOICE, type="voice_calibration")
+    start_synced(a, b)
+    a.run("compact", "--now", "2026-11-24")
+    edit(b, "voice_calibration.md", lambda t: t + "- Laptop: sarcasm about the deadline.\n")
+    b.run("sync")
+    a.run("sync")
+    b.run("sync")
+    a.run("compact", "--now", "2026-11-25")
+    a.run("sync")
+    b.run("sync")
+    for text in (
+        a.files()["voice_calibration.md"].decode(),
+        remote_text(remote, "voice_calibration.md"),
+    ):
+        rules = sections.parse(memory.parse(text).body).find("Rules learned").entries
+        lines = [sections.normalise(e) for e in rules if e.strip()]
+        assert len(lines) == len(set(lines)) == 4, lines
+        assert "## 2026-09-01" not in text
+        assert "sarcasm about the deadline" in text
+    assert a.files() == b.files()
+
+
+def test_crlf_file_merged_keeps_crlf_everywhere(pair):
+    """Defect 11: a Windows-edited file merged comes back with CRLF only."""
+    a, b, remote = pair
+    text = memory.render(
+        {"name": "Voice", "description": "tone", "type": "voice_calibration"}, VOICE
+    ).replace("\n", "\r\n")
+    (a.memory / "voice_calibration.md").write_bytes(text.encode())
+    start_synced(a, b)
+    edit(a, "voice_calibration.md", lambda t: t + "- Laptop: a pun landed.\r\n")
+    edit(b, "voice_calibration.md", lambda t: t + "- Desktop: a long answer missed.\r\n")
+    a.run("sync")
+    b.run("sync")
+    a.run("sync")
+    for data in (
+        a.files()["voice_calibration.md"],
+        (remote / "e2e-project" / "voice_calibration.md").read_bytes(),
+    ):
+        assert b"a pun landed" in data and b"a long answer missed" in data
+        assert data.count(b"\n") == data.count(b"\r\n"), data
+        assert b"\r\n\r\n\r\n" not in data
+    assert a.files() == b.files()
+
+
+def test_two_devices_create_the_same_relationship_file_independently(pair):
+    """Defect 14: no template placeholder comes back; neither description is dropped."""
+    a, b, remote = pair
+    for device, description, fill in (
+        (a, "Riley, the PM on Atlas", ("- What they are known for.", "- Ships on Fridays.")),
+        (b, "Riley from design review", ("- What works with them.", "- Short written asks.")),
+    ):
+        device.run("new", "relationship", "riley")
+        edit(
+            device,
+            "relationship_riley.md",
+            lambda t, d=description, f=fill: t.replace("Who they are in one line", d).replace(*f),
+        )
+    a.run("sync")
+    b.run("sync")
+    a.run("sync")
+    text = a.files()["relationship_riley.md"].decode()
+    assert text == remote_text(remote, "relationship_riley.md")
+    assert a.files() == b.files()
+    description = memory.parse(text).meta["description"]
+    assert "Riley, the PM on Atlas" in description and "Riley from design review" in description
+    assert "Ships on Fridays" in text and "Short written asks" in text
+    for placeholder in ("What they are known for.", "What works with them."):
+        assert placeholder not in text
+    assert text.count("## Known for") == 1
+    index = a.files()["MEMORY.md"].decode()
+    assert len(re.findall(r"\(relationship_riley\.md\)", index)) == 1
+
+
+def test_push_file_after_a_lost_race_keeps_the_later_edit(pair):
+    """Defect 21: the PostToolUse path (`memsync push FILE`) merged without edit times, so
+    byte order decided. Here the later edit sorts first, so byte order would pick wrong."""
+    a, b, remote = pair
+    a.write("feedback_tone.md", "Keep answers short.\n", type="feedback")
+    start_synced(a, b)
+    t0 = 1_795_500_000.0
+    edit(b, "feedback_tone.md", lambda t: t.replace("short", "short, zero jokes"), t0)
+    edit(a, "feedback_tone.md", lambda t: t.replace("short", "short, a joke is fine"), t0 + 3)
+    b.run("sync")
+    pushed = a.run("push", str(a.memory / "feedback_tone.md"))
+    assert "edited later" in pushed.stdout + pushed.stderr
+    b.run("sync")
+    for text in (a.files()["feedback_tone.md"].decode(), remote_text(remote, "feedback_tone.md")):
+        assert "a joke is fine" in text
+    assert a.files() == b.files()
+    assert conflict_files(a) == conflict_files(b) == ["feedback_tone.md"]
