@@ -141,8 +141,9 @@ def test_azurite_stopped_in_the_middle_of_a_sync(tmp_path, monkeypatch):
         assert len(queued) >= count - landed, "every file not uploaded is queued"
         puts = int(re.search(r"\bput (\d+)", err).group(1))
         # each of the 16 workers may spend its retries (4 attempts) on the request it was
-        # sending; trying every remaining file would have sent about 4 x 600
-        assert puts <= landed + 16 * 4, f"{puts} PUTs after the server went away"
+        # sending, plus the one immediate resend a kept-alive connection closed under it gets;
+        # trying every remaining file would have sent about 4 x 600
+        assert puts <= landed + 16 * 5, f"{puts} PUTs after the server went away"
         a.run("sync")
         b.run("sync")
         assert b.files() == a.files() == before

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from memsync.errors import ConfigError, Unreachable
 from memsync.stores import open_store
-from memsync.stores.blobhttp import BlobHTTP, SharedKey
+from memsync.stores.blobhttp import BlobHTTP, SharedKey, TooLarge
 
 Script = Callable[[BaseHTTPRequestHandler, int], tuple[int, dict[str, str], bytes] | None]
 
@@ -416,13 +416,14 @@ def test_a_length_that_is_not_a_number_is_a_bad_answer_and_the_connection_is_dro
 def test_a_huge_length_is_refused_before_anything_is_allocated(raw):
     """2 GB announced for 10 bytes: refused against the cap, not read (nor allocated)."""
     server = raw([b"HTTP/1.1 200 OK\r\nContent-Length: 2000000000\r\n\r\n0123456789"] * 4)
-    client, _ = _client(server.port)
-    with pytest.raises(Unreachable, match="more than the 1000 expected"):
+    client, counted = _client(server.port)
+    with pytest.raises(TooLarge, match="2000000000 bytes, more than the 1000 bytes expected"):
         client.request("get", "GET", "/a.md", limit=1000)
+    assert counted == ["get"]  # it would be as large again: not retried
     chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"400\r\n" + b"x" * 1024
     server = raw([chunked + b"\r\n" + b"400\r\n" + b"y" * 1024 + b"\r\n0\r\n\r\n"] * 4)
     client, _ = _client(server.port)
-    with pytest.raises(Unreachable, match="more than the 1500 bytes expected"):
+    with pytest.raises(TooLarge, match="more than the 1500 bytes expected"):
         client.request("get", "GET", "/a.md", limit=1500)
 
 

@@ -33,6 +33,7 @@ from memsync.errors import (
     ConfigError,
     NotFound,
     PreconditionFailed,
+    RefusedFile,
     StoreError,
     Unreachable,
 )
@@ -407,10 +408,20 @@ class AzureStore:
         write = method in ("PUT", "DELETE")
         if write and self._denied:
             raise AuthError(self._denied)  # one refused write says it for all of them
+        from memsync.stores.blobhttp import TooLarge
+
         path = self.container_path + (f"/{self._name(key)}" if key is not None else "")
-        response = self.http.request(
-            kind, method, path, query, headers, body, limit=limit or self.max_bytes + HEADROOM
-        )
+        try:
+            response = self.http.request(
+                kind, method, path, query, headers, body, limit=limit or self.max_bytes + HEADROOM
+            )
+        except TooLarge as exc:
+            if kind == "get":
+                raise  # a blob over max_file_bytes: `_fetch` refuses it as a file
+            raise StoreError(
+                f"{self.blob_url.account_url} sent an answer of more than {exc.limit} bytes "
+                f"to a {kind} request; is the remote URL an Azure Blob endpoint?"
+            ) from None
         if response.status >= 300:
             self._raise_for(response.status, response.headers, key, write)
         return response
@@ -461,9 +472,21 @@ class AzureStore:
             return f"it came {len(data)} of the {listed.size} bytes the listing gave"
         return None
 
+    def _too_large(self, key: str, size: int | None) -> RefusedFile:
+        shown = f"{size} bytes" if size is not None else "larger than that"
+        return RefusedFile(key, f"it is {shown}, over the {self.max_bytes}-byte limit")
+
     def _fetch(self, key: str) -> tuple[bytes, str, str | None, float | None]:
         """One GET: body, ETag, the MD5 the service keeps, the `edited` metadata."""
-        response = self._request("get", "GET", key)
+        from memsync.stores.blobhttp import TooLarge
+
+        listed = self._listed.get(key)
+        if listed is not None and listed.size > self.max_bytes:
+            raise self._too_large(key, listed.size)  # not worth fetching to refuse
+        try:
+            response = self._request("get", "GET", key)
+        except TooLarge as exc:
+            raise self._too_large(key, exc.size) from None
         return (
             response.body,
             quote_etag(response.headers.get("ETag")),

@@ -81,6 +81,15 @@ class BadAnswer(ConnectionError):
     """The server's bytes are not a whole HTTP/1.x answer (cut short, too large, malformed)."""
 
 
+class TooLarge(BadAnswer):
+    """The answer's body is larger than the caller's cap: not retried (it would be again)."""
+
+    def __init__(self, size: int | None, limit: int) -> None:
+        self.size, self.limit = size, limit
+        shown = f"{size} bytes" if size is not None else "larger"
+        super().__init__(f"the answer is {shown}, more than the {limit} bytes expected")
+
+
 class TimedOut(TimeoutError):
     """The request's overall deadline passed before its answer was complete."""
 
@@ -163,7 +172,7 @@ def exchange(
     if length is not None and not (length.isascii() and length.isdigit()):
         raise BadAnswer(f"the server sent a Content-Length of {length[:40]!r}")
     if response.length is not None and response.length > limit:
-        raise BadAnswer(f"the answer is {response.length} bytes, more than the {limit} expected")
+        raise TooLarge(response.length, limit)
     parts: list[bytes] = []
     size = 0
     sock = response.fp.raw._sock if response.fp is not None else None  # type: ignore[union-attr]
@@ -175,7 +184,7 @@ def exchange(
             break
         size += len(piece)
         if size > limit:
-            raise BadAnswer(f"the answer is more than the {limit} bytes expected")
+            raise TooLarge(None, limit)
         parts.append(piece)
     if response.length:  # http.client returned early: the server closed in the middle
         raise BadAnswer(f"the answer stopped {response.length} bytes short of its length")
@@ -384,6 +393,8 @@ class BlobHTTP:
                 if not isinstance(exc, (OSError, http.client.HTTPException)):
                     raise
                 self._refuse_untrusted(exc)
+                if isinstance(exc, TooLarge):
+                    raise
                 if isinstance(exc, TimedOut):
                     raise Unreachable(
                         f"{self.scheme}://{self.netloc} did not answer in time"
