@@ -358,13 +358,18 @@ def _parts(
 
 def _new_meta(period: Period) -> dict[str, Any]:
     word = _TIER_WORD[period.tier]
+    # Claude Code's shape, as for every new memory file (memory.py): a slug name at the top,
+    # the rest under `metadata:`
     return {
-        "name": f"Session digest {period.label}",
+        "name": memory.name_slug(f"session digest {period.label}"),
         "description": f"{word.capitalize()} roll-up of the session digests from "
         f"{period.start.isoformat()} to {period.end.isoformat()}",
-        "type": "session_digest",
-        "period": period.label,
-        "sources": [],
+        memory.NESTED: {
+            "node_type": "memory",
+            "type": "session_digest",
+            "period": period.label,
+            "sources": [],
+        },
     }
 
 
@@ -419,7 +424,7 @@ def _plan_digests(
             meta = dict(doc.meta or {})
             for key in ("name", "description", "type"):
                 if memory.field(meta, key) in (None, ""):
-                    meta = memory.set_field(meta, key, _new_meta(period)[key])
+                    meta = memory.set_field(meta, key, memory.field(_new_meta(period), key))
             found = _Target(name, period, meta, sections.parse(doc.body), data)
         else:
             found = _Target(name, period, _new_meta(period), Section(None, 0, ["\n"]), None)

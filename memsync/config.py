@@ -180,6 +180,23 @@ def project_slug(project_root: PurePath | str) -> str:
     return f"{slug[:SLUG_MAX]}-{_java_hash36(text)}"
 
 
+def project_dir_name_ignored() -> str | None:
+    """Why a set CLAUDE_CODE_PROJECT_DIR_NAME is not used (Claude Code ignores it too), else
+    None: for status and doctor."""
+    name = os.environ.get("CLAUDE_CODE_PROJECT_DIR_NAME")
+    if not name:
+        return None
+    if not os.environ.get("CLAUDE_CONFIG_DIR"):
+        why = "it applies only when CLAUDE_CONFIG_DIR is set"
+    elif not _DIR_NAME.fullmatch(name):
+        why = "it must be 1-64 characters of A-Z a-z 0-9 _ -"
+    elif _RESERVED.fullmatch(name):
+        why = "it is a Windows device name"
+    else:
+        return None
+    return f"CLAUDE_CODE_PROJECT_DIR_NAME {name!r} is ignored ({why}); "
+
+
 def project_dir_name() -> str | None:
     """CLAUDE_CODE_PROJECT_DIR_NAME, honoured (as by Claude Code) only with CLAUDE_CONFIG_DIR set
     and when it is a plain name of 1-64 [A-Za-z0-9_-] that is not a Windows device name."""
@@ -195,29 +212,40 @@ def auto_memory_value(value: object, home: str, windows: bool = os.name == "nt")
     """An `autoMemoryDirectory` value as Claude Code accepts it, else None: `~/` (or `~\\`)
     expands to the home directory and may not climb out of it; the result must be absolute,
     not a bare drive (`C:`), not a network path, with no NUL."""
+    return check_auto_memory(value, home, windows)[0]
+
+
+def check_auto_memory(
+    value: object, home: str, windows: bool = os.name == "nt"
+) -> tuple[str | None, str]:
+    """(the accepted path, "") or (None, why Claude Code ignores the value)."""
     import ntpath
     import posixpath
 
     paths = ntpath if windows else posixpath
     if not isinstance(value, str) or not value:
-        return None
+        return None, "it is not a non-empty string"
     text = value
     if text.startswith(("~/", "~\\")):
         rest = text[2:]
         inner = paths.normpath(rest or ".")
-        if inner in (".", "..") or inner.startswith(("../", "..\\")):
-            return None
+        if inner == ".":
+            return None, "it names the home directory itself"
+        if inner == ".." or inner.startswith(("../", "..\\")):
+            return None, "it climbs out of the home directory (`~/..`)"
         text = paths.join(home, rest)
     cleaned = paths.normpath(text).rstrip("/\\")
-    if (
-        not paths.isabs(cleaned)
-        or len(cleaned) < 3
-        or re.fullmatch(r"[A-Za-z]:", cleaned)
-        or re.match(r"[\\/]{2}", cleaned)
-        or "\x00" in cleaned
-    ):
-        return None
-    return unicodedata.normalize("NFC", cleaned)
+    if "\x00" in cleaned:
+        return None, "it holds a NUL character"
+    if re.match(r"[\\/]{2}", cleaned):
+        return None, "it is a network path"
+    if re.fullmatch(r"[A-Za-z]:", cleaned):
+        return None, "it is a bare drive"
+    if not paths.isabs(cleaned):
+        return None, "it is relative (only an absolute path or ~/ is accepted)"
+    if len(cleaned) < 3:
+        return None, "it is shorter than 3 characters"
+    return unicodedata.normalize("NFC", cleaned), ""
 
 
 def managed_settings_path() -> Path:
@@ -268,12 +296,13 @@ def locate_memory_dir(cwd: Path) -> MemoryDir:
     setting = _auto_memory_setting(root)
     if setting is not None:
         value, source = setting
-        accepted = auto_memory_value(value, str(Path.home()))
+        accepted, problem = check_auto_memory(value, str(Path.home()))
         if accepted:
             return MemoryDir(Path(accepted), f"autoMemoryDirectory in {source}")
-        ignored = f"autoMemoryDirectory {value!r} in {source} is ignored (not absolute or ~/); "
+        ignored = f"autoMemoryDirectory {value!r} in {source} is ignored ({problem}); "
     else:
         ignored = ""
+    ignored += project_dir_name_ignored() or ""
     base = main_worktree(git_root) if git_root else cwd
     config_dir = Path(os.environ.get("CLAUDE_CODE_REMOTE_MEMORY_DIR") or claude_config_dir())
     path = Path(unicodedata.normalize("NFC", str(default_memory_dir(config_dir, base))))

@@ -138,36 +138,69 @@ def run(ctx: Context, store: Any = None) -> Report:
 
 
 def hooks_check(settings_files: list[Path] | None = None) -> Check:
-    """The memsync hooks `install` wrote: each command must be there and runnable whatever the
-    Claude process's PATH is (an absolute path); a bare `memsync` works only if it is on PATH."""
+    """The memsync hooks `install` wrote. User scope writes the executable by absolute path
+    (runnable whatever the Claude process's PATH); project scope writes the bare name `memsync`
+    (the file is shared by a team), which must then resolve on PATH."""
     import json
     import os
     import shutil
 
     from memsync.config import claude_config_dir, find_git_root
-    from memsync.install import is_ours
+    from memsync.install import command_words, is_ours
 
+    user = claude_config_dir() / "settings.json"
     if settings_files is None:
-        settings_files = [claude_config_dir() / "settings.json"]
+        settings_files = [user]
         root = find_git_root(Path.cwd())
         if root is not None:
             settings_files.append(root / ".claude" / "settings.json")
     commands: dict[str, Path] = {}
+    plugin = False
     for path in settings_files:
         try:
-            hooks = json.loads(path.read_text(encoding="utf-8")).get("hooks") or {}
-        except (OSError, ValueError, AttributeError):
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
             continue
+        if not isinstance(data, dict):
+            continue
+        enabled = data.get("enabledPlugins")
+        if isinstance(enabled, dict) and any(
+            v and str(k).split("@")[0] == "memsync" for k, v in enabled.items()
+        ):
+            plugin = True
+        hooks = data.get("hooks") or {}
         for groups in hooks.values() if isinstance(hooks, dict) else []:
             for group in groups if isinstance(groups, list) else []:
                 for entry in group.get("hooks", []) if isinstance(group, dict) else []:
                     if is_ours(entry):
-                        commands.setdefault(entry["command"], path)
+                        commands.setdefault((command_words(entry) or [""])[0], path)
     if not commands:
-        return Check("hooks", True, "none in settings.json (the plugin form, or not installed)")
+        if plugin:
+            return Check("hooks", True, "the memsync plugin is enabled (its own hooks)")
+        # not a failure: memsync also serves the API memory tool, without Claude Code
+        where = ", ".join(str(p) for p in settings_files)
+        return Check(
+            "hooks",
+            True,
+            f"not installed in Claude Code (no memsync hooks in {where}); to use memsync with "
+            "Claude Code run `memsync install` (or `memsync install --scope project` for one "
+            "repository), or load memsync as a plugin",
+        )
+    shared = []
     for command, path in commands.items():
         if not os.path.isabs(command):
             found = shutil.which(command)
+            if path != user and found:
+                shared.append(f"{command} (project scope, by name: {found} on this PATH)")
+                continue
+            if path != user:
+                return Check(
+                    "hooks",
+                    False,
+                    f"{path} runs `{command}` by name and it is not on this PATH",
+                    "install memsync so `memsync` is on the PATH Claude Code runs with "
+                    "(e.g. `pipx install memsync`)",
+                )
             return Check(
                 "hooks",
                 False,
@@ -182,12 +215,14 @@ def hooks_check(settings_files: list[Path] | None = None) -> Check:
                 f"{path} runs {command}, which is not there or not executable",
                 "run `memsync install` again from the memsync you use now",
             )
-    return Check("hooks", True, ", ".join(sorted(commands)) + " (absolute path, exec form)")
+        shared.append(f"{command} (absolute path)")
+    return Check("hooks", True, ", ".join(sorted(shared)))
 
 
 def _remote_files(store: Any) -> Check:
     """What is under the project's prefix, and which of it memsync ignores (never fetches)."""
     from memsync.engine import foreign, is_ignored
+    from memsync.gate import shown_name
 
     try:
         listing = store.list()
@@ -197,7 +232,7 @@ def _remote_files(store: Any) -> Check:
     detail = f"{len(listing) - len(ignored)} memory file(s) under the prefix"
     if ignored:
         shown = "; ".join(
-            f"{k.encode('utf-8', 'backslashreplace').decode()} ({why})"
+            f"{shown_name(k.encode('utf-8', 'backslashreplace').decode())} ({why})"
             for k, why in sorted(ignored.items())[:5]
         )
         more = f" and {len(ignored) - 5} more" if len(ignored) > 5 else ""

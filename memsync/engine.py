@@ -16,6 +16,7 @@ from memsync.config import Context
 from memsync.errors import (
     AlreadyExists,
     GuardError,
+    KeptLocal,
     NotFound,
     PreconditionFailed,
     RefusedFile,
@@ -94,6 +95,7 @@ class SyncResult:
         self.deleted_local: list[str] = []
         self.conflicts: list[str] = []
         self.refused: dict[str, str] = {}
+        self.kept_local: dict[str, str] = {}  # marked to stay here: skipped, not an error
         self.refused_remote: dict[str, str] = {}
         self.ignored_remote: dict[str, str] = {}  # foreign blobs under the prefix, not fetched
         self.errors: dict[str, str] = {}
@@ -124,7 +126,13 @@ class LocalScan:
         self, content: LocalFiles, refused: dict[str, str], mtimes: dict[str, float]
     ) -> None:
         self.content, self.refused, self.mtimes = content, refused, mtimes
+        self.kept: set[str] = set()  # the refused ones the user marked to stay local
         self.swept = 0  # stale temp files of killed writers, removed
+
+    def split_refused(self) -> tuple[dict[str, str], dict[str, str]]:
+        """(refused: each needs the user's attention, kept local: by the user's choice)."""
+        refused = {n: r for n, r in self.refused.items() if n not in self.kept}
+        return refused, {n: r for n, r in self.refused.items() if n in self.kept}
 
 
 class Engine:
@@ -299,6 +307,8 @@ class Engine:
                         check_outbound(name, data, self.max_bytes, (allow or {}).get(name, ()))
                     except RefusedFile as exc:
                         scan.refused[name] = exc.reason
+                        if isinstance(exc, KeptLocal):
+                            scan.kept.add(name)
                         continue
                 if settled(st, now_ns):
                     fresh[name] = [*key, digest]
@@ -364,7 +374,7 @@ class Engine:
         swept = local.swept + (sweep_temp_files(self.ctx.state_dir) if names is None else 0)
         if swept:
             result.notes.append(f"Removed {swept} temp file(s) left by an interrupted write.")
-        result.refused = dict(local.refused)
+        result.refused, result.kept_local = local.split_refused()
         pending = self.state.pending
         local_hashes = dict(local.content.hashes)
         records = self.state.records
@@ -375,6 +385,7 @@ class Engine:
             entries: dict[str, float] = {}
             only = set(names) | set(pending)
             result.refused = {n: r for n, r in result.refused.items() if n in only}
+            result.kept_local = {n: r for n, r in result.kept_local.items() if n in only}
             actions = planner.plan(
                 local_hashes,
                 remote,
@@ -453,7 +464,7 @@ class Engine:
             queued = [n for n in queued if n not in done]
             self.state.queue(queued)
             result.queued = self.state.pending
-        self.state.set_refused(local.refused)
+        self.state.set_refused(local.split_refused()[0])
         if not result.offline and not result.errors and result.skipped == []:
             self.state.meta["last_sync"] = time.time()
 

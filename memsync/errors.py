@@ -26,6 +26,11 @@ class RefusedFile(UserError):
         super().__init__(f"{path}: {reason}")
 
 
+class KeptLocal(RefusedFile):
+    """A file the user marked to stay on this machine (`sensitivity: high` without consent):
+    not synced, by choice, so not an error."""
+
+
 class GuardError(UserError):
     """A destructive outcome (mass deletion) refused without --force."""
 

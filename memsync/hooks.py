@@ -136,7 +136,20 @@ def post_tool_use(payload: dict[str, Any], stdout: Any) -> None:
     path = memory_file_of(payload, ctx)
     if path is None:
         return
-    _push_one(ctx, path, "post-tool-use")
+    problems = _push_one(ctx, path, "post-tool-use")
+    if problems:
+        # the model wrote the file and would believe it synced: say it was not, and why (the
+        # reasons name a line and a kind, never the secret)
+        said = "; ".join(f"{name} was NOT synced: {why}" for name, why in problems.items())
+        doc = {
+            "hookSpecificOutput": {
+                "hookEventName": "PostToolUse",
+                "additionalContext": f"memsync: {said}. It stays only on this machine until "
+                "that is fixed; tell the user.",
+            }
+        }
+        stdout.write(json.dumps(doc) + "\n")
+        stdout.flush()
 
 
 def file_changed(payload: dict[str, Any], stdout: Any) -> None:
@@ -156,10 +169,10 @@ def push_unsynced(payload: dict[str, Any], stdout: Any) -> None:
     """Stop (the end of every turn) and PostCompact: push whatever is still unsynced, so a write
     no other hook saw reaches the remote within the session. A no-op push only scans."""
     ctx = _context(payload)
-    from memsync.engine import Engine
-
     event = str(payload.get("hook_event_name") or "stop")
-    result = Engine(ctx).run("push")
+    engine, known = _engine(ctx)
+    result = engine.run("push")
+    _after(ctx, known, result)
     pushed = result.uploaded + result.merged
     if pushed or result.deleted_remote:
         _log(ctx.home).info("%s: pushed %s", event, ", ".join(pushed + result.deleted_remote))
@@ -169,25 +182,29 @@ def push_unsynced(payload: dict[str, Any], stdout: Any) -> None:
         )
 
 
-def _push_one(ctx: config.Context, path: Path, event: str) -> None:
-    from memsync.engine import Engine  # only now: the fast path never pays for it
-
+def _push_one(ctx: config.Context, path: Path, event: str) -> dict[str, str]:
+    """Push one file; returns {name: why} for what was refused or failed."""
     log = _log(ctx.home)
-    engine = Engine(ctx)
+    engine, known = _engine(ctx)  # only now: the fast path never pays for the engine
     name = engine.name_of(path)
     # a stalled or trickling remote fails at the cutoff and the file is queued: the agent
     # waits for this hook after every memory write
     result = engine.run("push", [str(path)], cutoff=time.monotonic() + PUSH_BUDGET)
+    _after(ctx, known, result)
     if result.disabled:
         log.info("%s: %s not pushed, sync is off", event, name)
     elif result.offline:
         log.warning("%s: %s queued, the remote is unreachable: %s", event, name, result.offline)
-    for refused, reason in {**result.refused, **result.errors}.items():
+    problems = {**result.refused, **result.errors}
+    for refused, reason in problems.items():
         log.warning("%s: %s not pushed: %s", event, refused, reason)
     for conflict in result.conflicts:
         log.warning("%s: conflict: %s", event, conflict)
-    if result.uploaded or result.merged or result.deleted_remote:
-        log.info("%s: pushed %s", event, ", ".join(result.uploaded + result.merged) or name)
+    if result.uploaded or result.merged:
+        log.info("%s: pushed %s", event, ", ".join(result.uploaded + result.merged))
+    if result.deleted_remote:
+        log.info("%s: deleted on the remote %s", event, ", ".join(result.deleted_remote))
+    return problems
 
 
 # --- session-start -------------------------------------------------------------------------
@@ -229,53 +246,42 @@ def _pull_within(engine: Any, budget: float, mode: str = "pull") -> tuple[Any, s
     return result, None
 
 
-def _sessions_file(ctx: config.Context) -> Path:
-    return ctx.state_dir / "sessions.json"
-
-
-def _read_sessions(ctx: config.Context) -> dict[str, Any]:
-    try:
-        data = json.loads(_sessions_file(ctx).read_text(encoding="utf-8"))
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
-
-
-def _write_sessions(ctx: config.Context, data: dict[str, Any]) -> None:
-    from memsync.fsutil import atomic_write, private_dir
-
-    private_dir(ctx.state_dir)
-    atomic_write(_sessions_file(ctx), json.dumps(data, sort_keys=True).encode())
-
-
-def _unclean_end(ctx: config.Context, session_id: str) -> bool:
-    """True if the previous session started but never recorded a session-end."""
-    sessions = _read_sessions(ctx)
-    last = sessions.get("last_start") or {}
-    ended = sessions.get("last_end") or {}
-    return bool(
-        last.get("session_id")
-        and last.get("session_id") != session_id
-        and ended.get("session_id") != last.get("session_id")
-    )
-
-
-def _note_start(ctx: config.Context, session_id: str, source: str) -> None:
-    sessions = _read_sessions(ctx)
-    if source != "compact" or not sessions.get("last_start"):
-        sessions["last_start"] = {"session_id": session_id, "at": time.time()}
-        _write_sessions(ctx, sessions)
-
-
-def _crash_note(result: Any, offline: str | None) -> str:
+def _crash_note(result: Any, offline: str | None, ended: list[Any]) -> str:
     """What the primer says after an unclean end: only what the session-start sync did."""
-    said = "the previous session did not end cleanly (no session-end was recorded); "
-    if result is None or offline:
-        return said + "its unsynced memory writes could not be pushed now and stay on this device"
+    when = ", ".join(time.strftime("%Y-%m-%d %H:%M", time.localtime(e.started)) for e in ended)
+    which = "a previous session" if len(ended) == 1 else f"{len(ended)} previous sessions"
+    said = (
+        f"{which} (started {when}) did not end cleanly: its process is gone and no session-end "
+        "was recorded; "
+    )
+    if result is None:
+        return said + "its unsynced memory writes could not be pushed yet; the next sync does it"
+    if offline:
+        return said + "its unsynced memory writes could not be pushed now and stay queued here"
     pushed = len(result.uploaded) + len(result.merged) + len(result.deleted_remote)
     if pushed:
         return said + f"{pushed} memory file(s) it left unsynced were pushed now"
     return said + "every memory file it wrote had already been synced"
+
+
+def _engine(ctx: config.Context) -> tuple[Any, str | None]:
+    """An engine, and why it will not touch the network: a hook shortly before found the
+    remote unreachable (see offline.py), so this one queues at once instead of retrying."""
+    from memsync import offline
+    from memsync.engine import Engine
+
+    known = offline.known_offline(ctx.state_dir, ctx.remote) if ctx.sync_enabled else None
+    if known is not None:
+        return Engine(ctx, offline.OfflineStore(known)), known
+    return Engine(ctx), None
+
+
+def _after(ctx: config.Context, known: str | None, result: Any) -> None:
+    """Keep the offline marker in step with a run that used the network."""
+    from memsync import offline
+
+    if known is None and result is not None and not result.disabled:
+        offline.after(ctx.state_dir, result.offline)
 
 
 def primer_input(ctx: config.Context, engine: Any, source: str, offline: str | None) -> Any:
@@ -295,8 +301,8 @@ def primer_input(ctx: config.Context, engine: Any, source: str, offline: str | N
 
 
 def session_start(payload: dict[str, Any], stdout: Any) -> None:
-    from memsync.engine import Engine
     from memsync.primer import build
+    from memsync.sessions import Sessions
 
     source = payload.get("source") if isinstance(payload.get("source"), str) else "startup"
     session_id = str(payload.get("session_id") or "")
@@ -307,11 +313,13 @@ def session_start(payload: dict[str, Any], stdout: Any) -> None:
         _emit(stdout, f"memsync could not start: {exc}. Memory was not synced this session.")
         return
     log = _log(ctx.home)
-    engine = Engine(ctx)
+    engine, known = _engine(ctx)
     budget = float(ctx.setting("pull_timeout"))
-    unclean = _unclean_end(ctx, session_id)
+    sessions = Sessions(ctx.state_dir)
+    ended = sessions.ended_uncleanly(session_id)
     # after an unclean end a sync, not a pull: writes no hook pushed (a crash, a kill) go out now
-    result, offline = _pull_within(engine, budget, "sync" if unclean else "pull")
+    result, offline = _pull_within(engine, budget, "sync" if ended else "pull")
+    _after(ctx, known, result)
     if offline:
         log.warning("session-start: %s", offline)
     elif result is not None:
@@ -322,9 +330,14 @@ def session_start(payload: dict[str, Any], stdout: Any) -> None:
             len(result.uploaded),
         )
     data = primer_input(ctx, _fresh(engine), source, offline)
-    _note_start(ctx, session_id, source)
-    if unclean:
-        data.crashed = _crash_note(result, offline)
+    try:
+        sessions.start(session_id, source)
+        if ended and result is not None:  # pushed or queued; after a timeout, the next start
+            sessions.forget([e.session_id for e in ended])
+    except (OSError, TimeoutError) as exc:  # the primer matters more than the record
+        log.warning("session-start: could not record the session: %s", exc)
+    if ended:
+        data.crashed = _crash_note(result, offline, ended)
     if result is not None:
         data.refused = {**data.refused, **result.refused_remote}
     context = build(data, int(ctx.setting("primer_max_chars")))
@@ -362,13 +375,12 @@ def _emit(stdout: Any, context: str, watch: list[str] | None = None) -> None:
 def session_end(payload: dict[str, Any], stdout: Any) -> None:
     ctx = _context(payload)
     session_id = str(payload.get("session_id") or "")
-    sessions = _read_sessions(ctx)
-    sessions["last_end"] = {
-        "session_id": session_id,
-        "at": time.time(),
-        "reason": str(payload.get("reason") or ""),
-    }
-    _write_sessions(ctx, sessions)
+    from memsync.sessions import Sessions
+
+    try:
+        Sessions(ctx.state_dir).end(session_id, str(payload.get("reason") or ""))
+    except (OSError, TimeoutError) as exc:  # the flush matters more than the record
+        _log(ctx.home).warning("session-end: could not record the end: %s", exc)
     args = [sys.executable, "-m", "memsync", "hook", "flush", "--memory-dir", str(ctx.memory_dir)]
     if isinstance(payload.get("cwd"), str):
         args += ["--cwd", payload["cwd"]]
@@ -399,7 +411,8 @@ def _flush(argv: list[str]) -> int:
         log = _log(ctx.home)
         from memsync.engine import Engine
 
-        result = Engine(ctx).run("push")
+        result = Engine(ctx).run("push")  # detached: it may wait out the retries
+        _after(ctx, None, result)
         if result.offline:
             log.warning("flush: remote unreachable, %d change(s) queued", len(result.queued))
         else:

@@ -82,18 +82,35 @@ def hooks_config(command: list[str] | None = None) -> dict[str, Any]:
 PLUGIN_COMMAND = ["memsync"]
 
 
+def command_words(entry: object) -> list[str] | None:
+    """A command handler as words: exec form (`command` + `args`) or shell form (one string,
+    `"memsync hook stop"`, split as a shell would)."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
+        return None
+    args = entry.get("args")
+    if isinstance(args, list):
+        return [entry["command"], *(str(a) for a in args)]
+    if "args" in entry:
+        return None
+    import shlex
+
+    try:
+        return shlex.split(entry["command"], posix=os.name != "nt")
+    except ValueError:
+        return None
+
+
 def hook_args(entry: object) -> list[str] | None:
-    """The arguments after `hook` if `entry` is one of memsync's hook handlers, else None."""
-    if not isinstance(entry, dict) or not isinstance(entry.get("args"), list):
+    """The arguments after `hook` if `entry` is one of memsync's hook handlers (bare name,
+    absolute path, `python -m memsync`, exec or shell form), else None."""
+    words = command_words(entry)
+    if not words:
         return None
-    command, args = entry.get("command"), entry["args"]
-    if not isinstance(command, str):
-        return None
-    name = os.path.basename(command.replace("\\", "/")).lower().removesuffix(".exe")
-    if name == "memsync" and args[:1] == ["hook"]:
-        return [str(a) for a in args[1:]]
-    if args[:3] == ["-m", "memsync", "hook"]:
-        return [str(a) for a in args[3:]]
+    name = os.path.basename(words[0].replace("\\", "/")).lower().removesuffix(".exe")
+    if name == "memsync" and words[1:2] == ["hook"]:
+        return words[2:]
+    if words[1:4] == ["-m", "memsync", "hook"]:
+        return words[4:]
     return None
 
 
@@ -160,14 +177,28 @@ def _groups(settings: dict[str, Any], path: Path) -> dict[str, Any]:
     return hooks
 
 
-def _add_hooks(settings: dict[str, Any], path: Path) -> list[str]:
+def shlex_join(words: list[str]) -> str:
+    import shlex
+
+    return shlex.join(words)
+
+
+def scope_command(scope: str) -> list[str]:
+    """The command install writes. User scope: this machine's executable by absolute path (it
+    works whatever the Claude process's PATH). Project scope: the bare name `memsync`, found on
+    PATH, because .claude/settings.json and the skills are committed and shared by a team whose
+    machines install memsync in different places (`doctor` checks the name resolves)."""
+    return PLUGIN_COMMAND if scope == "project" else hook_command()
+
+
+def _add_hooks(settings: dict[str, Any], path: Path, command: list[str]) -> list[str]:
     hooks = _groups(settings, path)
     added = []
     for event, matcher, arg, extra in HOOKS:
         groups = hooks.setdefault(event, [])
         if not isinstance(groups, list):
             raise ConfigError(f"{path}: hooks.{event} must be a list")
-        wanted = handler(arg, extra)
+        wanted = handler(arg, extra, command)
         present = [
             h for g in groups if isinstance(g, dict) for h in g.get("hooks", []) if is_ours(h)
         ]
@@ -178,7 +209,7 @@ def _add_hooks(settings: dict[str, Any], path: Path) -> list[str]:
         if matcher:
             group = {"matcher": matcher, **group}
         groups.append(group)
-        added.append(f"{event} → memsync hook {arg}")
+        added.append(f"{event} → {shlex_join([*command, 'hook', arg])}")
     return added
 
 
@@ -276,13 +307,14 @@ def plan_install(scope: str = "user", cwd: Path | None = None) -> Plan:
     plan = Plan()
     settings = _load_settings(t.settings)
     before = _dump(settings) if settings else None
-    added = _add_hooks(settings, t.settings)
+    command = scope_command(scope)
+    added = _add_hooks(settings, t.settings, command)
     if added:
         plan.writes[t.settings] = _dump(settings)
         if before is not None:
             plan.backups.append(t.settings)
         plan.changes += [f"{t.settings}: added hook {a}" for a in added]
-    for name, text in skill_texts().items():
+    for name, text in skill_texts(command).items():
         path = t.skills / name / "SKILL.md"
         if _read(path) != text:
             plan.writes[path] = text.encode()
@@ -318,7 +350,7 @@ def plan_uninstall(scope: str = "user", cwd: Path | None = None) -> Plan:
             plan.writes[t.settings] = _dump(settings)
             plan.backups.append(t.settings)
             plan.changes.append(f"{t.settings}: removed {removed} memsync hook(s)")
-    for name, text in skill_texts().items():
+    for name, text in skill_texts(scope_command(scope)).items():
         path = t.skills / name / "SKILL.md"
         if not path.exists():
             continue

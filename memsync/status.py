@@ -30,6 +30,7 @@ class Status:
     queued: list[str] = field(default_factory=list)
     refused: dict[str, str] = field(default_factory=dict)
     ignored: dict[str, str] = field(default_factory=dict)  # foreign blobs, never fetched
+    kept_local: dict[str, str] = field(default_factory=dict)  # by the user's choice: no error
     in_sync: int = 0
     last_sync: float | None = None
     remote_error: str | None = None
@@ -76,7 +77,7 @@ def status(engine: Engine) -> Status:
     )
     state = engine.state
     local = engine.scan_local()
-    result.refused = dict(local.refused)
+    result.refused, result.kept_local = local.split_refused()
     result.conflicts = state.conflicts
     result.queued = state.pending
     result.last_sync = state.meta.get("last_sync")

@@ -131,6 +131,8 @@ def test_both_skills_inject_their_context_in_the_default_permission_mode(cc, ski
     assert marker in sent
     after = sent[sent.index(marker) :]
     assert CARRY in after and "permission check failed" not in sent
+    # "Work in the memory directory shown above": the injected context names it
+    assert f"in the memory directory {cc.memory_dir()}" in after
 
 
 def test_the_digest_skill_may_push_in_the_default_permission_mode(cc: ClaudeHome):
@@ -248,3 +250,110 @@ def test_with_claude_config_behind_a_symlink_every_hook_uses_one_state(
     assert wait_for(lambda: "flush: pushed" in cc.log(), 20)
     states = list((cc.home / ".memsync" / "state").iterdir())
     assert len(states) == 1, states  # one state dir, one lock, one queue for the one folder
+
+
+def test_a_project_scope_install_runs_memsync_by_name_from_path(
+    tmp_path: Path, server: AnthropicServer
+):
+    """Project scope writes the bare `memsync` (the files are committed and shared): with it on
+    the PATH Claude Code runs with, hooks and skills work; doctor checks the name resolves. The
+    session-start records the Claude Code process itself as the live session."""
+    cc = ClaudeHome(tmp_path, server, tmp_path / "remote")
+    cc.memsync("install", "--scope", "project")
+    assert sys.executable not in (cc.project / ".claude" / "settings.json").read_text()
+    seed_carry_forward(cc)
+    path = f"{os.path.dirname(sys.executable)}:/usr/local/bin:/usr/bin:/bin"
+
+    def live_sessions() -> list[str]:
+        states = cc.home / ".memsync" / "state"
+        found = []
+        for sessions in states.glob("*/sessions.json"):
+            for record in json.loads(sessions.read_text())["live"].values():
+                cmdline = Path(f"/proc/{record['pid']}/cmdline")
+                found.append(
+                    cmdline.read_bytes().decode(errors="replace") if cmdline.exists() else ""
+                )
+        return found
+
+    script = Script([], observe=live_sessions)
+    proc, _ = cc.claude("/refresh-persona", script, PATH=path)
+    assert proc.returncode == 0, proc.stderr
+    sent = said(script.main[0])
+    assert CARRY in sent and "Memory after a fresh pull" in sent
+    assert "permission check failed" not in sent
+    # the live record names the running Claude Code process (not a shell, not the hook)
+    assert len(script.seen[0]) == 1 and "claude" in script.seen[0][0], script.seen
+    assert wait_for(lambda: live_sessions() == [], 10)  # session-end removed it
+    doctor = json.loads(cc.memsync("doctor", "--json", PATH=path))
+    checks = {c["name"]: c for c in doctor.get("data", doctor)["checks"]}
+    assert checks["hooks"]["ok"] and "project scope, by name" in checks["hooks"]["detail"]
+
+
+def test_a_write_refused_for_a_secret_is_reported_to_the_model_without_the_secret(cc: ClaudeHome):
+    mem = cc.memory_dir()
+    secret = "hunter2-Secret9"
+    leaky = FACT.replace("Write the failing test first.", f"password: {secret}")
+    script = Script([[tool("Write", file_path=str(mem / "feedback_leak.md"), content=leaky)]])
+    proc, _ = cc.claude("remember my password", script)
+    assert proc.returncode == 0, proc.stderr
+    # the model's next request carries PostToolUse's additionalContext: not synced, and why
+    after_write = said(script.main[1]["messages"][-1])
+    assert "feedback_leak.md was NOT synced" in after_write, after_write
+    assert "looks like a secret" in after_write
+    assert after_write.count(secret) == said(script.main[0]).count(secret)  # only the tool input
+    assert "feedback_leak.md" not in cc.remote_files()
+
+
+def test_two_sessions_at_once_then_a_kill_the_primer_says_only_what_is_true(cc: ClaudeHome):
+    """Session 1 runs while session 2 starts and ends cleanly: no "unclean end" for session 2.
+    Then session 1 writes a memory file with Bash and is killed -9 before any hook pushes it:
+    session 3 says so and pushes the file at start."""
+    import signal
+    import subprocess
+
+    from tests.claude_code import claude_or_skip
+
+    mem = seed_carry_forward(cc)
+    go, written = cc.root / "go", cc.root / "written"
+    killed = mem / "feedback_killed.md"
+    bash = (
+        f"while [ ! -f {go} ]; do sleep 0.05; done; "
+        "printf -- '---\\nname: k\\ndescription: d\\n---\\nfrom the killed session\\n' "
+        f"> {killed}; "
+        f"touch {written}; sleep 60"
+    )
+    first = Script([[tool("Bash", command=bash, description="write, then wait")]])
+    cc.server.responder = first
+    one = subprocess.Popen(
+        [str(claude_or_skip()), "-p", "SESSION-ONE", "--output-format", "json"]
+        + ["--allowedTools", "Bash"],
+        env=cc.env(),
+        cwd=cc.project,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group: the kill takes its Bash with it
+    )
+    try:
+        assert wait_for(lambda: len(first.main) >= 1, 30)  # session 1 started and runs
+        two = Script([])
+        proc, _ = cc.claude("hi", two)  # session 1 sends nothing while its Bash waits
+        assert proc.returncode == 0, proc.stderr
+        assert CARRY in said(two.main[0])  # the primer arrived
+        assert "did not end cleanly" not in said(two.main[0])  # session 1 still runs
+        assert wait_for(lambda: "flush:" in cc.log(), 20)
+        go.touch()
+        assert wait_for(written.exists, 30)
+        os.killpg(one.pid, signal.SIGKILL)
+    finally:
+        if one.poll() is None:
+            os.killpg(one.pid, signal.SIGKILL)
+        one.wait(10)
+    assert "feedback_killed.md" not in cc.remote_files()  # no hook saw it
+    three = Script([])
+    proc, _ = cc.claude("hi", three)
+    assert proc.returncode == 0, proc.stderr
+    primer = said(three.main[0])
+    assert "did not end cleanly" in primer
+    assert "1 memory file(s) it left unsynced were pushed now" in primer
+    assert "feedback_killed.md" in cc.remote_files()

@@ -232,6 +232,28 @@ def test_auto_memory_directory_is_honoured_only_absolute_or_home(value, windows,
     assert config.auto_memory_value(value, home, windows=windows) == expected
 
 
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ("~/../escape", "climbs out of the home directory"),
+        ("relative/mem", "relative"),
+        ("//server/share", "network path"),
+        ("~/", "home directory itself"),
+    ],
+)
+def test_status_says_the_true_reason_an_auto_memory_directory_is_ignored(
+    tmp_path, monkeypatch, value, reason
+):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / ".claude"))
+    monkeypatch.setattr(config, "managed_settings_path", lambda: tmp_path / "managed.json")
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text(json.dumps({"autoMemoryDirectory": value}))
+    located = config.locate_memory_dir(tmp_path / ".claude")
+    assert "is ignored (it " in located.reason and reason in located.reason, located
+    assert "not absolute or ~/" not in located.reason
+
+
 def test_the_first_scope_that_sets_auto_memory_directory_decides(tmp_path, monkeypatch):
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / ".claude"))
@@ -255,9 +277,15 @@ def test_project_dir_name_needs_claude_config_dir(tmp_path, monkeypatch):
     assert config.locate_memory_dir(tmp_path).path.parent.name != "pinned"
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "cc"))
     assert config.locate_memory_dir(tmp_path).path == tmp_path / "cc/projects/pinned/memory"
-    for bad in ("con", "a/b", "x" * 65):
+    for bad, why in (("con", "Windows device"), ("a/b", "1-64 characters"), ("x" * 65, "1-64")):
         monkeypatch.setenv("CLAUDE_CODE_PROJECT_DIR_NAME", bad)
-        assert config.locate_memory_dir(tmp_path).path.parent.name != bad
+        located = config.locate_memory_dir(tmp_path)
+        assert located.path.parent.name != bad
+        assert f"CLAUDE_CODE_PROJECT_DIR_NAME {bad!r} is ignored" in located.reason, located
+        assert why in located.reason
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR")
+    monkeypatch.setenv("CLAUDE_CODE_PROJECT_DIR_NAME", "pinned")
+    assert "only when CLAUDE_CONFIG_DIR is set" in config.locate_memory_dir(tmp_path).reason
 
 
 def test_a_worktree_maps_to_its_main_repository_and_a_submodule_does_not(tmp_path):
@@ -314,6 +342,12 @@ def test_one_canonical_memory_dir_keys_the_state_however_it_is_spelled(tmp_path,
         ({"command": "prettier", "args": ["--write"]}, None),
         ({"command": "/x/memsync-other", "args": ["hook"]}, None),
         ({"command": "memsync sync"}, None),
+        ({"command": "memsync hook session-start"}, ["session-start"]),
+        ({"command": "/opt/venv/bin/memsync hook stop 2>/dev/null"}, ["stop", "2>/dev/null"]),
+        ({"command": "'/opt/my venv/bin/memsync' hook stop"}, ["stop"]),
+        ({"command": "python3 -m memsync hook post-tool-use"}, ["post-tool-use"]),
+        ({"command": "echo memsync hook stop"}, None),
+        ({"command": "memsync", "args": ["sync"]}, None),
     ],
 )
 def test_install_recognises_its_hooks_in_every_spelling(entry, args):
@@ -331,11 +365,12 @@ def test_installed_skills_name_the_same_absolute_command_as_the_hooks():
     assert Path(hook_command()[0]).is_absolute()
 
 
-def test_doctor_checks_the_hook_commands(tmp_path):
+def test_doctor_checks_the_hook_commands(tmp_path, monkeypatch):
     from memsync.doctor import hooks_check
     from memsync.install import hooks_config
 
-    settings = tmp_path / "settings.json"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path))
+    settings = tmp_path / "settings.json"  # the user scope's
     settings.write_text(json.dumps(hooks_config()))
     assert hooks_check([settings]).ok
     settings.write_text(json.dumps(hooks_config(["/nowhere/bin/memsync"])))
@@ -344,7 +379,38 @@ def test_doctor_checks_the_hook_commands(tmp_path):
     settings.write_text(json.dumps(hooks_config(["memsync"])))
     check = hooks_check([settings])
     assert not check.ok and "by name" in check.detail
-    assert hooks_check([tmp_path / "missing.json"]).ok
+    # nothing installed is not "ok": doctor says so, and how to install
+    check = hooks_check([tmp_path / "missing.json"])
+    assert "not installed in Claude Code" in check.detail and "memsync install" in check.detail
+    # a project's settings (committed, shared) hold the bare name: fine while it resolves
+    project = tmp_path / "proj" / ".claude" / "settings.json"
+    project.parent.mkdir(parents=True)
+    project.write_text(json.dumps(hooks_config(["memsync"])))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "memsync").write_text("#!/bin/sh\n")
+    (bin_dir / "memsync").chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    check = hooks_check([tmp_path / "missing.json", project])
+    assert check.ok and "project scope, by name" in check.detail, check
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    check = hooks_check([project])
+    assert not check.ok and "not on this PATH" in check.detail
+    # hooks in shell form are memsync's too
+    project.write_text(json.dumps(shell_form_hooks("memsync")))
+    monkeypatch.setenv("PATH", str(bin_dir))
+    assert hooks_check([project]).ok
+
+
+def shell_form_hooks(command: str) -> dict:
+    return {
+        "hooks": {
+            "SessionStart": [
+                {"hooks": [{"type": "command", "command": f"{command} hook session-start"}]}
+            ],
+            "Stop": [{"hooks": [{"type": "command", "command": f"{command} hook stop"}]}],
+        }
+    }
 
 
 def test_hook_command_is_the_installed_executable_or_this_interpreter(tmp_path):

@@ -254,7 +254,9 @@ def test_golden_rules() -> None:
     assert by_name["session_digest_2026-04-07.md"].into == ["session_digest_2026-W15.md"]
 
     roll = memory.parse(after["session_digest_2026-W15.md"].decode())
-    assert roll.meta is not None and "session_digest_2026-04-09.md" in roll.meta["sources"]
+    assert roll.meta is not None and "session_digest_2026-04-09.md" in memory.field(
+        roll.meta, "sources"
+    )
     day = sections.parse(roll.body).find("2026-04-09")
     assert day is not None and day.level == 2 and day.children[0].level == 3
 
@@ -661,7 +663,7 @@ def test_allowances_travel_with_the_content() -> None:
     )
     (roll,) = after.values()
     meta = memory.parse(roll.decode()).meta
-    assert meta is not None and meta["allow_sensitive"] == ["email"]
+    assert meta is not None and memory.field(meta, "allow_sensitive") == ["email"]
 
 
 def test_a_roll_up_without_frontmatter_gets_the_required_fields() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import stat
 
 from tests.devices import make_device
@@ -35,6 +36,15 @@ def test_compact_dry_run_then_apply_then_nothing_left(tmp_path):
     a.run("compact", "--now", "2026-11-22")
     names = sorted(a.files())
     assert not any(n.startswith("session_digest_2026-10-0") for n in names), names
+    # roll-ups are written in Claude Code's shape: a slug name, the rest under `metadata:`
+    rollups = [n for n in names if re.fullmatch(r"session_digest_\d{4}-(W\d{2}|\d{2})\.md", n)]
+    assert rollups, names
+    for n in rollups:
+        head = a.memory.joinpath(n).read_text().split("\n---\n")[0]
+        label = n.removeprefix("session_digest_").removesuffix(".md").lower()
+        assert f"\nname: session-digest-{label}\n" in head, head
+        assert "\nmetadata:\n  node_type: memory\n" in head and "  type: session_digest" in head
+        assert "\ntype:" not in head and "\nperiod:" not in head, head
     text = "".join(a.memory.joinpath(n).read_text() for n in names)
     for arc in ("arc of 2026-10-05", "arc of 2026-10-07", "arc from b", "thread from 2026-10-06"):
         assert arc in text

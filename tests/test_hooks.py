@@ -268,24 +268,6 @@ def test_session_end_returns_at_once_and_the_detached_flush_pushes(tmp_path):
     assert "did not end cleanly" not in context
 
 
-def test_a_session_without_session_end_is_reported_as_a_crash(tmp_path):
-    device = folder_device(tmp_path)
-    hook(device, "session-start", start_payload(device, "s-1"))
-    context = primer(hook(device, "session-start", start_payload(device, "s-2")))
-    assert "did not end cleanly" in context
-    assert "had already been synced" in context  # it wrote nothing: the primer says only that
-
-
-def test_the_start_after_an_unclean_end_pushes_what_that_session_left_unsynced(tmp_path):
-    device = folder_device(tmp_path)
-    hook(device, "session-start", start_payload(device, "s-1"))
-    # written by the crashed session with no hook seeing it (Bash, then a kill)
-    device.write("feedback_crash.md", "Keep going.\n", type="feedback")
-    context = primer(hook(device, "session-start", start_payload(device, "s-2")))
-    assert "1 memory file(s) it left unsynced were pushed now" in context
-    assert (tmp_path / "remote" / "e2e-project" / "feedback_crash.md").exists()
-
-
 def test_file_changed_stop_and_post_compact_push_what_no_tool_hook_saw(tmp_path):
     device = folder_device(tmp_path)
     path = device.write("feedback_bash.md", "From Bash.\n", type="feedback")
@@ -312,3 +294,15 @@ def test_logs_are_private(tmp_path):
     log = device.home / "logs" / "memsync.log"
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
     assert stat.S_IMODE(log.parent.stat().st_mode) == 0o700
+
+
+def test_a_deleted_memory_file_is_logged_as_a_deletion(tmp_path):
+    device = folder_device(tmp_path)
+    path = device.write("quick.md", "x\n", type="user")
+    device.run("push")
+    path.unlink()
+    base = {"session_id": "s-1", "cwd": str(device.root), "hook_event_name": "FileChanged"}
+    hook(device, "file-changed", {**base, "event": "unlink", "file_path": str(path)})
+    assert not (tmp_path / "remote" / "e2e-project" / "quick.md").exists()
+    assert "file-changed: deleted on the remote quick.md" in log_text(device)
+    assert "pushed quick.md" not in log_text(device)

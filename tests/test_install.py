@@ -165,3 +165,64 @@ def test_settings_example_is_a_valid_settings_file(tmp_path):
     shutil.copy(root / "settings.example.json", tmp_path / "settings.json")
     settings = load_settings(tmp_path)
     assert settings["remote"].startswith("https://")
+
+
+def test_project_scope_writes_the_portable_bare_name_a_team_can_commit(tmp_path, monkeypatch):
+    """.claude/settings.json and the skills are committed: no machine's absolute path in them."""
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    monkeypatch.chdir(repo)
+    output = invoke("install", "--scope", "project")
+    assert "SessionStart → memsync hook session-start" in output  # what it writes, said
+    written = [
+        repo / ".claude" / "settings.json",
+        repo / ".claude" / "skills" / "digest-session" / "SKILL.md",
+        repo / ".claude" / "skills" / "refresh-persona" / "SKILL.md",
+    ]
+    for path in written:
+        text = path.read_text()
+        assert hook_command()[0] not in text and str(tmp_path) not in text, path
+    data = json.loads(written[0].read_text())
+    commands = {h["command"] for g in data["hooks"].values() for x in g for h in x["hooks"]}
+    assert commands == {"memsync"}
+    assert "allowed-tools: Bash(memsync context" in written[1].read_text()
+    # a second machine installing into the same checkout changes nothing
+    assert "added hook" not in invoke("install", "--scope", "project")
+
+
+def test_user_scope_says_the_absolute_command_it_writes(_isolated_home):
+    output = invoke("install")
+    assert f"SessionStart → {hook_command()[0]} hook session-start" in output
+
+
+def test_hooks_in_shell_form_are_recognised_as_memsync_s_own(_isolated_home):
+    """Hand-written `"command": "memsync hook ..."` entries: install replaces rather than
+    duplicates them, uninstall removes them."""
+    settings = claude_dir(_isolated_home) / "settings.json"
+    settings.parent.mkdir(parents=True)
+    shell = {
+        "hooks": {
+            "SessionStart": [
+                {"hooks": [{"type": "command", "command": "memsync hook session-start"}]}
+            ],
+            "Stop": [
+                {
+                    "hooks": [
+                        {"type": "command", "command": "notify-send done"},
+                        {"type": "command", "command": "/opt/v/bin/memsync hook stop"},
+                    ]
+                }
+            ],
+        }
+    }
+    settings.write_text(json.dumps(shell))
+    invoke("install")
+    data = json.loads(settings.read_text())
+    for event in ("SessionStart", "Stop"):
+        ours = [h for g in data["hooks"][event] for h in g["hooks"] if is_ours(h)]
+        assert len(ours) == 1 and ours[0]["command"] == hook_command()[0], ours
+    assert "notify-send done" in settings.read_text()
+    settings.write_text(json.dumps(shell))
+    invoke("uninstall")
+    text = settings.read_text()
+    assert "memsync" not in text and "notify-send done" in text

@@ -129,7 +129,8 @@ def test_every_command_through_the_tool_runner(
     # what the tool wrote is a memory file like any other, on this device and on the remote
     local = (ctx.memory_dir / "user_sam.md").read_text()
     doc = memory.parse(local)
-    assert doc.meta is not None and doc.meta["name"] == "user_profile"
+    assert doc.meta is not None and doc.meta["name"] == "user_sam"  # follows the rename
+    assert doc.meta["description"] == "user sam"
     assert doc.meta["metadata"]["node_type"] == "memory"  # Claude Code's own shape
     assert memory.field(doc.meta, "type") == "user"
     assert doc.body == "# Sam\nSam prefers short answers.\nLikes tea.\n"
@@ -252,8 +253,9 @@ def test_a_fact_edited_on_both_devices_comes_back_as_a_tool_error(
     run_agent(server, beta)
     [(is_error, text)] = results(server)
     assert is_error, text
-    assert "another device changed it at the same time" in text
+    assert "was not applied: another device changed the file at the same time" in text
     assert "apply it again" in text and "It now reads:" in text
+    assert "an engineer" in text and "a designer" not in text  # the version that won
     kept = (beta.backend.root / "user_role.md").read_text()
     assert kept.split("---\n")[-1] in text  # the model sees what the file holds now
     history = beta.backend.engine.state.history("user_role.md")
@@ -430,7 +432,7 @@ def test_view_output_and_file_size_are_capped(tmp_path: Path) -> None:
     for i in range(150):
         (ctx.memory_dir / f"project_{i:03d}.md").write_text("---\nname: p\ndescription: d\n---\n")
     listing = backend.view("/memories")
-    assert len(listing) <= 2_000 + 200 and "more entries not shown" in listing
+    assert len(listing) <= 2_000 and "listing cut: entries 1-" in listing
 
 
 # --- secrets and types -----------------------------------------------------------------------
@@ -585,11 +587,14 @@ def test_offline_writes_stand_and_go_out_with_the_next_sync(tmp_path: Path) -> N
 def test_high_sensitivity_needs_consent(tmp_path: Path) -> None:
     backend = ToolMemory(device_ctx(tmp_path, "agent", folder_remote(tmp_path)))
     text = "---\nname: health\ndescription: d\nsensitivity: high\n---\nAllergic to nuts.\n"
-    with pytest.raises(MemoryToolError, match="without 'consent: true'"):
+    with pytest.raises(MemoryToolError, match="only the user can do that") as raised:
         backend.create("/memories/user_health.md", text)
+    assert "consent" not in str(raised.value)  # no coaching the model to grant it itself
     assert not (backend.root / "user_health.md").exists()
-    backend.create("/memories/user_health.md", text.replace("high\n", "high\nconsent: true\n"))
-    assert b"Allergic" in remote_files(backend.ctx)["user_health.md"]
+    with pytest.raises(MemoryToolError, match="only the user sets them"):
+        backend.create("/memories/user_health.md", text.replace("high\n", "high\nconsent: true\n"))
+    assert not (backend.root / "user_health.md").exists()
+    assert "user_health.md" not in remote_files(backend.ctx)
 
 
 def test_a_session_reads_what_it_pulled_until_it_refreshes(tmp_path: Path) -> None:

@@ -86,13 +86,32 @@ def test_allow_flag_and_frontmatter_override_for_one_file(pair, remote):
 
 def test_sensitivity_high_needs_consent(pair, remote):
     a, _ = pair
+    # Claude Code's shape: the user's fields under `metadata:`
+    (a.memory / "user_health.md").write_text(
+        "---\nname: user-health\ndescription: d\nmetadata:\n  node_type: memory\n"
+        "  type: user\n  sensitivity: high\n---\nPrivate.\n",
+        encoding="utf-8",
+    )
+    a.write("user_role.md", "Engineer.\n", type="user")
+    # kept local by the user's choice: not an error, so push and sync exit 0
+    proc = a.run("push")
+    assert "kept local" in proc.stderr and "user_health.md" in proc.stderr
+    a.run("sync")
+    assert remote_files(remote) == ["user_role.md"]
+    status = a.run("status").stdout
+    assert "kept local (sensitivity: high, no consent): user_health.md" in status
+    assert "refused" not in status
+    state = json.loads(a.run("status", "--json").stdout)
+    assert "user_health.md" in state.get("data", state)["kept_local"]
+    start = {"session_id": "s", "cwd": str(a.root), "hook_event_name": "SessionStart"}
+    context = a.run("hook", "session-start", input=json.dumps(start)).stdout
+    assert "user_health.md" not in context  # the primer does not nag about a choice
     a.write("user_health.md", "Private.\n", type="user", sensitivity="high")
-    proc = a.run("push", check=1)
-    assert "sensitivity: high" in proc.stderr and "consent: true" in proc.stderr
-    assert remote_files(remote) == []
+    a.run("push")
+    assert remote_files(remote) == ["user_role.md"]
     a.write("user_health.md", "Private.\n", type="user", sensitivity="high", consent=True)
     a.run("push")
-    assert remote_files(remote) == ["user_health.md"]
+    assert remote_files(remote) == ["user_health.md", "user_role.md"]
 
 
 # --- forget and purge -----------------------------------------------------------------------

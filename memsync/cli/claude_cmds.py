@@ -124,8 +124,10 @@ def watch(
             err.print(f"{stamp} remote unreachable; queued: {', '.join(names)}", markup=False)
         for pushed in result.uploaded + result.merged + result.deleted_remote:
             out.print(f"{stamp} pushed {pushed}", markup=False)
+        from memsync.gate import shown_name
+
         for refused, reason in result.refused.items():
-            err.print(f"{stamp} refused {refused}: {reason}", markup=False)
+            err.print(f"{stamp} refused {shown_name(refused)}: {reason}", markup=False)
 
     err.print(f"Watching {ctx.memory_dir} (Ctrl-C to stop).", markup=False)
     run_watch(engine, debounce=debounce, report=report)

@@ -138,8 +138,12 @@ def report(result: SyncResult, stats: bool) -> None:
         err.print(f"note: {note}", markup=False)
     for conflict in result.conflicts:
         err.print(f"conflict: {conflict}", markup=False)
+    from memsync.gate import shown_name
+
     for name, reason in sorted(result.refused.items()):
-        err.print(f"refused: {name}: {reason}", markup=False)
+        err.print(f"refused: {shown_name(name)}: {reason}", markup=False)
+    for name in sorted(result.kept_local):
+        err.print(f"kept local (sensitivity: high, no consent): {shown_name(name)}", markup=False)
     for name, reason in sorted(result.refused_remote.items()):
         err.print(f"refused from the remote: {name}: {reason}", markup=False)
     for name, reason in sorted(result.errors.items()):

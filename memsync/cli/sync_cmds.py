@@ -109,14 +109,18 @@ def status(
         ("deleted on the remote", st.deleted_remote),
         ("queued while offline", st.queued),
     )
+    from memsync.gate import shown_name
+
     for label, names in groups:
         for name in names:
-            out.print(f"  {label}: {name}", markup=False)
+            out.print(f"  {label}: {shown_name(name)}", markup=False)
     for name, reason in sorted(st.refused.items()):
-        out.print(f"  refused: {name}: {reason}", markup=False)
+        out.print(f"  refused: {shown_name(name)}: {reason}", markup=False)
+    for name in sorted(st.kept_local):
+        out.print(f"  kept local (sensitivity: high, no consent): {shown_name(name)}", markup=False)
     for name, reason in sorted(st.ignored.items()):
-        shown = name.encode("utf-8", "backslashreplace").decode()
-        out.print(f"  ignored on the remote: {shown}: {reason}", markup=False)
+        printable = name.encode("utf-8", "backslashreplace").decode()  # may not be UTF-8
+        out.print(f"  ignored on the remote: {shown_name(printable)}: {reason}", markup=False)
     for c in st.conflicts:
         out.print(f"  conflict ({_when(c.get('at'))}): {c['file']}: {c['detail']}", markup=False)
     if st.conflicts:
@@ -132,7 +136,7 @@ def validate(
 ) -> None:
     """Check memory files: frontmatter, size, encoding, and secrets."""
     from memsync.errors import RefusedFile
-    from memsync.gate import check_outbound
+    from memsync.gate import check_outbound, shown_name
 
     ctx = context(memory_dir, None, project)
     from memsync.engine import Engine
@@ -157,7 +161,7 @@ def validate(
             check_outbound(name, path.read_bytes(), int(ctx.setting("max_file_bytes")))
         except RefusedFile as exc:
             problems += 1
-            out.print(f"{name}: {exc.reason}", markup=False)
+            out.print(f"{shown_name(name)}: {exc.reason}", markup=False)
         except OSError as exc:
             problems += 1
             out.print(f"{name}: it cannot be read ({exc.strerror})", markup=False)
