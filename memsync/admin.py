@@ -15,6 +15,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,6 +23,7 @@ from memsync.config import Context
 from memsync.engine import TOMBSTONES, Engine, is_ignored
 from memsync.errors import (
     AlreadyExists,
+    MemsyncError,
     NotFound,
     PreconditionFailed,
     RefusedFile,
@@ -31,6 +33,7 @@ from memsync.errors import (
 from memsync.forget import audit
 from memsync.fsutil import atomic_file, sha256
 from memsync.gate import check_inbound
+from memsync.index_links import INDEX, without_links
 from memsync.memory import FrontmatterError, decode, parse
 from memsync.memtypes import TYPES, UNKNOWN, type_of
 from memsync.stores import Entry, check_key
@@ -203,6 +206,7 @@ class PruneResult:
     deleted: list[str] = field(default_factory=list)  # removed from the remote (or already gone)
     local_removed: list[str] = field(default_factory=list)  # local copies moved to history
     skipped: dict[str, str] = field(default_factory=dict)  # name -> why it was kept
+    index_lines: int = 0  # MEMORY.md lines that linked to the deleted files
 
 
 def plan_prune(
@@ -211,9 +215,12 @@ def plan_prune(
     type_name: str | None = None,
     now: float | None = None,
 ) -> list[str]:
-    """Remote files last modified more than `older_than_days` ago (of one type if given).
+    """Remote files older than `older_than_days` (of one type if given).
 
-    The index (MEMORY.md) is never planned unless `type_name` is "index".
+    A file's age is the date its content is about: the date in its name (a session digest's
+    day, or the last day of its week, month or year), else its frontmatter `date` or
+    `modified`; only a file with neither is judged by when it was last uploaded. The index
+    (MEMORY.md) is never planned unless `type_name` is "index".
     """
     if older_than_days < 0:
         raise UserError(f"--older-than must be 0 days or more, not {older_than_days}")
@@ -223,27 +230,79 @@ def plan_prune(
     cutoff = (time.time() if now is None else now) - older_than_days * DAY
     planned = []
     for name, entry in sorted(_remote_listing(engine).items()):
-        if entry.modified >= cutoff:
-            continue
-        mtype = _type_name(name, engine.read_local(name))
-        if mtype == "unknown" and type_name is not None:
-            with contextlib.suppress(NotFound):
-                mtype = _type_name(name, engine.store.get(name)[0])
+        data = engine.read_local(name)
+        mtype = _type_name(name, data)
+        if mtype == "unknown" and type_name is not None and data is None:
+            data = _get(engine, name)
+            mtype = _type_name(name, data)
         if type_name is None and mtype == "index":
             continue
         if type_name is not None and mtype != type_name:
             continue
-        planned.append(name)
+        when = content_time(name, data)
+        if when is None and data is None:
+            data = _get(engine, name)
+            when = content_time(name, data)
+        if (entry.modified if when is None else when) < cutoff:
+            planned.append(name)
     return planned
 
 
+def _get(engine: Engine, name: str) -> bytes | None:
+    try:
+        return engine.store.get(name)[0]
+    except NotFound:
+        return None
+
+
+def content_time(name: str, data: bytes | None) -> float | None:
+    """When a memory file's content is from (midnight UTC of its day), by the date in its
+    name or frontmatter; None if it says nothing."""
+    from memsync.compact import digest_period
+
+    period = digest_period(name)
+    if period is not None:
+        return _midnight(period.end)
+    meta: Any = None
+    if data is not None:
+        try:
+            meta = parse(decode(data)).meta
+        except FrontmatterError:
+            meta = None
+    if not isinstance(meta, dict):
+        return None
+    nested = meta.get("metadata")
+    for source in (meta, nested if isinstance(nested, dict) else {}):
+        for key in ("date", "modified"):
+            day = _day_of(source.get(key))
+            if day is not None:
+                return _midnight(day)
+    return None
+
+
+def _day_of(value: Any) -> date | None:
+    if isinstance(value, date):  # YAML reads `2026-11-24` as a date (datetime is a date too)
+        return date(value.year, value.month, value.day)
+    if isinstance(value, str):
+        try:
+            return date.fromisoformat(value.strip()[:10])
+        except ValueError:
+            return None
+    return None
+
+
+def _midnight(day: date) -> float:
+    return datetime(day.year, day.month, day.day, tzinfo=timezone.utc).timestamp()
+
+
 def prune(engine: Engine, names: Iterable[str]) -> PruneResult:
-    """Delete `names` from the remote (If-Match on the listed ETag) and from this device.
+    """Delete `names` from the remote (If-Match on the listed ETag) and from this device,
+    and the MEMORY.md lines linking to them.
 
     A local copy is kept in local history first, and each file gets one audit line (its name,
     never its content). A file edited here since its last sync, or changed on the remote since
-    the listing, is skipped and reported. Other devices drop their unchanged copies on their
-    next sync.
+    the listing, is skipped and reported. Other devices drop their unchanged copies, and the
+    index lines, on their next sync.
     """
     result = PruneResult()
     wanted = sorted(set(names))
@@ -259,7 +318,30 @@ def prune(engine: Engine, names: Iterable[str]) -> PruneResult:
                 _prune_one(engine, name, listing.get(name), result)
         finally:
             engine.state.save()
+    if result.deleted:
+        result.index_lines = _drop_index_lines(engine, result.deleted)
     return result
+
+
+def _drop_index_lines(engine: Engine, names: list[str]) -> int:
+    """Remove the MEMORY.md lines linking to `names` (brought up to date first) and push it;
+    offline, the push is queued like any other."""
+    path = str(engine.local_path(INDEX))
+    with contextlib.suppress(MemsyncError):
+        engine.run("sync", [path])
+    with engine.locked():
+        data = engine.read_local(INDEX)
+        if data is None:
+            return 0
+        text, removed = without_links(data.decode("utf-8", "replace"), set(names))
+        if not removed:
+            return 0
+        engine.state.keep(INDEX, data, "index lines of pruned files removed by memsync prune")
+        engine.write_local(INDEX, text.encode("utf-8"))
+        engine.state.save()
+    with contextlib.suppress(MemsyncError):
+        engine.run("push", [path])
+    return len(removed)
 
 
 def _prune_one(engine: Engine, name: str, entry: Entry | None, result: PruneResult) -> None:

@@ -54,6 +54,7 @@ MAX_WORKERS = 128
 LAND_WITHOUT_FSYNC_AT = 32
 TOMBSTONES = "_memsync/forgotten.json"  # remote record of forgotten files (names, no content)
 CONFLICTS = "_memsync/conflicts.json"  # remote record of merge conflicts (memsync/conflicts.py)
+PURGED = "_memsync/purged.json"  # on the remote after `memsync purge` (see forget.py)
 _TEMP_SUFFIXES = ("~", ".swp", ".swo", ".swx", ".tmp", ".part", ".crdownload")
 
 
@@ -102,6 +103,7 @@ class SyncResult:
         self.notes: list[str] = []
         self.queued: list[str] = []
         self.skipped: list[str] = []  # not started before the deadline
+        self.quarantined: list[str] = []  # forgotten elsewhere, edited here: what to do
         self.offline: str | None = None
         self.disabled = False
         self.stats = Stats()
@@ -352,6 +354,10 @@ class Engine:
                 self._run_locked(result, mode, names, force, allow or {}, deadline, progress)
             finally:
                 self._make_durable()
+                if self.state.meta.get("quarantined"):
+                    from memsync.forget import quarantine_notices
+
+                    result.quarantined = quarantine_notices(self)
                 self.state.meta["last_attempt"] = time.time()
                 self.state.save()
         result.stats = self.store.stats
@@ -368,6 +374,10 @@ class Engine:
         deadline: float | None,
         progress: Callable[[int, int], None] | None,
     ) -> None:
+        if self.state.meta.get("purged"):
+            from memsync.forget import purged_here
+
+            raise purged_here(self)
         self._recover_landing()
         local = self.scan_local(allow)
         # the state dir only on full runs: `push FILE` after each memory write stays lean
@@ -402,6 +412,16 @@ class Engine:
             listing = self._list(result, mode, local_hashes, records, pending)
             if listing is None:
                 return
+            if PURGED in listing:
+                from memsync.forget import purged_here, remote_purge_marker
+
+                # remembered: this device stays out until it is told to publish again
+                self.state.meta["purged"] = remote_purge_marker(self) or {"at": time.time()}
+                raise purged_here(self)
+            if self.state.meta.get("forgetting"):
+                from memsync.forget import finish_pending
+
+                finish_pending(self, listing)
             self._apply_tombstones(listing, local)
             self._receive_conflicts(result, listing)
             local_hashes = dict(local.content.hashes)
@@ -489,7 +509,8 @@ class Engine:
 
     def _apply_tombstones(self, listing, local: LocalScan) -> None:  # noqa: ANN001
         """Files forgotten on another device are removed here too, history included, so an
-        edited copy on this device cannot bring them back."""
+        edited copy on this device cannot bring them back (an unsynced edit is set aside in
+        quarantine). Each tombstone is applied once; see forget.py."""
         entry = listing.get(TOMBSTONES)
         if entry is None or entry.etag == self.state.meta.get("tombstones_etag"):
             return
@@ -499,9 +520,7 @@ class Engine:
             data, etag = self.store.get(TOMBSTONES)
         except NotFound:
             return
-        for name in apply_tombstones(self, data):
-            local.content.discard(name)
-            listing.pop(name, None)
+        apply_tombstones(self, data, listing, local)
         self.state.meta["tombstones_etag"] = etag
 
     def _receive_conflicts(self, result: SyncResult, listing) -> None:  # noqa: ANN001
@@ -675,6 +694,8 @@ class Engine:
             try:
                 theirs, etag, theirs_mtime = self._fetch(name)
             except NotFound:
+                if name in self.state.records and self._recreate_blocked(result, name):
+                    return
                 try:
                     etag = self.store.create(name, ours, mtime)
                 except AlreadyExists:
@@ -735,6 +756,17 @@ class Engine:
         from memsync.merge import describe_for_others
 
         return entry(name, describe_for_others(name, outcome), self.ctx.device)
+
+    def _recreate_blocked(self, result: SyncResult, name: str) -> bool:
+        """A synced file gone from the remote is created again from the local copy, unless
+        it was forgotten on another device or the project purged (see forget.py)."""
+        from memsync.forget import recreate_blocked
+
+        why = recreate_blocked(self, name)
+        if why is not None:
+            with self._lock:
+                result.notes.append(why)
+        return why is not None
 
     def _finish_merge(
         self,

@@ -1,28 +1,60 @@
-"""Forgetting for real: `memsync forget` and `memsync purge`.
+"""Forgetting for real: `memsync forget`, `memsync purge`, and what other devices do about them.
 
-A forgotten file is deleted locally, remotely, from local history and from the last-synced
-records, and its name goes into a remote tombstone list so that other devices delete their
-copies (history included) on their next sync instead of uploading them again. Every forget is
-appended to an audit log that records what and when and where — never the content.
+`forget FILE`: the file, its MEMORY.md index lines, its local history and its records go, here
+and on the remote, and a tombstone on the remote (`_memsync/forgotten.json`) tells the other
+devices to do the same on their next sync. `forget --match TEXT`: matching entries leave their
+files (pushed through the normal merge, where a removal wins over an untouched entry), whole
+files go where only that will do, and the tombstone carries a hash of every removed line (never
+the text), so other devices drop those lines from their history copies and never keep them in
+a new one.
+
+The order makes an outage or a kill harmless: (1) the job is saved in meta.json (`forgetting`)
+and the audit line written, (2) the tombstone, (3) the remote deletions, (4) the local erase
+(always, even when the remote cannot be reached). A job whose remote part did not finish stays
+listed, and the next sync, push or pull finishes it before it plans anything.
+
+Tombstones carry an id, when they were made and the ETags of the copies they forgot. A device
+applies each one once (ids in `tombstones_applied`) and only to content from before it: a file
+created again later syncs like any other, and forgetting another file does not touch it. An
+edit another device never uploaded is neither uploaded nor destroyed: it is moved to
+$MEMSYNC_HOME/quarantine/ and every sync and status there says so until the user deletes it.
+
+`purge` erases the remote prefix and this device's state, then leaves a marker on the remote
+(`_memsync/purged.json`) and here (meta.json `purged`): while one is there no sync, push, pull
+or hook on any device uploads anything, until `memsync push --republish` says to publish again.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
+import re
 import shutil
 import time
+from collections import Counter
+from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsync.config import strip_query
-from memsync.errors import NotFound, PreconditionFailed, UserError
-from memsync.fsutil import private_dir
+from memsync.errors import MemsyncError, NotFound, PreconditionFailed, Unreachable, UserError
+from memsync.fsutil import atomic_write, private_dir, sha256
+from memsync.index_links import INDEX, without_links
 
 if TYPE_CHECKING:
-    from memsync.engine import Engine
+    from memsync.engine import Engine, LocalScan
+    from memsync.stores import Entry
 
 MAX_ATTEMPTS = 8
+PURGED = "_memsync/purged.json"  # on the remote after `purge`: nobody republishes silently
+REPUBLISH = "memsync push --republish"
+
+
+class Purged(UserError):
+    """This project was purged; nothing is uploaded until the user republishes."""
 
 
 def audit(engine: Engine, action: str, **details: Any) -> None:
@@ -43,18 +75,106 @@ def audit(engine: Engine, action: str, **details: Any) -> None:
         fh.write(json.dumps(record, sort_keys=True) + "\n")
 
 
-def _load_tombstones(data: bytes | None) -> dict[str, Any]:
+# --- forgotten lines, by hash --------------------------------------------------------------
+
+_WORD = re.compile(r"\w")
+
+
+def line_hash(line: str) -> str | None:
+    """The hash a tombstone carries for a forgotten line (None for a line with no word in it,
+    such as `---` or a blank: those are in every file)."""
+    text = line.strip()
+    if not _WORD.search(text):
+        return None
+    digest = hashlib.sha256(b"memsync-forgotten-line\n" + text.encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()[:32]
+
+
+def line_hashes(lines: Iterable[str]) -> set[str]:
+    return {h for h in map(line_hash, lines) if h is not None}
+
+
+def scrub(content: bytes, forgotten: Container[str]) -> bytes:
+    """`content` without the lines whose hash is in `forgotten`."""
+    text = content.decode("utf-8", "surrogateescape")
+    lines = text.splitlines(keepends=True)
+    kept = [line for line in lines if line_hash(line) not in forgotten]
+    if len(kept) == len(lines):
+        return content
+    return "".join(kept).encode("utf-8", "surrogateescape")
+
+
+def _removed_lines(old: bytes | None, new: bytes | None) -> list[str]:
+    """The lines of `old` that `new` no longer has (as many times as they went)."""
+    if old is None:
+        return []
+    gone = Counter(old.decode("utf-8", "replace").splitlines())
+    gone.subtract((new or b"").decode("utf-8", "replace").splitlines())
+    return [line for line, n in gone.items() if n > 0]
+
+
+def _scrub_history(engine: Engine, forgotten: set[str]) -> None:
+    """Take forgotten lines out of every local history copy (a copy left empty goes)."""
+    state = engine.state
+    for name in state.history_names():
+        for version in state.history(name):
+            data = version.path.read_bytes()
+            clean = scrub(data, forgotten)
+            if clean == data:
+                continue
+            if clean.strip():
+                atomic_write(version.path, clean)
+            else:
+                version.path.unlink(missing_ok=True)
+                version.path.with_suffix(".reason").unlink(missing_ok=True)
+
+
+def _remember_lines(engine: Engine, hashes: dict[str, float]) -> None:
+    """Keep the hashes (never the lines) so that later history copies leave them out too."""
+    if hashes:
+        known = engine.state.meta.setdefault("forgotten_lines", {})
+        for h, at in hashes.items():
+            known.setdefault(h, at)
+        _scrub_history(engine, set(hashes))
+
+
+# --- the remote tombstone list ---------------------------------------------------------------
+
+
+def read_tombstones(data: bytes | None) -> dict[str, Any]:
+    """The tombstone list, version 2; version 1 (names with `at` and `device`) is read too."""
     try:
         doc = json.loads(data) if data else {}
     except ValueError:
         doc = {}
-    if not isinstance(doc, dict) or not isinstance(doc.get("files"), dict):
-        doc = {"version": 1, "files": {}}
-    return doc
+    if not isinstance(doc, dict):
+        doc = {}
+    out: dict[str, Any] = {"version": 2, "files": {}, "lines": {}}
+    files = doc.get("files")
+    for name, t in files.items() if isinstance(files, dict) else ():
+        if not isinstance(t, dict):
+            continue
+        at = _number(t.get("at"))
+        etags = t.get("etags") if isinstance(t.get("etags"), list) else []
+        out["files"][name] = {
+            "id": str(t.get("id") or f"v1:{name}:{at}"),
+            "at": at,
+            "device": str(t.get("device") or ""),
+            "etags": sorted(e for e in etags if isinstance(e, str)),
+        }
+    lines = doc.get("lines")
+    for digest, t in lines.items() if isinstance(lines, dict) else ():
+        if isinstance(t, dict) and isinstance(t.get("id"), str):
+            out["lines"][digest] = {"id": t["id"], "at": _number(t.get("at"))}
+    return out
 
 
-def _add_tombstones(engine: Engine, names: list[str]) -> None:
-    """Add names to the remote tombstone list (conditional read-modify-write)."""
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
+def _write_tombstones(engine: Engine, job: dict[str, Any], etags: dict[str, list[str]]) -> None:
+    """Add the job's tombstones to the remote list (conditional read-modify-write)."""
     from memsync.engine import TOMBSTONES
 
     store = engine.store
@@ -63,130 +183,445 @@ def _add_tombstones(engine: Engine, names: list[str]) -> None:
             data, etag = store.get(TOMBSTONES)
         except NotFound:
             data, etag = None, None
-        doc = _load_tombstones(data)
-        for name in names:
-            doc["files"][name] = {"at": time.time(), "device": engine.ctx.device}
+        doc = read_tombstones(data)
+        for name in job["files"]:
+            old = doc["files"].get(name)
+            # a name forgotten again keeps the copies forgotten before: a device may still hold one
+            known = set(old["etags"]) if old else set()
+            doc["files"][name] = {
+                "id": job["id"],
+                "at": job["at"],
+                "device": job["device"],
+                "etags": sorted(known | set(etags.get(name, []))),
+            }
+        for digest in job["lines"]:
+            doc["lines"].setdefault(digest, {"id": job["id"], "at": job["at"]})
         payload = json.dumps(doc, indent=1, sort_keys=True).encode()
+        if payload == data:
+            return
         try:
-            new = (
-                store.create(TOMBSTONES, payload)
-                if etag is None
-                else store.replace(TOMBSTONES, payload, etag)
-            )
+            if etag is None:
+                try:
+                    store.create(TOMBSTONES, payload)
+                except NotFound:
+                    store.ensure()
+                    store.create(TOMBSTONES, payload)
+            else:
+                store.replace(TOMBSTONES, payload, etag)
         except PreconditionFailed:
             continue
-        engine.state.meta["tombstones_etag"] = new
         return
-    raise UserError("the remote tombstone list kept changing; run `memsync forget` again")
+    raise UserError("the remote tombstone list kept changing; run `memsync sync` to finish")
 
 
-def _delete_remote(engine: Engine, name: str) -> bool:
-    store = engine.store
-    for _ in range(MAX_ATTEMPTS):
-        try:
-            _, etag = store.get(name)
-        except NotFound:
-            return False
-        try:
-            store.delete(name, etag)
-            return True
-        except NotFound:
-            return False
-        except PreconditionFailed:
-            continue  # changed meanwhile: forgetting wins, try again with the new ETag
-    raise UserError(f"{name} kept changing on the remote; run `memsync forget` again")
-
-
-def _erase_local(engine: Engine, name: str) -> bool:
-    """Delete the file, its history and its record. True if a local file was removed."""
-    existed = False
-    try:
-        engine.local_path(name).unlink()
-        existed = True
-    except FileNotFoundError:
-        pass
-    engine.state.drop_history(name)
-    engine.state.forget(name)
-    engine.state.unqueue([name])
-    return existed
-
-
-def apply_tombstones(engine: Engine, data: bytes) -> list[str]:
-    """Erase every file another device forgot. Returns the names handled."""
-    names = sorted(_load_tombstones(data)["files"])
-    for name in names:
-        try:
-            _erase_local(engine, name)
-        except (OSError, UserError):
-            continue
-    return names
+# --- one forget job ------------------------------------------------------------------------
 
 
 @dataclass
 class ForgetReport:
     files: list[str] = field(default_factory=list)
     remote_deleted: list[str] = field(default_factory=list)
+    index_lines: int = 0  # MEMORY.md lines removed with the files
+    offline: str | None = None  # the remote part waits for the next sync
+
+
+def _start(  # noqa: ANN202
+    engine: Engine,
+    action: str,
+    files: list[str],
+    lines: set[str],
+    rewritten: Iterable[str] = (),
+    **details: Any,
+):
+    """Save the job and write its audit line, before anything is deleted anywhere."""
+    job = {
+        "id": os.urandom(8).hex(),
+        "at": time.time(),
+        "device": engine.ctx.device,
+        "files": sorted(set(files)),
+        "lines": sorted(lines),
+        "scrub": sorted(set(rewritten)),  # files whose remote copies lose the forgotten lines
+    }
+    meta = engine.state.meta
+    meta["forgetting"] = [*meta.get("forgetting", []), job]
+    meta["tombstones_applied"] = sorted({*meta.get("tombstones_applied", []), job["id"]})
+    engine.state.save_meta()
+    audit(engine, action, id=job["id"], files=job["files"], **details)
+    return job
+
+
+def _finish_remote(
+    engine: Engine,
+    job: dict[str, Any],
+    listing: dict[str, Entry] | None,
+    deleted: list[str] | None = None,
+) -> list[str]:
+    """The job's remote part: the tombstone first, then the deletions (If-Match), each added
+    to `deleted` as it happens. A copy that changed meanwhile is added to the tombstone and
+    deleted too. Raises Unreachable."""
+    store = engine.store
+    if listing is None:
+        try:
+            listing = store.list()
+        except NotFound:
+            listing = {}
+    etags = {n: [listing[n].etag] for n in job["files"] if n in listing}
+    index = _remote_index(engine, job) if job["files"] and INDEX in listing else None
+    _write_tombstones(engine, job, etags)
+    deleted = [] if deleted is None else deleted
+    for name in job["files"]:
+        if name not in listing:
+            continue
+        etag = listing[name].etag
+        for _ in range(MAX_ATTEMPTS):
+            try:
+                store.delete(name, etag)
+                deleted.append(name)
+                break
+            except NotFound:
+                break
+            except PreconditionFailed:
+                try:
+                    _, etag = store.get(name)
+                except NotFound:
+                    break
+                _write_tombstones(engine, job, {name: [etag]})
+        else:
+            raise UserError(f"{name} kept changing on the remote; run `memsync sync` to finish")
+    if index is not None:
+        _drop_remote_index_lines(engine, job, index)
+    for name in job.get("scrub", []):
+        _scrub_remote(engine, name, set(job["lines"]))
+    return deleted
+
+
+def _scrub_remote(engine: Engine, name: str, forgotten: set[str]) -> None:
+    """Take the forgotten lines out of the remote copy of a file `forget --match` rewrote:
+    pushed through a merge from a stale base (a forget made offline), a removal could lose to
+    a line the remote holds twice."""
+    store = engine.store
+    for _ in range(MAX_ATTEMPTS):
+        try:
+            data, etag = store.get(name)
+        except NotFound:
+            return
+        clean = scrub(data, forgotten)
+        if clean == data:
+            return
+        try:
+            store.replace(name, clean, etag)
+            return
+        except NotFound:
+            return
+        except PreconditionFailed:
+            continue
+    raise UserError(f"{name} kept changing on the remote; run `memsync sync` to finish")
+
+
+def _remote_index(engine: Engine, job: dict[str, Any]) -> tuple[bytes, str] | None:
+    """The remote MEMORY.md, its lines linking to the job's files added to the job's hashes
+    (it may hold lines this device never saw: another device's, or ones added while this
+    device was offline)."""
+    try:
+        data, etag = engine.store.get(INDEX)
+    except NotFound:
+        return None
+    job["lines"] = sorted(set(job["lines"]) | line_hashes(_linking(data, job["files"])))
+    return data, etag
+
+
+def _drop_remote_index_lines(
+    engine: Engine, job: dict[str, Any], index: tuple[bytes, str] | None
+) -> None:
+    """Take the lines linking to the job's files out of the remote MEMORY.md (If-Match), so
+    that no device pulls them back, whatever its own copy of the index says."""
+    for _ in range(MAX_ATTEMPTS):
+        if index is None:
+            return
+        data, etag = index
+        text, removed = without_links(data.decode("utf-8", "surrogateescape"), set(job["files"]))
+        if not removed:
+            return
+        known = set(job["lines"])
+        if not line_hashes(removed) <= known:
+            job["lines"] = sorted(known | line_hashes(removed))
+            _write_tombstones(engine, job, {})
+        try:
+            engine.store.replace(INDEX, text.encode("utf-8", "surrogateescape"), etag)
+            return
+        except NotFound:
+            return
+        except PreconditionFailed:
+            index = _remote_index(engine, job)
+    raise UserError("MEMORY.md kept changing on the remote; run `memsync sync` to finish")
+
+
+def _erase_here(engine: Engine, job: dict[str, Any], *, first: bool) -> None:
+    """The job's local part: files, history, records, index lines; forgotten lines out of
+    history. On a later run (`first` False) a file written since the job is left alone."""
+    state = engine.state
+    for name in job["files"]:
+        path = engine.local_path(name)
+        with contextlib.suppress(FileNotFoundError):
+            if first or path.stat().st_mtime <= job["at"]:
+                path.unlink()
+        state.drop_history(name)
+        state.forget(name)
+        state.unqueue([name])
+        state.resolve_conflicts(name)  # a conflict about a forgotten file is moot
+    index = engine.read_local(INDEX)
+    if index is not None and job["files"]:
+        text, removed = without_links(index.decode("utf-8", "surrogateescape"), set(job["files"]))
+        if removed:  # no history copy: that copy is what is forgotten
+            engine.write_local(INDEX, text.encode("utf-8", "surrogateescape"))
+    _remember_lines(engine, dict.fromkeys(job["lines"], job["at"]))
+
+
+def _drop_job(engine: Engine, job: dict[str, Any]) -> None:
+    meta = engine.state.meta
+    meta["forgetting"] = [j for j in meta.get("forgetting", []) if j.get("id") != job["id"]]
+    if not meta["forgetting"]:
+        del meta["forgetting"]
+
+
+def _run_job(engine: Engine, job: dict[str, Any], report: ForgetReport) -> None:
+    """The remote part, then the local part, which happens even when the remote part fails
+    (the job then stays listed for the next run)."""
+    finished = False
+    try:
+        _finish_remote(engine, job, None, report.remote_deleted)
+        finished = True
+    except Unreachable as exc:
+        report.offline = str(exc)
+    finally:
+        _erase_here(engine, job, first=True)
+        if finished:
+            _drop_job(engine, job)
+        engine.state.save()
+
+
+def finish_pending(engine: Engine, listing: dict[str, Entry]) -> None:
+    """Finish the forgets an outage or a kill interrupted (called by every listing run)."""
+    for job in list(engine.state.meta.get("forgetting", [])):
+        try:
+            _finish_remote(engine, job, listing)
+        except (Unreachable, UserError):
+            continue  # still waiting; the run goes on (and finds the remote as it is)
+        for name in job["files"]:
+            listing.pop(name, None)
+        _erase_here(engine, job, first=False)
+        _drop_job(engine, job)
+        engine.state.save_meta()
+        audit(engine, "forget-finished", id=job["id"], files=job["files"])
+
+
+def _sync_index(engine: Engine) -> None:
+    """Bring MEMORY.md up to date first, so the index lines removed are the remote's too."""
+    with contextlib.suppress(MemsyncError, OSError):
+        engine.run("sync", [str(engine.local_path(INDEX))])
+
+
+def _push(engine: Engine, names: Iterable[str], report: ForgetReport) -> None:
+    paths = [str(engine.local_path(n)) for n in sorted(set(names)) if engine.read_local(n)]
+    if not paths:
+        return
+    result = engine.run("push", paths)
+    if result.offline and report.offline is None:
+        report.offline = result.offline
+
+
+def _linking(data: bytes | None, names: Iterable[str]) -> list[str]:
+    """The lines of an index that link to any of `names`."""
+    wanted = set(names)
+    if data is None or not wanted:
+        return []
+    return without_links(data.decode("utf-8", "surrogateescape"), wanted)[1]
+
+
+def _index_lines(engine: Engine, names: Iterable[str]) -> list[str]:
+    return _linking(engine.read_local(INDEX), names)
+
+
+def _indexes_before(engine: Engine) -> list[bytes]:
+    """MEMORY.md here and on the remote before a forget syncs it: a merge may drop another
+    device's line for the same file, whose hash must still go into the tombstone."""
+    found = [engine.read_local(INDEX)]
+    with contextlib.suppress(MemsyncError):
+        found.append(engine.store.get(INDEX)[0])
+    return [data for data in found if data is not None]
+
+
+def _known_index_lines(engine: Engine, names: Iterable[str], before: list[bytes]) -> list[str]:
+    """Every index line linking to `names` this device knows of: before and after the sync,
+    and in its history copies of MEMORY.md."""
+    copies = [v.path.read_bytes() for v in engine.state.history(INDEX)]
+    return [line for data in [*before, *copies] for line in _linking(data, names)]
 
 
 def forget_files(engine: Engine, names: list[str]) -> ForgetReport:
-    """Forget whole files everywhere this device can reach."""
-    report = ForgetReport()
+    """Forget whole files, and their index lines, everywhere this device can reach."""
+    before = _indexes_before(engine)
+    _sync_index(engine)
+    report = ForgetReport(files=sorted(set(names)))
     with engine.locked():
-        for name in names:
-            if _delete_remote(engine, name):
-                report.remote_deleted.append(name)
-            _erase_local(engine, name)
-            report.files.append(name)
-        _add_tombstones(engine, names)
-        engine.state.save()
-    audit(engine, "forget", files=report.files, remote_deleted=report.remote_deleted)
+        index_lines = _index_lines(engine, names)
+        report.index_lines = len(index_lines)
+        known = index_lines + _known_index_lines(engine, names, before)
+        job = _start(engine, "forget", names, line_hashes(known))
+        _run_job(engine, job, report)
+    if index_lines:
+        _push(engine, [INDEX], report)
     return report
 
 
-@dataclass
-class PurgeReport:
-    remote_deleted: int
-    state_removed: bool
-    unreachable: list[str]
+# --- other devices' tombstones ---------------------------------------------------------------
 
 
-def purge(engine: Engine) -> PurgeReport:
-    """Hard-erase the remote prefix and all of memsync's local state for this project."""
-    store = engine.store
-    deleted = 0
-    with engine.locked():
-        for key, entry in sorted(store.list().items()):
-            try:
-                store.delete(key, entry.etag)
-                deleted += 1
-            except NotFound:
-                continue
-            except PreconditionFailed:
-                deleted += _delete_remote(engine, key)
-        state_dir = engine.ctx.state_dir
-        for path in state_dir.iterdir():
-            if path.name == "lock":
-                continue
-            if path.is_dir():
-                shutil.rmtree(path)
-            else:
+def apply_tombstones(
+    engine: Engine, data: bytes, listing: dict[str, Entry], local: LocalScan
+) -> None:
+    """Apply, once each, the tombstones this device has not applied yet."""
+    doc = read_tombstones(data)
+    meta = engine.state.meta
+    before = set(meta.get("tombstones_applied", []))
+    applied = set(before)
+    fresh = {h: t["at"] for h, t in doc["lines"].items() if t["id"] not in before}
+    _remember_lines(engine, fresh)
+    applied |= {t["id"] for t in doc["lines"].values()}
+    failed = set()
+    for name, t in sorted(doc["files"].items()):
+        if t["id"] in before:
+            continue
+        try:
+            _apply_file_tombstone(engine, name, t, listing, local)
+        except (MemsyncError, OSError):
+            failed.add(t["id"])  # tried again at the next sync
+            continue
+        applied.add(t["id"])
+    meta["tombstones_applied"] = sorted(applied - failed)
+
+
+def _apply_file_tombstone(
+    engine: Engine, name: str, t: dict[str, Any], listing: dict[str, Entry], local: LocalScan
+) -> None:
+    state = engine.state
+    entry = listing.get(name)
+    if entry is not None and entry.etag in t["etags"]:
+        listing.pop(name)  # the forgotten copy itself (its forget was interrupted): finish it
+        with contextlib.suppress(NotFound, PreconditionFailed):
+            engine.store.delete(name, entry.etag)
+    rec = state.records.get(name)
+    from_before = rec is not None and (rec.etag in t["etags"] or rec.synced_at <= t["at"])
+    path = engine.local_path(name)
+    data = engine.read_local(name)
+    if data is not None:
+        if rec is None:
+            from_before = local.mtimes.get(name, path.stat().st_mtime) <= t["at"]
+        if from_before:
+            if rec is not None and sha256(data) == rec.sha:
                 path.unlink()
-    audit(engine, "purge", remote_objects_deleted=deleted)
-    remote_kind = "azure" if engine.ctx.remote.startswith("http") else "folder"
-    unreachable = [
-        "other devices keep their local copies until they sync (their next sync sees the "
-        "remote empty and refuses the mass deletion without --force, so tell them to run "
-        "`memsync purge --all --yes` too)",
-        f"the memory files themselves in {engine.ctx.memory_dir} were left in place",
-    ]
-    if remote_kind == "azure":
-        unreachable.append(
-            "if soft delete or blob versioning is enabled on the storage account, Azure keeps "
-            "deleted blobs for its retention period; purge them there"
+            else:
+                quarantine(engine, name, data)
+            local.content.discard(name)
+    if from_before:
+        state.forget(name)
+        state.unqueue([name])
+        state.resolve_conflicts(name)
+    # history of the forgotten lineage goes whole (a merge may have kept a copy after the
+    # forget, when its tombstone was late); beside content from after it, the older copies
+    state.drop_history(name, before=None if from_before else t["at"])
+
+
+def recreate_blocked(engine: Engine, name: str) -> str | None:
+    """Why a push must not create `name` again after it vanished from the remote: another
+    device forgot it (a tombstone not applied here yet) or purged the project. One or two
+    GETs, only on that rare path."""
+    from memsync.engine import TOMBSTONES
+
+    store = engine.store
+    try:
+        data, _ = store.get(TOMBSTONES)
+    except NotFound:
+        data = None
+    t = read_tombstones(data)["files"].get(name)
+    if t is not None and t["id"] not in engine.state.meta.get("tombstones_applied", []):
+        return (
+            f"{name} was forgotten on another device, so it was not uploaded; "
+            "run `memsync sync` to set your copy aside"
         )
+    try:
+        store.get(PURGED)
+    except NotFound:
+        return None
+    return f"this project was purged, so {name} was not uploaded; `{REPUBLISH}` publishes again"
+
+
+# --- quarantine ------------------------------------------------------------------------------
+
+
+def quarantine(engine: Engine, name: str, data: bytes) -> Path:
+    """Move an unsynced edit of a forgotten file out of the memory dir, keeping it whole."""
+    from memsync.state import history_folder
+
+    folder = private_dir(engine.ctx.home / "quarantine" / engine.ctx.state_dir.name)
+    flat = name.replace("/", "__")
+    if len(flat.encode("utf-8")) > 180:
+        flat = history_folder(name) + ".md"
+    path = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{flat}"
+    atomic_write(path, data)
+    engine.local_path(name).unlink(missing_ok=True)
+    entry = {"file": name, "path": str(path), "at": time.time()}
+    engine.state.meta["quarantined"] = [*engine.state.meta.get("quarantined", []), entry]
+    return path
+
+
+def quarantine_notices(engine: Engine) -> list[str]:
+    """One sentence for each quarantined edit still there (those the user deleted are done)."""
+    kept = [q for q in engine.state.meta.get("quarantined", []) if Path(q["path"]).exists()]
+    if kept:
+        engine.state.meta["quarantined"] = kept
     else:
-        unreachable.append("backups or snapshots of the remote folder are out of memsync's reach")
-    return PurgeReport(deleted, True, unreachable)
+        engine.state.meta.pop("quarantined", None)
+    return [
+        f"{q['file']} was forgotten on another device, so your unsynced edit of it was not "
+        f"uploaded but moved to {q['path']}: copy what you still need into a new memory file, "
+        "then delete that file"
+        for q in kept
+    ]
+
+
+def incoming(engine: Engine, names: Iterable[str]) -> list[str]:
+    """For `status`: the files here that another device forgot and the next sync will remove
+    (or, edited here, set aside). One GET of the tombstone list."""
+    from memsync.engine import TOMBSTONES
+
+    try:
+        data, _ = engine.store.get(TOMBSTONES)
+    except MemsyncError:
+        return []
+    files = read_tombstones(data)["files"]
+    applied = set(engine.state.meta.get("tombstones_applied", []))
+    return [
+        f"{name} was forgotten on another device; the next sync removes it here (an edit "
+        "not yet uploaded is set aside, not uploaded)"
+        for name in sorted(names)
+        if name in files and files[name]["id"] not in applied
+    ]
+
+
+def notices(engine: Engine, remote_purged: dict[str, Any] | None = None) -> list[str]:
+    """What `status` says about forgetting and purging that needs the user."""
+    out = []
+    if remote_purged is not None and not engine.state.meta.get("purged"):
+        engine.state.meta["purged"] = remote_purged or {"at": time.time()}
+    if engine.state.meta.get("purged"):
+        out.append(str(purged_here(engine)))
+    for job in engine.state.meta.get("forgetting", []):
+        out.append(
+            f"forgetting {', '.join(job['files']) or 'the matched entries'} is not finished on "
+            "the remote; the next `memsync sync` finishes it"
+        )
+    return out + quarantine_notices(engine)
 
 
 # --- forget --match: entries inside append-type files, whole files elsewhere ---------------
@@ -200,6 +635,7 @@ class MatchPlan:
     files: list[str] = field(default_factory=list)  # forgotten whole
     entries: dict[str, int] = field(default_factory=dict)  # name -> entries removed
     rewrites: dict[str, bytes] = field(default_factory=dict)  # name -> content without them
+    indexes_before: list[bytes] = field(default_factory=list)  # MEMORY.md before the pull
 
 
 def _contains(data: bytes | str, needle: str) -> bool:
@@ -244,8 +680,9 @@ def plan_match(engine: Engine, needle: str) -> MatchPlan:
 
     if len(needle.strip()) < 3:
         raise UserError("--match needs at least 3 characters, so it cannot match everything")
+    before = _indexes_before(engine)
     engine.run("pull")
-    plan = MatchPlan(needle)
+    plan = MatchPlan(needle, indexes_before=before)
     root = engine.ctx.memory_dir
     if not root.is_dir():
         return plan
@@ -268,11 +705,27 @@ def plan_match(engine: Engine, needle: str) -> MatchPlan:
 def apply_match(engine: Engine, plan: MatchPlan) -> ForgetReport:
     """Remove the entries (pushed through the normal merge, where a removal made since the
     base stays removed), forget the whole files everywhere, and drop every local history
-    version holding the text. The audit log gets a hash of the text, never the text."""
-    import hashlib
-
-    report = forget_files(engine, plan.files) if plan.files else ForgetReport()
+    version holding the text. The tombstone and the audit log get hashes, never the text."""
+    report = ForgetReport(files=sorted(plan.files))
     with engine.locked():
+        forgotten = _index_lines(engine, plan.files)
+        forgotten += _known_index_lines(engine, plan.files, plan.indexes_before)
+        for name, data in plan.rewrites.items():
+            forgotten += _removed_lines(engine.read_local(name), data)
+        for name in engine.state.history_names():
+            for version in engine.state.history(name):
+                text = version.path.read_bytes().decode("utf-8", "replace")
+                forgotten += [line for line in text.splitlines() if _contains(line, plan.text)]
+        report.index_lines = len(_index_lines(engine, plan.files))
+        job = _start(
+            engine,
+            "forget-match",
+            plan.files,
+            line_hashes(forgotten),
+            plan.rewrites,
+            match_sha256=hashlib.sha256(plan.text.encode()).hexdigest()[:16],
+            entries=plan.entries,
+        )
         for name, data in plan.rewrites.items():
             engine.write_local(name, data)  # no history copy: that copy is what we forget
         for name in engine.state.history_names():
@@ -280,15 +733,131 @@ def apply_match(engine: Engine, plan: MatchPlan) -> ForgetReport:
                 if _contains(version.path.read_bytes(), plan.text):
                     version.path.unlink()
                     version.path.with_suffix(".reason").unlink(missing_ok=True)
-    if plan.rewrites:
-        result = engine.run("push", [str(engine.local_path(n)) for n in plan.rewrites])
-        if result.offline:
-            report.remote_deleted.append("(entries queued: the remote is unreachable)")
-    audit(
-        engine,
-        "forget-match",
-        match_sha256=hashlib.sha256(plan.text.encode()).hexdigest()[:16],
-        files=plan.files,
-        entries=plan.entries,
-    )
+        _run_job(engine, job, report)
+    _push(engine, [*plan.rewrites, *([INDEX] if report.index_lines else [])], report)
     return report
+
+
+# --- purge -----------------------------------------------------------------------------------
+
+
+@dataclass
+class PurgeReport:
+    remote_deleted: int
+    state_removed: bool
+    unreachable: list[str]
+
+
+def _delete_remote(engine: Engine, name: str) -> bool:
+    store = engine.store
+    for _ in range(MAX_ATTEMPTS):
+        try:
+            _, etag = store.get(name)
+        except NotFound:
+            return False
+        try:
+            store.delete(name, etag)
+            return True
+        except NotFound:
+            return False
+        except PreconditionFailed:
+            continue  # changed meanwhile: purging wins, try again with the new ETag
+    raise UserError(f"{name} kept changing on the remote; run `memsync purge --all` again")
+
+
+def purge(engine: Engine) -> PurgeReport:
+    """Hard-erase the remote prefix and all of memsync's local state for this project, then
+    mark both so that no device uploads this project's memory again without being told to."""
+    store = engine.store
+    deleted = 0
+    marker = {"id": os.urandom(8).hex(), "at": time.time(), "device": engine.ctx.device}
+    with engine.locked():
+        for key, entry in sorted(store.list().items()):
+            try:
+                store.delete(key, entry.etag)
+                deleted += key != PURGED
+            except NotFound:
+                continue
+            except PreconditionFailed:
+                deleted += _delete_remote(engine, key)
+        payload = json.dumps(marker, sort_keys=True).encode()
+        try:
+            store.create(PURGED, payload)
+        except NotFound:  # no container (an Azure remote never pushed to)
+            store.ensure()
+            store.create(PURGED, payload)
+        except PreconditionFailed:
+            pass  # another purge wrote its own marker meanwhile
+        state_dir = engine.ctx.state_dir
+        for path in state_dir.iterdir():
+            if path.name == "lock":
+                continue
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+        shutil.rmtree(engine.ctx.home / "quarantine" / state_dir.name, ignore_errors=True)
+        engine.state.meta = {"purged": marker}
+        engine.state.save_meta()
+    audit(engine, "purge", remote_objects_deleted=deleted)
+    remote_kind = "azure" if engine.ctx.remote.startswith("http") else "folder"
+    unreachable = [
+        "other devices keep their local copies; their next sync sees the purge, uploads "
+        "nothing and says so (to erase memsync's state there too, run `memsync purge --all "
+        "--yes` on each)",
+        f"the memory files themselves in {engine.ctx.memory_dir} were left in place; "
+        f"no device publishes them again until someone runs `{REPUBLISH}`",
+    ]
+    if remote_kind == "azure":
+        unreachable.append(
+            "if soft delete or blob versioning is enabled on the storage account, Azure keeps "
+            "deleted blobs for its retention period; purge them there"
+        )
+    else:
+        unreachable.append("backups or snapshots of the remote folder are out of memsync's reach")
+    return PurgeReport(deleted, True, unreachable)
+
+
+def _when(ts: Any) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(_number(ts)))
+
+
+def purged_here(engine: Engine) -> Purged:
+    """The sentence for a device that purged, or saw the purge of, this project."""
+    marker = engine.state.meta.get("purged") or {}
+    by = marker.get("device")
+    where = "from this device" if by == engine.ctx.device else f"from the remote by {by}"
+    return Purged(
+        f"this project's memory was purged {where if by else 'from the remote'} on "
+        f"{_when(marker.get('at'))}, so memsync uploads nothing from here; run `{REPUBLISH}` "
+        "to publish this device's memory again"
+    )
+
+
+def remote_purge_marker(engine: Engine) -> dict[str, Any]:
+    try:
+        data, _ = engine.store.get(PURGED)
+        marker = json.loads(data)
+    except (NotFound, ValueError):
+        return {}
+    return marker if isinstance(marker, dict) else {}
+
+
+def republish(engine: Engine) -> bool:
+    """Lift the purge marks (here and on the remote). True if there was one."""
+    with engine.locked():
+        had = engine.state.meta.pop("purged", None) is not None
+        for _ in range(MAX_ATTEMPTS):
+            try:
+                _, etag = engine.store.get(PURGED)
+                engine.store.delete(PURGED, etag)
+            except NotFound:
+                break
+            except PreconditionFailed:
+                continue
+            had = True
+            break
+        engine.state.save_meta()
+    if had:
+        audit(engine, "republish")
+    return had

@@ -288,12 +288,19 @@ def primer_input(ctx: config.Context, engine: Any, source: str, offline: str | N
     from memsync.primer import PrimerInput
 
     state = engine.state
+    refused = state.refused
+    for q in state.meta.get("quarantined", []):  # see forget.py
+        if Path(q["path"]).exists():
+            refused[q["file"]] = (
+                f"it was forgotten on another device; the unsynced edit is in {q['path']} "
+                "(copy what is still needed into a new memory file, then delete that file)"
+            )
     return PrimerInput(
         memory_dir=ctx.memory_dir,
         project=ctx.project,
         source=source,
         conflicts=state.conflicts,
-        refused=state.refused,
+        refused=refused,
         queued=state.pending,
         offline=offline,
         last_sync=state.meta.get("last_sync"),

@@ -4,7 +4,9 @@ write is atomic, so a kill at any point leaves a readable state."""
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import time
 from pathlib import Path
 from urllib.parse import quote, unquote
@@ -159,26 +161,50 @@ class State:
     # --- local history --------------------------------------------------------------------
 
     def _history_dir(self, name: str) -> Path:
-        return self.dir / "history" / quote(name, safe="")
+        return self.dir / "history" / history_folder(name)
+
+    def _legacy_history_dir(self, name: str) -> Path | None:
+        """Where versions were kept before folder names were bounded (`quote(name)`); None
+        when that name could never have been created."""
+        legacy = quote(name, safe="")
+        return self.dir / "history" / legacy if len(legacy) <= 255 else None
+
+    def _version_files(self, name: str) -> list[Path]:
+        """Every kept version of `name`, oldest first, in the current and the legacy folder."""
+        files: list[Path] = []
+        for folder in (self._history_dir(name), self._legacy_history_dir(name)):
+            if folder is not None and folder.is_dir():
+                files += folder.glob("*.md")
+        return sorted(files, key=lambda p: p.name)
 
     def keep(self, name: str, content: bytes, reason: str) -> None:
-        """Keep a copy of local content about to be replaced or removed (bounded per file)."""
-        folder = private_dir(self._history_dir(name))
-        existing = sorted(folder.glob("*.md"))
+        """Keep a copy of local content about to be replaced or removed (bounded per file).
+        Lines another device forgot (`forget --match`, index lines of forgotten files) are
+        left out of the copy: history never takes forgotten text back in."""
+        forgotten = self.meta.get("forgotten_lines")
+        if forgotten:
+            from memsync.forget import scrub
+
+            content = scrub(content, forgotten)
+            if not content.strip():
+                return
+        folder = self._history_dir(name)
+        if not folder.is_dir():
+            private_dir(folder)
+            atomic_write(folder / NAME_FILE, name.encode("utf-8"))
+        existing = self._version_files(name)
         if existing and existing[-1].read_bytes() == content:
             return
         path = folder / f"{time.time_ns() // 1000:020d}-{sha256(content)[:8]}.md"
         atomic_write(path, content)
         atomic_write(path.with_suffix(".reason"), reason.encode())
-        for old in sorted(folder.glob("*.md"))[: -self.history_versions]:
+        for old in self._version_files(name)[: -self.history_versions]:
             old.unlink(missing_ok=True)
             old.with_suffix(".reason").unlink(missing_ok=True)
 
     def history(self, name: str) -> list[Version]:
-        folder = self._history_dir(name)
-        files = sorted(folder.glob("*.md"), reverse=True) if folder.is_dir() else []
         versions = []
-        for i, path in enumerate(files, start=1):
+        for i, path in enumerate(reversed(self._version_files(name)), start=1):
             reason_path = path.with_suffix(".reason")
             reason = reason_path.read_text(encoding="utf-8") if reason_path.exists() else ""
             saved = int(path.name.split("-", 1)[0]) / 1_000_000
@@ -189,17 +215,41 @@ class State:
         folder = self.dir / "history"
         if not folder.is_dir():
             return []
-        return sorted(unquote(p.name) for p in folder.iterdir() if p.is_dir())
+        names = set()
+        for sub in folder.iterdir():
+            if sub.is_dir():
+                try:
+                    names.add((sub / NAME_FILE).read_text(encoding="utf-8"))
+                except FileNotFoundError:
+                    names.add(unquote(sub.name))  # a legacy folder: its name is the quoted name
+        return sorted(names)
 
-    def drop_history(self, name: str) -> int:
+    def drop_history(self, name: str, before: float | None = None) -> int:
+        """Delete the kept versions of `name` (only those saved before `before`, if given)."""
         removed = 0
         for version in self.history(name):
+            if before is not None and version.saved_at > before:
+                continue
             version.path.unlink(missing_ok=True)
             version.path.with_suffix(".reason").unlink(missing_ok=True)
             removed += 1
-        folder = self._history_dir(name)
-        if folder.is_dir():
+        for folder in (self._history_dir(name), self._legacy_history_dir(name)):
+            if folder is None or not folder.is_dir() or any(folder.glob("*.md")):
+                continue
             for leftover in folder.iterdir():
                 leftover.unlink()
             folder.rmdir()
         return removed
+
+
+NAME_FILE = ".name"  # in each history folder: the memory file's name, which the folder's may cut
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def history_folder(name: str) -> str:
+    """A history folder name that fits any file system: a readable prefix of at most 40 ASCII
+    characters and a hash of the whole name (`quote(name)` made a 30-character Japanese name
+    a 273-byte folder, over the 255-byte limit). Names that differ only by case or by what
+    the prefix drops still get different folders."""
+    readable = _UNSAFE.sub("_", name)[:40].lstrip(".") or "_"
+    return f"{readable}~{hashlib.sha256(name.encode('utf-8')).hexdigest()[:16]}"

@@ -7,7 +7,7 @@ from typing import Any
 
 from memsync import planner
 from memsync.config import strip_query
-from memsync.engine import Engine, foreign, is_ignored
+from memsync.engine import PURGED, TOMBSTONES, Engine, foreign, is_ignored
 from memsync.errors import NotFound, Unreachable, UnsafeKey
 from memsync.planner import Kind
 from memsync.stores import check_key
@@ -35,6 +35,7 @@ class Status:
     last_sync: float | None = None
     remote_error: str | None = None
     sync_enabled: bool = True
+    notices: list[str] = field(default_factory=list)  # purge, unfinished forget, quarantine
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -51,6 +52,7 @@ class Status:
             or self.queued
             or self.refused
             or self.remote_error
+            or self.notices
         )
 
 
@@ -83,9 +85,14 @@ def status(engine: Engine) -> Status:
     result.last_sync = state.meta.get("last_sync")
     hashes = dict(local.content.hashes)
     remote: dict[str, str] = {}
+    purged = tombstones = False
     if ctx.sync_enabled:
         try:
-            for key, entry in engine.store.list().items():
+            listing = engine.store.list()
+            purged = PURGED in listing
+            stone = listing.get(TOMBSTONES)
+            tombstones = stone is not None and stone.etag != state.meta.get("tombstones_etag")
+            for key, entry in listing.items():
                 try:
                     check_key(key)
                 except UnsafeKey as exc:
@@ -109,6 +116,15 @@ def status(engine: Engine) -> Status:
         bucket = _BUCKET.get((action.kind, action.name in state.records))
         if bucket:
             getattr(result, bucket).append(action.name)
+    if purged or state.meta.keys() & {"purged", "forgetting", "quarantined"}:
+        from memsync.forget import notices, remote_purge_marker
+
+        result.notices = notices(engine, remote_purge_marker(engine) if purged else None)
+        state.save_meta()  # quarantined edits the user has dealt with are no longer listed
+    if tombstones:
+        from memsync.forget import incoming
+
+        result.notices += incoming(engine, set(hashes) | set(state.records))
     acted = {a.name for a in actions}
     result.in_sync = len([n for n in hashes if n not in acted and n in state.records])
     return result

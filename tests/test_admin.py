@@ -6,7 +6,7 @@ import io
 import json
 import os
 import tarfile
-import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -259,10 +259,12 @@ def test_prune_by_age_and_type_with_audit(tmp_path):
     a.run("sync")
     other = engine_for(tmp_path, "mem_other")
     other.run("sync")
-    now = time.time()
-    for name in ("session_digest_2026-01-05.md", "feedback_tests.md", "MEMORY.md"):
+    # a digest's age is its date (its name), not when it was uploaded; other files without
+    # a date in their frontmatter are judged by the upload
+    now = datetime(2026, 2, 5, tzinfo=timezone.utc).timestamp()
+    for name in ("feedback_tests.md", "MEMORY.md"):
         age_remote(tmp_path, name, 90, now)
-    age_remote(tmp_path, "session_digest_2026-01-06.md", 10, now)
+    age_remote(tmp_path, "session_digest_2026-01-06.md", 400, now)
 
     assert admin.plan_prune(a, 30, None, now) == [
         "feedback_tests.md",

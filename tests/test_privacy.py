@@ -190,7 +190,8 @@ def test_purge_erases_remote_and_state_and_says_what_it_cannot_reach(pair, remot
     proc = a.run("purge", "--all", "--yes")
     assert remote_files(remote) == []
     state_dirs = list((a.home / "state").iterdir())
-    assert all(sorted(p.name for p in d.iterdir()) == ["lock"] for d in state_dirs)
+    assert all(sorted(p.name for p in d.iterdir()) == ["lock", "meta.json"] for d in state_dirs)
+    assert all(set(json.loads((d / "meta.json").read_text())) == {"purged"} for d in state_dirs)
     assert "other devices" in proc.stdout + proc.stderr
     assert json.loads((a.home / "audit.log").read_text().splitlines()[-1])["action"] == "purge"
 

@@ -93,6 +93,8 @@ def prune(
     result = run_prune(engine, names)
     for name, why in sorted(result.skipped.items()):
         err.print(f"kept {name}: {why}", markup=False)
+    if result.index_lines:
+        out.print(f"removed {result.index_lines} MEMORY.md line(s) linking to them")
     out.print(f"Deleted {len(result.deleted)} file(s); logged in the audit log.")
 
 

@@ -150,7 +150,10 @@ def report(result: SyncResult, stats: bool) -> None:
         err.print(f"error: {name}: {reason}", markup=False)
     if result.skipped:
         err.print(f"not done in time: {len(result.skipped)} file(s); run `memsync sync`.")
-    if not result.changes and not (result.refused or result.errors or result.offline):
+    for sentence in result.quarantined:
+        err.print(f"note: {sentence}.", markup=False)
+    attention = result.refused or result.errors or result.offline or result.quarantined
+    if not result.changes and not attention:
         out.print("Everything is in sync.")
     if stats:
         s = result.stats

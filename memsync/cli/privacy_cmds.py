@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -15,9 +15,13 @@ from memsync.cli.common import (
     app,
     engine_for,
     err,
+    fail,
     out,
 )
 from memsync.errors import UserError
+
+if TYPE_CHECKING:
+    from memsync.forget import ForgetReport
 
 YesOpt = Annotated[bool, typer.Option("--yes", help="Do it without asking.")]
 
@@ -55,6 +59,9 @@ def forget(
         report = core.forget_files(engine, names)
         for name in report.files:
             out.print(f"forgotten: {name}", markup=False)
+        if report.index_lines:
+            out.print(f"removed {report.index_lines} MEMORY.md line(s) linking to it")
+        _finish(report)
         return
     assert match is not None
     plan = core.plan_match(engine, match)
@@ -67,9 +74,21 @@ def forget(
         noun = "entry" if count == 1 else "entries"
         out.print(f"will remove {count} {noun} from {name}", markup=False)
     _confirm("Go ahead?", yes)
-    core.apply_match(engine, plan)
-    out.print("Forgotten here and on the remote; other devices apply it on their next sync.")
+    report = core.apply_match(engine, plan)
+    if report.index_lines:
+        out.print(f"removed {report.index_lines} MEMORY.md line(s) linking to forgotten files")
+    _finish(report)
     out.print("Done. The audit log has the record (not the content).")
+
+
+def _finish(report: ForgetReport) -> None:
+    if report.offline:
+        fail(
+            f"forgotten here, but the remote is unreachable ({report.offline}); the next "
+            "`memsync sync` finishes it there, and other devices follow when they sync",
+            3,
+        )
+    out.print("Forgotten here and on the remote; other devices apply it on their next sync.")
 
 
 @app.command()

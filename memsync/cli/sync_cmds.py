@@ -53,8 +53,22 @@ def push(
         ),
     ] = None,
     stats: StatsOpt = False,
+    republish: Annotated[
+        bool,
+        typer.Option(
+            "--republish",
+            help="After `memsync purge`: publish this device's memory to the remote again.",
+        ),
+    ] = False,
 ) -> None:
     """Send local changes to the remote, merging where the remote changed too."""
+    if republish:
+        from memsync.forget import republish as lift
+
+        if paths:
+            raise UserError("--republish publishes the whole memory dir; give no files")
+        if lift(engine_for(memory_dir, remote, project)):
+            out.print("The purge mark is lifted; publishing this device's memory again.")
     transfer("push", memory_dir, remote, project, force, stats, paths, allow)
 
 
@@ -125,6 +139,8 @@ def status(
         out.print(f"  conflict ({_when(c.get('at'))}): {c['file']}: {c['detail']}", markup=False)
     if st.conflicts:
         out.print("  (see `memsync history FILE`; `memsync resolve FILE` clears a conflict)")
+    for notice in st.notices:
+        out.print(f"  note: {notice}.", markup=False)
     out.print(f"{st.in_sync} file(s) in sync.")
 
 

@@ -23,6 +23,7 @@ import hmac
 import http.client
 import re
 import socket
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -38,9 +39,11 @@ if TYPE_CHECKING:
 API_VERSION = "2025-11-05"  # served by Azure, by Azurite 3.37, and by azure-storage-blob 12.31
 READ_PIECE = 65536  # a body is read at most this much per system call, the deadline checked
 MAX_RETRY_AFTER = 10.0  # a longer Retry-After is an outage: give up and let the work queue
-DEFAULT_LIMIT = 8 * 1024 * 1024
-ROUND_TRIP_SAMPLES = 8  # the largest answer body read when the caller sets no cap
+DEFAULT_LIMIT = 8 * 1024 * 1024  # the largest answer body read when the caller sets no cap
+ROUND_TRIP_SAMPLES = 8  # small requests timed before the round trip is judged
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+# base64.b64decode(validate=True) decodes strictly from 3.11 (no padding alone or mid-key)
+_STRICT = {"strict_mode": True} if sys.version_info >= (3, 11) else {}
 
 # the headers Shared Key signs by position, in the service's order
 _SIGNED = (
@@ -219,7 +222,7 @@ class SharedKey:
                 raise binascii.Error("not base64")
             if key.startswith("="):
                 raise binascii.Error("leading padding")
-            self.key = binascii.a2b_base64(key)
+            self.key = binascii.a2b_base64(key, **_STRICT)
         except binascii.Error:
             raise ConfigError(f"the account key for {account!r} is not valid base64") from None
 

@@ -1,0 +1,54 @@
+"""The pieces of forgetting on their own: the tombstone format (version 1 still read), line
+hashes and scrubbing, and history folder names that fit any file system."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import quote
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memsync.forget import line_hash, read_tombstones, scrub
+from memsync.state import State, history_folder
+
+
+def test_version_1_tombstones_are_read_with_an_id_each():
+    v1 = {"version": 1, "files": {"user_a.md": {"at": 1700000000.5, "device": "old"}}}
+    doc = read_tombstones(json.dumps(v1).encode())
+    t = doc["files"]["user_a.md"]
+    assert t["at"] == 1700000000.5 and t["device"] == "old" and t["etags"] == []
+    assert t["id"] == read_tombstones(json.dumps(v1).encode())["files"]["user_a.md"]["id"]
+    assert read_tombstones(b"not json") == {"version": 2, "files": {}, "lines": {}}
+    assert read_tombstones(b'{"files": [1], "lines": {"x": 3}}')["files"] == {}
+
+
+def test_scrub_takes_out_only_the_forgotten_lines():
+    forgotten = {line_hash("- joked about Priya's surgery")}
+    data = "## Notes\n- joked about Priya's surgery\n  - joked about Priya's surgery  \n- ok\n"
+    assert scrub(data.encode(), forgotten) == b"## Notes\n- ok\n"
+    assert line_hash("---") is None and line_hash("   ") is None
+    assert scrub(b"\xff\xfe binary\n", forgotten) == b"\xff\xfe binary\n"
+
+
+@given(st.text(min_size=1, max_size=80).filter(lambda s: "/" not in s and "\x00" not in s))
+def test_history_folder_names_are_short_ascii_and_distinct(name):
+    folder = history_folder(name)
+    assert folder.isascii() and len(folder.encode()) <= 57 and not folder.startswith(".")
+    assert history_folder(name.swapcase()) != folder or name.swapcase() == name
+
+
+def test_history_of_a_long_name_and_of_a_legacy_folder(tmp_path):
+    state = State(tmp_path)
+    long_name = "user_" + "記憶の同期についての長いメモです" * 2 + ".md"
+    state.keep(long_name, b"one\n", "first")
+    state.keep(long_name, b"two\n", "second")
+    assert [v.path.read_bytes() for v in state.history(long_name)] == [b"two\n", b"one\n"]
+    legacy = tmp_path / "history" / quote("user_a.md", safe="")
+    legacy.mkdir()
+    (legacy / "00000001700000000000-abcdef12.md").write_bytes(b"legacy\n")
+    state.keep("user_a.md", b"new\n", "kept now")
+    assert [v.reason for v in state.history("user_a.md")] == ["kept now", ""]
+    assert state.history_names() == sorted([long_name, "user_a.md"])
+    assert state.drop_history("user_a.md") == 2
+    assert not legacy.exists() and state.history_names() == [long_name]

@@ -1,0 +1,434 @@
+"""Trials of forget, purge and prune as a user runs them: the installed `memsync` CLI on two
+devices (own MEMSYNC_HOME and memory dir each) and one folder remote, asserting what the user
+sees on both devices and what the remote holds (issue 16, defects 5, 6, 7, 13, 17, 19, 23)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from tests.devices import Device, make_device
+from tests.privacy_oracle import assert_forgotten, quarantine_dir
+
+PROJECT = "e2e-project"
+
+
+@pytest.fixture
+def remote(tmp_path) -> Path:
+    folder = tmp_path / "remote"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
+def pair(tmp_path, remote) -> tuple[Device, Device]:
+    return make_device(tmp_path, "laptop", remote.as_uri()), make_device(
+        tmp_path, "desktop", remote.as_uri()
+    )
+
+
+def on_remote(remote: Path) -> dict[str, str]:
+    """The remote's memory files (memsync's own `_memsync/` records left out)."""
+    base = remote / PROJECT
+    if not base.is_dir():
+        return {}
+    return {
+        p.relative_to(base).as_posix(): p.read_text(encoding="utf-8")
+        for p in sorted(base.rglob("*"))
+        if p.is_file() and not p.name.startswith(".") and "_memsync" not in p.parts
+    }
+
+
+def everywhere(pair: tuple[Device, Device], remote: Path) -> list[Path]:
+    a, b = pair
+    return [a.home, a.memory, b.home, b.memory, remote]
+
+
+def audit(device: Device) -> list[dict]:
+    return [json.loads(line) for line in (device.home / "audit.log").read_text().splitlines()]
+
+
+def index(*lines: str) -> str:
+    return "# Memory\n" + "".join(f"{line}\n" for line in lines)
+
+
+SAM = "- [Sam](relationship_sam.md) — Sam, going through a divorce"
+ROLE = "- [Role](user_role.md) — staff engineer"
+
+
+def seed_sam(a: Device, b: Device) -> None:
+    (a.memory / "MEMORY.md").write_text(index(SAM, ROLE))
+    a.write("relationship_sam.md", "## Notes\n- Sam mentioned a divorce.\n", type="relationship")
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    a.run("push")
+    b.run("pull")
+
+
+# --- 5: forget FILE takes its index line, and another device's unsynced edit is set aside --
+
+
+def test_forget_file_removes_index_line_and_quarantines_an_unsynced_edit(pair, remote):
+    a, b = pair
+    seed_sam(a, b)
+    b.write(
+        "relationship_sam.md",
+        "## Notes\n- Sam mentioned a divorce.\n- Sam starts a new job in May.\n",
+        type="relationship",
+    )
+
+    proc = a.run("forget", "relationship_sam.md", "--yes")
+    assert "forgotten: relationship_sam.md" in proc.stdout
+    assert "removed 1 MEMORY.md line(s)" in proc.stdout
+    assert "relationship_sam.md" not in a.files()
+    assert (a.memory / "MEMORY.md").read_text() == index(ROLE)
+    assert sorted(on_remote(remote)) == ["MEMORY.md", "user_role.md"]
+    assert on_remote(remote)["MEMORY.md"] == index(ROLE)
+    assert audit(a)[-1]["action"] == "forget"
+
+    assert (
+        "relationship_sam.md was forgotten on another device; the next sync"
+        in b.run("status").stdout
+    )
+    proc = b.run("sync")
+    said = proc.stdout + proc.stderr
+    assert "Everything is in sync." not in said
+    assert "relationship_sam.md was forgotten on another device" in said
+    held = list(quarantine_dir(b.home).rglob("*relationship_sam.md"))
+    assert len(held) == 1 and str(held[0]) in said
+    assert "new job in May" in held[0].read_text(), "the unsynced edit is kept, whole"
+    assert "relationship_sam.md" not in b.files()
+    assert (b.memory / "MEMORY.md").read_text() == index(ROLE)
+    assert "relationship_sam.md" not in on_remote(remote)
+    assert "divorce" not in on_remote(remote)["MEMORY.md"]
+    status = b.run("status").stdout
+    assert "relationship_sam.md was forgotten on another device" in status
+    start = {"session_id": "s", "cwd": str(b.root), "hook_event_name": "SessionStart"}
+    primer = json.loads(b.run("hook", "session-start", input=json.dumps(start)).stdout)
+    context = primer["hookSpecificOutput"]["additionalContext"]
+    assert "relationship_sam.md was not synced: it was forgotten on another device" in context
+
+    a.run("sync")
+    assert_forgotten(
+        ["divorce", "new job in May"], everywhere(pair, remote), [quarantine_dir(b.home)]
+    )
+
+    # once the user has dealt with the copy, the notice goes
+    held[0].unlink()
+    assert "forgotten on another device" not in b.run("status").stdout
+    assert "Everything is in sync." in b.run("sync").stdout
+
+
+# --- 6: forget --match reaches other devices' history, and a pull adds no copy of it ------
+
+
+def test_forget_match_clears_history_on_the_other_device(pair, remote):
+    a, b = pair
+    a.write(
+        "voice_calibration.md",
+        "## 2026-11-20\n\n### Missed\n- joked about Priya's surgery\n- too long\n",
+        type="voice_calibration",
+    )
+    a.write("user_ok.md", "Fine.\n", type="user")
+    a.run("push")
+    b.run("pull")
+    # B keeps a history copy holding the entry: A changes the file, B's pull replaces it
+    a.write(
+        "voice_calibration.md",
+        "## 2026-11-20\n\n### Missed\n- joked about Priya's surgery\n- too long\n- too formal\n",
+        type="voice_calibration",
+    )
+    a.run("push")
+    b.run("pull")
+    assert "Priya" in b.run("history", "voice_calibration.md").stdout or any(
+        b"Priya" in p.read_bytes() for p in (b.home / "state").rglob("*.md")
+    )
+    # and an unsynced edit on B, which the merge keeps
+    text = (b.memory / "voice_calibration.md").read_text()
+    (b.memory / "voice_calibration.md").write_text(text + "- B's own note\n")
+
+    proc = a.run("forget", "--match", "priya", "--yes")
+    assert "will remove 1 entry from voice_calibration.md" in proc.stdout
+    proc = b.run("sync")
+    assert "voice_calibration.md" in proc.stdout
+    kept = (b.memory / "voice_calibration.md").read_text()
+    assert "Priya" not in kept and "- B's own note" in kept and "- too formal" in kept
+    a.run("sync")
+    assert (a.memory / "voice_calibration.md").read_text() == kept
+    assert_forgotten(["Priya's surgery"], everywhere(pair, remote))
+    tombstones = (remote / PROJECT / "_memsync" / "forgotten.json").read_text()
+    assert "lines" in json.loads(tombstones), "the entry travels as a hash"
+
+
+# --- 7: after purge, nothing is published again until the user says so -------------------
+
+
+def test_purge_is_not_undone_by_the_next_sync_or_session(pair, remote):
+    a, b = pair
+    seed_sam(a, b)
+    a.run("purge", "--all", "--yes")
+    assert on_remote(remote) == {}
+
+    proc = a.run("sync", check=1)
+    assert "push --republish" in proc.stderr
+    payload = {
+        "session_id": "s",
+        "cwd": str(a.root),
+        "hook_event_name": "SessionStart",
+        "source": "startup",
+    }
+    hook = a.run("hook", "session-start", input=json.dumps(payload))
+    assert hook.returncode == 0
+    a.run("push", "relationship_sam.md", check=1)
+    assert on_remote(remote) == {}
+
+    # B, before it has synced: the PostToolUse push of a synced file gone from the remote
+    b.write("user_role.md", "Principal engineer.\n", type="user")
+    proc = b.run("push", "user_role.md")
+    assert "project was purged, so user_role.md was not uploaded" in proc.stderr
+    assert on_remote(remote) == {}
+    proc = b.run("sync", check=1)
+    assert "purged from the remote by laptop" in proc.stderr and "push --republish" in proc.stderr
+    b.run("push", "user_role.md", check=1)
+    b.run("hook", "session-start", input=json.dumps(payload | {"cwd": str(b.root)}))
+    assert on_remote(remote) == {}
+    assert "purged" in b.run("status").stdout
+    assert sorted(b.files()) == ["MEMORY.md", "relationship_sam.md", "user_role.md"]
+
+    proc = a.run("push", "--republish")
+    assert "publishing this device's memory again" in proc.stdout
+    assert sorted(on_remote(remote)) == ["MEMORY.md", "relationship_sam.md", "user_role.md"]
+    b.run("sync", check=1)  # B's own purge mark is B's to lift
+    b.run("push", "--republish")
+    assert "Principal engineer." in on_remote(remote)["user_role.md"]
+
+
+# --- 13: prune by the digest's date, and the index follows ------------------------------
+
+
+def test_prune_uses_the_digests_date_and_updates_the_index(pair, remote):
+    a, b = pair
+    today = time.strftime("%Y-%m-%d")
+    old, new = "session_digest_2020-01-01.md", f"session_digest_{today}.md"
+    (a.memory / "MEMORY.md").write_text(
+        index(f"- [Old]({old}) — a 2020 session", f"- [Today]({new}) — today", ROLE)
+    )
+    a.write(old, "## Arcs\n- old\n", type="session_digest", date="2020-01-01")
+    a.write(new, "## Arcs\n- today\n", type="session_digest", date=today)
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    a.run("push")
+    b.run("pull")
+    # today's digest was uploaded long ago (a restored backup), the old one just now
+    past = time.time() - 400 * 86400
+    os.utime(remote / PROJECT / new, (past, past))
+
+    dry = a.run("prune", "--older-than", "30d", "--type", "session_digest", "--dry-run")
+    assert dry.stdout.splitlines() == [f"would delete: {old}"]
+    proc = a.run("prune", "--older-than", "30d", "--type", "session_digest", "--yes")
+    assert "removed 1 MEMORY.md line(s)" in proc.stdout
+    assert sorted(on_remote(remote)) == ["MEMORY.md", new, "user_role.md"]
+    want = index(f"- [Today]({new}) — today", ROLE)
+    assert on_remote(remote)["MEMORY.md"] == want
+    assert (a.memory / "MEMORY.md").read_text() == want
+    b.run("sync")
+    assert sorted(b.files()) == ["MEMORY.md", new, "user_role.md"]
+    assert (b.memory / "MEMORY.md").read_text() == want
+
+
+# --- 17: a tombstone does not apply to content created after it ---------------------------
+
+
+def test_a_later_forget_does_not_erase_a_file_created_again(pair, remote):
+    a, b = pair
+    seed_sam(a, b)
+    a.run("forget", "relationship_sam.md", "--yes")
+    b.run("sync")
+    assert "relationship_sam.md" not in b.files()
+    # Sam comes back: a new file, synced, then edited on B without syncing
+    a.write("relationship_sam.md", "## Notes\n- Sam joined the team.\n", type="relationship")
+    a.run("push")
+    b.run("pull")
+    b.write(
+        "relationship_sam.md",
+        "## Notes\n- Sam joined the team.\n- Sam likes chess.\n",
+        type="relationship",
+    )
+    b.run("history", "relationship_sam.md")
+    a.write("project_other.md", "Other project.\n", type="project")
+    a.run("push")
+    a.run("forget", "project_other.md", "--yes")
+
+    proc = b.run("sync")
+    assert "forgotten on another device" not in proc.stdout + proc.stderr
+    assert "Sam likes chess." in (b.memory / "relationship_sam.md").read_text()
+    assert "Sam likes chess." in on_remote(remote)["relationship_sam.md"]
+    assert "project_other.md" not in b.files() and "project_other.md" not in on_remote(remote)
+    a.run("sync")
+    assert "Sam likes chess." in (a.memory / "relationship_sam.md").read_text()
+    assert not list(quarantine_dir(b.home).rglob("*"))
+
+
+# --- 19: an outage in the middle of forget finishes on the next run ------------------------
+
+
+def test_forget_during_an_outage_finishes_on_the_next_sync(pair, remote, tmp_path):
+    a, b = pair
+    seed_sam(a, b)
+    away = tmp_path / "remote-away"
+    remote.rename(away)  # the NAS is unmounted
+
+    proc = a.run("forget", "relationship_sam.md", "--yes", check=3)
+    assert "the next `memsync sync` finishes it there" in proc.stderr
+    assert "relationship_sam.md" not in a.files()
+    assert "divorce" not in (a.memory / "MEMORY.md").read_text()
+    assert audit(a)[-1]["action"] == "forget", "the audit line is written before anything goes"
+    assert "is not finished on the remote" in a.run("status").stdout
+
+    away.rename(remote)
+    proc = a.run("sync")
+    assert "relationship_sam.md" not in on_remote(remote)
+    assert "relationship_sam.md" not in a.files(), "not pulled back"
+    assert audit(a)[-1]["action"] == "forget-finished"
+    assert "is not finished" not in a.run("status").stdout
+    b.run("sync")
+    assert "relationship_sam.md" not in b.files()
+    assert_forgotten(["divorce"], everywhere(pair, remote))
+
+
+FAILING_FORGET = """
+import sys
+from memsync import config, forget
+from memsync.engine import Engine
+from memsync.errors import Unreachable
+from memsync.stores import open_store
+
+class DiesAfterOneDelete:
+    def __init__(self, inner):
+        self.inner, self.deletes = inner, 0
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+    def delete(self, key, etag):
+        self.deletes += 1
+        if self.deletes > 1:
+            raise Unreachable("injected: the network went away")
+        return self.inner.delete(key, etag)
+
+ctx = config.resolve()
+engine = Engine(ctx, DiesAfterOneDelete(open_store(ctx.remote, ctx.project)))
+report = forget.forget_files(engine, sys.argv[1:])
+print(report.remote_deleted, report.offline)
+"""
+
+
+def test_forget_cut_off_after_its_first_deletion_is_finished_by_any_device(pair, remote):
+    a, b = pair
+    seed_sam(a, b)
+    a.write("user_pat.md", "Pat, the manager.\n", type="user")
+    a.run("push")
+    b.run("pull")
+    proc = subprocess.run(
+        [sys.executable, "-c", FAILING_FORGET, "relationship_sam.md", "user_pat.md"],
+        env=a.env(),
+        cwd=a.root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "['relationship_sam.md'] injected" in proc.stdout
+    assert "user_pat.md" in on_remote(remote), "the outage left the second file"
+    tombstones = json.loads((remote / PROJECT / "_memsync" / "forgotten.json").read_text())
+    assert sorted(tombstones["files"]) == ["relationship_sam.md", "user_pat.md"]
+    assert not {"relationship_sam.md", "user_pat.md"} & set(a.files())
+
+    b.run("sync")  # B follows the tombstone, and does not pull the leftover back
+    assert not {"relationship_sam.md", "user_pat.md"} & set(b.files())
+    assert "user_pat.md" not in on_remote(remote)
+    a.run("sync")
+    assert audit(a)[-1]["action"] == "forget-finished"
+    assert_forgotten(["divorce", "the manager"], everywhere(pair, remote))
+
+
+# --- 23: history folders fit any file system -----------------------------------------------
+
+
+def test_a_long_japanese_name_keeps_history_and_old_folders_are_still_read(pair, remote):
+    a, b = pair
+    name = "user_" + "記憶の同期についての長いメモです" * 2 + ".md"  # 30+ characters
+    assert len(quote(name, safe="")) > 255
+    a.write(name, "一つ目。\n", type="user")
+    a.run("push")
+    b.run("pull")
+    a.write(name, "二つ目。\n", type="user")
+    a.run("push")
+    proc = b.run("pull")
+    assert "pulled: " + name in proc.stdout
+    listing = b.run("history", name).stdout
+    assert "replaced by a newer version" in listing
+    for folder in (b.home / "state").rglob("history/*"):
+        assert len(folder.name.encode()) <= 64
+    b.run("restore", name, "1")
+    assert "一つ目。" in (b.memory / name).read_text()
+
+    # a folder written by an earlier memsync (`quote(name)`) is still read
+    state = next((b.home / "state").iterdir())
+    legacy = state / "history" / quote("user_role.md", safe="")
+    legacy.mkdir(parents=True)
+    (legacy / "00000001700000000000-abcdef12.md").write_text("old role\n")
+    (legacy / "00000001700000000000-abcdef12.reason").write_text("kept by an older memsync")
+    assert "kept by an older memsync" in b.run("history", "user_role.md").stdout
+
+
+# --- the same on Azure (Azurite) --------------------------------------------------------------
+
+
+def test_forget_and_purge_against_azurite(tmp_path, azure_url):
+    from memsync.stores import open_store
+
+    a, b = make_device(tmp_path, "laptop", azure_url), make_device(tmp_path, "desktop", azure_url)
+    store = open_store(azure_url, PROJECT)
+
+    def blobs() -> dict[str, bytes]:
+        return {key: store.get(key)[0] for key in store.list()}
+
+    seed_sam(a, b)
+    a.write(
+        "voice_calibration.md",
+        "## Notes\n- joked about Priya's surgery\n",
+        type="voice_calibration",
+    )
+    a.run("push")
+    b.run("pull")
+    b.write(
+        "relationship_sam.md",
+        "## Notes\n- Sam mentioned a divorce.\n- chess\n",
+        type="relationship",
+    )
+    a.run("forget", "relationship_sam.md", "--yes")
+    a.run("forget", "--match", "priya", "--yes")
+    proc = b.run("sync")
+    assert "relationship_sam.md was forgotten on another device" in proc.stderr
+    assert "Everything is in sync." not in proc.stdout
+    a.run("sync")
+    assert "relationship_sam.md" not in blobs()
+    for data in blobs().values():
+        assert b"divorce" not in data and b"priya" not in data.lower()
+    assert_forgotten(
+        ["divorce", "Priya's"], [a.home, a.memory, b.home, b.memory], [quarantine_dir(b.home)]
+    )
+
+    a.run("purge", "--all", "--yes")
+    assert set(blobs()) == {"_memsync/purged.json"}
+    b.write("user_role.md", "Principal engineer.\n", type="user")
+    assert "not uploaded" in b.run("push", "user_role.md").stderr
+    b.run("sync", check=1)
+    a.run("sync", check=1)
+    assert set(blobs()) == {"_memsync/purged.json"}
+    a.run("push", "--republish")
+    assert "user_role.md" in blobs() and "_memsync/purged.json" not in blobs()
