@@ -131,6 +131,7 @@ def run(ctx: Context, store: Any = None) -> Report:
         )
         return report
     add(Check("container", True, "present"))
+    add(_remote_files(store))
     add(_probe(store))
     add(_skew(store))
     return report
@@ -216,6 +217,27 @@ def hooks_check(settings_files: list[Path] | None = None) -> Check:
             )
         shared.append(f"{command} (absolute path)")
     return Check("hooks", True, ", ".join(sorted(shared)))
+
+
+def _remote_files(store: Any) -> Check:
+    """What is under the project's prefix, and which of it memsync ignores (never fetches)."""
+    from memsync.engine import foreign, is_ignored
+    from memsync.gate import shown_name
+
+    try:
+        listing = store.list()
+    except MemsyncError as exc:
+        return Check("remote files", False, str(exc), "see the message")
+    ignored = {k: why for k in listing if not is_ignored(k) and (why := foreign(k))}
+    detail = f"{len(listing) - len(ignored)} memory file(s) under the prefix"
+    if ignored:
+        shown = "; ".join(
+            f"{shown_name(k.encode('utf-8', 'backslashreplace').decode())} ({why})"
+            for k, why in sorted(ignored.items())[:5]
+        )
+        more = f" and {len(ignored) - 5} more" if len(ignored) > 5 else ""
+        detail += f"; ignored, never fetched: {shown}{more}"
+    return Check("remote files", True, detail)
 
 
 def _probe(store: Any) -> Check:

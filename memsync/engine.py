@@ -46,6 +46,12 @@ from memsync.state import State
 from memsync.stores import Stats, Store, check_key, open_store
 
 MAX_ATTEMPTS = 8
+# Over a slow network (the quickest of the first transfers took SLOW_ROUND_TRIP or more: a WAN,
+# not the loopback or a LAN, nor a busy loopback's queueing), transfers widen past the
+# `concurrency` setting, up to one connection a file and MAX_WORKERS in all, so a 500-file pull
+# is a few round trips; on a fast network more threads only add contention (benchmarks.md).
+SLOW_ROUND_TRIP = 0.04
+MAX_WORKERS = 128
 # From this many new files in one run (a fresh pull), flush once at the end instead of an
 # fsync per file; their names are saved first (see Engine._land).
 LAND_WITHOUT_FSYNC_AT = 32
@@ -53,6 +59,19 @@ TOMBSTONES = "_memsync/forgotten.json"  # remote record of forgotten files (name
 CONFLICTS = "_memsync/conflicts.json"  # remote record of merge conflicts (memsync/conflicts.py)
 PURGED = "_memsync/purged.json"  # on the remote after `memsync purge` (see forget.py)
 _TEMP_SUFFIXES = ("~", ".swp", ".swo", ".swx", ".tmp", ".part", ".crdownload")
+
+
+def foreign(key: str) -> str | None:
+    """Why a remote name under the prefix is not a memory file memsync would fetch (None if it
+    is one). Such blobs are listed as ignored by status and doctor, and never downloaded: a
+    download could only be refused, again on every sync."""
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        return "its name is not valid UTF-8"
+    if not key.endswith(".md"):
+        return "not a Markdown memory file (.md)"
+    return None
 
 
 def is_ignored(relpath: str) -> bool:
@@ -82,6 +101,7 @@ class SyncResult:
         self.refused: dict[str, str] = {}
         self.kept_local: dict[str, str] = {}  # marked to stay here: skipped, not an error
         self.refused_remote: dict[str, str] = {}
+        self.ignored_remote: dict[str, str] = {}  # foreign blobs under the prefix, not fetched
         self.errors: dict[str, str] = {}
         self.notes: list[str] = []
         self.queued: list[str] = []
@@ -162,6 +182,8 @@ class Engine:
             if self.ctx.embedded_remote:  # ours to create; a configured folder may be unmounted
                 private_dir(self.ctx.home / "remote")
             self._store = open_store(self.ctx.remote, self.ctx.project)
+            if hasattr(self._store, "max_bytes"):  # a network store caps what it reads
+                self._store.max_bytes = self.max_bytes
         return self._store
 
     # --- the local side -------------------------------------------------------------------
@@ -370,11 +392,15 @@ class Engine:
         allow: dict[str, set[str]] | None = None,
         deadline: float | None = None,
         progress: Callable[[int, int], None] | None = None,
+        cutoff: float | None = None,
     ) -> SyncResult:
         """mode: "sync" (both ways), "push" (local → remote) or "pull" (remote → local).
 
         Pending (queued) pushes are always drained first. With `paths`, a push trusts the
         last-synced records instead of listing, so pushing one known file is one request.
+        No action starts after `deadline`, and no request outlives `cutoff` (both
+        time.monotonic()): a request still running then fails as unreachable, so what it
+        was for is queued or left for the next sync.
         """
         if mode not in ("sync", "push", "pull"):
             raise ValueError(mode)
@@ -384,6 +410,8 @@ class Engine:
             return result
         started = time.monotonic()
         names = None if paths is None else [self.name_of(p) for p in paths]
+        if cutoff is not None and hasattr(self.store, "deadline"):
+            self.store.deadline = cutoff
         with self.locked():
             try:
                 self._run_locked(result, mode, names, force, allow or {}, deadline, progress)
@@ -450,6 +478,10 @@ class Engine:
                 skip=local.refused,
             )
         else:
+            if not records and hasattr(self.store, "warm"):
+                # a fresh device fetches or sends everything: open the transfers' connections
+                # while the listing is in flight
+                self.store.warm(int(self.ctx.setting("concurrency")))
             listing = self._list(result, mode, local_hashes, records, pending)
             if listing is None:
                 return
@@ -476,6 +508,10 @@ class Engine:
                     result.refused_remote[key] = str(exc)
                     continue
                 if is_ignored(key):
+                    continue
+                why = foreign(key)
+                if why:
+                    result.ignored_remote[key] = why
                     continue
                 remote[key] = entry.etag
                 entries[key] = entry.modified
@@ -742,24 +778,23 @@ class Engine:
                     if progress is not None:
                         progress(done, total)
 
-        workers = min(int(self.ctx.setting("concurrency")), len(actions))
+        workers = self._workers(len(actions))
         if workers <= 1:
             for action in actions:
                 one(action)
         else:
-            from concurrent.futures import ThreadPoolExecutor  # not needed by a no-op sync
-
-            pool = ThreadPoolExecutor(max_workers=workers)
-            try:
-                list(pool.map(one, actions))
-            except BaseException:
-                # Ctrl-C or SIGTERM (entry.py makes both a KeyboardInterrupt): the transfers
-                # under way finish, the rest are not started, and run() saves what was done
-                pool.shutdown(wait=True, cancel_futures=True)
-                raise
-            pool.shutdown(wait=True)
+            run_daemons(one, actions, workers, lambda: self._workers(len(actions)))
         for attr in ("uploaded", "downloaded", "merged", "deleted_remote", "deleted_local"):
             getattr(result, attr).sort()
+
+    def _workers(self, count: int) -> int:
+        """Parallel transfers for `count` actions: the `concurrency` setting, widened over a
+        slow network so the run is a few round trips, not count / concurrency of them."""
+        base = int(self.ctx.setting("concurrency"))
+        rtt = getattr(self.store, "round_trip", None)
+        if rtt is not None and rtt >= SLOW_ROUND_TRIP and count > base:
+            return min(MAX_WORKERS, count)
+        return min(base, count)
 
     def _record(self, name: str, etag: str, content: bytes) -> None:
         with self._lock:
@@ -1002,6 +1037,73 @@ class _Run:
 
     def mtime(self, name: str) -> float | None:
         return self.local.mtimes.get(name)
+
+
+def run_daemons(
+    work: Callable[[Action], None],
+    items: list[Action],
+    workers: int,
+    wanted: Callable[[], int] | None = None,
+) -> None:
+    """`work` on every item, `workers` at a time, in daemon threads; after each item,
+    `wanted()` may ask for more threads (the network turned out slow). Not a
+    ThreadPoolExecutor: its threads are joined when the interpreter exits, so a hook whose pull
+    thread gave up on a stalled download still waited minutes for it to end; daemon threads are
+    abandoned (every write they make is atomic, so nothing is left half-written)."""
+    queue = list(reversed(items))
+    lock = threading.Lock()
+    failed: list[BaseException] = []
+    threads: list[threading.Thread] = []
+
+    def grow(count: int) -> None:  # with `lock` held
+        while len(threads) < min(count, len(threads) + len(queue)):
+            thread = threading.Thread(target=loop, daemon=True)
+            threads.append(thread)
+            thread.start()
+
+    def loop() -> None:
+        while True:
+            with lock:
+                if not queue or failed:
+                    return
+                item = queue.pop()
+            try:
+                work(item)
+            except BaseException as exc:  # noqa: BLE001 - raised in the caller, as pool.map does
+                with lock:
+                    failed.append(exc)
+                return
+            if wanted is not None:
+                more = wanted()
+                if more > len(threads):
+                    with lock:
+                        grow(more)
+
+    with lock:
+        grow(max(1, workers))
+    try:
+        _join_all(threads, lock)
+    except BaseException:
+        # Ctrl-C or SIGTERM (entry.py makes both a KeyboardInterrupt): the transfers under
+        # way finish (each request has its deadline), the rest are not started, and run()
+        # saves what was done
+        with lock:
+            queue.clear()
+        _join_all(threads, lock)
+        raise
+    if failed:
+        raise failed[0]
+
+
+def _join_all(threads: list[threading.Thread], lock: threading.Lock) -> None:
+    joined = 0
+    while True:
+        with lock:
+            if joined == len(threads):
+                return
+            thread = threads[joined]
+        thread.join()
+        joined += 1
 
 
 def _mtime(path: Path) -> float | None:

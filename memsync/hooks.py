@@ -128,6 +128,9 @@ def inside_memory_dir(file_path: str, ctx: config.Context) -> Path | None:
     return None
 
 
+PUSH_BUDGET = 10.0  # seconds a post-tool-use push may spend on the network
+
+
 def post_tool_use(payload: dict[str, Any], stdout: Any) -> None:
     ctx = _context(payload)
     path = memory_file_of(payload, ctx)
@@ -184,7 +187,9 @@ def _push_one(ctx: config.Context, path: Path, event: str) -> dict[str, str]:
     log = _log(ctx.home)
     engine, known = _engine(ctx)  # only now: the fast path never pays for the engine
     name = engine.name_of(path)
-    result = engine.run("push", [str(path)])
+    # a stalled or trickling remote fails at the cutoff and the file is queued: the agent
+    # waits for this hook after every memory write
+    result = engine.run("push", [str(path)], cutoff=time.monotonic() + PUSH_BUDGET)
     _after(ctx, known, result)
     if result.disabled:
         log.info("%s: %s not pushed, sync is off", event, name)
@@ -209,19 +214,24 @@ def _pull_within(engine: Any, budget: float, mode: str = "pull") -> tuple[Any, s
     """Pull (draining the queue first; `mode="sync"` also pushes every unsynced local change)
     for at most `budget` seconds.
 
-    The pull runs in a daemon thread so a hung connection cannot hold the session; whatever it
-    did not finish stays for the next sync (every write it makes is atomic)."""
+    The pull runs in a daemon thread (its transfers too) so a hung connection cannot hold the
+    session, nor the process's exit: no action starts after 0.8 of the budget, no request runs
+    past 0.9 of it, and whatever is still running at the end is abandoned, left for the next
+    sync (every write it makes is atomic)."""
     box: dict[str, Any] = {}
+    started = time.monotonic()
 
     def work() -> None:
         try:
-            box["result"] = engine.run(mode, deadline=time.monotonic() + budget * 0.8)
+            box["result"] = engine.run(
+                mode, deadline=started + budget * 0.8, cutoff=started + budget * 0.9
+            )
         except BaseException as exc:  # noqa: BLE001 - reported to the caller
             box["error"] = exc
 
     thread = threading.Thread(target=work, name="memsync-pull", daemon=True)
     thread.start()
-    thread.join(budget)
+    thread.join(max(0.0, started + budget - time.monotonic()))
     if thread.is_alive():
         return None, f"the pull did not finish within {budget:g} s"
     if "error" in box:

@@ -7,7 +7,7 @@ from typing import Any
 
 from memsync import planner
 from memsync.config import strip_query
-from memsync.engine import PURGED, TOMBSTONES, Engine, is_ignored
+from memsync.engine import PURGED, TOMBSTONES, Engine, foreign, is_ignored
 from memsync.errors import NotFound, Unreachable, UnsafeKey
 from memsync.planner import Kind
 from memsync.stores import check_key
@@ -29,6 +29,7 @@ class Status:
     conflicts: list[dict[str, Any]] = field(default_factory=list)
     queued: list[str] = field(default_factory=list)
     refused: dict[str, str] = field(default_factory=dict)
+    ignored: dict[str, str] = field(default_factory=dict)  # foreign blobs, never fetched
     kept_local: dict[str, str] = field(default_factory=dict)  # by the user's choice: no error
     in_sync: int = 0
     last_sync: float | None = None
@@ -100,7 +101,12 @@ def status(engine: Engine) -> Status:
                 except UnsafeKey as exc:
                     result.refused[key] = str(exc)
                     continue
-                if not is_ignored(key):
+                if is_ignored(key):
+                    continue
+                why = foreign(key)
+                if why:
+                    result.ignored[key] = why
+                else:
                     remote[key] = entry.etag
         except NotFound:
             result.remote_error = "the remote does not exist yet (a push creates it)"

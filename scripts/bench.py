@@ -2,6 +2,13 @@
 """memsync against rclone on the same Azurite, in the same run: whole processes, median of 3.
 
     python scripts/bench.py [--sizes 50,500,5000] [--repeats 3] [--write docs/benchmarks.md]
+    python scripts/bench.py --wan 50 [--sizes 50,500] [--repeats 3]
+
+--wan MS puts tests/netfaults.py's proxy between both tools and Azurite, adding MS of round
+trip to every request and every new connection, and reports fresh pull, no-op sync, `push FILE`
+and the session-start hook against `rclone copy --transfers 32` / `rclone sync`, with each
+command's round trips next to the floor no client can beat. Round trips are measured, not
+guessed: (seconds at MS - seconds through the same proxy at 0 ms) / MS.
 
 Needs Azurite (scripts/test.sh installs it into .tools/) and rclone (`apt-get install rclone`).
 Azurite is restarted with a fresh data folder for each size and warmed up before timing.
@@ -31,6 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.azurite import ACCOUNT, KEY, start_azurite  # noqa: E402
+from tests.netfaults import FaultProxy  # noqa: E402
 
 WORDS = [
     "session",
@@ -91,8 +99,8 @@ class Memsync:
         )
         return env
 
-    def run(self, verb: str, url: str, home: Path, memory: Path) -> tuple[float, str]:
-        cmd = [str(self.exe), verb, "--remote", url, "--stats"]
+    def run(self, verb: str, url: str, home: Path, memory: Path, *paths: str) -> tuple[float, str]:
+        cmd = [str(self.exe), verb, *paths, "--remote", url, "--stats"]
         seconds, err = timed(cmd, self.env(home, memory))
         m = re.search(r"requests: (\d+) \(([^)]*)\)", err)
         return seconds, (f"{m.group(1)} ({m.group(2)})" if m else "?")
@@ -207,6 +215,108 @@ def bench_size(n: int, repeats: int, work: Path, bin_dir: Path) -> dict[str, obj
         server.stop()
 
 
+# Each command's floor at any round trip: a new connection (1) and its requests in sequence;
+# a fresh pull can open its transfers' connections while the listing is in flight.
+FLOORS = {"pull": 3, "noop": 2, "push_file": 2, "hook": 2, "rc_pull": 3, "rc_noop": 2}
+
+
+def wan_size(n: int, repeats: int, work: Path, bin_dir: Path, rtt: float) -> dict[str, object]:
+    """One size through the round-trip proxy: medians at `rtt`, and round trips per command."""
+    server = start_azurite_quiet(work / f"wan-azurite-{n}")
+    proxy = FaultProxy(server.port, rtt=0.0)
+    try:
+        src = work / f"wan-src-{n}"
+        make_files(src, n)
+        endpoint = f"http://127.0.0.1:{proxy.port}/{ACCOUNT}"
+        ms = Memsync(bin_dir / "memsync", endpoint, server.connection_string)
+        rc = Rclone(work, proxy.port)
+        warm = f"{endpoint}/warm{uuid.uuid4().hex[:8]}/w"
+        ms.run("push", warm, work / f"wan-warm-{n}", src)
+        ms.run("pull", warm, work / f"wan-warm-pull-{n}", work / f"wan-warm-pulled-{n}")
+        url = f"{endpoint}/b{uuid.uuid4().hex[:12]}/mem"
+        home, mem = work / f"wan-home-{n}", work / f"wan-mem-{n}"
+        shutil.copytree(src, mem)
+        ms.run("push", url, home, mem)
+        rcont = f"r{uuid.uuid4().hex[:12]}"
+        rsrc = work / f"wan-rsrc-{n}"
+        shutil.copytree(src, rsrc)
+        rc.run("mkdir", f"az:{rcont}")
+        rc.run("sync", str(rsrc), f"az:{rcont}/mem")
+        hook_home = work / f"wan-hook-{n}"
+        ms.run("pull", url, hook_home, work / f"wan-hook-mem-{n}")
+        start = '{"session_id": "b", "source": "startup"}'
+        hook_env = ms.env(hook_home, work / f"wan-hook-mem-{n}")
+        hook_env["MEMSYNC_REMOTE"] = url
+        target = mem / "project_bench_00000.md"
+        counter = iter(range(10**6))
+
+        def one(kind: str) -> float:
+            i = next(counter)
+            if kind == "pull":
+                return ms.run("pull", url, work / f"wan-h-{n}-{i}", work / f"wan-p-{n}-{i}")[0]
+            if kind == "noop":
+                return ms.run("sync", url, home, mem)[0]
+            if kind == "push_file":
+                target.write_text(target.read_text() + f"- changed {i}\n")
+                return ms.run("push", url, home, mem, str(target))[0]
+            if kind == "hook":
+                started = time.perf_counter()
+                subprocess.run(
+                    [str(bin_dir / "memsync"), "hook", "session-start"],
+                    env=hook_env,
+                    input=start,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                )
+                return time.perf_counter() - started
+            if kind == "rc_pull":
+                dest = str(work / f"wan-rp-{n}-{i}")
+                return rc.run("copy", f"az:{rcont}/mem", dest, "--transfers", "32")
+            return rc.run("sync", str(rsrc), f"az:{rcont}/mem")  # rc_noop
+
+        kinds = list(FLOORS)
+        zero = {k: median([one(k) for _ in range(repeats)]) for k in kinds}
+        proxy.rtt = rtt
+        slow = {k: median([one(k) for _ in range(repeats)]) for k in kinds}
+        rounds = {k: max(0.0, (slow[k] - zero[k]) / rtt) for k in kinds}
+        return {"n": n, "slow": slow, "zero": zero, "rounds": rounds}
+    finally:
+        proxy.stop()
+        server.stop()
+
+
+def wan_table(results: list[dict[str, object]], rtt: float) -> str:
+    names = {
+        "pull": "memsync pull, fresh",
+        "rc_pull": "rclone copy --transfers 32, fresh",
+        "noop": "memsync sync, no change",
+        "rc_noop": "rclone sync, no change",
+        "push_file": "memsync push FILE, 1 changed",
+        "hook": "memsync hook session-start, nothing changed",
+    }
+    lines = [
+        f"| N | command | seconds at {rtt * 1000:.0f} ms | at 0 ms (same proxy) "
+        "| round trips | floor |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        slow, zero, rounds = r["slow"], r["zero"], r["rounds"]  # type: ignore[assignment]
+        for kind, label in names.items():
+            lines.append(
+                f"| {r['n']} | {label} | {slow[kind]:.3f} | {zero[kind]:.3f} "  # type: ignore[index]
+                f"| {rounds[kind]:.1f} | {FLOORS[kind]} |"  # type: ignore[index]
+            )
+    lines.append("")
+    for r in results:
+        slow = r["slow"]  # type: ignore[assignment]
+        lines.append(
+            f"N={r['n']}: fresh pull {slow['pull'] / slow['rc_pull']:.2f}x rclone copy "  # type: ignore[index]
+            f"--transfers 32; no-op sync {slow['noop'] / slow['rc_noop']:.2f}x rclone sync."  # type: ignore[index]
+        )
+    return "\n".join(lines)
+
+
 def start_azurite_quiet(location: Path):
     os.environ.setdefault("CI", "")
     return start_azurite(location)
@@ -287,11 +397,24 @@ def main() -> None:
     parser.add_argument("--sizes", default="50,500,5000")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--write", type=Path, help="also write the Markdown report here")
+    parser.add_argument("--wan", type=float, help="round trip in ms: the WAN mode (see above)")
     args = parser.parse_args()
     if not shutil.which("rclone"):
         raise SystemExit("rclone is needed for the side-by-side run: apt-get install rclone")
     version = subprocess.run(["rclone", "version"], capture_output=True, text=True).stdout
     sizes = [int(s) for s in args.sizes.split(",")]
+    if args.wan:
+        with tempfile.TemporaryDirectory(prefix="memsync-wan-") as tmp:
+            bin_dir = install(Path(tmp))
+            rtt = args.wan / 1000
+            results = [wan_size(n, args.repeats, Path(tmp), bin_dir, rtt) for n in sizes]
+        print(
+            f"Machine: {platform.platform()}, {os.cpu_count()} CPUs, Python "
+            f"{platform.python_version()}; {version.splitlines()[0] if version else 'rclone ?'}; "
+            f"median of {args.repeats}.\n"
+        )
+        print(wan_table(results, rtt))
+        return
     with tempfile.TemporaryDirectory(prefix="memsync-bench-") as tmp:
         bin_dir = install(Path(tmp))
         results = [bench_size(n, args.repeats, Path(tmp), bin_dir) for n in sizes]

@@ -40,15 +40,19 @@ def free_port() -> int:
 class Azurite:
     """One azurite-blob process. `stop()` and `start()` simulate an outage on the same port."""
 
-    def __init__(self, command: str, location: Path) -> None:
+    def __init__(
+        self, command: str, location: Path, extra: tuple[str, ...] = (), scheme: str = "http"
+    ) -> None:
         self.command = command
         self.location = location
+        self.extra = extra  # e.g. --cert, --key, --oauth basic (then scheme "https")
+        self.scheme = scheme
         self.port = free_port()
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}/{ACCOUNT}"
+        return f"{self.scheme}://127.0.0.1:{self.port}/{ACCOUNT}"
 
     @property
     def connection_string(self) -> str:
@@ -74,6 +78,7 @@ class Azurite:
                 # Azurite 3.35+ sends telemetry by default: off the loopback, and its open
                 # connections kept every stop waiting 5 s before the kill
                 "--disableTelemetry",
+                *self.extra,
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -113,11 +118,11 @@ def _unavailable(reason: str) -> None:
     pytest.skip(f"Azurite not available: {reason} (run scripts/test.sh to install it)")
 
 
-def start_azurite(location: Path) -> Azurite:
+def start_azurite(location: Path, extra: tuple[str, ...] = (), scheme: str = "http") -> Azurite:
     command = azurite_command()
     if command is None:
         _unavailable("azurite-blob was not found")
-    server = Azurite(command, location)  # type: ignore[arg-type]
+    server = Azurite(command, location, extra, scheme)  # type: ignore[arg-type]
     try:
         server.start()
     except (OSError, RuntimeError) as exc:

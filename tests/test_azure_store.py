@@ -193,7 +193,7 @@ def test_a_listing_name_azure_had_to_percent_encode_is_decoded():
     assert entries["ctl\x07.md"].modified > 0
 
 
-def test_environment_settings_are_read_once_unless_a_proxy_is_configured(monkeypatch):
+def test_environment_settings_are_read_once_unless_a_proxy_is_configured(monkeypatch, tmp_path):
     """requests would re-read proxy settings on every request; without proxy variables memsync
     turns that off and hands the CA bundle over itself, so TLS verification is unchanged."""
     from memsync.stores.azure_sdk import client_options
@@ -210,13 +210,18 @@ def test_environment_settings_are_read_once_unless_a_proxy_is_configured(monkeyp
         "CURL_CA_BUNDLE",
     ):
         monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("REQUESTS_CA_BUNDLE", "/etc/ssl/certs/bundle.pem")
+    bundle = tmp_path / "bundle.pem"
+    bundle.write_text("")
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(bundle))
     options = client_options()
     assert options["use_env_settings"] is False
-    assert options["connection_verify"] == "/etc/ssl/certs/bundle.pem"
+    assert options["connection_verify"] == str(bundle)
+    monkeypatch.setenv("NO_PROXY", "localhost")  # alone, it changes nothing
+    assert client_options()["use_env_settings"] is False
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
     options = client_options()
-    assert "use_env_settings" not in options and "connection_verify" not in options
+    assert "use_env_settings" not in options
+    assert options["connection_verify"] == str(bundle)  # the same trust either way
 
 
 @pytest.mark.parametrize("path", ["lean", "sdk"])

@@ -141,8 +141,9 @@ def test_azurite_stopped_in_the_middle_of_a_sync(tmp_path, monkeypatch):
         assert len(queued) >= count - landed, "every file not uploaded is queued"
         puts = int(re.search(r"\bput (\d+)", err).group(1))
         # each of the 16 workers may spend its retries (4 attempts) on the request it was
-        # sending; trying every remaining file would have sent about 4 x 600
-        assert puts <= landed + 16 * 4, f"{puts} PUTs after the server went away"
+        # sending, plus the one immediate resend a kept-alive connection closed under it gets;
+        # trying every remaining file would have sent about 4 x 600
+        assert puts <= landed + 16 * 5, f"{puts} PUTs after the server went away"
         a.run("sync")
         b.run("sync")
         assert b.files() == a.files() == before
@@ -155,7 +156,9 @@ def test_a_sync_with_an_account_key_imports_only_what_it_needs(tmp_path, azure_u
     """Start-up is most of a small sync: the account-key path talks REST itself, and the CLI
     parser must not pull in pydantic (typer 0.29 does, at ~0.12 s a command; see pyproject).
     Nor do the sync's own modules import what costs more than the sync's work: dataclasses
-    (with inspect), typing, http.client (with email and ssl), datetime (docs/benchmarks.md)."""
+    (with inspect), typing (docs/benchmarks.md). http.client (with email, ssl and datetime)
+    is loaded on purpose since issue 18: its framing of untrusted answers replaced one written
+    by hand, for about 10 ms a process (docs/benchmarks.md, "Hooks and start-up")."""
     device = make_device(tmp_path, "lean", azure_url)
     device.write("project_a.md", "a fact\n", type="project")
     snippet = (
@@ -165,7 +168,8 @@ def test_a_sync_with_an_account_key_imports_only_what_it_needs(tmp_path, azure_u
         "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code"
     )
     heavy = ("azure", "pydantic", "anthropic", "requests", "typer", "rich", "yaml")
-    costly = ("dataclasses", "inspect", "http", "email", "ssl", "datetime", "typing")
+    # (email.utils, which http.client loads, brings datetime with it)
+    costly = ("dataclasses", "inspect", "typing", "http.server", "urllib.request")
     # a sync that writes merge bases imports sqlite3, and sqlite3 imports datetime
     out, loaded = device.imports(snippet, heavy + tuple(m for m in costly if m != "datetime"))
     assert "pushed: project_a.md" in out

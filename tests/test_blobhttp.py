@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from memsync.errors import ConfigError, Unreachable
 from memsync.stores import open_store
-from memsync.stores.blobhttp import BlobHTTP, SharedKey
+from memsync.stores.blobhttp import BlobHTTP, SharedKey, TooLarge
 
 Script = Callable[[BaseHTTPRequestHandler, int], tuple[int, dict[str, str], bytes] | None]
 
@@ -91,7 +91,12 @@ def serve() -> Iterator[Callable[..., _Server]]:
 
 def _client(port: int, **kwargs: object) -> tuple[BlobHTTP, list[str]]:
     counted: list[str] = []
-    client = BlobHTTP("http", f"127.0.0.1:{port}", on_request=counted.append, **kwargs)
+    client = BlobHTTP(
+        "http",
+        f"127.0.0.1:{port}",
+        on_request=lambda kind, up, down: counted.append(kind),
+        **kwargs,
+    )
     client.backoff = client.jitter = 0.0
     return client, counted
 
@@ -237,8 +242,30 @@ def test_https_verifies_the_server_against_the_configured_bundle(serve, tmp_path
     assert server.requests[0][2]["Authorization"].startswith("SharedKey acct:")
 
     monkeypatch.delenv("REQUESTS_CA_BUNDLE")  # an unknown issuer is refused, never trusted
-    with pytest.raises(Unreachable):
+    for name in ("SSL_CERT_FILE", "SSL_CERT_DIR", "CURL_CA_BUNDLE"):
+        monkeypatch.delenv(name, raising=False)
+    asked = len(server.requests)
+    with pytest.raises(ConfigError, match="not trusted .*SSL_CERT_FILE or REQUESTS_CA_BUNDLE"):
         open_store(url, "proj").get("a.md")
+    assert len(server.requests) == asked  # a configuration error: not retried
+
+    # a directory of CA certificates (c_rehash layout) works as a bundle too
+    import subprocess
+
+    folder = tmp_path / "cadir"
+    folder.mkdir()
+    digest = subprocess.run(
+        ["openssl", "x509", "-hash", "-noout", "-in", str(cert)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    (folder / f"{digest}.0").write_bytes(cert.read_bytes())
+    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(folder))
+    assert open_store(url, "proj").get("a.md") == (b"secure", '"t"')
+    monkeypatch.delenv("REQUESTS_CA_BUNDLE")
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    assert open_store(url, "proj").get("a.md") == (b"secure", '"t"')
 
 
 class _RawServer:
@@ -319,14 +346,14 @@ def test_answers_are_framed_by_length_chunks_or_close(raw):
     closing = client.request("get", "GET", "/e")
     assert closing.body == b"until the server closes"
     assert closing.headers.get("X-MS-REQUEST-ID") == "r"
-    assert client._local.conn.sock is None  # an HTTP/1.0 answer without keep-alive closes
+    assert client._idle == []  # an HTTP/1.0 answer without keep-alive closes: not kept
     assert len(server.heads) == 5 and server.heads[0].startswith(b"PUT /a HTTP/1.1\r\nHost: ")
 
 
 def test_answers_that_are_not_http_are_retried_then_unreachable(raw):
     server = raw([b"SSH-2.0-OpenSSH\r\n\r\n"] * 4)
     client, counted = _client(server.port)
-    with pytest.raises(Unreachable, match="did not answer in HTTP/1.x"):
+    with pytest.raises(Unreachable, match="cannot reach .*SSH-2.0"):
         client.request("get", "GET", "/a")
     assert counted == ["get"] * 4
 
@@ -359,3 +386,72 @@ def test_account_keys_are_read_as_base64_b64decode_validate_reads_them(key):
         assert refused.value.__cause__ is None and refused.value.__suppress_context__
     else:
         assert SharedKey("acct", key).key == expected
+
+
+def test_every_interim_answer_is_skipped_and_never_answers_the_next_request(raw):
+    """A 102 or 103 before the real answer was taken for it: get('a.md') returned an empty
+    body, and the next request on the connection got a.md's bytes."""
+    server = raw(
+        [
+            b"HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n"
+            b'HTTP/1.1 200 OK\r\nContent-Length: 4\r\nETag: "a"\r\n\r\naaaa',
+            b'HTTP/1.1 200 OK\r\nContent-Length: 4\r\nETag: "b"\r\n\r\nbbbb',
+        ]
+    )
+    client, _ = _client(server.port)
+    assert client.request("get", "GET", "/a.md").body == b"aaaa"
+    assert client.request("get", "GET", "/b.md").body == b"bbbb"
+
+
+@pytest.mark.parametrize("length", ["\u00b2", "-1", "1e3", "0x10"])
+def test_a_length_that_is_not_a_number_is_a_bad_answer_and_the_connection_is_dropped(raw, length):
+    answer = f"HTTP/1.1 200 OK\r\nContent-Length: {length}\r\n\r\nabc".encode()
+    server = raw([answer] * 4)
+    client, counted = _client(server.port)
+    with pytest.raises(Unreachable):
+        client.request("get", "GET", "/a.md")
+    assert counted == ["get"] * 4 and client._idle == []
+
+
+def test_a_huge_length_is_refused_before_anything_is_allocated(raw):
+    """2 GB announced for 10 bytes: refused against the cap, not read (nor allocated)."""
+    server = raw([b"HTTP/1.1 200 OK\r\nContent-Length: 2000000000\r\n\r\n0123456789"] * 4)
+    client, counted = _client(server.port)
+    with pytest.raises(TooLarge, match="2000000000 bytes, more than the 1000 bytes expected"):
+        client.request("get", "GET", "/a.md", limit=1000)
+    assert counted == ["get"]  # it would be as large again: not retried
+    chunked = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + b"400\r\n" + b"x" * 1024
+    server = raw([chunked + b"\r\n" + b"400\r\n" + b"y" * 1024 + b"\r\n0\r\n\r\n"] * 4)
+    client, _ = _client(server.port)
+    with pytest.raises(TooLarge, match="more than the 1500 bytes expected"):
+        client.request("get", "GET", "/a.md", limit=1500)
+
+
+def test_bytes_are_counted_for_every_attempt(serve):
+    server = serve(lambda h, n: (503, {}, b"") if n < 2 else (201, {"ETag": '"e"'}, b""))
+    moved: list[tuple[str, int, int]] = []
+    client = BlobHTTP("http", f"127.0.0.1:{server.port}", on_request=lambda *a: moved.append(a))
+    client.backoff = client.jitter = 0.0
+    client.request("put", "PUT", "/a.md", body=b"12345")
+    assert moved == [("put", 5, 0)] * 3  # --stats said "up 0 B" after retried PUTs
+
+
+def test_retry_after_is_honoured_and_a_long_one_is_an_outage(serve):
+    import time as clock
+
+    server = serve(lambda h, n: (503, {"Retry-After": "1"}, b"") if n == 0 else (200, {}, b"k"))
+    client, _ = _client(server.port)
+    started = clock.monotonic()
+    assert client.request("get", "GET", "/a.md").body == b"k"
+    assert clock.monotonic() - started >= 0.9
+    server = serve(lambda h, n: (429, {"Retry-After": "3600"}, b""))
+    client, counted = _client(server.port)
+    assert client.request("get", "GET", "/a.md").status == 429 and counted == ["get"]
+
+
+def test_an_account_key_is_refused_over_plain_http_to_a_storage_account(monkeypatch):
+    monkeypatch.setenv("AZURE_STORAGE_KEY", "a2V5")
+    monkeypatch.delenv("AZURE_STORAGE_CONNECTION_STRING", raising=False)
+    with pytest.raises(ConfigError, match="plain http:// to a storage account"):
+        open_store("http://acct.blob.core.windows.net/c/p", "proj")
+    assert open_store("http://127.0.0.1:10000/acct/c/p", "proj")  # Azurite's form is fine

@@ -138,6 +138,9 @@ def status(
         out.print(f"  refused: {shown_name(name)}: {reason}", markup=False)
     for name in sorted(st.kept_local):
         out.print(f"  kept local (sensitivity: high, no consent): {shown_name(name)}", markup=False)
+    for name, reason in sorted(st.ignored.items()):
+        printable = name.encode("utf-8", "backslashreplace").decode()  # may not be UTF-8
+        out.print(f"  ignored on the remote: {shown_name(printable)}: {reason}", markup=False)
     for c in st.conflicts:
         out.print(f"  conflict ({_when(c.get('at'))}): {c['file']}: {c['detail']}", markup=False)
     if st.conflicts:

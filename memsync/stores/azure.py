@@ -9,13 +9,22 @@ With an account key or a SAS token (the usual case, and Azurite's) requests go o
 memsync's lean REST client (memsync.stores.blobhttp): no `azure.*` import at all. With a token
 credential (DefaultAzureCredential) or proxy settings, `AzureSDKStore` sends the same
 operations through azure-storage-blob.
+
+Every download is verified before the engine sees it: against the Content-MD5 the service
+keeps for the blob (set by every upload, which sends one), else against the size the listing
+gave for that ETag. A body that fails is fetched again, then refused; never landed.
 """
 
 from __future__ import annotations
 
+import binascii
+import hashlib
 import ipaddress
 import os
 import re
+import threading
+import time
+from contextlib import contextmanager
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from memsync.errors import (
@@ -24,22 +33,34 @@ from memsync.errors import (
     ConfigError,
     NotFound,
     PreconditionFailed,
+    RefusedFile,
     StoreError,
     Unreachable,
 )
 from memsync.lean_typing import TYPE_CHECKING, NamedTuple
+from memsync.memory import DEFAULT_MAX_BYTES
 from memsync.stores.base import Entry, Stats, check_key
 from memsync.stores.httpdate import parse_date
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
-_PROXY_ENV = {"http_proxy", "https_proxy", "all_proxy", "no_proxy"}
+_PROXY_ENV = {"http_proxy", "https_proxy", "all_proxy"}  # NO_PROXY alone changes nothing
 MARKDOWN = "text/markdown; charset=utf-8"
 # blob metadata `edited`: when the writer's file was edited (seconds since the epoch)
 EDITED_METADATA = "edited"
 EDITED_HEADER = f"x-ms-meta-{EDITED_METADATA}"
 URL_SAS = "SAS token in the URL"
+GET_ATTEMPTS = 3  # a download that fails verification is fetched this many times at most
+LISTING_LIMIT = 64 * 1024 * 1024  # one page of 5000 entries is about 4 MB
+HEADROOM = 64 * 1024  # a blob may be this much over max_file_bytes and still be read (and
+# then refused by the inbound check with its size named, not as a network error)
+NO_CREDENTIAL = (
+    "no Azure credential found: set AZURE_STORAGE_CONNECTION_STRING or AZURE_STORAGE_KEY, "
+    "put a SAS token in the remote URL, or sign in for a token (az login, a managed identity, "
+    "or AZURE_CLIENT_ID / AZURE_TENANT_ID / AZURE_CLIENT_SECRET)"
+)
 
 
 class BlobURL(NamedTuple):
@@ -159,26 +180,41 @@ def credential_for(url: BlobURL) -> Credential:
     key = os.environ.get("AZURE_STORAGE_KEY")
     if key:
         return Credential("account key", url.account, key)
-    from azure.identity import DefaultAzureCredential
+    if url.scheme != "https":
+        raise ConfigError(
+            f"{NO_CREDENTIAL} (a token credential needs an https:// remote, not {url.scheme}://)"
+        )
+    from memsync.stores.token import token_credential
 
-    return Credential("DefaultAzureCredential", token=DefaultAzureCredential())
+    return Credential("DefaultAzureCredential", token=token_credential())
 
 
 def proxy_configured() -> bool:
     """Whether proxy variables are set: only the SDK (through requests) honours them."""
-    return any(k.lower() in _PROXY_ENV for k in os.environ)
+    return any(k.lower() in _PROXY_ENV and os.environ[k] for k in os.environ)
 
 
-def ca_bundle() -> str | None:
-    """The CA bundle TLS is verified against: the one requests would use."""
-    bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
-    if bundle:
-        return bundle
+def sas_expiry(sas: str) -> float | None:
+    """When a SAS token expires (its `se` field), if it says and it can be read."""
+    from urllib.parse import parse_qs
+
+    value = (parse_qs(sas).get("se") or [""])[0]
+    if not value:
+        return None
+    import datetime
+
     try:
-        import certifi
-    except ImportError:
-        return None  # the system's store
-    return certifi.where()
+        moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.timezone.utc)
+    return moment.timestamp()
+
+
+def md5_base64(data: bytes) -> str:
+    digest = hashlib.md5(data, usedforsecurity=False).digest()
+    return binascii.b2a_base64(digest, newline=False).decode()
 
 
 def parse_edited(value: str | None) -> float | None:
@@ -205,7 +241,9 @@ def parse_listing(body: bytes, base: str) -> tuple[dict[str, Entry], str]:
         node = blob.find("Name")
         name = (node.text or "") if node is not None else ""
         if node is not None and node.get("Encoded") == "true":
-            name = unquote(name)  # Azure percent-encodes names XML cannot carry
+            # Azure percent-encodes names XML cannot carry; bytes that are not UTF-8 stay
+            # as lone surrogates, so the engine can tell such a name apart and ignore it
+            name = unquote(name, errors="surrogateescape")
         props = blob.find("Properties")
         if props is None or not name.startswith(base):
             continue
@@ -233,7 +271,21 @@ class AzureStore:
         self.base = "/".join(parts) + "/" if parts else ""
         self.credential = credential or credential_for(self.blob_url)
         self.credential_kind = self.credential.kind
+        self.max_bytes = DEFAULT_MAX_BYTES  # the engine sets its max_file_bytes
+        self._listed: dict[str, Entry] = {}  # the last listing, to check downloads against
+        self._denied: str | None = None  # a write refused for lack of rights: not tried again
+        self._write_ok = False  # a write went through: the credential may write
+        self._first_write = threading.Lock()
         self._open()
+
+    @property
+    def deadline(self) -> float | None:
+        """The command's deadline (time.monotonic()): no request outlives it."""
+        return self.http.deadline
+
+    @deadline.setter
+    def deadline(self, value: float | None) -> None:
+        self.http.deadline = value
 
     def _open(self) -> None:
         from memsync.stores.blobhttp import BlobHTTP, SharedKey
@@ -241,13 +293,18 @@ class AzureStore:
         cred = self.credential
         if cred.token is not None:
             raise ConfigError("token credentials need the SDK: open the store with open_store")
+        if cred.account_key and self.blob_url.scheme != "https" and not self.blob_url.path_style:
+            # Azurite's path-style URLs may be http://; a storage account's name never is
+            raise ConfigError(
+                f"the remote {self.url} is plain http:// to a storage account: requests signed "
+                "with its key would cross the network readable; use https://"
+            )
         self.http = BlobHTTP(
             self.blob_url.scheme,
             self.blob_url.netloc,
             shared_key=SharedKey(cred.account_name, cred.account_key) if cred.account_key else None,
             sas=cred.sas,
             on_request=self.stats.count,
-            cafile=ca_bundle() if self.blob_url.scheme == "https" else None,
         )
         account = f"/{self.blob_url.account}" if self.blob_url.path_style else ""
         self.container_path = f"{account}/{self.blob_url.container}"
@@ -265,7 +322,57 @@ class AzureStore:
     def _name(self, key: str) -> str:
         return self.base + check_key(key)
 
-    def _raise_for(self, status: int, headers: Any, key: str | None = None) -> None:
+    @property
+    def _sas(self) -> str:
+        return self.credential.sas or (self.blob_url.sas if self.credential.kind == URL_SAS else "")
+
+    @contextmanager
+    def _gate(self) -> Iterator[None]:
+        """Until one write has gone through, writes go one at a time: a read-only SAS then
+        costs one refused request, not one per file sent in parallel before the first answer."""
+        if self._write_ok:
+            yield
+            return
+        with self._first_write:
+            if self._denied:
+                raise AuthError(self._denied)
+            try:
+                yield
+            except AuthError:
+                raise
+            except StoreError:
+                self._write_ok = True  # refused for another reason (412...): writing is allowed
+                raise
+            self._write_ok = True
+
+    def _auth_message(self, code: str, status: int, write: bool) -> str:
+        """Why the service refused the credential, and what to do about it."""
+        where = self.blob_url.account_url
+        sas = self._sas
+        expiry = sas_expiry(sas) if sas else None
+        if expiry is not None and expiry < time.time():
+            when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(expiry))
+            return (
+                f"the {self.credential_kind} expired on {when}; make a new one "
+                "(az storage container generate-sas ... --permissions racwdl) and set it again"
+            )
+        if code in ("AuthorizationPermissionMismatch", "AuthorizationResourceTypeMismatch") or (
+            sas and write and code == "AuthorizationFailure"
+        ):
+            rights = "write and delete" if write else "list and read"
+            return (
+                f"the {self.credential_kind} does not allow memsync to {rights} on {where} "
+                f"({code or status}); give it the permissions racwdl (or the Storage Blob "
+                "Data Contributor role)"
+            )
+        return (
+            f"the {self.credential_kind} was refused by {where} ({code or status}); check the "
+            "key or SAS token (AZURE_STORAGE_CONNECTION_STRING, AZURE_STORAGE_KEY, the URL)"
+        )
+
+    def _raise_for(
+        self, status: int, headers: Any, key: str | None = None, write: bool = False
+    ) -> None:
         """An error answer from the service, as memsync's error."""
         code = headers.get("x-ms-error-code", "") or ""
         what = key or f"container {self.blob_url.container!r}"
@@ -280,10 +387,10 @@ class AzureStore:
         if status == 409 and code == "BlobAlreadyExists":
             raise AlreadyExists(f"{what} already exists on the remote")
         if status in (401, 403):
-            raise AuthError(
-                f"the {self.credential_kind} was refused by {self.blob_url.account_url}; "
-                f"check the key, token or role assignment ({code or status})"
-            )
+            message = self._auth_message(code, status, write)
+            if write:
+                self._denied = message
+            raise AuthError(message)
         if status >= 500 or status in (408, 429):
             raise Unreachable(f"{self.blob_url.account_url} answered {status}; try again later")
         raise StoreError(f"the remote refused the request for {what}: {status} {code}".strip())
@@ -296,46 +403,125 @@ class AzureStore:
         query: dict[str, str] | None = None,
         headers: dict[str, str] | None = None,
         body: bytes | None = None,
+        limit: int = 0,
     ) -> Any:
+        write = method in ("PUT", "DELETE")
+        if write and self._denied:
+            raise AuthError(self._denied)  # one refused write says it for all of them
+        from memsync.stores.blobhttp import TooLarge
+
         path = self.container_path + (f"/{self._name(key)}" if key is not None else "")
-        response = self.http.request(kind, method, path, query, headers, body)
+        try:
+            response = self.http.request(
+                kind, method, path, query, headers, body, limit=limit or self.max_bytes + HEADROOM
+            )
+        except TooLarge as exc:
+            if kind == "get":
+                raise  # a blob over max_file_bytes: `_fetch` refuses it as a file
+            raise StoreError(
+                f"{self.blob_url.account_url} sent an answer of more than {exc.limit} bytes "
+                f"to a {kind} request; is the remote URL an Azure Blob endpoint?"
+            ) from None
         if response.status >= 300:
-            self._raise_for(response.status, response.headers, key)
+            self._raise_for(response.status, response.headers, key, write)
         return response
+
+    def _list_query(self, marker: str = "", size: int = 0) -> dict[str, str]:
+        query = {"restype": "container", "comp": "list", "maxresults": str(size or self.page_size)}
+        if self.base:
+            query["prefix"] = self.base
+        if marker:
+            query["marker"] = marker
+        return query
 
     def list(self) -> dict[str, Entry]:
         """Every key with its ETag: one request per 5000 blobs, read with ElementTree (the
-        SDK's generic XML deserializer takes three times as long on large listings)."""
+        SDK's generic XML deserializer takes three times as long on large listings). A page
+        that is not whole XML (cut short on the way) is asked for again."""
+        from xml.etree.ElementTree import ParseError
+
         entries: dict[str, Entry] = {}
         marker = ""
         while True:
-            query = {"restype": "container", "comp": "list", "maxresults": str(self.page_size)}
-            if self.base:
-                query["prefix"] = self.base
-            if marker:
-                query["marker"] = marker
-            response = self._request("list", "GET", query=query)
-            page, marker = parse_listing(response.body, self.base)
+            query = self._list_query(marker)
+            for attempt in range(GET_ATTEMPTS):
+                response = self._request("list", "GET", query=query, limit=LISTING_LIMIT)
+                try:
+                    page, marker = parse_listing(response.body, self.base)
+                    break
+                except ParseError:
+                    if attempt == GET_ATTEMPTS - 1:
+                        raise Unreachable(
+                            f"{self.blob_url.account_url} sent a listing cut short "
+                            f"{GET_ATTEMPTS} times; try again later"
+                        ) from None
             entries.update(page)
             if not marker:
+                self._listed = entries
                 return entries
+
+    def verify(self, key: str, data: bytes, etag: str, md5: str | None) -> str | None:
+        """Why a downloaded body is not the blob (None if it is): its MD5 against the one the
+        service keeps, else its size against the listing's for that very version."""
+        if md5:
+            if md5_base64(data) != md5:
+                return f"its bytes do not match the MD5 the service keeps ({len(data)} bytes)"
+            return None
+        listed = self._listed.get(key)
+        if listed is not None and listed.etag == etag and listed.size != len(data):
+            return f"it came {len(data)} of the {listed.size} bytes the listing gave"
+        return None
+
+    def _too_large(self, key: str, size: int | None) -> RefusedFile:
+        shown = f"{size} bytes" if size is not None else "larger than that"
+        return RefusedFile(key, f"it is {shown}, over the {self.max_bytes}-byte limit")
+
+    def _fetch(self, key: str) -> tuple[bytes, str, str | None, float | None]:
+        """One GET: body, ETag, the MD5 the service keeps, the `edited` metadata."""
+        from memsync.stores.blobhttp import TooLarge
+
+        listed = self._listed.get(key)
+        if listed is not None and listed.size > self.max_bytes:
+            raise self._too_large(key, listed.size)  # not worth fetching to refuse
+        try:
+            response = self._request("get", "GET", key)
+        except TooLarge as exc:
+            raise self._too_large(key, exc.size) from None
+        return (
+            response.body,
+            quote_etag(response.headers.get("ETag")),
+            # the whole blob's MD5, as the service keeps it (a ranged answer names it apart)
+            response.headers.get("Content-MD5") or response.headers.get("x-ms-blob-content-md5"),
+            parse_edited(response.headers.get(EDITED_HEADER)),
+        )
 
     def get(self, key: str) -> tuple[bytes, str]:
         data, etag, _ = self.fetch(key)
         return data, etag
 
     def fetch(self, key: str) -> tuple[bytes, str, float | None]:
-        response = self._request("get", "GET", key)
-        self.stats.bytes_down += len(response.body)
-        edited = parse_edited(response.headers.get(EDITED_HEADER))
-        return response.body, quote_etag(response.headers.get("ETag")), edited
+        problem = ""
+        for _ in range(GET_ATTEMPTS):
+            data, etag, md5, edited = self._fetch(key)
+            problem = self.verify(key, data, etag, md5) or ""
+            if not problem:
+                return data, etag, edited
+        raise StoreError(
+            f"{key} was not pulled: {problem}, {GET_ATTEMPTS} times (a proxy or the network "
+            "is damaging answers); nothing was written, try again later"
+        )
 
     def _put(self, key: str, data: bytes, condition: dict[str, str], edited: float | None) -> str:
-        headers = {"x-ms-blob-type": "BlockBlob", "Content-Type": MARKDOWN, **condition}
+        headers = {
+            "x-ms-blob-type": "BlockBlob",
+            "Content-Type": MARKDOWN,
+            "Content-MD5": md5_base64(data),  # the service refuses a body that differs
+            **condition,
+        }
         if edited is not None:
             headers[EDITED_HEADER] = repr(float(edited))
-        response = self._request("put", "PUT", key, headers=headers, body=data)
-        self.stats.bytes_up += len(data)
+        with self._gate():
+            response = self._request("put", "PUT", key, headers=headers, body=data)
         return quote_etag(response.headers.get("ETag"))
 
     def create(self, key: str, data: bytes, edited: float | None = None) -> str:
@@ -346,18 +532,24 @@ class AzureStore:
 
     def delete(self, key: str, etag: str) -> None:
         try:
-            self._request("delete", "DELETE", key, headers={"If-Match": quote_etag(etag)})
+            with self._gate():
+                self._request("delete", "DELETE", key, headers={"If-Match": quote_etag(etag)})
         except PreconditionFailed:
             # Azure answers 412, not 404, when the blob is gone: tell the two apart
             self._request("head", "HEAD", key)
             raise
 
-    def _container(self, method: str) -> Any:
-        kind = {"HEAD": "head", "PUT": "put"}[method]
-        return self.http.request(kind, method, self.container_path, {"restype": "container"})
+    def _probe(self) -> Any:
+        """The cheapest request that tells whether the container exists: Get Container
+        Properties, or under a SAS (which a container SAS cannot authorize for it) a listing
+        of one name under the prefix."""
+        if self._sas:
+            query = self._list_query(size=1)
+            return self.http.request("list", "GET", self.container_path, query)
+        return self.http.request("head", "HEAD", self.container_path, {"restype": "container"})
 
     def exists(self) -> bool:
-        response = self._container("HEAD")
+        response = self._probe()
         if response.status == 404:
             return False
         if response.status >= 300:
@@ -365,18 +557,36 @@ class AzureStore:
         return True
 
     def ensure(self) -> None:
-        response = self._container("PUT")
+        if self._sas and self.exists():
+            return  # a container SAS may not create containers, and need not
+        response = self.http.request("put", "PUT", self.container_path, {"restype": "container"})
         if response.status == 409 and response.headers.get("x-ms-error-code") == (
             "ContainerAlreadyExists"
         ):
             return
+        if response.status in (401, 403) and self._sas:
+            raise AuthError(
+                f"the container {self.blob_url.container!r} does not exist at {self.url} and "
+                f"the {self.credential_kind} may not create it; create it (az storage container "
+                "create) or use a SAS with account rights"
+            )
         if response.status >= 300:
             self._raise_for(response.status, response.headers)
 
     def server_time(self) -> float | None:
         """The server's clock (from the Date header of a cheap request), for `doctor`."""
-        date = self._container("HEAD").headers.get("Date")
+        date = self._probe().headers.get("Date")
         return parse_date(date) if date else None
+
+    @property
+    def round_trip(self) -> float | None:
+        """About one network round trip to the service (its quickest small request), once
+        known."""
+        return self.http.round_trip
+
+    def warm(self, count: int) -> None:
+        """Open `count` connections in the background, e.g. while the listing is in flight."""
+        self.http.warm(count)
 
     def close(self) -> None:
         self.http.close()

@@ -12,7 +12,9 @@ from typing import Any
 
 from azure.core import MatchConditions
 from azure.core.exceptions import (
+    AzureError,
     ClientAuthenticationError,
+    DecodeError,
     HttpResponseError,
     ResourceExistsError,
     ResourceModifiedError,
@@ -21,6 +23,8 @@ from azure.core.exceptions import (
     ServiceResponseError,
 )
 from azure.storage.blob import ContainerClient, ContentSettings, LinearRetry
+from azure.storage.blob._shared.authentication import AzureSigningError
+from azure.storage.blob._shared.policies import is_retry
 
 from memsync.errors import (
     AlreadyExists,
@@ -30,16 +34,62 @@ from memsync.errors import (
     StoreError,
     Unreachable,
 )
+from memsync.stores import tls
 from memsync.stores.azure import (
     EDITED_METADATA,
+    GET_ATTEMPTS,
     MARKDOWN,
     AzureStore,
-    ca_bundle,
     parse_edited,
     proxy_configured,
     quote_etag,
 )
+from memsync.stores.blobhttp import MAX_RETRY_AFTER, retry_after
 from memsync.stores.httpdate import parse_date
+
+
+class _Retry(LinearRetry):
+    """The SDK's linear retry, plus what the lean client also retries: 429, and a wait as long
+    as a `Retry-After` (up to MAX_RETRY_AFTER; longer is an outage, reported at once)."""
+
+    deadline: float | None = None  # the command's (time.monotonic()): no retry past it
+
+    def _in_time(self, settings: dict[str, Any], wait: float = 0.0) -> bool:
+        if self.deadline is None:
+            return True
+        import time
+
+        return time.monotonic() + max(wait, self.get_backoff_time(settings)) < self.deadline
+
+    def send(self, request: Any) -> Any:
+        settings = self.configure_retries(request)
+        while True:
+            try:
+                response = self.next.send(request)
+            except AzureError as err:
+                if (
+                    isinstance(err, AzureSigningError)
+                    or not self._in_time(settings)
+                    or not self.increment(settings, request=request.http_request, error=err)
+                ):
+                    raise
+                self.sleep(settings, request.context.transport)
+                continue
+            status = response.http_response.status_code
+            response.http_response.location_mode = settings["mode"]
+            if not (is_retry(response, settings["mode"]) or status == 429):
+                return response
+            wait = retry_after(response.http_response.headers.get("Retry-After"))
+            if (
+                (wait is not None and wait > MAX_RETRY_AFTER)
+                or not self._in_time(settings, wait or 0.0)
+                or not self.increment(
+                    settings, request=request.http_request, response=response.http_response
+                )
+            ):
+                return response
+            pause = max(self.get_backoff_time(settings), wait or 0.0)
+            request.context.transport.sleep(pause)
 
 
 def client_options() -> dict[str, Any]:
@@ -48,18 +98,23 @@ def client_options() -> dict[str, Any]:
     the SDK's default, exponential from 15 s, would hold a refused connection for half a
     minute)."""
     options: dict[str, Any] = {
-        "retry_policy": LinearRetry(backoff=0.5, random_jitter_range=0.25, retry_total=3),
+        "retry_policy": _Retry(backoff=0.5, random_jitter_range=0.25, retry_total=3),
         "connection_timeout": 5,
         "read_timeout": 30,
     }
     # requests re-reads proxy settings from the environment on every request, a sixth of a
-    # download's CPU: let it only when there are proxy settings, and pass the CA bundle along
+    # download's CPU: let it only when there are proxy settings
     if not proxy_configured():
         options["use_env_settings"] = False
-        bundle = ca_bundle()
-        if bundle:
-            options["connection_verify"] = bundle
+    # the system's CA store or the configured bundle, as the lean client, not certifi's copy
+    options["connection_verify"] = tls.sdk_verify()
     return options
+
+
+def _count(stats: Any, request: Any) -> None:
+    """Count one attempt (retries included) and the bytes it sends."""
+    body = request.http_request.body
+    stats.count(_kind(request), up=len(body) if isinstance(body, (bytes, bytearray)) else 0)
 
 
 def _kind(request: Any) -> str:
@@ -75,20 +130,52 @@ class AzureSDKStore(AzureStore):
     """The same store, every operation through the SDK's ContainerClient."""
 
     def _open(self) -> None:
+        self._deadline: float | None = None
+        options = client_options()
+        self._retry = options["retry_policy"]
         container_url = self.blob_url.container_url
         if self.blob_url.sas:
             container_url += "?" + self.blob_url.sas
         self.client = ContainerClient.from_container_url(
             container_url,
             credential=self.credential.for_sdk(),
-            raw_request_hook=lambda request: self.stats.count(_kind(request)),
-            **client_options(),
+            raw_request_hook=lambda request: _count(self.stats, request),
+            **options,
         )
 
+    @property
+    def deadline(self) -> float | None:
+        return self._deadline
+
+    @deadline.setter
+    def deadline(self, value: float | None) -> None:
+        self._deadline = self._retry.deadline = value
+
+    def _timeout(self) -> dict[str, Any]:
+        """The SDK's per-operation `timeout` (the service's, in whole seconds) for what is left
+        of the command's deadline; the transfer itself is bounded by the read timeout."""
+        if self._deadline is None:
+            return {}
+        import time
+
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise Unreachable(f"{self.blob_url.account_url} did not answer in time")
+        # the server's own time limit, and requests' per-read limit within what is left: a
+        # third of it, as the SDK's downloader reads a body up to three times on its own
+        return {"timeout": max(1, int(left)), "read_timeout": min(30.0, max(0.2, left / 3))}
+
+    def _refuse_untrusted(self, exc: BaseException) -> None:
+        reason = tls.untrusted(exc)
+        if reason:
+            raise tls.untrusted_error(self.blob_url.account_url, reason) from None
+
     @contextmanager
-    def _translate(self, key: str | None = None) -> Iterator[None]:
+    def _translate(self, key: str | None = None, write: bool = False) -> Iterator[None]:
         """Azure's exceptions in, memsync's out."""
         what = key or f"container {self.blob_url.container!r}"
+        if write and self._denied:
+            raise AuthError(self._denied)
         try:
             yield
         except ResourceModifiedError as exc:
@@ -105,58 +192,75 @@ class AzureSDKStore(AzureStore):
                 ) from exc
             raise NotFound(f"{what} is not on the remote") from exc
         except ClientAuthenticationError as exc:
+            self._refuse_untrusted(exc)
             raise AuthError(
-                f"the {self.credential_kind} was refused by {self.blob_url.account_url}; "
-                "check the key, token or role assignment"
+                self._auth_message(str(exc.error_code or ""), exc.status_code or 401, write)
             ) from exc
         except (ServiceRequestError, ServiceResponseError) as exc:
+            self._refuse_untrusted(exc)
             raise Unreachable(f"cannot reach {self.blob_url.account_url}") from exc
+        except DecodeError:
+            raise  # a listing cut short: list() asks again
         except HttpResponseError as exc:
             status = exc.status_code
+            if status is None:  # no answer at all: the body stopped or timed out on the way
+                self._refuse_untrusted(exc)
+                raise Unreachable(f"cannot reach {self.blob_url.account_url} ({exc})") from exc
             if status == 412:
                 raise PreconditionFailed(f"{what} changed on the remote") from exc
             if status in (401, 403):
-                raise AuthError(
-                    f"the {self.credential_kind} is not allowed to do this on "
-                    f"{self.blob_url.account_url} ({exc.error_code or status})"
-                ) from exc
+                message = self._auth_message(str(exc.error_code or ""), status, write)
+                if write:
+                    self._denied = message
+                raise AuthError(message) from exc
             if status is not None and (status >= 500 or status in (408, 429)):
                 raise Unreachable(
                     f"{self.blob_url.account_url} answered {status}; try again later"
                 ) from exc
             raise StoreError(f"the remote refused the request for {what}: {exc.reason}") from exc
-        except Exception as exc:
-            # azure-identity raises its own CredentialUnavailableError, outside azure.core
-            if type(exc).__name__ == "CredentialUnavailableError":
-                raise AuthError(
-                    "no Azure credential found: set AZURE_STORAGE_CONNECTION_STRING, "
-                    "AZURE_STORAGE_KEY, put a SAS token in the URL, or `az login`"
-                ) from exc
-            raise
 
     def list(self) -> dict[str, Any]:
+        """Every key; a listing cut short on the way (not whole XML) is asked for again."""
         from memsync.stores.base import Entry
 
-        entries: dict[str, Entry] = {}
-        with self._translate():
-            for blob in self.client.list_blobs(name_starts_with=self.base or None):
-                key = blob.name[len(self.base) :]
-                modified = blob.last_modified.timestamp() if blob.last_modified else 0.0
-                entries[key] = Entry(key, quote_etag(blob.etag), blob.size or 0, modified)
-        return entries
+        for attempt in range(GET_ATTEMPTS):
+            entries: dict[str, Entry] = {}
+            try:
+                with self._translate():
+                    for blob in self.client.list_blobs(
+                        name_starts_with=self.base or None, **self._timeout()
+                    ):
+                        key = blob.name[len(self.base) :]
+                        modified = blob.last_modified.timestamp() if blob.last_modified else 0.0
+                        entries[key] = Entry(key, quote_etag(blob.etag), blob.size or 0, modified)
+            except DecodeError:
+                if attempt == GET_ATTEMPTS - 1:
+                    raise Unreachable(
+                        f"{self.blob_url.account_url} sent a listing cut short "
+                        f"{GET_ATTEMPTS} times; try again later"
+                    ) from None
+                continue
+            self._listed = entries
+            return entries
+        raise AssertionError("unreachable")
 
-    def get(self, key: str) -> tuple[bytes, str]:
-        data, etag, _ = self.fetch(key)
-        return data, etag
+    def _fetch(self, key: str) -> tuple[bytes, str, str | None, float | None]:
+        import base64
 
-    def fetch(self, key: str) -> tuple[bytes, str, float | None]:
         with self._translate(key):
-            downloader = self.client.download_blob(self._name(key), max_concurrency=1)
+            downloader = self.client.download_blob(
+                self._name(key), max_concurrency=1, **self._timeout()
+            )
             data = downloader.readall()
-        self.stats.bytes_down += len(data)
+        self.stats.moved(down=len(data))  # the request was counted when it was sent
+        md5 = downloader.properties.content_settings.content_md5
         metadata = downloader.properties.metadata or {}
-        edited = parse_edited(metadata.get(EDITED_METADATA))
-        return data, quote_etag(downloader.properties.etag), edited
+        return (
+            data,
+            quote_etag(downloader.properties.etag),
+            base64.b64encode(bytes(md5)).decode() if md5 else None,
+            parse_edited(metadata.get(EDITED_METADATA)),
+        )
 
     def _put(
         self, key: str, data: bytes, condition: dict[str, str], edited: float | None = None
@@ -167,22 +271,25 @@ class AzureSDKStore(AzureStore):
             kwargs["match_condition"] = MatchConditions.IfNotModified
         if edited is not None:
             kwargs["metadata"] = {EDITED_METADATA: repr(float(edited))}
-        with self._translate(key):
+        with self._translate(key, write=True), self._gate():
             result = self.client.get_blob_client(self._name(key)).upload_blob(
                 data,
                 length=len(data),
                 max_concurrency=1,
                 content_settings=ContentSettings(content_type=MARKDOWN),
+                validate_content=True,  # sends Content-MD5: the service refuses damaged bytes
                 **kwargs,
+                **self._timeout(),
             )
-        self.stats.bytes_up += len(data)
         return quote_etag(result["etag"])
 
     def delete(self, key: str, etag: str) -> None:
         blob = self.client.get_blob_client(self._name(key))
         try:
-            with self._translate(key):
-                blob.delete_blob(etag=etag, match_condition=MatchConditions.IfNotModified)
+            with self._translate(key, write=True), self._gate():
+                blob.delete_blob(
+                    etag=etag, match_condition=MatchConditions.IfNotModified, **self._timeout()
+                )
         except PreconditionFailed:
             # Azure answers 412, not 404, when the blob is gone: tell the two apart
             with self._translate(key):
@@ -190,21 +297,53 @@ class AzureSDKStore(AzureStore):
                     raise NotFound(f"{key} is not on the remote") from None
             raise
 
+    def _probe(self, **kwargs: Any) -> bool:
+        """Whether the container exists, by Get Container Properties or under a SAS (which a
+        container SAS cannot authorize for it) by listing one name under the prefix."""
+        if not self._sas:
+            return self.client.exists(**kwargs)
+        try:
+            pages = self.client.list_blobs(
+                name_starts_with=self.base or None, results_per_page=1, **kwargs
+            ).by_page()
+            next(pages, None)
+        except ResourceNotFoundError:
+            return False
+        return True
+
     def exists(self) -> bool:
         with self._translate():
-            return self.client.exists()
+            return self._probe()
 
     def ensure(self) -> None:
-        with self._translate(), suppress(ResourceExistsError):
-            self.client.create_container()
+        if self._sas and self.exists():
+            return  # a container SAS may not create containers, and need not
+        try:
+            with self._translate(), suppress(ResourceExistsError):
+                self.client.create_container()
+        except AuthError:
+            if not self._sas:
+                raise
+            raise AuthError(
+                f"the container {self.blob_url.container!r} does not exist at {self.url} and "
+                f"the {self.credential_kind} may not create it; create it (az storage container "
+                "create) or use a SAS with account rights"
+            ) from None
 
     def server_time(self) -> float | None:
         seen: list[str] = []
         with self._translate():
-            self.client.exists(
+            self._probe(
                 raw_response_hook=lambda r: seen.append(r.http_response.headers.get("Date", ""))
             )
         return parse_date(seen[-1]) if seen and seen[-1] else None
+
+    @property
+    def round_trip(self) -> float | None:
+        return None  # requests keeps its own pool (of 10): no latency-aware widening here
+
+    def warm(self, count: int) -> None:
+        pass
 
     def close(self) -> None:
         self.client.close()

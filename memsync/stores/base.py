@@ -41,6 +41,12 @@ class Stats:
             self.bytes_up += up
             self.bytes_down += down
 
+    def moved(self, up: int = 0, down: int = 0) -> None:
+        """Bytes moved by a request counted already."""
+        with self._lock:
+            self.bytes_up += up
+            self.bytes_down += down
+
     def total(self) -> int:
         return sum(self.requests.values())
 

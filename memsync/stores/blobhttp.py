@@ -1,13 +1,18 @@
-"""The few Blob service REST calls memsync makes, over a small HTTP/1.1 client of its own.
+"""The few Blob service REST calls memsync makes, over the standard library's http.client.
 
 Moving thousands of small files, the SDK's pipeline (azure-core policies, requests, urllib3)
 costs several times the CPU of the request itself, and `import azure.storage.blob` a third of a
-second per process; even `http.client` costs a no-op sync more to import (it brings the email
-package and `ssl`) than the sync's own work. This client keeps one keep-alive connection per
-thread, signs with Shared Key or carries a SAS token, and retries what the SDK retries:
-connection errors and 408, 429, 500, 502, 503, 504, three times, half a second apart (with
-jitter), so an outage still reaches the engine within seconds and the work is queued. Token
-credentials and proxies go through the SDK instead (memsync.stores.azure_sdk).
+second per process. This client keeps one keep-alive connection per thread (one TLS context for
+all of them), signs with Shared Key or carries a SAS token, and leaves the framing of answers to
+http.client, which is well kept and fuzzed: memsync adds only what it needs on top of it. Every
+interim (1xx) answer is skipped, a body is capped before it is read (a memory file's maximum plus
+headroom; listings have their own cap) and read in bounded pieces against an overall deadline,
+and a connection that saw any error is closed, never reused.
+
+Retries are the SDK's, plus 429: connection errors and 408, 429, 500, 502, 503, 504 and other
+5xx but 501 and 505, three times, half a second apart (with jitter) or as long as a
+`Retry-After` asks if that fits the deadline, so an outage reaches the engine within seconds and
+the work is queued. Token credentials and proxies go through the SDK (memsync.stores.azure_sdk).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import binascii
 import hashlib
 import hmac
+import http.client
 import re
 import socket
 import sys
@@ -25,15 +31,16 @@ from urllib.parse import quote, urlencode
 
 from memsync.errors import ConfigError, Unreachable
 from memsync.lean_typing import TYPE_CHECKING, NamedTuple
-from memsync.stores.httpdate import format_date
+from memsync.stores.httpdate import format_date, parse_date
 
 if TYPE_CHECKING:
-    from typing import Any, BinaryIO
+    from typing import Any
 
 API_VERSION = "2025-11-05"  # served by Azure, by Azurite 3.37, and by azure-storage-blob 12.31
-RETRY_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
-MAX_LINE = 65536  # http.client's limits for a status or header line, and for the header count
-MAX_HEADERS = 100
+READ_PIECE = 65536  # a body is read at most this much per system call, the deadline checked
+MAX_RETRY_AFTER = 10.0  # a longer Retry-After is an outage: give up and let the work queue
+DEFAULT_LIMIT = 8 * 1024 * 1024  # the largest answer body read when the caller sets no cap
+ROUND_TRIP_SAMPLES = 8  # small requests timed before the round trip is judged
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 # base64.b64decode(validate=True) decodes strictly from 3.11 (no padding alone or mid-key)
 _STRICT = {"strict_mode": True} if sys.version_info >= (3, 11) else {}
@@ -54,6 +61,11 @@ _SIGNED = (
 )
 
 
+def retryable(status: int) -> bool:
+    """What the SDK's storage retry policy retries (408 and 5xx but 501 and 505), and 429."""
+    return status in (408, 429) or (status >= 500 and status not in (501, 505))
+
+
 class Response(NamedTuple):
     status: int
     headers: Headers
@@ -69,7 +81,20 @@ class Headers(dict[str, str]):
 
 
 class BadAnswer(ConnectionError):
-    """The server's bytes are not an HTTP/1.x answer (or stop in the middle of one)."""
+    """The server's bytes are not a whole HTTP/1.x answer (cut short, too large, malformed)."""
+
+
+class TooLarge(BadAnswer):
+    """The answer's body is larger than the caller's cap: not retried (it would be again)."""
+
+    def __init__(self, size: int | None, limit: int) -> None:
+        self.size, self.limit = size, limit
+        shown = f"{size} bytes" if size is not None else "larger"
+        super().__init__(f"the answer is {shown}, more than the {limit} bytes expected")
+
+
+class TimedOut(TimeoutError):
+    """The request's overall deadline passed before its answer was complete."""
 
 
 def split_netloc(netloc: str, scheme: str) -> tuple[str, int]:
@@ -80,151 +105,109 @@ def split_netloc(netloc: str, scheme: str) -> tuple[str, int]:
         port = rest[1:] if rest.startswith(":") else ""
     else:
         host, _, port = netloc.rpartition(":") if ":" in netloc else (netloc, "", "")
-    if port and not port.isdigit():
+    if port and not (port.isascii() and port.isdigit()):
         raise ConfigError(f"the remote's address {netloc!r} has a port that is not a number")
     return host, int(port) if port else default
 
 
-class Connection:
-    """One HTTP/1.1 connection to the endpoint, opened on first use and kept alive between
-    requests. Answers are framed as RFC 9112 says: by Content-Length, chunked, or (without
-    either) by the server closing; HEAD, 1xx, 204 and 304 answers have no body."""
+class _Response(http.client.HTTPResponse):
+    """http.client's answer, skipping every interim answer: http.client skips only 100, and
+    took a 102 or 103 for the final answer (whose bytes then answered the next request)."""
 
-    def __init__(
-        self,
-        scheme: str,
-        netloc: str,
-        connect_timeout: float,
-        read_timeout: float,
-        cafile: str | None = None,
-    ) -> None:
-        self.scheme, self.netloc = scheme, netloc
-        self.host, self.port = split_netloc(netloc, scheme)
-        self.connect_timeout, self.read_timeout = connect_timeout, read_timeout
-        self.cafile = cafile
-        self.sock: socket.socket | None = None
-        self.fp: BinaryIO | None = None
-
-    def connect(self) -> None:
-        # an ASCII host as bytes: getaddrinfo would otherwise load the idna codec to encode it
-        lookup: str | bytes = self.host.encode() if self.host.isascii() else self.host
-        sock = socket.create_connection((lookup, self.port), self.connect_timeout)
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            if self.scheme == "https":
-                sock = self._tls(sock)
-            sock.settimeout(self.read_timeout)
-        except BaseException:
-            sock.close()
-            raise
-        self.sock, self.fp = sock, sock.makefile("rb")
-
-    def _tls(self, sock: socket.socket) -> socket.socket:
-        import ssl
-
-        context = ssl.create_default_context(cafile=self.cafile)
-        try:
-            return context.wrap_socket(sock, server_hostname=self.host)
-        except ssl.SSLCertVerificationError as exc:
-            raise Unreachable(
-                f"cannot reach https://{self.netloc}: its TLS certificate is not trusted "
-                f"({exc.verify_message}); set REQUESTS_CA_BUNDLE to the CA bundle"
-            ) from exc
-
-    def exchange(
-        self, method: str, target: str, headers: Mapping[str, str], body: bytes | None
-    ) -> tuple[int, str, Headers, bytes]:
-        """Send one request and read its whole answer: status, reason, headers, body."""
-        if self.sock is None:
-            self.connect()
-        assert self.sock is not None and self.fp is not None
-        lines = [f"{method} {target} HTTP/1.1", f"Host: {self.netloc}"]
-        for name, value in headers.items():
-            if "\r" in value or "\n" in value:
-                raise ValueError(f"the request header {name} holds a line break")
-            lines.append(f"{name}: {value}")
-        head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-        self.sock.sendall(head + body if body else head)
+    def _read_status(self) -> tuple[str, int, str]:
         while True:
-            version, status, reason = self._status_line()
-            answer = read_headers(self.fp)
-            if status != 100:  # 100 Continue is followed by the real answer
-                break
-        connection = (answer.get("connection") or "").lower()
-        close = "close" in connection or (version == "HTTP/1.0" and "keep-alive" not in connection)
-        length = answer.get("content-length")
-        if method == "HEAD" or status in (204, 304) or status < 200:
-            data = b""
-        elif "chunked" in (answer.get("transfer-encoding") or "").lower():
-            data = self._chunked()
-        elif length is not None:
-            if not length.isdigit():
-                raise BadAnswer(f"the server sent a Content-Length of {length!r}")
-            data = self._exactly(int(length))
-        else:
-            data, close = self.fp.read(), True
-        if close:
-            self.close()
-        return status, reason, answer, data
-
-    def _status_line(self) -> tuple[str, int, str]:
-        assert self.fp is not None
-        line = self.fp.readline(MAX_LINE + 1)
-        if not line:
-            # http.client's RemoteDisconnected is a ConnectionResetError too
-            raise ConnectionResetError("the server closed the connection without answering")
-        if len(line) > MAX_LINE:
-            raise BadAnswer("the server's status line is too long")
-        version, _, rest = line.decode("iso-8859-1").rstrip("\r\n").partition(" ")
-        code, _, reason = rest.partition(" ")
-        if not version.startswith("HTTP/1.") or len(code) != 3 or not code.isdigit():
-            raise BadAnswer(f"the server did not answer in HTTP/1.x: {line[:60]!r}")
-        return version, int(code), reason.strip()
-
-    def _exactly(self, size: int) -> bytes:
-        assert self.fp is not None
-        data = self.fp.read(size)
-        if len(data) < size:
-            raise BadAnswer(f"the answer stopped after {len(data)} of {size} bytes")
-        return data
-
-    def _chunked(self) -> bytes:
-        assert self.fp is not None
-        parts = []
-        while True:
-            line = self.fp.readline(MAX_LINE + 1)
-            try:
-                size = int(line.split(b";", 1)[0].strip(), 16)
-            except ValueError:
-                size = -1
-            if size < 0 or len(line) > MAX_LINE:
-                raise BadAnswer(f"the server sent a bad chunk size line: {line[:60]!r}")
-            if size == 0:
-                read_headers(self.fp)  # trailers, up to the blank line
-                return b"".join(parts)
-            parts.append(self._exactly(size))
-            if self._exactly(2) != b"\r\n":
-                raise BadAnswer("a chunk of the answer does not end with CRLF")
-
-    def close(self) -> None:
-        if self.fp is not None:
-            self.fp.close()
-        if self.sock is not None:
-            self.sock.close()
-        self.sock = self.fp = None
+            version, status, reason = super()._read_status()  # type: ignore[misc]
+            if not 100 <= status < 200 or status in (100, 101):
+                return version, status, reason
+            http.client.parse_headers(self.fp)  # the interim answer's headers, bounded
 
 
-def read_headers(fp: Any) -> Headers:
-    headers = Headers()
-    for _ in range(MAX_HEADERS):
-        line = fp.readline(MAX_LINE + 1)
-        if len(line) > MAX_LINE:
-            raise BadAnswer("a header line of the answer is too long")
-        if line in (b"\r\n", b"\n", b""):
-            return headers
-        name, _, value = line.decode("iso-8859-1").partition(":")
-        headers[name.strip().lower()] = value.strip()
-    raise BadAnswer(f"the answer has more than {MAX_HEADERS} header lines")
+def _lookup(address: tuple[str, int], *args: Any) -> socket.socket:
+    host, port = address
+    # an ASCII host as bytes: getaddrinfo would otherwise load the idna codec to encode it
+    return socket.create_connection((host.encode() if host.isascii() else host, port), *args)
+
+
+def _open(scheme: str, host: str, port: int, timeout: float) -> http.client.HTTPConnection:
+    conn: http.client.HTTPConnection
+    if scheme == "https":
+        from memsync.stores import tls
+
+        conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=tls.context())
+    else:
+        conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    conn.response_class = _Response
+    conn._create_connection = _lookup  # type: ignore[attr-defined]
+    return conn
+
+
+def exchange(
+    conn: http.client.HTTPConnection,
+    method: str,
+    target: str,
+    headers: Mapping[str, str],
+    body: bytes | None,
+    *,
+    limit: int,
+    deadline: float,
+    read_timeout: float,
+) -> tuple[int, str, Headers, bytes]:
+    """One request and its whole answer (status, reason, headers, body) on `conn`. The caller
+    closes the connection if this raises."""
+
+    def remaining() -> float:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimedOut("the answer did not arrive in time")
+        return min(read_timeout, left)
+
+    conn.timeout = remaining()
+    if conn.sock is None:
+        conn.connect()
+    conn.sock.settimeout(remaining())  # type: ignore[union-attr]
+    conn.putrequest(method, target, skip_accept_encoding=True)
+    for name, value in headers.items():
+        conn.putheader(name, value)
+    conn.endheaders(body)
+    response = conn.getresponse()
+    answer = Headers((k.lower(), v) for k, v in response.getheaders())
+    length = answer.get("content-length")
+    if length is not None and not (length.isascii() and length.isdigit()):
+        raise BadAnswer(f"the server sent a Content-Length of {length[:40]!r}")
+    if response.length is not None and response.length > limit:
+        raise TooLarge(response.length, limit)
+    parts: list[bytes] = []
+    size = 0
+    sock = response.fp.raw._sock if response.fp is not None else None  # type: ignore[union-attr]
+    while True:
+        if sock is not None:
+            sock.settimeout(remaining())
+        piece = response.read1(READ_PIECE)
+        if not piece:
+            break
+        size += len(piece)
+        if size > limit:
+            raise TooLarge(None, limit)
+        parts.append(piece)
+    if response.length:  # http.client returned early: the server closed in the middle
+        raise BadAnswer(f"the answer stopped {response.length} bytes short of its length")
+    response.close()
+    if response.will_close:
+        conn.close()
+    return response.status, response.reason, answer, b"".join(parts)
+
+
+def retry_after(value: str | None) -> float | None:
+    """Seconds a Retry-After header asks for (a number of seconds or an HTTP date)."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isascii() and value.isdigit():
+        return float(value)
+    try:
+        return max(0.0, parse_date(value) - time.time())
+    except (ValueError, TypeError):
+        return None
 
 
 class SharedKey:
@@ -234,8 +217,11 @@ class SharedKey:
         self.account = account
         # base64.b64decode(key, validate=True), without importing base64 for it
         try:
-            if not _BASE64.fullmatch(key):
+            # padding only at the end, and only to a multiple of four (strict_mode is 3.11+)
+            if not _BASE64.fullmatch(key) or ("=" in key and len(key) % 4):
                 raise binascii.Error("not base64")
+            if key.startswith("="):
+                raise binascii.Error("leading padding")
             self.key = binascii.a2b_base64(key, **_STRICT)
         except binascii.Error:
             raise ConfigError(f"the account key for {account!r} is not valid base64") from None
@@ -263,11 +249,14 @@ class SharedKey:
 
 
 def quote_path(path: str) -> str:
-    return quote(path, safe="/~")
+    # a name that is not UTF-8 (listed as lone surrogates) is still addressed as its bytes
+    return quote(path, safe="/~", errors="surrogateescape")
 
 
 class BlobHTTP:
-    """Requests to one account endpoint: keep-alive connections, one per thread."""
+    """Requests to one account endpoint over a pool of keep-alive connections: a request takes
+    an idle one (or opens one) and gives it back if its answer left it usable, so the listing's
+    connection and those opened ahead by `warm` serve the transfers that follow."""
 
     retries = 3
     backoff = 0.5
@@ -280,32 +269,72 @@ class BlobHTTP:
         *,
         shared_key: SharedKey | None = None,
         sas: str = "",
-        on_request: Callable[[str], None] = lambda kind: None,
+        on_request: Callable[[str, int, int], None] = lambda kind, up, down: None,
         connect_timeout: float = 5,
         read_timeout: float = 30,
-        cafile: str | None = None,
+        request_timeout: float = 60,
     ) -> None:
         self.scheme, self.netloc = scheme, netloc
-        split_netloc(netloc, scheme)  # a bad port is a config error now, not at the first request
+        self.host, self.port = split_netloc(netloc, scheme)  # a bad port fails now, not later
         self.shared_key, self.sas = shared_key, sas
         self.on_request = on_request
         self.connect_timeout, self.read_timeout = connect_timeout, read_timeout
-        self.cafile = cafile
-        self._local = threading.local()
-        self._all: list[Connection] = []
+        self.request_timeout = request_timeout
+        self.deadline: float | None = None  # the command's: no request outlives it
+        # the quickest small request seen (not a listing, whose answer the server builds): a
+        # round trip plus the service's least work; a connect's time would show the round trip
+        # too, but not behind a proxy, which answers the handshake itself
+        self.round_trip: float | None = None  # None until ROUND_TRIP_SAMPLES were timed
+        self._quickest: float | None = None
+        self._samples = 0
+        self._idle: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
 
-    def _connection(self) -> Connection:
-        """This thread's connection (not yet connected, or kept alive from its last request)."""
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = Connection(
-                self.scheme, self.netloc, self.connect_timeout, self.read_timeout, self.cafile
-            )
-            self._local.conn = conn
+    def _connection(self) -> http.client.HTTPConnection:
+        """An idle kept-alive connection, or a new one (connected by its first request)."""
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return _open(self.scheme, self.host, self.port, self.connect_timeout)
+
+    def _give_back(self, conn: http.client.HTTPConnection) -> None:
+        if conn.sock is not None:
             with self._lock:
-                self._all.append(conn)
-        return conn
+                self._idle.append(conn)
+
+    def _connect(self, conn: http.client.HTTPConnection, timeout: float) -> None:
+        conn.timeout = timeout
+        conn.connect()
+
+    def _timed(self, kind: str, took: float) -> None:
+        if kind != "list":
+            with self._lock:
+                self._quickest = took if self._quickest is None else min(self._quickest, took)
+                self._samples += 1
+                if self._samples >= ROUND_TRIP_SAMPLES:  # one slow start is not a slow network
+                    self.round_trip = self._quickest
+
+    def warm(self, count: int) -> None:
+        """Open `count` connections in the background (TCP and TLS handshakes) while something
+        else is in flight, so the transfers after it start at once. Errors are left for the
+        requests to meet and report."""
+
+        def one() -> bool:
+            conn = _open(self.scheme, self.host, self.port, self.connect_timeout)
+            try:
+                self._connect(conn, self.connect_timeout)
+            except (OSError, http.client.HTTPException):
+                conn.close()
+                return False
+            self._give_back(conn)
+            return True
+
+        for _ in range(count):
+            threading.Thread(target=one, name="memsync-warm", daemon=True).start()
+
+    def _deadline(self) -> float:
+        own = time.monotonic() + self.request_timeout
+        return own if self.deadline is None else min(own, self.deadline)
 
     def request(
         self,
@@ -315,17 +344,21 @@ class BlobHTTP:
         query: Mapping[str, str] | None = None,
         headers: Mapping[str, str] | None = None,
         body: bytes | None = None,
+        *,
+        limit: int = DEFAULT_LIMIT,
     ) -> Response:
         """Send one request (retrying transient failures); any answer the service gives is
-        returned, errors included. `path` is unquoted; `kind` names it in the request counts.
-        Raises Unreachable when the endpoint cannot be reached."""
+        returned, errors included. `path` is unquoted; `kind` names it in the request counts;
+        a body over `limit` bytes is refused unread. Raises Unreachable when the endpoint cannot
+        be reached or does not answer before the deadline, ConfigError for an untrusted
+        certificate."""
         query = dict(query or {})
         target = quote_path(path)
         qs = urlencode(query, quote_via=quote)
         if self.sas:
             qs = f"{qs}&{self.sas}" if qs else self.sas
         url = f"{target}?{qs}" if qs else target
-        failure = ""
+        deadline = self._deadline()
         stale_retry = True
         attempt = 0
         while True:
@@ -337,11 +370,38 @@ class BlobHTTP:
                 send["Authorization"] = self.shared_key.authorization(method, target, query, send)
             conn = self._connection()
             reused = conn.sock is not None
+            wait = None
             try:
-                status, reason, answer, data = conn.exchange(method, url, send, body)
-            except OSError as exc:
-                conn.close()
-                self.on_request(kind)
+                if conn.sock is None:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise TimedOut("no time left to connect")
+                    self._connect(conn, min(self.connect_timeout, left))
+                sent = time.monotonic()
+                status, reason, answer, data = exchange(
+                    conn,
+                    method,
+                    url,
+                    send,
+                    body,
+                    limit=limit,
+                    deadline=deadline,
+                    read_timeout=self.read_timeout,
+                )
+            except BaseException as exc:
+                conn.close()  # never reuse a connection in an unknown state
+                if isinstance(exc, ConnectionError):
+                    self.close()  # the idle ones likely went down with it: open anew
+                self.on_request(kind, len(body or b""), 0)
+                if not isinstance(exc, (OSError, http.client.HTTPException)):
+                    raise
+                self._refuse_untrusted(exc)
+                if isinstance(exc, TooLarge):
+                    raise
+                if isinstance(exc, TimedOut):
+                    raise Unreachable(
+                        f"{self.scheme}://{self.netloc} did not answer in time"
+                    ) from None
                 # a keep-alive connection the server closed while idle: resend at once, once
                 if (
                     reused
@@ -352,20 +412,39 @@ class BlobHTTP:
                     continue
                 failure = str(exc) or type(exc).__name__
             else:
-                self.on_request(kind)
-                if status not in RETRY_STATUSES or attempt >= self.retries:
+                self._timed(kind, time.monotonic() - sent)
+                self._give_back(conn)
+                self.on_request(kind, len(body or b""), len(data))
+                if not retryable(status) or attempt >= self.retries:
                     return Response(status, answer, data, reason)
-                failure = f"{status} {reason}"
+                failure = f"{status} {reason}".strip()
+                wait = retry_after(answer.get("retry-after"))
+                if wait is not None and wait > MAX_RETRY_AFTER:
+                    return Response(status, answer, data, reason)  # busy for longer: give up
             if attempt >= self.retries:
                 raise Unreachable(f"cannot reach {self.scheme}://{self.netloc} ({failure})")
             attempt += 1
             import random  # only a retry needs it
 
-            time.sleep(max(0.0, self.backoff + random.uniform(-self.jitter, self.jitter)))
+            pause = max(0.0, self.backoff + random.uniform(-self.jitter, self.jitter))
+            pause = max(pause, wait or 0.0)
+            if time.monotonic() + pause >= deadline:
+                raise Unreachable(
+                    f"{self.scheme}://{self.netloc} did not answer in time ({failure})"
+                )
+            time.sleep(pause)
+
+    def _refuse_untrusted(self, exc: BaseException) -> None:
+        if self.scheme != "https":
+            return
+        from memsync.stores import tls
+
+        reason = tls.untrusted(exc)
+        if reason:
+            raise tls.untrusted_error(f"https://{self.netloc}", reason) from None
 
     def close(self) -> None:
         with self._lock:
-            for conn in self._all:
+            for conn in self._idle:
                 conn.close()
-            self._all.clear()
-        self._local = threading.local()
+            self._idle.clear()
