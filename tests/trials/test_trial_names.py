@@ -51,7 +51,7 @@ def test_a_name_that_would_collide_on_macos_is_refused_where_it_is_made(pair, fi
     assert (b.memory / second).read_text().endswith("Pat prefers short answers.\n")  # kept
 
     status = json.loads(b.run("status", "--json").stdout)
-    assert second in json.dumps(status, ensure_ascii=False)  # status keeps saying so until it is renamed
+    assert second in json.dumps(status, ensure_ascii=False)  # said until it is renamed
     a.run("sync")
     assert sorted(a.files()) == [first]  # the other device never sees the second name
 
