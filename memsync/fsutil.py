@@ -304,9 +304,12 @@ def _portable_lock(path: Path, timeout: float | None) -> Iterator[None]:
 
     with warnings.catch_warnings():  # "only soft file lock is available": that is expected here
         warnings.simplefilter("ignore")
-        from filelock import FileLock, Timeout  # imported only where flock is not available
+        # imported only where flock is not available
+        from filelock import FileLock, SoftFileLock, Timeout
 
-    lock = FileLock(str(path), mode=0o600)
+    # Windows: msvcrt.locking, released by the system when the holder dies. Elsewhere (no
+    # fcntl, or a file system that refuses flock): the pid-and-host marker file.
+    lock = (FileLock if IS_WINDOWS else SoftFileLock)(str(path), mode=0o600)
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         wait = 0.5 if deadline is None else min(0.5, max(0.0, deadline - time.monotonic()))
