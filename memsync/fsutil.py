@@ -309,7 +309,12 @@ def _portable_lock(path: Path, timeout: float | None) -> Iterator[None]:
 
     # Windows: msvcrt.locking, released by the system when the holder dies. Elsewhere (no
     # fcntl, or a file system that refuses flock): the pid-and-host marker file.
-    lock = (FileLock if IS_WINDOWS else SoftFileLock)(str(path), mode=0o600)
+    # The marker has a name of its own: the flock attempt may have left an empty `path`.
+    lock = (
+        FileLock(str(path), mode=0o600)
+        if IS_WINDOWS
+        else SoftFileLock(str(path.with_name(path.name + ".owner")), mode=0o600)
+    )
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         wait = 0.5 if deadline is None else min(0.5, max(0.0, deadline - time.monotonic()))
@@ -319,7 +324,7 @@ def _portable_lock(path: Path, timeout: float | None) -> Iterator[None]:
         except Timeout:
             if deadline is not None and time.monotonic() >= deadline:
                 raise TimeoutError(f"{path} is locked by another memsync process") from None
-            _mark_abandoned_marker(path)
+            _mark_abandoned_marker(Path(lock.lock_file))
     try:
         yield
     finally:

@@ -176,10 +176,8 @@ def test_the_lock_excludes_and_is_released_when_its_holder_is_killed(
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
-    started = time.monotonic()
-    with fsutil.file_lock(path, timeout=30):
+    with fsutil.file_lock(path, timeout=30):  # a dead holder's lock is free again
         pass
-    assert time.monotonic() - started < 30
 
 
 def test_a_marker_left_empty_by_a_killed_holder_is_reclaimed(tmp_path, monkeypatch):
@@ -187,11 +185,12 @@ def test_a_marker_left_empty_by_a_killed_holder_is_reclaimed(tmp_path, monkeypat
     an empty marker, which filelock alone waits for for ever."""
     monkeypatch.setattr(fsutil, "fcntl", None)
     path = tmp_path / "lock"
-    path.write_bytes(b"")
+    marker = tmp_path / "lock.owner"
+    marker.write_bytes(b"")
     old = time.time() - 60
-    os.utime(path, (old, old))
+    os.utime(marker, (old, old))
     with fsutil.file_lock(path, timeout=20):
-        assert path.read_text().startswith(f"{os.getpid()}\n")
+        assert marker.read_text().startswith(f"{os.getpid()}\n")
 
 
 def test_a_file_system_without_flock_falls_back_to_the_portable_lock(tmp_path, monkeypatch):
@@ -204,8 +203,11 @@ def test_a_file_system_without_flock_falls_back_to_the_portable_lock(tmp_path, m
 
     monkeypatch.setattr(fsutil, "fcntl", NoFlock)
     path = tmp_path / "lock"
+    # the empty file flock's attempt leaves is not taken for an abandoned marker
+    monkeypatch.setattr(fsutil, "_mark_abandoned_marker", lambda p: pytest.fail(str(p)))
     with fsutil.file_lock(path, timeout=5):
-        assert path.read_text().startswith(f"{os.getpid()}\n")  # filelock's marker
+        marker = tmp_path / "lock.owner"  # filelock's marker
+        assert marker.read_text().startswith(f"{os.getpid()}\n")
 
 
 # --- the other Linux-only calls ----------------------------------------------------------
