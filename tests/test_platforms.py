@@ -248,3 +248,16 @@ def test_file_urls():
 def test_detached_process_options_fit_the_platform():
     options = portable.detached_process_options()
     assert options.get("start_new_session") is (not portable.IS_WINDOWS)
+
+
+@pytest.mark.skipif(os.environ.get("MEMSYNC_TEST_NO_FCNTL") != "1", reason="the no-fcntl run")
+def test_the_no_fcntl_run_hides_fcntl_here_and_in_memsync_subprocesses(tmp_path):
+    """Guards the switch itself: a run that meant to test the portable lock and silently
+    used flock would prove nothing."""
+    assert fsutil.fcntl is None
+    device = make_device(tmp_path, "d", (tmp_path / "r").as_uri())
+    code = "import memsync.fsutil as f; print(f.fcntl is None)"
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=device.env(), capture_output=True, text=True
+    )
+    assert proc.stdout.strip() == "True", proc.stderr
