@@ -309,12 +309,13 @@ def _portable_lock(path: Path, timeout: float | None) -> Iterator[None]:
 
     # Windows: msvcrt.locking, released by the system when the holder dies. Elsewhere (no
     # fcntl, or a file system that refuses flock): the pid-and-host marker file.
-    # The marker has a name of its own: the flock attempt may have left an empty `path`.
-    lock = (
-        FileLock(str(path), mode=0o600)
-        if IS_WINDOWS
-        else SoftFileLock(str(path.with_name(path.name + ".owner")), mode=0o600)
-    )
+    # The marker has a name of its own: `path` itself is left as flock leaves it (an empty
+    # file), whatever the lock, so the state dir looks the same on every platform.
+    if IS_WINDOWS:
+        lock = FileLock(str(path), mode=0o600)
+    else:
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+        lock = SoftFileLock(str(path.with_name(path.name + ".owner")), mode=0o600)
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         wait = 0.5 if deadline is None else min(0.5, max(0.0, deadline - time.monotonic()))
