@@ -261,3 +261,17 @@ def test_the_no_fcntl_run_hides_fcntl_here_and_in_memsync_subprocesses(tmp_path)
         [sys.executable, "-c", code], env=device.env(), capture_output=True, text=True
     )
     assert proc.stdout.strip() == "True", proc.stderr
+
+
+def test_atomic_write_sets_the_mtime_where_utime_takes_no_descriptor(tmp_path, monkeypatch):
+    monkeypatch.setattr(fsutil, "_UTIME_FD", False)  # as on Windows
+    real_utime = os.utime
+
+    def utime(target, *args, **kwargs):
+        assert not isinstance(target, int), "os.utime on a descriptor"
+        return real_utime(target, *args, **kwargs)
+
+    monkeypatch.setattr(os, "utime", utime)
+    path = tmp_path / "a.md"
+    fsutil.atomic_write(path, b"x\n", mtime=1_700_000_000.5)
+    assert path.stat().st_mtime == pytest.approx(1_700_000_000.5)
