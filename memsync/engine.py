@@ -41,6 +41,7 @@ from memsync.fsutil import (
 )
 from memsync.gate import check_inbound, check_outbound
 from memsync.localfiles import LocalFiles, settled, stat_key
+from memsync.names import collisions, local_key
 from memsync.planner import Action, Kind
 from memsync.state import State
 from memsync.stores import Stats, Store, check_key, open_store
@@ -338,7 +339,8 @@ class Engine:
                 and not (Path(dirpath) / d).is_symlink()
             )
             for fname in sorted(filenames):
-                name = fname if rel_dir == "." else f"{rel_dir}/{fname}"
+                key = local_key(dirpath, fname)  # NFC where the file system allows
+                name = key if rel_dir == "." else f"{rel_dir}/{key}"
                 if remove_stale_temp(dirpath, fname):
                     scan.swept += 1
                     continue
@@ -450,6 +452,7 @@ class Engine:
             raise purged_here(self)
         self._recover_landing()
         local = self.scan_local(allow)
+        records = self.state.records
         # the state dir only on full runs: `push FILE` after each memory write stays lean
         swept = local.swept + (sweep_temp_files(self.ctx.state_dir) if names is None else 0)
         if swept:
@@ -464,6 +467,7 @@ class Engine:
 
         if mode == "push" and names is not None:
             # Trust the records: the happy path is one conditional request a file.
+            result.refused.update(_refuse_colliding_names(local, records))
             remote = {n: r.etag for n, r in records.items()}
             entries: dict[str, float] = {}
             only = set(names) | set(pending)
@@ -515,6 +519,7 @@ class Engine:
                     continue
                 remote[key] = entry.etag
                 entries[key] = entry.modified
+            result.refused.update(_refuse_colliding_names(local, records, remote))
             skip = set(local.refused) | set(result.refused_remote)
             if mode == "sync":
                 actions = planner.plan(local_hashes, remote, records, only=names, skip=skip)
@@ -1111,6 +1116,18 @@ def _mtime(path: Path) -> float | None:
         return path.stat().st_mtime
     except OSError:
         return None
+
+
+def _refuse_colliding_names(
+    local: LocalScan, records: Iterable[str], remote: Iterable[str] = ()
+) -> dict[str, str]:
+    """Refuse (leave here, report) each new local name that macOS or Windows could not keep
+    apart from another local, remote or recorded one (memsync/names.py); what it refused."""
+    known = set(records) | set(remote)
+    new = [n for n in local.content.hashes if n not in known and n not in local.refused]
+    refused = collisions(new, known)
+    local.refused.update(refused)
+    return refused
 
 
 def _read_file(path: str | Path) -> bytes:

@@ -70,8 +70,9 @@ def audit(engine: Engine, action: str, **details: Any) -> None:
         **details,
     }
     path = ctx.home / "audit.log"
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    with os.fdopen(fd, "a", encoding="utf-8") as fh:
+    binary = getattr(os, "O_BINARY", 0)  # Windows: each line ends in \n, as on POSIX
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | binary, 0o600)
+    with os.fdopen(fd, "a", encoding="utf-8", newline="\n") as fh:
         fh.write(json.dumps(record, sort_keys=True) + "\n")
 
 

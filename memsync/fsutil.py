@@ -1,20 +1,40 @@
-"""Local file helpers: atomic writes, private permissions, cross-process locks."""
+"""Local file helpers: atomic writes, private permissions, cross-process locks.
+
+Portable (Linux, macOS, Windows): the fast paths are POSIX or Linux calls taken only where the
+capability exists, each with a portable fallback (see memsync/portable.py and README
+"Platforms"): flock where `fcntl` exists, else filelock's lock; fchmod, else chmod by path;
+syncfs on Linux, else an fsync per file; a directory fsync where directories can be opened."""
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
+import errno
 import hashlib
 import itertools
 import os
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 from memsync.lean_typing import TYPE_CHECKING
+from memsync.portable import IS_WINDOWS, MAX_PID, pid_alive
+
+try:
+    import fcntl
+except ImportError:  # Windows (or hidden by the test suite's MEMSYNC_TEST_NO_FCNTL switch)
+    fcntl = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
     from typing import BinaryIO
+
+# O_CLOEXEC saves the extra call Python makes to mark a new descriptor non-inheritable (PEP 446
+# makes it so everywhere anyway); O_BINARY stops Windows from turning \n into \r\n on write.
+_TEMP_FLAGS = (
+    os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+)
+_HAS_FCHMOD = hasattr(os, "fchmod") and not IS_WINDOWS
+_UTIME_FD = os.utime in os.supports_fd  # not on Windows
 
 
 def sha256(data: bytes) -> str:
@@ -47,7 +67,7 @@ def _open_temp(path: Path) -> tuple[int, str]:
     while True:
         tmp = f"{path.parent}/.{path.name}.{os.getpid()}-{next(_temp_ids) % 16**8:08x}.tmp"
         try:
-            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600), tmp
+            return os.open(tmp, _TEMP_FLAGS, 0o600), tmp
         except FileExistsError:
             continue  # left by an earlier process with the same pid
         except FileNotFoundError:
@@ -55,13 +75,20 @@ def _open_temp(path: Path) -> tuple[int, str]:
 
 
 @contextlib.contextmanager
-def _replacing(path: Path, sync_dir: bool) -> Iterator[int]:
+def _replacing(
+    path: Path, mode: int, sync_dir: bool, mtime: float | None = None
+) -> Iterator[int]:
     """A temp file's descriptor; the temp file replaces `path` when the block ends (the block
     closes the descriptor), or is removed if the block raises."""
     fd, tmp = _open_temp(path)
     try:
         yield fd
-        os.replace(tmp, path)
+        if not _HAS_FCHMOD:
+            os.chmod(tmp, mode)  # Windows: only the read-only bit means anything
+        if mtime is not None:
+            ns = int(mtime * 1e9)
+            os.utime(tmp, ns=(ns, ns))
+        _replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -70,10 +97,29 @@ def _replacing(path: Path, sync_dir: bool) -> Iterator[int]:
         fsync_dir(path.parent)
 
 
+def _replace(tmp: str, path: Path) -> None:
+    """os.replace (atomic on POSIX and, through MoveFileEx, on Windows). Windows refuses to
+    replace a file another process holds open without delete sharing (a virus scanner, the
+    search indexer, an editor reading it): retry for up to about a second."""
+    if not IS_WINDOWS:
+        os.replace(tmp, path)
+        return
+    import time  # pragma: no cover - runs on Windows only
+
+    for delay in (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.4):  # pragma: no cover
+        try:
+            os.replace(tmp, path)
+            return
+        except PermissionError:
+            time.sleep(delay)
+    os.replace(tmp, path)  # pragma: no cover
+
+
 def _seal(fd: int, mode: int, sync: bool) -> None:
     if sync:
         os.fsync(fd)
-    os.fchmod(fd, mode)
+    if _HAS_FCHMOD:
+        os.fchmod(fd, mode)
 
 
 @contextlib.contextmanager
@@ -87,7 +133,7 @@ def atomic_file(
     A caller writing many files into one directory may pass sync_dir=False and fsync the
     directory once (`fsync_dir`) before it records the writes; a cache that verifies what it
     reads back may skip both."""
-    with _replacing(path, sync and sync_dir) as fd, os.fdopen(fd, "wb") as fh:
+    with _replacing(path, mode, sync and sync_dir) as fd, os.fdopen(fd, "wb") as fh:
         yield fh
         fh.flush()
         _seal(fd, mode, sync)
@@ -104,12 +150,13 @@ def atomic_write(
 ) -> None:
     """`atomic_file` for bytes in hand, in fewer system calls (no file object: it runs for
     every file a pull writes). `mtime` sets the file's modification time before the rename."""
-    with _replacing(path, sync and sync_dir) as fd:
+    by_path = None if _UTIME_FD else mtime  # Windows sets times by path, not descriptor
+    with _replacing(path, mode, sync and sync_dir, by_path) as fd:
         try:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
-            if mtime is not None:
+            if mtime is not None and _UTIME_FD:
                 ns = int(mtime * 1e9)
                 os.utime(fd, ns=(ns, ns))
             _seal(fd, mode, sync)
@@ -122,26 +169,21 @@ _TEMP_NAME = re.compile(r"^\..+\.(\d+)-[a-z0-9_]{8}\.tmp$")
 
 
 def temp_writer(name: str) -> int | None:
-    """The pid of the atomic_file that made temp file `name`, or None if it is not one."""
+    """The pid of the atomic_file that made temp file `name`, or None if it is not one. A
+    name whose number no system hands out as a pid (`.x.99999999999-abcdef12.tmp`) is not one
+    of ours: it is left alone, never deleted, and never reaches os.kill (OverflowError)."""
     match = _TEMP_NAME.match(name)
-    return int(match.group(1)) if match else None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process
-    return True
+    if not match or len(match.group(1)) > len(str(MAX_PID)):
+        return None
+    pid = int(match.group(1))
+    return pid if 0 < pid <= MAX_PID else None
 
 
 def stale_temp(name: str) -> bool:
     """Whether `name` is the temp file of an atomic_file writer that is gone: SIGKILL runs no
     cleanup, so a writer killed between its temp file and its rename leaves one behind."""
     pid = temp_writer(name)
-    return pid is not None and pid != os.getpid() and not _alive(pid)
+    return pid is not None and pid != os.getpid() and not pid_alive(pid)
 
 
 def remove_stale_temp(dirpath: str | os.PathLike[str], fname: str) -> bool:
@@ -172,7 +214,10 @@ def _fsync_path(path: Path, ignored: type[OSError]) -> None:
 
 
 def fsync_dir(path: Path) -> None:
-    _fsync_path(path, OSError)  # some filesystems refuse to fsync a directory
+    """Make a rename in `path` durable. Windows cannot open a directory (nor needs to: NTFS
+    journals the rename), so there it does nothing."""
+    if not IS_WINDOWS:
+        _fsync_path(path, OSError)  # some filesystems refuse to fsync a directory
 
 
 def fsync_file(path: Path) -> None:
@@ -182,12 +227,9 @@ def fsync_file(path: Path) -> None:
 def sync_filesystem(path: Path) -> bool:
     """Flush everything written on `path`'s filesystem with one syncfs(2) (Linux): a pull of
     thousands of new files pays one flush instead of an fsync each. False where there is no
-    syncfs; the caller then fsyncs file by file."""
-    try:
-        import ctypes
-
-        syncfs = ctypes.CDLL(None, use_errno=True).syncfs
-    except (OSError, AttributeError):
+    syncfs (macOS, Windows, a libc without it); the caller then fsyncs file by file."""
+    syncfs = _syncfs()
+    if syncfs is None:
         return False
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -196,29 +238,123 @@ def sync_filesystem(path: Path) -> bool:
         os.close(fd)
 
 
+def _syncfs():  # noqa: ANN202 - a ctypes function or None
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).syncfs
+    except (OSError, AttributeError, TypeError):
+        return None
+
+
+# flock errors that mean "this file system cannot lock" (some network shares), not "busy"
+_NO_FLOCK = {errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOLCK, getattr(errno, "ENOTSUP", -1)}
+
+
 @contextlib.contextmanager
 def file_lock(path: Path, timeout: float | None = None) -> Iterator[None]:
-    """An exclusive advisory lock held across processes (flock on `path`).
+    """An exclusive advisory lock held across processes, released when the holder exits or dies.
+
+    flock on `path` where there is `fcntl` (Linux, macOS): one system call, no import cost on
+    the hot paths. Elsewhere (Windows), or where the file system refuses flock, filelock's
+    FileLock (msvcrt.locking on Windows; without either, its pid-and-host marker file, which
+    a later holder breaks once the recorded process is gone).
 
     With a timeout, raise TimeoutError when the lock is not free in time.
     """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if fcntl is not None:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            if _flock(fd, path, timeout):
+                yield
+                return
+        finally:
+            os.close(fd)  # closing releases the lock
+    with _portable_lock(path, timeout):
+        yield
+
+
+def _flock(fd: int, path: Path, timeout: float | None) -> bool:
+    """Take flock on `fd`; False if this file system cannot flock."""
     import time
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    assert fcntl is not None
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if deadline is None else fcntl.LOCK_NB))
+            return True
+        except BlockingIOError:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"{path} is locked by another memsync process") from None
+            time.sleep(0.02)
+        except OSError as exc:
+            if exc.errno in _NO_FLOCK:
+                return False
+            raise
+
+
+@contextlib.contextmanager
+def _portable_lock(path: Path, timeout: float | None) -> Iterator[None]:
+    import time
+    import warnings
+
+    with warnings.catch_warnings():  # "only soft file lock is available": that is expected here
+        warnings.simplefilter("ignore")
+        # imported only where flock is not available
+        from filelock import FileLock, SoftFileLock, Timeout
+
+    # Windows: msvcrt.locking, released by the system when the holder dies. Elsewhere (no
+    # fcntl, or a file system that refuses flock): the pid-and-host marker file.
+    # The marker has a name of its own: `path` itself is left as flock leaves it (an empty
+    # file), whatever the lock, so the state dir looks the same on every platform.
+    if IS_WINDOWS:
+        lock = FileLock(str(path), mode=0o600)
+    else:
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+        lock = SoftFileLock(str(path.with_name(path.name + ".owner")), mode=0o600)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        wait = 0.5 if deadline is None else min(0.5, max(0.0, deadline - time.monotonic()))
+        try:
+            lock.acquire(timeout=wait, poll_interval=0.02)
+            break
+        except Timeout:
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"{path} is locked by another memsync process") from None
+            _mark_abandoned_marker(Path(lock.lock_file))
     try:
-        if timeout is None:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        else:
-            deadline = time.monotonic() + timeout
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        raise TimeoutError(f"{path} is locked by another memsync process") from None
-                    time.sleep(0.02)
         yield
     finally:
-        os.close(fd)  # closing releases the lock
+        lock.release()
+
+
+ABANDONED_AFTER = 2.0  # seconds; filelock's own threshold for a marker it cannot parse
+
+
+def _mark_abandoned_marker(path: Path) -> None:
+    """Let filelock reclaim a marker its holder never finished (where filelock falls back to a
+    marker file, i.e. neither flock nor msvcrt is available).
+
+    A holder creates the marker, then writes its pid and host into it; a holder killed between
+    the two leaves an empty marker, which filelock treats as a pre-3.22 holder and waits for
+    for ever. Empty for over two seconds, it is no live holder's (the write follows the create
+    within microseconds): an unparsable word appended makes filelock break it, with its own
+    care, once it has seen it unchanged for two seconds more."""
+    import time
+
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return
+    try:
+        st = os.fstat(fd)
+        if st.st_size == 0 and time.time() - st.st_mtime >= ABANDONED_AFTER:
+            os.write(fd, b"abandoned")  # no newline: never a valid record
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

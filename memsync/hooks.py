@@ -395,14 +395,15 @@ def session_end(payload: dict[str, Any], stdout: Any) -> None:
     if isinstance(transcript, str):
         args += ["--transcript", transcript, "--session", session_id]
     env = dict(os.environ, MEMSYNC_MEMORY_DIR=str(ctx.memory_dir))
+    from memsync.portable import detached_process_options
+
     subprocess.Popen(  # noqa: S603 - our own interpreter and module, no shell
         args,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        start_new_session=True,
-        close_fds=True,
         env=env,
+        **detached_process_options(),  # type: ignore[arg-type]
     )
     _log(ctx.home).info("session-end: flush handed to a detached process")
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memsync.portable import MAX_PID
+
 _SHELLS = {"sh", "bash", "dash", "zsh", "fish", "ksh", "busybox", "cmd.exe", "pwsh", "powershell"}
 _UNKNOWN_PID_STALE = 3 * 24 * 3600  # without a pid check, a record this old counts as ended
 
@@ -59,7 +61,7 @@ def claude_pid() -> tuple[int, str | None]:
 def alive(record: dict[str, Any], now: float) -> bool | None:
     """Is the session's process still running? None when that cannot be told."""
     pid = record.get("pid")
-    if not isinstance(pid, int) or pid <= 1:
+    if not isinstance(pid, int) or pid <= 1 or pid > MAX_PID:  # os.kill: OverflowError
         return None
     if sys.platform == "win32":
         return None

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from tests.anthropic_server import AnthropicServer, Reply, message, text_message
+from tests.conftest import NO_FCNTL, python_path
 
 REPO = Path(__file__).resolve().parent.parent
 CLAUDE = Path(
@@ -113,13 +114,15 @@ class ClaudeHome:
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "NO_PROXY": "127.0.0.1,localhost",
         }
+        if NO_FCNTL:  # the hooks Claude Code runs take the same lock as the tests' memsync
+            env["PYTHONPATH"] = python_path()
         env.update(extra)
         return env
 
     def memsync(self, *args: str, cwd: Path | None = None, **env: str) -> str:
         proc = subprocess.run(
             [sys.executable, "-m", "memsync", *args],
-            env={**self.env(**env), "PATH": os.environ["PATH"], "PYTHONPATH": str(REPO)},
+            env={**self.env(**env), "PATH": os.environ["PATH"], "PYTHONPATH": python_path(REPO)},
             cwd=cwd or self.project,
             capture_output=True,
             text=True,

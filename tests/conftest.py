@@ -3,9 +3,26 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
+
+# MEMSYNC_TEST_NO_FCNTL=1 runs the suite as on a system without `fcntl` (Windows): the module
+# is hidden here, before memsync is imported, and in every memsync subprocess the tests start
+# (python_path puts tests/nofcntl, whose fcntl.py raises ImportError, first on PYTHONPATH).
+# scripts/test.sh runs part of the suite this way; see README "Platforms".
+NO_FCNTL = os.environ.get("MEMSYNC_TEST_NO_FCNTL") == "1"
+NO_FCNTL_DIR = Path(__file__).resolve().parent / "nofcntl"
+if NO_FCNTL:
+    sys.modules["fcntl"] = None  # type: ignore[assignment]  # `import fcntl` now fails
+
+
+def python_path(*entries: str | os.PathLike[str]) -> str:
+    """A PYTHONPATH for a memsync subprocess: `entries`, after the no-fcntl shim when the
+    suite runs without fcntl."""
+    shim = [NO_FCNTL_DIR] if NO_FCNTL else []
+    return os.pathsep.join(str(e) for e in (*shim, *entries))
 
 _ENV_TO_CLEAR = (
     "MEMSYNC_MEMORY_DIR",

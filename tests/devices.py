@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.conftest import write_memory
+from tests.conftest import python_path, write_memory
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -46,7 +46,7 @@ class Device:
             MEMSYNC_PROJECT="e2e-project",
             MEMSYNC_DEVICE=self.name,
             CLAUDE_CONFIG_DIR=str(self.root / ".claude"),
-            PYTHONPATH=str(REPO),
+            PYTHONPATH=python_path(REPO),
         )
         env.update(self.env_extra)
         return env

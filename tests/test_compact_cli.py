@@ -72,7 +72,8 @@ def test_schedule_with_cron_is_idempotent_and_removable(tmp_path):
     assert "Already scheduled" in a.run("schedule", "install").stdout
     lines = table.read_text().splitlines()
     assert lines[0] == "0 * * * * backup.sh" and len(lines) == 2
-    assert " compact --memory-dir " in lines[1] and "e2e-project" in lines[1]
+    assert " compact --home " in lines[1] and " --memory-dir " in lines[1]
+    assert "e2e-project" in lines[1]
     assert "e2e-project" in a.run("schedule", "show").stdout
     assert "Removed" in a.run("schedule", "remove").stdout
     assert table.read_text() == "0 * * * * backup.sh\n"
@@ -88,7 +89,7 @@ def test_schedule_without_cron_writes_a_systemd_user_timer(tmp_path, monkeypatch
     assert schedule.install(ctx)[0] is False
     units = tmp_path / "xdg" / "systemd" / "user"
     assert "OnCalendar" in (units / "memsync-compact-proj.timer").read_text()
-    assert "compact --memory-dir" in (units / "memsync-compact-proj.service").read_text()
+    assert '"compact" "--home"' in (units / "memsync-compact-proj.service").read_text()
     assert [e.project for e in schedule.show(ctx)] == ["proj"]
     assert len(schedule.remove(ctx)) == 2
     assert not list(units.iterdir())

@@ -39,6 +39,7 @@ from memsync.config import resolve
 from memsync.engine import Engine
 from memsync.memory import check as check_memory
 from memsync.stores import open_store
+from tests.conftest import python_path
 from tests.devices import REPO, Device, make_device
 
 PROJECT = "e2e-project"
@@ -216,7 +217,7 @@ def site_env(root: Path) -> dict[str, str]:
     site = root / "slowsite"
     site.mkdir(parents=True, exist_ok=True)
     (site / "sitecustomize.py").write_text(SLOW_SITE)
-    return {"PYTHONPATH": f"{site}{os.pathsep}{REPO}", "MEMSYNC_TEST_STORE_DELAY_MS": "0"}
+    return {"PYTHONPATH": python_path(site, REPO), "MEMSYNC_TEST_STORE_DELAY_MS": "0"}
 
 
 def local_work(

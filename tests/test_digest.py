@@ -24,6 +24,7 @@ from memsync.transcript import (
     read_transcript,
 )
 from tests.anthropic_server import AnthropicServer, Reply
+from tests.conftest import python_path
 
 REPO = Path(__file__).resolve().parent.parent
 TRANSCRIPTS = Path(__file__).resolve().parent / "transcripts"
@@ -71,7 +72,7 @@ def cli(
         MEMSYNC_MEMORY_DIR=str(memdir),
         MEMSYNC_REMOTE=remote.as_uri(),
         MEMSYNC_PROJECT="digest-test",
-        PYTHONPATH=str(REPO),
+        PYTHONPATH=python_path(REPO),
         NO_PROXY="127.0.0.1,localhost",
         no_proxy="127.0.0.1,localhost",
     )
@@ -666,7 +667,7 @@ def test_session_end_flush_runs_the_digest_in_the_detached_process(
         os.environ,
         MEMSYNC_REMOTE=remote.as_uri(),
         MEMSYNC_PROJECT="digest-test",
-        PYTHONPATH=str(REPO),
+        PYTHONPATH=python_path(REPO),
     )
     args = ["--memory-dir", str(memdir), "--transcript", str(REALISTIC), "--session", SESSION]
     proc = subprocess.run(

@@ -21,6 +21,7 @@ import pytest
 from memsync.config import resolve
 from memsync.engine import Engine
 from memsync.stores import open_store
+from tests.conftest import python_path
 from tests.devices import REPO
 
 DEVICES = 8
@@ -122,7 +123,7 @@ def test_8_devices_x_50_writes_into_4_shared_files_on_azurite(tmp_path, azure_ur
         env.update(
             MEMSYNC_HOME=str(tmp_path / f"dev{d}" / "home"),
             MEMSYNC_DEVICE=f"dev{d}",
-            PYTHONPATH=str(REPO),
+            PYTHONPATH=python_path(REPO),
         )
         args = [str(tmp_path / f"dev{d}" / "memory"), azure_url, str(d), str(WRITES), str(go)]
         procs.append(

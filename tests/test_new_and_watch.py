@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import threading
 import time
 from datetime import date
 
@@ -83,17 +84,19 @@ def test_watch_pushes_outside_edits_and_stops_cleanly(tmp_path):
         )
         (device.memory / ".self_observations.md.swp").write_text("editor junk")
         (device.memory / "notes.md~").write_text("backup junk")
-        target = remote / "e2e-project" / "self_observations.md"
+        # wait for what watch prints, not for the file: the file lands on the remote before
+        # the run that pushed it has finished, and SIGINT then would cut that run short
+        lines: list[str] = []
+        reader = threading.Thread(target=lambda: lines.extend(iter(proc.stdout.readline, "")))
+        reader.start()
         deadline = time.monotonic() + 30
-        while not target.exists() and time.monotonic() < deadline:
+        while not any("pushed self_observations.md" in x for x in lines):
+            assert time.monotonic() < deadline, lines
             time.sleep(0.1)
-        assert target.exists()
-        time.sleep(1)  # the upload is done; let the run finish and print before Ctrl-C
     finally:
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
-    assert "pushed self_observations.md" in out
     pushed = sorted(
         p.name
         for p in (remote / "e2e-project").iterdir()

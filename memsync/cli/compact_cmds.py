@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import date
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -34,10 +35,23 @@ def compact(
     memory_dir: MemoryDirOpt = None,
     remote: RemoteOpt = None,
     project: ProjectOpt = None,
+    home: Annotated[
+        Path | None,
+        typer.Option(
+            "--home",
+            hidden=True,  # written by `schedule install`; users set MEMSYNC_HOME
+            help="memsync's state folder (as MEMSYNC_HOME); what the schedule runs passes it.",
+        ),
+    ] = None,
 ) -> None:
     """Apply the retention rules: roll old digests up, fold old calibration into rules, trim."""
+    import os
+
     from memsync import compact as core
     from memsync.engine import Engine
+
+    if home is not None:  # a scheduler's environment has no MEMSYNC_HOME (Task Scheduler none)
+        os.environ["MEMSYNC_HOME"] = str(home)
 
     try:
         today = date.fromisoformat(now) if now else date.today()
@@ -98,12 +112,14 @@ def compact(
 def schedule(
     action: Annotated[str, typer.Argument(help="install, show or remove.")],
     memory_dir: MemoryDirOpt = None,
+    remote: RemoteOpt = None,
     project: ProjectOpt = None,
 ) -> None:
-    """Run `memsync compact` daily for this project (cron, else a systemd user timer)."""
+    """Run `memsync compact` daily for this project, against this memory dir, remote and
+    project (launchd on macOS, Task Scheduler on Windows, cron or a systemd timer on Linux)."""
     from memsync import schedule as core
 
-    ctx = context(memory_dir, None, project)
+    ctx = context(memory_dir, remote, project)
     if action == "install":
         changed, where = core.install(ctx)
         out.print(
@@ -114,7 +130,7 @@ def schedule(
         if not entries:
             out.print("No compaction is scheduled.")
         for e in entries:
-            out.print(f"{e.backend}: {e.project}: {e.line}", markup=False)
+            out.print(f"{e.backend}: {e.project}: {core.describe(e)}", markup=False)
     elif action == "remove":
         removed = core.remove(ctx)
         out.print(f"Removed: {', '.join(removed)}." if removed else "Nothing was scheduled.")

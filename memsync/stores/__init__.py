@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 from memsync.errors import ConfigError
 from memsync.stores.base import Entry, Stats, Store, check_key
@@ -14,11 +14,14 @@ def open_store(url: str, prefix: str) -> Store:
     """Open the store for remote `url`, scoped to the project `prefix` inside it."""
     parts = urlsplit(url)
     if parts.scheme == "file":
+        from memsync.portable import file_url_path
         from memsync.stores.folder import FolderStore
 
-        if parts.netloc not in ("", "localhost"):
-            raise ConfigError(f"the remote {url!r} is not a local file:/// URL")
-        return FolderStore(unquote(parts.path), prefix)
+        try:
+            folder = file_url_path(parts.netloc, parts.path)
+        except ValueError:
+            raise ConfigError(f"the remote {url!r} is not a local file:/// URL") from None
+        return FolderStore(folder, prefix)
     if parts.scheme == "memory":
         from memsync.stores.memory import MemoryStore
 

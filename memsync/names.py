@@ -1,0 +1,85 @@
+"""One rule for memory file names that every platform can hold.
+
+Linux keeps `User_Pat.md` and `user_pat.md`, or an NFC and an NFD `café`, as two files; the
+default file systems of macOS (APFS, case- and normalisation-insensitive) and Windows (NTFS,
+case-insensitive) keep each pair as one, so a remote holding both would make those devices
+overwrite one with the other. Keys are therefore NFC, and a new name that another name folds
+to the same file is refused on the device that creates it, before it reaches the remote."""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+from collections.abc import Iterable
+
+
+def is_nfc(name: str) -> bool:
+    return name.isascii() or unicodedata.is_normalized("NFC", name)
+
+
+def nfc(name: str) -> str:
+    return name if name.isascii() else unicodedata.normalize("NFC", name)
+
+
+def fold(name: str) -> str:
+    """The name as a case-insensitive, normalisation-insensitive file system sees it: two
+    names that are one file on macOS (APFS: Unicode case folding, any normal form) or Windows
+    (NTFS: both names upper-cased) have the same fold. Upper-casing before folding covers
+    both (dotless ı is I on NTFS); full mappings (ß to SS) are wider than NTFS's table, so
+    this errs towards refusing."""
+    if name.isascii():
+        return name.lower()
+    decomposed = unicodedata.normalize("NFD", name)
+    return unicodedata.normalize("NFC", decomposed.upper().casefold())
+
+
+def local_key(dirpath: str, fname: str) -> str:
+    """The NFC spelling of `fname` where this file system finds the same file under it (macOS
+    may list a name decomposed); else `fname` as listed (`collisions` then refuses it if new)."""
+    if is_nfc(fname):
+        return fname
+    composed = nfc(fname)
+    try:
+        if os.path.samefile(os.path.join(dirpath, fname), os.path.join(dirpath, composed)):
+            return composed
+    except OSError:
+        pass
+    return fname
+
+
+def collisions(new: Iterable[str], known: Iterable[str]) -> dict[str, str]:
+    """The new names to refuse, each with the reason: one clause naming the other file.
+
+    `known` are names that already exist remotely or in the last-synced records (never
+    refused: the remote already holds them); `new` are names only this device has. A new name
+    is refused when it is not NFC, or when it folds like another name and is not the one to
+    keep: the known one, else the first NFC one of the new ones in sorted order. Order of the inputs
+    does not matter."""
+    known_set = set(known)
+    new_set = set(new) - known_set
+    groups: dict[str, list[str]] = {}
+    for name in known_set | new_set:
+        groups.setdefault(fold(name), []).append(name)
+    refused: dict[str, str] = {}
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        group.sort()
+        keep = next(
+            (n for n in group if n in known_set),
+            next((n for n in group if is_nfc(n)), group[0]),
+        )
+        for name in group:
+            if name in new_set and name != keep:
+                refused[name] = (
+                    f"its name differs from {keep} only by letter case or Unicode form, and "
+                    "macOS and Windows keep such names as one file; rename it, or merge it "
+                    f"into {keep}"
+                )
+    for name in sorted(new_set - set(refused)):
+        if not is_nfc(name):
+            refused[name] = (
+                "its name is not in Unicode NFC form, which other devices cannot tell apart "
+                f"from {nfc(name)}; rename it to {nfc(name)}"
+            )
+    return refused
