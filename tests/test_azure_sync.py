@@ -142,8 +142,10 @@ def test_azurite_stopped_in_the_middle_of_a_sync(tmp_path, monkeypatch):
         puts = int(re.search(r"\bput (\d+)", err).group(1))
         # each of the 16 workers may spend its retries (4 attempts) on the request it was
         # sending, plus the one immediate resend a kept-alive connection closed under it gets;
-        # trying every remaining file would have sent about 4 x 600
-        assert puts <= landed + 16 * 5, f"{puts} PUTs after the server went away"
+        # trying every remaining file would have sent about 4 x 600. `landed` undercounts by
+        # the writes Azurite acknowledged but had not saved when it was stopped (seen: up to
+        # ~20 on a loaded machine), hence the margin; the bug this guards against is ~2400
+        assert puts <= landed + 16 * 5 + 50, f"{puts} PUTs after the server went away"
         a.run("sync")
         b.run("sync")
         assert b.files() == a.files() == before
