@@ -27,7 +27,12 @@ def pair(tmp_path):
 
 
 def remote_names(remote) -> list[str]:
-    return sorted(p.name for p in (remote / "e2e-project").iterdir() if not p.name.startswith("."))
+    """The memory files on the folder remote (not memsync's own `_memsync/` records)."""
+    return sorted(
+        p.name
+        for p in (remote / "e2e-project").iterdir()
+        if not p.name.startswith((".", "_memsync"))
+    )
 
 
 @pytest.mark.parametrize(
