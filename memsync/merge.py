@@ -255,6 +255,28 @@ def _root_key(key: Hashable) -> Hashable:
     return key
 
 
+def _bare(text: str) -> str:
+    """An entry's words without its commitment id, bullet, date and marks."""
+    return item_text(_COMMIT_ID.sub("", text))
+
+
+def _one_entry(base: Item | None, done: Item, other: Item) -> bool:
+    """Whether `done` (moved to the final place) and `other` (changed, left in the first place)
+    are one entry: an id can stand for two promises (ids minted on two devices before ids were
+    unique), and delivering one must not consume the other. Without a base the texts must be
+    the same (the delivered one may have a note appended); with one, `done` is the base entry
+    moved and `other` the base entry or a reword of it."""
+
+    def continues(a: str, b: str) -> bool:
+        return a == b or a.startswith(b) or b.startswith(a)
+
+    d, o = _bare(done.text), _bare(other.text)
+    if base is None:
+        return continues(d, o)
+    b = _bare(base.text)
+    return continues(d, b) and (continues(o, b) or similarity(o, b) > SIMILAR)
+
+
 def merge_items(
     base: Sequence[Item] | None,
     ours: Sequence[Item],
@@ -298,7 +320,12 @@ def merge_items(
         elif oi is None or ti is None:
             chosen = [oi or ti]  # removed on one side, changed on the other
         elif final is not None and final in (oi.place, ti.place) and oi.place != ti.place:
-            chosen = [oi if oi.place == final else ti]
+            done, other = (oi, ti) if oi.place == final else (ti, oi)
+            if fixed is not None and fixed(_root_key(k)) and not _one_entry(bi, done, other):
+                chosen = [oi, ti]  # one id minted for two promises: only its own is done
+                notes.append(label(oi))
+            else:
+                chosen = [done]
         else:
             chosen = [oi, ti]
             notes.append(label(oi))

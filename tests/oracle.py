@@ -19,7 +19,9 @@ from memsync/merge.py, so the two can disagree:
 - MEMORY.md: an index line, identified by its link target;
 - running_commitments.md: a list item, identified by its `[c-...]` id, placed in Open or
   Delivered (Delivered is final: once either side delivers, the id is Delivered only; both
-  sides delivered it with different notes: both notes stay, with a conflict);
+  sides delivered it with different notes: both notes stay, with a conflict; but an id minted
+  on two devices for two promises names two entries: delivering one leaves the other, whose
+  text is not the delivered one's nor a reword of its base, Open, with a conflict);
 - carry_forward.md: a list item, identified by its text, placed in Pending or Consumed
   (Consumed is final);
 - section files and digests: an entry within its heading path, identified by its text (a
@@ -196,6 +198,28 @@ def _pair_rewords(base: list[Entry], side: list[Entry], across: bool) -> list[En
     return out
 
 
+def _bare_promise(text: str) -> str:
+    return _norm(_MARKS.sub("", _CID.sub("", _ITEM.sub("", text)))).lower()
+
+
+def _one_promise(other: str, done: str, base: list[tuple[str, str]]) -> bool:
+    """Whether a commitment left Open (`other`) is the one delivered (`done`) under its id:
+    an id minted on two devices for two promises names two entries. Without a base the texts
+    are the same (the delivered one may carry a note after it); with one, `done` is a base
+    entry delivered and `other` that entry or a reword of it."""
+
+    def continues(a: str, b: str) -> bool:
+        return a.startswith(b) or b.startswith(a)
+
+    o, d = _bare_promise(other), _bare_promise(done)
+    if not base:
+        return continues(d, o)
+    return any(
+        continues(d, b) and (continues(o, b) or _overlap(o, b) > 0.5)
+        for b in (_bare_promise(x) for _, x in base)
+    )
+
+
 def _values(items: list[Entry], ident: str) -> list[tuple[str, str]]:
     return sorted((e.where, e.text) for e in items if e.ident == ident)
 
@@ -275,8 +299,21 @@ def violations(
         # changed on both sides, differently
         both_final = bool(ov and tv) and all(w == final for w, _ in ov + tv)
         if final and any(w == final for w, _ in ov + tv) and not both_final:
-            if not rv or any(w != final for w, _ in rv):
+            done = [v for v in ov + tv if v[0] == final]
+            strays = [  # another promise under the same id: not consumed by this delivery
+                v
+                for v in ov + tv
+                if kind == "commitments"
+                and v[0] != final
+                and not any(_one_promise(v[1], d[1], bv) for d in done)
+            ]
+            if not rv or any(w != final and (w, x) not in strays for w, x in rv):
                 problems.append(f"{ident!r}: {final} on one side, but the result holds {rv}")
+            for value in strays:
+                if not present(ident, value) and not conflict_kept(value):
+                    problems.append(f"{ident!r}: {value}, another promise under the id, lost")
+            if strays and not conflicts:
+                problems.append(f"{ident!r}: one id for two promises, no conflict recorded")
             continue
         for value in ov + tv:
             if not present(ident, value) and not conflict_kept(value):

@@ -3,6 +3,7 @@ for every input (nothing either side added is lost, merging is deterministic).""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -85,6 +86,37 @@ def test_commitments_both_sides_change_status_delivered_wins():
     out = body_of(checked("running_commitments.md", base, ours, theirs).content)
     assert "[c-9]" in "".join(sections.parse(out).find("Delivered").entries)
     assert out.count("[c-9]") == 1
+
+
+@pytest.mark.parametrize("delivered_ours", [True, False])
+@pytest.mark.parametrize("with_base", [False, True])
+def test_delivering_a_colliding_commitment_id_keeps_the_other_devices_promise(
+    delivered_ours, with_base
+):
+    """Two devices minted c-same for two promises (old-style ids); one delivers its own: the
+    other's stays Open, and the collision is reported (found by tests/test_devices_machine.py:
+    same_id_on_two_devices, finalise, converge)."""
+    base_body = "## Open\n- [c-same] k1 send the deck\n\n## Delivered\n"
+    mine = doc("## Open\n\n## Delivered\n- [c-same] k1 send the deck ✓\n", type="commitments")
+    other_body = "## Open\n- [c-same] k2 book the room\n\n## Delivered\n"
+    if with_base:  # the other device synced after both existed: base has both, in Open
+        base_body = "## Open\n- [c-same] k1 send the deck\n- [c-same] k2 book the room\n"
+        mine = doc(
+            "## Open\n- [c-same] k2 book the room\n\n## Delivered\n"
+            "- [c-same] k1 send the deck ✓\n",
+            type="commitments",
+        )
+        other_body = base_body + "- [c-3] k3 new one\n"
+    base = doc(base_body, type="commitments") if with_base else None
+    other = doc(other_body, type="commitments")
+    ours, theirs = (mine, other) if delivered_ours else (other, mine)
+    result = checked("running_commitments.md", base, ours, theirs)
+    tree = sections.parse(body_of(result.content))
+    assert "k2 book the room" in "".join(tree.find("Open").entries)
+    assert "k1 send the deck" not in "".join(tree.find("Open").entries)
+    assert "k1 send the deck" in "".join(tree.find("Delivered").entries)
+    if not with_base:
+        assert result.conflict and "c-same" in result.conflict
 
 
 def test_carry_forward_consumed_on_one_side_leaves_pending():
