@@ -277,6 +277,54 @@ def _one_entry(base: Item | None, done: Item, other: Item) -> bool:
     return continues(d, b) and (continues(o, b) or similarity(o, b) > SIMILAR)
 
 
+def _split_collisions(
+    base: Sequence[Item] | None,
+    ours: Sequence[Item],
+    theirs: Sequence[Item],
+    fixed: Callable[[Hashable], bool],
+    notes: list[str],
+    label: Callable[[Item], str],
+) -> tuple[Sequence[Item] | None, Sequence[Item], Sequence[Item]]:
+    """An id minted on two devices for two promises (ids that collided before they were
+    unique) names two entries: each gets the identity (id, its promise's text), one promise
+    being a text and those continuing it (a delivered one may carry a note), so that
+    delivering or rewording one never takes the other, whatever order they sit in. When the
+    sides differ on such an id the collision is reported."""
+    families: dict[Hashable, list[str]] = {}
+    for item in (*(base or ()), *ours, *theirs):
+        if fixed(item.key):
+            bare = _bare(item.text)
+            reps = families.setdefault(item.key, [])
+            if not any(_continues(bare, r) for r in reps):
+                reps.append(bare)
+    split = {k for k, reps in families.items() if len(reps) > 1}
+    if not split:
+        return base, ours, theirs
+
+    def rekey(items: Sequence[Item]) -> list[Item]:
+        out = []
+        for x in items:
+            if x.key in split:
+                bare = _bare(x.text)
+                rep = next(r for r in families[x.key] if _continues(bare, r))
+                x = x._replace(key=(x.key, rep))
+            out.append(x)
+        return out
+
+    def values(items: Sequence[Item] | None, k: Hashable) -> list[tuple[str, str] | None]:
+        return sorted(_value(x) for x in items or () if x.key == k)  # type: ignore[type-var]
+
+    for k in sorted(split, key=str):
+        bv, ov, tv = values(base, k), values(ours, k), values(theirs, k)
+        if ov != tv and bv not in (ov, tv):
+            notes.append(label(next(x for x in (*ours, *theirs) if x.key == k)))
+    return (None if base is None else rekey(base)), rekey(ours), rekey(theirs)
+
+
+def _continues(a: str, b: str) -> bool:
+    return a == b or a.startswith(b) or b.startswith(a)
+
+
 def merge_items(
     base: Sequence[Item] | None,
     ours: Sequence[Item],
@@ -300,6 +348,15 @@ def merge_items(
 
     Order: ours, with theirs' additions after the entry they follow on their side.
     """
+    if fixed is not None:
+        base, ours, theirs = _split_collisions(base, ours, theirs, fixed, notes, label)
+        own = fixed
+
+        def fixed(k: Hashable) -> bool:  # an id's promise (id, text) is an identity too
+            if isinstance(k, tuple) and len(k) == 2 and isinstance(k[1], str):
+                return own(k[0])
+            return own(k)
+
     b_items = _unique(base or ())
     o_items = pair_rewords(b_items, _unique(ours), fixed)
     t_items = pair_rewords(b_items, _unique(theirs), fixed)

@@ -202,6 +202,39 @@ def _bare_promise(text: str) -> str:
     return _norm(_MARKS.sub("", _CID.sub("", _ITEM.sub("", text)))).lower()
 
 
+def _promises(kind: str, *versions: list[Entry]) -> dict[str, list[str]]:
+    """Commitment ids that name several promises across the three versions (an id minted on
+    two devices): id -> its promises' texts (a text and those continuing it are one)."""
+    if kind != "commitments":
+        return {}
+    found: dict[str, list[str]] = {}
+    for e in (e for v in versions for e in v):
+        cid, text = e.ident.split("#")[0], _bare_promise(e.text)
+        reps = found.setdefault(cid, [])
+        if not any(text.startswith(r) or r.startswith(text) for r in reps):
+            reps.append(text)
+    return {k: v for k, v in found.items() if len(v) > 1}
+
+
+def _by_promise(items: list[Entry], split: dict[str, list[str]]) -> list[Entry]:
+    """Entries of a split id take the identity id~promise, numbered by occurrence again."""
+    if not split:
+        return items
+    seen: Counter[str] = Counter()
+    out = []
+    for e in items:
+        cid = e.ident.split("#")[0]
+        if cid in split:
+            text = _bare_promise(e.text)
+            rep = next((r for r in split[cid] if text.startswith(r) or r.startswith(text)), text)
+            ident = f"{cid}~{rep}"
+            n = seen[ident]
+            seen[ident] += 1
+            e = e._replace(ident=ident if n == 0 else f"{ident}#{n}")
+        out.append(e)
+    return out
+
+
 def _one_promise(other: str, done: str, base: list[tuple[str, str]]) -> bool:
     """Whether a commitment left Open (`other`) is the one delivered (`done`) under its id:
     an id minted on two devices for two promises names two entries. Without a base the texts
@@ -250,6 +283,8 @@ def violations(
     kind = kind_of(path, ours, theirs, base)
     b = entries(path, base, kind) if base is not None else []
     o_raw, t_raw = entries(path, ours, kind), entries(path, theirs, kind)
+    split = _promises(kind, b, o_raw, t_raw)
+    b, o_raw, t_raw = _by_promise(b, split), _by_promise(o_raw, split), _by_promise(t_raw, split)
     across = kind in _PLACES
     o, t = _pair_rewords(b, o_raw, across), _pair_rewords(b, t_raw, across)
     # a reworded entry in the result takes the identity its text was given on its side
@@ -258,7 +293,8 @@ def violations(
         for raw, paired in (*zip(o_raw, o, strict=True), *zip(t_raw, t, strict=True))
         if raw.ident != paired.ident
     }
-    r = [e._replace(ident=renamed.get(e.ident, e.ident)) for e in entries(path, result, kind)]
+    r = _by_promise(entries(path, result, kind), split)
+    r = [e._replace(ident=renamed.get(e.ident, e.ident)) for e in r]
     kept_entries = [e for data in kept for e in entries(path, data, kind)]
     kept_texts = {(e.where, e.text) for e in kept_entries} | {e.text for e in kept_entries}
     in_result = Counter((e.where, e.text) for e in r)

@@ -274,6 +274,32 @@ def test_a_later_forget_does_not_erase_a_file_created_again(pair, remote):
     assert not list(quarantine_dir(b.home).rglob("*"))
 
 
+@pytest.mark.parametrize("other_synced_between", [False, True])
+def test_a_file_written_again_on_the_forgetting_device_survives_everywhere(
+    pair, remote, other_synced_between
+):
+    """Forget user_pat.md, then write a new user_pat.md on the same device: the tombstone is
+    for the old file only, so the new one reaches the remote and the other device (found by
+    tests/test_devices_machine.py: forget_file, then a new fact on that device)."""
+    a, b = pair
+    a.write("user_pat.md", "Pat is the old manager.\n", type="user")
+    a.run("push")
+    b.run("pull")
+    a.run("forget", "user_pat.md", "--yes")
+    if other_synced_between:
+        b.run("sync")
+        assert "user_pat.md" not in b.files()
+    a.write("user_pat.md", "Pat is the new designer.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    a.run("sync")
+    for device in (a, b):
+        text = (device.memory / "user_pat.md").read_text()
+        assert "Pat is the new designer." in text and "old manager" not in text
+    assert "Pat is the new designer." in on_remote(remote)["user_pat.md"]
+    assert not list(quarantine_dir(b.home).rglob("*"))
+
+
 # --- 19: an outage in the middle of forget finishes on the next run ------------------------
 
 
