@@ -76,8 +76,38 @@ def load_settings(home: Path) -> dict[str, Any]:
         if default is not None and value is not None and not _same_kind(default, value):
             kind = type(default).__name__
             raise ConfigError(f"{path}: setting {key!r} must be a {kind}, not {value!r}")
+        if default is None and value is not None and not isinstance(value, str):
+            raise ConfigError(f"{path}: setting {key!r} must be a string, not {value!r}")
+        problem = _out_of_range(key, value)
+        if problem:
+            raise ConfigError(f"{path}: setting {key!r} {problem}, not {value!r}; fix the file")
     settings.update(data)
     return settings
+
+
+# (lowest, highest) a numeric setting may take; None: no bound on that side
+_RANGES: dict[str, tuple[float | None, float | None]] = {
+    "max_file_bytes": (1, None),
+    "concurrency": (1, 256),
+    "pull_timeout": (0.1, 600),
+    "history_versions": (0, None),
+    "digest_min_turns": (0, None),
+    "primer_max_chars": (1, 10000),
+}
+
+
+def _out_of_range(key: str, value: object) -> str | None:
+    """Why a numeric setting's value cannot work, or None."""
+    if key not in _RANGES or not isinstance(value, (int, float)) or isinstance(value, bool):
+        return None
+    low, high = _RANGES[key]
+    if isinstance(DEFAULTS[key], int) and not float(value).is_integer():
+        return "must be a whole number"
+    if low is not None and value < low:
+        return f"must be at least {low:g}"
+    if high is not None and value > high:
+        return f"must be at most {high:g}"
+    return None
 
 
 def _same_kind(default: object, value: object) -> bool:
@@ -425,6 +455,31 @@ class Context(NamedTuple):
         return self.settings.get(key, DEFAULTS.get(key))
 
 
+def check_folder_remote(url: str) -> None:
+    """A file: remote must name a folder by absolute path. A relative one would depend on
+    the directory memsync runs in, and a regular file can never hold memory: both are a
+    mistake in the setting, not an outage to queue work for."""
+    parts = urlsplit(url)
+    if parts.scheme != "file":
+        return
+    from urllib.parse import unquote
+
+    path = unquote(parts.path)
+    where = "--remote, MEMSYNC_REMOTE or the remote setting"
+    if not path.startswith("/") or (parts.netloc and parts.netloc != "localhost"):
+        raise ConfigError(
+            f"the remote {url!r} is not an absolute folder URL; use file:///absolute/path "
+            f"in {where}"
+        )
+    existing = Path(path)
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent  # the nearest part that is there
+    if not existing.is_dir():
+        raise ConfigError(
+            f"the remote {url!r}: {existing} is a file, not a folder; point {where} at a folder"
+        )
+
+
 def resolve(
     memory_dir: str | os.PathLike[str] | None = None,
     remote: str | None = None,
@@ -455,6 +510,7 @@ def resolve(
     mem = located.path.resolve()
 
     remote_url = str(settings.get("remote") or (home / "remote").resolve().as_uri())
+    check_folder_remote(remote_url)
     from memsync.identity import resolve_identity
 
     def used_before(name: str) -> bool:

@@ -27,6 +27,7 @@ from memsync.errors import (
     Unreachable,
     UnsafeKey,
     UserError,
+    describe_os_error,
 )
 from memsync.fsutil import (
     atomic_write,
@@ -98,6 +99,7 @@ class SyncResult:
         self.merged: list[str] = []
         self.deleted_remote: list[str] = []
         self.deleted_local: list[str] = []
+        self.forgotten: list[str] = []  # removed here because another device forgot them
         self.conflicts: list[str] = []
         self.refused: dict[str, str] = {}
         self.kept_local: dict[str, str] = {}  # marked to stay here: skipped, not an error
@@ -123,6 +125,7 @@ class SyncResult:
                 self.merged,
                 self.deleted_remote,
                 self.deleted_local,
+                self.forgotten,
             )
         )
 
@@ -500,7 +503,7 @@ class Engine:
                 from memsync.forget import finish_pending
 
                 finish_pending(self, listing)
-            self._apply_tombstones(listing, local)
+            self._apply_tombstones(listing, local, result)
             self._receive_conflicts(result, listing)
             local_hashes = dict(local.content.hashes)
             remote = {}
@@ -697,7 +700,7 @@ class Engine:
                 "device to keep using it (it is remembered)"
             )
 
-    def _apply_tombstones(self, listing, local: LocalScan) -> None:  # noqa: ANN001
+    def _apply_tombstones(self, listing, local: LocalScan, result: SyncResult) -> None:  # noqa: ANN001
         """Files forgotten on another device are removed here too, history included, so an
         edited copy on this device cannot bring them back (an unsynced edit is set aside in
         quarantine). Each tombstone is applied once; see forget.py."""
@@ -710,7 +713,11 @@ class Engine:
             data, etag = self.store.get(TOMBSTONES)
         except NotFound:
             return
+        known = set(self.state.records) | set(local.content.hashes)
         apply_tombstones(self, data, listing, local)
+        result.forgotten += sorted(  # what the user had here and no longer has: say so
+            n for n in known if n not in self.state.records and n not in local.content.hashes
+        )
         self.state.meta["tombstones_etag"] = etag
 
     def _receive_conflicts(self, result: SyncResult, listing) -> None:  # noqa: ANN001
@@ -774,7 +781,11 @@ class Engine:
             except RefusedFile as exc:
                 with self._lock:
                     result.refused_remote[action.name] = exc.reason
-            except (StoreError, UserError, OSError) as exc:
+            except OSError as exc:  # a write here failed: say which file and what to do
+                with self._lock:
+                    where = None if exc.filename else self.ctx.memory_dir / action.name
+                    result.errors[action.name] = describe_os_error(exc, where)
+            except (StoreError, UserError) as exc:
                 with self._lock:
                     result.errors[action.name] = str(exc)
             finally:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 
 class MemsyncError(Exception):
     """Base class: `str(err)` is one sentence a user can act on."""
@@ -15,6 +17,18 @@ class UserError(MemsyncError):
 
 class ConfigError(UserError):
     """A setting, flag or environment variable is invalid."""
+
+
+class UsageError(MemsyncError):
+    """A command-line argument or option value is wrong (exit 2, like a parser's own errors)."""
+
+    exit_code = 2
+
+
+class Interrupted(MemsyncError):
+    """Ctrl-C (or SIGTERM): what was done is kept, the rest is left for the next run (exit 130)."""
+
+    exit_code = 130
 
 
 class RefusedFile(UserError):
@@ -72,3 +86,32 @@ class Unreachable(StoreError):
 
 class UnsafeKey(StoreError):
     """A remote key that would land outside the memory dir."""
+
+
+# --- the operating system's errors, as one sentence --------------------------------------
+
+_OS_ADVICE = {
+    "EACCES": "permission denied; check the file's and its folder's owner and mode",
+    "EPERM": "the operation is not permitted (an immutable or locked file?); check it with lsattr",
+    "EROFS": "the file system is read-only; remount it read-write or choose another place",
+    "ENOSPC": "the disk is full; free some space and run again",
+    "EDQUOT": "the disk quota is exhausted; free some space and run again",
+    "ENAMETOOLONG": "the name is too long for this file system; rename it shorter",
+    "ENOTDIR": "a part of the path is a file, not a folder; move that file away",
+    "EISDIR": "it is a folder, not a file",
+    "ENOENT": "it does not exist",
+    "EEXIST": "something is already there",
+    "EIO": "the disk reported an I/O error; check the drive",
+}
+
+
+def describe_os_error(exc: OSError, path: object = None) -> str:
+    """`exc` as one sentence naming the user's file (not a temp file) and what to do."""
+    import errno
+
+    name = errno.errorcode.get(exc.errno or 0, "")
+    what = _OS_ADVICE.get(name) or (exc.strerror or str(exc)).rstrip(".").lower()
+    where = path if path is not None else exc.filename
+    if isinstance(where, str):  # a temp file of memsync's: name the file it was replacing
+        where = re.sub(r"(^|/)\.([^/]+)\.\d+-[a-z0-9_]{8}\.tmp$", r"\1\2", where)
+    return f"{where}: {what}" if where else what

@@ -59,13 +59,18 @@ def private_dir(path: Path) -> Path:
 
 
 _temp_ids = itertools.count()
+# 255 bytes a name, less the temp suffix `.` + `.<pid up to 20 digits>-<8 hex>.tmp`
+_TEMP_STEM_MAX = 255 - 1 - 34
 
 
 def _open_temp(path: Path) -> tuple[int, str]:
     """A new private temp file beside `path`, named `.<name>.<pid>-<8 hex>.tmp`: the pid tells
     a crashed writer's leftover apart (`stale_temp`)."""
+    stem = path.name
+    if len(os.fsencode(stem)) > _TEMP_STEM_MAX:  # the suffix would push a legal name past 255
+        stem = os.fsencode(stem)[:_TEMP_STEM_MAX].decode("utf-8", "ignore") or "x"
     while True:
-        tmp = f"{path.parent}/.{path.name}.{os.getpid()}-{next(_temp_ids) % 16**8:08x}.tmp"
+        tmp = f"{path.parent}/.{stem}.{os.getpid()}-{next(_temp_ids) % 16**8:08x}.tmp"
         try:
             return os.open(tmp, _TEMP_FLAGS, 0o600), tmp
         except FileExistsError:

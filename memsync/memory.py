@@ -207,12 +207,27 @@ def decode(data: bytes) -> str:
 _NAME_OK = re.compile(r"^[^\x00-\x1f\x7f\\]+\.md$")
 
 
+def _name_problem(name: str) -> str:
+    """Why `name` cannot be a memory file's name, said so the user knows what to rename."""
+    if not name.endswith(".md"):
+        return "only Markdown files ending in .md are synced"
+    if "\\" in name:
+        return "its name holds a backslash, which other systems read as a folder; rename it"
+    return "its name holds a control character (a tab, a newline); rename it"
+
+
 def check(name: str, data: bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> Document:
     """Check one memory file and return it parsed, or raise RefusedFile naming the problem."""
     from memsync.memtypes import type_of
 
     if not _NAME_OK.match(name):
-        raise RefusedFile(name, "only Markdown files ending in .md are synced")
+        raise RefusedFile(name, _name_problem(name))
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # os.fsdecode's surrogates: bytes that are not UTF-8
+        raise RefusedFile(
+            name, "its name is not valid UTF-8, which the remote cannot store; rename it"
+        ) from None
     if len(data) > max_bytes:
         raise RefusedFile(name, f"it is {len(data)} bytes, over the {max_bytes}-byte limit")
     if not data.strip():

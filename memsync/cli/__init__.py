@@ -1,5 +1,7 @@
 """The command line: Typer and Rich live here and nowhere else. Commands call the core and
-render what it returns; every MemsyncError becomes one sentence and its exit code.
+render what it returns; every failure becomes one sentence on stderr and the README's exit
+code (0 ok, 1 user error, 2 usage, 3 unreachable, 130 interrupted): `outcome` below is the
+one place that mapping lives.
 
 Nothing is imported here at package level: `memsync.cli.plain` (a plain pull/push/sync) must
 load without Typer."""
@@ -13,13 +15,45 @@ def _register() -> None:
     from memsync.cli import admin_cmds, claude_cmds, compact_cmds, digest_cmds, privacy_cmds  # noqa: F401, E501
 
 
-def run() -> None:
+def _usage_sentence(exc: Exception) -> str:
+    """Click's usage error as one line: which command, what is wrong, where help is."""
+    ctx = getattr(exc, "ctx", None)
+    command = ctx.command_path if ctx is not None else "memsync"
+    message = " ".join(exc.format_message().split())  # type: ignore[attr-defined]
+    sub = command.partition(" ")[2]  # fail() prefixes "memsync: "
+    return f"{sub + ': ' if sub else ''}{message} (see `{command} --help`)"
+
+
+def run(argv: list[str] | None = None) -> None:
+    import sys
+
     from memsync.cli.common import app
-    from memsync.cli.plain import fail
-    from memsync.errors import MemsyncError
+    from memsync.cli.plain import outcome
 
     _register()
-    try:
-        app()  # standalone: usage errors print Typer's message and exit 2
-    except MemsyncError as exc:
-        fail(str(exc), exc.exit_code)
+    import typer
+
+    # click's exceptions, vendored by newer Typer, imported from click by older ones
+    clicks = sys.modules[typer.BadParameter.__module__]
+    no_args = getattr(clicks, "NoArgsIsHelpError", ())
+    with outcome():
+        try:
+            code = app(args=argv, standalone_mode=False)
+        except no_args as exc:  # bare `memsync`: the help, exit 2 as before
+            sys.stdout.write(exc.ctx.get_help() + "\n")
+            code = 2
+        except clicks.UsageError as exc:
+            from memsync.errors import UsageError
+
+            raise UsageError(_usage_sentence(exc)) from None
+        except clicks.ClickException as exc:
+            from memsync.errors import UserError
+
+            raise UserError(" ".join(exc.format_message().split())) from None
+        except typer.Abort:  # Ctrl-C at a prompt
+            raise KeyboardInterrupt from None
+    if code == 130:  # Typer turns a KeyboardInterrupt inside a command into Exit(130)
+        from memsync.cli.plain import fail
+
+        fail("interrupted; what was done is kept, run the command again to finish", 130)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -5,16 +5,19 @@ a whole no-op sync); anything else (--help, a typo, other commands) goes through
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 
 from memsync import config
 from memsync.config import Context
-from memsync.errors import MemsyncError, UserError
+from memsync.errors import MemsyncError, UsageError, UserError
 from memsync.lean_typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any, NoReturn, TextIO
 
     from rich.console import Console
@@ -78,6 +81,28 @@ def fail(message: str, code: int = 1) -> NoReturn:
     sys.exit(code)
 
 
+@contextlib.contextmanager
+def outcome() -> Iterator[None]:
+    """Every failure leaving a command, as one sentence and the README's exit code: a
+    MemsyncError carries its own; Ctrl-C (and SIGTERM, which the engine turns into one) is
+    130; an operating-system error the core did not translate is a user error (1) naming the
+    file. A closed pipe (`memsync ls | head`) ends quietly."""
+    try:
+        yield
+    except MemsyncError as exc:
+        fail(str(exc), exc.exit_code)
+    except KeyboardInterrupt:
+        fail("interrupted; what was done is kept, run the command again to finish", 130)
+    except BrokenPipeError:
+        with contextlib.suppress(OSError):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - Python flushes it at exit
+        sys.exit(1)
+    except OSError as exc:
+        from memsync.errors import describe_os_error
+
+        fail(describe_os_error(exc), 1)
+
+
 def emit_json(command: str, data: dict[str, Any]) -> None:
     """The versioned envelope scripts can rely on."""
     from memsync.scanner import mask
@@ -117,7 +142,7 @@ def progress_runner(engine: Engine, **kwargs) -> SyncResult:  # noqa: ANN003
         return engine.run(progress=tick, **kwargs)
 
 
-def report(result: SyncResult, stats: bool) -> None:
+def report(result: SyncResult, stats: bool, memory_dir: Path | None = None) -> None:
     """Print what happened and exit with the contract's code."""
     if result.disabled:
         err.print("memsync: sync is off (MEMSYNC_SYNC=off); nothing was sent or fetched.")
@@ -128,6 +153,7 @@ def report(result: SyncResult, stats: bool) -> None:
         ("merged", "merged"),
         ("deleted_remote", "deleted on the remote"),
         ("deleted_local", "deleted here (kept in history)"),
+        ("forgotten", "forgotten here (another device ran `memsync forget`)"),
     )
     # one plain write: Rich takes about 0.2 ms a line, a second for a pull of 5000 files
     lines = [f"{verb}: {name}\n" for attr, verb in verbs for name in getattr(result, attr)]
@@ -154,7 +180,15 @@ def report(result: SyncResult, stats: bool) -> None:
         err.print(f"note: {sentence}.", markup=False)
     attention = result.refused or result.errors or result.offline or result.quarantined
     if not result.changes and not attention:
-        out.print("Everything is in sync.")
+        if memory_dir is not None and not memory_dir.is_dir():
+            out.print(
+                f"Nothing to sync yet: the memory dir {memory_dir} does not exist (Claude Code "
+                "creates it with its first memory; --memory-dir or MEMSYNC_MEMORY_DIR points "
+                "elsewhere).",
+                markup=False,
+            )
+        else:
+            out.print("Everything is in sync.")
     if stats:
         s = result.stats
         kinds = ", ".join(f"{k} {v}" for k, v in sorted(s.requests.items())) or "none"
@@ -174,6 +208,21 @@ def report(result: SyncResult, stats: bool) -> None:
         fail(f"{count} file(s) were not synced; see the lines above", 1)
 
 
+def pushable(engine: Engine, path: Path) -> str:
+    """The memory-dir name of a file given to `push`, or a UserError when it cannot be one: a
+    typo must not print "Everything is in sync." A file deleted here still counts while the
+    last sync knows it (pushing the name sends the deletion)."""
+    if not str(path).endswith(".md"):
+        raise UserError(f"{path} is not a memory file: memory files end in .md")
+    name = engine.name_of(path)
+    if not engine.local_path(name).exists() and name not in engine.state.records:
+        raise UserError(
+            f"{path}: no such file in the memory dir {engine.ctx.memory_dir}; check the name "
+            "(`memsync status` lists the files)"
+        )
+    return name
+
+
 def transfer(
     mode: str,
     memory_dir: Path | None = None,
@@ -185,15 +234,23 @@ def transfer(
     allow: list[str] | None = None,
 ) -> None:
     """`memsync pull|push|sync`: run, print what happened, exit with the contract's code."""
-    engine = engine_for(memory_dir, remote, project)
-    allowed: dict[str, set[str]] = {}
     if allow:
+        from memsync.scanner import KINDS
+
+        unknown = sorted(set(allow) - set(KINDS))
+        if unknown:
+            raise UsageError(
+                f"--allow {unknown[0]!r} is not a kind of secret memsync finds; "
+                f"use one of {', '.join(KINDS)}"
+            )
         if not paths:
-            raise UserError("--allow needs its file(s): memsync push --allow KIND FILE")
-        allowed = {engine.name_of(p): set(allow) for p in paths}
-    names = [str(p) for p in paths] if paths else None
-    result = progress_runner(engine, mode=mode, paths=names, force=force, allow=allowed)
-    report(result, stats)
+            raise UsageError("--allow needs its file(s): memsync push --allow KIND FILE")
+    engine = engine_for(memory_dir, remote, project)
+    names = [pushable(engine, p) for p in paths] if paths else None
+    allowed = {name: set(allow) for name in names or ()} if allow else {}
+    paths_in_dir = [str(engine.ctx.memory_dir / n) for n in names] if names else None
+    result = progress_runner(engine, mode=mode, paths=paths_in_dir, force=force, allow=allowed)
+    report(result, stats, engine.ctx.memory_dir)
 
 
 _VALUES = {"--memory-dir": "memory_dir", "--remote": "remote", "--project": "project"}
@@ -248,10 +305,6 @@ def run_plain(argv: list[str]) -> int | None:
     parsed = parse_transfer(argv)
     if parsed is None:
         return None
-    try:
+    with outcome():
         transfer(**parsed)
-    except MemsyncError as exc:
-        fail(str(exc), exc.exit_code)
-    except KeyboardInterrupt:
-        fail("interrupted; what was done is kept, run the command again to finish", 130)
     return 0
