@@ -57,7 +57,11 @@ def _settings(ctx: Context) -> dict[str, Any]:
 def run(ctx: Context, store: Any = None) -> Report:
     report = Report(settings=_settings(ctx))
     add = report.checks.append
-    add(Check("settings", True, f"{ctx.home / SETTINGS_FILE} (flag > environment > file)"))
+    settings_file = ctx.home / SETTINGS_FILE
+    if settings_file.is_file():  # it was read and checked by config.resolve
+        add(Check("settings", True, f"{settings_file} (flag > environment > file)"))
+    else:
+        add(Check("settings", True, f"no {settings_file}: defaults (flag > environment > default)"))
     mem = ctx.memory_dir
     if mem.is_dir():
         count = sum(1 for p in mem.rglob("*.md") if p.is_file())
@@ -94,6 +98,17 @@ def run(ctx: Context, store: Any = None) -> Report:
             store = open_store(ctx.remote, ctx.project)
     except MemsyncError as exc:
         add(Check("remote", False, str(exc), "fix the remote URL (--remote or MEMSYNC_REMOTE)"))
+        return report
+    folder = getattr(store, "root", None)  # a folder remote: its folder must be there already
+    if isinstance(folder, Path) and not folder.is_dir():
+        add(
+            Check(
+                "remote reachable",
+                False,
+                f"the folder remote {folder} is not there",
+                "mount the drive, or create the folder if this is the first device",
+            )
+        )
         return report
     kind = getattr(store, "credential_kind", "none needed (folder remote)")
     add(Check("credential", True, kind))

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from memsync.engine import Engine, is_ignored
+from memsync.errors import MemsyncError
 
 
 class _Collector:
@@ -73,9 +74,14 @@ def watch(
         while not stop.is_set():
             names = collector.take(debounce)
             if names:
-                result = engine.run("push")
+                try:
+                    outcome: Any = engine.run("push")
+                except MemsyncError as exc:
+                    # the mass-delete guard, a bad remote setting: said, and watching goes on;
+                    # the next change pushes everything again (a push scans the whole dir)
+                    outcome = exc
                 if report:
-                    report("pushed", (sorted(names), result))
+                    report("pushed", (sorted(names), outcome))
             stop.wait(min(0.2, debounce / 2) if debounce > 0 else 0.05)
     except KeyboardInterrupt:
         pass

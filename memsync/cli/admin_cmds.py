@@ -9,12 +9,16 @@ from typing import Annotated
 
 import typer
 
+from memsync.cli import checks
 from memsync.cli.common import (
+    DryRunOpt,
     JsonOpt,
     MemoryDirOpt,
     ProjectOpt,
     RemoteOpt,
+    YesOpt,
     app,
+    confirm,
     emit_json,
     engine_for,
     err,
@@ -22,12 +26,7 @@ from memsync.cli.common import (
     out,
 )
 from memsync.cli.plain import progress_bar
-from memsync.errors import UserError
-
-YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
-DryRunOpt = Annotated[
-    bool, typer.Option("--dry-run", help="Show what would happen; change nothing.")
-]
+from memsync.errors import UsageError, UserError
 
 
 @app.command("ls")
@@ -44,14 +43,33 @@ def ls_cmd(
     if json:
         emit_json("ls", {"files": [f.__dict__ for f in files]})
         return
+    columns = ("file", "type", "size", "modified", "state")
+    rows = [
+        (
+            f.name,
+            f.type,
+            str(f.size),
+            datetime.fromtimestamp(f.modified).strftime("%Y-%m-%d %H:%M") if f.modified else "",
+            f.state.replace("_", " "),
+        )
+        for f in files
+    ]
+    if not out.is_terminal:  # a pipe or a file: whole names, one tab-separated line a file
+        out.file.write("".join("\t".join(row) + "\n" for row in [columns, *rows]))
+        return
     from rich.table import Table
 
     table = Table(show_edge=False, header_style="bold")
-    for column in ("file", "type", "size", "modified", "state"):
-        table.add_column(column, justify="right" if column == "size" else "left")
-    for f in files:
-        when = datetime.fromtimestamp(f.modified).strftime("%Y-%m-%d %H:%M") if f.modified else ""
-        table.add_row(f.name, f.type, str(f.size), when, f.state.replace("_", " "))
+    for column in columns:
+        # a name is never cut: a long one wraps onto more lines rather than losing its end
+        table.add_column(
+            column,
+            justify="right" if column == "size" else "left",
+            overflow="fold",
+            no_wrap=column != "file",
+        )
+    for row in rows:
+        table.add_row(*row)
     out.print(table)
     out.print(f"{len(files)} file(s).")
 
@@ -59,7 +77,7 @@ def ls_cmd(
 def _days(text: str) -> int:
     m = re.fullmatch(r"(\d+)\s*([dwmy]?)", text.strip().lower())
     if not m:
-        raise UserError(f"--older-than {text!r} is not an age like 90d, 12w, 6m or 1y")
+        raise UsageError(f"--older-than {text!r} is not an age like 90d, 12w, 6m or 1y")
     return int(m.group(1)) * {"": 1, "d": 1, "w": 7, "m": 30, "y": 365}[m.group(2)]
 
 
@@ -78,9 +96,13 @@ def prune(
     """Delete old memory files from the remote and here (local copies go to history)."""
     from memsync.admin import plan_prune
     from memsync.admin import prune as run_prune
+    from memsync.memtypes import TYPES, UNKNOWN
 
+    days = _days(older_than)
+    if type_name is not None:
+        checks.choice("--type", type_name, [*TYPES, UNKNOWN.name])
     engine = engine_for(memory_dir, remote, project)
-    names = plan_prune(engine, _days(older_than), type_name)
+    names = plan_prune(engine, days, type_name)
     if not names:
         out.print("Nothing to prune.")
         return
@@ -88,8 +110,7 @@ def prune(
         out.print(("would delete: " if dry_run else "delete: ") + name, markup=False)
     if dry_run:
         return
-    if not yes and not typer.confirm(f"Delete {len(names)} file(s) here and on the remote?"):
-        fail("nothing deleted", 1)
+    confirm(f"Delete {len(names)} file(s) here and on the remote?", yes)
     result = run_prune(engine, names)
     for name, why in sorted(result.skipped.items()):
         err.print(f"kept {name}: {why}", markup=False)
@@ -109,8 +130,7 @@ def export_cmd(
     """Write every memory file and a manifest of sha256 sums into a .tar.gz."""
     from memsync.admin import export
 
-    if source not in ("remote", "local"):
-        raise UserError(f"--from must be remote or local, not {source!r}")
+    checks.choice("--from", source, ("remote", "local"))
     tick, bar = progress_bar("export")
     with bar:
         result = export(engine_for(memory_dir, remote, project), path, source, tick)  # type: ignore[arg-type]
@@ -145,16 +165,20 @@ def import_cmd(
         "Run `memsync pull` to bring them here."
     )
     if result.skipped and not force:
-        err.print("Run again with --force to overwrite the skipped files.")
+        n = len(result.skipped)
+        fail(f"{n} file(s) were skipped; run again with --force to overwrite them")
 
 
 def _source(text: str) -> tuple[Path, str]:
     if "=" not in text:
-        raise UserError(f"--source {text!r} must look like DIR=PREFIX")
+        raise UsageError(f"--source {text!r} must look like DIR=PREFIX")
     directory, prefix = text.rsplit("=", 1)
     if not directory or not prefix:
-        raise UserError(f"--source {text!r} must look like DIR=PREFIX")
-    return Path(directory).expanduser(), prefix
+        raise UsageError(f"--source {text!r} must look like DIR=PREFIX")
+    path = Path(directory).expanduser()
+    if not path.is_dir():
+        raise UserError(f"--source {text!r}: {path} is not a folder; give a memory dir")
+    return path, prefix
 
 
 @app.command()
@@ -174,7 +198,8 @@ def migrate(
     def factory(memory_dir: Path | None = memory_dir, project: str | None = project):  # noqa: ANN202
         return config.resolve(memory_dir=memory_dir, remote=remote, project=project)
 
-    result = run_migrate(factory, [_source(s) for s in source or []])
+    sources = [_source(s) for s in source or []]
+    result = run_migrate(factory, sources)
     for src in result.sources:
         for name, why in sorted(src.skipped.items()):
             err.print(f"{src.project}: skipped {name}: {why}", markup=False)

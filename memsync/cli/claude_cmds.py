@@ -7,13 +7,20 @@ from typing import Annotated
 
 import typer
 
-from memsync.cli.common import MemoryDirOpt, ProjectOpt, RemoteOpt, app, context, err, out
+from memsync.cli import checks
+from memsync.cli.common import (
+    DryRunOpt,
+    MemoryDirOpt,
+    ProjectOpt,
+    RemoteOpt,
+    app,
+    context,
+    err,
+    out,
+)
 
 ScopeOpt = Annotated[
     str, typer.Option("--scope", help="user (~/.claude) or project (.claude/ in the repo).")
-]
-DryRunOpt = Annotated[
-    bool, typer.Option("--dry-run", help="Show what would change; change nothing.")
 ]
 
 
@@ -40,6 +47,8 @@ def context_cmd(
     from memsync.hooks import _pull_within, primer_input
     from memsync.primer import build
 
+    checks.choice("--source", source, ("startup", "resume", "clear", "compact"))
+    checks.number("--max-chars", max_chars, 1, 10000)
     ctx = context(memory_dir, remote, project)
     engine = Engine(ctx)
     offline = None
@@ -73,6 +82,7 @@ def install(scope: ScopeOpt = "user", dry_run: DryRunOpt = False) -> None:
     """Add memsync's hooks, skills and memory-types block to Claude Code (idempotent)."""
     from memsync.install import plan_install
 
+    checks.choice("--scope", scope, ("user", "project"))
     _show(plan_install(scope), dry_run, "Already installed; nothing changed.")
 
 
@@ -81,6 +91,7 @@ def uninstall(scope: ScopeOpt = "user", dry_run: DryRunOpt = False) -> None:
     """Remove exactly what `memsync install` added."""
     from memsync.install import plan_uninstall
 
+    checks.choice("--scope", scope, ("user", "project"))
     _show(plan_uninstall(scope), dry_run, "Nothing of memsync's is installed; nothing changed.")
 
 
@@ -96,6 +107,7 @@ def new(
     """Create a memory file from its template and list it in MEMORY.md."""
     from memsync.newfile import create
 
+    checks.memory_type("TYPE", type_name)
     ctx = context(memory_dir, None, project)
     path = create(ctx.memory_dir, type_name, name)
     out.print(f"Created {path}", markup=False)
@@ -114,20 +126,28 @@ def watch(
     from memsync.engine import Engine
     from memsync.watch import watch as run_watch
 
+    checks.number("--debounce", debounce, 0, 3600)
     ctx = context(memory_dir, remote, project)
     engine = Engine(ctx)
 
     def report(_: str, detail) -> None:  # noqa: ANN001
         names, result = detail
         stamp = time.strftime("%H:%M:%S")
+        if isinstance(result, Exception):  # e.g. the mass-delete guard: said, and watch goes on
+            err.print(f"{stamp} not pushed: {result}", markup=False)
+            return
         if result.offline:
             err.print(f"{stamp} remote unreachable; queued: {', '.join(names)}", markup=False)
-        for pushed in result.uploaded + result.merged + result.deleted_remote:
+        for pushed in result.uploaded:
             out.print(f"{stamp} pushed {pushed}", markup=False)
+        for merged in result.merged:
+            out.print(f"{stamp} merged and pushed {merged}", markup=False)
+        for deleted in result.deleted_remote:
+            out.print(f"{stamp} deleted on the remote {deleted}", markup=False)
         from memsync.gate import shown_name
 
-        for refused, reason in result.refused.items():
-            err.print(f"{stamp} refused {shown_name(refused)}: {reason}", markup=False)
+        for refused, reason in {**result.refused, **result.errors}.items():
+            err.print(f"{stamp} not pushed {shown_name(refused)}: {reason}", markup=False)
 
     err.print(f"Watching {ctx.memory_dir} (Ctrl-C to stop).", markup=False)
     run_watch(engine, debounce=debounce, report=report)

@@ -10,7 +10,7 @@ import typer
 
 from memsync.cli.plain import context, emit_json, engine_for, err, fail, out
 
-__all__ = ["app", "context", "emit_json", "engine_for", "err", "fail", "out"]
+__all__ = ["app", "confirm", "context", "emit_json", "engine_for", "err", "fail", "out"]
 
 app = typer.Typer(
     name="memsync",
@@ -50,6 +50,27 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print a versioned JSON do
 StatsOpt = Annotated[
     bool, typer.Option("--stats", help="Report requests by kind, bytes up and down, seconds.")
 ]
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do it without asking.")]
+DryRunOpt = Annotated[
+    bool, typer.Option("--dry-run", help="Show what would happen; change nothing.")
+]
+
+
+def confirm(question: str, yes: bool) -> None:
+    """Go on only with --yes/-y or a "y" typed at a terminal; a script without --yes gets a
+    UserError saying to add it, never a prompt it cannot answer."""
+    import sys
+
+    from memsync.errors import UserError
+
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise UserError(f"{question} needs confirmation: run it again with --yes (or -y)")
+    if not typer.confirm(question, default=False):
+        raise UserError("nothing was changed")
+
+
 ForceOpt = Annotated[
     bool, typer.Option("--force", help="Allow a sync that deletes more than half of the files.")
 ]

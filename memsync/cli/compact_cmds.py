@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from memsync.cli import checks
 from memsync.cli.common import (
     JsonOpt,
     MemoryDirOpt,
@@ -20,7 +21,6 @@ from memsync.cli.common import (
     fail,
     out,
 )
-from memsync.errors import UserError
 
 
 @app.command()
@@ -50,16 +50,15 @@ def compact(
     from memsync import compact as core
     from memsync.engine import Engine
 
+    today = checks.day("--now", now) or date.today()
     if home is not None:  # a scheduler's environment has no MEMSYNC_HOME (Task Scheduler none)
         os.environ["MEMSYNC_HOME"] = str(home)
 
-    try:
-        today = date.fromisoformat(now) if now else date.today()
-    except ValueError:
-        raise UserError(f"--now {now!r} is not a date like 2026-11-22") from None
     engine = Engine(context(memory_dir, remote, project))
+    offline = None
     if not dry_run:  # compact the latest: what other devices wrote merges in first
         synced = engine.run("sync")
+        offline = synced.offline
         if synced.offline:
             err.print(f"note: remote unreachable ({synced.offline}); compacting local files")
     root = engine.ctx.memory_dir
@@ -92,6 +91,7 @@ def compact(
     if not actions:
         if not json:
             out.print("Nothing to compact.")
+        _unreachable(offline)
         return
     if dry_run:
         out.print(f"{len(actions)} action(s) planned; nothing changed (--dry-run).")
@@ -106,6 +106,14 @@ def compact(
             f"Wrote {len(result.written)}, updated {len(result.updated)}, "
             f"deleted {len(result.deleted)} (copies in local history)."
         )
+    _unreachable(offline or next((p.offline for p in result.pushes if p.offline), None))
+
+
+def _unreachable(reason: str | None) -> None:
+    """Compaction works offline, on the local files; the exit code still says the remote
+    was not reached (3), as for a sync, so a scheduled run's log shows it."""
+    if reason:
+        fail(f"the remote is unreachable ({reason}); the changes go out with the next sync", 3)
 
 
 @app.command()
@@ -119,6 +127,7 @@ def schedule(
     project (launchd on macOS, Task Scheduler on Windows, cron or a systemd timer on Linux)."""
     from memsync import schedule as core
 
+    checks.choice("ACTION", action, ("install", "show", "remove"))
     ctx = context(memory_dir, remote, project)
     if action == "install":
         changed, where = core.install(ctx)
@@ -134,5 +143,3 @@ def schedule(
     elif action == "remove":
         removed = core.remove(ctx)
         out.print(f"Removed: {', '.join(removed)}." if removed else "Nothing was scheduled.")
-    else:
-        fail(f"schedule takes install, show or remove, not {action!r}", 2)

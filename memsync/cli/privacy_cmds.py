@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -12,27 +11,33 @@ from memsync.cli.common import (
     MemoryDirOpt,
     ProjectOpt,
     RemoteOpt,
+    YesOpt,
     app,
+    confirm,
     engine_for,
     err,
     fail,
     out,
 )
-from memsync.errors import UserError
+from memsync.errors import UsageError, UserError
 
 if TYPE_CHECKING:
     from memsync.forget import ForgetReport
 
-YesOpt = Annotated[bool, typer.Option("--yes", help="Do it without asking.")]
 
-
-def _confirm(question: str, yes: bool) -> None:
-    if yes:
-        return
-    if not sys.stdin.isatty():
-        raise UserError(f"{question} needs confirmation: run it again with --yes")
-    if not typer.confirm(question, default=False):
-        raise UserError("nothing was changed")
+def _known(engine, path: Path) -> str:  # noqa: ANN001
+    """The name of a memory file to forget; a typo is an error, not a tombstone for nothing."""
+    if not str(path).endswith(".md"):
+        raise UserError(f"{path} is not a memory file: memory files end in .md")
+    name = engine.name_of(path)
+    if engine.local_path(name).exists() or name in engine.state.records:
+        return name
+    if name not in engine.store.list():  # an unreachable remote is exit 3, as for a sync
+        raise UserError(
+            f"{path}: no such memory file here or on the remote; check the name "
+            "(`memsync ls` lists the remote's files)"
+        )
+    return name
 
 
 @app.command()
@@ -51,11 +56,11 @@ def forget(
     from memsync import forget as core
 
     if bool(paths) == bool(match):
-        raise UserError("name the files to forget, or give --match TEXT (not both)")
+        raise UsageError("name the files to forget, or give --match TEXT (not both)")
     engine = engine_for(memory_dir, remote, project)
     if paths:
-        names = [engine.name_of(p) for p in paths]
-        _confirm(f"Forget {len(names)} file(s) everywhere?", yes)
+        names = [_known(engine, p) for p in paths]
+        confirm(f"Forget {len(names)} file(s) everywhere?", yes)
         report = core.forget_files(engine, names)
         for name in report.files:
             out.print(f"forgotten: {name}", markup=False)
@@ -73,7 +78,7 @@ def forget(
     for name, count in plan.entries.items():
         noun = "entry" if count == 1 else "entries"
         out.print(f"will remove {count} {noun} from {name}", markup=False)
-    _confirm("Go ahead?", yes)
+    confirm("Go ahead?", yes)
     report = core.apply_match(engine, plan)
     if report.index_lines:
         out.print(f"removed {report.index_lines} MEMORY.md line(s) linking to forgotten files")
@@ -103,9 +108,9 @@ def purge(
     from memsync import forget as core
 
     if not all_:
-        raise UserError("purge erases everything for this project; say so with --all")
+        raise UsageError("purge erases everything for this project; say so with --all")
     engine = engine_for(memory_dir, remote, project)
-    _confirm(f"Erase the remote prefix {engine.ctx.project} and all local memsync state?", yes)
+    confirm(f"Erase the remote prefix {engine.ctx.project} and all local memsync state?", yes)
     report = core.purge(engine)
     out.print(f"Deleted {report.remote_deleted} remote object(s) and the local state.")
     err.print("What memsync cannot reach:")

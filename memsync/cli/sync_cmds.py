@@ -203,6 +203,11 @@ def history(
     engine = engine_for(memory_dir, remote, project)
     name = engine.name_of(file)
     versions = engine.state.history(name)
+    if not versions and not engine.local_path(name).exists() and name not in engine.state.records:
+        raise UserError(
+            f"{file}: no such memory file in {engine.ctx.memory_dir}; check the name "
+            "(`memsync status` lists the files)"
+        )
     if not versions:
         out.print(f"No history kept for {name}.", markup=False)
         return
@@ -220,6 +225,9 @@ def restore(
     project: ProjectOpt = None,
 ) -> None:
     """Bring back a version from local history (the current content goes to history)."""
+    from memsync.cli import checks
+
+    checks.number("VERSION", version, 1)
     engine = engine_for(memory_dir, remote, project)
     name = engine.name_of(file)
     versions = {v.version: v for v in engine.state.history(name)}
