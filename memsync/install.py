@@ -3,12 +3,17 @@ delimited block in CLAUDE.md teaching the agent when to read and write each memo
 
 Install merges, never replaces: every other hook and setting is kept, the file is backed up
 before the first change, and a second run changes nothing. Uninstall removes exactly what
-install added.
+install added: install notes in a manifest under MEMSYNC_HOME what each file held before (or
+that it was not there) and which folders it made, so uninstall puts back the very bytes and
+removes the folders and files install created. Backups go under MEMSYNC_HOME too, never into
+the user's tree (a git work tree in project scope).
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -21,7 +26,7 @@ from typing import Any
 
 from memsync import config, resources
 from memsync.errors import ConfigError
-from memsync.fsutil import atomic_write
+from memsync.fsutil import atomic_write, private_dir, sha256
 from memsync.memtypes import TYPES
 
 BEGIN = "<!-- memsync:begin (managed by `memsync install`; `memsync uninstall` removes it) -->"
@@ -146,6 +151,28 @@ class Plan:
     writes: dict[Path, bytes] = field(default_factory=dict)
     removals: list[Path] = field(default_factory=list)
     backups: list[Path] = field(default_factory=list)
+    folders: list[Path] = field(
+        default_factory=list
+    )  # uninstall: made by install, removed if empty
+    manifest: Path | None = None
+    installing: bool = False
+
+
+def manifest_path(t: Targets) -> Path:
+    """Where install notes what it changed for these targets (one file per settings.json)."""
+    key = hashlib.sha256(str(t.settings).encode()).hexdigest()[:16]
+    return config.memsync_home() / "install" / f"{key}.json"
+
+
+def _load_manifest(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {"files": {}, "folders": []}
+    if not isinstance(data, dict) or not isinstance(data.get("files"), dict):
+        return {"files": {}, "folders": []}
+    data.setdefault("folders", [])
+    return data
 
 
 def _load_settings(path: Path) -> dict[str, Any]:
@@ -304,7 +331,7 @@ def _read(path: Path) -> str:
 
 def plan_install(scope: str = "user", cwd: Path | None = None) -> Plan:
     t = targets(scope, cwd)
-    plan = Plan()
+    plan = Plan(manifest=manifest_path(t), installing=True)
     settings = _load_settings(t.settings)
     before = _dump(settings) if settings else None
     command = scope_command(scope)
@@ -333,7 +360,8 @@ def plan_install(scope: str = "user", cwd: Path | None = None) -> Plan:
 
 def plan_uninstall(scope: str = "user", cwd: Path | None = None) -> Plan:
     t = targets(scope, cwd)
-    plan = Plan()
+    plan = Plan(manifest=manifest_path(t))
+    manifest = _load_manifest(plan.manifest)
     if t.settings.exists():
         settings = _load_settings(t.settings)
         hooks = settings.get("hooks")
@@ -347,8 +375,7 @@ def plan_uninstall(scope: str = "user", cwd: Path | None = None) -> Plan:
             if not hooks:
                 del settings["hooks"]
         if removed:
-            plan.writes[t.settings] = _dump(settings)
-            plan.backups.append(t.settings)
+            _put_back(plan, manifest, t.settings, _dump(settings), b"{}\n")
             plan.changes.append(f"{t.settings}: removed {removed} memsync hook(s)")
     for name, text in skill_texts(scope_command(scope)).items():
         path = t.skills / name / "SKILL.md"
@@ -361,21 +388,78 @@ def plan_uninstall(scope: str = "user", cwd: Path | None = None) -> Plan:
             plan.changes.append(f"{path}: left in place, it was edited after install")
     current = _read(t.claude_md)
     if BEGIN in current:
-        plan.writes[t.claude_md] = _without_block(current).encode()
-        plan.backups.append(t.claude_md)
+        _put_back(plan, manifest, t.claude_md, _without_block(current).encode(), b"")
         plan.changes.append(f"{t.claude_md}: removed the memory-types block")
+    plan.folders = [Path(f) for f in manifest["folders"]]
     return plan
 
 
+def _put_back(
+    plan: Plan, manifest: dict[str, Any], path: Path, stripped: bytes, empty: bytes
+) -> None:
+    """Uninstall's write for `path`: the bytes it held before install when nobody changed it
+    since (install rewrites JSON in its own layout: only the saved bytes give the user's back);
+    else `stripped`, memsync's part taken out of what is there now. A file install created
+    that is left with nothing (`empty`) is removed."""
+    noted = manifest["files"].get(str(path))
+    current = path.read_bytes() if path.exists() else b""
+    if isinstance(noted, dict) and noted.get("after") == sha256(current):
+        before = noted.get("before")
+        if before is None:
+            plan.removals.append(path)
+        else:
+            plan.writes[path] = base64.b64decode(before)
+        return
+    if (
+        isinstance(noted, dict)
+        and noted.get("before") is None
+        and stripped.strip()
+        in (
+            empty.strip(),
+            b"",
+        )
+    ):
+        plan.removals.append(path)
+        return
+    plan.writes[path] = stripped
+    plan.backups.append(path)
+
+
+def _missing_folders(path: Path) -> list[Path]:
+    """The folders above `path` that do not exist yet, outermost first."""
+    missing = []
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing[::-1]
+
+
 def apply(plan: Plan) -> list[Path]:
-    """Write the plan; returns the backups made."""
+    """Write the plan; returns the backups made (under MEMSYNC_HOME/backups)."""
     made = []
     stamp = time.strftime("%Y%m%d-%H%M%S")
+    manifest = _load_manifest(plan.manifest) if plan.manifest else None
     for path in plan.backups:
         if path.exists():
-            backup = path.with_name(f"{path.name}.memsync-backup-{stamp}")
-            backup.write_bytes(path.read_bytes())
+            folder = private_dir(config.memsync_home() / "backups")
+            key = hashlib.sha256(str(path).encode()).hexdigest()[:8]
+            backup = folder / f"{path.name}.{key}.{stamp}"
+            atomic_write(backup, path.read_bytes())
             made.append(backup)
+    if manifest is not None and plan.installing:
+        for path, data in plan.writes.items():
+            noted = manifest["files"].setdefault(str(path), {})
+            if "before" not in noted:  # the state before the first install is what counts
+                noted["before"] = (
+                    base64.b64encode(path.read_bytes()).decode() if path.exists() else None
+                )
+            noted["after"] = sha256(data)
+            for folder in _missing_folders(path):
+                if str(folder) not in manifest["folders"]:
+                    manifest["folders"].append(str(folder))
+        private_dir(plan.manifest.parent)
+        atomic_write(plan.manifest, (json.dumps(manifest, indent=2) + "\n").encode())
     for path, data in plan.writes.items():
         path.parent.mkdir(parents=True, exist_ok=True)
         mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
@@ -384,4 +468,15 @@ def apply(plan: Plan) -> list[Path]:
         path.unlink(missing_ok=True)
         with contextlib.suppress(OSError):
             path.parent.rmdir()
+    if plan.manifest is not None and not plan.installing:
+        for folder in sorted(plan.folders, key=lambda f: len(f.parts), reverse=True):
+            with contextlib.suppress(OSError):
+                folder.rmdir()  # only when empty: what the user put there stays
+        if not _anything_left(plan):
+            plan.manifest.unlink(missing_ok=True)
     return made
+
+
+def _anything_left(plan: Plan) -> bool:
+    """After an uninstall: does an edited skill of ours stay (so the manifest must too)?"""
+    return any(c.endswith("it was edited after install") for c in plan.changes)
