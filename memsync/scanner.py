@@ -100,32 +100,34 @@ _NINO = re.compile(
 )
 
 
+_DOUBLED = {str(d): (d * 2 - 9 if d > 4 else d * 2) for d in range(10)}
+
+
 def _luhn(digits: str) -> bool:
-    total = 0
-    for i, ch in enumerate(reversed(digits)):
-        d = int(ch)
-        if i % 2 == 1:
-            d = d * 2 - 9 if d > 4 else d * 2
-        total += d
-    return total % 10 == 0
+    odd = sum(map(int, digits[-1::-2]))
+    even = sum(map(_DOUBLED.__getitem__, digits[-2::-2]))
+    return (odd + even) % 10 == 0
+
+
+def _brand_lengths(head: str) -> tuple[int, ...]:
+    """The lengths a card number starting with these (4) digits may have: an issuer's prefix
+    and the lengths that issuer uses; none for a number no issuer starts with."""
+    if head[0] == "4":
+        return (19, 16, 13)
+    if 51 <= int(head[:2]) <= 55 or 2221 <= int(head[:4]) <= 2720:
+        return (16,)
+    if head[:2] in ("34", "37"):
+        return (15,)
+    if head.startswith(("6011", "65")) or 644 <= int(head[:3]) <= 649 or head[:2] == "35":
+        return (19, 18, 17, 16)
+    if head[:2] in ("30", "36", "38"):
+        return (14,)
+    return ()
 
 
 def _card_brand_ok(digits: str) -> bool:
     """Only numbers with a real issuer prefix and a length that issuer uses."""
-    n = len(digits)
-    if digits[0] == "4":
-        return n in (13, 16, 19)
-    if 51 <= int(digits[:2]) <= 55 or 2221 <= int(digits[:4]) <= 2720:
-        return n == 16
-    if digits[:2] in ("34", "37"):
-        return n == 15
-    if digits.startswith(("6011", "65")) or 644 <= int(digits[:3]) <= 649:
-        return 16 <= n <= 19
-    if digits[:2] == "35":
-        return 16 <= n <= 19
-    if digits[:2] in ("30", "36", "38"):
-        return n == 14
-    return False
+    return len(digits) in _brand_lengths(digits[:4])
 
 
 def _looks_secret(value: str) -> bool:
@@ -149,19 +151,41 @@ def _looks_secret(value: str) -> bool:
 
 def _cards(m: re.Match[str]) -> Iterator[tuple[str, int, int]]:
     """Card numbers inside a run of digit groups: the longest valid window of groups, so a
-    number next to the card ("order 12 4111 1111 1111 1111") does not hide it."""
-    groups = [(g.start(), g.end()) for g in re.finditer(r"\d+", m.group())]
-    seps = [m.group()[e] for _, e in groups[:-1]]
+    number next to the card ("order 12 4111 1111 1111 1111") does not hide it.
+
+    Linear in the run's length (a megabyte of digit groups is one run): from each group only
+    the windows whose digit count an issuer uses are tried (found through the running digit
+    count), and only while they keep one separator."""
+    run = m.group()
+    spans = [(g.start(), g.end()) for g in re.finditer(r"\d+", run)]
+    count = len(spans)
+    groups = [run[s:e] for s, e in spans]
+    joined = "".join(groups)
+    ends = {0: 0}  # running digit count -> the group index it ends before
+    total = 0
+    for k, g in enumerate(groups):
+        total += len(g)
+        ends[total] = k + 1
+    starts = [0] * count  # digits before group k
+    for k in range(1, count):
+        starts[k] = starts[k - 1] + len(groups[k - 1])
+    # one_sep[k]: the windows from group k may end before this group index (cards use one
+    # separator throughout)
+    one_sep = [count] * count
+    for k in range(count - 3, -1, -1):
+        same = run[spans[k][1]] == run[spans[k + 1][1]]
+        one_sep[k] = one_sep[k + 1] if same else k + 2
     i = 0
-    while i < len(groups):
-        for j in range(min(len(groups), i + 19), i, -1):  # 19 digits span at most 19 groups
-            if len(set(seps[i : j - 1])) > 1:
-                continue  # cards use one separator throughout
-            start, end = m.start() + groups[i][0], m.start() + groups[j - 1][1]
-            digits = re.sub(r"[ -]", "", m.string[start:end])
-            plausible = 13 <= len(digits) <= 19 and len(set(digits)) > 1
-            if plausible and _card_brand_ok(digits) and _luhn(digits):
-                yield "card_number", start, end
+    while i < count:
+        at = starts[i]
+        head = joined[at : at + 4]
+        for length in _brand_lengths(head) if len(head) == 4 else ():  # the longest first
+            j = ends.get(at + length)
+            if j is None or j > one_sep[i]:
+                continue
+            digits = joined[at : at + length]
+            if len(set(digits)) > 1 and _luhn(digits):
+                yield "card_number", m.start() + spans[i][0], m.start() + spans[j - 1][1]
                 i = j - 1
                 break
         i += 1
@@ -214,10 +238,12 @@ def _spans(text: str) -> Iterator[tuple[str, int, int]]:
 def _dedupe(spans: Iterable[tuple[str, int, int]]) -> list[tuple[str, int, int]]:
     """Drop spans inside a longer span already kept (a key inside its connection string)."""
     kept: list[tuple[str, int, int]] = []
+    reach = -1  # the furthest end of a kept span; every kept span starts at or before `start`
     for kind, start, end in sorted(spans, key=lambda s: (s[1], -(s[2] - s[1]))):
-        if any(s <= start and end <= e for _, s, e in kept):
+        if end <= reach:
             continue
         kept.append((kind, start, end))
+        reach = max(reach, end)
     return kept
 
 
@@ -225,11 +251,16 @@ def scan(text: str, allow: Iterable[str] = ()) -> list[Finding]:
     """Every secret-looking span in `text`, sorted by position; kinds in `allow` are skipped."""
     allowed = set(allow)
     findings = []
+    line, counted, line_start = 1, 0, 0  # spans come sorted by start: count the newlines once, not per span
     for kind, start, end in _dedupe(_spans(text)):
         if kind in allowed:
             continue
-        line = text.count("\n", 0, start) + 1
-        column = start - (text.rfind("\n", 0, start) + 1) + 1
+        newlines = text.count("\n", counted, start)
+        if newlines:
+            line += newlines
+            line_start = text.rfind("\n", counted, start) + 1
+        counted = start
+        column = start - line_start + 1
         findings.append(Finding(kind, line, column, start, end))
     return sorted(findings, key=lambda f: (f.line, f.column))
 

@@ -333,3 +333,50 @@ def test_the_cheap_pre_checks_never_hide_a_finding(text: str) -> None:
     """Each pattern is skipped when text lacks a substring all its matches contain; skipping
     must change nothing, whatever the case or the digits."""
     assert scan(text) == _scan_without_gates(text)
+
+
+# --- the card search is linear, and finds what the plain window-by-window search finds -------
+
+
+def _cards_reference(text: str) -> list[tuple[int, int]]:
+    """Every window of up to 19 digit groups, longest first, as the scanner used to search
+    (quadratic in a long run of groups: ~15 s on a megabyte of them)."""
+    from memsync.scanner import _CARD, _card_brand_ok, _luhn
+
+    found = []
+    for m in _CARD.finditer(text):
+        groups = [(g.start(), g.end()) for g in re.finditer(r"\d+", m.group())]
+        seps = [m.group()[e] for _, e in groups[:-1]]
+        i = 0
+        while i < len(groups):
+            for j in range(min(len(groups), i + 19), i, -1):
+                if len(set(seps[i : j - 1])) > 1:
+                    continue
+                start, end = m.start() + groups[i][0], m.start() + groups[j - 1][1]
+                digits = re.sub(r"[ -]", "", text[start:end])
+                plausible = 13 <= len(digits) <= 19 and len(set(digits)) > 1
+                if plausible and _card_brand_ok(digits) and _luhn(digits):
+                    found.append((start, end))
+                    i = j - 1
+                    break
+            i += 1
+    return found
+
+
+digit_runs = st.lists(
+    st.tuples(
+        st.sampled_from(["4111", "1111", "4", "1", "5", "55", "378", "3", "6011", "0", "12"]),
+        st.sampled_from([" ", "-", "\n", "x "]),
+    ),
+    max_size=40,
+).map(lambda parts: "".join(g + s for g, s in parts))
+
+
+@given(digit_runs)
+@settings(max_examples=300)
+def test_card_search_matches_the_window_by_window_search(text: str) -> None:
+    from memsync.scanner import _CARD, _cards
+
+    ours = [(s, e) for m in _CARD.finditer(text) for _, s, e in _cards(m)]
+    assert ours == _cards_reference(text)
+
