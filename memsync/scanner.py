@@ -251,7 +251,8 @@ def scan(text: str, allow: Iterable[str] = ()) -> list[Finding]:
     """Every secret-looking span in `text`, sorted by position; kinds in `allow` are skipped."""
     allowed = set(allow)
     findings = []
-    line, counted, line_start = 1, 0, 0  # spans come sorted by start: count the newlines once, not per span
+    # spans come sorted by start: the newlines are counted once, not from the top for each
+    line, counted, line_start = 1, 0, 0
     for kind, start, end in _dedupe(_spans(text)):
         if kind in allowed:
             continue

@@ -19,6 +19,7 @@ from memsync.cli.common import (
     YesOpt,
     app,
     confirm,
+    context,
     emit_json,
     engine_for,
     err,
@@ -192,11 +193,10 @@ def migrate(
     project: ProjectOpt = None,
 ) -> None:
     """Copy existing memory dirs to the remote: what it lacks is copied, the rest skipped."""
-    from memsync import config
     from memsync.admin import migrate as run_migrate
 
     def factory(memory_dir: Path | None = memory_dir, project: str | None = project):  # noqa: ANN202
-        return config.resolve(memory_dir=memory_dir, remote=remote, project=project)
+        return context(memory_dir, remote, project)
 
     sources = [_source(s) for s in source or []]
     result = run_migrate(factory, sources)

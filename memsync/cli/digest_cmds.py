@@ -36,9 +36,11 @@ def digest(
     project: ProjectOpt = None,
 ) -> None:
     """Write a session digest with Claude from a Claude Code transcript, then push it."""
+    from memsync.cli import checks
     from memsync.digest import digest_date, make_digest, write_digest
     from memsync.transcript import find_transcript, read_transcript
 
+    checks.day("--date", date)  # a bad value is a usage error before anything is read
     ctx = context(memory_dir, remote, project)
     path = find_transcript(session=session, path=transcript)
     read = read_transcript(path)

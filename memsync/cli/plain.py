@@ -13,7 +13,7 @@ from pathlib import Path
 
 from memsync import config
 from memsync.config import Context
-from memsync.errors import MemsyncError, UsageError, UserError
+from memsync.errors import ConfigError, MemsyncError, UsageError, UserError
 from memsync.lean_typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -64,7 +64,14 @@ err = LazyConsole(stderr=True)
 
 
 def context(memory_dir: Path | None, remote: str | None, project: str | None = None) -> Context:
-    return config.resolve(memory_dir=memory_dir, remote=remote, project=project)
+    """The resolved settings, checked before a command does anything with them."""
+    ctx = config.resolve(memory_dir=memory_dir, remote=remote, project=project)
+    if ctx.memory_dir.exists() and not ctx.memory_dir.is_dir():
+        raise ConfigError(
+            f"the memory dir {ctx.memory_dir} is a file, not a folder; point --memory-dir "
+            "(or MEMSYNC_MEMORY_DIR) at a folder"
+        )
+    return ctx
 
 
 def engine_for(memory_dir: Path | None, remote: str | None, project: str | None = None):  # noqa: ANN201
