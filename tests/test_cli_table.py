@@ -184,7 +184,8 @@ CASES.update(
         "digest-no-transcript": Case(
             ["digest", "--transcript", "nope.jsonl"], 1, "does not exist or is not a file"
         ),
-        "digest-bad-session-id": Case(["digest", "--session", "../x"], 1, "is not a session id"),
+        "digest-bad-session-id": Case(["digest", "--session", "../x"], 2, "is not a session id"),
+        "digest-no-such-session": Case(["digest", "--session", "abc"], 1, "no transcript for"),
         # compact, schedule
         "compact-date-typo": Case(["compact", "--now", "yesterday"], 2, "--now 'yesterday'"),
         "schedule-action-typo": Case(["schedule", "instal"], 2, "ACTION takes install, show"),

@@ -41,6 +41,15 @@ def digest(
     from memsync.transcript import find_transcript, read_transcript
 
     checks.day("--date", date)  # a bad value is a usage error before anything is read
+    if session is not None:
+        from memsync.transcript import _SESSION_ID
+
+        if not _SESSION_ID.match(session):
+            from memsync.errors import UsageError
+
+            raise UsageError(
+                f"--session {session!r} is not a session id (letters, digits, '-' and '_')"
+            )
     ctx = context(memory_dir, remote, project)
     path = find_transcript(session=session, path=transcript)
     read = read_transcript(path)

@@ -190,8 +190,7 @@ def report(result: SyncResult, stats: bool, memory_dir: Path | None = None) -> N
         if memory_dir is not None and not memory_dir.is_dir():
             out.print(
                 f"Nothing to sync yet: the memory dir {memory_dir} does not exist (Claude Code "
-                "creates it with its first memory; --memory-dir or MEMSYNC_MEMORY_DIR points "
-                "elsewhere).",
+                "creates it with its first memory; to sync another folder, pass --memory-dir).",
                 markup=False,
             )
         else:
