@@ -613,7 +613,8 @@ def test_cli_bad_input_exits_1(
     anthropic_server: AnthropicServer, memdir: Path, remote: Path, args, expected: str
 ):
     proc = cli(*args, memdir=memdir, remote=remote)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
+    usage = "--date" in args  # a malformed option value is a usage error (README: exit 2)
+    assert proc.returncode == (2 if usage else 1), proc.stdout + proc.stderr
     assert expected in proc.stderr
     assert anthropic_server.requests == []
     assert files(memdir) == {}
