@@ -25,6 +25,7 @@ from memsync.cli.common import (
     err,
     fail,
     out,
+    table,
 )
 from memsync.cli.plain import progress_bar
 from memsync.errors import UsageError, UserError
@@ -55,24 +56,9 @@ def ls_cmd(
         )
         for f in files
     ]
-    if not out.is_terminal:  # a pipe or a file: whole names, one tab-separated line a file
-        out.file.write("".join("\t".join(row) + "\n" for row in [columns, *rows]))
-        return
-    from rich.table import Table
-
-    table = Table(show_edge=False, header_style="bold")
-    for column in columns:
-        # a name is never cut: a long one wraps onto more lines rather than losing its end
-        table.add_column(
-            column,
-            justify="right" if column == "size" else "left",
-            overflow="fold",
-            no_wrap=column != "file",
-        )
-    for row in rows:
-        table.add_row(*row)
-    out.print(table)
-    out.print(f"{len(files)} file(s).")
+    table(columns, rows, right=("size",))
+    if out.is_terminal:
+        out.print(f"{len(files)} file(s).")
 
 
 def _days(text: str) -> int:

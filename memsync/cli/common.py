@@ -10,7 +10,17 @@ import typer
 
 from memsync.cli.plain import context, emit_json, engine_for, err, fail, out
 
-__all__ = ["app", "confirm", "context", "emit_json", "engine_for", "err", "fail", "out"]
+__all__ = [
+    "app",
+    "confirm",
+    "context",
+    "emit_json",
+    "engine_for",
+    "err",
+    "fail",
+    "out",
+    "table",
+]
 
 app = typer.Typer(
     name="memsync",
@@ -54,6 +64,24 @@ YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do it without asking.
 DryRunOpt = Annotated[
     bool, typer.Option("--dry-run", help="Show what would happen; change nothing.")
 ]
+
+
+def table(
+    columns: tuple[str, ...], rows: list[tuple[str, ...]], right: tuple[str, ...] = ()
+) -> None:
+    """Rows for a person on a terminal (a Rich table whose cells fold, never cut with "…"), or
+    for a script (a pipe, a file): a header line and one tab-separated line a row, whole."""
+    if not out.is_terminal:
+        out.file.write("".join("\t".join(row) + "\n" for row in [columns, *rows]))
+        return
+    from rich.table import Table
+
+    shown = Table(show_edge=False, header_style="bold")
+    for column in columns:
+        shown.add_column(column, justify="right" if column in right else "left", overflow="fold")
+    for row in rows:
+        shown.add_row(*row)
+    out.print(shown)
 
 
 def confirm(question: str, yes: bool) -> None:

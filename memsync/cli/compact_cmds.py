@@ -20,6 +20,7 @@ from memsync.cli.common import (
     err,
     fail,
     out,
+    table,
 )
 
 
@@ -78,16 +79,8 @@ def compact(
         )
         if dry_run:
             return
-    elif dry_run or actions:
-        from rich.table import Table
-
-        table = Table(show_edge=False, header_style="bold")
-        for column in ("action", "file", "reason"):
-            table.add_column(column)
-        for a in actions:
-            table.add_row(a.kind, a.name, a.reason)
-        if actions:
-            out.print(table)
+    elif actions:
+        table(("action", "file", "reason"), [(a.kind, a.name, a.reason) for a in actions])
     if not actions:
         if not json:
             out.print("Nothing to compact.")
