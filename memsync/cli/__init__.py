@@ -52,8 +52,10 @@ def run(argv: list[str] | None = None) -> None:
             raise UserError(" ".join(exc.format_message().split())) from None
         except typer.Abort:  # Ctrl-C at a prompt
             raise KeyboardInterrupt from None
-    if code == 130:  # Typer turns a KeyboardInterrupt inside a command into Exit(130)
-        from memsync.cli.plain import fail
+    from memsync.errors import Interrupted
 
-        fail("interrupted; what was done is kept, run the command again to finish", 130)
+    if code == Interrupted.exit_code:  # Typer turns a KeyboardInterrupt in a command into it
+        from memsync.cli.plain import INTERRUPTED, fail
+
+        fail(INTERRUPTED, Interrupted.exit_code)
     sys.exit(code if isinstance(code, int) else 0)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from memsync import config
 from memsync.config import Context
-from memsync.errors import ConfigError, MemsyncError, UsageError, UserError
+from memsync.errors import ConfigError, Interrupted, MemsyncError, UsageError, UserError
 from memsync.lean_typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -88,6 +88,9 @@ def fail(message: str, code: int = 1) -> NoReturn:
     sys.exit(code)
 
 
+INTERRUPTED = "interrupted; what was done is kept, run the command again to finish"
+
+
 @contextlib.contextmanager
 def outcome() -> Iterator[None]:
     """Every failure leaving a command, as one sentence and the README's exit code: a
@@ -99,7 +102,7 @@ def outcome() -> Iterator[None]:
     except MemsyncError as exc:
         fail(str(exc), exc.exit_code)
     except KeyboardInterrupt:
-        fail("interrupted; what was done is kept, run the command again to finish", 130)
+        fail(INTERRUPTED, Interrupted.exit_code)
     except BrokenPipeError:
         with contextlib.suppress(OSError):
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - Python flushes it at exit
