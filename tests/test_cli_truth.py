@@ -231,3 +231,82 @@ def test_install_then_uninstall_leaves_the_tree_byte_identical(tmp_path, scope, 
     memsync("install")  # and again: the second round trip is as exact as the first
     memsync("uninstall")
     assert tree(home) == before
+
+
+# --- properties -----------------------------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+user_settings = st.dictionaries(
+    st.sampled_from(["model", "permissions", "env", "hooks", "theme"]), json_values, max_size=4
+).filter(lambda d: not isinstance(d.get("hooks"), (list, str, int, bool)) or "hooks" not in d)
+
+
+@given(
+    existing=st.one_of(st.none(), user_settings),
+    indent=st.sampled_from([None, 1, 4, "\t"]),
+    claude_md=st.one_of(st.none(), st.text(max_size=40)),
+    scope=st.sampled_from(["user", "project"]),
+)
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+def test_uninstall_undoes_install_whatever_was_there(
+    tmp_path_factory, monkeypatch, existing, indent, claude_md, scope
+):
+    """Whatever settings.json (any JSON object, any layout) and CLAUDE.md held, or whether
+    they existed at all: install then uninstall gives the same bytes and folders back."""
+    from memsync.install import apply, plan_install, plan_uninstall
+
+    home = tmp_path_factory.mktemp("prop")
+    repo = home / "repo"
+    (repo / ".git").mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("MEMSYNC_HOME", str(home / "msync"))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    claude = home / ".claude" if scope == "user" else repo / ".claude"
+    md = claude / "CLAUDE.md" if scope == "user" else repo / "CLAUDE.md"
+    hooks = existing.get("hooks") if existing else None
+    if existing is not None and hooks is not None and not isinstance(hooks, dict):
+        existing.pop("hooks")
+    if existing is not None and isinstance(hooks, dict):
+        existing["hooks"] = {k: v for k, v in hooks.items() if isinstance(v, list)}
+        for groups in existing["hooks"].values():
+            groups[:] = [g for g in groups if isinstance(g, dict)]
+    if existing is not None:
+        claude.mkdir(parents=True, exist_ok=True)
+        (claude / "settings.json").write_text(json.dumps(existing, indent=indent))
+    if claude_md is not None:
+        md.parent.mkdir(parents=True, exist_ok=True)
+        md.write_text(claude_md)
+    watched = home if scope == "user" else repo
+    before = {k: v for k, v in tree(watched).items() if not k.startswith("msync")}
+    apply(plan_install(scope, cwd=repo))
+    apply(plan_uninstall(scope, cwd=repo))
+    after = {k: v for k, v in tree(watched).items() if not k.startswith("msync")}
+    assert after == before
+
+
+@given(
+    code=st.sampled_from(sorted(errno.errorcode)),
+    name=st.text(
+        st.characters(blacklist_characters="/", blacklist_categories=["Cs", "Cc"]), min_size=1
+    ),
+    pid=st.integers(min_value=1, max_value=2**22),
+)
+def test_an_os_error_on_a_temp_file_names_the_users_file(code, name, pid):
+    """Memory names hold no control characters (refused before any write), so none here."""
+    from memsync.errors import describe_os_error
+
+    temp = f"/mem/.{name}.{pid}-0000abcd.tmp"
+    message = describe_os_error(OSError(code, os.strerror(code), temp))
+    assert message.startswith(f"/mem/{name}: ")
+    assert "Errno" not in message and "\n" not in message
