@@ -16,7 +16,7 @@ import unicodedata
 from pathlib import Path, PurePath
 from urllib.parse import urlsplit, urlunsplit
 
-from memsync.errors import ConfigError
+from memsync.errors import ConfigError, describe_os_error
 from memsync.lean_typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
@@ -61,23 +61,34 @@ def load_settings(home: Path) -> dict[str, Any]:
     except FileNotFoundError:
         return settings
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot be read ({exc.strerror})") from None
+        raise ConfigError(f"{path}: {describe_os_error(exc, '').lstrip(': ')}") from None
     try:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: not valid JSON at line {exc.lineno} ({exc.msg})") from None
+        raise ConfigError(
+            f"{path}: not valid JSON at line {exc.lineno} ({exc.msg}); fix the file"
+        ) from None
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: must hold a JSON object of settings")
+        raise ConfigError(
+            f"{path}: must hold a JSON object of settings (see settings.example.json)"
+        )
     unknown = sorted(set(data) - set(DEFAULTS) - {"$schema", "memory_dir"})
     if unknown:
-        raise ConfigError(f"{path}: unknown setting(s) {', '.join(unknown)}")
+        raise ConfigError(
+            f"{path}: unknown setting(s) {', '.join(unknown)}; fix the name or remove it "
+            f"(the settings are {', '.join(sorted(DEFAULTS))})"
+        )
     for key, value in data.items():
         default = DEFAULTS.get(key)
         if default is not None and value is not None and not _same_kind(default, value):
             kind = type(default).__name__
-            raise ConfigError(f"{path}: setting {key!r} must be a {kind}, not {value!r}")
+            raise ConfigError(
+                f"{path}: setting {key!r} must be a {kind}, not {value!r}; fix the file"
+            )
         if default is None and value is not None and not isinstance(value, str):
-            raise ConfigError(f"{path}: setting {key!r} must be a string, not {value!r}")
+            raise ConfigError(
+                f"{path}: setting {key!r} must be a string, not {value!r}; fix the file"
+            )
         problem = _out_of_range(key, value)
         if problem:
             raise ConfigError(f"{path}: setting {key!r} {problem}, not {value!r}; fix the file")
@@ -124,7 +135,7 @@ def parse_bool(name: str, value: str) -> bool:
         return True
     if lowered in ("0", "off", "false", "no"):
         return False
-    raise ConfigError(f"{name}={value!r} must be on or off")
+    raise ConfigError(f"{name}={value!r} must be on or off; set it to on or off, or unset it")
 
 
 # --- Claude Code's memory directory -------------------------------------------------------

@@ -169,7 +169,10 @@ def validate(
     else:
         root = ctx.memory_dir
         if not root.is_dir():
-            raise UserError(f"the memory dir {root} does not exist")
+            raise UserError(
+                f"the memory dir {root} does not exist; Claude Code creates it with its first "
+                "memory, or pass --memory-dir"
+            )
         from memsync.engine import is_ignored
 
         files = {
