@@ -76,7 +76,7 @@ def watch(
             if names:
                 try:
                     outcome: Any = engine.run("push")
-                except MemsyncError as exc:
+                except (MemsyncError, OSError) as exc:
                     # the mass-delete guard, a bad remote setting: said, and watching goes on;
                     # the next change pushes everything again (a push scans the whole dir)
                     outcome = exc

@@ -134,7 +134,10 @@ def watch(
         names, result = detail
         stamp = time.strftime("%H:%M:%S")
         if isinstance(result, Exception):  # e.g. the mass-delete guard: said, and watch goes on
-            err.print(f"{stamp} not pushed: {result}", markup=False)
+            from memsync.errors import describe_os_error
+
+            why = describe_os_error(result) if isinstance(result, OSError) else str(result)
+            err.print(f"{stamp} not pushed: {why}", markup=False)
             return
         if result.offline:
             err.print(f"{stamp} remote unreachable; queued: {', '.join(names)}", markup=False)
