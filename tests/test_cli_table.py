@@ -326,7 +326,8 @@ def test_the_table_covers_every_command() -> None:
 # --- Ctrl-C: a subprocess waiting for the state lock -------------------------------------------
 
 
-def test_ctrl_c_exits_130_with_one_sentence(synced: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_ctrl_c_exits_130_with_one_sentence(synced: Path, signum: int) -> None:
     import fcntl
 
     root = fresh(synced)
@@ -345,7 +346,7 @@ def test_ctrl_c_exits_130_with_one_sentence(synced: Path, tmp_path: Path) -> Non
             text=True,
         )
         time.sleep(1.5)  # started and waiting (a shorter wait would only test Python's start)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert err.splitlines() == [
