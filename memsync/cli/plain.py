@@ -91,20 +91,12 @@ def fail(message: str, code: int = 1) -> NoReturn:
 INTERRUPTED = "interrupted; what was done is kept, run the command again to finish"
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 @contextlib.contextmanager
 def outcome() -> Iterator[None]:
     """Every failure leaving a command, as one sentence and the README's exit code: a
-    MemsyncError carries its own; Ctrl-C (and SIGTERM, made the same here) is 130; an
+    MemsyncError carries its own; Ctrl-C (and SIGTERM, which entry.py makes one) is 130; an
     operating-system error the core did not translate is a user error (1) naming the file.
     A closed pipe (`memsync ls | head`) ends quietly."""
-    import signal
-
-    if hasattr(signal, "SIGTERM"):  # `kill`, a service manager: stop as for Ctrl-C, not half-way
-        signal.signal(signal.SIGTERM, _interrupt)
     try:
         yield
     except MemsyncError as exc:
