@@ -63,14 +63,20 @@ _temp_ids = itertools.count()
 _TEMP_STEM_MAX = 255 - 1 - 34
 
 
-def _open_temp(path: Path) -> tuple[int, str]:
-    """A new private temp file beside `path`, named `.<name>.<pid>-<8 hex>.tmp`: the pid tells
-    a crashed writer's leftover apart (`stale_temp`)."""
+def temp_path(path: Path, serial: int) -> str:
+    """`.<name>.<pid>-<8 hex>.tmp` beside `path`; a name so long that the suffix would push
+    it past 255 bytes (a legal 246-character memory name) is cut to fit."""
     stem = path.name
-    if len(os.fsencode(stem)) > _TEMP_STEM_MAX:  # the suffix would push a legal name past 255
+    if len(os.fsencode(stem)) > _TEMP_STEM_MAX:
         stem = os.fsencode(stem)[:_TEMP_STEM_MAX].decode("utf-8", "ignore") or "x"
+    return f"{path.parent}/.{stem}.{os.getpid()}-{serial % 16**8:08x}.tmp"
+
+
+def _open_temp(path: Path) -> tuple[int, str]:
+    """A new private temp file beside `path`, named by `temp_path`: the pid tells a crashed
+    writer's leftover apart (`stale_temp`)."""
     while True:
-        tmp = f"{path.parent}/.{stem}.{os.getpid()}-{next(_temp_ids) % 16**8:08x}.tmp"
+        tmp = temp_path(path, next(_temp_ids))
         try:
             return os.open(tmp, _TEMP_FLAGS, 0o600), tmp
         except FileExistsError:

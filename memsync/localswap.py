@@ -22,6 +22,8 @@ import os
 import sys
 from pathlib import Path
 
+from memsync.fsutil import temp_path
+
 _ids = itertools.count()
 _NOREPLACE, _EXCHANGE = 1, 2  # renameat2 flags (Linux)
 _SWAP, _EXCL = 2, 4  # renamex_np flags (macOS)
@@ -91,7 +93,7 @@ def _read(path: str | Path) -> bytes | None:
 def _temp_beside(path: Path, data: bytes, mode: int, sync: bool) -> str:
     """A temp file next to `path` named as fsutil names them (a killed writer's is swept)."""
     while True:
-        tmp = f"{path.parent}/.{path.name}.{os.getpid()}-{next(_ids) % 16**8:08x}.tmp"
+        tmp = temp_path(path, next(_ids))
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
             break
@@ -169,7 +171,7 @@ def _create(tmp: str, path: Path) -> bytes | None:
 def remove(path: Path, expected: bytes) -> bytes | None:
     """Remove `path`, last read as `expected`. None when done; else the bytes found there
     instead, which stay (or are put back) in place."""
-    aside = f"{path.parent}/.{path.name}.{os.getpid()}-{next(_ids) % 16**8:08x}.tmp"
+    aside = temp_path(path, next(_ids))
     try:
         os.rename(path, aside)  # taken away atomically: later writes create a new file
     except FileNotFoundError:
