@@ -479,11 +479,14 @@ def check_folder_remote(url: str) -> None:
             "(https://ACCOUNT.blob.core.windows.net/CONTAINER/PREFIX); fix --remote, "
             "MEMSYNC_REMOTE or the remote setting"
         )
-    from urllib.parse import unquote
+    from memsync.portable import file_url_path
 
-    path = unquote(parts.path)
     where = "--remote, MEMSYNC_REMOTE or the remote setting"
-    if not path.startswith("/") or (parts.netloc and parts.netloc != "localhost"):
+    try:
+        path = file_url_path(parts.netloc, parts.path)  # a Windows drive or share too
+    except ValueError:
+        path = ""  # a host in a POSIX file: URL
+    if not os.path.isabs(path):
         raise ConfigError(
             f"the remote {url!r} is not an absolute folder URL; use file:///absolute/path "
             f"in {where}"
