@@ -315,12 +315,12 @@ def session_start(payload: dict[str, Any], stdout: Any) -> None:
     session_id = str(payload.get("session_id") or "")
     try:
         ctx = _context(payload)
-    except Exception as exc:  # noqa: BLE001 - broken settings: still tell the agent
+        engine, known = _engine(ctx)
+    except Exception as exc:  # noqa: BLE001 - broken settings, an unnamed project: tell the agent
         _log().warning("session-start: %s", exc)
         _emit(stdout, f"memsync could not start: {exc}. Memory was not synced this session.")
         return
     log = _log(ctx.home)
-    engine, known = _engine(ctx)
     budget = float(ctx.setting("pull_timeout"))
     sessions = Sessions(ctx.state_dir)
     ended = sessions.ended_uncleanly(session_id)

@@ -306,3 +306,29 @@ def test_a_deleted_memory_file_is_logged_as_a_deletion(tmp_path):
     assert not (tmp_path / "remote" / "e2e-project" / "quick.md").exists()
     assert "file-changed: deleted on the remote quick.md" in log_text(device)
     assert "pushed quick.md" not in log_text(device)
+
+
+def test_session_start_in_an_unnamed_project_tells_the_agent_what_to_do(tmp_path):
+    """A folder with no git origin or commit and no project name: the session still gets a
+    primer saying memory was not synced and how to name the project, and the hook exits 0."""
+    import subprocess
+    import sys
+
+    device = folder_device(tmp_path)
+    device.write("user_role.md", "Engineer.\n", type="user")
+    env = device.env()
+    del env["MEMSYNC_PROJECT"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "memsync", "hook", "session-start"],
+        env=env,
+        cwd=device.root,
+        input=json.dumps(start_payload(device)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    context = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "memsync could not start" in context
+    assert "--project NAME" in context
+    assert "Memory was not synced this session." in context
