@@ -28,6 +28,15 @@ if ! grep -q "\"version\": \"$CLAUDE_CODE_VERSION\"" \
 fi
 export MEMSYNC_CLAUDE="$TOOLS/node_modules/.bin/claude"
 
+# A case-insensitive file system for tests/test_names.py: a FAT image mounted through FUSE.
+# Installed where this is a Debian-like machine run as root; elsewhere that test says why it
+# skips.
+if ! command -v fusefat >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "Installing fusefat and dosfstools (a case-insensitive file system for the tests) ..."
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q fusefat dosfstools >/dev/null 2>&1 ||
+    echo "fusefat could not be installed: the case-insensitive file system test will skip"
+fi
+
 ruff check memsync tests scripts
 python -m pytest "$@"
 
