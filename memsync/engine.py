@@ -919,8 +919,8 @@ class Engine:
                 theirs_ok = False
             else:
                 theirs_ok = True
-            if theirs == ours:
-                self._finish_merge(result, name, ours, etag)
+            if theirs == ours:  # e.g. a PUT that landed as an interrupted run ended: record it
+                self._record(name, etag, ours)
                 return
             if theirs_ok:
                 outcome = merge(

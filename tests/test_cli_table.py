@@ -25,7 +25,7 @@ import pytest
 
 from memsync.cli import _register
 from memsync.entry import main
-from tests.conftest import write_memory
+from tests.conftest import python_path, write_memory
 
 _register()
 
@@ -328,15 +328,14 @@ def test_the_table_covers_every_command() -> None:
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_ctrl_c_exits_130_with_one_sentence(synced: Path, signum: int) -> None:
-    import fcntl
+    from memsync.fsutil import file_lock
 
     root = fresh(synced)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSYNC_")}
-    env.update(_env(root), PYTHONPATH=str(Path(__file__).resolve().parent.parent))
+    env.update(_env(root), PYTHONPATH=python_path(Path(__file__).resolve().parent.parent))
     locks = list((root / "home" / "state").glob("*/lock"))
     assert len(locks) == 1
-    with open(locks[0], "a+") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)  # the sync below waits for it
+    with file_lock(locks[0]):  # the sync below waits for it (flock, or filelock's without fcntl)
         proc = subprocess.Popen(
             [sys.executable, "-m", "memsync", "sync"],
             cwd=root,
