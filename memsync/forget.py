@@ -554,6 +554,9 @@ def _scrub_local(engine: Engine, fresh: dict[str, float], local: LocalScan) -> N
             data = local.content[name]
         except (MemsyncError, OSError):
             continue
+        held = line_hashes(data.decode("utf-8", "replace").splitlines()) & set(fresh)
+        if not held:
+            continue  # the usual case: no base is read
         path = engine.local_path(name)
         try:
             mtime = local.mtimes.get(name) or path.stat().st_mtime
@@ -561,7 +564,7 @@ def _scrub_local(engine: Engine, fresh: dict[str, float], local: LocalScan) -> N
             continue
         base = engine.state.base(name)
         in_base = line_hashes(base.decode("utf-8", "replace").splitlines()) if base else set()
-        old = {h for h, at in fresh.items() if h in in_base or mtime <= at}
+        old = {h for h in held if h in in_base or mtime <= fresh[h]}
         clean = scrub(data, old) if old else data
         if clean == data:
             continue
