@@ -502,9 +502,21 @@ class DevicesMachine(RuleBasedStateMachine):
         if name == FACT:  # its history goes whole: the older versions kept there too
             tokens |= self.fact_seen
         self.forgotten |= tokens
-        self.gone |= tokens
+        self.gone |= tokens | self._absorbed_into(tokens)
         self.fact_replaced |= tokens
         tally("forget_file")
+
+    def _absorbed_into(self, tokens: set[str]) -> set[str]:
+        """Tokens held nowhere whose lineage one of `tokens` carried: a reword the merge
+        folded into the same item's consume or delivery lived on only in that entry, so it
+        goes when that entry is forgotten."""
+        lineages = {self.lineage.get(t, t) for t in tokens}
+        held = {t for d in range(DEVICES) for e in self.entries_on(d) for t in TOKEN.findall(e[3])}
+        return {
+            t
+            for t in self.added - self.gone - held
+            if self.lineage.get(t, t) in lineages and self.lineage.get(t, t) in self.finalised
+        }
 
     @precondition(lambda self: any(self.entries_on(d) for d in range(DEVICES)))
     @rule(device=st.integers(0, DEVICES - 1), pick=st.integers(0, 10**6))
@@ -519,7 +531,7 @@ class DevicesMachine(RuleBasedStateMachine):
         engine = self.engines[device]
         apply_match(engine, plan_match(engine, token))
         self.forgotten.add(token)
-        self.gone.add(token)
+        self.gone |= {token} | self._absorbed_into({token})
         tally("forget_match")
 
     @rule(device=st.integers(0, DEVICES - 1))
