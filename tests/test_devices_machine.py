@@ -71,20 +71,13 @@ _tokens = itertools.count()
 TALLY: dict[str, int] = {}
 
 
-# Rules that still find a loss: off unless their flag is set (see docs/reliability.md).
-# None today: forget_match waited here until a forgotten line moved on another device
-# (delivered, consumed) came back through the merge (fixed in forget.py, issue 16).
-AWAITING: dict[str, str] = {}
 ONLY = {r for r in os.environ.get("MEMSYNC_MACHINE_RULES", "").split(",") if r}
 
 
 def on(rule_name: str) -> bool:
-    """Whether a rule runs: all do, but those awaiting a fix (AWAITING) need their flag, and
-    MEMSYNC_MACHINE_RULES=a,b limits a run to some rules (for a hunt after one defect)."""
-    if ONLY and rule_name not in ONLY:
-        return False
-    flag = AWAITING.get(rule_name)
-    return flag is None or os.environ.get(flag) == "1"
+    """Whether a rule runs: all do, unless MEMSYNC_MACHINE_RULES=a,b limits a run to some
+    rules (for a hunt after one defect)."""
+    return not ONLY or rule_name in ONLY
 
 
 def gated(func):  # noqa: ANN001, ANN201
