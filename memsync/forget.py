@@ -790,8 +790,8 @@ def _matching_conflicts(engine: Engine, needle: str) -> set[str]:
     are taken off it with the job's remote part, and the other devices clear theirs by id."""
     from memsync.conflicts import REMOTE_KEY, recorded
 
-    def about(c: dict[str, Any]) -> bool:
-        return _contains(f"{c.get('file')}\n{c.get('detail')}", needle)
+    def about(c: dict[str, Any]) -> bool:  # the description: a name holding it is no reason
+        return _contains(str(c.get("detail")), needle)
 
     state = engine.state
     hit = [c for c in state.conflicts if about(c)]
