@@ -105,6 +105,16 @@ def scrub(content: bytes, forgotten: Container[str]) -> bytes:
     return "".join(kept).encode("utf-8", "surrogateescape")
 
 
+_RULE = re.compile(r"^\s*[-*+]\s+\d{4}-\d{2}-\d{2}(?: \([^)]*\))?:\s*(.+)$")
+
+
+def _earlier_forms(lines: Iterable[str]) -> list[str]:
+    """The form a compacted voice rule (`- 2026-10-01: text`, memsync/compact.py) had before
+    compaction (`- text` under its dated section): another device may still hold that form in
+    a history copy saved before the compaction, which only its hash can reach."""
+    return [f"- {m.group(1)}" for m in map(_RULE.match, lines) if m]
+
+
 def _removed_lines(old: bytes | None, new: bytes | None) -> list[str]:
     """The lines of `old` that `new` no longer has (as many times as they went)."""
     if old is None:
@@ -817,6 +827,7 @@ def apply_match(engine: Engine, plan: MatchPlan) -> ForgetReport:
             for version in engine.state.history(name):
                 text = version.path.read_bytes().decode("utf-8", "replace")
                 forgotten += [line for line in text.splitlines() if _contains(line, plan.text)]
+        forgotten += _earlier_forms(forgotten)
         report.index_lines = len(_index_lines(engine, plan.files))
         job = _start(
             engine,

@@ -82,3 +82,15 @@ def test_an_index_conflict_names_the_link_never_the_line():
     out = merge("MEMORY.md", base.encode(), ours.encode(), theirs.encode())
     assert out.conflict and "user_pat.md" in out.conflict
     assert "divorce" not in out.conflict and "gentle" not in out.conflict
+
+
+def test_a_compacted_rule_is_forgotten_in_its_earlier_form_too():
+    """Found by the machine's hunt: B's history held `- note` from before a compaction made
+    it `- 2026-10-01: note`; the forget on A saw only the compacted form."""
+    from memsync.forget import _earlier_forms
+
+    forms = _earlier_forms(["- 2026-10-01: asked about Priya", "- 2026-10-02 (Missed): too long"])
+    assert forms == ["- asked about Priya", "- too long"]
+    assert _earlier_forms(["- plain entry", "## 2026-10-01"]) == []
+    old = b"## 2026-10-01\n- asked about Priya\n- kept\n"
+    assert scrub(old, {line_hash(f) for f in forms}) == b"## 2026-10-01\n- kept\n"
