@@ -60,6 +60,22 @@ def _load(data: bytes) -> list[dict[str, Any]]:
     return _records(data)
 
 
+def recorded(data: bytes) -> list[dict[str, Any]]:
+    """The conflicts a remote record holds."""
+    return _records(data)
+
+
+def rewrite(data: bytes, ids: set[str]) -> bytes:
+    """The remote record without the conflicts whose id is in `ids` (a forget took the text
+    they describe; resolutions, which name no content, stay). Unchanged bytes if none is
+    there."""
+    items, done = _records(data), _records(data, "resolved")
+    kept = [x for x in items if x["id"] not in ids]
+    if len(kept) == len(items):
+        return data
+    return _dump(kept, done)
+
+
 def _dump(items: list[dict[str, Any]], resolved: Sequence[dict[str, Any]] = ()) -> bytes:
     doc: dict[str, Any] = {"version": 1, "conflicts": items[-KEEP:]}
     if resolved:

@@ -105,6 +105,16 @@ def scrub(content: bytes, forgotten: Container[str]) -> bytes:
     return "".join(kept).encode("utf-8", "surrogateescape")
 
 
+_RULE = re.compile(r"^\s*[-*+]\s+\d{4}-\d{2}-\d{2}(?: \([^)]*\))?:\s*(.+)$")
+
+
+def _earlier_forms(lines: Iterable[str]) -> list[str]:
+    """The form a compacted voice rule (`- 2026-10-01: text`, memsync/compact.py) had before
+    compaction (`- text` under its dated section): another device may still hold that form in
+    a history copy saved before the compaction, which only its hash can reach."""
+    return [f"- {m.group(1)}" for m in map(_RULE.match, lines) if m]
+
+
 def _removed_lines(old: bytes | None, new: bytes | None) -> list[str]:
     """The lines of `old` that `new` no longer has (as many times as they went)."""
     if old is None:
@@ -150,7 +160,7 @@ def read_tombstones(data: bytes | None) -> dict[str, Any]:
         doc = {}
     if not isinstance(doc, dict):
         doc = {}
-    out: dict[str, Any] = {"version": 2, "files": {}, "lines": {}}
+    out: dict[str, Any] = {"version": 2, "files": {}, "lines": {}, "conflicts": {}}
     files = doc.get("files")
     for name, t in files.items() if isinstance(files, dict) else ():
         if not isinstance(t, dict):
@@ -163,10 +173,11 @@ def read_tombstones(data: bytes | None) -> dict[str, Any]:
             "device": str(t.get("device") or ""),
             "etags": sorted(e for e in etags if isinstance(e, str)),
         }
-    lines = doc.get("lines")
-    for digest, t in lines.items() if isinstance(lines, dict) else ():
-        if isinstance(t, dict) and isinstance(t.get("id"), str):
-            out["lines"][digest] = {"id": t["id"], "at": _number(t.get("at"))}
+    for kind in ("lines", "conflicts"):  # line hashes; ids of conflict records taken off
+        items = doc.get(kind)
+        for key, t in items.items() if isinstance(items, dict) else ():
+            if isinstance(t, dict) and isinstance(t.get("id"), str):
+                out[kind][key] = {"id": t["id"], "at": _number(t.get("at"))}
     return out
 
 
@@ -197,6 +208,8 @@ def _write_tombstones(engine: Engine, job: dict[str, Any], etags: dict[str, list
             }
         for digest in job["lines"]:
             doc["lines"].setdefault(digest, {"id": job["id"], "at": job["at"]})
+        for conflict_id in job.get("conflicts", []):
+            doc["conflicts"].setdefault(conflict_id, {"id": job["id"], "at": job["at"]})
         payload = json.dumps(doc, indent=1, sort_keys=True).encode()
         if payload == data:
             return
@@ -232,6 +245,7 @@ def _start(  # noqa: ANN202
     files: list[str],
     lines: set[str],
     rewritten: Iterable[str] = (),
+    conflicts: Iterable[str] = (),
     **details: Any,
 ):
     """Save the job and write its audit line, before anything is deleted anywhere."""
@@ -242,6 +256,7 @@ def _start(  # noqa: ANN202
         "files": sorted(set(files)),
         "lines": sorted(lines),
         "scrub": sorted(set(rewritten)),  # files whose remote copies lose the forgotten lines
+        "conflicts": sorted(set(conflicts)),  # ids of conflict records that describe them
     }
     meta = engine.state.meta
     meta["forgetting"] = [*meta.get("forgetting", []), job]
@@ -268,6 +283,7 @@ def _finish_remote(
             listing = {}
     etags = {n: [listing[n].etag] for n in job["files"] if n in listing}
     index = _remote_index(engine, job) if job["files"] and INDEX in listing else None
+    _take_conflicts(engine, job, None)  # their ids go into the tombstone
     _write_tombstones(engine, job, etags)
     deleted = [] if deleted is None else deleted
     for name in job["files"]:
@@ -293,7 +309,37 @@ def _finish_remote(
         _drop_remote_index_lines(engine, job, index)
     for name in job.get("scrub", []):
         _scrub_remote(engine, name, set(job["lines"]))
+    _take_conflicts(engine, job, set(job.get("conflicts", [])))
     return deleted
+
+
+def _take_conflicts(engine: Engine, job: dict[str, Any], ids: set[str] | None) -> None:
+    """The remote conflict record without the entries about the job's files or with the ids
+    the job collected (a description naming a forgotten heading or id), conditional writes.
+    With `ids` None, only add the ids of those entries to the job (before its tombstone)."""
+    from memsync.conflicts import REMOTE_KEY, recorded, rewrite
+
+    files = set(job["files"])
+    for _ in range(MAX_ATTEMPTS):
+        try:
+            data, etag = engine.store.get(REMOTE_KEY)
+        except NotFound:
+            return
+        gone = {c["id"] for c in recorded(data) if c.get("file") in files}
+        if ids is None:
+            job["conflicts"] = sorted(set(job.get("conflicts", [])) | gone)
+            return
+        clean = rewrite(data, gone | ids)
+        if clean == data:
+            return
+        try:
+            engine.store.replace(REMOTE_KEY, clean, etag)
+            return
+        except NotFound:
+            return
+        except PreconditionFailed:
+            continue
+    raise UserError("the remote conflict record kept changing; run `memsync sync` to finish")
 
 
 def _scrub_remote(engine: Engine, name: str, forgotten: set[str]) -> None:
@@ -488,7 +534,8 @@ def apply_tombstones(
     applied = set(before)
     fresh = {h: t["at"] for h, t in doc["lines"].items() if t["id"] not in before}
     _remember_lines(engine, fresh)
-    applied |= {t["id"] for t in doc["lines"].values()}
+    _forget_conflicts(engine, doc["conflicts"], before)
+    applied |= {t["id"] for t in (*doc["lines"].values(), *doc["conflicts"].values())}
     failed = set()
     for name, t in sorted(doc["files"].items()):
         if t["id"] in before:
@@ -499,7 +546,51 @@ def apply_tombstones(
             failed.add(t["id"])  # tried again at the next sync
             continue
         applied.add(t["id"])
+    _scrub_local(engine, fresh, local)  # after the files: a forgotten one is not edited first
     meta["tombstones_applied"] = sorted(applied - failed)
+
+
+def _scrub_local(engine: Engine, fresh: dict[str, float], local: LocalScan) -> None:
+    """Take lines another device just forgot out of the memory files here, where they are old
+    content: in the file's base (synced before), or in a file last written before the forget.
+    An edit made here before the forget can hold a forgotten line unchanged (an item moved to
+    Consumed/Delivered, a line carried to another section), and a merge keeps an edit over a
+    concurrent removal: without this, that edit would bring the line back everywhere. A line
+    written again after the forget, in a file changed since, is new content and stays."""
+    if not fresh:
+        return
+    for name in sorted(local.content.hashes):
+        try:
+            data = local.content[name]
+        except (MemsyncError, OSError):
+            continue
+        held = line_hashes(data.decode("utf-8", "replace").splitlines()) & set(fresh)
+        if not held:
+            continue  # the usual case: no base is read
+        path = engine.local_path(name)
+        try:
+            mtime = local.mtimes.get(name) or path.stat().st_mtime
+        except OSError:
+            continue
+        base = engine.state.base(name)
+        in_base = line_hashes(base.decode("utf-8", "replace").splitlines()) if base else set()
+        old = {h for h in held if h in in_base or mtime <= fresh[h]}
+        clean = scrub(data, old) if old else data
+        if clean == data:
+            continue
+        engine.write_local(name, clean)  # no history copy: that copy is what is forgotten
+        with contextlib.suppress(OSError):
+            os.utime(path, (mtime, mtime))  # still the time of the user's edit
+        local.content.add(name, sha256(clean), clean)
+
+
+def _forget_conflicts(engine: Engine, ids: dict[str, Any], before: set[str]) -> None:
+    """Clear the conflicts here whose descriptions another device's forget took off the
+    remote record (by the conflict's id: the tombstone never holds the text)."""
+    fresh = {c for c, t in ids.items() if t["id"] not in before}
+    if fresh:
+        kept = [c for c in engine.state.conflicts if c.get("id") not in fresh]
+        engine.state.meta["conflicts"] = kept
 
 
 def _apply_file_tombstone(
@@ -703,6 +794,25 @@ def plan_match(engine: Engine, needle: str) -> MatchPlan:
     return plan
 
 
+def _matching_conflicts(engine: Engine, needle: str) -> set[str]:
+    """The ids of the conflict records, here and on the remote, whose description holds the
+    text (a heading or a commitment id it names); those here are cleared now. The remote's
+    are taken off it with the job's remote part, and the other devices clear theirs by id."""
+    from memsync.conflicts import REMOTE_KEY, recorded
+
+    def about(c: dict[str, Any]) -> bool:  # the description: a name holding it is no reason
+        return _contains(str(c.get("detail")), needle)
+
+    state = engine.state
+    hit = [c for c in state.conflicts if about(c)]
+    ids = {c["id"] for c in hit if isinstance(c.get("id"), str)}
+    state.meta["conflicts"] = [c for c in state.conflicts if not about(c)]
+    with contextlib.suppress(MemsyncError):
+        data, _ = engine.store.get(REMOTE_KEY)
+        ids |= {c["id"] for c in recorded(data) if about(c)}
+    return ids
+
+
 def apply_match(engine: Engine, plan: MatchPlan) -> ForgetReport:
     """Remove the entries (pushed through the normal merge, where a removal made since the
     base stays removed), forget the whole files everywhere, and drop every local history
@@ -717,6 +827,7 @@ def apply_match(engine: Engine, plan: MatchPlan) -> ForgetReport:
             for version in engine.state.history(name):
                 text = version.path.read_bytes().decode("utf-8", "replace")
                 forgotten += [line for line in text.splitlines() if _contains(line, plan.text)]
+        forgotten += _earlier_forms(forgotten)
         report.index_lines = len(_index_lines(engine, plan.files))
         job = _start(
             engine,
@@ -724,6 +835,7 @@ def apply_match(engine: Engine, plan: MatchPlan) -> ForgetReport:
             plan.files,
             line_hashes(forgotten),
             plan.rewrites,
+            _matching_conflicts(engine, plan.text),
             match_sha256=hashlib.sha256(plan.text.encode()).hexdigest()[:16],
             entries=plan.entries,
         )

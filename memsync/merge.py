@@ -996,6 +996,13 @@ def _index_key(line: str) -> str:
     return f"link:{m.group(1)}" if m else f"line:{' '.join(line.split())}"
 
 
+def _index_label(item: Item) -> str:
+    """Names where, never what (see `_merge_entries`): a link line by its target, any other
+    line by its position only; its text would outlive a `forget --match` in logs."""
+    key = _index_key(item.text)
+    return f"the index line for {key[5:]}" if key.startswith("link:") else "a line of the index"
+
+
 def _merge_index(
     base: memory.Document | None,
     ours: memory.Document,
@@ -1015,7 +1022,7 @@ def _merge_index(
         items(ours) or [],
         items(theirs) or [],
         notes,
-        label=lambda x: f"the index line for {_index_key(x.text).split(':', 1)[1]}",
+        label=_index_label,
         fixed=lambda k: isinstance(k, str) and k.startswith("link:"),
     )
     blank_runs: list[str] = []

@@ -235,6 +235,34 @@ def _by_promise(items: list[Entry], split: dict[str, list[str]]) -> list[Entry]:
     return out
 
 
+def _doubled_links(kind: str, *versions: list[Entry]) -> set[str]:
+    """Index links listed more than once in some version: a conflict keeps both versions of
+    a line, so one link can stand for several lines."""
+    if kind != "index":
+        return set()
+    return {e.ident.split("#")[0] for v in versions for e in v if "#" in e.ident} & {
+        e.ident for v in versions for e in v if e.ident.startswith("link:")
+    }
+
+
+def _by_line(items: list[Entry], links: set[str]) -> list[Entry]:
+    """Lines of a doubled link take the identity link~text: their order tells nothing (a
+    merge may keep either first), so an edit of one is a removal and an addition."""
+    if not links:
+        return items
+    seen: Counter[str] = Counter()
+    out = []
+    for e in items:
+        root = e.ident.split("#")[0]
+        if root in links:
+            ident = f"{root}~{e.text}"
+            n = seen[ident]
+            seen[ident] += 1
+            e = e._replace(ident=ident if n == 0 else f"{ident}#{n}")
+        out.append(e)
+    return out
+
+
 def _one_promise(other: str, done: str, base: list[tuple[str, str]]) -> bool:
     """Whether a commitment left Open (`other`) is the one delivered (`done`) under its id:
     an id minted on two devices for two promises names two entries. Without a base the texts
@@ -285,6 +313,8 @@ def violations(
     o_raw, t_raw = entries(path, ours, kind), entries(path, theirs, kind)
     split = _promises(kind, b, o_raw, t_raw)
     b, o_raw, t_raw = _by_promise(b, split), _by_promise(o_raw, split), _by_promise(t_raw, split)
+    doubled = _doubled_links(kind, b, o_raw, t_raw)
+    b, o_raw, t_raw = _by_line(b, doubled), _by_line(o_raw, doubled), _by_line(t_raw, doubled)
     across = kind in _PLACES
     o, t = _pair_rewords(b, o_raw, across), _pair_rewords(b, t_raw, across)
     # a reworded entry in the result takes the identity its text was given on its side
@@ -293,7 +323,7 @@ def violations(
         for raw, paired in (*zip(o_raw, o, strict=True), *zip(t_raw, t, strict=True))
         if raw.ident != paired.ident
     }
-    r = _by_promise(entries(path, result, kind), split)
+    r = _by_line(_by_promise(entries(path, result, kind), split), doubled)
     r = [e._replace(ident=renamed.get(e.ident, e.ident)) for e in r]
     kept_entries = [e for data in kept for e in entries(path, data, kind)]
     kept_texts = {(e.where, e.text) for e in kept_entries} | {e.text for e in kept_entries}

@@ -9,7 +9,9 @@ from urllib.parse import quote
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memsync.conflicts import recorded, rewrite
 from memsync.forget import line_hash, read_tombstones, scrub
+from memsync.merge import merge
 from memsync.state import State, history_folder
 
 
@@ -19,7 +21,8 @@ def test_version_1_tombstones_are_read_with_an_id_each():
     t = doc["files"]["user_a.md"]
     assert t["at"] == 1700000000.5 and t["device"] == "old" and t["etags"] == []
     assert t["id"] == read_tombstones(json.dumps(v1).encode())["files"]["user_a.md"]["id"]
-    assert read_tombstones(b"not json") == {"version": 2, "files": {}, "lines": {}}
+    empty = {"version": 2, "files": {}, "lines": {}, "conflicts": {}}
+    assert read_tombstones(b"not json") == empty
     assert read_tombstones(b'{"files": [1], "lines": {"x": 3}}')["files"] == {}
 
 
@@ -52,3 +55,42 @@ def test_history_of_a_long_name_and_of_a_legacy_folder(tmp_path):
     assert state.history_names() == sorted([long_name, "user_a.md"])
     assert state.drop_history("user_a.md") == 2
     assert not legacy.exists() and state.history_names() == [long_name]
+
+
+def test_tombstones_carry_conflict_ids_and_the_record_loses_those_entries():
+    doc = {"conflicts": {"c1": {"id": "job", "at": 5}, "c2": "junk"}}
+    assert read_tombstones(json.dumps(doc).encode())["conflicts"] == {
+        "c1": {"id": "job", "at": 5.0}
+    }
+    record = {
+        "version": 1,
+        "conflicts": [{"id": "c1", "file": "a.md", "detail": "x"}, {"id": "c2", "file": "b.md"}],
+        "resolved": [{"id": "r1", "ids": ["c1"], "file": "a.md"}],
+    }
+    data = json.dumps(record).encode()
+    assert rewrite(data, {"nope"}) == data
+    clean = json.loads(rewrite(data, {"c1"}))
+    assert [c["id"] for c in recorded(json.dumps(clean).encode())] == ["c2"]
+    assert clean["resolved"] == record["resolved"]  # names no content
+
+
+def test_an_index_conflict_names_the_link_never_the_line():
+    """A conflict description outlives a forget in logs: it names where, never what."""
+    base = "# Memory\n- Dana's divorce: be gentle\n- [Pat](user_pat.md) — who Pat is\n"
+    ours = base.replace("be gentle", "be very gentle").replace("who Pat is", "Pat, the lead")
+    theirs = base.replace("be gentle", "ask first").replace("who Pat is", "Pat, the manager")
+    out = merge("MEMORY.md", base.encode(), ours.encode(), theirs.encode())
+    assert out.conflict and "user_pat.md" in out.conflict
+    assert "divorce" not in out.conflict and "gentle" not in out.conflict
+
+
+def test_a_compacted_rule_is_forgotten_in_its_earlier_form_too():
+    """Found by the machine's hunt: B's history held `- note` from before a compaction made
+    it `- 2026-10-01: note`; the forget on A saw only the compacted form."""
+    from memsync.forget import _earlier_forms
+
+    forms = _earlier_forms(["- 2026-10-01: asked about Priya", "- 2026-10-02 (Missed): too long"])
+    assert forms == ["- asked about Priya", "- too long"]
+    assert _earlier_forms(["- plain entry", "## 2026-10-01"]) == []
+    old = b"## 2026-10-01\n- asked about Priya\n- kept\n"
+    assert scrub(old, {line_hash(f) for f in forms}) == b"## 2026-10-01\n- kept\n"

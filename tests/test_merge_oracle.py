@@ -647,3 +647,20 @@ def test_a_reword_is_found_whatever_its_rank_among_the_changed_entries():
     for ours, theirs in ((o, t), (t, o)):
         assert merge("relationship_riley.md", b, ours, theirs).conflict
         _merge_and_check("relationship_riley.md", b, ours, theirs)
+
+
+def test_a_link_listed_twice_is_judged_line_by_line():
+    """After a conflict kept both versions of an index line, one link stands for two lines:
+    the oracle tells them apart by text, not by order (found by the three-device machine:
+    one side forgot the first line, the other kept both; the second line alone is right)."""
+    base = b"# Memory\n- [Topic](topic.md) - first\n"
+    ours = b"# Memory\n"
+    theirs = b"# Memory\n- [Topic](topic.md) - first\n- [Topic](topic.md) - second\n"
+    result = b"# Memory\n- [Topic](topic.md) - second\n"
+    assert oracle.violations("MEMORY.md", base, ours, theirs, result) == []
+    kept = oracle.violations("MEMORY.md", base, ours, theirs, theirs)
+    assert any("removed on one side, untouched" in p for p in kept)
+    lost = oracle.violations("MEMORY.md", base, ours, theirs, ours)
+    assert lost
+    out = merge("MEMORY.md", base, ours, theirs)
+    assert oracle.violations("MEMORY.md", base, ours, theirs, out.content) == []

@@ -458,3 +458,93 @@ def test_forget_and_purge_against_azurite(tmp_path, azure_url):
     assert set(blobs()) == {"_memsync/purged.json"}
     a.run("push", "--republish")
     assert "user_role.md" in blobs() and "_memsync/purged.json" not in blobs()
+
+
+# --- forget --match against an edit made elsewhere before it ------------------------------
+
+
+def test_an_item_consumed_on_the_other_device_before_the_forget_does_not_come_back(pair, remote):
+    """B consumes the item (moves it, same text) before A forgets it: a merge keeps an edit
+    over a concurrent removal, so B's move would bring the line back everywhere unless the
+    tombstone takes it out of B's file first (found by tests/test_devices_machine.py)."""
+    a, b = pair
+    a.write(
+        "carry_forward.md",
+        "## Pending\n- Ask Dana about the layoffs\n- Book the venue\n\n## Consumed\n",
+        type="carry_forward",
+    )
+    a.run("push")
+    b.run("pull")
+    b.write(
+        "carry_forward.md",
+        "## Pending\n- Book the venue\n\n## Consumed\n- Ask Dana about the layoffs\n",
+        type="carry_forward",
+    )
+    a.run("forget", "--match", "layoffs", "--yes")
+    b.run("sync")
+    a.run("sync")
+    b.run("sync")
+    for device in (a, b):
+        text = (device.memory / "carry_forward.md").read_text()
+        assert "- Book the venue" in text and "layoffs" not in text
+    assert_forgotten(["layoffs"], everywhere(pair, remote))
+
+
+# --- conflict descriptions are scrubbed too (remote record, each device's, the primer) ----
+
+
+def _conflict_on_both(pair, name: str, body: str, ours: str, theirs: str, **meta) -> None:
+    a, b = pair
+    a.write(name, body, **meta)
+    a.run("push")
+    b.run("pull")
+    a.write(name, ours, **meta)
+    b.write(name, theirs, **meta)
+    a.run("sync")
+    b.run("sync")  # B merges, records the conflict here and on the remote
+    a.run("sync")  # and A takes it in
+
+
+def test_forget_match_clears_conflicts_naming_the_text(pair, remote):
+    a, b = pair
+    _conflict_on_both(
+        pair,
+        "running_commitments.md",
+        "## Open\n- [c-2026-11-20-dana] Send the contract\n- [c-2026-11-20-x] Call Lee\n",
+        "## Open\n- [c-2026-11-20-dana] Send the contract today\n- [c-2026-11-20-x] Call Lee\n",
+        "## Open\n- [c-2026-11-20-dana] Send the contract by post\n- [c-2026-11-20-x] Call Lee\n",
+        type="commitments",
+    )
+    record = remote / PROJECT / "_memsync" / "conflicts.json"
+    assert "c-2026-11-20-dana" in record.read_text()
+    assert "c-2026-11-20-dana" in a.run("status").stdout
+
+    a.run("forget", "--match", "c-2026-11-20-dana", "--yes")
+    b.run("sync")
+    a.run("sync")
+    for device in (a, b):
+        assert "c-2026-11-20-dana" not in device.run("status").stdout
+        assert "Call Lee" in (device.memory / "running_commitments.md").read_text()
+    assert_forgotten(["c-2026-11-20-dana", "Send the contract"], everywhere(pair, remote))
+
+
+def test_forget_file_clears_its_conflicts_from_the_remote_record(pair, remote):
+    a, b = pair
+    body = "## 2026-11-20\n\n### Dana's divorce\n- asked too much\n- {}\n"
+    _conflict_on_both(
+        pair,
+        "voice_calibration.md",
+        body.format("kept it short"),
+        body.format("kept it short, mostly"),
+        body.format("kept it very short"),
+        type="voice_calibration",
+    )
+    record = remote / PROJECT / "_memsync" / "conflicts.json"
+    assert "divorce" in record.read_text()
+    a.run("forget", "--match", "divorce", "--yes")  # a heading: the whole file goes
+    b.run("sync")
+    a.run("sync")
+    assert "voice_calibration.md" not in record.read_text()
+    for device in (a, b):
+        assert "voice_calibration" not in device.run("status").stdout
+    assert_forgotten(["divorce"], everywhere(pair, remote))
