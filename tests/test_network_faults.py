@@ -113,8 +113,6 @@ def test_a_cut_listing_is_asked_again_then_one_sentence(azure_url, proxy, monkey
 @pytest.mark.parametrize("path", PATHS)
 @pytest.mark.parametrize("fault", ["stall", "trickle"])
 def test_no_request_outlives_the_deadline(azure_url, proxy, monkeypatch, path, fault):
-    if (path, fault) == ("sdk", "trickle"):
-        pytest.skip("requests bounds each read, not a whole body: the hook abandons it instead")
     direct, through = _stores(azure_url, proxy, monkeypatch, path)
     direct.create("a.md", BODY.encode())
     proxy.arm(fault, times=100)
@@ -167,14 +165,15 @@ def test_a_cut_short_download_never_lands_and_the_next_pull_brings_the_whole_fil
 
 
 @pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("fault", ["stall", "trickle"])
 def test_the_session_start_hook_exits_within_its_budget_with_a_stalled_download(
-    tmp_path, azure_url, proxy, path
+    tmp_path, azure_url, proxy, path, fault
 ):
     a, b = _pair(tmp_path, azure_url, proxy, path)
     for i in range(4):
         a.write(f"project_{i}.md", BODY, type="project")
     a.run("push")
-    proxy.arm("stall", r"project_2\.md", times=100)
+    proxy.arm(fault, r"project_2\.md", times=100)
     payload = json.dumps({"session_id": "s", "cwd": str(b.root), "source": "startup"})
     started = time.monotonic()
     hook = b.run("hook", "session-start", input=payload, timeout=60)

@@ -248,10 +248,7 @@ class AzureSDKStore(AzureStore):
         import base64
 
         with self._translate(key):
-            downloader = self.client.download_blob(
-                self._name(key), max_concurrency=1, **self._timeout()
-            )
-            data = downloader.readall()
+            downloader, data = self._download_in_time(key)
         self.stats.moved(down=len(data))  # the request was counted when it was sent
         md5 = downloader.properties.content_settings.content_md5
         metadata = downloader.properties.metadata or {}
@@ -261,6 +258,43 @@ class AzureSDKStore(AzureStore):
             base64.b64encode(bytes(md5)).decode() if md5 else None,
             parse_edited(metadata.get(EDITED_METADATA)),
         )
+
+    def _download_in_time(self, key: str) -> tuple[Any, bytes]:
+        """download_blob + readall, bounded by the command's deadline as a whole. The SDK's
+        timeouts bound each socket read, so a server trickling a few bytes a second keeps a
+        download going for minutes; past the deadline the transfer is abandoned on a daemon
+        thread (its bytes are never used) and the fetch is Unreachable."""
+
+        def download() -> tuple[Any, bytes]:
+            downloader = self.client.download_blob(
+                self._name(key), max_concurrency=1, **self._timeout()
+            )
+            return downloader, downloader.readall()
+
+        if self._deadline is None:
+            return download()
+        import threading
+        import time
+
+        outcome: list[tuple[Any, bytes]] = []
+        failure: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                outcome.append(download())
+            except BaseException as exc:  # handed to the caller's thread below
+                failure.append(exc)
+
+        worker = threading.Thread(target=run, name=f"memsync-get-{key}", daemon=True)
+        worker.start()
+        worker.join(max(0.0, self._deadline - time.monotonic()))
+        if failure:
+            raise failure[0]
+        if not outcome:
+            raise Unreachable(
+                f"{self.blob_url.account_url} did not send {key} in time; try again later"
+            )
+        return outcome[0]
 
     def _put(
         self, key: str, data: bytes, condition: dict[str, str], edited: float | None = None
