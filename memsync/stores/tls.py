@@ -26,15 +26,27 @@ HOW_TO_TRUST = (
 )
 
 
-def bundle_from_env() -> str | None:
-    """The bundle a variable names, if any (REQUESTS_CA_BUNDLE first, as requests reads it)."""
-    for name in ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE", "SSL_CERT_DIR"):
+CA_VARIABLES = ("REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "SSL_CERT_FILE", "SSL_CERT_DIR")
+
+
+def _variable_in_effect() -> tuple[str, str] | None:
+    """(name, value) of the first CA variable set, in the order requests reads them."""
+    for name in CA_VARIABLES:
         value = os.environ.get(name)
         if value:
-            if not os.path.exists(value):
-                raise ConfigError(f"{name} names {value}, which does not exist; fix or unset it")
-            return value
+            return name, value
     return None
+
+
+def bundle_from_env() -> str | None:
+    """The bundle a variable names, if any (REQUESTS_CA_BUNDLE first, as requests reads it)."""
+    found = _variable_in_effect()
+    if found is None:
+        return None
+    name, value = found
+    if not os.path.exists(value):
+        raise ConfigError(f"{name} names {value}, which does not exist; fix or unset it")
+    return value
 
 
 def verify_paths() -> tuple[str | None, str | None]:
@@ -115,4 +127,22 @@ def untrusted(exc: BaseException) -> str | None:
 
 
 def untrusted_error(origin: str, reason: str) -> ConfigError:
-    return ConfigError(f"the TLS certificate of {origin} is not trusted ({reason}); {HOW_TO_TRUST}")
+    """Names the CA variable in effect: one set system-wide (REQUESTS_CA_BUNDLE, say) takes
+    priority over an SSL_CERT_FILE given on the command line, and the user must know which."""
+    found = _variable_in_effect()
+    if found is None:
+        how = HOW_TO_TRUST
+    else:
+        name, value = found
+        how = (
+            f"the CA bundle in effect is {name}={value} and it does not vouch for it; point "
+            f"{name} at the bundle that signed it"
+        )
+        rank = CA_VARIABLES.index(name)
+        above = [n for n in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE") if CA_VARIABLES.index(n) < rank]
+        if above:
+            how += f", or set {' or '.join(above)}, which take priority"
+        shadowed = [n for n in CA_VARIABLES[rank + 1 :] if os.environ.get(n)]
+        if shadowed:
+            how += f" ({name} takes priority over {', '.join(shadowed)})"
+    return ConfigError(f"the TLS certificate of {origin} is not trusted ({reason}); {how}")
