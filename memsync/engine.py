@@ -561,7 +561,7 @@ class Engine:
         except BaseException:
             # interrupted: the pushes not done are queued, so that even a `push FILE` (which
             # looks only at its files and the queue) sends them next time
-            done = set(result.uploaded + result.merged + result.deleted_remote)
+            done = self._settled(result, local_hashes)
             self.state.queue(
                 [
                     a.name
@@ -574,7 +574,7 @@ class Engine:
             raise
         self._publish_conflicts(result)
 
-        done = set(result.uploaded + result.merged + result.deleted_remote)
+        done = self._settled(result, local_hashes)
         self.state.unqueue([n for n in pending if n in done or n not in local_hashes])
         if result.offline:
             queued = [a.name for a in actions if a.kind in planner.PUSH_KINDS]
@@ -584,6 +584,19 @@ class Engine:
         self.state.set_refused(local.split_refused()[0])
         if not result.offline and not result.errors and result.skipped == []:
             self.state.meta["last_sync"] = time.time()
+
+    def _settled(self, result: SyncResult, local_hashes: dict[str, str]) -> set[str]:
+        """The files this run left in sync: those it sent, merged or deleted, and those found
+        identical on both sides (a PUT that landed as an earlier run was cut off), which are
+        only recorded: none of them is still waiting to be pushed."""
+        done = set(result.uploaded + result.merged + result.deleted_remote)
+        with self._lock:
+            done.update(
+                name
+                for name, sha in local_hashes.items()
+                if (rec := self.state.records.get(name)) is not None and rec.sha == sha
+            )
+        return done
 
     def memory_dir_lost(self, local: LocalScan) -> bool:
         """Whether the memory dir is missing or holds no memory file at all while the records
