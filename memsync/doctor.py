@@ -11,6 +11,7 @@ from typing import Any
 
 from memsync.config import SETTINGS_FILE, Context, strip_query
 from memsync.errors import AuthError, MemsyncError, NotFound, Unreachable
+from memsync.stores import create_advice
 
 MAX_SKEW = 300.0  # seconds; Azure rejects shared-key requests beyond 15 minutes
 
@@ -140,16 +141,24 @@ def run(ctx: Context, store: Any = None) -> Report:
             Check(
                 "container",
                 False,
-                "the container (or folder) does not exist yet",
-                "run `memsync push` to create it",
+                f"{_container(store)} does not exist yet",
+                create_advice(store),
             )
         )
         return report
-    add(Check("container", True, "present"))
+    add(Check("container", True, f"{_container(store)} present"))
     add(_remote_files(store))
     add(_probe(store))
     add(_skew(store))
     return report
+
+
+def _container(store: Any) -> str:
+    """The container (or folder) a remote names, as the user wrote it."""
+    blob_url = getattr(store, "blob_url", None)
+    if blob_url is not None:
+        return f"the container {blob_url.container!r}"
+    return f"the folder {getattr(store, 'root', 'of the remote')}"
 
 
 def hooks_check(settings_files: list[Path] | None = None) -> Check:

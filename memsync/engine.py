@@ -41,11 +41,12 @@ from memsync.fsutil import (
     sync_filesystem,
 )
 from memsync.gate import check_inbound, check_outbound
+from memsync.lean_typing import NamedTuple
 from memsync.localfiles import LocalFiles, settled, stat_key
 from memsync.names import collisions, local_key
 from memsync.planner import Action, Kind
 from memsync.state import State
-from memsync.stores import Stats, Store, check_key, open_store
+from memsync.stores import Entry, Stats, Store, check_key, create_advice, open_store
 
 MAX_ATTEMPTS = 8
 # Over a slow network (the quickest of the first transfers took SLOW_ROUND_TRIP or more: a WAN,
@@ -74,6 +75,38 @@ def foreign(key: str) -> str | None:
     if not key.endswith(".md"):
         return "not a Markdown memory file (.md)"
     return None
+
+
+class RemoteFiles(NamedTuple):
+    """A listing sorted by what memsync does with each name."""
+
+    memory: dict[str, Entry]  # memory files: synced
+    unsafe: dict[str, str]  # names that would leave the memory dir: refused, never fetched
+    ignored: dict[str, str]  # foreign blobs and copies refused before: never fetched, why
+
+
+def classify(listing: dict[str, Entry], refused_before: dict[str, list]) -> RemoteFiles:
+    """Sort a listing. `refused_before` maps a name to the [etag, reason] of a remote copy a
+    download refused (bad UTF-8, no frontmatter...): that copy is not fetched again, on every
+    sync, to be refused again; a new ETag (someone fixed it) is fetched as usual."""
+    files = RemoteFiles({}, {}, {})
+    for key, entry in listing.items():
+        try:
+            check_key(key)
+        except UnsafeKey as exc:
+            files.unsafe[key] = str(exc)
+            continue
+        if is_ignored(key):
+            continue
+        why = foreign(key)
+        before = refused_before.get(key)
+        if why is None and before is not None and before[0] == entry.etag:
+            why = f"refused before ({before[1]}); fetched again once it changes"
+        if why:
+            files.ignored[key] = why
+        else:
+            files.memory[key] = entry
+    return files
 
 
 def is_ignored(relpath: str) -> bool:
@@ -506,22 +539,12 @@ class Engine:
             self._apply_tombstones(listing, local, result)
             self._receive_conflicts(result, listing)
             local_hashes = dict(local.content.hashes)
-            remote = {}
-            entries = {}
-            for key, entry in listing.items():
-                try:
-                    check_key(key)
-                except UnsafeKey as exc:
-                    result.refused_remote[key] = str(exc)
-                    continue
-                if is_ignored(key):
-                    continue
-                why = foreign(key)
-                if why:
-                    result.ignored_remote[key] = why
-                    continue
-                remote[key] = entry.etag
-                entries[key] = entry.modified
+            files = classify(listing, self.state.refused_remote)
+            result.refused_remote.update(files.unsafe)
+            result.ignored_remote.update(files.ignored)
+            self.state.keep_refused_remote(files.ignored)
+            remote = {key: entry.etag for key, entry in files.memory.items()}
+            entries = {key: entry.modified for key, entry in files.memory.items()}
             result.refused.update(_refuse_colliding_names(local, records, remote))
             skip = set(local.refused) | set(result.refused_remote)
             if mode == "sync":
@@ -630,7 +653,7 @@ class Engine:
             if mode == "pull":
                 raise UserError(
                     f"the remote {self._display_remote()} does not exist yet; "
-                    "run `memsync push` to create it"
+                    f"{create_advice(self.store)}"
                 ) from None
             try:
                 self.store.ensure()
@@ -794,6 +817,9 @@ class Engine:
             except RefusedFile as exc:
                 with self._lock:
                     result.refused_remote[action.name] = exc.reason
+                    etag = run.remote.get(action.name)
+                    if etag is not None:  # remembered: not fetched again until it changes
+                        self.state.refuse_remote(action.name, etag, exc.reason)
             except OSError as exc:  # a write here failed: say which file and what to do
                 with self._lock:
                     where = None if exc.filename else self.ctx.memory_dir / action.name

@@ -17,6 +17,7 @@ from memsync.fsutil import atomic_write, private_dir, sha256
 from memsync.lean_typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
     from typing import Any
 
 
@@ -44,6 +45,7 @@ _META_KINDS: dict[str, type | tuple[type, ...]] = {
     "pending": list,
     "conflicts": list,
     "refused": dict,
+    "refused_remote": dict,
     "landing": (list, dict),
     "last_sync": (int, float),
     "last_attempt": (int, float),
@@ -235,6 +237,20 @@ class State:
 
     def set_refused(self, refused: dict[str, str]) -> None:
         self.meta["refused"] = dict(sorted(refused.items()))
+
+    @property
+    def refused_remote(self) -> dict[str, list]:
+        """Remote copies a download refused: name -> [etag, reason] (engine.classify)."""
+        return dict(self.meta.get("refused_remote", {}))
+
+    def refuse_remote(self, name: str, etag: str, reason: str) -> None:
+        self.meta["refused_remote"] = {**self.refused_remote, name: [etag, reason]}
+
+    def keep_refused_remote(self, still: Iterable[str]) -> None:
+        """Forget the refused copies a listing no longer shows unchanged."""
+        kept = {n: v for n, v in self.refused_remote.items() if n in set(still)}
+        if kept != self.refused_remote:
+            self.meta["refused_remote"] = kept
 
     # --- local history --------------------------------------------------------------------
 

@@ -7,10 +7,9 @@ from typing import Any
 
 from memsync import planner
 from memsync.config import strip_query
-from memsync.engine import PURGED, TOMBSTONES, Engine, foreign, is_ignored
-from memsync.errors import NotFound, Unreachable, UnsafeKey
+from memsync.engine import PURGED, TOMBSTONES, Engine, classify
+from memsync.errors import NotFound, Unreachable
 from memsync.planner import Kind
-from memsync.stores import check_key
 
 
 @dataclass
@@ -95,19 +94,10 @@ def status(engine: Engine) -> Status:
             purged = PURGED in listing
             stone = listing.get(TOMBSTONES)
             tombstones = stone is not None and stone.etag != state.meta.get("tombstones_etag")
-            for key, entry in listing.items():
-                try:
-                    check_key(key)
-                except UnsafeKey as exc:
-                    result.refused[key] = str(exc)
-                    continue
-                if is_ignored(key):
-                    continue
-                why = foreign(key)
-                if why:
-                    result.ignored[key] = why
-                else:
-                    remote[key] = entry.etag
+            files = classify(listing, state.refused_remote)
+            result.refused.update(files.unsafe)
+            result.ignored.update(files.ignored)
+            remote = {key: entry.etag for key, entry in files.memory.items()}
         except NotFound:
             result.remote_error = "the remote does not exist yet (a push creates it)"
         except Unreachable as exc:

@@ -13,6 +13,7 @@ import pytest
 
 from memsync.errors import StoreError, Unreachable
 from memsync.stores import open_store
+from memsync.stores.azure import BlobURL
 from tests.azurite import ACCOUNT, KEY, Azurite
 from tests.devices import Device, make_device
 from tests.netfaults import FaultProxy
@@ -196,6 +197,7 @@ def test_foreign_blobs_are_listed_once_as_ignored_and_never_fetched(
     a, b = _pair(tmp_path, azure_url, proxy, path)
     a.write("project_a.md", "a fact\n", type="project")
     a.run("push")
+    FRONT = "---\nname: Latin\ndescription: a fact\ntype: project\n---\n"  # noqa: N806
     direct = open_store(azure_url, "e2e-project")
     direct.create("notes.txt", b"not a memory")
     direct.create("old/fact.md.bak", b"an editor's backup")
@@ -209,7 +211,26 @@ def test_foreign_blobs_are_listed_once_as_ignored_and_never_fetched(
     assert "notes.txt" in status.stdout and "ignored" in status.stdout
     doctor = b.run("doctor", check=None)
     assert "ignored, never fetched: notes.txt" in doctor.stdout, doctor.stdout
+    assert f"the container '{BlobURL.parse(azure_url).container}' present" in doctor.stdout
     assert not (b.memory / "notes.txt").exists()
+
+    # a Markdown name whose content is not UTF-8: refused once, then not fetched again
+    direct.create("project_latin1.md", (FRONT + "caf\xe9\n").encode("latin-1"))
+    refused = b.run("sync", check=1)
+    assert "refused from the remote: project_latin1.md" in refused.stderr, refused.stderr
+    assert "in sync" not in refused.stdout.lower()  # not "Everything is in sync." as well
+    proxy.requests.clear()
+    again = b.run("sync")
+    assert "in sync" in again.stdout.lower() and again.stderr == "", again.stderr
+    assert [r.split()[0] for r in proxy.requests] == ["GET"]  # one listing, no download
+    status = b.run("status", check=None)
+    assert "ignored on the remote: project_latin1.md: refused before" in status.stdout
+    assert "new on the remote" not in status.stdout, status.stdout
+    fixed = (FRONT + "caf\xe9\n").encode()
+    etag = {k: e.etag for k, e in direct.list().items()}["project_latin1.md"]
+    direct.replace("project_latin1.md", fixed, etag)  # someone fixed it: fetched again
+    b.run("sync")
+    assert (b.memory / "project_latin1.md").read_bytes() == fixed
 
 
 def test_a_listed_name_that_is_not_utf8_is_ignored_not_fetched():
@@ -276,6 +297,8 @@ def test_container_sas_rights_each_get_a_message_that_says_what_to_do(
     pushed = reader.run("push", check=None)
     assert pushed.returncode == 1 and "permissions racwdl" in pushed.stderr
     assert len([r for r in proxy.requests if r.startswith("PUT")]) == 1  # not one per file
+    said = [line for line in pushed.stderr.splitlines() if "permissions racwdl" in line]
+    assert len(said) == 1 and "5 files (" in said[0], pushed.stderr  # once, naming the files
 
     expired = _sas(
         azurite, url, read=True, list=True, expiry=datetime.now(timezone.utc) - timedelta(hours=1)
@@ -290,7 +313,13 @@ def test_container_sas_rights_each_get_a_message_that_says_what_to_do(
     nowhere.write("project_a.md", "a fact\n", type="project")
     pushed = nowhere.run("push", check=None)
     assert pushed.returncode == 1 and "does not exist" in pushed.stderr, pushed.stderr
-    assert "create it" in pushed.stderr
+    container = BlobURL.parse(missing).container
+    assert f"az storage container create --name {container}" in pushed.stderr
+    for command in ("pull", "doctor"):  # the advice fits the credential: push cannot create it
+        said = nowhere.run(command, check=None)
+        assert said.returncode == 1, said.stdout + said.stderr
+        assert "memsync push" not in said.stdout + said.stderr, command
+        assert f"az storage container create --name {container}" in said.stdout + said.stderr
 
 
 @pytest.mark.parametrize("scheme", ["https", "http"])

@@ -182,13 +182,19 @@ def report(result: SyncResult, stats: bool, memory_dir: Path | None = None) -> N
         err.print(f"kept local (sensitivity: high, no consent): {shown_name(name)}", markup=False)
     for name, reason in sorted(result.refused_remote.items()):
         err.print(f"refused from the remote: {name}: {reason}", markup=False)
-    for name, reason in sorted(result.errors.items()):
-        err.print(f"error: {name}: {reason}", markup=False)
+    for names, reason in group_by_reason(result.errors):
+        err.print(f"error: {names}: {reason}", markup=False)
     if result.skipped:
         err.print(f"not done in time: {len(result.skipped)} file(s); run `memsync sync`.")
     for sentence in result.quarantined:
         err.print(f"note: {sentence}.", markup=False)
-    attention = result.refused or result.errors or result.offline or result.quarantined
+    attention = (
+        result.refused
+        or result.refused_remote
+        or result.errors
+        or result.offline
+        or result.quarantined
+    )
     if not result.changes and not attention:
         if memory_dir is not None and not memory_dir.is_dir():
             out.print(
@@ -215,6 +221,23 @@ def report(result: SyncResult, stats: bool, memory_dir: Path | None = None) -> N
     if result.refused or result.refused_remote or result.errors:
         count = len(result.refused) + len(result.refused_remote) + len(result.errors)
         fail(f"{count} file(s) were not synced; see the lines above", 1)
+
+
+def group_by_reason(problems: dict[str, str], shown: int = 5) -> list[tuple[str, str]]:
+    """One line per distinct reason: a read-only credential refuses every file for the same
+    reason, which the user needs to read once, with the files it stopped."""
+    by_reason: dict[str, list[str]] = {}
+    for name, reason in sorted(problems.items()):
+        by_reason.setdefault(reason, []).append(name)
+    lines = []
+    for reason, names in by_reason.items():
+        listed = ", ".join(names[:shown])
+        if len(names) > shown:
+            listed += f" and {len(names) - shown} more"
+        if len(names) > 1:
+            listed = f"{len(names)} files ({listed})"
+        lines.append((listed, reason))
+    return sorted(lines, key=lambda line: min(by_reason[line[1]]))
 
 
 def pushable(engine: Engine, path: Path) -> str:

@@ -472,9 +472,11 @@ class AzureStore:
             return f"it came {len(data)} of the {listed.size} bytes the listing gave"
         return None
 
-    def _too_large(self, key: str, size: int | None) -> RefusedFile:
-        shown = f"{size} bytes" if size is not None else "larger than that"
-        return RefusedFile(key, f"it is {shown}, over the {self.max_bytes}-byte limit")
+    def _too_large(self, key: str, size: int | None, said_by: str) -> RefusedFile:
+        """`said_by`: what declared the size (the listing, the answer), never measured here:
+        such a file is not fetched, or not past the limit."""
+        shown = f"{said_by} gives it {size} bytes" if size is not None else "it is larger"
+        return RefusedFile(key, f"{shown}, over the {self.max_bytes}-byte limit")
 
     def _fetch(self, key: str) -> tuple[bytes, str, str | None, float | None]:
         """One GET: body, ETag, the MD5 the service keeps, the `edited` metadata."""
@@ -482,11 +484,11 @@ class AzureStore:
 
         listed = self._listed.get(key)
         if listed is not None and listed.size > self.max_bytes:
-            raise self._too_large(key, listed.size)  # not worth fetching to refuse
+            raise self._too_large(key, listed.size, "the listing")  # not worth fetching
         try:
             response = self._request("get", "GET", key)
         except TooLarge as exc:
-            raise self._too_large(key, exc.size) from None
+            raise self._too_large(key, exc.size, "the server's answer") from None
         return (
             response.body,
             quote_etag(response.headers.get("ETag")),
@@ -556,6 +558,30 @@ class AzureStore:
             self._raise_for(response.status, response.headers)
         return True
 
+    def can_create(self) -> bool:
+        """Whether the credential may create the container: a service SAS (`sr=`, e.g. a
+        container SAS) never can; an account SAS needs container resource rights and create or
+        write permission; a key or a token may."""
+        if not self._sas:
+            return True
+        query = parse_qs(self._sas.lstrip("?"))
+        if "sr" in query:
+            return False
+        resources = "".join(query.get("srt", []))
+        rights = "".join(query.get("sp", []))
+        return "c" in resources and ("c" in rights or "w" in rights)
+
+    def create_advice(self) -> str:
+        """What to do about a missing container, fit for this credential."""
+        name = self.blob_url.container
+        if self.can_create():
+            return f"run `memsync push` to create the container {name!r}"
+        return (
+            f"the {self.credential_kind} cannot create it: create the container {name!r} "
+            f"(az storage container create --name {name} --account-name "
+            f"{self.blob_url.account}) or use a credential with account rights"
+        )
+
     def ensure(self) -> None:
         if self._sas and self.exists():
             return  # a container SAS may not create containers, and need not
@@ -565,13 +591,18 @@ class AzureStore:
         ):
             return
         if response.status in (401, 403) and self._sas:
-            raise AuthError(
-                f"the container {self.blob_url.container!r} does not exist at {self.url} and "
-                f"the {self.credential_kind} may not create it; create it (az storage container "
-                "create) or use a SAS with account rights"
-            )
+            raise AuthError(self._cannot_create())
         if response.status >= 300:
             self._raise_for(response.status, response.headers)
+
+    def _cannot_create(self) -> str:
+        name = self.blob_url.container
+        return (
+            f"the container {name!r} does not exist at {self.url} and the "
+            f"{self.credential_kind} may not create it; create it (az storage container create "
+            f"--name {name} --account-name {self.blob_url.account}) or use a credential with "
+            "account rights"
+        )
 
     def server_time(self) -> float | None:
         """The server's clock (from the Date header of a cheap request), for `doctor`."""

@@ -358,11 +358,7 @@ class AzureSDKStore(AzureStore):
         except AuthError:
             if not self._sas:
                 raise
-            raise AuthError(
-                f"the container {self.blob_url.container!r} does not exist at {self.url} and "
-                f"the {self.credential_kind} may not create it; create it (az storage container "
-                "create) or use a SAS with account rights"
-            ) from None
+            raise AuthError(self._cannot_create()) from None
 
     def server_time(self) -> float | None:
         seen: list[str] = []

@@ -89,8 +89,8 @@ class TooLarge(BadAnswer):
 
     def __init__(self, size: int | None, limit: int) -> None:
         self.size, self.limit = size, limit
-        shown = f"{size} bytes" if size is not None else "larger"
-        super().__init__(f"the answer is {shown}, more than the {limit} bytes expected")
+        shown = f"declares {size} bytes" if size is not None else "is larger"
+        super().__init__(f"the answer {shown}, more than the {limit} bytes expected")
 
 
 class TimedOut(TimeoutError):
@@ -173,7 +173,9 @@ def exchange(
     answer = Headers((k.lower(), v) for k, v in response.getheaders())
     length = answer.get("content-length")
     if length is not None and not (length.isascii() and length.isdigit()):
-        raise BadAnswer(f"the server sent a Content-Length of {length[:40]!r}")
+        # http.client decodes header bytes as Latin-1: show what the server most likely wrote
+        shown = length.encode("latin-1", "replace").decode("utf-8", "replace")
+        raise BadAnswer(f"the server sent a Content-Length of {shown[:40]!r}")
     if response.length is not None and response.length > limit:
         raise TooLarge(response.length, limit)
     parts: list[bytes] = []
