@@ -43,9 +43,9 @@ from memsync.fsutil import (
 from memsync.gate import check_inbound, check_outbound
 from memsync.lean_typing import NamedTuple
 from memsync.localfiles import LocalFiles, settled, stat_key
-from memsync.names import collisions, local_key
+from memsync.names import collisions, fold, local_key
 from memsync.planner import Action, Kind
-from memsync.state import State
+from memsync.state import Record, State
 from memsync.stores import Entry, Stats, Store, check_key, create_advice, open_store
 
 MAX_ATTEMPTS = 8
@@ -111,15 +111,23 @@ def classify(listing: dict[str, Entry], refused_before: dict[str, list]) -> Remo
 
 def is_ignored(relpath: str) -> bool:
     """Files memsync never syncs: Claude Code's team/ folder, hidden and editor temp files."""
+    return ignored_why(relpath) is not None
+
+
+def ignored_why(relpath: str) -> str | None:
+    """Why memsync never syncs `relpath`, or None. The team/ folder is matched in any letter
+    case: on macOS and Windows `Team/` is that folder."""
     parts = relpath.split("/")
-    if parts[0] in ("team", TOMBSTONES.split("/")[0]):
-        return True
+    if parts[0].lower() == "team":
+        return "it is in Claude Code's team/ folder, which memsync does not sync"
+    if parts[0] == TOMBSTONES.split("/")[0]:
+        return "it is in memsync's own _memsync/ folder"
     name = parts[-1]
-    return (
-        any(p.startswith(".") for p in parts)
-        or name.endswith(_TEMP_SUFFIXES)
-        or (name.startswith("#") and name.endswith("#"))
-    )
+    if any(p.startswith(".") for p in parts):
+        return "hidden files and folders are not synced"
+    if name.endswith(_TEMP_SUFFIXES) or (name.startswith("#") and name.endswith("#")):
+        return "it is named like an editor's temporary file, which memsync does not sync"
+    return None
 
 
 class SyncResult:
@@ -503,7 +511,7 @@ class Engine:
 
         if mode == "push" and names is not None:
             # Trust the records: the happy path is one conditional request a file.
-            result.refused.update(_refuse_colliding_names(local, records))
+            result.refused.update(refuse_colliding_names(local, records))
             remote = {n: r.etag for n, r in records.items()}
             entries: dict[str, float] = {}
             only = set(names) | set(pending)
@@ -545,7 +553,7 @@ class Engine:
             self.state.keep_refused_remote(files.ignored)
             remote = {key: entry.etag for key, entry in files.memory.items()}
             entries = {key: entry.modified for key, entry in files.memory.items()}
-            result.refused.update(_refuse_colliding_names(local, records, remote))
+            result.refused.update(refuse_colliding_names(local, records, remote))
             skip = set(local.refused) | set(result.refused_remote)
             if mode == "sync":
                 actions = planner.plan(local_hashes, remote, records, only=names, skip=skip)
@@ -580,7 +588,8 @@ class Engine:
         self._land(actions, local_hashes)
         self._published = []
         try:
-            self._execute(result, actions, ctx, deadline, progress)
+            for batch in _renames_in_two_steps(actions):
+                self._execute(result, batch, ctx, deadline, progress)
         except BaseException:
             # interrupted: the pushes not done are queued, so that even a `push FILE` (which
             # looks only at its files and the queue) sends them next time
@@ -1168,12 +1177,37 @@ def _mtime(path: Path) -> float | None:
         return None
 
 
-def _refuse_colliding_names(
-    local: LocalScan, records: Iterable[str], remote: Iterable[str] = ()
+def _renames_in_two_steps(actions: list[Action]) -> list[list[Action]]:
+    """The deletions whose name folds like another action's (a rename that changed only
+    letter case: `User_Pat.md` to `user_pat.md`) go first, apart: on macOS and Windows both
+    names are one file, which the new name's write must not meet before the old one is gone."""
+    folds: dict[str, int] = {}
+    for action in actions:
+        folds[fold(action.name)] = folds.get(fold(action.name), 0) + 1
+    deleting = (Kind.DELETE_LOCAL, Kind.DELETE_REMOTE)
+    first = [a for a in actions if a.kind in deleting and folds[fold(a.name)] > 1]
+    if not first:
+        return [actions]
+    return [first, [a for a in actions if a not in first]]
+
+
+def refuse_colliding_names(
+    local: LocalScan, records: dict[str, Record], remote: dict[str, str] | None = None
 ) -> dict[str, str]:
     """Refuse (leave here, report) each new local name that macOS or Windows could not keep
-    apart from another local, remote or recorded one (memsync/names.py); what it refused."""
-    known = set(records) | set(remote)
+    apart from another local, remote or recorded one (memsync/names.py); what it refused.
+    `remote`: the listing's name -> ETag (None: trust the records). A recorded name deleted
+    here and unchanged or gone on the remote is not in the way: it goes in the same run (a
+    rename that changed only letter case)."""
+    listed = remote if remote is not None else {n: r.etag for n, r in records.items()}
+    leaving = {
+        n
+        for n, rec in records.items()
+        if n not in local.content.hashes
+        and n not in local.refused
+        and listed.get(n) in (rec.etag, None)
+    }
+    known = (set(records) | set(listed)) - leaving
     new = [n for n in local.content.hashes if n not in known and n not in local.refused]
     refused = collisions(new, known)
     local.refused.update(refused)

@@ -7,6 +7,7 @@ from functools import cache
 
 from memsync.errors import RefusedFile
 from memsync.lean_typing import TYPE_CHECKING, NamedTuple
+from memsync.names import unportable
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -228,6 +229,9 @@ def check(name: str, data: bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> Documen
         raise RefusedFile(
             name, "its name is not valid UTF-8, which the remote cannot store; rename it"
         ) from None
+    problem = unportable(name.removesuffix(".md"))
+    if problem:
+        raise RefusedFile(name, problem)
     if len(data) > max_bytes:
         raise RefusedFile(name, f"it is {len(data)} bytes, over the {max_bytes}-byte limit")
     if not data.strip():

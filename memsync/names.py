@@ -33,6 +33,30 @@ def fold(name: str) -> str:
     return unicodedata.normalize("NFC", decomposed.upper().casefold())
 
 
+_WINDOWS_DEVICES = frozenset(
+    ["CON", "PRN", "AUX", "NUL"] + [f"{d}{n}" for d in ("COM", "LPT") for n in "123456789"]
+)
+
+
+def unportable(name: str) -> str | None:
+    """Why Windows cannot hold the file `name` (a relative path), or None: a device name
+    (CON, NUL, COM1...) with any extension, or a name ending in a space or a dot, which
+    Windows drops. Checked on the device that creates the file, as `collisions` is."""
+    for segment in name.split("/"):
+        stem = segment.split(".")[0].rstrip(" ")
+        if stem.upper() in _WINDOWS_DEVICES:
+            return (
+                f"{stem!r} is a device name on Windows (like CON, NUL, COM1), which cannot "
+                "hold such a file; rename it"
+            )
+        if segment != segment.strip(" ") or segment.endswith("."):
+            return (
+                f"the name {segment!r} starts or ends with a space or ends with a dot, which "
+                "Windows drops from file names; rename it"
+            )
+    return None
+
+
 def local_key(dirpath: str, fname: str) -> str:
     """The NFC spelling of `fname` where this file system finds the same file under it (macOS
     may list a name decomposed); else `fname` as listed (`collisions` then refuses it if new)."""

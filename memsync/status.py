@@ -7,7 +7,7 @@ from typing import Any
 
 from memsync import planner
 from memsync.config import strip_query
-from memsync.engine import PURGED, TOMBSTONES, Engine, classify
+from memsync.engine import PURGED, TOMBSTONES, Engine, classify, refuse_colliding_names
 from memsync.errors import NotFound, Unreachable
 from memsync.planner import Kind
 
@@ -105,6 +105,7 @@ def status(engine: Engine) -> Status:
     if not ctx.sync_enabled or (result.remote_error and not remote):
         # the remote was not asked: assume it unchanged, so only local changes show
         remote = {n: r.etag for n, r in state.records.items()}
+    result.refused.update(refuse_colliding_names(local, state.records, remote))
     actions = planner.plan(hashes, remote, state.records, skip=local.refused)
     for action in actions:
         bucket = _BUCKET.get((action.kind, action.name in state.records))

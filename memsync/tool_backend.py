@@ -32,6 +32,7 @@ from memsync.errors import MemsyncError, RefusedFile, UserError
 from memsync.fsutil import atomic_write, private_dir
 from memsync.gate import check_outbound
 from memsync.memtypes import UNKNOWN, type_of
+from memsync.names import unportable
 
 ROOT = "/memories"
 INDEX = memory.INDEX_NAME
@@ -45,9 +46,6 @@ _PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 # text-direction controls: a name that displays as something else (`user_\u202egpj.md`)
 _BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_WINDOWS_RESERVED = frozenset(
-    ["CON", "PRN", "AUX", "NUL"] + [f"{d}{n}" for d in ("COM", "LPT") for n in range(1, 10)]
-)
 _BAD_CHARS = re.compile(r'[\\:*?"<>|]')  # what the remote refuses in a key (stores.check_key)
 _MODIFIED_LINE = re.compile(
     r"^(?P<lead>\s*modified:\s*)(?P<q>['\"]?)(?P<value>[^'\"\n]*)(?P=q)\s*$"
@@ -152,17 +150,9 @@ class ToolMemory:
                 )
             if len(segment.encode("utf-8")) > MAX_SEGMENT_BYTES:
                 raise MemoryToolError(f"A name in the path is over {MAX_SEGMENT_BYTES} bytes.")
-            if segment.split(".")[0].rstrip(" ").upper() in _WINDOWS_RESERVED:
-                raise MemoryToolError(
-                    f"{segment.split('.')[0].strip()!r} is a reserved device name on Windows "
-                    "(like CON, NUL, COM1), "
-                    "where this memory may be synced too: choose another name."
-                )
-            if segment != segment.strip(" ") or segment.endswith("."):
-                raise MemoryToolError(
-                    "A name in the path starts or ends with a space or ends with a dot, "
-                    "which some systems drop from file names: remove it."
-                )
+            problem = unportable(segment)
+            if problem:
+                raise MemoryToolError(f"{problem[0].upper()}{problem[1:]}.")
         from memsync.engine import is_ignored
 
         if is_ignored(rest):

@@ -246,7 +246,12 @@ def pushable(engine: Engine, path: Path) -> str:
     last sync knows it (pushing the name sends the deletion)."""
     if not str(path).endswith(".md"):
         raise UserError(f"{path} is not a memory file: memory files end in .md")
+    from memsync.engine import ignored_why
+
     name = engine.name_of(path)
+    why = ignored_why(name)
+    if why:
+        raise UserError(f"{path} is not synced: {why}")
     if not engine.local_path(name).exists() and name not in engine.state.records:
         raise UserError(
             f"{path}: no such file in the memory dir {engine.ctx.memory_dir}; check the name "

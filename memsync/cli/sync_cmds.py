@@ -164,8 +164,8 @@ def validate(
     from memsync.engine import Engine
 
     engine = Engine(ctx)
-    if paths:
-        files = {engine.name_of(p): Path(p) for p in paths}
+    if paths:  # as `push FILE` reads them: inside the memory dir, or relative to it
+        files = {name: engine.local_path(name) for name in map(engine.name_of, paths)}
     else:
         root = ctx.memory_dir
         if not root.is_dir():
@@ -180,10 +180,16 @@ def validate(
             for p in sorted(root.rglob("*"))
             if p.is_file() and not is_ignored(p.relative_to(root).as_posix())
         }
+    from memsync.engine import refuse_colliding_names
+
+    # names macOS or Windows could not keep apart from a synced one (as far as this device knows)
+    clashes = refuse_colliding_names(engine.scan_local(), engine.state.records)
     problems = 0
     for name, path in files.items():
         try:
             check_outbound(name, path.read_bytes(), int(ctx.setting("max_file_bytes")))
+            if name in clashes:
+                raise RefusedFile(name, clashes[name])
         except RefusedFile as exc:
             problems += 1
             out.print(f"{shown_name(name)}: {exc.reason}", markup=False)

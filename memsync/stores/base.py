@@ -114,5 +114,5 @@ def check_key(key: str) -> str:
     elif _BAD_SEGMENT.search(key):
         problem = "it has an empty, '.' or '..' path segment"
     if problem:
-        raise UnsafeKey(f"refused remote key {key!r}: {problem}")
+        raise UnsafeKey(f"refused the name {key!r}: {problem}")
     return key

@@ -56,7 +56,12 @@ def test_a_name_that_would_collide_on_macos_is_refused_where_it_is_made(pair, fi
     assert (b.memory / second).read_text().endswith("Pat prefers short answers.\n")  # kept
 
     status = json.loads(b.run("status", "--json").stdout)
-    assert second in json.dumps(status, ensure_ascii=False)  # said until it is renamed
+    status = status["data"]
+    assert second in status["refused"], status  # said as refused until it is renamed
+    assert first in status["refused"][second]
+    assert second not in status["local_only"]
+    validate = b.run("validate", check=1).stdout
+    assert second in validate and first in validate
     a.run("sync")
     assert sorted(a.files()) == [first]  # the other device never sees the second name
 
@@ -92,3 +97,42 @@ def test_a_hook_push_of_a_colliding_name_is_refused_too(pair):
     proc = b.run("push", str(path), check=1)
     assert "user_pat.md" in proc.stderr and "User_Pat.md" in proc.stderr
     assert remote_names(remote) == ["User_Pat.md"]
+
+
+def test_a_rename_that_changes_only_letter_case_goes_in_one_sync(pair):
+    a, b, remote = pair
+    a.write("User_Pat.md", "Pat leads the storage team.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    (a.memory / "User_Pat.md").rename(a.memory / "user_pat.md")
+    proc = a.run("sync")
+    assert "refused" not in proc.stderr, proc.stderr
+    assert remote_names(remote) == ["user_pat.md"]
+    b.run("sync")
+    assert sorted(b.files()) == ["user_pat.md"]
+    assert b.files()["user_pat.md"] == a.files()["user_pat.md"]
+
+
+@pytest.mark.parametrize("name", ["CON.md", "nul.md", "user_trail .md", "com1.notes.md"])
+def test_names_windows_cannot_hold_are_refused_where_they_are_made(pair, name):
+    a, b, remote = pair
+    a.write("user_ok.md", "ok\n", type="user")
+    a.write(name, "Pat prefers short answers.\n", type="user")
+    proc = a.run("sync", check=1)
+    assert f"refused: {name}:" in proc.stderr and "Windows" in proc.stderr, proc.stderr
+    assert remote_names(remote) == ["user_ok.md"]
+    assert (a.memory / name).exists()
+
+
+@pytest.mark.parametrize("folder", ["team", "Team", "TEAM"])
+def test_claude_codes_team_folder_is_not_synced_in_any_letter_case(pair, folder):
+    """On macOS and Windows `Team/` is the team/ folder: it is left alone on every device,
+    and pushing a file in it says so instead of "Everything is in sync."."""
+    a, b, remote = pair
+    a.write("user_ok.md", "ok\n", type="user")
+    (a.memory / folder).mkdir()
+    a.write(f"{folder}/user_shared.md", "shared by the team\n", type="user")
+    a.run("sync")
+    assert remote_names(remote) == ["user_ok.md"]
+    proc = a.run("push", f"{folder}/user_shared.md", check=1)
+    assert "team/ folder" in proc.stderr and "in sync" not in proc.stdout.lower(), proc.stderr
