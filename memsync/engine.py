@@ -60,6 +60,7 @@ MAX_WORKERS = 128
 LAND_WITHOUT_FSYNC_AT = 32
 TOMBSTONES = "_memsync/forgotten.json"  # remote record of forgotten files (names, no content)
 CONFLICTS = "_memsync/conflicts.json"  # remote record of merge conflicts (memsync/conflicts.py)
+LOST_DIR_MIN = 5  # more synced files than this all gone, new ones made: a lost folder
 PURGED = "_memsync/purged.json"  # on the remote after `memsync purge` (see forget.py)
 _TEMP_SUFFIXES = ("~", ".swp", ".swo", ".swx", ".tmp", ".part", ".crdownload")
 
@@ -533,6 +534,8 @@ class Engine:
             listing = self._list(result, mode, local_hashes, records, pending)
             if listing is None:
                 return
+            if not listing and records:
+                raise GuardError(self._remote_lost_message(len(records)))
             if PURGED in listing:
                 from memsync.forget import purged_here, remote_purge_marker
 
@@ -633,15 +636,37 @@ class Engine:
     def memory_dir_lost(self, local: LocalScan) -> bool:
         """Whether the memory dir is missing or holds no memory file at all while the records
         say files were synced from it: a lost folder (a wiped disk, a new checkout, an `rm
-        -rf`), never a request to delete every file everywhere."""
-        return bool(self.state.records) and not local.content.hashes and not local.refused
+        -rf`), never a request to delete every file everywhere. A folder made again, where
+        the agent already wrote a new file or two, holds none of the synced files: lost too,
+        when those were more than a few (deleting a handful by hand is an ordinary edit)."""
+        records = self.state.records
+        if not records or local.refused or records.keys() & local.content.hashes.keys():
+            return False
+        return not local.content.hashes or len(records) > LOST_DIR_MIN
+
+    def _remote_lost_message(self, count: int) -> str:
+        """An empty remote where this device synced files: an unmounted share (its mount
+        point is an empty folder), a container emptied or made anew. Syncing would delete
+        every file here; nothing is done until the user says which it is."""
+        return (
+            f"the remote {self._display_remote()} is empty, but this device synced {count} "
+            "file(s) with it; nothing was changed here or there: if it is a drive or a share, "
+            "mount it; if it was emptied on purpose, `memsync push --republish` publishes this "
+            "device's memory to it again"
+        )
 
     def _restore_lost_dir(self, result: SyncResult, mode: str) -> None:
         """A lost memory dir is restored by a pull and refused by a push or sync (which would
         otherwise delete every file on the remote, --force or not)."""
         count = len(self.state.records)
         where = self.ctx.memory_dir
-        gone = "missing" if not where.is_dir() else "empty"
+        gone = (
+            "missing"
+            if not where.is_dir()
+            else "empty"
+            if not self.scan_local().content.hashes
+            else "left with none of its synced files"
+        )
         if mode != "pull":
             raise GuardError(
                 f"the memory dir {where} is {gone} but {count} file(s) were synced from it; "
@@ -659,6 +684,8 @@ class Engine:
         try:
             return self.store.list()
         except NotFound:
+            if records:  # not made again here: it may be an unmounted share's mount point
+                raise GuardError(self._remote_lost_message(len(records))) from None
             if mode == "pull":
                 raise UserError(
                     f"the remote {self._display_remote()} does not exist yet; "

@@ -957,9 +957,20 @@ def remote_purge_marker(engine: Engine) -> dict[str, Any]:
 
 
 def republish(engine: Engine) -> bool:
-    """Lift the purge marks (here and on the remote). True if there was one."""
+    """Lift the purge marks (here and on the remote); before an empty remote (emptied on
+    purpose, made anew), forget what was synced with it, so that everything here goes up as
+    new. True if there was something to lift."""
     with engine.locked():
         had = engine.state.meta.pop("purged", None) is not None
+        try:
+            empty = not engine.store.list()
+        except NotFound:
+            empty = True
+        if empty and engine.state.records:
+            for name in list(engine.state.records):
+                engine.state.forget(name)
+            engine.state.save()
+            had = True
         for _ in range(MAX_ATTEMPTS):
             try:
                 _, etag = engine.store.get(PURGED)

@@ -57,7 +57,10 @@ def push(
         bool,
         typer.Option(
             "--republish",
-            help="After `memsync purge`: publish this device's memory to the remote again.",
+            help=(
+                "After `memsync purge`, or to a remote emptied on purpose: publish this "
+                "device's memory to the remote again."
+            ),
         ),
     ] = False,
 ) -> None:
