@@ -173,6 +173,9 @@ def read_tombstones(data: bytes | None) -> dict[str, Any]:
             "device": str(t.get("device") or ""),
             "etags": sorted(e for e in etags if isinstance(e, str)),
         }
+        late = t.get("late") if isinstance(t.get("late"), list) else []
+        if late:
+            out["files"][name]["late"] = sorted(e for e in late if isinstance(e, str))
     for kind in ("lines", "conflicts"):  # line hashes; ids of conflict records taken off
         items = doc.get(kind)
         for key, t in items.items() if isinstance(items, dict) else ():
@@ -185,8 +188,15 @@ def _number(value: Any) -> float:
     return float(value) if isinstance(value, int | float) else 0.0
 
 
-def _write_tombstones(engine: Engine, job: dict[str, Any], etags: dict[str, list[str]]) -> None:
-    """Add the job's tombstones to the remote list (conditional read-modify-write)."""
+def _write_tombstones(
+    engine: Engine,
+    job: dict[str, Any],
+    etags: dict[str, list[str]],
+    late: dict[str, list[str]] | None = None,
+) -> None:
+    """Add the job's tombstones to the remote list (conditional read-modify-write). `late`:
+    the copies another device wrote after the user asked (the forget was held up): deleted
+    like the others, but the device that wrote one sets its edit aside, never erases it."""
     from memsync.engine import TOMBSTONES
 
     store = engine.store
@@ -206,6 +216,9 @@ def _write_tombstones(engine: Engine, job: dict[str, Any], etags: dict[str, list
                 "device": job["device"],
                 "etags": sorted(known | set(etags.get(name, []))),
             }
+            was_late = set(old.get("late", [])) if old else set()
+            if was_late or (late or {}).get(name):
+                doc["files"][name]["late"] = sorted(was_late | set((late or {}).get(name, [])))
         for digest in job["lines"]:
             doc["lines"].setdefault(digest, {"id": job["id"], "at": job["at"]})
         for conflict_id in job.get("conflicts", []):
@@ -257,6 +270,9 @@ def _start(  # noqa: ANN202
         "lines": sorted(lines),
         "scrub": sorted(set(rewritten)),  # files whose remote copies lose the forgotten lines
         "conflicts": sorted(set(conflicts)),  # ids of conflict records that describe them
+        # the copies this device knew when the user asked: a different one on the remote when
+        # the job finishes (after an outage) is another device's later edit
+        "known": {n: r.etag for n in files if (r := engine.state.records.get(n)) is not None},
     }
     meta = engine.state.meta
     meta["forgetting"] = [*meta.get("forgetting", []), job]
@@ -282,9 +298,15 @@ def _finish_remote(
         except NotFound:
             listing = {}
     etags = {n: [listing[n].etag] for n in job["files"] if n in listing}
+    known = job.get("known")
+    late = (
+        {n: e for n, e in etags.items() if known.get(n) not in (None, e[0])}
+        if known is not None
+        else {}
+    )
     index = _remote_index(engine, job) if job["files"] and INDEX in listing else None
     _take_conflicts(engine, job, None)  # their ids go into the tombstone
-    _write_tombstones(engine, job, etags)
+    _write_tombstones(engine, job, etags, late)
     deleted = [] if deleted is None else deleted
     for name in job["files"]:
         if name not in listing:
@@ -302,7 +324,7 @@ def _finish_remote(
                     _, etag = store.get(name)
                 except NotFound:
                     break
-                _write_tombstones(engine, job, {name: [etag]})
+                _write_tombstones(engine, job, {name: [etag]}, {name: [etag]})
         else:
             raise UserError(f"{name} kept changing on the remote; run `memsync sync` to finish")
     if index is not None:
@@ -610,7 +632,8 @@ def _apply_file_tombstone(
         if rec is None:
             from_before = local.mtimes.get(name, path.stat().st_mtime) <= t["at"]
         if from_before:
-            if rec is not None and sha256(data) == rec.sha:
+            written_late = rec is not None and rec.etag in t.get("late", ())
+            if rec is not None and sha256(data) == rec.sha and not written_late:
                 path.unlink()
             else:
                 quarantine(engine, name, data)

@@ -327,6 +327,34 @@ def test_forget_during_an_outage_finishes_on_the_next_sync(pair, remote, tmp_pat
     assert_forgotten(["divorce"], everywhere(pair, remote))
 
 
+def test_an_edit_synced_while_a_forget_waited_for_the_remote_is_set_aside_not_erased(
+    pair, remote, tmp_path
+):
+    """A forgets offline; B edits the file and syncs before A is back. A's forget still takes
+    the file off the remote (it holds the forgotten text), but B's edit, made after the user
+    asked, goes to B's quarantine with a notice: never erased without a copy."""
+    a, b = pair
+    seed_sam(a, b)
+    away = tmp_path / "remote-away"
+    remote.rename(away)
+    a.run("forget", "relationship_sam.md", "--yes", check=3)
+    away.rename(remote)
+    path = b.memory / "relationship_sam.md"
+    path.write_text(path.read_text() + "- Sam starts a new job in May.\n")
+    b.run("sync")
+    assert "new job in May" in on_remote(remote)["relationship_sam.md"]
+
+    a.run("sync")  # the forget finishes: B's copy leaves the remote too
+    assert "relationship_sam.md" not in on_remote(remote)
+    proc = b.run("sync")
+    said = proc.stdout + proc.stderr
+    held = list(quarantine_dir(b.home).rglob("*relationship_sam.md"))
+    assert len(held) == 1 and "new job in May" in held[0].read_text(), said
+    assert str(held[0]) in said
+    assert "relationship_sam.md" not in b.files()
+    assert "relationship_sam.md" not in on_remote(remote)
+
+
 FAILING_FORGET = """
 import sys
 from memsync import config, forget
