@@ -57,7 +57,7 @@ def load_settings(home: Path) -> dict[str, Any]:
     path = home / SETTINGS_FILE
     settings = dict(DEFAULTS)
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = path.read_text(encoding="utf-8-sig")  # Notepad writes a byte-order mark
     except FileNotFoundError:
         return settings
     except OSError as exc:
@@ -310,7 +310,7 @@ def _auto_memory_setting(project_root: Path) -> tuple[str, Path] | None:
     ]
     for path in candidates:
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(path.read_text(encoding="utf-8-sig"))
         except (OSError, ValueError):
             continue
         value = data.get("autoMemoryDirectory") if isinstance(data, dict) else None

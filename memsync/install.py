@@ -177,7 +177,7 @@ def _load_manifest(path: Path) -> dict[str, Any]:
 
 def _load_settings(path: Path) -> dict[str, Any]:
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = path.read_text(encoding="utf-8-sig")  # Notepad writes a byte-order mark
     except FileNotFoundError:
         return {}
     if not raw.strip():
@@ -193,8 +193,14 @@ def _load_settings(path: Path) -> dict[str, Any]:
     return data
 
 
-def _dump(data: dict[str, Any]) -> bytes:
-    return (json.dumps(data, indent=2) + "\n").encode()
+def _dump(data: dict[str, Any], like: bytes = b"") -> bytes:
+    """`data` as JSON, in the line endings and with the byte-order mark of `like` (the file
+    it replaces: a Windows editor's CRLF stays CRLF)."""
+    text = json.dumps(data, indent=2) + "\n"
+    if b"\r\n" in like:
+        text = text.replace("\n", "\r\n")
+    bom = "\ufeff" if like.startswith(b"\xef\xbb\xbf") else ""
+    return (bom + text).encode()
 
 
 def _groups(settings: dict[str, Any], path: Path) -> dict[str, Any]:
@@ -236,7 +242,8 @@ def _add_hooks(settings: dict[str, Any], path: Path, command: list[str]) -> list
         if matcher:
             group = {"matcher": matcher, **group}
         groups.append(group)
-        added.append(f"{event} → {shlex_join([*command, 'hook', arg])}")
+        verb = "replaced hook" if present else "added hook"
+        added.append(f"{verb} {event} → {shlex_join([*command, 'hook', arg])}")
     return added
 
 
@@ -322,6 +329,13 @@ def _without_block(text: str) -> str:
     return (before + "\n") if before else after
 
 
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return b""
+
+
 def _read(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
@@ -337,10 +351,10 @@ def plan_install(scope: str = "user", cwd: Path | None = None) -> Plan:
     command = scope_command(scope)
     added = _add_hooks(settings, t.settings, command)
     if added:
-        plan.writes[t.settings] = _dump(settings)
+        plan.writes[t.settings] = _dump(settings, _read_bytes(t.settings))
         if before is not None:
             plan.backups.append(t.settings)
-        plan.changes += [f"{t.settings}: added hook {a}" for a in added]
+        plan.changes += [f"{t.settings}: {a}" for a in added]
     for name, text in skill_texts(command).items():
         path = t.skills / name / "SKILL.md"
         if _read(path) != text:
@@ -375,7 +389,7 @@ def plan_uninstall(scope: str = "user", cwd: Path | None = None) -> Plan:
             if not hooks:
                 del settings["hooks"]
         if removed:
-            _put_back(plan, manifest, t.settings, _dump(settings), b"{}\n")
+            _put_back(plan, manifest, t.settings, _dump(settings, _read_bytes(t.settings)), b"{}\n")
             plan.changes.append(f"{t.settings}: removed {removed} memsync hook(s)")
     for name, text in skill_texts(scope_command(scope)).items():
         path = t.skills / name / "SKILL.md"

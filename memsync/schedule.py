@@ -98,21 +98,39 @@ def backend() -> str:
     return "cron" if _crontab() else "systemd"
 
 
+def _family() -> list[str]:
+    """The schedulers an entry may be in here, the one to use first. On Linux the choice
+    between cron and systemd follows what is installed, which can change (a crontab package
+    added later): an entry made with either is still shown, moved and removed."""
+    chosen = backend()
+    if chosen in _UNIX:
+        return [chosen, *(b for b in _UNIX if b != chosen)]
+    return [chosen]
+
+
 def install(ctx: Context) -> tuple[bool, str]:
-    """(changed, where). Idempotent: the same entry twice changes nothing."""
+    """(changed, where). Idempotent: the same entry twice changes nothing; an entry for the
+    project in the other Linux scheduler is moved, never doubled."""
     from memsync.fsutil import private_dir
 
     j = job(ctx)
     private_dir(j.log.parent)  # cron's and launchd's redirection need the folder to exist
-    return _BACKENDS[backend()][0](j)
+    first, *others = _family()
+    moved = [gone for other in others for gone in _BACKENDS[other][2](j)]
+    changed, where = _BACKENDS[first][0](j)
+    return changed or bool(moved), where
 
 
 def show(ctx: Context) -> list[Entry]:
-    return _BACKENDS[backend()][1]()
+    return [entry for name in _family() for entry in _BACKENDS[name][1]()]
 
 
 def remove(ctx: Context) -> list[str]:
-    return _BACKENDS[backend()][2](job(ctx))
+    j = job(ctx)
+    return [gone for name in _family() for gone in _BACKENDS[name][2](j)]
+
+
+_UNIX = ("cron", "systemd")
 
 
 def _run(argv: list[str], what: str) -> subprocess.CompletedProcess[str]:

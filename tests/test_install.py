@@ -226,3 +226,24 @@ def test_hooks_in_shell_form_are_recognised_as_memsync_s_own(_isolated_home):
     invoke("uninstall")
     text = settings.read_text()
     assert "memsync" not in text and "notify-send done" in text
+
+
+def test_a_windows_settings_file_keeps_its_crlf_and_byte_order_mark(_isolated_home):
+    """Notepad's settings.json (a byte-order mark, CRLF) is read, written back in its own
+    line endings and mark, and uninstall gives back its exact bytes; a hook written by hand
+    is said to be replaced, not added."""
+    settings = claude_dir(_isolated_home) / "settings.json"
+    settings.parent.mkdir(parents=True)
+    hand = {
+        "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "memsync.exe hook stop"}]}]}
+    }
+    original = ("\ufeff" + json.dumps(hand, indent=2).replace("\n", "\r\n") + "\r\n").encode()
+    settings.write_bytes(original)
+    dry = invoke("install", "--dry-run")
+    assert "replaced hook Stop" in dry and "added hook Stop" not in dry, dry
+    invoke("install")
+    written = settings.read_bytes()
+    assert written.startswith(b"\xef\xbb\xbf") and b"\r\n" in written
+    assert b"\n" not in written.replace(b"\r\n", b"")
+    invoke("uninstall")
+    assert settings.read_bytes() == original

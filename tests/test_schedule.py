@@ -309,3 +309,35 @@ def test_each_platform_gets_its_own_scheduler(monkeypatch):
     monkeypatch.delenv("MEMSYNC_CRONTAB")
     monkeypatch.setattr(schedule, "_crontab", lambda: None)
     assert schedule.backend() == "systemd"
+
+
+def test_an_entry_is_found_after_linux_changes_scheduler(tmp_path, monkeypatch):
+    """Made as a systemd timer (no crontab then); a crontab installed later makes cron the
+    choice: the timer is still shown and removed, and installing again moves it to cron
+    instead of running the compaction twice a day."""
+    monkeypatch.delenv("MEMSYNC_SCHEDULER", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setattr(schedule.sys, "platform", "linux")
+    monkeypatch.setattr(schedule.shutil, "which", lambda name: None)  # no crontab, systemctl
+    monkeypatch.delenv("MEMSYNC_CRONTAB", raising=False)
+    ctx = config.resolve(
+        memory_dir=tmp_path / "mem", remote=(tmp_path / "r").as_uri(), project="proj"
+    )
+    assert schedule.install(ctx)[0] is True
+    units = tmp_path / "xdg" / "systemd" / "user"
+    assert (units / "memsync-compact-proj.timer").exists()
+
+    table = tmp_path / "crontab.txt"
+    fake = executable(
+        tmp_path / "crontab",
+        f'#!/bin/sh\nif [ "$1" = -l ]; then cat "{table}" 2>/dev/null; '
+        f'else cat > "{table}"; fi\n',
+    )
+    monkeypatch.setenv("MEMSYNC_CRONTAB", str(fake))
+    assert [(e.backend, e.project) for e in schedule.show(ctx)] == [("systemd", "proj")]
+    assert schedule.install(ctx)[0] is True  # moved, not doubled
+    assert [(e.backend, e.project) for e in schedule.show(ctx)] == [("cron", "proj")]
+    assert not list(units.iterdir())
+    assert schedule.install(ctx)[0] is False
+    assert schedule.remove(ctx) == ["crontab entry"]
+    assert schedule.show(ctx) == []
