@@ -103,7 +103,9 @@ def collisions(new: Iterable[str], known: Iterable[str]) -> dict[str, str]:
     for name in sorted(new_set - set(refused)):
         if not is_nfc(name):
             refused[name] = (
-                "its name is not in Unicode NFC form, which other devices cannot tell apart "
-                f"from {nfc(name)}; rename it to {nfc(name)}"
+                "its name spells accented letters decomposed (Unicode NFD: a letter, then its "
+                "accent), which macOS and Windows cannot tell apart from the composed "
+                "spelling; rename it to the composed one (typing the name again on this "
+                "machine usually gives it)"
             )
     return refused

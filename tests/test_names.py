@@ -44,10 +44,8 @@ def test_examples_from_the_issue():
     assert collisions(["user_pat.md", "user_pam.md"], ["User_Pat.md", "user_x.md"]).keys() == {
         "user_pat.md"
     }
-    assert collisions([nfd(cafe)], []) == {
-        nfd(cafe): f"its name is not in Unicode NFC form, which other devices cannot tell "
-        f"apart from {cafe}; rename it to {cafe}"
-    }
+    [(name, reason)] = collisions([nfd(cafe)], []).items()
+    assert name == nfd(cafe) and "decomposed (Unicode NFD" in reason
 
 
 @settings(max_examples=300, deadline=None)
