@@ -105,7 +105,7 @@ def collisions(new: Iterable[str], known: Iterable[str]) -> dict[str, str]:
             refused[name] = (
                 "its name spells accented letters decomposed (Unicode NFD: a letter, then its "
                 "accent), which macOS and Windows cannot tell apart from the composed "
-                "spelling; rename it to the composed one (typing the name again on this "
-                "machine usually gives it)"
+                f"spelling; rename it to the composed {nfc(name)} (typing the name again "
+                "usually gives it)"
             )
     return refused
