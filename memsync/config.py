@@ -112,6 +112,8 @@ def _out_of_range(key: str, value: object) -> str | None:
     if key not in _RANGES or not isinstance(value, (int, float)) or isinstance(value, bool):
         return None
     low, high = _RANGES[key]
+    if value != value or value in (float("inf"), float("-inf")):  # NaN, Infinity: JSON allows
+        return "must be a number"
     if isinstance(DEFAULTS[key], int) and not float(value).is_integer():
         return "must be a whole number"
     if low is not None and value < low:

@@ -78,6 +78,7 @@ def run(ctx: Context, store: Any = None) -> Report:
             )
         )
     add(hooks_check())
+    add(_state(ctx))
     if not ctx.sync_enabled:
         add(
             Check(
@@ -136,15 +137,12 @@ def run(ctx: Context, store: Any = None) -> Report:
         )
         return report
     add(Check("remote reachable", True, strip_query(ctx.remote)))
-    if not present:
-        add(
-            Check(
-                "container",
-                False,
-                f"{_container(store)} does not exist yet",
-                create_advice(store),
-            )
-        )
+    if not present:  # a fresh remote: the first push makes it, where the credential may
+        creatable = getattr(store, "can_create", lambda: True)()
+        detail = f"{_container(store)} does not exist yet"
+        if creatable:
+            detail += "; the first `memsync push` or `memsync sync` creates it"
+        add(Check("container", creatable, detail, create_advice(store)))
         return report
     add(Check("container", True, f"{_container(store)} present"))
     add(_remote_files(store))
@@ -153,12 +151,35 @@ def run(ctx: Context, store: Any = None) -> Report:
     return report
 
 
+def _state(ctx: Context) -> Check:
+    """The project's state folder: readable records, or nothing yet (the first sync makes
+    it); a file in its place, or records of the wrong shape, fail as every sync would."""
+    from memsync.state import State
+
+    folder = ctx.state_dir
+    blocking = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        return Check(
+            "state",
+            False,
+            f"{blocking} is a file where memsync keeps its state folder",
+            f"move {blocking} aside, then run the command again",
+        )
+    if not folder.is_dir():
+        return Check("state", True, f"{folder} (made by the first sync)")
+    try:
+        State(folder)
+    except MemsyncError as exc:
+        return Check("state", False, str(exc), "see the message")
+    return Check("state", True, str(folder))
+
+
 def _container(store: Any) -> str:
     """The container (or folder) a remote names, as the user wrote it."""
     blob_url = getattr(store, "blob_url", None)
     if blob_url is not None:
         return f"the container {blob_url.container!r}"
-    return f"the folder {getattr(store, 'root', 'of the remote')}"
+    return f"the folder {getattr(store, 'base', 'of the remote')}"
 
 
 def hooks_check(settings_files: list[Path] | None = None) -> Check:
@@ -253,7 +274,8 @@ def _remote_files(store: Any) -> Check:
     except MemsyncError as exc:
         return Check("remote files", False, str(exc), "see the message")
     ignored = {k: why for k in listing if not is_ignored(k) and (why := foreign(k))}
-    detail = f"{len(listing) - len(ignored)} memory file(s) under the prefix"
+    memory = [k for k in listing if not is_ignored(k) and k not in ignored]
+    detail = f"{len(memory)} memory file(s) under the prefix"
     if ignored:
         shown = "; ".join(
             f"{shown_name(k.encode('utf-8', 'backslashreplace').decode())} ({why})"

@@ -75,6 +75,7 @@ def temp_path(path: Path, serial: int) -> str:
 def _open_temp(path: Path) -> tuple[int, str]:
     """A new private temp file beside `path`, named by `temp_path`: the pid tells a crashed
     writer's leftover apart (`stale_temp`)."""
+    made_parent = False
     while True:
         tmp = temp_path(path, next(_temp_ids))
         try:
@@ -82,7 +83,12 @@ def _open_temp(path: Path) -> tuple[int, str]:
         except FileExistsError:
             continue  # left by an earlier process with the same pid
         except FileNotFoundError:
+            if made_parent:  # a folder that exists and takes no files (/proc): say so once
+                raise OSError(
+                    0, "files cannot be created in that folder; choose another place", str(path)
+                ) from None
             path.parent.mkdir(parents=True, exist_ok=True)
+            made_parent = True
 
 
 @contextlib.contextmanager

@@ -107,6 +107,9 @@ for command, argv in RUNNABLE.items():
     CASES[f"{command}-settings-negative-size"] = Case(
         argv, 1, "'max_file_bytes' must be at least 1", _settings('{"max_file_bytes": -1}')
     )
+    CASES[f"{command}-settings-not-a-number"] = Case(
+        argv, 1, "'pull_timeout' must be a number", _settings('{"pull_timeout": NaN}')
+    )
     CASES[f"{command}-settings-typo"] = Case(
         argv, 1, "unknown setting(s) remot", _settings('{"remot": "file:///x"}')
     )
@@ -201,6 +204,9 @@ CASES.update(
         ),
         "export-from-typo": Case(["export", "x.tar.gz", "--from", "remot"], 2, "--from takes"),
         "export-into-a-folder": Case(["export", "memory"], 1, "is a folder"),
+        "export-where-no-file-can-be-made": Case(
+            ["export", "/proc/nope.tar.gz"], 1, "files cannot be created in that folder"
+        ),
         "export-unwritable-target": Case(
             ["export", "plainfile/x.tar.gz"], 1, "plainfile", _file_at("plainfile")
         ),

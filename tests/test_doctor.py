@@ -27,11 +27,34 @@ def test_doctor_on_a_folder_remote(tmp_path):
     assert list((tmp_path / "remote" / "e2e-project").iterdir())[0].name == "user_x.md"
 
 
-def test_doctor_says_what_to_do_when_the_container_is_missing(tmp_path):
+def test_doctor_on_a_fresh_setup_passes_and_says_the_first_push_makes_the_folder(tmp_path):
+    """Before the first push the project's folder is not there: that is a fresh setup, not a
+    failure (a credential that may not create it is: see test_network_faults)."""
     (tmp_path / "remote").mkdir()
     device = make_device(tmp_path, "d", (tmp_path / "remote").as_uri())
+    proc = device.run("doctor")
+    assert "ok   container" in proc.stdout and "first `memsync push`" in proc.stdout
+    assert str(tmp_path / "remote" / "e2e-project") in proc.stdout
+
+
+def test_doctor_counts_memory_files_and_fails_on_a_broken_state_folder(tmp_path):
+    (tmp_path / "remote").mkdir()
+    device = make_device(tmp_path, "d", (tmp_path / "remote").as_uri())
+    device.write("user_x.md", "x\n", type="user")
+    device.run("push")
+    result = checks(device.run("doctor", "--json"))
+    assert result["remote files"]["detail"].startswith("1 memory file(s)"), result
+    state = next((device.home / "state").iterdir())
+    (state / "records.json").write_text("[]")  # valid JSON, the wrong shape
     proc = device.run("doctor", check=1)
-    assert "FAIL container" in proc.stdout and "memsync push" in proc.stdout
+    assert "FAIL state" in proc.stdout and "records.json" in proc.stdout, proc.stdout
+    for path in state.iterdir():
+        path.unlink()
+    state.rmdir()
+    state.write_text("a file where the folder was")
+    proc = device.run("doctor", check=1)
+    assert f"FAIL state: {state} is a file" in proc.stdout, proc.stdout
+    assert device.run("status", check=1).returncode == 1  # as every command says
 
 
 @pytest.mark.azure
