@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memsync.config import Context
-from memsync.engine import TOMBSTONES, Engine, is_ignored
+from memsync.engine import PURGED, TOMBSTONES, Engine, is_ignored
 from memsync.errors import (
     AlreadyExists,
     MemsyncError,
@@ -85,7 +85,9 @@ def _safe_name(name: str) -> str | None:
 
 
 def _remote_listing(engine: Engine, create: bool = False) -> dict[str, Entry]:
-    """The remote's memory files (internal, ignored and unsafe keys left out)."""
+    """The remote's memory files (internal, ignored and unsafe keys left out). `create`: for
+    a command that writes (import, migrate): a missing container is made, but a purged
+    project stays closed until `push --republish`, as for push."""
     store = engine.store
     if create and not store.exists():
         store.ensure()
@@ -96,6 +98,12 @@ def _remote_listing(engine: Engine, create: bool = False) -> dict[str, Entry]:
             return {}
         store.ensure()
         listing = {}
+    if create and PURGED in listing:
+        from memsync.forget import purged_here, remote_purge_marker
+
+        engine.state.meta["purged"] = remote_purge_marker(engine) or {"at": time.time()}
+        engine.state.save_meta()
+        raise purged_here(engine)
     return {k: e for k, e in listing.items() if _safe_name(k) is None}
 
 
@@ -220,7 +228,7 @@ def plan_prune(
     A file's age is the date its content is about: the date in its name (a session digest's
     day, or the last day of its week, month or year), else its frontmatter `date` or
     `modified`; only a file with neither is judged by when it was last uploaded. The index
-    (MEMORY.md) is never planned unless `type_name` is "index".
+    (MEMORY.md) is never planned: its lines go with the files they link to.
     """
     if older_than_days < 0:
         raise UserError(f"--older-than must be 0 days or more, not {older_than_days}")
@@ -235,7 +243,7 @@ def plan_prune(
         if mtype == "unknown" and type_name is not None and data is None:
             data = _get(engine, name)
             mtype = _type_name(name, data)
-        if type_name is None and mtype == "index":
+        if mtype == "index":
             continue
         if type_name is not None and mtype != type_name:
             continue
@@ -525,7 +533,8 @@ def read_archive(path: Path, max_bytes: int) -> tuple[dict[str, Any], dict[str, 
         return UserError(f"refused archive {archive}: member {member!r} {why}")
 
     if not archive.is_file():
-        raise UserError(f"{archive} is not an archive file")
+        why = "does not exist" if not archive.exists() else "is not an archive file"
+        raise UserError(f"{archive} {why}; give the path of a file `memsync export` wrote")
     members: dict[str, bytes] = {}
     try:
         with tarfile.open(archive, mode="r:gz") as tar:
@@ -612,7 +621,7 @@ def import_archive(
             if theirs == data:
                 result.unchanged.append(name)
             elif not force:
-                result.skipped[name] = "the remote has different content (use force to replace)"
+                result.skipped[name] = "the remote has different content (--force replaces it)"
             else:
                 try:
                     store.replace(name, data, etag)

@@ -7,7 +7,7 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 
 from memsync import ids, memory, resources
-from memsync.errors import UserError
+from memsync.errors import UsageError, UserError
 from memsync.fsutil import atomic_write
 from memsync.memtypes import TYPES
 
@@ -32,7 +32,7 @@ def filename_for(type_name: str, name: str | None, today: date) -> str:
     if type_name == "session_digest":
         return f"session_digest_{today.isoformat()}.md"
     if not name:
-        raise UserError(f"a {type_name} file needs a NAME, e.g. `memsync new {type_name} topic`")
+        raise UsageError(f"a {type_name} file needs a NAME, e.g. `memsync new {type_name} topic`")
     return f"{type_name}_{_slug(name)}.md"
 
 

@@ -228,7 +228,8 @@ class State:
     def resolve_conflicts(self, name: str | None = None) -> int:
         before = self.conflicts
         kept = [c for c in before if name is not None and c["file"] != name]
-        self.meta["conflicts"] = kept
+        if len(kept) != len(before):
+            self.meta["conflicts"] = kept
         return len(before) - len(kept)
 
     @property

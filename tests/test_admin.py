@@ -270,7 +270,7 @@ def test_prune_by_age_and_type_with_audit(tmp_path):
         "feedback_tests.md",
         "session_digest_2026-01-05.md",
     ]
-    assert admin.plan_prune(a, 30, "index", now) == ["MEMORY.md"]
+    assert admin.plan_prune(a, 30, "index", now) == []  # the index is never pruned
     assert admin.plan_prune(a, 5, "session_digest", now) == [
         "session_digest_2026-01-05.md",
         "session_digest_2026-01-06.md",

@@ -68,3 +68,33 @@ def test_prune_with_yes_deletes_everywhere_and_audits(tmp_path, remote_url):
     assert "session_digest_2020-01-01.md" in audit and "- old" not in audit
     bad = a.run("prune", "--older-than", "soon", check=2)
     assert "--older-than" in bad.stderr
+
+
+def test_import_and_migrate_to_a_folder_remote_that_is_not_there_are_unreachable(tmp_path):
+    """As for sync: an unmounted drive is exit 3, and no folder is made in its place."""
+    (tmp_path / "r").mkdir()
+    a = make_device(tmp_path, "a", (tmp_path / "r").as_uri())
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    a.run("push")
+    archive = tmp_path / "backup.tar.gz"
+    a.run("export", str(archive))
+    gone = tmp_path / "unmounted"
+    b = make_device(tmp_path, "b", gone.as_uri())
+    b.write("user_role.md", "Staff engineer.\n", type="user")
+    for argv in (["import", str(archive)], ["migrate"]):
+        proc = b.run(*argv, check=3)
+        assert "is not there" in proc.stderr, proc.stderr
+        assert not gone.exists()
+
+
+def test_import_into_a_purged_project_waits_for_republish(tmp_path, remote_url):
+    a = make_device(tmp_path, "a", remote_url)
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    a.run("push")
+    archive = tmp_path / "backup.tar.gz"
+    a.run("export", str(archive))
+    a.run("purge", "--all", "--yes")
+    proc = a.run("import", str(archive), check=1)
+    assert "push --republish" in proc.stderr, proc.stderr
+    listed = [line for line in a.run("ls").stdout.splitlines() if "user_role.md" in line]
+    assert all(line.endswith("local only") for line in listed), listed  # nothing imported

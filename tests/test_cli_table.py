@@ -177,7 +177,10 @@ CASES.update(
         ),
         "context-budget-word": Case(["context", "--max-chars", "lots"], 2, "not a valid int"),
         "new-type-typo": Case(["new", "relationshp", "sam"], 2, "'relationshp' is not a memory"),
-        "new-needs-a-name": Case(["new", "relationship"], 1, "needs a NAME"),
+        "new-needs-a-name": Case(["new", "relationship"], 2, "needs a NAME"),
+        "resolve-no-such-conflict": Case(["resolve", "user_zz.md"], 1, "no conflict is recorded"),
+        "forget-the-index": Case(["forget", "MEMORY.md", "--yes"], 1, "is not forgotten whole"),
+        "prune-the-index": Case(["prune", "--older-than", "0d", "--type", "index"], 2, "--type"),
         "new-already-there": Case(
             ["new", "relationship", "sam"], 1, "already exists",
             lambda root: write_memory(root / "memory", "relationship_sam.md", "Sam.\n"),

@@ -12,7 +12,7 @@ from datetime import date
 import pytest
 
 from memsync import memory, resources
-from memsync.errors import UserError
+from memsync.errors import UsageError, UserError
 from memsync.memtypes import TYPES, type_of
 from memsync.newfile import create
 from tests.devices import make_device
@@ -61,7 +61,7 @@ def test_new_names_files_by_convention(tmp_path):
     )
     with pytest.raises(UserError, match="unknown memory type"):
         create(tmp_path, "diary")
-    with pytest.raises(UserError, match="needs a NAME"):
+    with pytest.raises(UsageError, match="needs a NAME"):
         create(tmp_path, "user")
 
 

@@ -87,7 +87,8 @@ def prune(
 
     days = _days(older_than)
     if type_name is not None:
-        checks.choice("--type", type_name, [*TYPES, UNKNOWN.name])
+        # the index is never pruned: its lines go with the files they link to
+        checks.choice("--type", type_name, [*(t for t in TYPES if t != "index"), UNKNOWN.name])
     engine = engine_for(memory_dir, remote, project)
     names = plan_prune(engine, days, type_name)
     if not names:

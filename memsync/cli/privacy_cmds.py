@@ -20,6 +20,7 @@ from memsync.cli.common import (
     out,
 )
 from memsync.errors import UsageError, UserError
+from memsync.memory import INDEX_NAME
 
 if TYPE_CHECKING:
     from memsync.forget import ForgetReport
@@ -30,6 +31,11 @@ def _known(engine, path: Path) -> str:  # noqa: ANN001
     if not str(path).endswith(".md"):
         raise UserError(f"{path} is not a memory file: memory files end in .md")
     name = engine.name_of(path)
+    if name == INDEX_NAME:  # the index Claude Code reads first; its lines go with their files
+        raise UserError(
+            f"{INDEX_NAME} is the index of every memory and is not forgotten whole; forget "
+            "the files it links to (their lines go with them), or `--match TEXT` for a line"
+        )
     if engine.local_path(name).exists() or name in engine.state.records:
         return name
     if name not in engine.store.list():  # an unreachable remote is exit 3, as for a sync
