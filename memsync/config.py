@@ -422,6 +422,27 @@ def safe_segment(text: str) -> str:
     return cleaned or "default"
 
 
+def default_device(home: Path) -> str:
+    """This machine's name for conflicts, forgets and purges: the host name and a short id
+    made once per MEMSYNC_HOME. Host names alone repeat (two laptops called `vm`, a cloned
+    image) and a device would take another's conflicts for its own."""
+    path = home / "device-id"
+    try:
+        suffix = path.read_text(encoding="utf-8").strip()
+    except OSError:
+        suffix = ""
+    if not re.fullmatch(r"[0-9a-f]{6}", suffix):
+        suffix = os.urandom(3).hex()
+        try:
+            from memsync.fsutil import atomic_write, private_dir
+
+            private_dir(home)
+            atomic_write(path, suffix.encode())
+        except OSError:
+            pass  # a read-only home: this run's name only; a setting can fix it for good
+    return f"{socket.gethostname()}-{suffix}"
+
+
 def state_dir_for(home: Path, remote: str, project: str, memory_dir: Path) -> Path:
     """This device's state for one (remote, project, memory dir)."""
     key = f"{strip_query(remote)}\n{project}\n{memory_dir}"
@@ -544,7 +565,7 @@ def resolve(
         memory_dir=mem,
         remote=remote_url,
         project=identity.name,
-        device=str(settings.get("device") or socket.gethostname()),
+        device=str(settings.get("device") or default_device(home)),
         settings=settings,
         embedded_remote=not settings.get("remote"),
         memory_dir_reason=located.reason,

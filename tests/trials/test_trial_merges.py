@@ -428,3 +428,24 @@ def test_two_devices_start_the_same_days_digest_and_carry_forward_from_the_templ
     pending = a.files()["carry_forward.md"].decode().split("## Consumed")[0]
     assert "Q3 numbers" in pending and "Book the venue" in pending and "Something" not in pending
     assert conflict_files(a) == conflict_files(b) == []
+
+
+def test_devices_with_the_same_host_name_see_each_others_conflicts(tmp_path):
+    """Two laptops both called `vm` (a cloned image) and no `device` setting: the conflict
+    one of them records reaches the other, which must not take it for its own."""
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    a = make_device(tmp_path, "laptop", remote.as_uri(), MEMSYNC_DEVICE="")
+    b = make_device(tmp_path, "desktop", remote.as_uri(), MEMSYNC_DEVICE="")
+    a.write("user_pat.md", "Pat works on storage.\n", type="user")
+    start_synced(a, b)
+    t0 = 1_795_500_000.0
+    edit(a, "user_pat.md", lambda t: t.replace("storage", "storage (laptop)"), t0)
+    edit(b, "user_pat.md", lambda t: t.replace("storage", "storage (desktop)"), t0 + 3)
+    a.run("sync")
+    b.run("sync")
+    a.run("sync")
+    for device in (a, b):
+        assert conflict_files(device) == ["user_pat.md"], device.name
+    names = {(d.home / "device-id").read_text() for d in (a, b)}
+    assert len(names) == 2  # one id each, made once and kept
