@@ -586,24 +586,53 @@ def _scrub_local(engine: Engine, fresh: dict[str, float], local: LocalScan) -> N
             data = local.content[name]
         except (MemsyncError, OSError):
             continue
-        held = line_hashes(data.decode("utf-8", "replace").splitlines()) & set(fresh)
-        if not held:
-            continue  # the usual case: no base is read
+        lines = data.decode("utf-8", "replace").splitlines()
+        held = line_hashes(lines) & set(fresh)
+        base = engine.state.base(name) if name in engine.state.records else None
+        base_lines = base.decode("utf-8", "replace").splitlines() if base else []
         path = engine.local_path(name)
         try:
             mtime = local.mtimes.get(name) or path.stat().st_mtime
         except OSError:
             continue
-        base = engine.state.base(name)
-        in_base = line_hashes(base.decode("utf-8", "replace").splitlines()) if base else set()
+        in_base = line_hashes(base_lines)
         old = {h for h in held if h in in_base or mtime <= fresh[h]}
+        old |= _rewords_of_forgotten(lines, base_lines, fresh, mtime)
         clean = scrub(data, old) if old else data
         if clean == data:
             continue
+        if old - held:  # a reword made here: the user's whole copy is set aside first
+            quarantine(engine, name, data, lines=True)
         engine.write_local(name, clean)  # no history copy: that copy is what is forgotten
         with contextlib.suppress(OSError):
             os.utime(path, (mtime, mtime))  # still the time of the user's edit
         local.content.add(name, sha256(clean), clean)
+
+
+def _rewords_of_forgotten(
+    lines: list[str], base_lines: list[str], fresh: dict[str, float], mtime: float
+) -> set[str]:
+    """The hashes of lines here that reword a forgotten line of the base, in an edit made
+    before the forget: the same entry, which a merge would otherwise keep over the removal
+    (an item reworded here while another device forgot it). An entry reworded after the
+    forget is new content and stays."""
+    from memsync.merge import SIMILAR, similarity
+
+    here = set(lines)
+    gone = [
+        line
+        for line in base_lines
+        if (h := line_hash(line)) in fresh and line not in here and mtime <= fresh[h]
+    ]
+    if not gone:
+        return set()
+    added = [line for line in lines if line not in set(base_lines) and line_hash(line)]
+    return {
+        h
+        for line in added
+        if any(similarity(line, old) >= SIMILAR for old in gone)
+        and (h := line_hash(line)) is not None
+    }
 
 
 def _forget_conflicts(engine: Engine, ids: dict[str, Any], before: set[str]) -> None:
@@ -674,8 +703,10 @@ def recreate_blocked(engine: Engine, name: str) -> str | None:
 # --- quarantine ------------------------------------------------------------------------------
 
 
-def quarantine(engine: Engine, name: str, data: bytes) -> Path:
-    """Move an unsynced edit of a forgotten file out of the memory dir, keeping it whole."""
+def quarantine(engine: Engine, name: str, data: bytes, lines: bool = False) -> Path:
+    """Move an unsynced edit of a forgotten file out of the memory dir, keeping it whole.
+    `lines`: only lines of it were forgotten: the file stays (its caller takes them out) and
+    the copy set aside is the file as it was."""
     from memsync.state import history_folder
 
     folder = private_dir(engine.ctx.home / "quarantine" / engine.ctx.state_dir.name)
@@ -684,8 +715,9 @@ def quarantine(engine: Engine, name: str, data: bytes) -> Path:
         flat = history_folder(name) + ".md"
     path = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{flat}"
     atomic_write(path, data)
-    engine.local_path(name).unlink(missing_ok=True)
-    entry = {"file": name, "path": str(path), "at": time.time()}
+    if not lines:
+        engine.local_path(name).unlink(missing_ok=True)
+    entry = {"file": name, "path": str(path), "at": time.time(), "lines": lines}
     engine.state.meta["quarantined"] = [*engine.state.meta.get("quarantined", []), entry]
     return path
 
@@ -701,6 +733,10 @@ def quarantine_notices(engine: Engine) -> list[str]:
         f"{q['file']} was forgotten on another device, so your unsynced edit of it was not "
         f"uploaded but moved to {q['path']}: copy what you still need into a new memory file, "
         "then delete that file"
+        if not q.get("lines")
+        else f"lines of {q['file']} were forgotten on another device, and your unsynced "
+        f"rewording of them was taken out of it; the file as it was is in {q['path']}: copy "
+        "what you still need back, then delete that file"
         for q in kept
     ]
 

@@ -518,6 +518,36 @@ def test_an_item_consumed_on_the_other_device_before_the_forget_does_not_come_ba
     assert_forgotten(["layoffs"], everywhere(pair, remote))
 
 
+def test_an_item_reworded_on_the_other_device_before_the_forget_is_set_aside(pair, remote):
+    """B rewords the item (still holding the forgotten words) without syncing; A forgets it
+    with --match. A merge keeps an edit over a concurrent removal, so B's reword would bring
+    the text back everywhere: B takes it out and sets its copy aside, saying so."""
+    a, b = pair
+    a.write(
+        "carry_forward.md",
+        "## Pending\n- Check the staging database migration finished.\n- Book the venue\n\n"
+        "## Consumed\n",
+        type="carry_forward",
+    )
+    a.run("push")
+    b.run("pull")
+    path = b.memory / "carry_forward.md"
+    path.write_text(
+        path.read_text().replace("migration finished.", "migration finished and tell Pat.")
+    )
+    a.run("forget", "--match", "staging database migration", "--yes")
+    proc = b.run("sync")
+    a.run("sync")
+    b.run("sync")
+    held = list(quarantine_dir(b.home).rglob("*carry_forward.md"))
+    assert len(held) == 1 and "tell Pat" in held[0].read_text()
+    assert "rewording" in proc.stdout + proc.stderr + b.run("status").stdout
+    for device in (a, b):
+        text = (device.memory / "carry_forward.md").read_text()
+        assert "- Book the venue" in text and "staging database" not in text
+    assert_forgotten(["staging database"], everywhere(pair, remote), [quarantine_dir(b.home)])
+
+
 # --- conflict descriptions are scrubbed too (remote record, each device's, the primer) ----
 
 
