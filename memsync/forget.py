@@ -569,7 +569,40 @@ def apply_tombstones(
             continue
         applied.add(t["id"])
     _scrub_local(engine, fresh, local)  # after the files: a forgotten one is not edited first
+    gone = {n: t["at"] for n, t in doc["files"].items() if t["id"] not in before}
+    _drop_index_lines(engine, gone, local)
     meta["tombstones_applied"] = sorted(applied - failed)
+
+
+def _drop_index_lines(engine: Engine, gone: dict[str, float], local: LocalScan) -> None:
+    """The MEMORY.md lines here that link to files another device just forgot, in an index
+    written before the forget. The tombstone's line hashes take the lines that device knew;
+    a line edited here meanwhile (its description, the forgotten file's words) is another
+    line to them, and a merge would keep it pointing at a deleted file: it goes too, and the
+    index as it was is set aside when such an edit was the user's."""
+    if not gone or INDEX not in local.content.hashes:
+        return
+    data = local.content[INDEX]
+    path = engine.local_path(INDEX)
+    try:
+        mtime = local.mtimes.get(INDEX) or path.stat().st_mtime
+    except OSError:
+        return
+    names = {n for n, at in gone.items() if mtime <= at}
+    if not names:
+        return  # an index written since: lines for those names are new content
+    text, removed = without_links(data.decode("utf-8", "surrogateescape"), names)
+    if not removed:
+        return
+    base = engine.state.base(INDEX) if INDEX in engine.state.records else None
+    in_base = base.decode("utf-8", "surrogateescape").splitlines(keepends=True) if base else []
+    if any(line not in in_base for line in removed):
+        quarantine(engine, INDEX, data, lines=True)
+    clean = text.encode("utf-8", "surrogateescape")
+    engine.write_local(INDEX, clean)  # no history copy: the lines are what is forgotten
+    with contextlib.suppress(OSError):
+        os.utime(path, (mtime, mtime))
+    local.content.add(INDEX, sha256(clean), clean)
 
 
 def _scrub_local(engine: Engine, fresh: dict[str, float], local: LocalScan) -> None:

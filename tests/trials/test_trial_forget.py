@@ -125,6 +125,36 @@ def test_forget_file_removes_index_line_and_quarantines_an_unsynced_edit(pair, r
     assert "Everything is in sync." in b.run("sync").stdout
 
 
+def test_forget_file_takes_an_index_line_the_other_device_edited_meanwhile(pair, remote):
+    """B rewrites a fact's MEMORY.md description (unsynced) while A forgets the file: the
+    line, which links to a file gone everywhere and holds its words, leaves every device; B's
+    index as it was is set aside; no conflict claims both versions are kept."""
+    a, b = pair
+    lines = []
+    for i in range(3):
+        a.write(f"user_fact{i}.md", f"The user likes thing {i}.\n", type="user")
+        lines.append(f"- [fact{i}](user_fact{i}.md) — Fact number {i} about the user")
+    (a.memory / "MEMORY.md").write_text(index(*lines))
+    a.run("sync")
+    b.run("sync")
+    index_b = b.memory / "MEMORY.md"
+    index_b.write_text(
+        index_b.read_text().replace("Fact number 1 about the user", "Pat PRIVATE1 detail")
+    )
+    a.run("forget", "user_fact1.md", "--yes")
+    b.run("sync")
+    a.run("sync")
+    b.run("sync")
+    for device in (a, b):
+        text = (device.memory / "MEMORY.md").read_text()
+        assert "user_fact1.md" not in text and "user_fact2.md" in text, (device.name, text)
+        assert not json.loads(device.run("status", "--json").stdout)["data"]["conflicts"]
+    assert "user_fact1.md" not in on_remote(remote)["MEMORY.md"]
+    held = list(quarantine_dir(b.home).rglob("*MEMORY.md"))
+    assert len(held) == 1 and "PRIVATE1 detail" in held[0].read_text()
+    assert_forgotten(["PRIVATE1 detail"], everywhere(pair, remote), [quarantine_dir(b.home)])
+
+
 # --- 6: forget --match reaches other devices' history, and a pull adds no copy of it ------
 
 
