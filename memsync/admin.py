@@ -497,8 +497,12 @@ def export(
         },
     }
     target = Path(path).expanduser()
+    if target.is_symlink():  # written where the link points, the link kept
+        target = target.resolve()
     if target.is_dir():
         raise UserError(f"{target} is a folder; give the archive's file name")
+    if target.exists() and not target.is_file():  # a device, a FIFO: never replaced by a file
+        raise UserError(f"{target} is not a regular file; give the archive's file name")
     with (
         atomic_file(target) as raw,
         tarfile.open(fileobj=raw, mode="w:gz", format=tarfile.PAX_FORMAT) as tar,

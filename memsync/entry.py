@@ -18,6 +18,13 @@ def main() -> None:
     import signal
 
     signal.signal(signal.SIGTERM, signal.default_int_handler)
+    empty = _empty_option(argv)
+    if empty:  # `--memory-dir "$DIR"` with DIR unset would mean the current folder
+        sys.stderr.write(
+            f"memsync: {empty} is empty (an unset variable in a script?); give it a value, or "
+            f"leave {empty} out to use the default\n"
+        )
+        sys.exit(2)
     if argv[:1] in (["pull"], ["push"], ["sync"]):
         from memsync.cli.plain import run_plain
 
@@ -27,3 +34,20 @@ def main() -> None:
     from memsync.cli import run
 
     run()
+
+
+_PATH_OPTIONS = ("--memory-dir", "--remote", "--project", "--from", "--source")
+
+
+def _empty_option(argv: list[str]) -> str | None:
+    """The option given an empty value (`--memory-dir ""`, `--remote=`), if any: an empty
+    path is the current folder to Python, which would be synced as the memory dir."""
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            break
+        name, eq, value = arg.partition("=")
+        if name in _PATH_OPTIONS:
+            given = value if eq else (argv[i + 1] if i + 1 < len(argv) else None)
+            if given is not None and not given.strip():
+                return name
+    return None

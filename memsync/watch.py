@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from memsync.engine import Engine, is_ignored
-from memsync.errors import MemsyncError
+from memsync.errors import GuardError, MemsyncError
 
 
 class _Collector:
@@ -76,9 +76,16 @@ def watch(
             if names:
                 try:
                     outcome: Any = engine.run("push")
+                except GuardError as exc:  # watch has no --force: say what does
+                    outcome = GuardError(
+                        str(exc).replace(
+                            "run it again with --force",
+                            "run `memsync push --force` once (watching goes on meanwhile)",
+                        )
+                    )
                 except (MemsyncError, OSError) as exc:
-                    # the mass-delete guard, a bad remote setting: said, and watching goes on;
-                    # the next change pushes everything again (a push scans the whole dir)
+                    # a bad remote setting, a full disk: said, and watching goes on; the next
+                    # change pushes everything again (a push scans the whole dir)
                     outcome = exc
                 if report:
                     report("pushed", (sorted(names), outcome))

@@ -98,3 +98,14 @@ def test_import_into_a_purged_project_waits_for_republish(tmp_path, remote_url):
     assert "push --republish" in proc.stderr, proc.stderr
     listed = [line for line in a.run("ls").stdout.splitlines() if "user_role.md" in line]
     assert all(line.endswith("local only") for line in listed), listed  # nothing imported
+
+
+def test_export_through_a_symlink_writes_where_it_points(tmp_path, remote_url):
+    a = make_device(tmp_path, "a", remote_url)
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    a.run("push")
+    (tmp_path / "nas").mkdir()
+    link = tmp_path / "latest.tar.gz"
+    link.symlink_to(tmp_path / "nas" / "backup.tar.gz")
+    a.run("export", str(link))
+    assert link.is_symlink() and (tmp_path / "nas" / "backup.tar.gz").stat().st_size > 0

@@ -94,8 +94,8 @@ def test_outage_exits_3_queues_and_drains_after_restart(tmp_path):
         assert "unreachable" in proc.stderr and "queued" in proc.stderr
         assert a.files() == before, "local files are intact"
         status = a.run("status").stdout
-        assert "queued while offline: project_plane.md" in status
-        assert "queued while offline: user_role.md" in status
+        assert "queued, not sent yet: project_plane.md" in status
+        assert "queued, not sent yet: user_role.md" in status
         server.start()
         a.run("sync")
         b.run("sync")
@@ -133,7 +133,7 @@ def test_azurite_stopped_in_the_middle_of_a_sync(tmp_path, monkeypatch):
         assert "unreachable" in err and "queued" in err
         assert a.files() == before, "local files are intact"
         queued = [
-            line for line in a.run("status").stdout.splitlines() if "queued while offline" in line
+            line for line in a.run("status").stdout.splitlines() if "queued, not sent yet" in line
         ]
         server.start()
         landed = len(remote.list()) - 1

@@ -56,6 +56,15 @@ def _file_at(relative: str) -> Setup:
     return setup
 
 
+def _fifo_at(relative: str) -> Setup:
+    """A named pipe (as /dev/null is a device): export must not replace it with a file."""
+
+    def setup(root: Path) -> None:
+        os.mkfifo(root / relative)
+
+    return setup
+
+
 def _claude_settings(text: str) -> Setup:
     def setup(root: Path) -> None:
         (root / ".claude").mkdir(exist_ok=True)
@@ -207,6 +216,12 @@ CASES.update(
         ),
         "export-from-typo": Case(["export", "x.tar.gz", "--from", "remot"], 2, "--from takes"),
         "export-into-a-folder": Case(["export", "memory"], 1, "is a folder"),
+        "export-onto-a-pipe": Case(
+            ["export", "pipe"], 1, "is not a regular file", _fifo_at("pipe")
+        ),
+        "validate-without-md": Case(["validate", "user_a"], 1, "memory files end in .md"),
+        "sync-empty-memory-dir": Case(["sync", "--memory-dir", ""], 2, "--memory-dir is empty"),
+        "push-empty-remote": Case(["push", "--remote="], 2, "--remote is empty"),
         "export-where-no-file-can-be-made": Case(
             ["export", "/proc/nope.tar.gz"], 1, "files cannot be created in that folder"
         ),

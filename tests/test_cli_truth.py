@@ -177,7 +177,7 @@ def test_watch_survives_the_mass_delete_guard_and_says_deleted_for_deletions(tmp
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err  # Ctrl-C is how watch is stopped
-    assert "not pushed:" in err and "--force" in err
+    assert "not pushed:" in err and "run `memsync push --force` once" in err, err
     assert "deleted on the remote user_fact_0.md" in out
     assert "pushed user_fact_0.md" not in out
 

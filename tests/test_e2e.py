@@ -212,7 +212,7 @@ def test_offline_queues_and_the_next_sync_drains(tmp_path):
     assert "unreachable" in proc.stderr
     assert "queued" in proc.stderr
     assert (a.memory / "project_offline.md").exists()
-    assert "queued while offline: project_offline.md" in a.run("status").stdout
+    assert "queued, not sent yet: project_offline.md" in a.run("status").stdout
     hidden.rename(remote)
     a.run("pull")  # drains the queue first
     b.run("pull")
@@ -223,7 +223,7 @@ def test_offline_queues_and_the_next_sync_drains(tmp_path):
 def test_a_queued_file_that_already_landed_leaves_the_queue(tmp_path):
     """A push cut off after its PUT landed (the answer lost) leaves the file queued with the
     remote already holding it: the next sync finds both sides identical, records the file and
-    must not go on listing it as queued while offline."""
+    must not go on listing it as queued."""
     remote = tmp_path / "remote"
     remote.mkdir()
     a = make_device(tmp_path, "laptop", remote.as_uri())
@@ -235,14 +235,14 @@ def test_a_queued_file_that_already_landed_leaves_the_queue(tmp_path):
     remote.rename(hidden)
     a.write("project_same.md", "The same words on both.\n", type="project")
     a.run("push", check=3)
-    assert "queued while offline: project_same.md" in a.run("status").stdout
+    assert "queued, not sent yet: project_same.md" in a.run("status").stdout
     hidden.rename(remote)
     (b.memory / "project_same.md").write_bytes((a.memory / "project_same.md").read_bytes())
     b.run("push")  # the remote now holds exactly what a queued
     proc = a.run("sync")
     assert "merged" not in proc.stdout + proc.stderr
     status = a.run("status").stdout
-    assert "queued while offline" not in status, status
+    assert "queued, not sent yet" not in status, status
 
 
 def test_cli_usage_errors_exit_2_and_bad_settings_exit_1(tmp_path):

@@ -202,5 +202,5 @@ def test_an_untrusted_certificate_is_a_configuration_error_not_an_outage(oauth, 
     assert pushed.returncode == 1, pushed.stderr
     assert "not trusted" in pushed.stderr and "SSL_CERT_FILE" in pushed.stderr
     assert "Traceback" not in pushed.stderr and "queued" not in pushed.stderr
-    status = device.run("status", check=None)  # the same sentence, not "queued while offline"
+    status = device.run("status", check=None)  # the same sentence, not "queued, not sent yet"
     assert status.returncode == 1 and "not trusted" in status.stderr

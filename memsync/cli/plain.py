@@ -181,7 +181,9 @@ def report(result: SyncResult, stats: bool, memory_dir: Path | None = None) -> N
     for name in sorted(result.kept_local):
         err.print(f"kept local (sensitivity: high, no consent): {shown_name(name)}", markup=False)
     for name, reason in sorted(result.refused_remote.items()):
-        err.print(f"refused from the remote: {name}: {reason}", markup=False)
+        # a key may hold a newline or a tab: one line each, escaped
+        printable = name if name.isprintable() else name.encode("unicode_escape").decode()
+        err.print(f"refused from the remote: {shown_name(printable)}: {reason}", markup=False)
     for names, reason in group_by_reason(result.errors):
         err.print(f"error: {names}: {reason}", markup=False)
     if result.skipped:

@@ -130,7 +130,7 @@ def status(
         ("changed on both sides (will merge)", st.modified_both),
         ("deleted here", st.deleted_local),
         ("deleted on the remote", st.deleted_remote),
-        ("queued while offline", st.queued),
+        ("queued, not sent yet", st.queued),
     )
     from memsync.gate import shown_name
 
@@ -168,6 +168,9 @@ def validate(
 
     engine = Engine(ctx)
     if paths:  # as `push FILE` reads them: inside the memory dir, or relative to it
+        for p in paths:
+            if not str(p).endswith(".md"):
+                raise UserError(f"{p} is not a memory file: memory files end in .md")
         files = {name: engine.local_path(name) for name in map(engine.name_of, paths)}
     else:
         root = ctx.memory_dir
