@@ -202,14 +202,29 @@ class Engine:
         self._landing: set[str] = set()  # new files written without fsync; flushed at the end
         self._published: list[dict] = []  # this run's conflicts, for the remote record
         self.state = State(ctx.state_dir, int(ctx.setting("history_versions")))
+        # told once when the state lock is not free at once (the CLI says it is waiting)
+        self.on_wait: Callable[[str], None] | None = None
 
     @contextlib.contextmanager
     def locked(self, timeout: float = 120) -> Iterator[None]:
         """Hold this project's state lock (one memsync process at a time) with fresh state."""
         lock = self.ctx.state_dir / "lock"
+        started = time.monotonic()
         try:
-            held = file_lock(lock, timeout=timeout)
-            held.__enter__()
+            try:
+                first = timeout if self.on_wait is None else min(1.0, timeout)
+                held = file_lock(lock, timeout=first)
+                held.__enter__()
+            except TimeoutError:
+                if first >= timeout:
+                    raise
+                assert self.on_wait is not None
+                self.on_wait(
+                    "another memsync process is syncing this project; waiting for it to finish "
+                    f"(up to {timeout:.0f} s)"
+                )
+                held = file_lock(lock, timeout=timeout - (time.monotonic() - started))
+                held.__enter__()
         except TimeoutError:
             raise StateError(
                 f"another memsync process has held this project's state lock ({lock}) for "

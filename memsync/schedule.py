@@ -12,6 +12,7 @@ not have (issue 16, defect 15: the job compacted against the embedded remote ins
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
@@ -290,6 +291,9 @@ def _systemd_remove(j: Job) -> list[str]:
                 _run([systemctl, "--user", "disable", "--now", name], "systemctl")
             path.unlink()
             removed.append(str(path))
+    if removed:
+        with contextlib.suppress(OSError):  # the folder install made, if nothing else is in it
+            _unit_dir().rmdir()
     return removed
 
 

@@ -285,6 +285,7 @@ def transfer(
         if not paths:
             raise UsageError("--allow needs its file(s): memsync push --allow KIND FILE")
     engine = engine_for(memory_dir, remote, project)
+    engine.on_wait = lambda sentence: err.print(f"memsync: {sentence}", markup=False)
     names = [pushable(engine, p) for p in paths] if paths else None
     allowed = {name: set(allow) for name in names or ()} if allow else {}
     paths_in_dir = [str(engine.ctx.memory_dir / n) for n in names] if names else None
