@@ -264,8 +264,9 @@ def _one_entry(base: Item | None, done: Item, other: Item) -> bool:
     """Whether `done` (moved to the final place) and `other` (changed, left in the first place)
     are one entry: an id can stand for two promises (ids minted on two devices before ids were
     unique), and delivering one must not consume the other. Without a base the texts must be
-    the same (the delivered one may have a note appended); with one, `done` is the base entry
-    moved and `other` the base entry or a reword of it."""
+    the same (the delivered one may have a note appended); with one, the id was one promise
+    when both sides last agreed, so `done` (the base entry moved) and `other` (however much
+    reworded, as the design table says: anything -> Delivered only) are that promise."""
 
     def continues(a: str, b: str) -> bool:
         return a == b or a.startswith(b) or b.startswith(a)
@@ -273,8 +274,7 @@ def _one_entry(base: Item | None, done: Item, other: Item) -> bool:
     d, o = _bare(done.text), _bare(other.text)
     if base is None:
         return continues(d, o)
-    b = _bare(base.text)
-    return continues(d, b) and (continues(o, b) or similarity(o, b) > SIMILAR)
+    return continues(d, _bare(base.text))
 
 
 def _split_collisions(
@@ -290,22 +290,37 @@ def _split_collisions(
     being a text and those continuing it (a delivered one may carry a note), so that
     delivering or rewording one never takes the other, whatever order they sit in. When the
     sides differ on such an id the collision is reported."""
+    # an id the base holds once and a side holds once is that one promise on that side, however
+    # reworded (one id, one promise, since both sides last agreed)
+    from collections import Counter
+
+    in_base = Counter(x.key for x in base or () if fixed(x.key))
+    promise = {x.key: _bare(x.text) for x in base or () if in_base[x.key] == 1}
+
+    def bare_of(x: Item, counts: Counter) -> str:
+        if counts[x.key] == 1 and x.key in promise:
+            return promise[x.key]
+        return _bare(x.text)
+
+    sides = [(s, Counter(x.key for x in s if fixed(x.key))) for s in (ours, theirs)]
     families: dict[Hashable, list[str]] = {}
-    for item in (*(base or ()), *ours, *theirs):
-        if fixed(item.key):
-            bare = _bare(item.text)
-            reps = families.setdefault(item.key, [])
-            if not any(_continues(bare, r) for r in reps):
-                reps.append(bare)
+    for items, counts in [(base or (), in_base), *sides]:
+        for item in items:
+            if fixed(item.key):
+                bare = bare_of(item, counts)
+                reps = families.setdefault(item.key, [])
+                if not any(_continues(bare, r) for r in reps):
+                    reps.append(bare)
     split = {k for k, reps in families.items() if len(reps) > 1}
     if not split:
         return base, ours, theirs
 
     def rekey(items: Sequence[Item]) -> list[Item]:
+        counts = Counter(x.key for x in items if fixed(x.key))
         out = []
         for x in items:
             if x.key in split:
-                bare = _bare(x.text)
+                bare = bare_of(x, counts)
                 rep = next(r for r in families[x.key] if _continues(bare, r))
                 x = x._replace(key=(x.key, rep))
             out.append(x)

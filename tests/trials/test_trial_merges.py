@@ -449,3 +449,31 @@ def test_devices_with_the_same_host_name_see_each_others_conflicts(tmp_path):
         assert conflict_files(device) == ["user_pat.md"], device.name
     names = {(d.home / "device-id").read_text() for d in (a, b)}
     assert len(names) == 2  # one id each, made once and kept
+
+
+def test_a_promise_delivered_on_one_device_and_reworded_on_the_other_is_delivered_only(pair):
+    """The design table: moved to Delivered on one side, anything on the other -> Delivered
+    only, however many words the other side changed (a heavy reword kept it Open as well, and
+    the primer raised a delivered promise again)."""
+    a, b, remote = pair
+    promise = "- [c-2026-11-20-ab12] 2026-11-20: send Pat the benchmark numbers.\n"
+    a.write("running_commitments.md", f"\n## Open\n{promise}\n## Delivered\n", type="commitments")
+    start_synced(a, b)
+    edit(
+        a,
+        "running_commitments.md",
+        lambda t: t.replace(promise, "").replace("## Delivered\n", "## Delivered\n" + promise),
+    )
+    reworded = "- [c-2026-11-20-ab12] 2026-11-20: send Pat and Riley the full WAN figures.\n"
+    edit(b, "running_commitments.md", lambda t: t.replace(promise, reworded))
+    b.run("sync")
+    a.run("sync")
+    b.run("sync")
+    for text in (
+        a.files()["running_commitments.md"].decode(),
+        remote_text(remote, "running_commitments.md"),
+    ):
+        open_part, delivered = text.split("## Delivered")
+        assert "c-2026-11-20-ab12" not in open_part and "c-2026-11-20-ab12" in delivered, text
+    assert a.files() == b.files()
+    assert "ab12" not in primer(b).split("elivered")[0]
