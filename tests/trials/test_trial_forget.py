@@ -155,6 +155,28 @@ def test_forget_file_takes_an_index_line_the_other_device_edited_meanwhile(pair,
     assert_forgotten(["PRIVATE1 detail"], everywhere(pair, remote), [quarantine_dir(b.home)])
 
 
+def test_forget_then_create_again_reports_no_index_conflict_on_the_other_device(pair, remote):
+    """B holds an unsynced edit of a file A forgets and then writes anew, index line and all:
+    B sets its edit aside and takes A's new line; it never touched MEMORY.md, so no conflict
+    about it is reported anywhere."""
+    a, b = pair
+    seed_sam(a, b)
+    path = b.memory / "relationship_sam.md"
+    path.write_text(path.read_text() + "- Sam starts a new job in May.\n")
+    a.run("forget", "relationship_sam.md", "--yes")
+    a.write("relationship_sam.md", "## Notes\n- Sam from the climbing gym.\n", type="relationship")
+    again = "- [Sam](relationship_sam.md) — Sam from the climbing gym"
+    (a.memory / "MEMORY.md").write_text(index(ROLE, again))
+    a.run("sync")
+    b.run("sync")
+    a.run("sync")
+    for device in (a, b):
+        assert not json.loads(device.run("status", "--json").stdout)["data"]["conflicts"]
+        assert again in (device.memory / "MEMORY.md").read_text(), device.name
+    assert "climbing gym" in (b.memory / "relationship_sam.md").read_text()
+    assert len(list(quarantine_dir(b.home).rglob("*relationship_sam.md"))) == 1
+
+
 # --- 6: forget --match reaches other devices' history, and a pull adds no copy of it ------
 
 
