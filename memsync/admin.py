@@ -21,7 +21,13 @@ from typing import Any, Literal
 
 from memsync.config import Context
 from memsync.engine import TOMBSTONES, Engine, is_ignored
-from memsync.errors import (
+from memsync.forget import audit
+from memsync.gate import check_inbound
+from memsync.index_links import INDEX, without_links
+from memsync.memory import FrontmatterError, decode, parse
+from memsync.memtypes import TYPES, UNKNOWN, type_of
+from memsync.stores import Entry, check_key
+from memsync.util.errors import (
     AlreadyExists,
     MemsyncError,
     NotFound,
@@ -30,13 +36,7 @@ from memsync.errors import (
     UnsafeKey,
     UserError,
 )
-from memsync.forget import audit
-from memsync.fsutil import atomic_file, sha256
-from memsync.gate import check_inbound
-from memsync.index_links import INDEX, without_links
-from memsync.memory import FrontmatterError, decode, parse
-from memsync.memtypes import TYPES, UNKNOWN, type_of
-from memsync.stores import Entry, check_key
+from memsync.util.fsutil import atomic_file, sha256
 
 MANIFEST = "MANIFEST.json"
 MANIFEST_VERSION = 1

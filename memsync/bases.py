@@ -16,9 +16,9 @@ import os
 import threading
 from pathlib import Path
 
-from memsync.errors import StateError
-from memsync.fsutil import sha256
 from memsync.lean_typing import TYPE_CHECKING
+from memsync.util.errors import StateError
+from memsync.util.fsutil import sha256
 
 if TYPE_CHECKING:
     import sqlite3

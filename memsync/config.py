@@ -16,8 +16,8 @@ import unicodedata
 from pathlib import Path, PurePath
 from urllib.parse import urlsplit, urlunsplit
 
-from memsync.errors import ConfigError, describe_os_error
 from memsync.lean_typing import TYPE_CHECKING, NamedTuple
+from memsync.util.errors import ConfigError, describe_os_error
 
 if TYPE_CHECKING:
     from typing import Any
@@ -479,7 +479,7 @@ def check_folder_remote(url: str) -> None:
             "(https://ACCOUNT.blob.core.windows.net/CONTAINER/PREFIX); fix --remote, "
             "MEMSYNC_REMOTE or the remote setting"
         )
-    from memsync.portable import file_url_path
+    from memsync.util.portable import file_url_path
 
     where = "--remote, MEMSYNC_REMOTE or the remote setting"
     try:

@@ -17,8 +17,8 @@ from __future__ import annotations
 import json
 import time
 
-from memsync.errors import AlreadyExists, NotFound, PreconditionFailed, StoreError
 from memsync.lean_typing import TYPE_CHECKING
+from memsync.util.errors import AlreadyExists, NotFound, PreconditionFailed, StoreError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

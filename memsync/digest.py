@@ -18,12 +18,13 @@ from datetime import date as Date
 from pathlib import Path
 from typing import Any
 
-from memsync import ids, memory, resources, sections
+from memsync import ids, memory, sections
 from memsync.config import Context
-from memsync.errors import UserError
 from memsync.merge import commitment_id, item_text, merge, session_blocks
 from memsync.scanner import redact
 from memsync.transcript import Transcript, read_transcript
+from memsync.util import resources
+from memsync.util.errors import UserError
 
 TOOL_NAME = "record_session_digest"
 DEFAULT_TIMEOUT = 120.0

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from memsync.config import SETTINGS_FILE, Context, strip_query
-from memsync.errors import AuthError, MemsyncError, NotFound, Unreachable
+from memsync.util.errors import AuthError, MemsyncError, NotFound, Unreachable
 
 MAX_SKEW = 300.0  # seconds; Azure rejects shared-key requests beyond 15 minutes
 
@@ -92,7 +92,7 @@ def run(ctx: Context, store: Any = None) -> Report:
             from memsync.stores import open_store
 
             if ctx.embedded_remote:
-                from memsync.fsutil import private_dir
+                from memsync.util.fsutil import private_dir
 
                 private_dir(ctx.home / "remote")
             store = open_store(ctx.remote, ctx.project)

@@ -14,7 +14,13 @@ from pathlib import Path
 from memsync import localswap, planner
 from memsync.boot import boot_id, boot_time
 from memsync.config import Context
-from memsync.errors import (
+from memsync.gate import check_inbound, check_outbound
+from memsync.localfiles import LocalFiles, settled, stat_key
+from memsync.names import collisions, local_key
+from memsync.planner import Action, Kind
+from memsync.state import State
+from memsync.stores import Stats, Store, check_key, open_store
+from memsync.util.errors import (
     AlreadyExists,
     ConfigError,
     GuardError,
@@ -29,7 +35,7 @@ from memsync.errors import (
     UserError,
     describe_os_error,
 )
-from memsync.fsutil import (
+from memsync.util.fsutil import (
     atomic_write,
     file_lock,
     fsync_dir,
@@ -40,12 +46,6 @@ from memsync.fsutil import (
     sweep_temp_files,
     sync_filesystem,
 )
-from memsync.gate import check_inbound, check_outbound
-from memsync.localfiles import LocalFiles, settled, stat_key
-from memsync.names import collisions, local_key
-from memsync.planner import Action, Kind
-from memsync.state import State
-from memsync.stores import Stats, Store, check_key, open_store
 
 MAX_ATTEMPTS = 8
 # Over a slow network (the quickest of the first transfers took SLOW_ROUND_TRIP or more: a WAN,

@@ -40,9 +40,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsync.config import strip_query
-from memsync.errors import MemsyncError, NotFound, PreconditionFailed, Unreachable, UserError
-from memsync.fsutil import atomic_write, private_dir, sha256
 from memsync.index_links import INDEX, without_links
+from memsync.util.errors import MemsyncError, NotFound, PreconditionFailed, Unreachable, UserError
+from memsync.util.fsutil import atomic_write, private_dir, sha256
 
 if TYPE_CHECKING:
     from memsync.engine import Engine, LocalScan

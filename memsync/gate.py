@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from memsync.errors import KeptLocal, RefusedFile
 from memsync.memory import DEFAULT_MAX_BYTES, Document, check, field
+from memsync.util.errors import KeptLocal, RefusedFile
 
 # `_` is a word character: a key right after `user_` has no word boundary before it
 _MAX_PARTS = 12

@@ -395,7 +395,7 @@ def session_end(payload: dict[str, Any], stdout: Any) -> None:
     if isinstance(transcript, str):
         args += ["--transcript", transcript, "--session", session_id]
     env = dict(os.environ, MEMSYNC_MEMORY_DIR=str(ctx.memory_dir))
-    from memsync.portable import detached_process_options
+    from memsync.util.portable import detached_process_options
 
     subprocess.Popen(  # noqa: S603 - our own interpreter and module, no shell
         args,

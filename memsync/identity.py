@@ -62,7 +62,7 @@ def read_pins(home: Path) -> dict[str, dict]:
 def pin(home: Path, memory_dir: Path, identity: Identity) -> None:
     """Remember the identity a memory dir synced under, so later runs (and hooks) use it
     without asking git, and a name given once on the command line stays."""
-    from memsync.fsutil import atomic_write, private_dir
+    from memsync.util.fsutil import atomic_write, private_dir
 
     pins = read_pins(home)
     entry = {"project": identity.name, "fingerprint": identity.fingerprint}

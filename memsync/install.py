@@ -24,10 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memsync import config, resources
-from memsync.errors import ConfigError
-from memsync.fsutil import atomic_write, private_dir, sha256
+from memsync import config
 from memsync.memtypes import TYPES
+from memsync.util import resources
+from memsync.util.errors import ConfigError
+from memsync.util.fsutil import atomic_write, private_dir, sha256
 
 BEGIN = "<!-- memsync:begin (managed by `memsync install`; `memsync uninstall` removes it) -->"
 END = "<!-- memsync:end -->"

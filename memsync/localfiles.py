@@ -13,8 +13,8 @@ import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from memsync.errors import UserError
-from memsync.fsutil import sha256
+from memsync.util.errors import UserError
+from memsync.util.fsutil import sha256
 
 # Linux filesystems stamp files from a clock that can lag real time by a tick (~10 ms); with
 # whole-second timestamps (FAT, some network shares) a file can change within 2 s unseen.

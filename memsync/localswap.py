@@ -22,7 +22,7 @@ import os
 import sys
 from pathlib import Path
 
-from memsync.fsutil import temp_path
+from memsync.util.fsutil import temp_path
 
 _ids = itertools.count()
 _NOREPLACE, _EXCHANGE = 1, 2  # renameat2 flags (Linux)

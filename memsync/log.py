@@ -10,7 +10,7 @@ import logging.handlers
 import os
 from pathlib import Path
 
-from memsync.fsutil import private_dir
+from memsync.util.fsutil import private_dir
 
 LOG_NAME = "memsync.log"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from functools import cache
 
-from memsync.errors import RefusedFile
 from memsync.lean_typing import TYPE_CHECKING, NamedTuple
+from memsync.util.errors import RefusedFile
 
 if TYPE_CHECKING:
     from datetime import datetime

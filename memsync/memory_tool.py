@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 from anthropic.lib.tools import BetaAbstractMemoryTool, BetaAsyncAbstractMemoryTool, ToolError
 
 from memsync import config
-from memsync.errors import MemsyncError
 from memsync.tool_backend import MemoryToolError, ToolMemory
+from memsync.util.errors import MemsyncError
 
 if TYPE_CHECKING:
     from anthropic.types.beta import (

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from typing import Any, NamedTuple, TypeVar
 
-from memsync import memory, resources, sections
+from memsync import memory, sections
 from memsync.memtypes import type_of
 from memsync.sections import Section
+from memsync.util import resources
 
 T = TypeVar("T")
 

@@ -6,10 +6,11 @@ import re
 from datetime import date, datetime, timezone
 from pathlib import Path
 
-from memsync import ids, memory, resources
-from memsync.errors import UserError
-from memsync.fsutil import atomic_write
+from memsync import ids, memory
 from memsync.memtypes import TYPES
+from memsync.util import resources
+from memsync.util.errors import UserError
+from memsync.util.fsutil import atomic_write
 
 # the template file for each type, when its name differs from the type
 _TEMPLATE = {"callbacks": "callbacks.md", "commitments": "commitments.md"}

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from memsync.errors import Unreachable
 from memsync.stores.base import Stats
+from memsync.util.errors import Unreachable
 
 TTL = 60.0  # seconds a hook trusts a marker without probing
 PROBE_TIMEOUT = 0.3
@@ -40,7 +40,7 @@ def read(state_dir: Path) -> dict[str, Any] | None:
 
 def note(state_dir: Path, reason: str) -> None:
     """Record that the remote was unreachable just now."""
-    from memsync.fsutil import atomic_write, private_dir
+    from memsync.util.fsutil import atomic_write, private_dir
 
     private_dir(state_dir)
     atomic_write(_marker(state_dir), json.dumps({"at": time.time(), "reason": reason}).encode())

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memsync.config import Context, safe_segment
-from memsync.errors import UserError
+from memsync.util.errors import UserError
 
 MARK = "# memsync:compact:"
 HOUR, MINUTE = 4, 17
@@ -100,7 +100,7 @@ def backend() -> str:
 
 def install(ctx: Context) -> tuple[bool, str]:
     """(changed, where). Idempotent: the same entry twice changes nothing."""
-    from memsync.fsutil import private_dir
+    from memsync.util.fsutil import private_dir
 
     j = job(ctx)
     private_dir(j.log.parent)  # cron's and launchd's redirection need the folder to exist
@@ -123,7 +123,7 @@ def _run(argv: list[str], what: str) -> subprocess.CompletedProcess[str]:
 
 
 def _write_private(path: Path, data: bytes) -> None:
-    from memsync.fsutil import atomic_write
+    from memsync.util.fsutil import atomic_write
 
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(path, data, 0o600)  # it may hold a remote URL with a SAS token

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memsync.portable import MAX_PID
+from memsync.util.portable import MAX_PID
 
 _SHELLS = {"sh", "bash", "dash", "zsh", "fish", "ksh", "busybox", "cmd.exe", "pwsh", "powershell"}
 _UNKNOWN_PID_STALE = 3 * 24 * 3600  # without a pid check, a record this old counts as ended
@@ -99,13 +99,13 @@ class Sessions:
         return data
 
     def _write(self, data: dict[str, Any]) -> None:
-        from memsync.fsutil import atomic_write, private_dir
+        from memsync.util.fsutil import atomic_write, private_dir
 
         private_dir(self.path.parent)
         atomic_write(self.path, json.dumps(data, sort_keys=True).encode())
 
     def _update(self, change: Any) -> Any:
-        from memsync.fsutil import file_lock, private_dir
+        from memsync.util.fsutil import file_lock, private_dir
 
         private_dir(self.path.parent)
         with file_lock(self.lock, timeout=5):

@@ -12,9 +12,9 @@ from pathlib import Path
 from urllib.parse import quote, unquote
 
 from memsync.bases import Bases
-from memsync.errors import StateError
-from memsync.fsutil import atomic_write, private_dir, sha256
 from memsync.lean_typing import TYPE_CHECKING, NamedTuple
+from memsync.util.errors import StateError
+from memsync.util.fsutil import atomic_write, private_dir, sha256
 
 if TYPE_CHECKING:
     from typing import Any

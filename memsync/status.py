@@ -8,9 +8,9 @@ from typing import Any
 from memsync import planner
 from memsync.config import strip_query
 from memsync.engine import PURGED, TOMBSTONES, Engine, foreign, is_ignored
-from memsync.errors import NotFound, Unreachable, UnsafeKey
 from memsync.planner import Kind
 from memsync.stores import check_key
+from memsync.util.errors import NotFound, Unreachable, UnsafeKey
 
 
 @dataclass

@@ -28,10 +28,10 @@ from pathlib import Path
 
 from memsync import memory
 from memsync.config import Context
-from memsync.errors import MemsyncError, RefusedFile, UserError
-from memsync.fsutil import atomic_write, private_dir
 from memsync.gate import check_outbound
 from memsync.memtypes import UNKNOWN, type_of
+from memsync.util.errors import MemsyncError, RefusedFile, UserError
+from memsync.util.fsutil import atomic_write, private_dir
 
 ROOT = "/memories"
 INDEX = memory.INDEX_NAME
@@ -494,7 +494,7 @@ class ToolMemory:
         MemoryToolError shows what won. A clean merge (an append-only file) and an unreachable
         remote are left to the push that follows. Returns the merged content when this write
         lost to one it merged with cleanly (then on the remote), else None."""
-        from memsync.errors import NotFound, PreconditionFailed, StoreError, Unreachable
+        from memsync.util.errors import NotFound, PreconditionFailed, StoreError, Unreachable
 
         if not self.ctx.sync_enabled:
             return None

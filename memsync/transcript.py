@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from memsync import config
-from memsync.errors import UserError
 from memsync.scanner import redact
+from memsync.util.errors import UserError
 
 MAX_CHARS = 120_000  # what is sent to the model, at most (about 30k tokens)
 MAX_MESSAGE_CHARS = 6_000  # one user or assistant message, at most

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from memsync.engine import Engine, is_ignored
-from memsync.errors import MemsyncError
+from memsync.util.errors import MemsyncError
 
 
 class _Collector:

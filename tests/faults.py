@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from memsync.errors import Unreachable
 from memsync.stores.base import Entry, Store
+from memsync.util.errors import Unreachable
 
 
 class FaultyStore:

@@ -13,8 +13,8 @@ import pytest
 
 from memsync import admin, config
 from memsync.engine import Engine
-from memsync.errors import UserError
-from memsync.fsutil import sha256
+from memsync.util.errors import UserError
+from memsync.util.fsutil import sha256
 from tests.conftest import write_memory
 
 DAY = 86400

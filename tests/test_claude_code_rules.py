@@ -14,10 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memsync import config, memory
-from memsync.errors import RefusedFile
 from memsync.install import hook_args, is_ours
 from memsync.memtypes import type_of
 from memsync.merge import merge
+from memsync.util.errors import RefusedFile
 
 # --- frontmatter: both shapes -----------------------------------------------------------------
 

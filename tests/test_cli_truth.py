@@ -84,8 +84,9 @@ def test_a_246_character_name_syncs_both_ways_and_last_sync_advances(tmp_path, r
 
 def test_a_failed_write_names_the_file_and_what_to_do(tmp_path, monkeypatch):
     """A read-only or immutable target used to show a raw errno and memsync's temp path."""
-    from memsync import config, fsutil
+    from memsync import config
     from memsync.engine import Engine
+    from memsync.util import fsutil
 
     remote = (tmp_path / "remote").as_uri()
     (tmp_path / "remote").mkdir()
@@ -305,7 +306,7 @@ def test_uninstall_undoes_install_whatever_was_there(
 )
 def test_an_os_error_on_a_temp_file_names_the_users_file(code, name, pid):
     """Memory names hold no control characters (refused before any write), so none here."""
-    from memsync.errors import describe_os_error
+    from memsync.util.errors import describe_os_error
 
     temp = f"/mem/.{name}.{pid}-0000abcd.tmp"
     message = describe_os_error(OSError(code, os.strerror(code), temp))

@@ -42,10 +42,10 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from memsync import merge as merge_mod
 from memsync.config import resolve
 from memsync.engine import Engine
-from memsync.errors import GuardError
 from memsync.memory import render
 from memsync.state import State
 from memsync.stores.folder import FolderStore
+from memsync.util.errors import GuardError
 from tests import oracle
 from tests.privacy_oracle import leaks, quarantine_dir
 

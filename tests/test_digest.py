@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from memsync import config, memory
-from memsync.errors import UserError
 from memsync.transcript import (
     MAX_CHARS,
     find_transcript,
@@ -23,6 +22,7 @@ from memsync.transcript import (
     project_transcripts_dir,
     read_transcript,
 )
+from memsync.util.errors import UserError
 from tests.anthropic_server import AnthropicServer, Reply
 from tests.conftest import python_path
 

@@ -12,7 +12,7 @@ import pytest
 
 from memsync import config
 from memsync.engine import Engine
-from memsync.errors import ConfigError, UserError
+from memsync.util.errors import ConfigError, UserError
 from tests.conftest import write_memory
 
 GIT_ENV = {

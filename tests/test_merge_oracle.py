@@ -447,7 +447,7 @@ def test_section_trees_with_subsections_and_repeated_lines_lose_nothing(rnd, kin
 def test_two_indexes_without_a_base_keep_every_line_even_the_templates():
     """The index template's lines are real entries: a device whose MEMORY.md never had them
     did not remove them."""
-    from memsync import resources
+    from memsync.util import resources
 
     ours = resources.template_text("MEMORY.md").encode()
     theirs = b"# Memory\n\n- [Pat](user_pat.md) - who Pat is\n"
@@ -543,7 +543,7 @@ def test_an_index_line_replaced_by_another_files_line_names_the_edited_file():
 @pytest.mark.parametrize("base", ["template", "none"])
 def test_two_carry_forwards_from_the_template_each_filled_in_is_no_conflict(base):
     """Re-trial item 10: each device replaced the placeholder item with its own."""
-    from memsync import resources
+    from memsync.util import resources
 
     template = resources.template_text("carry_forward.md")
     placeholder = "- Something to raise next time, and why it matters."

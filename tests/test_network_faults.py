@@ -11,8 +11,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from memsync.errors import StoreError, Unreachable
 from memsync.stores import open_store
+from memsync.util.errors import StoreError, Unreachable
 from tests.azurite import ACCOUNT, KEY, Azurite
 from tests.devices import Device, make_device
 from tests.netfaults import FaultProxy

@@ -11,10 +11,11 @@ from datetime import date
 
 import pytest
 
-from memsync import memory, resources
-from memsync.errors import UserError
+from memsync import memory
 from memsync.memtypes import TYPES, type_of
 from memsync.newfile import create
+from memsync.util import resources
+from memsync.util.errors import UserError
 from tests.devices import make_device
 
 

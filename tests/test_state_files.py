@@ -11,8 +11,8 @@ import pytest
 
 from memsync import config
 from memsync.engine import Engine
-from memsync.errors import StateError
-from memsync.fsutil import file_lock
+from memsync.util.errors import StateError
+from memsync.util.fsutil import file_lock
 from tests.conftest import write_memory
 
 

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memsync.errors import ConfigError, PreconditionFailed, Unreachable, UnsafeKey
 from memsync.stores import check_key, open_store
 from memsync.stores.folder import FolderStore
 from memsync.stores.memory import MemoryStore
+from memsync.util.errors import ConfigError, PreconditionFailed, Unreachable, UnsafeKey
 from tests.store_contract import StoreContract
 
 
@@ -122,7 +122,7 @@ def test_an_accepted_key_stays_inside_the_directory_it_is_joined_to(key):
 
 
 def test_atomic_writes_replace_whole_or_not_at_all(tmp_path):
-    from memsync.fsutil import atomic_file, atomic_write
+    from memsync.util.fsutil import atomic_file, atomic_write
 
     target = tmp_path / "sub" / "f.md"
     atomic_write(target, b"one", 0o640)  # the parent is created on demand

@@ -28,7 +28,7 @@ from memsync.cli.common import (
     table,
 )
 from memsync.cli.plain import progress_bar
-from memsync.errors import UsageError, UserError
+from memsync.util.errors import UsageError, UserError
 
 
 @app.command("ls")

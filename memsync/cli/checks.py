@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import date
 
-from memsync.errors import UsageError
+from memsync.util.errors import UsageError
 
 
 def choice(option: str, value: str, allowed: Iterable[str]) -> str:

@@ -134,7 +134,7 @@ def watch(
         names, result = detail
         stamp = time.strftime("%H:%M:%S")
         if isinstance(result, Exception):  # e.g. the mass-delete guard: said, and watch goes on
-            from memsync.errors import describe_os_error
+            from memsync.util.errors import describe_os_error
 
             why = describe_os_error(result) if isinstance(result, OSError) else str(result)
             err.print(f"{stamp} not pushed: {why}", markup=False)

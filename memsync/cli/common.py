@@ -89,7 +89,7 @@ def confirm(question: str, yes: bool) -> None:
     UserError saying to add it, never a prompt it cannot answer."""
     import sys
 
-    from memsync.errors import UserError
+    from memsync.util.errors import UserError
 
     if yes:
         return

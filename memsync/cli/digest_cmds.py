@@ -45,7 +45,7 @@ def digest(
         from memsync.transcript import _SESSION_ID
 
         if not _SESSION_ID.match(session):
-            from memsync.errors import UsageError
+            from memsync.util.errors import UsageError
 
             raise UsageError(
                 f"--session {session!r} is not a session id (letters, digits, '-' and '_')"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from memsync import config
 from memsync.config import Context
-from memsync.errors import ConfigError, Interrupted, MemsyncError, UsageError, UserError
 from memsync.lean_typing import TYPE_CHECKING
+from memsync.util.errors import ConfigError, Interrupted, MemsyncError, UsageError, UserError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -108,7 +108,7 @@ def outcome() -> Iterator[None]:
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - Python flushes it at exit
         sys.exit(1)
     except OSError as exc:
-        from memsync.errors import describe_os_error
+        from memsync.util.errors import describe_os_error
 
         fail(describe_os_error(exc), 1)
 

@@ -19,7 +19,7 @@ from memsync.cli.common import (
     fail,
     out,
 )
-from memsync.errors import UsageError, UserError
+from memsync.util.errors import UsageError, UserError
 
 if TYPE_CHECKING:
     from memsync.forget import ForgetReport

@@ -23,7 +23,7 @@ from memsync.cli.common import (
     out,
 )
 from memsync.cli.plain import transfer
-from memsync.errors import UserError
+from memsync.util.errors import UserError
 
 
 @app.command()
@@ -157,8 +157,8 @@ def validate(
     project: ProjectOpt = None,
 ) -> None:
     """Check memory files: frontmatter, size, encoding, and secrets."""
-    from memsync.errors import RefusedFile
     from memsync.gate import check_outbound, shown_name
+    from memsync.util.errors import RefusedFile
 
     ctx = context(memory_dir, None, project)
     from memsync.engine import Engine

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from memsync.errors import ConfigError
 from memsync.stores.base import Entry, Stats, Store, check_key
+from memsync.util.errors import ConfigError
 
 __all__ = ["Entry", "Stats", "Store", "check_key", "open_store"]
 
@@ -14,8 +14,8 @@ def open_store(url: str, prefix: str) -> Store:
     """Open the store for remote `url`, scoped to the project `prefix` inside it."""
     parts = urlsplit(url)
     if parts.scheme == "file":
-        from memsync.portable import file_url_path
         from memsync.stores.folder import FolderStore
+        from memsync.util.portable import file_url_path
 
         try:
             folder = file_url_path(parts.netloc, parts.path)

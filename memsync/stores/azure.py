@@ -27,7 +27,11 @@ import time
 from contextlib import contextmanager
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
-from memsync.errors import (
+from memsync.lean_typing import TYPE_CHECKING, NamedTuple
+from memsync.memory import DEFAULT_MAX_BYTES
+from memsync.stores.base import Entry, Stats, check_key
+from memsync.stores.httpdate import parse_date
+from memsync.util.errors import (
     AlreadyExists,
     AuthError,
     ConfigError,
@@ -37,10 +41,6 @@ from memsync.errors import (
     StoreError,
     Unreachable,
 )
-from memsync.lean_typing import TYPE_CHECKING, NamedTuple
-from memsync.memory import DEFAULT_MAX_BYTES
-from memsync.stores.base import Entry, Stats, check_key
-from memsync.stores.httpdate import parse_date
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

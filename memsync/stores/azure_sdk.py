@@ -26,14 +26,6 @@ from azure.storage.blob import ContainerClient, ContentSettings, LinearRetry
 from azure.storage.blob._shared.authentication import AzureSigningError
 from azure.storage.blob._shared.policies import is_retry
 
-from memsync.errors import (
-    AlreadyExists,
-    AuthError,
-    NotFound,
-    PreconditionFailed,
-    StoreError,
-    Unreachable,
-)
 from memsync.stores import tls
 from memsync.stores.azure import (
     EDITED_METADATA,
@@ -46,6 +38,14 @@ from memsync.stores.azure import (
 )
 from memsync.stores.blobhttp import MAX_RETRY_AFTER, retry_after
 from memsync.stores.httpdate import parse_date
+from memsync.util.errors import (
+    AlreadyExists,
+    AuthError,
+    NotFound,
+    PreconditionFailed,
+    StoreError,
+    Unreachable,
+)
 
 
 class _Retry(LinearRetry):

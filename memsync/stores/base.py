@@ -10,8 +10,8 @@ import re
 import threading
 from collections import Counter
 
-from memsync.errors import UnsafeKey
 from memsync.lean_typing import NamedTuple, Protocol
+from memsync.util.errors import UnsafeKey
 
 
 class Entry(NamedTuple):

@@ -29,9 +29,9 @@ import time
 from collections.abc import Callable, Mapping
 from urllib.parse import quote, urlencode
 
-from memsync.errors import ConfigError, Unreachable
 from memsync.lean_typing import TYPE_CHECKING, NamedTuple
 from memsync.stores.httpdate import format_date, parse_date
+from memsync.util.errors import ConfigError, Unreachable
 
 if TYPE_CHECKING:
     from typing import Any

@@ -10,9 +10,9 @@ import contextlib
 import os
 from pathlib import Path
 
-from memsync.errors import AlreadyExists, NotFound, PreconditionFailed, StoreError, Unreachable
-from memsync.fsutil import atomic_write, file_lock, private_dir, sha256, temp_writer
 from memsync.stores.base import Entry, Stats, check_key
+from memsync.util.errors import AlreadyExists, NotFound, PreconditionFailed, StoreError, Unreachable
+from memsync.util.fsutil import atomic_write, file_lock, private_dir, sha256, temp_writer
 
 _LOCK = ".memsync-lock"
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 import threading
 
-from memsync.errors import ConfigError
 from memsync.lean_typing import TYPE_CHECKING
+from memsync.util.errors import ConfigError
 
 if TYPE_CHECKING:
     import ssl

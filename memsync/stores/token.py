@@ -13,7 +13,7 @@ import logging
 import threading
 from typing import Any
 
-from memsync.errors import AuthError
+from memsync.util.errors import AuthError
 
 FIRST_TOKEN_WITHIN = 2.5  # seconds: a missing credential is reported in under 3 s
 

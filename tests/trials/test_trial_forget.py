@@ -331,7 +331,7 @@ FAILING_FORGET = """
 import sys
 from memsync import config, forget
 from memsync.engine import Engine
-from memsync.errors import Unreachable
+from memsync.util.errors import Unreachable
 from memsync.stores import open_store
 
 class DiesAfterOneDelete:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from memsync.fsutil import file_lock
+from memsync.util.fsutil import file_lock
 from tests.devices import Device
 from tests.test_crash import site_env
 from tests.test_identity import git_repo

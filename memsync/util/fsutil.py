@@ -1,7 +1,7 @@
 """Local file helpers: atomic writes, private permissions, cross-process locks.
 
 Portable (Linux, macOS, Windows): the fast paths are POSIX or Linux calls taken only where the
-capability exists, each with a portable fallback (see memsync/portable.py and README
+capability exists, each with a portable fallback (see memsync/util/portable.py and README
 "Platforms"): flock where `fcntl` exists, else filelock's lock; fchmod, else chmod by path;
 syncfs on Linux, else an fsync per file; a directory fsync where directories can be opened."""
 
@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from memsync.lean_typing import TYPE_CHECKING
-from memsync.portable import IS_WINDOWS, MAX_PID, pid_alive
+from memsync.util.portable import IS_WINDOWS, MAX_PID, pid_alive
 
 try:
     import fcntl

@@ -16,7 +16,7 @@ def _root(name: str) -> Traversable:
     try:
         return resources.files(f"memsync.{name}")
     except ModuleNotFoundError:
-        return Path(__file__).resolve().parent.parent / name
+        return Path(__file__).resolve().parents[2] / name
 
 
 def template_names() -> list[str]:
