@@ -25,10 +25,11 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from memsync import memory, sections
-from memsync.memtypes import type_of
-from memsync.merge import merge_tree
-from memsync.sections import Section
+from memsync.memory import frontmatter as memory
+from memsync.memory import sections
+from memsync.memory.memtypes import type_of
+from memsync.memory.merge import merge_tree
+from memsync.memory.sections import Section
 
 if TYPE_CHECKING:
     from memsync.engine import Engine, SyncResult
@@ -220,7 +221,7 @@ def _contained(part: Section, whole: Section) -> bool:
 
 def _space(root: Section) -> Section:
     """A blank line before every heading that follows text (as merges leave it)."""
-    from memsync.merge import _space_headings
+    from memsync.memory.merge import _space_headings
 
     return _space_headings(root)
 
@@ -515,7 +516,7 @@ _RULE_PREFIX = re.compile(r"^-\s+(\d{4}-\d{2}-\d{2}(?: \([^)]*\))?):\s*")
 def _reworded_rule(rules: list[str], rule: str) -> int | None:
     """The index of the earlier rule `rule` rewords: same date and context, most words alike
     (merge.similarity, as merges tell a reword from a new entry); None if there is none."""
-    from memsync.merge import SIMILAR, similarity
+    from memsync.memory.merge import SIMILAR, similarity
 
     m = _RULE_PREFIX.match(rule.strip())
     if m is None:

@@ -18,9 +18,10 @@ from datetime import date as Date
 from pathlib import Path
 from typing import Any
 
-from memsync import ids, memory, sections
 from memsync.config import Context
-from memsync.merge import commitment_id, item_text, merge, session_blocks
+from memsync.memory import frontmatter as memory
+from memsync.memory import ids, sections
+from memsync.memory.merge import commitment_id, item_text, merge, session_blocks
 from memsync.scanner import redact
 from memsync.transcript import Transcript, read_transcript
 from memsync.util import resources

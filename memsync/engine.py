@@ -16,7 +16,7 @@ from memsync.boot import boot_id, boot_time
 from memsync.config import Context
 from memsync.gate import check_inbound, check_outbound
 from memsync.localfiles import LocalFiles, settled, stat_key
-from memsync.names import collisions, local_key
+from memsync.memory.names import collisions, local_key
 from memsync.planner import Action, Kind
 from memsync.state import State
 from memsync.stores import Stats, Store, check_key, open_store
@@ -905,7 +905,7 @@ class Engine:
     def _merge(self, result: SyncResult, name: str, ours: bytes, mtime: float | None) -> None:
         """Merge `ours` (edited here at `mtime`) with the remote copy, whose edit time comes
         with it (`Store.fetch`): never an upload time."""
-        from memsync.merge import merge
+        from memsync.memory.merge import merge
 
         base = self.state.base(name)
         for _ in range(MAX_ATTEMPTS):
@@ -982,7 +982,7 @@ class Engine:
     def _shared_conflict(self, name: str, outcome) -> dict:  # noqa: ANN001
         """The conflict as the other devices should read it (not "this device's version")."""
         from memsync.conflicts import entry
-        from memsync.merge import describe_for_others
+        from memsync.memory.merge import describe_for_others
 
         return entry(name, describe_for_others(name, outcome), self.ctx.device)
 
@@ -1146,7 +1146,7 @@ def _refuse_colliding_names(
     local: LocalScan, records: Iterable[str], remote: Iterable[str] = ()
 ) -> dict[str, str]:
     """Refuse (leave here, report) each new local name that macOS or Windows could not keep
-    apart from another local, remote or recorded one (memsync/names.py); what it refused."""
+    apart from another local, remote or recorded one (memsync/memory/names.py); what it refused."""
     known = set(records) | set(remote)
     new = [n for n in local.content.hashes if n not in known and n not in local.refused]
     refused = collisions(new, known)

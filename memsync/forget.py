@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsync.config import strip_query
-from memsync.index_links import INDEX, without_links
+from memsync.memory.index_links import INDEX, without_links
 from memsync.util.errors import MemsyncError, NotFound, PreconditionFailed, Unreachable, UserError
 from memsync.util.fsutil import atomic_write, private_dir, sha256
 
@@ -738,8 +738,9 @@ def _contains(data: bytes | str, needle: str) -> bool:
 def _without_entries(name: str, text: str, needle: str) -> tuple[str, int] | None:
     """The file with every matching entry removed, or None if only forgetting it whole will do
     (the match is in frontmatter or a heading, or the type has no entries)."""
-    from memsync import memory, sections
-    from memsync.memtypes import type_of
+    from memsync.memory import frontmatter as memory
+    from memsync.memory import sections
+    from memsync.memory.memtypes import type_of
 
     try:
         doc = memory.parse(text)

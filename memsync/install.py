@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from memsync import config
-from memsync.memtypes import TYPES
+from memsync.memory.memtypes import TYPES
 from memsync.util import resources
 from memsync.util.errors import ConfigError
 from memsync.util.fsutil import atomic_write, private_dir, sha256

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
-from memsync import memory, sections
+from memsync.memory import frontmatter as memory
+from memsync.memory import sections
 
 HARD_LIMIT = 10_000  # Claude Code caps additionalContext here
 STALE_AFTER = 7 * 24 * 3600

@@ -26,10 +26,10 @@ import unicodedata
 from datetime import datetime, timezone
 from pathlib import Path
 
-from memsync import memory
 from memsync.config import Context
 from memsync.gate import check_outbound
-from memsync.memtypes import UNKNOWN, type_of
+from memsync.memory import frontmatter as memory
+from memsync.memory.memtypes import UNKNOWN, type_of
 from memsync.util.errors import MemsyncError, RefusedFile, UserError
 from memsync.util.fsutil import atomic_write, private_dir
 
@@ -540,7 +540,7 @@ class ToolMemory:
             state.save()
             return None
         if not creating:
-            from memsync.merge import merge
+            from memsync.memory.merge import merge
 
             outcome = merge(
                 name, state.base(name), data, theirs, ours_mtime=edited, theirs_mtime=theirs_edited
@@ -1070,7 +1070,7 @@ def _declared_type(text: str | None) -> object:
 def _refuse_unknown_type(path: str, text: str, before: str | None) -> None:
     """A `type` memsync does not know merges as plain lines and Claude Code ignores it: a
     write that sets one is refused, naming the valid types (an existing one is left alone)."""
-    from memsync.memtypes import TYPES
+    from memsync.memory.memtypes import TYPES
 
     declared = _declared_type(text)
     if declared is None or declared in TYPES or declared == _declared_type(before):

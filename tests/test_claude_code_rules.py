@@ -13,10 +13,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memsync import config, memory
+from memsync import config
 from memsync.install import hook_args, is_ours
-from memsync.memtypes import type_of
-from memsync.merge import merge
+from memsync.memory import frontmatter as memory
+from memsync.memory.memtypes import type_of
+from memsync.memory.merge import merge
 from memsync.util.errors import RefusedFile
 
 # --- frontmatter: both shapes -----------------------------------------------------------------

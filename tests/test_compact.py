@@ -13,9 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memsync import compact, config, memory, sections
+from memsync import compact, config
 from memsync.compact import DELETE, UPDATE, WRITE, Action, Policy, plan, plan_to_dict
 from memsync.engine import Engine
+from memsync.memory import frontmatter as memory
+from memsync.memory import sections
 
 GOLDEN = Path(__file__).parent / "golden" / "compact"
 UPDATE_GOLDEN = os.environ.get("MEMSYNC_UPDATE_GOLDEN") == "1"

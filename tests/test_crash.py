@@ -37,7 +37,7 @@ import pytest
 from memsync.bases import Bases
 from memsync.config import resolve
 from memsync.engine import Engine
-from memsync.memory import check as check_memory
+from memsync.memory.frontmatter import check as check_memory
 from memsync.stores import open_store
 from tests.conftest import python_path
 from tests.devices import REPO, Device, make_device

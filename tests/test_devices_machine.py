@@ -39,10 +39,10 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from memsync import merge as merge_mod
 from memsync.config import resolve
 from memsync.engine import Engine
-from memsync.memory import render
+from memsync.memory import merge as merge_mod
+from memsync.memory.frontmatter import render
 from memsync.state import State
 from memsync.stores.folder import FolderStore
 from memsync.util.errors import GuardError

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from memsync import config, memory
+from memsync import config
+from memsync.memory import frontmatter as memory
 from memsync.transcript import (
     MAX_CHARS,
     find_transcript,

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from memsync import forget
 from memsync.config import resolve
 from memsync.engine import Engine
-from memsync.index_links import link_targets
+from memsync.memory.index_links import link_targets
 from tests.conftest import write_memory
 from tests.privacy_oracle import assert_forgotten, quarantine_dir
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from memsync.conflicts import recorded, rewrite
 from memsync.forget import line_hash, read_tombstones, scrub
-from memsync.merge import merge
+from memsync.memory.merge import merge
 from memsync.state import State, history_folder
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from memsync import config, localswap
 from memsync.engine import Engine
-from memsync.memory import render
+from memsync.memory.frontmatter import render
 
 
 def _engine(tmp_path: Path, device: str, monkeypatch) -> Engine:

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memsync import memory
+from memsync.memory import frontmatter as memory
 from memsync.memory_tool import MemsyncMemoryTool
 from memsync.tool_backend import MemoryToolError, ToolMemory
 from tests.anthropic_server import AnthropicServer

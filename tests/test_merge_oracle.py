@@ -15,8 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memsync import memory, sections
-from memsync.merge import merge, template_base
+from memsync.memory import frontmatter as memory
+from memsync.memory import sections
+from memsync.memory.merge import merge, template_base
 from tests import oracle
 
 EXAMPLES = int(os.environ.get("MEMSYNC_MERGE_EXAMPLES", "100"))
@@ -268,7 +269,7 @@ def test_a_hand_edit_that_left_modified_alone_is_timed_by_its_mtime():
 
 
 def test_two_relationship_files_made_from_the_template_merge_without_placeholders():
-    from memsync.newfile import create
+    from memsync.memory.newfile import create
 
     def made(tmp: str, description: str, fill: dict[str, str]) -> bytes:
         from pathlib import Path
@@ -350,9 +351,9 @@ def test_commitment_ids_minted_on_two_devices_the_same_day_differ(tmp_path):
     """Issue 16, defect 1: `[c-DAY-1]` on both devices; now a random part."""
     from datetime import date
 
-    from memsync import ids
     from memsync.digest import Commitment, merge_commitments_file
-    from memsync.newfile import create
+    from memsync.memory import ids
+    from memsync.memory.newfile import create
 
     day = date(2026, 11, 25)
     minted = []
@@ -563,7 +564,7 @@ def test_a_date_only_modified_set_the_same_day_on_both_sides_is_timed_by_the_mti
     tell the edits apart, and what the other device reads is true."""
     from datetime import datetime as dt
 
-    from memsync.merge import describe_for_others
+    from memsync.memory.merge import describe_for_others
 
     def fact(body: str, when: str) -> bytes:
         meta = {"name": "pat", "description": "d", "metadata": {"type": "user", "modified": when}}
@@ -585,7 +586,7 @@ def test_a_date_only_modified_set_the_same_day_on_both_sides_is_timed_by_the_mti
 
 def test_new_fact_files_get_a_full_modified_time_and_digests_a_unique_session(tmp_path):
     """Re-trial items 5 and 9."""
-    from memsync.newfile import create
+    from memsync.memory.newfile import create
 
     text = create(tmp_path / "a", "user", "pat").read_text()
     assert re.search(r"modified: '?\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", text), text

@@ -11,9 +11,9 @@ from datetime import date
 
 import pytest
 
-from memsync import memory
-from memsync.memtypes import TYPES, type_of
-from memsync.newfile import create
+from memsync.memory import frontmatter as memory
+from memsync.memory.memtypes import TYPES, type_of
+from memsync.memory.newfile import create
 from memsync.util import resources
 from memsync.util.errors import UserError
 from tests.devices import make_device

@@ -23,7 +23,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 from memsync.config import resolve
 from memsync.engine import Engine
-from memsync.memory import render
+from memsync.memory.frontmatter import render
 from memsync.stores.folder import FolderStore
 from memsync.stores.memory import MemoryStore
 from tests.faults import FaultyStore

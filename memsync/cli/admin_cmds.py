@@ -83,7 +83,7 @@ def prune(
     """Delete old memory files from the remote and here (local copies go to history)."""
     from memsync.admin import plan_prune
     from memsync.admin import prune as run_prune
-    from memsync.memtypes import TYPES, UNKNOWN
+    from memsync.memory.memtypes import TYPES, UNKNOWN
 
     days = _days(older_than)
     if type_name is not None:

@@ -105,7 +105,7 @@ def new(
     project: ProjectOpt = None,
 ) -> None:
     """Create a memory file from its template and list it in MEMORY.md."""
-    from memsync.newfile import create
+    from memsync.memory.newfile import create
 
     checks.memory_type("TYPE", type_name)
     ctx = context(memory_dir, None, project)

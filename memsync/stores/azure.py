@@ -28,7 +28,7 @@ from contextlib import contextmanager
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from memsync.lean_typing import TYPE_CHECKING, NamedTuple
-from memsync.memory import DEFAULT_MAX_BYTES
+from memsync.memory.frontmatter import DEFAULT_MAX_BYTES
 from memsync.stores.base import Entry, Stats, check_key
 from memsync.stores.httpdate import parse_date
 from memsync.util.errors import (

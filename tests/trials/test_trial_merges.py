@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from memsync import memory, sections
+from memsync.memory import frontmatter as memory
+from memsync.memory import sections
 from tests.devices import Device, make_device
 
 

@@ -6,8 +6,9 @@ import re
 from datetime import date, datetime, timezone
 from pathlib import Path
 
-from memsync import ids, memory
-from memsync.memtypes import TYPES
+from memsync.memory import frontmatter as memory
+from memsync.memory import ids
+from memsync.memory.memtypes import TYPES
 from memsync.util import resources
 from memsync.util.errors import UserError
 from memsync.util.fsutil import atomic_write

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from memsync.lean_typing import TYPE_CHECKING, NamedTuple
-from memsync.memory import field
+from memsync.memory.frontmatter import field
 
 if TYPE_CHECKING:
     from typing import Any
@@ -21,7 +21,7 @@ FACT_FIELDS = ("name", "description")
 class MemoryType(NamedTuple):
     name: str
     pattern: str  # regex over the file's base name
-    merge: str  # key into memsync.merge.STRATEGIES
+    merge: str  # key into memsync.memory.merge.STRATEGIES
     summary: str
     read_when: str = ""
     write_when: str = ""

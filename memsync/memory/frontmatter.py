@@ -218,7 +218,7 @@ def _name_problem(name: str) -> str:
 
 def check(name: str, data: bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> Document:
     """Check one memory file and return it parsed, or raise RefusedFile naming the problem."""
-    from memsync.memtypes import type_of
+    from memsync.memory.memtypes import type_of
 
     if not _NAME_OK.match(name):
         raise RefusedFile(name, _name_problem(name))

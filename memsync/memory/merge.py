@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from typing import Any, NamedTuple, TypeVar
 
-from memsync import memory, sections
-from memsync.memtypes import type_of
-from memsync.sections import Section
+from memsync.memory import frontmatter as memory
+from memsync.memory import sections
+from memsync.memory.memtypes import type_of
+from memsync.memory.sections import Section
 from memsync.util import resources
 
 T = TypeVar("T")
