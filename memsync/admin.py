@@ -19,7 +19,7 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
-from memsync.config import Context
+from memsync.context.config import Context
 from memsync.engine import TOMBSTONES, Engine, is_ignored
 from memsync.forget import audit
 from memsync.gate import check_inbound

@@ -18,7 +18,7 @@ from datetime import date as Date
 from pathlib import Path
 from typing import Any
 
-from memsync.config import Context
+from memsync.context.config import Context
 from memsync.memory import frontmatter as memory
 from memsync.memory import ids, sections
 from memsync.memory.merge import commitment_id, item_text, merge, session_blocks

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memsync.config import SETTINGS_FILE, Context, strip_query
+from memsync.context.config import SETTINGS_FILE, Context, strip_query
 from memsync.util.errors import AuthError, MemsyncError, NotFound, Unreachable
 
 MAX_SKEW = 300.0  # seconds; Azure rejects shared-key requests beyond 15 minutes
@@ -160,7 +160,7 @@ def hooks_check(settings_files: list[Path] | None = None) -> Check:
     import os
     import shutil
 
-    from memsync.config import claude_config_dir, find_git_root
+    from memsync.context.config import claude_config_dir, find_git_root
     from memsync.install import command_words, is_ours
 
     user = claude_config_dir() / "settings.json"

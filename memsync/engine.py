@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from memsync import localswap, planner
-from memsync.boot import boot_id, boot_time
-from memsync.config import Context
+from memsync.context.boot import boot_id, boot_time
+from memsync.context.config import Context
 from memsync.gate import check_inbound, check_outbound
 from memsync.localfiles import LocalFiles, settled, stat_key
 from memsync.memory.names import collisions, local_key
@@ -149,7 +149,7 @@ class Engine:
 
     def __init__(self, ctx: Context, store: Store | None = None) -> None:
         if not ctx.project:
-            from memsync.identity import unnamed_message
+            from memsync.context.identity import unnamed_message
 
             raise ConfigError(unnamed_message(ctx.memory_dir))
         self.ctx = ctx
@@ -431,7 +431,7 @@ class Engine:
                 if self.state.bases.reset:
                     result.notes.append(self.state.bases.reset)
         if self.ctx.project_source != "origin" and not result.offline and not result.disabled:
-            from memsync.identity import Identity, pin
+            from memsync.context.identity import Identity, pin
 
             identity = Identity(self.ctx.project, self.ctx.project_source, self.ctx.fingerprint)
             pin(self.ctx.home, self.ctx.memory_dir, identity)
@@ -654,7 +654,7 @@ class Engine:
             return
 
     def _check_manifest(self, listing, mode: str) -> None:  # noqa: ANN001
-        from memsync import identity
+        from memsync.context import identity
 
         entry = listing.get(identity.MANIFEST)
         ours = self.ctx.fingerprint
@@ -699,7 +699,7 @@ class Engine:
         (`app`, with a manifest of the same first commit): say so, upload nothing."""
         if self.ctx.project_source != "first-commit" or not self.ctx.fingerprint:
             return
-        from memsync import identity
+        from memsync.context import identity
 
         old_name = self.ctx.project.rsplit("-", 1)[0]
         try:
@@ -766,7 +766,7 @@ class Engine:
         result.queued = self.state.pending
 
     def _display_remote(self) -> str:
-        from memsync.config import strip_query
+        from memsync.context.config import strip_query
 
         return f"{strip_query(self.ctx.remote)} (project {self.ctx.project})"
 

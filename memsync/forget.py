@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memsync.config import strip_query
+from memsync.context.config import strip_query
 from memsync.memory.index_links import INDEX, without_links
 from memsync.util.errors import MemsyncError, NotFound, PreconditionFailed, Unreachable, UserError
 from memsync.util.fsutil import atomic_write, private_dir, sha256

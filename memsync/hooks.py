@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memsync import config
+from memsync.context import config
 
 EVENTS = (
     "session-start",

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memsync import config
+from memsync.context import config
 from memsync.memory.memtypes import TYPES
 from memsync.util import resources
 from memsync.util.errors import ConfigError

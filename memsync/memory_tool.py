@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from anthropic.lib.tools import BetaAbstractMemoryTool, BetaAsyncAbstractMemoryTool, ToolError
 
-from memsync import config
+from memsync.context import config
 from memsync.tool_backend import MemoryToolError, ToolMemory
 from memsync.util.errors import MemsyncError
 

@@ -20,7 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from memsync.config import Context, safe_segment
+from memsync.context.config import Context, safe_segment
 from memsync.util.errors import UserError
 
 MARK = "# memsync:compact:"

@@ -6,7 +6,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from memsync import planner
-from memsync.config import strip_query
+from memsync.context.config import strip_query
 from memsync.engine import PURGED, TOMBSTONES, Engine, foreign, is_ignored
 from memsync.planner import Kind
 from memsync.stores import check_key

@@ -26,7 +26,7 @@ import unicodedata
 from datetime import datetime, timezone
 from pathlib import Path
 
-from memsync.config import Context
+from memsync.context.config import Context
 from memsync.gate import check_outbound
 from memsync.memory import frontmatter as memory
 from memsync.memory.memtypes import UNKNOWN, type_of

@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memsync import config
+from memsync.context import config
 from memsync.scanner import redact
 from memsync.util.errors import UserError
 

@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from memsync import config  # noqa: E402
+from memsync.context import config  # noqa: E402
 from memsync.tool_backend import ToolMemory  # noqa: E402
 from tests.azurite import start_azurite  # noqa: E402
 from tests.conftest import write_memory  # noqa: E402

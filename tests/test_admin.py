@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from memsync import admin, config
+from memsync import admin
+from memsync.context import config
 from memsync.engine import Engine
 from memsync.util.errors import UserError
 from memsync.util.fsutil import sha256

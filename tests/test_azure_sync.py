@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from memsync import config
+from memsync.context import config
 from memsync.engine import Engine
 from memsync.stores import open_store
 from tests.azurite import start_azurite

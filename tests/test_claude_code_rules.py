@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memsync import config
+from memsync.context import config
 from memsync.install import hook_args, is_ours
 from memsync.memory import frontmatter as memory
 from memsync.memory.memtypes import type_of

@@ -13,8 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memsync import compact, config
+from memsync import compact
 from memsync.compact import DELETE, UPDATE, WRITE, Action, Policy, plan, plan_to_dict
+from memsync.context import config
 from memsync.engine import Engine
 from memsync.memory import frontmatter as memory
 from memsync.memory import sections

@@ -35,7 +35,7 @@ from pathlib import Path
 import pytest
 
 from memsync.bases import Bases
-from memsync.config import resolve
+from memsync.context.config import resolve
 from memsync.engine import Engine
 from memsync.memory.frontmatter import check as check_memory
 from memsync.stores import open_store

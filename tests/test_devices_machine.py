@@ -39,7 +39,7 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from memsync.config import resolve
+from memsync.context.config import resolve
 from memsync.engine import Engine
 from memsync.memory import merge as merge_mod
 from memsync.memory.frontmatter import render

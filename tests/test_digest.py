@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memsync import config
+from memsync.context import config
 from memsync.memory import frontmatter as memory
 from memsync.transcript import (
     MAX_CHARS,

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from memsync import forget
-from memsync.config import resolve
+from memsync.context.config import resolve
 from memsync.engine import Engine
 from memsync.memory.index_links import link_targets
 from tests.conftest import write_memory

@@ -159,7 +159,7 @@ def test_settings_example_is_a_valid_settings_file(tmp_path):
     import shutil
     from pathlib import Path
 
-    from memsync.config import load_settings
+    from memsync.context.config import load_settings
 
     root = Path(__file__).resolve().parent.parent
     shutil.copy(root / "settings.example.json", tmp_path / "settings.json")

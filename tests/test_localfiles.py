@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memsync import config
 from memsync import engine as engine_mod
+from memsync.context import config
 from memsync.engine import Engine
 from memsync.localfiles import COARSE_MARGIN_NS, FINE_MARGIN_NS, LocalFiles, settled
 from memsync.util.errors import UserError

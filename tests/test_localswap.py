@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memsync import config, localswap
+from memsync import localswap
+from memsync.context import config
 from memsync.engine import Engine
 from memsync.memory.frontmatter import render
 

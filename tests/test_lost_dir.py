@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memsync import config
+from memsync.context import config
 from memsync.engine import Engine
 from memsync.status import status
 from memsync.util.errors import GuardError

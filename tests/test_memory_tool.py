@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from memsync import config
+from memsync.context import config
 from memsync.memory import frontmatter as memory
 from memsync.memory_tool import AsyncMemsyncMemoryTool, MemsyncMemoryTool
 from memsync.stores import check_key, open_store

@@ -109,7 +109,7 @@ def test_watch_pushes_outside_edits_and_stops_cleanly(tmp_path):
 def test_watch_queues_during_an_outage(tmp_path):
     import threading
 
-    from memsync import config
+    from memsync.context import config
     from memsync.engine import Engine
     from memsync.watch import watch
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memsync import config
+from memsync.context import config
 from memsync.engine import Engine
 from memsync.util.errors import StateError
 from memsync.util.fsutil import file_lock

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from memsync.config import resolve
+from memsync.context.config import resolve
 from memsync.engine import Engine
 from memsync.memory.frontmatter import render
 from memsync.stores.folder import FolderStore

@@ -11,8 +11,8 @@ import os
 import sys
 from pathlib import Path
 
-from memsync import config
-from memsync.config import Context
+from memsync.context import config
+from memsync.context.config import Context
 from memsync.lean_typing import TYPE_CHECKING
 from memsync.util.errors import ConfigError, Interrupted, MemsyncError, UsageError, UserError
 

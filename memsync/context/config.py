@@ -531,7 +531,7 @@ def resolve(
 
     remote_url = str(settings.get("remote") or (home / "remote").resolve().as_uri())
     check_folder_remote(remote_url)
-    from memsync.identity import resolve_identity
+    from memsync.context.identity import resolve_identity
 
     def used_before(name: str) -> bool:
         return (state_dir_for(home, remote_url, name, mem) / "records.json").exists()

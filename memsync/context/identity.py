@@ -80,7 +80,7 @@ def resolve_identity(
     home: Path,
     used_before,  # noqa: ANN001 - (name) -> whether this device has state under that name
 ) -> Identity:
-    from memsync.config import find_git_root, git_origin, normalise_origin, safe_segment
+    from memsync.context.config import find_git_root, git_origin, normalise_origin, safe_segment
 
     root = find_git_root(cwd)
     origin = git_origin(root) if root is not None else None
