@@ -22,7 +22,7 @@ from memsync.context.config import Context
 from memsync.memory import frontmatter as memory
 from memsync.memory import ids, sections
 from memsync.memory.merge import commitment_id, item_text, merge, session_blocks
-from memsync.scanner import redact
+from memsync.privacy.scanner import redact
 from memsync.transcript import Transcript, read_transcript
 from memsync.util import resources
 from memsync.util.errors import UserError

@@ -237,7 +237,7 @@ def hooks_check(settings_files: list[Path] | None = None) -> Check:
 def _remote_files(store: Any) -> Check:
     """What is under the project's prefix, and which of it memsync ignores (never fetches)."""
     from memsync.engine import foreign, is_ignored
-    from memsync.gate import shown_name
+    from memsync.privacy.gate import shown_name
 
     try:
         listing = store.list()

@@ -14,10 +14,10 @@ from pathlib import Path
 from memsync import localswap, planner
 from memsync.context.boot import boot_id, boot_time
 from memsync.context.config import Context
-from memsync.gate import check_inbound, check_outbound
 from memsync.localfiles import LocalFiles, settled, stat_key
 from memsync.memory.names import collisions, local_key
 from memsync.planner import Action, Kind
+from memsync.privacy.gate import check_inbound, check_outbound
 from memsync.state import State
 from memsync.stores import Stats, Store, check_key, open_store
 from memsync.util.errors import (
@@ -423,7 +423,7 @@ class Engine:
             finally:
                 self._make_durable()
                 if self.state.meta.get("quarantined"):
-                    from memsync.forget import quarantine_notices
+                    from memsync.privacy.forget import quarantine_notices
 
                     result.quarantined = quarantine_notices(self)
                 self.state.meta["last_attempt"] = time.time()
@@ -450,7 +450,7 @@ class Engine:
         progress: Callable[[int, int], None] | None,
     ) -> None:
         if self.state.meta.get("purged"):
-            from memsync.forget import purged_here
+            from memsync.privacy.forget import purged_here
 
             raise purged_here(self)
         self._recover_landing()
@@ -493,14 +493,14 @@ class Engine:
             if listing is None:
                 return
             if PURGED in listing:
-                from memsync.forget import purged_here, remote_purge_marker
+                from memsync.privacy.forget import purged_here, remote_purge_marker
 
                 # remembered: this device stays out until it is told to publish again
                 self.state.meta["purged"] = remote_purge_marker(self) or {"at": time.time()}
                 raise purged_here(self)
             self._check_project(listing, mode)
             if self.state.meta.get("forgetting"):
-                from memsync.forget import finish_pending
+                from memsync.privacy.forget import finish_pending
 
                 finish_pending(self, listing)
             self._apply_tombstones(listing, local, result)
@@ -720,7 +720,7 @@ class Engine:
         entry = listing.get(TOMBSTONES)
         if entry is None or entry.etag == self.state.meta.get("tombstones_etag"):
             return
-        from memsync.forget import apply_tombstones
+        from memsync.privacy.forget import apply_tombstones
 
         try:
             data, etag = self.store.get(TOMBSTONES)
@@ -989,7 +989,7 @@ class Engine:
     def _recreate_blocked(self, result: SyncResult, name: str) -> bool:
         """A synced file gone from the remote is created again from the local copy, unless
         it was forgotten on another device or the project purged (see forget.py)."""
-        from memsync.forget import recreate_blocked
+        from memsync.privacy.forget import recreate_blocked
 
         why = recreate_blocked(self, name)
         if why is not None:

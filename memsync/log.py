@@ -17,7 +17,7 @@ LOG_NAME = "memsync.log"
 
 class _MaskingFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        from memsync.scanner import mask
+        from memsync.privacy.scanner import mask
 
         return mask(super().format(record))
 

@@ -121,12 +121,12 @@ def status(engine: Engine) -> Status:
         if bucket:
             getattr(result, bucket).append(action.name)
     if purged or state.meta.keys() & {"purged", "forgetting", "quarantined"}:
-        from memsync.forget import notices, remote_purge_marker
+        from memsync.privacy.forget import notices, remote_purge_marker
 
         result.notices = notices(engine, remote_purge_marker(engine) if purged else None)
         state.save_meta()  # quarantined edits the user has dealt with are no longer listed
     if tombstones:
-        from memsync.forget import incoming
+        from memsync.privacy.forget import incoming
 
         result.notices += incoming(engine, set(hashes) | set(state.records))
     acted = {a.name for a in actions}

@@ -27,9 +27,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from memsync.context.config import Context
-from memsync.gate import check_outbound
 from memsync.memory import frontmatter as memory
 from memsync.memory.memtypes import UNKNOWN, type_of
+from memsync.privacy.gate import check_outbound
 from memsync.util.errors import MemsyncError, RefusedFile, UserError
 from memsync.util.fsutil import atomic_write, private_dir
 
@@ -108,8 +108,8 @@ class ToolMemory:
         path is described, never quoted back (it may hold a secret the scanner cannot tell)."""
         if not isinstance(path, str) or not path:
             raise MemoryToolError("The path is empty: give a path under /memories.")
-        from memsync.gate import name_secret
-        from memsync.scanner import KINDS
+        from memsync.privacy.gate import name_secret
+        from memsync.privacy.scanner import KINDS
 
         kind = name_secret(path[:MAX_PATH_CHARS])
         if kind is not None:  # a name goes to the remote and into MEMORY.md; never quoted back

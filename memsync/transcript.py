@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from memsync.context import config
-from memsync.scanner import redact
+from memsync.privacy.scanner import redact
 from memsync.util.errors import UserError
 
 MAX_CHARS = 120_000  # what is sent to the model, at most (about 30k tokens)

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memsync.conflicts import recorded, rewrite
-from memsync.forget import line_hash, read_tombstones, scrub
 from memsync.memory.merge import merge
+from memsync.privacy.forget import line_hash, read_tombstones, scrub
 from memsync.state import State, history_folder
 
 
@@ -87,7 +87,7 @@ def test_an_index_conflict_names_the_link_never_the_line():
 def test_a_compacted_rule_is_forgotten_in_its_earlier_form_too():
     """Found by the machine's hunt: B's history held `- note` from before a compaction made
     it `- 2026-10-01: note`; the forget on A saw only the compacted form."""
-    from memsync.forget import _earlier_forms
+    from memsync.privacy.forget import _earlier_forms
 
     forms = _earlier_forms(["- 2026-10-01: asked about Priya", "- 2026-10-02 (Missed): too long"])
     assert forms == ["- asked about Priya", "- too long"]

@@ -167,7 +167,7 @@ def test_a_secret_anywhere_in_a_name_is_found_and_never_shown(
 ) -> None:
     """Oracle: a name built of plain words and one known secret, joined by any separator a
     name may hold, is refused by the gate and `shown_name` never prints the secret."""
-    from memsync.gate import name_secret, shown_name
+    from memsync.privacy.gate import name_secret, shown_name
 
     name = sep.join([*before, secret, *after, secret]) + ".md"
     assert name_secret(name) is not None, name

@@ -39,7 +39,7 @@ def test_every_type_has_a_template_that_parses_and_declares_its_type():
 
 @pytest.mark.parametrize("type_name", [t for t in TYPES if t != "index"])
 def test_new_creates_a_valid_file_and_indexes_it(tmp_path, type_name):
-    from memsync.gate import check_outbound
+    from memsync.privacy.gate import check_outbound
 
     path = create(tmp_path, type_name, "Ana López", today=date(2026, 11, 22))
     data = path.read_bytes()

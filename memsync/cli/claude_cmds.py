@@ -147,7 +147,7 @@ def watch(
             out.print(f"{stamp} merged and pushed {merged}", markup=False)
         for deleted in result.deleted_remote:
             out.print(f"{stamp} deleted on the remote {deleted}", markup=False)
-        from memsync.gate import shown_name
+        from memsync.privacy.gate import shown_name
 
         for refused, reason in {**result.refused, **result.errors}.items():
             err.print(f"{stamp} not pushed {shown_name(refused)}: {reason}", markup=False)
@@ -172,7 +172,7 @@ def doctor(
     if json:
         emit_json("doctor", report.as_dict())
     else:
-        from memsync.scanner import mask
+        from memsync.privacy.scanner import mask
 
         for check in report.checks:
             mark = "ok  " if check.ok else "FAIL"

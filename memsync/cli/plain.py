@@ -82,7 +82,7 @@ def engine_for(memory_dir: Path | None, remote: str | None, project: str | None 
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    from memsync.scanner import mask
+    from memsync.privacy.scanner import mask
 
     err.print(f"memsync: {mask(message)}", markup=False)
     sys.exit(code)
@@ -115,7 +115,7 @@ def outcome() -> Iterator[None]:
 
 def emit_json(command: str, data: dict[str, Any]) -> None:
     """The versioned envelope scripts can rely on."""
-    from memsync.scanner import mask
+    from memsync.privacy.scanner import mask
 
     doc = {"version": JSON_VERSION, "command": command, "data": data}
     sys.stdout.write(mask(json.dumps(doc, indent=2, sort_keys=True, default=str)) + "\n")
@@ -174,7 +174,7 @@ def report(result: SyncResult, stats: bool, memory_dir: Path | None = None) -> N
         err.print(f"note: {note}", markup=False)
     for conflict in result.conflicts:
         err.print(f"conflict: {conflict}", markup=False)
-    from memsync.gate import shown_name
+    from memsync.privacy.gate import shown_name
 
     for name, reason in sorted(result.refused.items()):
         err.print(f"refused: {shown_name(name)}: {reason}", markup=False)
@@ -244,7 +244,7 @@ def transfer(
 ) -> None:
     """`memsync pull|push|sync`: run, print what happened, exit with the contract's code."""
     if allow:
-        from memsync.scanner import KINDS
+        from memsync.privacy.scanner import KINDS
 
         unknown = sorted(set(allow) - set(KINDS))
         if unknown:

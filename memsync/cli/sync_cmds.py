@@ -63,7 +63,7 @@ def push(
 ) -> None:
     """Send local changes to the remote, merging where the remote changed too."""
     if republish:
-        from memsync.forget import republish as lift
+        from memsync.privacy.forget import republish as lift
 
         if paths:
             raise UserError("--republish publishes the whole memory dir; give no files")
@@ -129,7 +129,7 @@ def status(
         ("deleted on the remote", st.deleted_remote),
         ("queued while offline", st.queued),
     )
-    from memsync.gate import shown_name
+    from memsync.privacy.gate import shown_name
 
     for label, names in groups:
         for name in names:
@@ -157,7 +157,7 @@ def validate(
     project: ProjectOpt = None,
 ) -> None:
     """Check memory files: frontmatter, size, encoding, and secrets."""
-    from memsync.gate import check_outbound, shown_name
+    from memsync.privacy.gate import check_outbound, shown_name
     from memsync.util.errors import RefusedFile
 
     ctx = context(memory_dir, None, project)

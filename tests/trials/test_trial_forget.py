@@ -329,7 +329,7 @@ def test_forget_during_an_outage_finishes_on_the_next_sync(pair, remote, tmp_pat
 
 FAILING_FORGET = """
 import sys
-from memsync import forget
+from memsync.privacy import forget
 from memsync.context import config
 from memsync.engine import Engine
 from memsync.util.errors import Unreachable

@@ -30,7 +30,7 @@ def _name_variants(name: str) -> list[str]:
 
 def _name_findings(name: str) -> list[tuple[str, int, int]]:
     """(kind, start, end) in `name` of every secret its spans hold."""
-    from memsync.scanner import scan
+    from memsync.privacy.scanner import scan
 
     found = []
     for variant in _name_variants(name):
@@ -71,7 +71,7 @@ def check_outbound(
     name: str, data: bytes, max_bytes: int = DEFAULT_MAX_BYTES, allow: Iterable[str] = ()
 ) -> Document:
     """Validate a local file for upload, or raise RefusedFile saying why (never the secret)."""
-    from memsync.scanner import KINDS, scan
+    from memsync.privacy.scanner import KINDS, scan
 
     kind = name_secret(name)
     if kind is not None:
