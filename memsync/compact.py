@@ -32,7 +32,7 @@ from memsync.memory.merge import merge_tree
 from memsync.memory.sections import Section
 
 if TYPE_CHECKING:
-    from memsync.engine import Engine, SyncResult
+    from memsync.sync.engine import Engine, SyncResult
 
 WRITE = "write"  # a new file (a roll-up)
 UPDATE = "update"  # an existing file rewritten

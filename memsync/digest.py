@@ -661,7 +661,7 @@ def _timeout_from_env() -> float:
 
 def write_digest(ctx: Context, digest: Digest, push: bool = True) -> Any:
     """Write every planned file, then push them. Returns the engine's SyncResult (or None)."""
-    from memsync.engine import Engine
+    from memsync.sync.engine import Engine
 
     engine = Engine(ctx)
     ctx.memory_dir.mkdir(parents=True, exist_ok=True)

@@ -236,8 +236,8 @@ def hooks_check(settings_files: list[Path] | None = None) -> Check:
 
 def _remote_files(store: Any) -> Check:
     """What is under the project's prefix, and which of it memsync ignores (never fetches)."""
-    from memsync.engine import foreign, is_ignored
     from memsync.privacy.gate import shown_name
+    from memsync.sync.engine import foreign, is_ignored
 
     try:
         listing = store.list()

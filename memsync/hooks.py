@@ -267,8 +267,8 @@ def _crash_note(result: Any, offline: str | None, ended: list[Any]) -> str:
 def _engine(ctx: config.Context) -> tuple[Any, str | None]:
     """An engine, and why it will not touch the network: a hook shortly before found the
     remote unreachable (see offline.py), so this one queues at once instead of retrying."""
-    from memsync import offline
-    from memsync.engine import Engine
+    from memsync.sync import offline
+    from memsync.sync.engine import Engine
 
     known = offline.known_offline(ctx.state_dir, ctx.remote) if ctx.sync_enabled else None
     if known is not None:
@@ -278,7 +278,7 @@ def _engine(ctx: config.Context) -> tuple[Any, str | None]:
 
 def _after(ctx: config.Context, known: str | None, result: Any) -> None:
     """Keep the offline marker in step with a run that used the network."""
-    from memsync import offline
+    from memsync.sync import offline
 
     if known is None and result is not None and not result.disabled:
         offline.after(ctx.state_dir, result.offline)
@@ -361,7 +361,7 @@ def session_start(payload: dict[str, Any], stdout: Any) -> None:
 
 def _fresh(engine: Any) -> Any:
     """An engine with state re-read from disk (the pull may still be writing in its thread)."""
-    from memsync.state import State
+    from memsync.sync.state import State
 
     engine.state = State(engine.ctx.state_dir, engine.state.history_versions)
     return engine
@@ -417,7 +417,7 @@ def _flush(argv: list[str]) -> int:
     try:
         ctx = config.resolve(memory_dir=opts.get("memory-dir"), cwd=cwd)
         log = _log(ctx.home)
-        from memsync.engine import Engine
+        from memsync.sync.engine import Engine
 
         result = Engine(ctx).run("push")  # detached: it may wait out the retries
         _after(ctx, None, result)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from memsync import planner
 from memsync.context.config import strip_query
-from memsync.engine import PURGED, TOMBSTONES, Engine, foreign, is_ignored
-from memsync.planner import Kind
 from memsync.stores import check_key
+from memsync.sync import planner
+from memsync.sync.engine import PURGED, TOMBSTONES, Engine, foreign, is_ignored
+from memsync.sync.planner import Kind
 from memsync.util.errors import NotFound, Unreachable, UnsafeKey
 
 

@@ -83,7 +83,7 @@ class ToolMemory:
         the `pull_timeout` setting). `refresh_after`: pull again before a command when the
         last pull is older than this many seconds (None: once a session, for an instance
         that lives as long as one conversation). `index`: list created files in MEMORY.md."""
-        from memsync.engine import Engine
+        from memsync.sync.engine import Engine
 
         self.ctx = ctx
         self.engine = Engine(ctx)
@@ -163,7 +163,7 @@ class ToolMemory:
                     "A name in the path starts or ends with a space or ends with a dot, "
                     "which some systems drop from file names: remove it."
                 )
-        from memsync.engine import is_ignored
+        from memsync.sync.engine import is_ignored
 
         if is_ignored(rest):
             raise MemoryToolError(
@@ -788,7 +788,7 @@ class ToolMemory:
     # --- listings and numbered text --------------------------------------------------------
 
     def _entries(self, folder: Path, name: str) -> list[tuple[str, int]]:
-        from memsync.engine import is_ignored
+        from memsync.sync.engine import is_ignored
 
         found: list[tuple[str, int]] = []
 
@@ -973,7 +973,7 @@ class ToolMemory:
 
     def _files_under(self, folder: Path) -> list[str]:
         """The synced files under `folder`, as memory-dir-relative names (links not followed)."""
-        from memsync.engine import is_ignored
+        from memsync.sync.engine import is_ignored
 
         names = []
         for dirpath, dirnames, filenames in os.walk(folder):

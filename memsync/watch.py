@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memsync.engine import Engine, is_ignored
+from memsync.sync.engine import Engine, is_ignored
 from memsync.util.errors import MemsyncError
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from memsync import admin
 from memsync.context import config
-from memsync.engine import Engine
+from memsync.sync.engine import Engine
 from memsync.util.errors import UserError
 from memsync.util.fsutil import sha256
 from tests.conftest import write_memory

@@ -9,8 +9,8 @@ import time
 import pytest
 
 from memsync.context import config
-from memsync.engine import Engine
 from memsync.stores import open_store
+from memsync.sync.engine import Engine
 from tests.azurite import start_azurite
 from tests.conftest import write_memory
 from tests.devices import make_device

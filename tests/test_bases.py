@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import stat
 
-from memsync.bases import Bases
-from memsync.state import State
+from memsync.sync.bases import Bases
+from memsync.sync.state import State
 from memsync.util.fsutil import sha256
 
 

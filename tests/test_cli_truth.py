@@ -85,7 +85,7 @@ def test_a_246_character_name_syncs_both_ways_and_last_sync_advances(tmp_path, r
 def test_a_failed_write_names_the_file_and_what_to_do(tmp_path, monkeypatch):
     """A read-only or immutable target used to show a raw errno and memsync's temp path."""
     from memsync.context import config
-    from memsync.engine import Engine
+    from memsync.sync.engine import Engine
     from memsync.util import fsutil
 
     remote = (tmp_path / "remote").as_uri()

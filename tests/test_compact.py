@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from memsync import compact
 from memsync.compact import DELETE, UPDATE, WRITE, Action, Policy, plan, plan_to_dict
 from memsync.context import config
-from memsync.engine import Engine
 from memsync.memory import frontmatter as memory
 from memsync.memory import sections
+from memsync.sync.engine import Engine
 
 GOLDEN = Path(__file__).parent / "golden" / "compact"
 UPDATE_GOLDEN = os.environ.get("MEMSYNC_UPDATE_GOLDEN") == "1"

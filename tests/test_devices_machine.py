@@ -40,11 +40,11 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from memsync.context.config import resolve
-from memsync.engine import Engine
 from memsync.memory import merge as merge_mod
 from memsync.memory.frontmatter import render
-from memsync.state import State
 from memsync.stores.folder import FolderStore
+from memsync.sync.engine import Engine
+from memsync.sync.state import State
 from memsync.util.errors import GuardError
 from tests import oracle
 from tests.privacy_oracle import leaks, quarantine_dir

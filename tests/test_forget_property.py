@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from memsync.context.config import resolve
-from memsync.engine import Engine
 from memsync.memory.index_links import link_targets
 from memsync.privacy import forget
+from memsync.sync.engine import Engine
 from tests.conftest import write_memory
 from tests.privacy_oracle import assert_forgotten, quarantine_dir
 

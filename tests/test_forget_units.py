@@ -9,10 +9,10 @@ from urllib.parse import quote
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memsync.conflicts import recorded, rewrite
 from memsync.memory.merge import merge
 from memsync.privacy.forget import line_hash, read_tombstones, scrub
-from memsync.state import State, history_folder
+from memsync.sync.conflicts import recorded, rewrite
+from memsync.sync.state import State, history_folder
 
 
 def test_version_1_tombstones_are_read_with_an_id_each():

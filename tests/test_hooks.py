@@ -177,7 +177,7 @@ def test_post_tool_use_fast_path_does_not_import_the_engine_or_azure(tmp_path):
         "from memsync.hooks import main\n"
         f"assert main(['post-tool-use'], stdin=io.StringIO({payload})) == 0"
     )
-    heavy = ("azure", "anthropic", "memsync.engine", "yaml", "typer", "rich")
+    heavy = ("azure", "anthropic", "memsync.sync.engine", "yaml", "typer", "rich")
     assert device.imports(snippet, heavy)[1] == []
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memsync.context import config
-from memsync.engine import Engine
+from memsync.sync.engine import Engine
 from memsync.util.errors import ConfigError, UserError
 from tests.conftest import write_memory
 

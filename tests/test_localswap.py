@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from memsync import localswap
 from memsync.context import config
-from memsync.engine import Engine
 from memsync.memory.frontmatter import render
+from memsync.sync import localswap
+from memsync.sync.engine import Engine
 
 
 def _engine(tmp_path: Path, device: str, monkeypatch) -> Engine:

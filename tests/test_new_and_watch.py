@@ -110,7 +110,7 @@ def test_watch_queues_during_an_outage(tmp_path):
     import threading
 
     from memsync.context import config
-    from memsync.engine import Engine
+    from memsync.sync.engine import Engine
     from memsync.watch import watch
 
     mem = tmp_path / "mem"

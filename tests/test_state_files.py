@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memsync.context import config
-from memsync.engine import Engine
+from memsync.sync.engine import Engine
 from memsync.util.errors import StateError
 from memsync.util.fsutil import file_lock
 from tests.conftest import write_memory

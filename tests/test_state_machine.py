@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from memsync.context.config import resolve
-from memsync.engine import Engine
 from memsync.memory.frontmatter import render
 from memsync.stores.folder import FolderStore
 from memsync.stores.memory import MemoryStore
+from memsync.sync.engine import Engine
 from tests.faults import FaultyStore
 
 APPEND_FILES = ["voice_calibration.md", "running_jokes_and_callbacks.md", "self_observations.md"]

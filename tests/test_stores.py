@@ -85,7 +85,7 @@ def test_open_store_by_url(tmp_path):
 def test_a_no_op_sync_leaves_the_records_file_alone(tmp_path, monkeypatch):
     """Rewriting thousands of records was a fifth of a no-op sync at 5000 files."""
     from memsync.context.config import resolve
-    from memsync.engine import Engine
+    from memsync.sync.engine import Engine
     from tests.conftest import write_memory
 
     monkeypatch.setenv("MEMSYNC_HOME", str(tmp_path / "home"))

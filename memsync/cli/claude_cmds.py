@@ -43,9 +43,9 @@ def context_cmd(
     project: ProjectOpt = None,
 ) -> None:
     """Print the session-start primer: what needs attention, what is pending, recent digests."""
-    from memsync.engine import Engine
     from memsync.hooks import _pull_within, primer_input
     from memsync.primer import build
+    from memsync.sync.engine import Engine
 
     checks.choice("--source", source, ("startup", "resume", "clear", "compact"))
     checks.number("--max-chars", max_chars, 1, 10000)
@@ -54,7 +54,7 @@ def context_cmd(
     offline = None
     if refresh:
         _, offline = _pull_within(engine, float(ctx.setting("pull_timeout")))
-        from memsync.state import State
+        from memsync.sync.state import State
 
         engine.state = State(ctx.state_dir, engine.state.history_versions)
     data = primer_input(ctx, engine, source, offline)
@@ -123,7 +123,7 @@ def watch(
     project: ProjectOpt = None,
 ) -> None:
     """Push edits made outside Claude (an editor, a script) as they happen. Ctrl-C stops."""
-    from memsync.engine import Engine
+    from memsync.sync.engine import Engine
     from memsync.watch import watch as run_watch
 
     checks.number("--debounce", debounce, 0, 3600)

@@ -49,7 +49,7 @@ def compact(
     import os
 
     from memsync import compact as core
-    from memsync.engine import Engine
+    from memsync.sync.engine import Engine
 
     today = checks.day("--now", now) or date.today()
     if home is not None:  # a scheduler's environment has no MEMSYNC_HOME (Task Scheduler none)
@@ -65,7 +65,7 @@ def compact(
     root = engine.ctx.memory_dir
     files = {}
     if root.is_dir():
-        from memsync.engine import is_ignored
+        from memsync.sync.engine import is_ignored
 
         for path in sorted(root.rglob("*.md")):
             name = path.relative_to(root).as_posix()

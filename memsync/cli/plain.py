@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from rich.console import Console
 
-    from memsync.engine import Engine, SyncResult
+    from memsync.sync.engine import Engine, SyncResult
 
 JSON_VERSION = 1
 
@@ -76,7 +76,7 @@ def context(memory_dir: Path | None, remote: str | None, project: str | None = N
 
 def engine_for(memory_dir: Path | None, remote: str | None, project: str | None = None):  # noqa: ANN201
     """The sync engine for these options; imported here so `--help` stays light."""
-    from memsync.engine import Engine
+    from memsync.sync.engine import Engine
 
     return Engine(context(memory_dir, remote, project))
 

@@ -161,7 +161,7 @@ def validate(
     from memsync.util.errors import RefusedFile
 
     ctx = context(memory_dir, None, project)
-    from memsync.engine import Engine
+    from memsync.sync.engine import Engine
 
     engine = Engine(ctx)
     if paths:
@@ -173,7 +173,7 @@ def validate(
                 f"the memory dir {root} does not exist; Claude Code creates it with its first "
                 "memory, or pass --memory-dir"
             )
-        from memsync.engine import is_ignored
+        from memsync.sync.engine import is_ignored
 
         files = {
             p.relative_to(root).as_posix(): p
@@ -256,7 +256,7 @@ def resolve(
     """Mark reported conflicts as dealt with."""
     engine = engine_for(memory_dir, remote, project)
     name = engine.name_of(file) if file else None
-    from memsync.conflicts import share_resolution
+    from memsync.sync.conflicts import share_resolution
 
     with engine.locked():  # re-reads the state: a push queued meanwhile is kept
         cleared, note = share_resolution(engine, name)

@@ -45,8 +45,8 @@ from memsync.util.errors import MemsyncError, NotFound, PreconditionFailed, Unre
 from memsync.util.fsutil import atomic_write, private_dir, sha256
 
 if TYPE_CHECKING:
-    from memsync.engine import Engine, LocalScan
     from memsync.stores import Entry
+    from memsync.sync.engine import Engine, LocalScan
 
 MAX_ATTEMPTS = 8
 PURGED = "_memsync/purged.json"  # on the remote after `purge`: nobody republishes silently
@@ -187,7 +187,7 @@ def _number(value: Any) -> float:
 
 def _write_tombstones(engine: Engine, job: dict[str, Any], etags: dict[str, list[str]]) -> None:
     """Add the job's tombstones to the remote list (conditional read-modify-write)."""
-    from memsync.engine import TOMBSTONES
+    from memsync.sync.engine import TOMBSTONES
 
     store = engine.store
     for _ in range(MAX_ATTEMPTS):
@@ -317,7 +317,7 @@ def _take_conflicts(engine: Engine, job: dict[str, Any], ids: set[str] | None) -
     """The remote conflict record without the entries about the job's files or with the ids
     the job collected (a description naming a forgotten heading or id), conditional writes.
     With `ids` None, only add the ids of those entries to the job (before its tombstone)."""
-    from memsync.conflicts import REMOTE_KEY, recorded, rewrite
+    from memsync.sync.conflicts import REMOTE_KEY, recorded, rewrite
 
     files = set(job["files"])
     for _ in range(MAX_ATTEMPTS):
@@ -628,7 +628,7 @@ def recreate_blocked(engine: Engine, name: str) -> str | None:
     """Why a push must not create `name` again after it vanished from the remote: another
     device forgot it (a tombstone not applied here yet) or purged the project. One or two
     GETs, only on that rare path."""
-    from memsync.engine import TOMBSTONES
+    from memsync.sync.engine import TOMBSTONES
 
     store = engine.store
     try:
@@ -653,7 +653,7 @@ def recreate_blocked(engine: Engine, name: str) -> str | None:
 
 def quarantine(engine: Engine, name: str, data: bytes) -> Path:
     """Move an unsynced edit of a forgotten file out of the memory dir, keeping it whole."""
-    from memsync.state import history_folder
+    from memsync.sync.state import history_folder
 
     folder = private_dir(engine.ctx.home / "quarantine" / engine.ctx.state_dir.name)
     flat = name.replace("/", "__")
@@ -685,7 +685,7 @@ def quarantine_notices(engine: Engine) -> list[str]:
 def incoming(engine: Engine, names: Iterable[str]) -> list[str]:
     """For `status`: the files here that another device forgot and the next sync will remove
     (or, edited here, set aside). One GET of the tombstone list."""
-    from memsync.engine import TOMBSTONES
+    from memsync.sync.engine import TOMBSTONES
 
     try:
         data, _ = engine.store.get(TOMBSTONES)
@@ -769,7 +769,7 @@ def _without_entries(name: str, text: str, needle: str) -> tuple[str, int] | Non
 
 def plan_match(engine: Engine, needle: str) -> MatchPlan:
     """What `forget --match` will remove. Pulls first, so remote-only files are seen too."""
-    from memsync.engine import is_ignored
+    from memsync.sync.engine import is_ignored
 
     if len(needle.strip()) < 3:
         raise UserError("--match needs at least 3 characters, so it cannot match everything")
@@ -799,7 +799,7 @@ def _matching_conflicts(engine: Engine, needle: str) -> set[str]:
     """The ids of the conflict records, here and on the remote, whose description holds the
     text (a heading or a commitment id it names); those here are cleared now. The remote's
     are taken off it with the job's remote part, and the other devices clear theirs by id."""
-    from memsync.conflicts import REMOTE_KEY, recorded
+    from memsync.sync.conflicts import REMOTE_KEY, recorded
 
     def about(c: dict[str, Any]) -> bool:  # the description: a name holding it is no reason
         return _contains(str(c.get("detail")), needle)

@@ -331,7 +331,7 @@ FAILING_FORGET = """
 import sys
 from memsync.privacy import forget
 from memsync.context import config
-from memsync.engine import Engine
+from memsync.sync.engine import Engine
 from memsync.util.errors import Unreachable
 from memsync.stores import open_store
 

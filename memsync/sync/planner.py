@@ -9,7 +9,7 @@ from enum import Enum
 from memsync.lean_typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from memsync.state import Record
+    from memsync.sync.state import Record
 
 
 class Kind(str, Enum):

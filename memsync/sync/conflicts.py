@@ -24,9 +24,9 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-    from memsync.engine import Engine
-    from memsync.state import State
     from memsync.stores import Store
+    from memsync.sync.engine import Engine
+    from memsync.sync.state import State
 
 REMOTE_KEY = "_memsync/conflicts.json"  # engine.CONFLICTS
 KEEP = 200  # entries on the remote

@@ -11,15 +11,15 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from memsync import localswap, planner
 from memsync.context.boot import boot_id, boot_time
 from memsync.context.config import Context
-from memsync.localfiles import LocalFiles, settled, stat_key
 from memsync.memory.names import collisions, local_key
-from memsync.planner import Action, Kind
 from memsync.privacy.gate import check_inbound, check_outbound
-from memsync.state import State
 from memsync.stores import Stats, Store, check_key, open_store
+from memsync.sync import localswap, planner
+from memsync.sync.localfiles import LocalFiles, settled, stat_key
+from memsync.sync.planner import Action, Kind
+from memsync.sync.state import State
 from memsync.util.errors import (
     AlreadyExists,
     ConfigError,
@@ -58,7 +58,7 @@ MAX_WORKERS = 128
 # fsync per file; their names are saved first (see Engine._land).
 LAND_WITHOUT_FSYNC_AT = 32
 TOMBSTONES = "_memsync/forgotten.json"  # remote record of forgotten files (names, no content)
-CONFLICTS = "_memsync/conflicts.json"  # remote record of merge conflicts (memsync/conflicts.py)
+CONFLICTS = "_memsync/conflicts.json"  # remote record of merge conflicts (sync/conflicts.py)
 PURGED = "_memsync/purged.json"  # on the remote after `memsync purge` (see forget.py)
 _TEMP_SUFFIXES = ("~", ".swp", ".swo", ".swx", ".tmp", ".part", ".crdownload")
 
@@ -738,7 +738,7 @@ class Engine:
         entry = listing.get(CONFLICTS)
         if entry is None or entry.etag == self.state.meta.get("conflicts_etag"):
             return  # the usual case: no import, no request
-        from memsync.conflicts import receive
+        from memsync.sync.conflicts import receive
 
         for item in receive(self.store, self.state, self.ctx.device):
             result.conflicts.append(f"{item['file']}: {item['detail']}")
@@ -746,7 +746,7 @@ class Engine:
     def _publish_conflicts(self, result: SyncResult) -> None:
         if result.offline or not (self._published or self.state.meta.get("pending_resolutions")):
             return
-        from memsync.conflicts import publish, publish_resolutions
+        from memsync.sync.conflicts import publish, publish_resolutions
 
         try:
             if self._published:
@@ -981,8 +981,8 @@ class Engine:
 
     def _shared_conflict(self, name: str, outcome) -> dict:  # noqa: ANN001
         """The conflict as the other devices should read it (not "this device's version")."""
-        from memsync.conflicts import entry
         from memsync.memory.merge import describe_for_others
+        from memsync.sync.conflicts import entry
 
         return entry(name, describe_for_others(name, outcome), self.ctx.device)
 

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 from urllib.parse import quote, unquote
 
-from memsync.bases import Bases
 from memsync.lean_typing import TYPE_CHECKING, NamedTuple
+from memsync.sync.bases import Bases
 from memsync.util.errors import StateError
 from memsync.util.fsutil import atomic_write, private_dir, sha256
 
@@ -216,7 +216,7 @@ class State:
         return list(self.meta.get("conflicts", []))
 
     def add_conflict(self, name: str, detail: str, conflict_id: str | None = None) -> None:
-        """`conflict_id`: the id of its entry in the remote record (memsync/conflicts.py), by
+        """`conflict_id`: the id of its entry in the remote record (memsync/sync/conflicts.py), by
         which a `resolve` on another device clears it here too."""
         entry: dict[str, Any] = {"file": name, "detail": detail, "at": time.time()}
         if conflict_id is not None:
