@@ -13,11 +13,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memsync import compact
-from memsync.compact import DELETE, UPDATE, WRITE, Action, Policy, plan, plan_to_dict
 from memsync.context import config
 from memsync.memory import frontmatter as memory
 from memsync.memory import sections
+from memsync.retention import compact
+from memsync.retention.compact import DELETE, UPDATE, WRITE, Action, Policy, plan, plan_to_dict
 from memsync.sync.engine import Engine
 
 GOLDEN = Path(__file__).parent / "golden" / "compact"

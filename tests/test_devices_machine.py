@@ -458,7 +458,7 @@ class DevicesMachine(RuleBasedStateMachine):
         self.edits = 0
         from datetime import date
 
-        from memsync import compact as core
+        from memsync.retention import compact as core
 
         engine = self.engines[device]
         self.run(device, "sync")

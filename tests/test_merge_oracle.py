@@ -325,7 +325,7 @@ def test_compaction_then_a_merge_then_compaction_again_adds_no_rule_twice():
     """Issue 16, defect 10: A compacts while B adds a note to an old dated section."""
     from datetime import date
 
-    from memsync.compact import Policy, _plan_voice
+    from memsync.retention.compact import Policy, _plan_voice
 
     kind = "voice_calibration"
     base = render(kind, {"Rules learned": ["keep it short"], "2026-09-01": ["too formal", "pun"]})
@@ -606,7 +606,7 @@ def test_compacting_a_crlf_voice_file_keeps_crlf_and_adds_no_blank_lines():
     """Re-trial item 6: compaction keeps CRLF as merges do; the same text as with LF."""
     from datetime import date
 
-    from memsync.compact import plan
+    from memsync.retention.compact import plan
 
     lf = render(
         "voice_calibration",
@@ -624,7 +624,7 @@ def test_a_rule_reworded_on_one_device_while_the_other_folds_it_stays_one_rule()
     and another compaction Rules learned holds the reworded rule only."""
     from datetime import date
 
-    from memsync.compact import Policy, _plan_voice
+    from memsync.retention.compact import Policy, _plan_voice
 
     kind = "voice_calibration"
     old = {"Rules learned": ["keep it short"], "2026-09-01": ["Joked during an outage.", "pun"]}

@@ -48,7 +48,7 @@ def compact(
     """Apply the retention rules: roll old digests up, fold old calibration into rules, trim."""
     import os
 
-    from memsync import compact as core
+    from memsync.retention import compact as core
     from memsync.sync.engine import Engine
 
     today = checks.day("--now", now) or date.today()
@@ -118,7 +118,7 @@ def schedule(
 ) -> None:
     """Run `memsync compact` daily for this project, against this memory dir, remote and
     project (launchd on macOS, Task Scheduler on Windows, cron or a systemd timer on Linux)."""
-    from memsync import schedule as core
+    from memsync.retention import schedule as core
 
     checks.choice("ACTION", action, ("install", "show", "remove"))
     ctx = context(memory_dir, remote, project)

@@ -109,7 +109,7 @@ _RULE = re.compile(r"^\s*[-*+]\s+\d{4}-\d{2}-\d{2}(?: \([^)]*\))?:\s*(.+)$")
 
 
 def _earlier_forms(lines: Iterable[str]) -> list[str]:
-    """The form a compacted voice rule (`- 2026-10-01: text`, memsync/compact.py) had before
+    """The form a compacted voice rule (`- 2026-10-01: text`, retention/compact.py) had before
     compaction (`- text` under its dated section): another device may still hold that form in
     a history copy saved before the compaction, which only its hash can reach."""
     return [f"- {m.group(1)}" for m in map(_RULE.match, lines) if m]
