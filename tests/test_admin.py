@@ -1,4 +1,4 @@
-"""memsync.admin against real folder remotes: ls, prune, export/import and migrate."""
+"""memsync.admin.admin against real folder remotes: ls, prune, export/import and migrate."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memsync import admin
+from memsync.admin import admin
 from memsync.context import config
 from memsync.sync.engine import Engine
 from memsync.util.errors import UserError

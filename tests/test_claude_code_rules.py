@@ -367,7 +367,7 @@ def test_installed_skills_name_the_same_absolute_command_as_the_hooks():
 
 
 def test_doctor_checks_the_hook_commands(tmp_path, monkeypatch):
-    from memsync.doctor import hooks_check
+    from memsync.admin.doctor import hooks_check
     from memsync.install import hooks_config
 
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path))

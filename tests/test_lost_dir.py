@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from memsync.admin.status import status
 from memsync.context import config
-from memsync.status import status
 from memsync.sync.engine import Engine
 from memsync.util.errors import GuardError
 from tests.conftest import write_memory

@@ -165,8 +165,8 @@ def doctor(
     json: Annotated[bool, typer.Option("--json", help="Print a versioned JSON document.")] = False,
 ) -> None:
     """Check settings, memory dir, credential, remote, container, a probe write, clock skew."""
+    from memsync.admin.doctor import run
     from memsync.cli.common import emit_json, fail
-    from memsync.doctor import run
 
     report = run(context(memory_dir, remote, project))
     if json:

@@ -98,7 +98,7 @@ def status(
     json: JsonOpt = False,
 ) -> None:
     """What differs between here and the remote, and what needs attention."""
-    from memsync.status import status as compute
+    from memsync.admin.status import status as compute
 
     st = compute(engine_for(memory_dir, remote, project))
     if json:
