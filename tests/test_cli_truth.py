@@ -266,7 +266,7 @@ def test_uninstall_undoes_install_whatever_was_there(
 ):
     """Whatever settings.json (any JSON object, any layout) and CLAUDE.md held, or whether
     they existed at all: install then uninstall gives the same bytes and folders back."""
-    from memsync.install import apply, plan_install, plan_uninstall
+    from memsync.claude.install import apply, plan_install, plan_uninstall
 
     home = tmp_path_factory.mktemp("prop")
     repo = home / "repo"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from memsync.claude.install import BEGIN, END, PLUGIN_COMMAND, hook_command, hooks_config, is_ours
 from memsync.cli import _register
 from memsync.cli.common import app
-from memsync.install import BEGIN, END, PLUGIN_COMMAND, hook_command, hooks_config, is_ours
 
 runner = CliRunner()
 _register()

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from memsync.claude.memory_tool import MemsyncMemoryTool
+from memsync.claude.tool_backend import MemoryToolError, ToolMemory
 from memsync.memory import frontmatter as memory
-from memsync.memory_tool import MemsyncMemoryTool
-from memsync.tool_backend import MemoryToolError, ToolMemory
 from tests.anthropic_server import AnthropicServer
 from tests.devices import make_device
 from tests.test_memory_tool import (

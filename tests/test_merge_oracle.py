@@ -351,7 +351,7 @@ def test_commitment_ids_minted_on_two_devices_the_same_day_differ(tmp_path):
     """Issue 16, defect 1: `[c-DAY-1]` on both devices; now a random part."""
     from datetime import date
 
-    from memsync.digest import Commitment, merge_commitments_file
+    from memsync.claude.digest import Commitment, merge_commitments_file
     from memsync.memory import ids
     from memsync.memory.newfile import create
 

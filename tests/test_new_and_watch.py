@@ -109,9 +109,9 @@ def test_watch_pushes_outside_edits_and_stops_cleanly(tmp_path):
 def test_watch_queues_during_an_outage(tmp_path):
     import threading
 
+    from memsync.claude.watch import watch
     from memsync.context import config
     from memsync.sync.engine import Engine
-    from memsync.watch import watch
 
     mem = tmp_path / "mem"
     mem.mkdir()

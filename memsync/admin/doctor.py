@@ -160,8 +160,8 @@ def hooks_check(settings_files: list[Path] | None = None) -> Check:
     import os
     import shutil
 
+    from memsync.claude.install import command_words, is_ours
     from memsync.context.config import claude_config_dir, find_git_root
-    from memsync.install import command_words, is_ours
 
     user = claude_config_dir() / "settings.json"
     if settings_files is None:

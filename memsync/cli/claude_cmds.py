@@ -43,8 +43,8 @@ def context_cmd(
     project: ProjectOpt = None,
 ) -> None:
     """Print the session-start primer: what needs attention, what is pending, recent digests."""
-    from memsync.hooks import _pull_within, primer_input
-    from memsync.primer import build
+    from memsync.claude.hooks import _pull_within, primer_input
+    from memsync.claude.primer import build
     from memsync.sync.engine import Engine
 
     checks.choice("--source", source, ("startup", "resume", "clear", "compact"))
@@ -64,7 +64,7 @@ def context_cmd(
 
 
 def _show(plan, dry_run: bool, nothing: str) -> None:  # noqa: ANN001
-    from memsync.install import apply
+    from memsync.claude.install import apply
 
     if not plan.changes:
         out.print(nothing)
@@ -80,7 +80,7 @@ def _show(plan, dry_run: bool, nothing: str) -> None:  # noqa: ANN001
 @app.command()
 def install(scope: ScopeOpt = "user", dry_run: DryRunOpt = False) -> None:
     """Add memsync's hooks, skills and memory-types block to Claude Code (idempotent)."""
-    from memsync.install import plan_install
+    from memsync.claude.install import plan_install
 
     checks.choice("--scope", scope, ("user", "project"))
     _show(plan_install(scope), dry_run, "Already installed; nothing changed.")
@@ -89,7 +89,7 @@ def install(scope: ScopeOpt = "user", dry_run: DryRunOpt = False) -> None:
 @app.command()
 def uninstall(scope: ScopeOpt = "user", dry_run: DryRunOpt = False) -> None:
     """Remove exactly what `memsync install` added."""
-    from memsync.install import plan_uninstall
+    from memsync.claude.install import plan_uninstall
 
     checks.choice("--scope", scope, ("user", "project"))
     _show(plan_uninstall(scope), dry_run, "Nothing of memsync's is installed; nothing changed.")
@@ -123,8 +123,8 @@ def watch(
     project: ProjectOpt = None,
 ) -> None:
     """Push edits made outside Claude (an editor, a script) as they happen. Ctrl-C stops."""
+    from memsync.claude.watch import watch as run_watch
     from memsync.sync.engine import Engine
-    from memsync.watch import watch as run_watch
 
     checks.number("--debounce", debounce, 0, 3600)
     ctx = context(memory_dir, remote, project)

@@ -1,6 +1,6 @@
 """Session digests written by Claude from a session transcript (`memsync digest`).
 
-The transcript is boiled down (memsync.transcript), secrets are redacted, and the Anthropic
+The transcript is boiled down (memsync.claude.transcript), secrets are redacted, and the Anthropic
 Messages API is asked for one forced tool call, `record_session_digest`. Its result becomes a
 `## Session <id>` section of `session_digest_YYYY-MM-DD.md`; new commitments and carry-forward
 items are merged into `running_commitments.md` and `carry_forward.md`. Everything is computed
@@ -18,12 +18,12 @@ from datetime import date as Date
 from pathlib import Path
 from typing import Any
 
+from memsync.claude.transcript import Transcript, read_transcript
 from memsync.context.config import Context
 from memsync.memory import frontmatter as memory
 from memsync.memory import ids, sections
 from memsync.memory.merge import commitment_id, item_text, merge, session_blocks
 from memsync.privacy.scanner import redact
-from memsync.transcript import Transcript, read_transcript
 from memsync.util import resources
 from memsync.util.errors import UserError
 
@@ -686,7 +686,7 @@ def digest_date(transcript: Transcript, given: str | None = None) -> Date:
 
 def on_session_end(ctx: Context, transcript_path: Path, session_id: str) -> None:
     """The session-end hook's digest, in the detached flush process: logs, never raises."""
-    from memsync.log import get_logger
+    from memsync.claude.log import get_logger
 
     log = get_logger(ctx.home)
     try:

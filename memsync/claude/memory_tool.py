@@ -1,7 +1,7 @@
 """A synced backend for the Claude API's memory tool, for the `anthropic` SDK's tool runner.
 
     from anthropic import Anthropic
-    from memsync.memory_tool import MemsyncMemoryTool
+    from memsync.claude.memory_tool import MemsyncMemoryTool
 
     memory = MemsyncMemoryTool(project="support-bot", remote="file:///srv/memory")
     runner = Anthropic().beta.messages.tool_runner(
@@ -12,7 +12,7 @@
 `/memories` is one project's memsync memory: the memory dir and remote are resolved like every
 memsync command (arguments > MEMSYNC_* environment > settings file > Claude Code's memory dir of
 the current directory), so an agent can share its memory with Claude Code sessions on other
-machines. The rules live in `memsync.tool_backend`; this module only adapts them to the SDK's
+machines. The rules live in `memsync.claude.tool_backend`; this module only adapts them to the SDK's
 `BetaAbstractMemoryTool` (and its async twin), whose handlers return the text the model reads
 and raise `ToolError` for what comes back with `is_error: true`.
 """
@@ -27,8 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from anthropic.lib.tools import BetaAbstractMemoryTool, BetaAsyncAbstractMemoryTool, ToolError
 
+from memsync.claude.tool_backend import MemoryToolError, ToolMemory
 from memsync.context import config
-from memsync.tool_backend import MemoryToolError, ToolMemory
 from memsync.util.errors import MemsyncError
 
 if TYPE_CHECKING:

@@ -34,7 +34,7 @@ MAX_PAYLOAD = 4 * 1024 * 1024
 
 
 def _log(home: Path | None = None):  # noqa: ANN202 - a logging.Logger, imported lazily
-    from memsync.log import get_logger
+    from memsync.claude.log import get_logger
 
     return get_logger(home or config.memsync_home())
 
@@ -285,7 +285,7 @@ def _after(ctx: config.Context, known: str | None, result: Any) -> None:
 
 
 def primer_input(ctx: config.Context, engine: Any, source: str, offline: str | None) -> Any:
-    from memsync.primer import PrimerInput
+    from memsync.claude.primer import PrimerInput
 
     state = engine.state
     refused = state.refused
@@ -308,8 +308,8 @@ def primer_input(ctx: config.Context, engine: Any, source: str, offline: str | N
 
 
 def session_start(payload: dict[str, Any], stdout: Any) -> None:
-    from memsync.primer import build
-    from memsync.sessions import Sessions
+    from memsync.claude.primer import build
+    from memsync.claude.sessions import Sessions
 
     source = payload.get("source") if isinstance(payload.get("source"), str) else "startup"
     session_id = str(payload.get("session_id") or "")
@@ -349,7 +349,7 @@ def session_start(payload: dict[str, Any], stdout: Any) -> None:
         data.refused = {**data.refused, **result.refused_remote}
     context = build(data, int(ctx.setting("primer_max_chars")))
     if os.environ.get("CLAUDE_PLUGIN_ROOT"):  # the plugin form names its skills /memsync:...
-        from memsync.install import skill_name
+        from memsync.claude.install import skill_name
 
         context += (
             f"\n\nmemsync skills: {skill_name('digest-session', True)} at session end, "
@@ -382,7 +382,7 @@ def _emit(stdout: Any, context: str, watch: list[str] | None = None) -> None:
 def session_end(payload: dict[str, Any], stdout: Any) -> None:
     ctx = _context(payload)
     session_id = str(payload.get("session_id") or "")
-    from memsync.sessions import Sessions
+    from memsync.claude.sessions import Sessions
 
     try:
         Sessions(ctx.state_dir).end(session_id, str(payload.get("reason") or ""))
@@ -434,7 +434,7 @@ def _flush(argv: list[str]) -> int:
 
 def _digest_after_flush(ctx: config.Context, opts: dict[str, str]) -> None:
     try:
-        from memsync import digest
+        from memsync.claude import digest
     except ImportError:
         _log(ctx.home).info("flush: digest_on_session_end is set but digests are not available")
         return
