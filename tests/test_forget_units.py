@@ -10,9 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memsync.memory.merge import merge
-from memsync.privacy.forget import line_hash, read_tombstones, scrub
 from memsync.sync.conflicts import recorded, rewrite
+from memsync.sync.forgotten import line_hash, scrub
 from memsync.sync.state import State, history_folder
+from memsync.sync.tombstones import read_tombstones
 
 
 def test_version_1_tombstones_are_read_with_an_id_each():

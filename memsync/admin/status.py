@@ -121,7 +121,8 @@ def status(engine: Engine) -> Status:
         if bucket:
             getattr(result, bucket).append(action.name)
     if purged or state.meta.keys() & {"purged", "forgetting", "quarantined"}:
-        from memsync.privacy.forget import notices, remote_purge_marker
+        from memsync.privacy.forget import notices
+        from memsync.sync.tombstones import remote_purge_marker
 
         result.notices = notices(engine, remote_purge_marker(engine) if purged else None)
         state.save_meta()  # quarantined edits the user has dealt with are no longer listed

@@ -20,6 +20,7 @@ from memsync.sync import localswap, planner
 from memsync.sync.localfiles import LocalFiles, settled, stat_key
 from memsync.sync.planner import Action, Kind
 from memsync.sync.state import State
+from memsync.sync.tombstones import PURGED, TOMBSTONES
 from memsync.util.errors import (
     AlreadyExists,
     ConfigError,
@@ -57,9 +58,7 @@ MAX_WORKERS = 128
 # From this many new files in one run (a fresh pull), flush once at the end instead of an
 # fsync per file; their names are saved first (see Engine._land).
 LAND_WITHOUT_FSYNC_AT = 32
-TOMBSTONES = "_memsync/forgotten.json"  # remote record of forgotten files (names, no content)
 CONFLICTS = "_memsync/conflicts.json"  # remote record of merge conflicts (sync/conflicts.py)
-PURGED = "_memsync/purged.json"  # on the remote after `memsync purge` (see forget.py)
 _TEMP_SUFFIXES = ("~", ".swp", ".swo", ".swx", ".tmp", ".part", ".crdownload")
 
 
@@ -423,7 +422,7 @@ class Engine:
             finally:
                 self._make_durable()
                 if self.state.meta.get("quarantined"):
-                    from memsync.privacy.forget import quarantine_notices
+                    from memsync.sync.tombstones import quarantine_notices
 
                     result.quarantined = quarantine_notices(self)
                 self.state.meta["last_attempt"] = time.time()
@@ -450,7 +449,7 @@ class Engine:
         progress: Callable[[int, int], None] | None,
     ) -> None:
         if self.state.meta.get("purged"):
-            from memsync.privacy.forget import purged_here
+            from memsync.sync.tombstones import purged_here
 
             raise purged_here(self)
         self._recover_landing()
@@ -493,14 +492,14 @@ class Engine:
             if listing is None:
                 return
             if PURGED in listing:
-                from memsync.privacy.forget import purged_here, remote_purge_marker
+                from memsync.sync.tombstones import purged_here, remote_purge_marker
 
                 # remembered: this device stays out until it is told to publish again
                 self.state.meta["purged"] = remote_purge_marker(self) or {"at": time.time()}
                 raise purged_here(self)
             self._check_project(listing, mode)
             if self.state.meta.get("forgetting"):
-                from memsync.privacy.forget import finish_pending
+                from memsync.sync.tombstones import finish_pending
 
                 finish_pending(self, listing)
             self._apply_tombstones(listing, local, result)
@@ -720,7 +719,7 @@ class Engine:
         entry = listing.get(TOMBSTONES)
         if entry is None or entry.etag == self.state.meta.get("tombstones_etag"):
             return
-        from memsync.privacy.forget import apply_tombstones
+        from memsync.sync.tombstones import apply_tombstones
 
         try:
             data, etag = self.store.get(TOMBSTONES)
@@ -989,7 +988,7 @@ class Engine:
     def _recreate_blocked(self, result: SyncResult, name: str) -> bool:
         """A synced file gone from the remote is created again from the local copy, unless
         it was forgotten on another device or the project purged (see forget.py)."""
-        from memsync.privacy.forget import recreate_blocked
+        from memsync.sync.tombstones import recreate_blocked
 
         why = recreate_blocked(self, name)
         if why is not None:

@@ -261,7 +261,7 @@ class State:
         left out of the copy: history never takes forgotten text back in."""
         forgotten = self.meta.get("forgotten_lines")
         if forgotten:
-            from memsync.privacy.forget import scrub
+            from memsync.sync.forgotten import scrub
 
             content = scrub(content, forgotten)
             if not content.strip():
