@@ -10,10 +10,10 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memsync.context import config
 from memsync.context.config import Context
-from memsync.lean_typing import TYPE_CHECKING
 from memsync.util.errors import ConfigError, Interrupted, MemsyncError, UsageError, UserError
 
 if TYPE_CHECKING:

@@ -14,9 +14,9 @@ import socket
 import sys
 import unicodedata
 from pathlib import Path, PurePath
+from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
-from memsync.lean_typing import TYPE_CHECKING, NamedTuple
 from memsync.util.errors import ConfigError, describe_os_error
 
 if TYPE_CHECKING:

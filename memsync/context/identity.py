@@ -19,8 +19,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-
-from memsync.lean_typing import NamedTuple
+from typing import NamedTuple
 
 PINS = "projects.json"
 MANIFEST = "_memsync/project.json"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 from functools import cache
+from typing import TYPE_CHECKING, NamedTuple
 
-from memsync.lean_typing import TYPE_CHECKING, NamedTuple
 from memsync.util.errors import RefusedFile
 
 if TYPE_CHECKING:

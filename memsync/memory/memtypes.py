@@ -8,8 +8,8 @@ they merge line by line.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING, NamedTuple
 
-from memsync.lean_typing import TYPE_CHECKING, NamedTuple
 from memsync.memory.frontmatter import field
 
 if TYPE_CHECKING:

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-
-from memsync.lean_typing import NamedTuple
+from typing import NamedTuple
 
 KINDS: dict[str, str] = {
     "private_key": "PEM private key",

@@ -25,9 +25,9 @@ import re
 import threading
 import time
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
-from memsync.lean_typing import TYPE_CHECKING, NamedTuple
 from memsync.memory.frontmatter import DEFAULT_MAX_BYTES
 from memsync.stores.base import Entry, Stats, check_key
 from memsync.stores.httpdate import parse_date

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 import threading
 from collections import Counter
+from typing import NamedTuple, Protocol
 
-from memsync.lean_typing import NamedTuple, Protocol
 from memsync.util.errors import UnsafeKey
 
 

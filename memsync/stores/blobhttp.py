@@ -27,9 +27,9 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import quote, urlencode
 
-from memsync.lean_typing import TYPE_CHECKING, NamedTuple
 from memsync.stores.httpdate import format_date, parse_date
 from memsync.util.errors import ConfigError, Unreachable
 

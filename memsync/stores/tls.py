@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import TYPE_CHECKING
 
-from memsync.lean_typing import TYPE_CHECKING
 from memsync.util.errors import ConfigError
 
 if TYPE_CHECKING:

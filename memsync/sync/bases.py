@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from memsync.lean_typing import TYPE_CHECKING
 from memsync.util.errors import StateError
 from memsync.util.fsutil import sha256
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import json
 import time
+from typing import TYPE_CHECKING
 
-from memsync.lean_typing import TYPE_CHECKING
 from memsync.util.errors import AlreadyExists, NotFound, PreconditionFailed, StoreError
 
 if TYPE_CHECKING:

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from enum import Enum
-
-from memsync.lean_typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
     from memsync.sync.state import Record

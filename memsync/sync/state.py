@@ -9,9 +9,9 @@ import json
 import re
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import quote, unquote
 
-from memsync.lean_typing import TYPE_CHECKING, NamedTuple
 from memsync.sync.bases import Bases
 from memsync.util.errors import StateError
 from memsync.util.fsutil import atomic_write, private_dir, sha256

@@ -16,8 +16,8 @@ import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from memsync.lean_typing import TYPE_CHECKING
 from memsync.util.portable import IS_WINDOWS, MAX_PID, pid_alive
 
 try:
