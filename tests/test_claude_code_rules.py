@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from memsync.claude.install import hook_args, is_ours
 from memsync.context import config
 from memsync.memory import frontmatter as memory
+from memsync.memory import memtypes
 from memsync.memory.memtypes import type_of
 from memsync.memory.merge import merge
 from memsync.util.errors import RefusedFile
@@ -110,7 +111,7 @@ def test_a_rewrite_keeps_claude_codes_frontmatter_byte_for_byte():
 
 @pytest.mark.parametrize("shape", ["top", "nested"])
 def test_validation_accepts_both_shapes(shape):
-    doc = memory.check("carry-forward.md", (frontmatter(shape, "carry_forward") + "x\n").encode())
+    doc = memtypes.check("carry-forward.md", (frontmatter(shape, "carry_forward") + "x\n").encode())
     assert type_of("carry-forward.md", doc.meta).name == "carry_forward"
 
 
@@ -125,7 +126,7 @@ def test_validation_accepts_both_shapes(shape):
 def test_validation_names_the_bad_field_in_either_shape(front, says):
     data = f"---\nname: n\ndescription: d\n{front}---\nbody\n".encode()
     with pytest.raises(RefusedFile, match=says):
-        memory.check("x.md", data)
+        memtypes.check("x.md", data)
 
 
 _KEYS = st.sampled_from(["type", "modified", "status", "sources", "session_id", "consent"])

@@ -35,7 +35,7 @@ from pathlib import Path
 import pytest
 
 from memsync.context.config import resolve
-from memsync.memory.frontmatter import check as check_memory
+from memsync.memory.memtypes import check as check_memory
 from memsync.stores import open_store
 from memsync.sync.bases import Bases
 from memsync.sync.engine import Engine

@@ -23,6 +23,7 @@ from memsync.claude.transcript import (
 )
 from memsync.context import config
 from memsync.memory import frontmatter as memory
+from memsync.memory import memtypes
 from memsync.util.errors import UserError
 from tests.anthropic_server import AnthropicServer, Reply
 from tests.conftest import python_path
@@ -302,7 +303,7 @@ def test_digest_commitments_and_carry_forward_are_written_and_pushed(
     assert f"- {DAY}: Discuss the streaming API" in pending
     assert "Something to raise next time" not in carry
     for name in (DIGEST_FILE, "running_commitments.md", "carry_forward.md"):
-        memory.check(name, written[name].encode())  # valid memory files
+        memtypes.check(name, written[name].encode())  # valid memory files
         assert f"]({name})" in written["MEMORY.md"]
     assert result is not None and not result.offline
     pushed = {p.name for p in remote.rglob("*.md")}

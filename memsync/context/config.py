@@ -17,6 +17,11 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
+# config.find_git_root and the others still work: they were here before identity.py had them
+from memsync.context.identity import find_git_root as find_git_root
+from memsync.context.identity import git_origin as git_origin
+from memsync.context.identity import normalise_origin as normalise_origin
+from memsync.context.identity import safe_segment as safe_segment
 from memsync.util.errors import ConfigError, describe_os_error
 
 if TYPE_CHECKING:
@@ -152,13 +157,6 @@ _RESERVED = re.compile(r"con|prn|aux|nul|com[0-9]|lpt[0-9]", re.IGNORECASE)
 
 def claude_config_dir() -> Path:
     return Path(os.environ.get("CLAUDE_CONFIG_DIR") or Path.home() / ".claude").expanduser()
-
-
-def find_git_root(start: Path) -> Path | None:
-    for directory in (start, *start.parents):
-        if (directory / ".git").exists():
-            return directory
-    return None
 
 
 def _read_text(path: Path) -> str | None:
@@ -361,63 +359,6 @@ def locate_memory_dir(cwd: Path) -> MemoryDir:
 def claude_memory_dir(cwd: Path) -> Path:
     """Where Claude Code keeps auto-memory for the project containing `cwd`."""
     return locate_memory_dir(cwd).path
-
-
-# --- portable project identity -----------------------------------------------------------
-
-
-def _git_config_path(root: Path) -> Path | None:
-    dotgit = root / ".git"
-    if dotgit.is_dir():
-        return dotgit / "config"
-    try:
-        pointer = dotgit.read_text(encoding="utf-8").strip()
-    except OSError:
-        return None
-    if not pointer.startswith("gitdir:"):
-        return None
-    gitdir = (root / pointer.removeprefix("gitdir:").strip()).resolve()
-    common = gitdir / "commondir"
-    if common.exists():
-        gitdir = (gitdir / common.read_text(encoding="utf-8").strip()).resolve()
-    return gitdir / "config"
-
-
-def git_origin(root: Path) -> str | None:
-    """The `origin` remote URL from .git/config, read directly (no git subprocess)."""
-    path = _git_config_path(root)
-    if path is None:
-        return None
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError:
-        return None
-    section = None
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("["):
-            section = stripped
-        elif section == '[remote "origin"]' and re.match(r"url\s*=", stripped):
-            return stripped.split("=", 1)[1].strip()
-    return None
-
-
-def normalise_origin(url: str) -> str:
-    """`git@github.com:Me/Proj.git` and `https://github.com/Me/Proj` → `github.com-me-proj`."""
-    url = url.strip()
-    scp = re.match(r"^(?:[^@/]+@)?([^:/]+):(?!//)(.+)$", url)
-    if scp:
-        host, path = scp.group(1), scp.group(2)
-    else:
-        parts = urlsplit(url)
-        host, path = (parts.hostname or ""), parts.path
-    path = re.sub(r"\.git/?$", "", path.strip("/"))
-    return safe_segment(f"{host}/{path}".strip("/").lower())
-
-
-def safe_segment(text: str) -> str:
-    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")
-    return cleaned or "default"
 
 
 def state_dir_for(home: Path, remote: str, project: str, memory_dir: Path) -> Path:

@@ -20,9 +20,74 @@ import json
 import re
 from pathlib import Path
 from typing import NamedTuple
+from urllib.parse import urlsplit
 
 PINS = "projects.json"
 MANIFEST = "_memsync/project.json"
+
+
+# --- git, read directly (no git subprocess) -----------------------------------------------
+
+
+def find_git_root(start: Path) -> Path | None:
+    for directory in (start, *start.parents):
+        if (directory / ".git").exists():
+            return directory
+    return None
+
+
+def _git_config_path(root: Path) -> Path | None:
+    dotgit = root / ".git"
+    if dotgit.is_dir():
+        return dotgit / "config"
+    try:
+        pointer = dotgit.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    if not pointer.startswith("gitdir:"):
+        return None
+    gitdir = (root / pointer.removeprefix("gitdir:").strip()).resolve()
+    common = gitdir / "commondir"
+    if common.exists():
+        gitdir = (gitdir / common.read_text(encoding="utf-8").strip()).resolve()
+    return gitdir / "config"
+
+
+def git_origin(root: Path) -> str | None:
+    """The `origin` remote URL from .git/config, read directly (no git subprocess)."""
+    path = _git_config_path(root)
+    if path is None:
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    section = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("["):
+            section = stripped
+        elif section == '[remote "origin"]' and re.match(r"url\s*=", stripped):
+            return stripped.split("=", 1)[1].strip()
+    return None
+
+
+def normalise_origin(url: str) -> str:
+    """`git@github.com:Me/Proj.git` and `https://github.com/Me/Proj` → `github.com-me-proj`."""
+    url = url.strip()
+    scp = re.match(r"^(?:[^@/]+@)?([^:/]+):(?!//)(.+)$", url)
+    if scp:
+        host, path = scp.group(1), scp.group(2)
+    else:
+        parts = urlsplit(url)
+        host, path = (parts.hostname or ""), parts.path
+    path = re.sub(r"\.git/?$", "", path.strip("/"))
+    return safe_segment(f"{host}/{path}".strip("/").lower())
+
+
+def safe_segment(text: str) -> str:
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")
+    return cleaned or "default"
 
 
 class Identity(NamedTuple):
@@ -79,8 +144,6 @@ def resolve_identity(
     home: Path,
     used_before,  # noqa: ANN001 - (name) -> whether this device has state under that name
 ) -> Identity:
-    from memsync.context.config import find_git_root, git_origin, normalise_origin, safe_segment
-
     root = find_git_root(cwd)
     origin = git_origin(root) if root is not None else None
     origin_id = normalise_origin(origin) if origin else None

@@ -10,7 +10,17 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, NamedTuple
 
-from memsync.memory.frontmatter import field
+from memsync.memory.frontmatter import (
+    DEFAULT_MAX_BYTES,
+    INDEX_NAME,
+    NESTED,
+    Document,
+    FrontmatterError,
+    decode,
+    field,
+    parse,
+)
+from memsync.util.errors import RefusedFile
 
 if TYPE_CHECKING:
     from typing import Any
@@ -180,3 +190,61 @@ def type_of(path: str, meta: dict[str, Any] | None = None) -> MemoryType:
         if mtype.matches(basename):
             return mtype
     return UNKNOWN
+
+
+# --- checking one memory file (its type says which fields it needs) -------------------------
+
+_NAME_OK = re.compile(r"^[^\x00-\x1f\x7f\\]+\.md$")
+
+
+
+def _name_problem(name: str) -> str:
+    """Why `name` cannot be a memory file's name, said so the user knows what to rename."""
+    if not name.endswith(".md"):
+        return "only Markdown files ending in .md are synced"
+    if "\\" in name:
+        return "its name holds a backslash, which other systems read as a folder; rename it"
+    return "its name holds a control character (a tab, a newline); rename it"
+
+
+
+def check(name: str, data: bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> Document:
+    """Check one memory file and return it parsed, or raise RefusedFile naming the problem."""
+    if not _NAME_OK.match(name):
+        raise RefusedFile(name, _name_problem(name))
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # os.fsdecode's surrogates: bytes that are not UTF-8
+        raise RefusedFile(
+            name, "its name is not valid UTF-8, which the remote cannot store; rename it"
+        ) from None
+    if len(data) > max_bytes:
+        raise RefusedFile(name, f"it is {len(data)} bytes, over the {max_bytes}-byte limit")
+    if not data.strip():
+        raise RefusedFile(name, "the file is empty")
+    if b"\x00" in data:
+        raise RefusedFile(name, "it contains NUL bytes (binary data, not Markdown)")
+    try:
+        doc = parse(decode(data))
+    except FrontmatterError as exc:
+        raise RefusedFile(name, str(exc)) from None
+    basename = name.rsplit("/", 1)[-1]
+    if basename == INDEX_NAME:
+        return doc
+    if doc.meta is None:
+        reason = "it has no YAML frontmatter (a '---' block with name and description)"
+        raise RefusedFile(name, reason)
+    mtype = type_of(name, doc.meta)
+    missing = [f for f in mtype.required if doc.meta.get(f) in (None, "")]
+    if missing:
+        fields = ", ".join(missing)
+        raise RefusedFile(name, f"the frontmatter is missing required field(s): {fields}")
+    nested = doc.meta.get(NESTED)
+    if nested is not None and not isinstance(nested, dict):
+        raise RefusedFile(name, "the frontmatter field 'metadata' must be a mapping of fields")
+    declared = field(doc.meta, "type")
+    if declared is not None and not isinstance(declared, str):
+        where = "metadata.type" if isinstance(nested, dict) and "type" in nested else "type"
+        raise RefusedFile(name, f"the frontmatter field '{where}' must be a single word")
+    return doc
+

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from memsync.memory.frontmatter import DEFAULT_MAX_BYTES, Document, check, field
+from memsync.memory.frontmatter import DEFAULT_MAX_BYTES, Document, field
+from memsync.memory.memtypes import check
 from memsync.util.errors import KeptLocal, RefusedFile
 
 # `_` is a word character: a key right after `user_` has no word boundary before it

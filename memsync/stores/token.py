@@ -66,11 +66,10 @@ class FailFastCredential:
             close()
 
 
-def token_credential() -> FailFastCredential:
+def token_credential(no_credential: str) -> FailFastCredential:
+    """`no_credential`: the sentence for a device with no credential at all."""
     from azure.identity import DefaultAzureCredential
-
-    from memsync.stores.azure import NO_CREDENTIAL
 
     for name in ("azure.identity", "azure.core.pipeline.policies.http_logging_policy"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
-    return FailFastCredential(DefaultAzureCredential(), NO_CREDENTIAL)
+    return FailFastCredential(DefaultAzureCredential(), no_credential)
