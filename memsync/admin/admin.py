@@ -56,6 +56,14 @@ SyncState = Literal[
     "refused",
 ]
 
+# (changed here, changed on the remote) since the last sync → the file's state
+_BY_CHANGE: dict[tuple[bool, bool], SyncState] = {
+    (False, False): "in_sync",
+    (True, False): "modified_local",
+    (False, True): "modified_remote",
+    (True, True): "modified_both",
+}
+
 
 # --- helpers ------------------------------------------------------------------------------
 
@@ -168,16 +176,13 @@ def list_remote(engine: Engine, include_local: bool = True) -> list[RemoteFile]:
                     theirs, _ = engine.store.get(name)
                 except NotFound:
                     theirs = None
-                state = "in_sync" if theirs == local else "modified_both"
+                state = "in_sync"
+                if theirs != local:
+                    state = "modified_both"
             else:
                 local_changed = rec.sha != sha256(local)
                 remote_changed = rec.etag != entry.etag
-                state = {
-                    (False, False): "in_sync",
-                    (True, False): "modified_local",
-                    (False, True): "modified_remote",
-                    (True, True): "modified_both",
-                }[(local_changed, remote_changed)]
+                state = _BY_CHANGE[(local_changed, remote_changed)]
             out.append(
                 RemoteFile(
                     name, _type_name(name, local), entry.size, entry.modified, state, entry.etag

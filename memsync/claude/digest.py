@@ -565,6 +565,8 @@ def _plan_files(
     files[name] = redact(digest_text).encode()
     if current is None:
         created.append((name, f"Session {day.isoformat()}", "What happened in the sessions"))
+    # (file, how its new items merge in, the items, the title and description of a new file)
+    rolling: tuple[tuple[str, Callable[..., tuple[str | None, list[str]]], Any, str, str], ...]
     rolling = (
         (
             COMMITMENTS,
@@ -582,6 +584,7 @@ def _plan_files(
         ),
     )
     added: dict[str, list[str]] = {}
+    text: str | None
     for fname, merge_file, items, title, description in rolling:
         current = _read(ctx, fname)
         text, added[fname] = merge_file(current, items, day)

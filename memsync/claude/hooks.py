@@ -272,7 +272,7 @@ def _engine(ctx: config.Context) -> tuple[Any, str | None]:
 
     known = offline.known_offline(ctx.state_dir, ctx.remote) if ctx.sync_enabled else None
     if known is not None:
-        return Engine(ctx, offline.OfflineStore(known)), known
+        return Engine(ctx, offline.OfflineStore(known, ctx.remote)), known
     return Engine(ctx), None
 
 
@@ -311,7 +311,9 @@ def session_start(payload: dict[str, Any], stdout: Any) -> None:
     from memsync.claude.primer import build
     from memsync.claude.sessions import Sessions
 
-    source = payload.get("source") if isinstance(payload.get("source"), str) else "startup"
+    source = payload.get("source")
+    if not isinstance(source, str):
+        source = "startup"
     session_id = str(payload.get("session_id") or "")
     try:
         ctx = _context(payload)
@@ -403,7 +405,7 @@ def session_end(payload: dict[str, Any], stdout: Any) -> None:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=env,
-        **detached_process_options(),  # type: ignore[arg-type]
+        **detached_process_options(),
     )
     _log(ctx.home).info("session-end: flush handed to a detached process")
 

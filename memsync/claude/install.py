@@ -361,8 +361,9 @@ def plan_install(scope: str = "user", cwd: Path | None = None) -> Plan:
 
 def plan_uninstall(scope: str = "user", cwd: Path | None = None) -> Plan:
     t = targets(scope, cwd)
-    plan = Plan(manifest=manifest_path(t))
-    manifest = _load_manifest(plan.manifest)
+    noted = manifest_path(t)
+    plan = Plan(manifest=noted)
+    manifest = _load_manifest(noted)
     if t.settings.exists():
         settings = _load_settings(t.settings)
         hooks = settings.get("hooks")
@@ -448,7 +449,7 @@ def apply(plan: Plan) -> list[Path]:
             backup = folder / f"{path.name}.{key}.{stamp}"
             atomic_write(backup, path.read_bytes())
             made.append(backup)
-    if manifest is not None and plan.installing:
+    if manifest is not None and plan.manifest is not None and plan.installing:
         for path, data in plan.writes.items():
             noted = manifest["files"].setdefault(str(path), {})
             if "before" not in noted:  # the state before the first install is what counts

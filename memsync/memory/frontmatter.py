@@ -7,6 +7,7 @@ from functools import cache
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from datetime import datetime
     from types import ModuleType
     from typing import Any
@@ -157,7 +158,7 @@ def render(meta: dict[str, Any] | None, body: str) -> str:
     return f"{_FENCE}\n{dump_meta(meta)}{_FENCE}\n{body}"
 
 
-def field(meta: dict[str, Any] | None, key: str) -> Any:
+def field(meta: Mapping[str, Any] | None, key: str) -> Any:
     """A frontmatter field in either shape: under `metadata:` (Claude Code's) first, else at the
     top level. None when neither has it."""
     if not meta:

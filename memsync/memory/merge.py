@@ -770,6 +770,7 @@ def _merge_fact(
     t_time = _edit_time(t_meta, b_meta, theirs_mtime)
     if o_time is not None and t_time is not None and o_time != t_time:
         ours_newer = o_time > t_time
+        won: float | None
         won, lost = (o_time, t_time) if ours_newer else (t_time, o_time)
         side = "this device's version" if ours_newer else "the remote version"
         other = "the remote version" if ours_newer else "this device's version"

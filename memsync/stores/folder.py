@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from memsync.stores.base import Entry, Stats, check_key
@@ -71,7 +72,7 @@ class FolderStore:
             self._sweep(leftovers)
         return entries
 
-    def _sweep(self, leftovers: list[Path]) -> None:
+    def _sweep(self, leftovers: Iterable[Path]) -> None:
         """Remove temp files of writers killed mid-write. Every writer holds the lock from its
         temp file to its rename, so under the lock a temp file is always a leftover."""
         with self._lock():

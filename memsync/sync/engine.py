@@ -358,10 +358,10 @@ class Engine:
                             continue
                         st = os.stat(path)
                     scan.mtimes[name] = st.st_mtime
-                    key = list(stat_key(st))
+                    stat_now = list(stat_key(st))
                     rec = self.state.records.get(name)
                     cached = seen.get(name)
-                    if cached == [*key, rec and rec.sha]:
+                    if rec is not None and cached == [*stat_now, rec.sha]:
                         # untouched since a read that found what was last synced
                         scan.content.add(name, rec.sha)
                         fresh[name] = cached
@@ -380,7 +380,7 @@ class Engine:
                             scan.kept.add(name)
                         continue
                 if settled(st, now_ns):
-                    fresh[name] = [*key, digest]
+                    fresh[name] = [*stat_now, digest]
                 scan.content.add(name, digest, data)
         self.state.seen = fresh
         return scan

@@ -72,7 +72,7 @@ def _flagged_rename(src: str, dst: Path, flag: str) -> bool | None:
         return None
     import ctypes
 
-    if call(os.fsencode(src), os.fsencode(dst), flag) == 0:  # type: ignore[operator]
+    if call(os.fsencode(src), os.fsencode(dst), flag) == 0:
         return True
     code = ctypes.get_errno()
     if code in (errno.ENOENT, errno.EEXIST):

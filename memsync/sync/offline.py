@@ -96,14 +96,15 @@ class OfflineStore:
     """A store that is known to be unreachable: every call raises at once, so the engine queues
     what it would have sent (its usual offline path) without touching the network."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, url: str = "") -> None:
         self.reason = reason
+        self.url = url
         self.stats = Stats()
 
     def _down(self, *args: Any, **kwargs: Any) -> Any:
         raise Unreachable(self.reason)
 
-    list = get = create = replace = delete = exists = ensure = _down
+    list = get = fetch = create = replace = delete = exists = ensure = _down
 
     def close(self) -> None:
         pass

@@ -109,7 +109,9 @@ def read_tombstones(data: bytes | None) -> dict[str, Any]:
         if not isinstance(t, dict):
             continue
         at = _number(t.get("at"))
-        etags = t.get("etags") if isinstance(t.get("etags"), list) else []
+        etags = t.get("etags")
+        if not isinstance(etags, list):
+            etags = []
         out["files"][name] = {
             "id": str(t.get("id") or f"v1:{name}:{at}"),
             "at": at,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 IS_WINDOWS = sys.platform == "win32"
 
@@ -41,7 +42,7 @@ def _windows_pid_alive(pid: int) -> bool:  # pragma: no cover - runs on Windows 
     import ctypes
     from ctypes import wintypes
 
-    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)
+    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
     kernel32.OpenProcess.restype = wintypes.HANDLE
     kernel32.OpenProcess.argtypes = [wintypes.DWORD, wintypes.BOOL, wintypes.DWORD]
     kernel32.GetExitCodeProcess.argtypes = [wintypes.HANDLE, ctypes.POINTER(wintypes.DWORD)]
@@ -49,7 +50,7 @@ def _windows_pid_alive(pid: int) -> bool:  # pragma: no cover - runs on Windows 
     query_limited_information, still_active, access_denied = 0x1000, 259, 5
     handle = kernel32.OpenProcess(query_limited_information, False, pid)
     if not handle:
-        return ctypes.get_last_error() == access_denied  # exists, but not ours to query
+        return ctypes.get_last_error() == access_denied  # type: ignore[attr-defined]  # not ours
     try:
         code = wintypes.DWORD()
         if not kernel32.GetExitCodeProcess(handle, ctypes.byref(code)):
@@ -59,11 +60,11 @@ def _windows_pid_alive(pid: int) -> bool:  # pragma: no cover - runs on Windows 
         kernel32.CloseHandle(handle)
 
 
-def detached_process_options() -> dict[str, object]:
+def detached_process_options() -> dict[str, Any]:
     """Popen options for a child that must outlive its parent (the SessionEnd flush): a new
     session on POSIX; on Windows a detached process in its own group, out of the parent's job
     (Claude Code may close the job when the hook returns) and without a console window."""
-    if IS_WINDOWS:  # pragma: no cover - runs on Windows only
+    if sys.platform == "win32":  # pragma: no cover - runs on Windows only (IS_WINDOWS)
         import subprocess
 
         flags = (
