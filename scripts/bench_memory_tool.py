@@ -40,7 +40,7 @@ def end(memory: ToolMemory) -> int:
     return len((memory.root / "voice_calibration.md").read_text().splitlines())
 
 
-def measure(memory: ToolMemory, call, repeats: int) -> tuple[Counter, list[float]]:  # noqa: ANN001
+def measure(memory: ToolMemory, call, repeats: int) -> tuple[Counter, list[float]]:
     """(requests by kind per call, seconds of each call) of `call(i)` over `repeats` runs."""
     stats = memory.engine.store.stats
     before = Counter(stats.requests)

@@ -15,7 +15,7 @@ from pathlib import Path
 HEAD = "---\nname: v\ndescription: d\ntype: voice_calibration\n---\n\n## Rules learned\n"
 
 
-def load(path: Path):  # noqa: ANN201
+def load(path: Path):
     spec = importlib.util.spec_from_file_location("merge_under_test", path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)

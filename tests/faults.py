@@ -32,7 +32,7 @@ class FaultyStore:
             return fault
         return None
 
-    def _write(self, call, key: str, *args):  # noqa: ANN001, ANN202
+    def _write(self, call, key: str, *args):
         fault = self._take("refuse", "drop")
         if fault == "refuse":
             raise Unreachable("injected: connection refused")

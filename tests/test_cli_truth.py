@@ -98,7 +98,7 @@ def test_a_failed_write_names_the_file_and_what_to_do(tmp_path, monkeypatch):
     ctx = config.resolve(memory_dir=mem, remote=remote, project="e2e-project")
     real_open = os.open
 
-    def refuse(path, flags, *args, **kwargs):  # noqa: ANN001, ANN003, ANN202
+    def refuse(path, flags, *args, **kwargs):
         if str(path).startswith(str(mem)):
             raise PermissionError(errno.EACCES, "Permission denied", str(path))
         return real_open(path, flags, *args, **kwargs)
@@ -156,7 +156,7 @@ def test_watch_survives_the_mass_delete_guard_and_says_deleted_for_deletions(tmp
     proc = a.start("watch", "--debounce", "0.3")
     prefix = remote / "e2e-project"
 
-    def wait_for(check) -> None:  # noqa: ANN001
+    def wait_for(check) -> None:
         deadline = time.monotonic() + 30
         while not check() and time.monotonic() < deadline:
             time.sleep(0.1)

@@ -80,15 +80,15 @@ def on(rule_name: str) -> bool:
     return not ONLY or rule_name in ONLY
 
 
-def gated(func):  # noqa: ANN001, ANN201
+def gated(func):
     return precondition(lambda self: on(func.__name__))(func)
 
 
-def heavy(func):  # noqa: ANN001, ANN201
+def heavy(func):
     """A rule that syncs every device (or most of them): it waits for a few edits since the
     last one, so that edits pile up on several devices between syncs, where merges happen."""
 
-    def ready(self) -> bool:  # noqa: ANN001
+    def ready(self) -> bool:
         return self.edits >= (8 if func.__name__ == "purge_everywhere" else 3)
 
     wrapped = precondition(ready)(func)
@@ -114,12 +114,12 @@ class Interrupting:
     def arm(self, n: int | None) -> None:
         self._left = n
 
-    def __getattr__(self, name: str):  # noqa: ANN204
+    def __getattr__(self, name: str):
         attr = getattr(self._inner, name)
         if name not in ("list", "get", "create", "replace", "delete"):
             return attr
 
-        def call(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        def call(*args, **kwargs):
             if self._left is not None:
                 self._left -= 1
                 if self._left <= 0:
@@ -209,7 +209,7 @@ class DevicesMachine(RuleBasedStateMachine):
 
     # --- the oracle on every merge ------------------------------------------------------------
 
-    def _checked_merge(self, path, base, ours, theirs, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+    def _checked_merge(self, path, base, ours, theirs, *args, **kwargs):
         outcome = self._real_merge(path, base, ours, theirs, *args, **kwargs)
         conflicts = [outcome.conflict] if outcome.conflict else []
         kept = [outcome.discarded] if outcome.discarded is not None else []
@@ -258,7 +258,7 @@ class DevicesMachine(RuleBasedStateMachine):
         tally("entries")
         return token
 
-    def run(self, device: int, mode: str, **kwargs) -> object:  # noqa: ANN003
+    def run(self, device: int, mode: str, **kwargs) -> object:
         fact = self.read(device, FACT)
         if fact and FACT not in self.stale[device]:
             self.fact_seen.update(TOKEN.findall(fact))

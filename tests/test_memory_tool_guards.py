@@ -37,7 +37,7 @@ def server() -> AnthropicServer:
     fake.stop()
 
 
-def _all_remote_text(ctx) -> str:  # noqa: ANN001
+def _all_remote_text(ctx) -> str:
     files = remote_files(ctx)
     return "\n".join(list(files) + [d.decode("utf-8", "replace") for d in files.values()])
 

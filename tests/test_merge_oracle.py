@@ -384,7 +384,7 @@ _WORDS = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta"]
 Tree = list[tuple[str, list[str], dict[str, list[str]]]]  # heading, entries, subsections
 
 
-def _random_tree(rnd) -> Tree:  # noqa: ANN001
+def _random_tree(rnd) -> Tree:
     def text() -> str:  # short texts from few words: repeated lines happen, as in real files
         return " ".join(rnd.choice(_WORDS) for _ in range(3))
 
@@ -398,7 +398,7 @@ def _random_tree(rnd) -> Tree:  # noqa: ANN001
     ]
 
 
-def _mutate(tree: Tree, tag: str, rnd) -> Tree:  # noqa: ANN001
+def _mutate(tree: Tree, tag: str, rnd) -> Tree:
     out = [(h, list(e), {k: list(v) for k, v in s.items()}) for h, e, s in tree]
     for n in range(rnd.randint(0, 5)):
         op = rnd.choice(["add", "reword", "remove", "sub", "drop_section", "add_section"])

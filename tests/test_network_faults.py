@@ -39,7 +39,7 @@ def _path_env(monkeypatch: pytest.MonkeyPatch, path: str) -> dict[str, str]:
     return {}
 
 
-def _stores(azure_url: str, proxy: FaultProxy, monkeypatch, path: str):  # noqa: ANN001, ANN202
+def _stores(azure_url: str, proxy: FaultProxy, monkeypatch, path: str):
     direct = open_store(azure_url, "proj")
     direct.ensure()
     _path_env(monkeypatch, path)
@@ -126,7 +126,7 @@ def test_no_request_outlives_the_deadline(azure_url, proxy, monkeypatch, path, f
 # --- whole devices through the installed CLI ---------------------------------------------------
 
 
-def _pair(tmp_path, azure_url, proxy, path):  # noqa: ANN001, ANN202
+def _pair(tmp_path, azure_url, proxy, path):
     a = make_device(tmp_path, "a", azure_url)
     env = SDK_ENV if path == "sdk" else {}
     b = make_device(tmp_path, "b", proxy.url_for(azure_url), **env)

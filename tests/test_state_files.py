@@ -118,7 +118,7 @@ def test_other_database_errors_are_reported_not_a_reason_to_delete_the_bases(
     before = bases.read_bytes()
     fresh = _reopen(engine)
 
-    def busy(db):  # noqa: ANN001, ANN202
+    def busy(db):
         raise sqlite3.OperationalError("database is locked")
 
     monkeypatch.setattr(fresh.state.bases, "_connect", lambda: busy(None))

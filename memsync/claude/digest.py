@@ -722,5 +722,5 @@ def on_session_end(ctx: Context, transcript_path: Path, session_id: str) -> None
         problems = {**getattr(result, "refused", {}), **getattr(result, "errors", {})}
         for name, reason in problems.items():
             log.warning("digest: %s not pushed: %s", name, reason)
-    except Exception as exc:  # noqa: BLE001 - detached: nobody to tell but the log
+    except Exception as exc:  # detached: nobody to tell but the log
         log.warning("digest: session %s: %s", session_id, exc)

@@ -33,7 +33,7 @@ WRITE_TOOLS = ("Write", "Edit", "MultiEdit")
 MAX_PAYLOAD = 4 * 1024 * 1024
 
 
-def _log(home: Path | None = None):  # noqa: ANN202 - a logging.Logger, imported lazily
+def _log(home: Path | None = None):  # a logging.Logger, imported lazily
     from memsync.claude.log import get_logger
 
     return get_logger(home or config.memsync_home())
@@ -87,7 +87,7 @@ def main(argv: list[str], stdin: Any = None, stdout: Any = None) -> int:
             "pre-compact": pre_compact,
         }[event]
         handler(payload, stdout)
-    except BaseException as exc:  # noqa: BLE001 - the one place that must catch everything
+    except BaseException as exc:  # the one place that must catch everything
         if isinstance(exc, KeyboardInterrupt):
             return 0
         with contextlib.suppress(Exception):  # not even a broken log may fail the session
@@ -226,7 +226,7 @@ def _pull_within(engine: Any, budget: float, mode: str = "pull") -> tuple[Any, s
             box["result"] = engine.run(
                 mode, deadline=started + budget * 0.8, cutoff=started + budget * 0.9
             )
-        except BaseException as exc:  # noqa: BLE001 - reported to the caller
+        except BaseException as exc:  # reported to the caller
             box["error"] = exc
 
     thread = threading.Thread(target=work, name="memsync-pull", daemon=True)
@@ -318,7 +318,7 @@ def session_start(payload: dict[str, Any], stdout: Any) -> None:
     try:
         ctx = _context(payload)
         engine, known = _engine(ctx)
-    except Exception as exc:  # noqa: BLE001 - broken settings, an unnamed project: tell the agent
+    except Exception as exc:  # broken settings, an unnamed project: tell the agent
         _log().warning("session-start: %s", exc)
         _emit(stdout, f"memsync could not start: {exc}. Memory was not synced this session.")
         return
@@ -399,7 +399,7 @@ def session_end(payload: dict[str, Any], stdout: Any) -> None:
     env = dict(os.environ, MEMSYNC_MEMORY_DIR=str(ctx.memory_dir))
     from memsync.util.portable import detached_process_options
 
-    subprocess.Popen(  # noqa: S603 - our own interpreter and module, no shell
+    subprocess.Popen(  # our own interpreter and module, no shell
         args,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -429,7 +429,7 @@ def _flush(argv: list[str]) -> int:
             log.info("flush: pushed %d file(s)", len(result.uploaded) + len(result.merged))
         if ctx.setting("digest_on_session_end") and opts.get("transcript"):
             _digest_after_flush(ctx, opts)
-    except Exception as exc:  # noqa: BLE001 - detached: nobody to tell but the log
+    except Exception as exc:  # detached: nobody to tell but the log
         _log().exception("flush failed: %s", exc)
     return 0
 

@@ -272,7 +272,7 @@ class ToolMemory:
             self.pull()
 
     @contextlib.contextmanager
-    def _local_edit(self):  # noqa: ANN202
+    def _local_edit(self):
         """Hold memsync's lock for this project while the local file is read and rewritten,
         so a pull or push by another memsync process is not halfway through it."""
         try:

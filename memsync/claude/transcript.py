@@ -216,7 +216,7 @@ class _Reader:
             return
         try:
             self.record(record)
-        except Exception:  # noqa: BLE001 - a record of a shape we did not foresee: skip it
+        except Exception:  # a record of a shape we did not foresee: skip it
             self.t.unknown += 1
 
     def record(self, record: dict[str, Any]) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 def _register() -> None:
     # Each module adds its commands to `app` on import.
     from memsync.cli import sync_cmds  # noqa: F401, I001 - order is the help order
-    from memsync.cli import admin_cmds, claude_cmds, compact_cmds, digest_cmds, privacy_cmds  # noqa: F401, E501
+    from memsync.cli import admin_cmds, claude_cmds, compact_cmds, digest_cmds, privacy_cmds  # noqa: F401
 
 
 def _usage_sentence(exc: Exception) -> str:

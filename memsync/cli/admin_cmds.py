@@ -181,7 +181,7 @@ def migrate(
     """Copy existing memory dirs to the remote: what it lacks is copied, the rest skipped."""
     from memsync.admin.admin import migrate as run_migrate
 
-    def factory(memory_dir: Path | None = memory_dir, project: str | None = project):  # noqa: ANN202
+    def factory(memory_dir: Path | None = memory_dir, project: str | None = project):
         return context(memory_dir, remote, project)
 
     sources = [_source(s) for s in source or []]

@@ -63,7 +63,7 @@ def context_cmd(
     out.print(build(data, budget), markup=False, highlight=False)
 
 
-def _show(plan, dry_run: bool, nothing: str) -> None:  # noqa: ANN001
+def _show(plan, dry_run: bool, nothing: str) -> None:
     from memsync.claude.install import apply
 
     if not plan.changes:
@@ -130,7 +130,7 @@ def watch(
     ctx = context(memory_dir, remote, project)
     engine = Engine(ctx)
 
-    def report(_: str, detail) -> None:  # noqa: ANN001
+    def report(_: str, detail) -> None:
         names, result = detail
         stamp = time.strftime("%H:%M:%S")
         if isinstance(result, Exception):  # e.g. the mass-delete guard: said, and watch goes on

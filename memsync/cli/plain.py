@@ -74,7 +74,7 @@ def context(memory_dir: Path | None, remote: str | None, project: str | None = N
     return ctx
 
 
-def engine_for(memory_dir: Path | None, remote: str | None, project: str | None = None):  # noqa: ANN201
+def engine_for(memory_dir: Path | None, remote: str | None, project: str | None = None):
     """The sync engine for these options; imported here so `--help` stays light."""
     from memsync.sync.engine import Engine
 
@@ -121,7 +121,7 @@ def emit_json(command: str, data: dict[str, Any]) -> None:
     sys.stdout.write(mask(json.dumps(doc, indent=2, sort_keys=True, default=str)) + "\n")
 
 
-def progress_bar(label: str):  # noqa: ANN201 - (progress callback or None, context manager)
+def progress_bar(label: str):  # (progress callback or None, context manager)
     """A Rich progress bar on a terminal for jobs of 20 files or more; a no-op otherwise."""
     import contextlib
 
@@ -145,7 +145,7 @@ def progress_bar(label: str):  # noqa: ANN201 - (progress callback or None, cont
     return tick, bar
 
 
-def progress_runner(engine: Engine, **kwargs) -> SyncResult:  # noqa: ANN003
+def progress_runner(engine: Engine, **kwargs) -> SyncResult:
     """Run a sync with a progress bar when there are many files and a terminal."""
     tick, bar = progress_bar(kwargs.get("mode", "sync"))
     with bar:

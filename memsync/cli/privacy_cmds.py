@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from memsync.privacy.forget import ForgetReport
 
 
-def _known(engine, path: Path) -> str:  # noqa: ANN001
+def _known(engine, path: Path) -> str:
     """The name of a memory file to forget; a typo is an error, not a tombstone for nothing."""
     if not str(path).endswith(".md"):
         raise UserError(f"{path} is not a memory file: memory files end in .md")

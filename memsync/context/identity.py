@@ -142,7 +142,7 @@ def resolve_identity(
     configured: str | None,
     memory_dir: Path,
     home: Path,
-    used_before,  # noqa: ANN001 - (name) -> whether this device has state under that name
+    used_before,  # (name) -> whether this device has state under that name
 ) -> Identity:
     root = find_git_root(cwd)
     origin = git_origin(root) if root is not None else None

@@ -118,7 +118,7 @@ class ForgetReport:
     offline: str | None = None  # the remote part waits for the next sync
 
 
-def _start(  # noqa: ANN202
+def _start(
     engine: Engine,
     action: str,
     files: list[str],

@@ -333,7 +333,7 @@ def _launchd_show() -> list[Entry]:
     for path in sorted(_agents_dir().glob(f"{LAUNCHD_PREFIX}*.plist")):
         try:
             args = plistlib.loads(path.read_bytes()).get("ProgramArguments") or []
-        except Exception:  # noqa: BLE001 - a damaged plist is shown, not fatal
+        except Exception:  # a damaged plist is shown, not fatal
             args = []
         project = args[args.index("--project") + 1] if "--project" in args[:-1] else path.stem
         entries.append(Entry("launchd", project, str(path)))

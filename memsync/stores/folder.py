@@ -32,7 +32,7 @@ class FolderStore:
     def _path(self, key: str) -> Path:
         return self.base / check_key(key)
 
-    def _lock(self):  # noqa: ANN202 - a context manager
+    def _lock(self):  # a context manager
         if not self.root.is_dir():
             raise Unreachable(f"the folder remote {self.root} is not there (is the drive mounted?)")
         private_dir(self.base)

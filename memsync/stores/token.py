@@ -36,7 +36,7 @@ class FailFastCredential:
         def fetch() -> None:
             try:
                 box["token"] = self.inner.get_token(*scopes, **kwargs)
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            except BaseException as exc:  # handed to the caller
                 box["error"] = exc
 
         worker = threading.Thread(target=fetch, name="memsync-token", daemon=True)

@@ -55,7 +55,7 @@ class Bases:
         self._db = db
         return db
 
-    def _run(self, work):  # noqa: ANN001, ANN202
+    def _run(self, work):
         """`work(db)`. A file SQLite reports as damaged (not a database, malformed: what a
         power cut can leave, since it is written without fsync) is started again once and
         the reset is reported (`reset`); any other database error is a StateError naming the

@@ -622,7 +622,7 @@ class Engine:
             f"the memory dir {where} was {gone}; restoring the {count} file(s) synced from it"
         )
 
-    def _list(self, result, mode, local_hashes, records, pending):  # noqa: ANN001, ANN202
+    def _list(self, result, mode, local_hashes, records, pending):
         try:
             return self.store.list()
         except NotFound:
@@ -641,7 +641,7 @@ class Engine:
             self._go_offline(result, str(exc), local_hashes, records)
             return None
 
-    def _check_project(self, listing, mode: str) -> None:  # noqa: ANN001
+    def _check_project(self, listing, mode: str) -> None:
         """Refuse to mix this project's memory with another's under the same prefix: the
         remote keeps the project's fingerprint (origin or first commit) in a small manifest,
         read only when its ETag moved (a no-op sync still sends one request). A remote that
@@ -652,7 +652,7 @@ class Engine:
         except Unreachable:
             return
 
-    def _check_manifest(self, listing, mode: str) -> None:  # noqa: ANN001
+    def _check_manifest(self, listing, mode: str) -> None:
         from memsync.context import identity
 
         entry = listing.get(identity.MANIFEST)
@@ -712,7 +712,7 @@ class Engine:
                 "device to keep using it (it is remembered)"
             )
 
-    def _apply_tombstones(self, listing, local: LocalScan, result: SyncResult) -> None:  # noqa: ANN001
+    def _apply_tombstones(self, listing, local: LocalScan, result: SyncResult) -> None:
         """Files forgotten on another device are removed here too, history included, so an
         edited copy on this device cannot bring them back (an unsynced edit is set aside in
         quarantine). Each tombstone is applied once; see forget.py."""
@@ -732,7 +732,7 @@ class Engine:
         )
         self.state.meta["tombstones_etag"] = etag
 
-    def _receive_conflicts(self, result: SyncResult, listing) -> None:  # noqa: ANN001
+    def _receive_conflicts(self, result: SyncResult, listing) -> None:
         """Conflicts other devices recorded while merging (maybe with our edit) become ours."""
         entry = listing.get(CONFLICTS)
         if entry is None or entry.etag == self.state.meta.get("conflicts_etag"):
@@ -757,7 +757,7 @@ class Engine:
             result.notes.append(f"could not record the conflicts on the remote ({exc})")
         self._published = []
 
-    def _go_offline(self, result: SyncResult, reason: str, local_hashes, records) -> None:  # noqa: ANN001
+    def _go_offline(self, result: SyncResult, reason: str, local_hashes, records) -> None:
         result.offline = reason
         changed = [n for n, h in local_hashes.items() if n not in records or records[n].sha != h]
         deleted = [n for n in records if n not in local_hashes]
@@ -771,7 +771,7 @@ class Engine:
 
     # --- executing actions ----------------------------------------------------------------
 
-    def _execute(self, result, actions, run, deadline, progress) -> None:  # noqa: ANN001
+    def _execute(self, result, actions, run, deadline, progress) -> None:
         done = 0
         total = len(actions)
 
@@ -978,7 +978,7 @@ class Engine:
                 "(run sync again)"
             )
 
-    def _shared_conflict(self, name: str, outcome) -> dict:  # noqa: ANN001
+    def _shared_conflict(self, name: str, outcome) -> dict:
         """The conflict as the other devices should read it (not "this device's version")."""
         from memsync.memory.merge import describe_for_others
         from memsync.sync.conflicts import entry
@@ -1097,7 +1097,7 @@ def run_daemons(
                 item = queue.pop()
             try:
                 work(item)
-            except BaseException as exc:  # noqa: BLE001 - raised in the caller, as pool.map does
+            except BaseException as exc:  # raised in the caller, as pool.map does
                 with lock:
                     failed.append(exc)
                 return

@@ -31,7 +31,7 @@ _UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP, err
 _libc_rename = None
 
 
-def _rename_call():  # noqa: ANN202 - the platform's flagged rename, or False
+def _rename_call():  # the platform's flagged rename, or False
     global _libc_rename
     if _libc_rename is None:
         _libc_rename = False

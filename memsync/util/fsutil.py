@@ -249,7 +249,7 @@ def sync_filesystem(path: Path) -> bool:
         os.close(fd)
 
 
-def _syncfs():  # noqa: ANN202 - a ctypes function or None
+def _syncfs():  # a ctypes function or None
     if not sys.platform.startswith("linux"):
         return None
     try:
