@@ -520,17 +520,13 @@ class ImportResult:
     skipped: dict[str, str] = field(default_factory=dict)  # name -> why it was not written
 
 
-def read_archive(path: Path, max_bytes: int) -> tuple[dict[str, Any], dict[str, bytes]]:
-    """Open and fully verify an export: (manifest, files). Raises UserError naming the archive
-    and the offending member on any unsafe name, non-file member, missing or extra file, size
-    or sha256 mismatch. Nothing is extracted to disk."""
-    archive = Path(path).expanduser()
+def _refused(archive: Path, member: str, why: str) -> UserError:
+    return UserError(f"refused archive {archive}: member {member!r} {why}")
 
-    def bad(member: str, why: str) -> UserError:
-        return UserError(f"refused archive {archive}: member {member!r} {why}")
 
-    if not archive.is_file():
-        raise UserError(f"{archive} is not an archive file")
+def _archive_members(archive: Path, max_bytes: int) -> dict[str, bytes]:
+    """Every member of the tar.gz, each read up to its limit; refuses an unsafe name, a member
+    that is not a regular file, a name twice, or a size over the limit."""
     members: dict[str, bytes] = {}
     try:
         with tarfile.open(archive, mode="r:gz") as tar:
@@ -538,49 +534,71 @@ def read_archive(path: Path, max_bytes: int) -> tuple[dict[str, Any], dict[str, 
                 name = info.name
                 why = _safe_name(name) if name != MANIFEST else None
                 if why is not None:
-                    raise bad(name, f"has an unsafe name ({why})")
+                    raise _refused(archive, name, f"has an unsafe name ({why})")
                 if not info.isreg():
-                    raise bad(name, "is not a regular file (links and folders are refused)")
+                    raise _refused(
+                        archive, name, "is not a regular file (links and folders are refused)"
+                    )
                 if name in members:
-                    raise bad(name, "appears more than once")
+                    raise _refused(archive, name, "appears more than once")
                 limit = MAX_MANIFEST_BYTES if name == MANIFEST else max_bytes
                 if info.size > limit:
-                    raise bad(name, f"is {info.size} bytes, over the {limit}-byte limit")
+                    raise _refused(
+                        archive, name, f"is {info.size} bytes, over the {limit}-byte limit"
+                    )
                 fh = tar.extractfile(info)
                 if fh is None:
-                    raise bad(name, "cannot be read")
+                    raise _refused(archive, name, "cannot be read")
                 members[name] = fh.read(limit + 1)
     except (tarfile.TarError, EOFError, OSError, ValueError, zlib.error) as exc:
         raise UserError(f"refused archive {archive}: it is not a readable tar.gz ({exc})") from None
+    return members
+
+
+def _verify_member(archive: Path, name: str, spec: Any, data: bytes, max_bytes: int) -> None:
+    """A member is what the manifest says (sha256, size) and a valid memory file."""
+    if not isinstance(spec, dict) or not isinstance(spec.get("sha256"), str):
+        raise _refused(archive, name, "has no sha256 in the manifest")
+    if sha256(data) != spec["sha256"].lower():
+        raise _refused(
+            archive, name, "does not match its sha256 in the manifest (edited or corrupted)"
+        )
+    if spec.get("size") is not None and spec.get("size") != len(data):
+        raise _refused(
+            archive, name, f"is {len(data)} bytes but the manifest says {spec.get('size')}"
+        )
+    try:
+        check_inbound(name, data, max_bytes)
+    except RefusedFile as exc:
+        raise _refused(archive, name, f"is not a valid memory file ({exc.reason})") from None
+
+
+def read_archive(path: Path, max_bytes: int) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """Open and fully verify an export: (manifest, files). Raises UserError naming the archive
+    and the offending member on any unsafe name, non-file member, missing or extra file, size
+    or sha256 mismatch. Nothing is extracted to disk."""
+    archive = Path(path).expanduser()
+    if not archive.is_file():
+        raise UserError(f"{archive} is not an archive file")
+    members = _archive_members(archive, max_bytes)
     raw_manifest = members.pop(MANIFEST, None)
     if raw_manifest is None:
-        raise bad(MANIFEST, "is missing")
+        raise _refused(archive, MANIFEST, "is missing")
     try:
         manifest = json.loads(raw_manifest)
     except ValueError:
-        raise bad(MANIFEST, "is not valid JSON") from None
+        raise _refused(archive, MANIFEST, "is not valid JSON") from None
     if not isinstance(manifest, dict) or manifest.get("version") != MANIFEST_VERSION:
-        raise bad(MANIFEST, f"is not a version {MANIFEST_VERSION} memsync manifest")
+        raise _refused(archive, MANIFEST, f"is not a version {MANIFEST_VERSION} memsync manifest")
     listed = manifest.get("files")
     if not isinstance(listed, dict):
-        raise bad(MANIFEST, "has no 'files' mapping")
+        raise _refused(archive, MANIFEST, "has no 'files' mapping")
     for name in sorted(set(listed) | set(members)):
         if name not in members:
-            raise bad(name, "is listed in the manifest but missing from the archive")
+            raise _refused(archive, name, "is listed in the manifest but missing from the archive")
         if name not in listed:
-            raise bad(name, "is in the archive but not listed in the manifest")
-        spec = listed[name]
-        data = members[name]
-        if not isinstance(spec, dict) or not isinstance(spec.get("sha256"), str):
-            raise bad(name, "has no sha256 in the manifest")
-        if sha256(data) != spec["sha256"].lower():
-            raise bad(name, "does not match its sha256 in the manifest (edited or corrupted)")
-        if spec.get("size") is not None and spec.get("size") != len(data):
-            raise bad(name, f"is {len(data)} bytes but the manifest says {spec.get('size')}")
-        try:
-            check_inbound(name, data, max_bytes)
-        except RefusedFile as exc:
-            raise bad(name, f"is not a valid memory file ({exc.reason})") from None
+            raise _refused(archive, name, "is in the archive but not listed in the manifest")
+        _verify_member(archive, name, listed[name], members[name], max_bytes)
     return manifest, members
 
 

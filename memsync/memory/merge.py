@@ -835,6 +835,37 @@ def merge(
     return result
 
 
+def _merge_sections(
+    strategy: str,
+    has_base: bool,
+    b_doc: memory.Document | None,
+    o_doc: memory.Document,
+    t_doc: memory.Document,
+    notes: list[str],
+) -> str:
+    """The merged body of a file made of sections, by its type's strategy (a digest's sessions
+    compared as blocks); `has_base`: the base is a synced version, not a template."""
+    o_meta, t_meta = o_doc.meta or {}, t_doc.meta or {}
+    b_tree = sections.parse(b_doc.body) if b_doc else None
+    o_tree, t_tree = sections.parse(o_doc.body), sections.parse(t_doc.body)
+    blocks = [x for x in (b_tree, o_tree, t_tree) if x is not None]
+    if strategy == "digest" and has_base and not any(map(_has_sessions, blocks)):
+        pass  # one session in three versions, none in blocks: merged as it is
+    elif strategy == "digest":
+        sid = None
+        if b_tree is not None and b_doc is not None and has_base:
+            sid = memory.field(b_doc.meta, "session_id") or _hash8(b_doc.body)
+            b_tree = session_blocks(b_tree, b_doc.meta or {}, b_doc.body, sid)
+        o_tree = session_blocks(o_tree, o_meta, o_doc.body, sid)
+        t_tree = session_blocks(t_tree, t_meta, t_doc.body, sid)
+        if b_tree is not None and not has_base:  # the template: compare by session
+            b_tree = None
+    body = STRATEGIES[strategy](b_tree, o_tree, t_tree, notes).render()
+    if body.endswith("\n\n") and not any(x.endswith("\n\n") for x in (o_doc.body, t_doc.body)):
+        body = body.rstrip("\n") + "\n"  # no blank line at the end that neither side had
+    return body
+
+
 def _merge_text(
     path: str,
     base: str | None,
@@ -879,25 +910,7 @@ def _merge_text(
     if strategy == "index":
         body = _merge_index(b_doc, o_doc, t_doc, notes)
     elif strategy in STRATEGIES:
-        b_tree = sections.parse(b_doc.body) if b_doc else None
-        o_tree, t_tree = sections.parse(o_doc.body), sections.parse(t_doc.body)
-        blocks = [x for x in (b_tree, o_tree, t_tree) if x is not None]
-        if strategy == "digest" and base is not None and not any(map(_has_sessions, blocks)):
-            pass  # one session in three versions, none in blocks: merged as it is
-        elif strategy == "digest":
-            sid = None
-            if b_tree is not None and b_doc is not None and base is not None:
-                sid = memory.field(b_doc.meta, "session_id") or _hash8(b_doc.body)
-                b_tree = session_blocks(b_tree, b_doc.meta or {}, b_doc.body, sid)
-            o_tree = session_blocks(o_tree, o_meta, o_doc.body, sid)
-            t_tree = session_blocks(t_tree, t_meta, t_doc.body, sid)
-            if b_tree is not None and base is None:  # the template: compare by session
-                b_tree = None
-        body = STRATEGIES[strategy](b_tree, o_tree, t_tree, notes).render()
-        if body.endswith("\n\n") and not any(
-            x.endswith("\n\n") for x in (o_doc.body, t_doc.body)
-        ):  # no blank line at the end that neither side had
-            body = body.rstrip("\n") + "\n"
+        body = _merge_sections(strategy, base is not None, b_doc, o_doc, t_doc, notes)
     else:
         return _merge_unknown(
             path,

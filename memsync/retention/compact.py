@@ -390,12 +390,10 @@ def _sensitive(meta: Mapping[str, Any] | None) -> bool:
     return str(memory.field(meta, "sensitivity") or "").lower() == "high"
 
 
-def _plan_digests(
-    docs: Mapping[str, tuple[bytes, memory.Document]],
-    names: set[str],
-    now: date,
-    policy: Policy,
-) -> list[Action]:
+def _due_digests(
+    docs: Mapping[str, tuple[bytes, memory.Document]], now: date, policy: Policy
+) -> list[tuple[Period, str]]:
+    """The session digests old enough to roll up (none marked sensitive), oldest first."""
     due: list[tuple[Period, str]] = []
     for name, (_, doc) in docs.items():
         period = digest_period(name)
@@ -405,70 +403,59 @@ def _plan_digests(
             continue
         due.append((period, name))
     due.sort(key=lambda x: (x[0].start, _TIERS.index(x[0].tier), x[1]))
+    return due
 
-    targets: dict[str, _Target] = {}
-    blocked: set[str] = set()  # roll-ups that exist but cannot be read: never fold into them
 
-    def target(name: str, period: Period) -> _Target | None:
-        if name in targets:
-            return targets[name]
-        if name in blocked:
-            return None
-        if name in names and name not in docs:
-            blocked.add(name)  # there, but not readable: never overwrite it
-            return None
-        if name in docs:
-            data, doc = docs[name]
-            if _sensitive(doc.meta) and memory.field(doc.meta, "consent") is not True:
-                blocked.add(name)  # a local-only roll-up: never the home of syncable content
-                return None
-            meta = dict(doc.meta or {})
-            for key in ("name", "description", "type"):
-                if memory.field(meta, key) in (None, ""):
-                    meta = memory.set_field(meta, key, memory.field(_new_meta(period), key))
-            found = _Target(name, period, meta, sections.parse(doc.body), data)
-        else:
-            found = _Target(name, period, _new_meta(period), Section(None, 0, ["\n"]), None)
-        targets[name] = found
-        return found
-
-    deletes: list[Action] = []
-    for period, name in due:
+def _rollup_target(
+    name: str,
+    period: Period,
+    docs: Mapping[str, tuple[bytes, memory.Document]],
+    names: set[str],
+    targets: dict[str, _Target],
+    blocked: set[str],
+) -> _Target | None:
+    """The roll-up `name` that digests fold into, read once (or new); None when it must not
+    take content: there but unreadable, or local-only. `blocked` remembers those."""
+    if name in targets:
+        return targets[name]
+    if name in blocked:
+        return None
+    if name in names and name not in docs:
+        blocked.add(name)  # there, but not readable: never overwrite it
+        return None
+    if name in docs:
         data, doc = docs[name]
-        prefix = name[: len(name) - len(name.rsplit("/", 1)[-1])]
-        parts = _parts(period, doc, now, policy)
-        homes = [(target(rollup_name(prefix, p), p), part) for p, part in parts]
-        if any(t is None for t, _ in homes):
-            continue  # a destination cannot take it; leave the source alone
-        into: list[str] = []
-        changed = False
-        for tgt, part in homes:
-            assert tgt is not None
-            if tgt.name not in into:
-                into.append(tgt.name)
-            if _fold(tgt.root, part):
-                changed = True
-                if name not in tgt.added:
-                    tgt.added.append(name)
-        for tgt in {t.name: t for t, _ in homes if t is not None}.values():
-            listed = _source_list(tgt.meta)
-            wanted = sorted({*listed, name, *_source_list(doc.meta)})
-            if wanted != listed:
-                tgt.meta = memory.set_field(tgt.meta, "sources", wanted)
-                if name not in tgt.added:
-                    tgt.added.append(name)
-            allowed = _allowances(tgt.meta)
-            extra = [a for a in _allowances(doc.meta) if a not in allowed]
-            if extra:
-                tgt.meta = memory.set_field(tgt.meta, "allow_sensitive", sorted({*allowed, *extra}))
-        where = ", ".join(into)
-        reason = (
-            f"its content is now in {where}."
-            if changed
-            else f"it is already rolled into {where}, which lists it in its sources."
-        )
-        deletes.append(Action(DELETE, name, reason, None, [], into, _sha(data)))
+        if _sensitive(doc.meta) and memory.field(doc.meta, "consent") is not True:
+            blocked.add(name)  # a local-only roll-up: never the home of syncable content
+            return None
+        meta = dict(doc.meta or {})
+        for key in ("name", "description", "type"):
+            if memory.field(meta, key) in (None, ""):
+                meta = memory.set_field(meta, key, memory.field(_new_meta(period), key))
+        found = _Target(name, period, meta, sections.parse(doc.body), data)
+    else:
+        found = _Target(name, period, _new_meta(period), Section(None, 0, ["\n"]), None)
+    targets[name] = found
+    return found
 
+
+def _list_source(tgt: _Target, name: str, doc: memory.Document) -> None:
+    """The roll-up lists the digest (and the digests it rolled up) among its sources, and
+    carries the sensitive-content allowances the digest had."""
+    listed = _source_list(tgt.meta)
+    wanted = sorted({*listed, name, *_source_list(doc.meta)})
+    if wanted != listed:
+        tgt.meta = memory.set_field(tgt.meta, "sources", wanted)
+        if name not in tgt.added:
+            tgt.added.append(name)
+    allowed = _allowances(tgt.meta)
+    extra = [a for a in _allowances(doc.meta) if a not in allowed]
+    if extra:
+        tgt.meta = memory.set_field(tgt.meta, "allow_sensitive", sorted({*allowed, *extra}))
+
+
+def _rollup_writes(targets: dict[str, _Target]) -> list[Action]:
+    """A write for each roll-up whose content changed, with the sentence that says why."""
     writes: list[Action] = []
     for tgt in targets.values():
         body = _space(tgt.root).render()
@@ -486,7 +473,48 @@ def _plan_digests(
             writes.append(
                 Action(UPDATE, tgt.name, reason, content, sorted(tgt.added), [], _sha(tgt.original))
             )
-    return writes + deletes
+    return writes
+
+
+def _plan_digests(
+    docs: Mapping[str, tuple[bytes, memory.Document]],
+    names: set[str],
+    now: date,
+    policy: Policy,
+) -> list[Action]:
+    targets: dict[str, _Target] = {}
+    blocked: set[str] = set()  # roll-ups that exist but cannot be read: never fold into them
+    deletes: list[Action] = []
+    for period, name in _due_digests(docs, now, policy):
+        data, doc = docs[name]
+        prefix = name[: len(name) - len(name.rsplit("/", 1)[-1])]
+        parts = _parts(period, doc, now, policy)
+        homes = [
+            (_rollup_target(rollup_name(prefix, p), p, docs, names, targets, blocked), part)
+            for p, part in parts
+        ]
+        if any(t is None for t, _ in homes):
+            continue  # a destination cannot take it; leave the source alone
+        into: list[str] = []
+        changed = False
+        for tgt, part in homes:
+            assert tgt is not None
+            if tgt.name not in into:
+                into.append(tgt.name)
+            if _fold(tgt.root, part):
+                changed = True
+                if name not in tgt.added:
+                    tgt.added.append(name)
+        for tgt in {t.name: t for t, _ in homes if t is not None}.values():
+            _list_source(tgt, name, doc)
+        where = ", ".join(into)
+        reason = (
+            f"its content is now in {where}."
+            if changed
+            else f"it is already rolled into {where}, which lists it in its sources."
+        )
+        deletes.append(Action(DELETE, name, reason, None, [], into, _sha(data)))
+    return _rollup_writes(targets) + deletes
 
 
 # --- the rolling single files -------------------------------------------------------------
@@ -922,6 +950,73 @@ def _rollup_sources(engine: Engine) -> set[str]:
     return listed
 
 
+def _write_rollups(
+    engine: Engine, writes: list[Action], result: CompactResult, step: Step
+) -> set[str]:
+    """Write the roll-ups and updates whose files are as the plan saw them (the old content
+    to local history first); returns the names that changed meanwhile and were left alone."""
+    failed: set[str] = set()
+    for a in writes:
+        assert a.content is not None
+        current = engine.read_local(a.name)
+        if current == a.content:
+            continue  # already done by an earlier, interrupted run
+        if (current is None) != (a.expected is None) or (
+            current is not None and _sha(current) != a.expected
+        ):
+            failed.add(a.name)
+            result.skipped[a.name] = "it changed since the plan was made; run compact again"
+            continue
+        step(a.kind, a.name)
+        if current is not None:
+            engine.state.keep(a.name, current, "before compaction rewrote it")
+        engine.write_local(a.name, a.content)
+        (result.written if a.kind == WRITE else result.updated).append(a.name)
+    return failed
+
+
+def _delete_sources(
+    engine: Engine,
+    deletes: list[Action],
+    failed: set[str],
+    disabled: bool,
+    result: CompactResult,
+    step: Step,
+) -> None:
+    """Delete each source whose roll-ups are all on the remote (or, with sync off, written
+    here) and which is as the plan saw it; a copy goes to local history first."""
+    records = engine.state.records
+
+    def on_remote(name: str) -> bool:
+        local = engine.read_local(name)
+        if local is None or name in failed:
+            return False
+        if disabled:
+            return True
+        rec = records.get(name)
+        return rec is not None and rec.sha == _sha(local)
+
+    for a in deletes:
+        missing = [n for n in a.into if not on_remote(n)]
+        if missing:
+            result.skipped[a.name] = (
+                f"kept until {', '.join(missing)} is on the remote; run compact again"
+            )
+            continue
+        current = engine.read_local(a.name)
+        if current is None:
+            continue
+        if _sha(current) != a.expected:
+            result.skipped[a.name] = (
+                "it changed since the plan was made; the next compaction folds the change in"
+            )
+            continue
+        step(DELETE, a.name)
+        engine.state.keep(a.name, current, f"compacted into {', '.join(a.into)}")
+        engine.local_path(a.name).unlink()
+        result.deleted.append(a.name)
+
+
 def apply(
     engine: Engine,
     actions: list[Action],
@@ -943,24 +1038,8 @@ def apply(
 
     writes = [a for a in actions if a.kind in (WRITE, UPDATE)]
     deletes = [a for a in actions if a.kind == DELETE]
-    failed: set[str] = set()
     with engine.locked():
-        for a in writes:
-            assert a.content is not None
-            current = engine.read_local(a.name)
-            if current == a.content:
-                continue  # already done by an earlier, interrupted run
-            if (current is None) != (a.expected is None) or (
-                current is not None and _sha(current) != a.expected
-            ):
-                failed.add(a.name)
-                result.skipped[a.name] = "it changed since the plan was made; run compact again"
-                continue
-            step(a.kind, a.name)
-            if current is not None:
-                engine.state.keep(a.name, current, "before compaction rewrote it")
-            engine.write_local(a.name, a.content)
-            (result.written if a.kind == WRITE else result.updated).append(a.name)
+        failed = _write_rollups(engine, writes, result, step)
 
     homes = sorted(
         ({n for a in deletes for n in a.into} | {a.name for a in writes} | _unpushed(engine))
@@ -979,35 +1058,7 @@ def apply(
     with engine.locked():
         records = engine.state.records
         disabled = bool(result.pushes and result.pushes[-1].disabled)
-
-        def on_remote(name: str) -> bool:
-            local = engine.read_local(name)
-            if local is None or name in failed:
-                return False
-            if disabled:
-                return True
-            rec = records.get(name)
-            return rec is not None and rec.sha == _sha(local)
-
-        for a in deletes:
-            missing = [n for n in a.into if not on_remote(n)]
-            if missing:
-                result.skipped[a.name] = (
-                    f"kept until {', '.join(missing)} is on the remote; run compact again"
-                )
-                continue
-            current = engine.read_local(a.name)
-            if current is None:
-                continue
-            if _sha(current) != a.expected:
-                result.skipped[a.name] = (
-                    "it changed since the plan was made; the next compaction folds the change in"
-                )
-                continue
-            step(DELETE, a.name)
-            engine.state.keep(a.name, current, f"compacted into {', '.join(a.into)}")
-            engine.local_path(a.name).unlink()
-            result.deleted.append(a.name)
+        _delete_sources(engine, deletes, failed, disabled, result, step)
         # deletions an interrupted earlier run made locally but never pushed
         listed = _rollup_sources(engine)
         gone = sorted(

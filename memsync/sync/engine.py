@@ -15,7 +15,7 @@ from memsync.context.boot import boot_id, boot_time
 from memsync.context.config import Context
 from memsync.memory.names import collisions, local_key
 from memsync.privacy.gate import check_inbound, check_outbound
-from memsync.stores import Stats, Store, check_key, open_store
+from memsync.stores import Entry, Stats, Store, check_key, open_store
 from memsync.sync import localswap, planner
 from memsync.sync.localfiles import LocalFiles, settled, stat_key
 from memsync.sync.planner import Action, Kind
@@ -438,6 +438,26 @@ class Engine:
         result.seconds = time.monotonic() - started
         return result
 
+    def _take_in_listing(
+        self, listing: dict[str, Entry], local: LocalScan, result: SyncResult, mode: str
+    ) -> None:
+        """What the remote says before anything is planned: a purge or another project's
+        manifest stops the run; interrupted forgets finish, other devices' tombstones and
+        conflict records are taken in (each may drop keys from `listing`)."""
+        if PURGED in listing:
+            from memsync.sync.tombstones import purged_here, remote_purge_marker
+
+            # remembered: this device stays out until it is told to publish again
+            self.state.meta["purged"] = remote_purge_marker(self) or {"at": time.time()}
+            raise purged_here(self)
+        self._check_project(listing, mode)
+        if self.state.meta.get("forgetting"):
+            from memsync.sync.tombstones import finish_pending
+
+            finish_pending(self, listing)
+        self._apply_tombstones(listing, local, result)
+        self._receive_conflicts(result, listing)
+
     def _run_locked(
         self,
         result: SyncResult,
@@ -491,19 +511,7 @@ class Engine:
             listing = self._list(result, mode, local_hashes, records, pending)
             if listing is None:
                 return
-            if PURGED in listing:
-                from memsync.sync.tombstones import purged_here, remote_purge_marker
-
-                # remembered: this device stays out until it is told to publish again
-                self.state.meta["purged"] = remote_purge_marker(self) or {"at": time.time()}
-                raise purged_here(self)
-            self._check_project(listing, mode)
-            if self.state.meta.get("forgetting"):
-                from memsync.sync.tombstones import finish_pending
-
-                finish_pending(self, listing)
-            self._apply_tombstones(listing, local, result)
-            self._receive_conflicts(result, listing)
+            self._take_in_listing(listing, local, result, mode)
             local_hashes = dict(local.content.hashes)
             remote = {}
             entries = {}
