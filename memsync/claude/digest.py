@@ -139,10 +139,6 @@ class Digest:
     added_carry_forward: list[str] = field(default_factory=list)
     transcript: Transcript | None = None
 
-    @property
-    def digest_name(self) -> str:
-        return digest_filename(self.date)
-
     def preview(self) -> str:
         """What `--dry-run` shows: the section, and what would be merged elsewhere."""
         out = [self.section.rstrip("\n")]

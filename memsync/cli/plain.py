@@ -1,7 +1,7 @@
 """The command line's parts that need neither Typer nor Rich: output, the engine for the
 common options, and pull/push/sync themselves. `memsync pull|push|sync` with only the common
-options runs from here without importing Typer (~95 ms a process on these machines, as much as
-a whole no-op sync); anything else (--help, a typo, other commands) goes through Typer."""
+options runs from here without importing Typer (as much start-up as a whole no-op sync's own
+work, docs/benchmarks.md); anything else (--help, a typo, other commands) goes through Typer."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ JSON_VERSION = 1
 
 class LazyConsole:
     """Rich's Console, made on first use. Plain lines go straight to the stream: importing
-    Rich costs ~40 ms, as much as a no-op sync's own work."""
+    Rich costs as much as a no-op sync's own work (docs/benchmarks.md)."""
 
     def __init__(self, stderr: bool = False) -> None:
         self._stderr = stderr

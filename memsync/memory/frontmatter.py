@@ -27,7 +27,7 @@ TOP_LEVEL = ("name", "description")  # at the top level in both shapes
 @cache
 def _yaml() -> tuple[ModuleType, Any, Any]:
     """PyYAML with its safe loader and dumper, in C when available (parsing is on the hooks'
-    hot path), imported on first use: a sync with nothing to read does not pay ~25 ms for it."""
+    hot path), imported on first use: a sync with nothing to read does not load it."""
     from datetime import datetime
 
     import yaml

@@ -176,10 +176,6 @@ TYPES: dict[str, MemoryType] = {
 UNKNOWN = MemoryType("unknown", r".*", "lines", "A file of a type memsync does not know.")
 
 
-def type_by_name(name: str) -> MemoryType:
-    return TYPES.get(name, UNKNOWN)
-
-
 def type_of(path: str, meta: dict[str, Any] | None = None) -> MemoryType:
     """The type of a memory file: frontmatter `type` (either shape) first, then the file name."""
     declared = field(meta, "type")

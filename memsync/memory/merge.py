@@ -93,7 +93,8 @@ def union(
 # --- frontmatter ---------------------------------------------------------------------------
 
 
-def _when(value: object) -> float | None:
+def _timestamp(value: object) -> float | None:
+    """Seconds since the epoch of a frontmatter time (a date, a datetime, ISO 8601 text)."""
     if isinstance(value, datetime):
         return value.timestamp()
     if isinstance(value, date):
@@ -108,7 +109,7 @@ def _when(value: object) -> float | None:
 
 def modified_of(meta: dict[str, Any] | None) -> float | None:
     """The frontmatter `modified` time, top level or under `metadata:` (Claude Code's shape)."""
-    return _when(memory.field(meta, "modified"))
+    return _timestamp(memory.field(meta, "modified"))
 
 
 def merge_meta(
@@ -137,8 +138,8 @@ def merge_meta(
             value = union(b if isinstance(b, list) else [], o, t, key=repr)
         elif isinstance(o, dict) and isinstance(t, dict):  # Claude Code's `metadata:` mapping
             value = merge_meta(b if isinstance(b, dict) else None, o, t, ours_newer, notes)
-        elif k == "modified" and _when(o) is not None and _when(t) is not None:
-            value = o if (_when(o) or 0) >= (_when(t) or 0) else t
+        elif k == "modified" and _timestamp(o) is not None and _timestamp(t) is not None:
+            value = o if (_timestamp(o) or 0) >= (_timestamp(t) or 0) else t
         elif o is missing or t is missing:
             value = t if o is missing else o  # removed on one side, changed on the other
         elif k == "description" and isinstance(o, str) and isinstance(t, str):

@@ -424,7 +424,6 @@ def apply_match(engine: Engine, plan: MatchPlan) -> ForgetReport:
 @dataclass
 class PurgeReport:
     remote_deleted: int
-    state_removed: bool
     unreachable: list[str]
 
 
@@ -495,7 +494,7 @@ def purge(engine: Engine) -> PurgeReport:
         )
     else:
         unreachable.append("backups or snapshots of the remote folder are out of memsync's reach")
-    return PurgeReport(deleted, True, unreachable)
+    return PurgeReport(deleted, unreachable)
 
 
 

@@ -59,7 +59,7 @@ def verify_paths() -> tuple[str | None, str | None]:
 
 def context() -> ssl.SSLContext:
     """One client context per trust setting, shared by every connection: creating one loads
-    the whole CA store (~20 ms of CPU), so a context per connection cost 16 of them a sync."""
+    the whole CA store, and a context per connection did that 16 times a sync."""
     import ssl
 
     key = verify_paths()
