@@ -10,7 +10,7 @@ import sys
 def main() -> None:
     argv = sys.argv[1:]
     if argv[:1] == ["hook"]:
-        from memsync.hooks import main as hook_main
+        from memsync.claude.hooks import main as hook_main
 
         sys.exit(hook_main(argv[1:]))
     # SIGTERM (a shutdown, `kill`, a service manager) is handled like Ctrl-C: the transfers

@@ -37,7 +37,7 @@ class Timed(Script):
         super().__init__(turns)
         self.at: list[float] = []
 
-    def __call__(self, body: object):  # noqa: ANN204 - a Reply
+    def __call__(self, body: object):  # a Reply
         if "Write" in {t.get("name") for t in (body or {}).get("tools") or []}:  # type: ignore[union-attr]
             self.at.append(time.perf_counter())
         return super().__call__(body)

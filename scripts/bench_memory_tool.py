@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""What one memory tool call costs through memsync.memory_tool: remote requests and latency, per
+"""What one memory tool call costs through claude.memory_tool: remote requests and latency, per
 command, on the folder remote and on Azurite.
 
     python scripts/bench_memory_tool.py [--files 50] [--repeats 20]
@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from memsync import config  # noqa: E402
-from memsync.tool_backend import ToolMemory  # noqa: E402
+from memsync.claude.tool_backend import ToolMemory  # noqa: E402
+from memsync.context import config  # noqa: E402
 from tests.azurite import start_azurite  # noqa: E402
 from tests.conftest import write_memory  # noqa: E402
 
@@ -40,7 +40,7 @@ def end(memory: ToolMemory) -> int:
     return len((memory.root / "voice_calibration.md").read_text().splitlines())
 
 
-def measure(memory: ToolMemory, call, repeats: int) -> tuple[Counter, list[float]]:  # noqa: ANN001
+def measure(memory: ToolMemory, call, repeats: int) -> tuple[Counter, list[float]]:
     """(requests by kind per call, seconds of each call) of `call(i)` over `repeats` runs."""
     stats = memory.engine.store.stats
     before = Counter(stats.requests)

@@ -1,7 +1,7 @@
 """How long one structured merge takes when many entries changed at once: the reword search
 (merge.pair_rewords) compares removed and added entries by their words.
 
-    python scripts/bench_merge.py [path/to/merge.py]   # default: memsync/merge.py
+    python scripts/bench_merge.py [path/to/merge.py]   # default: memsync/memory/merge.py
 
 Prints the best of 5 runs per shape; docs/benchmarks.md has the numbers."""
 
@@ -15,7 +15,7 @@ from pathlib import Path
 HEAD = "---\nname: v\ndescription: d\ntype: voice_calibration\n---\n\n## Rules learned\n"
 
 
-def load(path: Path):  # noqa: ANN201
+def load(path: Path):
     spec = importlib.util.spec_from_file_location("merge_under_test", path)
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
@@ -26,7 +26,7 @@ def load(path: Path):  # noqa: ANN201
 
 def main() -> None:
     path = Path(
-        sys.argv[1] if len(sys.argv) > 1 else Path(__file__).parents[1] / "memsync/merge.py"
+        sys.argv[1] if len(sys.argv) > 1 else Path(__file__).parents[1] / "memsync/memory/merge.py"
     )
     merge = load(path).merge
     for n, every in ((100, 1), (1000, 50), (1000, 1)):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 import time
 
-from memsync.scanner import scan
+from memsync.privacy.scanner import scan
 
 MIB = 1024 * 1024
 

@@ -38,6 +38,7 @@ if ! command -v fusefat >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >
 fi
 
 ruff check memsync tests scripts
+mypy memsync  # the settings are in pyproject.toml
 python -m pytest "$@"
 
 # Again, the whole suite, as on a system without fcntl (Windows): fcntl hidden in the test

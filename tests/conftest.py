@@ -64,7 +64,7 @@ def remote_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 def write_memory(directory: Path, name: str, body: str = "", **meta: object) -> Path:
     """Write a valid memory file (frontmatter + body) for tests."""
-    from memsync.memory import render
+    from memsync.memory.frontmatter import render
 
     fields = {"name": name.removesuffix(".md"), "description": f"test file {name}", **meta}
     path = directory / name

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from memsync.errors import Unreachable
 from memsync.stores.base import Entry, Store
+from memsync.util.errors import Unreachable
 
 
 class FaultyStore:
@@ -32,7 +32,7 @@ class FaultyStore:
             return fault
         return None
 
-    def _write(self, call, key: str, *args):  # noqa: ANN001, ANN202
+    def _write(self, call, key: str, *args):
         fault = self._take("refuse", "drop")
         if fault == "refuse":
             raise Unreachable("injected: connection refused")

@@ -13,7 +13,7 @@ versions kept aside (local history), `check` asserts:
 5. a file whose lines all end in CRLF on both sides still does after the merge.
 
 The oracle has its own idea of an entry, written from the rule in docs/design.md rather than
-from memsync/merge.py, so the two can disagree:
+from memsync/memory/merge.py, so the two can disagree:
 
 - fact files (`user_*`, `feedback_*`, ...): the whole file is one entry;
 - MEMORY.md: an index line, identified by its link target;
@@ -43,8 +43,9 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any, NamedTuple
 
-from memsync import memory, sections
-from memsync.memtypes import type_of
+from memsync.memory import frontmatter as memory
+from memsync.memory import sections
+from memsync.memory.memtypes import type_of
 
 _ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d{1,9}[.)])\s+")
 _LINK = re.compile(r"\]\(([^)\s]+)\)")

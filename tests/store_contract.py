@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from memsync.errors import AlreadyExists, NotFound, PreconditionFailed, UnsafeKey
+from memsync.util.errors import AlreadyExists, NotFound, PreconditionFailed, UnsafeKey
 
 
 class StoreContract:

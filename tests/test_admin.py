@@ -1,4 +1,4 @@
-"""memsync.admin against real folder remotes: ls, prune, export/import and migrate."""
+"""memsync.admin.admin against real folder remotes: ls, prune, export/import and migrate."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from memsync import admin, config
-from memsync.engine import Engine
-from memsync.errors import UserError
-from memsync.fsutil import sha256
+from memsync.admin import admin
+from memsync.context import config
+from memsync.sync.engine import Engine
+from memsync.util.errors import UserError
+from memsync.util.fsutil import sha256
 from tests.conftest import write_memory
 
 DAY = 86400

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from memsync.errors import AuthError, ConfigError, NotFound, Unreachable
 from memsync.stores import open_store
+from memsync.util.errors import AuthError, ConfigError, NotFound, Unreachable
 from tests.azurite import KEY
 from tests.store_contract import StoreContract
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import stat
 
-from memsync.bases import Bases
-from memsync.fsutil import sha256
-from memsync.state import State
+from memsync.sync.bases import Bases
+from memsync.sync.state import State
+from memsync.util.fsutil import sha256
 
 
 def test_bases_round_trip_and_are_private(tmp_path):

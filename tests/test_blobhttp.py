@@ -18,9 +18,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memsync.errors import ConfigError, Unreachable
 from memsync.stores import open_store
 from memsync.stores.blobhttp import BlobHTTP, SharedKey, TooLarge
+from memsync.util.errors import ConfigError, Unreachable
 
 Script = Callable[[BaseHTTPRequestHandler, int], tuple[int, dict[str, str], bytes] | None]
 

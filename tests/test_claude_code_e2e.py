@@ -137,7 +137,7 @@ def test_both_skills_inject_their_context_in_the_default_permission_mode(cc, ski
 
 def test_the_digest_skill_may_push_in_the_default_permission_mode(cc: ClaudeHome):
     """The skill tells the model to run `memsync push`; its allowed-tools let that run."""
-    from memsync.install import hook_command
+    from memsync.claude.install import hook_command
 
     mem = seed_carry_forward(cc)
     (mem / "self_observations.md").write_text(FACT.replace("feedback", "self_observations"))

@@ -13,11 +13,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memsync import config, memory
-from memsync.errors import RefusedFile
-from memsync.install import hook_args, is_ours
-from memsync.memtypes import type_of
-from memsync.merge import merge
+from memsync.claude.install import hook_args, is_ours
+from memsync.context import config
+from memsync.memory import frontmatter as memory
+from memsync.memory import memtypes
+from memsync.memory.memtypes import type_of
+from memsync.memory.merge import merge
+from memsync.util.errors import RefusedFile
 
 # --- frontmatter: both shapes -----------------------------------------------------------------
 
@@ -109,7 +111,7 @@ def test_a_rewrite_keeps_claude_codes_frontmatter_byte_for_byte():
 
 @pytest.mark.parametrize("shape", ["top", "nested"])
 def test_validation_accepts_both_shapes(shape):
-    doc = memory.check("carry-forward.md", (frontmatter(shape, "carry_forward") + "x\n").encode())
+    doc = memtypes.check("carry-forward.md", (frontmatter(shape, "carry_forward") + "x\n").encode())
     assert type_of("carry-forward.md", doc.meta).name == "carry_forward"
 
 
@@ -124,7 +126,7 @@ def test_validation_accepts_both_shapes(shape):
 def test_validation_names_the_bad_field_in_either_shape(front, says):
     data = f"---\nname: n\ndescription: d\n{front}---\nbody\n".encode()
     with pytest.raises(RefusedFile, match=says):
-        memory.check("x.md", data)
+        memtypes.check("x.md", data)
 
 
 _KEYS = st.sampled_from(["type", "modified", "status", "sources", "session_id", "consent"])
@@ -319,7 +321,7 @@ def test_one_canonical_memory_dir_keys_the_state_however_it_is_spelled(tmp_path,
     a = config.resolve(memory_dir=link / "projects" / "p" / "memory", cwd=tmp_path)
     b = config.resolve(memory_dir=real / "projects" / "p" / "memory", cwd=tmp_path)
     assert a.memory_dir == b.memory_dir and a.state_dir == b.state_dir
-    from memsync.hooks import inside_memory_dir
+    from memsync.claude.hooks import inside_memory_dir
 
     spelled = str(link / "projects" / "p" / "memory" / "x.md")
     assert inside_memory_dir(spelled, a) == real / "projects" / "p" / "memory" / "x.md"
@@ -356,7 +358,7 @@ def test_install_recognises_its_hooks_in_every_spelling(entry, args):
 
 
 def test_installed_skills_name_the_same_absolute_command_as_the_hooks():
-    from memsync.install import hook_command, skill_texts
+    from memsync.claude.install import hook_command, skill_texts
 
     exe = " ".join(hook_command())
     for name, text in skill_texts().items():
@@ -366,8 +368,8 @@ def test_installed_skills_name_the_same_absolute_command_as_the_hooks():
 
 
 def test_doctor_checks_the_hook_commands(tmp_path, monkeypatch):
-    from memsync.doctor import hooks_check
-    from memsync.install import hooks_config
+    from memsync.admin.doctor import hooks_check
+    from memsync.claude.install import hooks_config
 
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path))
     settings = tmp_path / "settings.json"  # the user scope's
@@ -414,7 +416,7 @@ def shell_form_hooks(command: str) -> dict:
 
 
 def test_hook_command_is_the_installed_executable_or_this_interpreter(tmp_path):
-    from memsync.install import handler, hook_command
+    from memsync.claude.install import handler, hook_command
 
     scripts = tmp_path / "Scripts"
     scripts.mkdir()

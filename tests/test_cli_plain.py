@@ -94,7 +94,6 @@ def test_a_plain_sync_imports_neither_typer_nor_rich(tmp_path, verb):
         "http",
         "email",
         "ssl",
-        "typing",
     )  # see test_azure_sync (datetime comes with sqlite3 when merge bases are written)
     out, loaded = device.imports(snippet, ("typer", "rich", "click", "yaml", *costly))
     assert loaded == []

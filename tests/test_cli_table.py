@@ -352,7 +352,7 @@ def test_the_table_covers_every_command() -> None:
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_ctrl_c_exits_130_with_one_sentence(synced: Path, signum: int) -> None:
-    from memsync.fsutil import file_lock
+    from memsync.util.fsutil import file_lock
 
     root = fresh(synced)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSYNC_")}

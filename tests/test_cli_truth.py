@@ -84,8 +84,9 @@ def test_a_246_character_name_syncs_both_ways_and_last_sync_advances(tmp_path, r
 
 def test_a_failed_write_names_the_file_and_what_to_do(tmp_path, monkeypatch):
     """A read-only or immutable target used to show a raw errno and memsync's temp path."""
-    from memsync import config, fsutil
-    from memsync.engine import Engine
+    from memsync.context import config
+    from memsync.sync.engine import Engine
+    from memsync.util import fsutil
 
     remote = (tmp_path / "remote").as_uri()
     (tmp_path / "remote").mkdir()
@@ -97,7 +98,7 @@ def test_a_failed_write_names_the_file_and_what_to_do(tmp_path, monkeypatch):
     ctx = config.resolve(memory_dir=mem, remote=remote, project="e2e-project")
     real_open = os.open
 
-    def refuse(path, flags, *args, **kwargs):  # noqa: ANN001, ANN003, ANN202
+    def refuse(path, flags, *args, **kwargs):
         if str(path).startswith(str(mem)):
             raise PermissionError(errno.EACCES, "Permission denied", str(path))
         return real_open(path, flags, *args, **kwargs)
@@ -155,7 +156,7 @@ def test_watch_survives_the_mass_delete_guard_and_says_deleted_for_deletions(tmp
     proc = a.start("watch", "--debounce", "0.3")
     prefix = remote / "e2e-project"
 
-    def wait_for(check) -> None:  # noqa: ANN001
+    def wait_for(check) -> None:
         deadline = time.monotonic() + 30
         while not check() and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -265,7 +266,7 @@ def test_uninstall_undoes_install_whatever_was_there(
 ):
     """Whatever settings.json (any JSON object, any layout) and CLAUDE.md held, or whether
     they existed at all: install then uninstall gives the same bytes and folders back."""
-    from memsync.install import apply, plan_install, plan_uninstall
+    from memsync.claude.install import apply, plan_install, plan_uninstall
 
     home = tmp_path_factory.mktemp("prop")
     repo = home / "repo"
@@ -305,7 +306,7 @@ def test_uninstall_undoes_install_whatever_was_there(
 )
 def test_an_os_error_on_a_temp_file_names_the_users_file(code, name, pid):
     """Memory names hold no control characters (refused before any write), so none here."""
-    from memsync.errors import describe_os_error
+    from memsync.util.errors import describe_os_error
 
     temp = f"/mem/.{name}.{pid}-0000abcd.tmp"
     message = describe_os_error(OSError(code, os.strerror(code), temp))

@@ -13,9 +13,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memsync import compact, config, memory, sections
-from memsync.compact import DELETE, UPDATE, WRITE, Action, Policy, plan, plan_to_dict
-from memsync.engine import Engine
+from memsync.context import config
+from memsync.memory import frontmatter as memory
+from memsync.memory import sections
+from memsync.retention import compact
+from memsync.retention.compact import DELETE, UPDATE, WRITE, Action, Policy, plan, plan_to_dict
+from memsync.sync.engine import Engine
 
 GOLDEN = Path(__file__).parent / "golden" / "compact"
 UPDATE_GOLDEN = os.environ.get("MEMSYNC_UPDATE_GOLDEN") == "1"

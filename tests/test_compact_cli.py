@@ -80,7 +80,8 @@ def test_schedule_with_cron_is_idempotent_and_removable(tmp_path):
 
 
 def test_schedule_without_cron_writes_a_systemd_user_timer(tmp_path, monkeypatch):
-    from memsync import config, schedule
+    from memsync.context import config
+    from memsync.retention import schedule
 
     monkeypatch.setattr(schedule, "_crontab", lambda: None)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))

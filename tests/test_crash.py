@@ -34,11 +34,11 @@ from pathlib import Path
 
 import pytest
 
-from memsync.bases import Bases
-from memsync.config import resolve
-from memsync.engine import Engine
-from memsync.memory import check as check_memory
+from memsync.context.config import resolve
+from memsync.memory.memtypes import check as check_memory
 from memsync.stores import open_store
+from memsync.sync.bases import Bases
+from memsync.sync.engine import Engine
 from tests.conftest import python_path
 from tests.devices import REPO, Device, make_device
 
@@ -135,7 +135,7 @@ if _block:
 
     os.replace = _blocking_replace
 
-    import memsync.localswap as _localswap
+    import memsync.sync.localswap as _localswap
 
     _flagged = _localswap._flagged_rename
 

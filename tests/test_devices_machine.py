@@ -39,13 +39,13 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from memsync import merge as merge_mod
-from memsync.config import resolve
-from memsync.engine import Engine
-from memsync.errors import GuardError
-from memsync.memory import render
-from memsync.state import State
+from memsync.context.config import resolve
+from memsync.memory import merge as merge_mod
+from memsync.memory.frontmatter import render
 from memsync.stores.folder import FolderStore
+from memsync.sync.engine import Engine
+from memsync.sync.state import State
+from memsync.util.errors import GuardError
 from tests import oracle
 from tests.privacy_oracle import leaks, quarantine_dir
 
@@ -80,15 +80,15 @@ def on(rule_name: str) -> bool:
     return not ONLY or rule_name in ONLY
 
 
-def gated(func):  # noqa: ANN001, ANN201
+def gated(func):
     return precondition(lambda self: on(func.__name__))(func)
 
 
-def heavy(func):  # noqa: ANN001, ANN201
+def heavy(func):
     """A rule that syncs every device (or most of them): it waits for a few edits since the
     last one, so that edits pile up on several devices between syncs, where merges happen."""
 
-    def ready(self) -> bool:  # noqa: ANN001
+    def ready(self) -> bool:
         return self.edits >= (8 if func.__name__ == "purge_everywhere" else 3)
 
     wrapped = precondition(ready)(func)
@@ -114,12 +114,12 @@ class Interrupting:
     def arm(self, n: int | None) -> None:
         self._left = n
 
-    def __getattr__(self, name: str):  # noqa: ANN204
+    def __getattr__(self, name: str):
         attr = getattr(self._inner, name)
         if name not in ("list", "get", "create", "replace", "delete"):
             return attr
 
-        def call(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        def call(*args, **kwargs):
             if self._left is not None:
                 self._left -= 1
                 if self._left <= 0:
@@ -209,7 +209,7 @@ class DevicesMachine(RuleBasedStateMachine):
 
     # --- the oracle on every merge ------------------------------------------------------------
 
-    def _checked_merge(self, path, base, ours, theirs, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+    def _checked_merge(self, path, base, ours, theirs, *args, **kwargs):
         outcome = self._real_merge(path, base, ours, theirs, *args, **kwargs)
         conflicts = [outcome.conflict] if outcome.conflict else []
         kept = [outcome.discarded] if outcome.discarded is not None else []
@@ -258,7 +258,7 @@ class DevicesMachine(RuleBasedStateMachine):
         tally("entries")
         return token
 
-    def run(self, device: int, mode: str, **kwargs) -> object:  # noqa: ANN003
+    def run(self, device: int, mode: str, **kwargs) -> object:
         fact = self.read(device, FACT)
         if fact and FACT not in self.stale[device]:
             self.fact_seen.update(TOKEN.findall(fact))
@@ -458,7 +458,7 @@ class DevicesMachine(RuleBasedStateMachine):
         self.edits = 0
         from datetime import date
 
-        from memsync import compact as core
+        from memsync.retention import compact as core
 
         engine = self.engines[device]
         self.run(device, "sync")
@@ -481,7 +481,7 @@ class DevicesMachine(RuleBasedStateMachine):
     @heavy
     def forget_file(self, device: int, name: str) -> None:
         self.edits = 0
-        from memsync.forget import forget_files
+        from memsync.privacy.forget import forget_files
 
         self._everyone_synced()
         text = self.read(device, name)
@@ -515,7 +515,7 @@ class DevicesMachine(RuleBasedStateMachine):
     @rule(device=st.integers(0, DEVICES - 1), pick=st.integers(0, 10**6))
     @gated
     def forget_match(self, device: int, pick: int) -> None:
-        from memsync.forget import apply_match, plan_match
+        from memsync.privacy.forget import apply_match, plan_match
 
         entries = self.entries_on(device)
         if not entries:
@@ -534,8 +534,8 @@ class DevicesMachine(RuleBasedStateMachine):
         """`purge --all --yes` here, then on the other devices as purge tells the user to, who
         also deletes the memory files purge leaves in place."""
         self.edits = 0
-        from memsync import forget
-        from memsync.forget import purge
+        from memsync.privacy import forget
+        from memsync.privacy.forget import purge
 
         tokens: set[str] = set()
         for d in [device, *(x for x in range(DEVICES) if x != device)]:

@@ -14,15 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from memsync import config, memory
-from memsync.errors import UserError
-from memsync.transcript import (
+from memsync.claude.transcript import (
     MAX_CHARS,
     find_transcript,
     parse_lines,
     project_transcripts_dir,
     read_transcript,
 )
+from memsync.context import config
+from memsync.memory import frontmatter as memory
+from memsync.memory import memtypes
+from memsync.util.errors import UserError
 from tests.anthropic_server import AnthropicServer, Reply
 from tests.conftest import python_path
 
@@ -220,7 +222,7 @@ def test_latest_transcript_of_this_project_by_mtime(tmp_path: Path):
 
 def test_importing_digest_does_not_import_the_sdk():
     code = (
-        "import sys, memsync.digest, memsync.transcript, memsync.cli.digest_cmds; "
+        "import sys, memsync.claude.digest, memsync.claude.transcript, memsync.cli.digest_cmds; "
         "print('anthropic' in sys.modules)"
     )
     proc = subprocess.run(
@@ -237,7 +239,7 @@ def test_importing_digest_does_not_import_the_sdk():
 
 
 def _digest(ctx: config.Context, path: Path = REALISTIC, session: str = "", day: str = DAY):
-    from memsync.digest import make_digest, write_digest
+    from memsync.claude.digest import make_digest, write_digest
 
     t = read_transcript(path)
     d = make_digest(ctx, t, "claude-test-model", date.fromisoformat(day), session or t.session_id)
@@ -301,7 +303,7 @@ def test_digest_commitments_and_carry_forward_are_written_and_pushed(
     assert f"- {DAY}: Discuss the streaming API" in pending
     assert "Something to raise next time" not in carry
     for name in (DIGEST_FILE, "running_commitments.md", "carry_forward.md"):
-        memory.check(name, written[name].encode())  # valid memory files
+        memtypes.check(name, written[name].encode())  # valid memory files
         assert f"]({name})" in written["MEMORY.md"]
     assert result is not None and not result.offline
     pushed = {p.name for p in remote.rglob("*.md")}
@@ -632,7 +634,7 @@ def _settings(**values: object) -> None:
 def test_on_session_end_writes_a_digest_for_a_long_session(
     anthropic_server: AnthropicServer, memdir: Path, remote: Path
 ):
-    from memsync.digest import on_session_end
+    from memsync.claude.digest import on_session_end
 
     _settings(digest_on_session_end=True, digest_min_turns=3)
     ctx = config.resolve(memory_dir=memdir, remote=remote.as_uri(), project="digest-test")
@@ -644,7 +646,7 @@ def test_on_session_end_writes_a_digest_for_a_long_session(
 def test_on_session_end_skips_short_sessions_and_never_raises(
     anthropic_server: AnthropicServer, memdir: Path, remote: Path
 ):
-    from memsync.digest import on_session_end
+    from memsync.claude.digest import on_session_end
 
     ctx = config.resolve(memory_dir=memdir, remote=remote.as_uri(), project="digest-test")
     on_session_end(ctx, REALISTIC, SESSION)  # 6 user turns, not more than the default 6

@@ -21,10 +21,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from memsync import forget
-from memsync.config import resolve
-from memsync.engine import Engine
-from memsync.index_links import link_targets
+from memsync.context.config import resolve
+from memsync.memory.index_links import link_targets
+from memsync.privacy import forget
+from memsync.sync.engine import Engine
 from tests.conftest import write_memory
 from tests.privacy_oracle import assert_forgotten, quarantine_dir
 

@@ -9,10 +9,11 @@ from urllib.parse import quote
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memsync.conflicts import recorded, rewrite
-from memsync.forget import line_hash, read_tombstones, scrub
-from memsync.merge import merge
-from memsync.state import State, history_folder
+from memsync.memory.merge import merge
+from memsync.sync.conflicts import recorded, rewrite
+from memsync.sync.forgotten import line_hash, scrub
+from memsync.sync.state import State, history_folder
+from memsync.sync.tombstones import read_tombstones
 
 
 def test_version_1_tombstones_are_read_with_an_id_each():
@@ -87,7 +88,7 @@ def test_an_index_conflict_names_the_link_never_the_line():
 def test_a_compacted_rule_is_forgotten_in_its_earlier_form_too():
     """Found by the machine's hunt: B's history held `- note` from before a compaction made
     it `- 2026-10-01: note`; the forget on A saw only the compacted form."""
-    from memsync.forget import _earlier_forms
+    from memsync.privacy.forget import _earlier_forms
 
     forms = _earlier_forms(["- 2026-10-01: asked about Priya", "- 2026-10-02 (Missed): too long"])
     assert forms == ["- asked about Priya", "- too long"]

@@ -8,7 +8,7 @@ import yaml
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from memsync.memory import FrontmatterError, load_yaml, simple_mapping
+from memsync.memory.frontmatter import FrontmatterError, load_yaml, simple_mapping
 
 # characters YAML treats specially, the bool/null words, digits, dates, unicode, whitespace
 TRICKY = ":#&*!|>'\"%@`{}[],?-~=<.+ \t\r\x85\u2028\u00a0_0123456789"

@@ -140,7 +140,7 @@ class DeadRemote:
 
 
 def test_offline_hooks_queue_without_waiting_and_a_probe_retries_later(tmp_path):
-    from memsync import offline
+    from memsync.sync import offline
 
     dead = DeadRemote()
     account = "devstoreaccount1"

@@ -174,10 +174,10 @@ def test_post_tool_use_fast_path_does_not_import_the_engine_or_azure(tmp_path):
     payload = json.dumps(json.dumps(write_payload(device, tmp_path / "x.py")))
     snippet = (
         "import io\n"
-        "from memsync.hooks import main\n"
+        "from memsync.claude.hooks import main\n"
         f"assert main(['post-tool-use'], stdin=io.StringIO({payload})) == 0"
     )
-    heavy = ("azure", "anthropic", "memsync.engine", "yaml", "typer", "rich")
+    heavy = ("azure", "anthropic", "memsync.sync.engine", "yaml", "typer", "rich")
     assert device.imports(snippet, heavy)[1] == []
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from memsync import config
-from memsync.engine import Engine
-from memsync.errors import ConfigError, UserError
+from memsync.context import config
+from memsync.sync.engine import Engine
+from memsync.util.errors import ConfigError, UserError
 from tests.conftest import write_memory
 
 GIT_ENV = {

@@ -7,9 +7,9 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from memsync.claude.install import BEGIN, END, PLUGIN_COMMAND, hook_command, hooks_config, is_ours
 from memsync.cli import _register
 from memsync.cli.common import app
-from memsync.install import BEGIN, END, PLUGIN_COMMAND, hook_command, hooks_config, is_ours
 
 runner = CliRunner()
 _register()
@@ -159,7 +159,7 @@ def test_settings_example_is_a_valid_settings_file(tmp_path):
     import shutil
     from pathlib import Path
 
-    from memsync.config import load_settings
+    from memsync.context.config import load_settings
 
     root = Path(__file__).resolve().parent.parent
     shutil.copy(root / "settings.example.json", tmp_path / "settings.json")

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from memsync import config, fsutil
-from memsync import engine as engine_mod
-from memsync.boot import boot_id, boot_time
-from memsync.engine import LAND_WITHOUT_FSYNC_AT, Engine
+from memsync.context import config
+from memsync.context.boot import boot_id, boot_time
+from memsync.sync import engine as engine_mod
+from memsync.sync.engine import LAND_WITHOUT_FSYNC_AT, Engine
+from memsync.util import fsutil
 from tests.conftest import write_memory
 
 N = LAND_WITHOUT_FSYNC_AT + 8

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from memsync.config import resolve
-from memsync.engine import Engine
+from memsync.context.config import resolve
 from memsync.stores import open_store
+from memsync.sync.engine import Engine
 from tests.conftest import python_path
 from tests.devices import REPO
 
@@ -42,8 +42,8 @@ memory, remote, go = sys.argv[1], sys.argv[2], sys.argv[5]
 device, writes = int(sys.argv[3]), int(sys.argv[4])
 files = json.loads(sys.argv[6])
 
-from memsync import config
-from memsync.engine import Engine
+from memsync.context import config
+from memsync.sync.engine import Engine
 
 ctx = config.resolve(memory_dir=memory, remote=remote, project="load")
 engine = Engine(ctx)  # one engine (and one HTTP connection pool) for all fifty syncs

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from memsync import config
-from memsync import engine as engine_mod
-from memsync.engine import Engine
-from memsync.errors import UserError
-from memsync.fsutil import sha256
-from memsync.localfiles import COARSE_MARGIN_NS, FINE_MARGIN_NS, LocalFiles, settled
+from memsync.context import config
+from memsync.sync import engine as engine_mod
+from memsync.sync.engine import Engine
+from memsync.sync.localfiles import COARSE_MARGIN_NS, FINE_MARGIN_NS, LocalFiles, settled
+from memsync.util.errors import UserError
+from memsync.util.fsutil import sha256
 from tests.conftest import write_memory
 
 

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from memsync import config, localswap
-from memsync.engine import Engine
-from memsync.memory import render
+from memsync.context import config
+from memsync.memory.frontmatter import render
+from memsync.sync import localswap
+from memsync.sync.engine import Engine
 
 
 def _engine(tmp_path: Path, device: str, monkeypatch) -> Engine:
@@ -44,7 +45,7 @@ def _land_a_write_just_before_the_swap(monkeypatch, path: Path, text: str) -> li
     real = localswap.replace
     fired: list[int] = []
 
-    def racing(target, data, expected, mode=0o600, *, sync=True):  # noqa: ANN001, ANN202
+    def racing(target, data, expected, mode=0o600, *, sync=True):
         if Path(target) == path and not fired:
             fired.append(1)
             path.write_text(text)  # Claude writes, after the engine's last read of the file
@@ -113,7 +114,7 @@ def test_a_write_landing_before_a_remote_deletion_is_applied_is_kept(tmp_path, m
     path = b.ctx.memory_dir / NAME
     real = localswap.remove
 
-    def racing(target, expected):  # noqa: ANN001, ANN202
+    def racing(target, expected):
         path.write_text(_doc("base", "Claude on B"))
         return real(target, expected)
 

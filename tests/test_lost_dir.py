@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from memsync import config
-from memsync.engine import Engine
-from memsync.errors import GuardError
-from memsync.status import status
+from memsync.admin.status import status
+from memsync.context import config
+from memsync.sync.engine import Engine
+from memsync.util.errors import GuardError
 from tests.conftest import write_memory
 
 N = 12

@@ -1,4 +1,4 @@
-"""The memory tool backend (memsync.memory_tool) driven by the `anthropic` SDK's own tool runner
+"""The memory tool backend (claude.memory_tool) driven by the `anthropic` SDK's own tool runner
 against the fake Messages API server, on the folder remote and on Azurite: every command, two
 agents on two devices racing on one file, hostile paths, secrets, and Claude Code's files."""
 
@@ -16,10 +16,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from memsync import config, memory
-from memsync.memory_tool import AsyncMemsyncMemoryTool, MemsyncMemoryTool
+from memsync.claude.memory_tool import AsyncMemsyncMemoryTool, MemsyncMemoryTool
+from memsync.claude.tool_backend import MemoryToolError, ToolMemory
+from memsync.context import config
+from memsync.memory import frontmatter as memory
 from memsync.stores import check_key, open_store
-from memsync.tool_backend import MemoryToolError, ToolMemory
 from tests.anthropic_server import AnthropicServer, Reply, tool_calls_message
 from tests.devices import make_device
 

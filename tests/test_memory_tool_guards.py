@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memsync import memory
-from memsync.memory_tool import MemsyncMemoryTool
-from memsync.tool_backend import MemoryToolError, ToolMemory
+from memsync.claude.memory_tool import MemsyncMemoryTool
+from memsync.claude.tool_backend import MemoryToolError, ToolMemory
+from memsync.memory import frontmatter as memory
 from tests.anthropic_server import AnthropicServer
 from tests.devices import make_device
 from tests.test_memory_tool import (
@@ -37,7 +37,7 @@ def server() -> AnthropicServer:
     fake.stop()
 
 
-def _all_remote_text(ctx) -> str:  # noqa: ANN001
+def _all_remote_text(ctx) -> str:
     files = remote_files(ctx)
     return "\n".join(list(files) + [d.decode("utf-8", "replace") for d in files.values()])
 
@@ -167,7 +167,7 @@ def test_a_secret_anywhere_in_a_name_is_found_and_never_shown(
 ) -> None:
     """Oracle: a name built of plain words and one known secret, joined by any separator a
     name may hold, is refused by the gate and `shown_name` never prints the secret."""
-    from memsync.gate import name_secret, shown_name
+    from memsync.privacy.gate import name_secret, shown_name
 
     name = sep.join([*before, secret, *after, secret]) + ".md"
     assert name_secret(name) is not None, name

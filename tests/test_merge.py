@@ -7,8 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memsync import memory, sections
-from memsync.merge import merge, merge_lines
+from memsync.memory import frontmatter as memory
+from memsync.memory import sections
+from memsync.memory.merge import merge, merge_lines
 from tests import oracle
 
 

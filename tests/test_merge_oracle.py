@@ -15,8 +15,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memsync import memory, sections
-from memsync.merge import merge, template_base
+from memsync.memory import frontmatter as memory
+from memsync.memory import sections
+from memsync.memory.merge import merge, template_base
 from tests import oracle
 
 EXAMPLES = int(os.environ.get("MEMSYNC_MERGE_EXAMPLES", "100"))
@@ -268,7 +269,7 @@ def test_a_hand_edit_that_left_modified_alone_is_timed_by_its_mtime():
 
 
 def test_two_relationship_files_made_from_the_template_merge_without_placeholders():
-    from memsync.newfile import create
+    from memsync.memory.newfile import create
 
     def made(tmp: str, description: str, fill: dict[str, str]) -> bytes:
         from pathlib import Path
@@ -324,7 +325,7 @@ def test_compaction_then_a_merge_then_compaction_again_adds_no_rule_twice():
     """Issue 16, defect 10: A compacts while B adds a note to an old dated section."""
     from datetime import date
 
-    from memsync.compact import Policy, _plan_voice
+    from memsync.retention.compact import Policy, _plan_voice
 
     kind = "voice_calibration"
     base = render(kind, {"Rules learned": ["keep it short"], "2026-09-01": ["too formal", "pun"]})
@@ -350,9 +351,9 @@ def test_commitment_ids_minted_on_two_devices_the_same_day_differ(tmp_path):
     """Issue 16, defect 1: `[c-DAY-1]` on both devices; now a random part."""
     from datetime import date
 
-    from memsync import ids
-    from memsync.digest import Commitment, merge_commitments_file
-    from memsync.newfile import create
+    from memsync.claude.digest import Commitment, merge_commitments_file
+    from memsync.memory import ids
+    from memsync.memory.newfile import create
 
     day = date(2026, 11, 25)
     minted = []
@@ -383,7 +384,7 @@ _WORDS = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta"]
 Tree = list[tuple[str, list[str], dict[str, list[str]]]]  # heading, entries, subsections
 
 
-def _random_tree(rnd) -> Tree:  # noqa: ANN001
+def _random_tree(rnd) -> Tree:
     def text() -> str:  # short texts from few words: repeated lines happen, as in real files
         return " ".join(rnd.choice(_WORDS) for _ in range(3))
 
@@ -397,7 +398,7 @@ def _random_tree(rnd) -> Tree:  # noqa: ANN001
     ]
 
 
-def _mutate(tree: Tree, tag: str, rnd) -> Tree:  # noqa: ANN001
+def _mutate(tree: Tree, tag: str, rnd) -> Tree:
     out = [(h, list(e), {k: list(v) for k, v in s.items()}) for h, e, s in tree]
     for n in range(rnd.randint(0, 5)):
         op = rnd.choice(["add", "reword", "remove", "sub", "drop_section", "add_section"])
@@ -447,7 +448,7 @@ def test_section_trees_with_subsections_and_repeated_lines_lose_nothing(rnd, kin
 def test_two_indexes_without_a_base_keep_every_line_even_the_templates():
     """The index template's lines are real entries: a device whose MEMORY.md never had them
     did not remove them."""
-    from memsync import resources
+    from memsync.util import resources
 
     ours = resources.template_text("MEMORY.md").encode()
     theirs = b"# Memory\n\n- [Pat](user_pat.md) - who Pat is\n"
@@ -543,7 +544,7 @@ def test_an_index_line_replaced_by_another_files_line_names_the_edited_file():
 @pytest.mark.parametrize("base", ["template", "none"])
 def test_two_carry_forwards_from_the_template_each_filled_in_is_no_conflict(base):
     """Re-trial item 10: each device replaced the placeholder item with its own."""
-    from memsync import resources
+    from memsync.util import resources
 
     template = resources.template_text("carry_forward.md")
     placeholder = "- Something to raise next time, and why it matters."
@@ -563,7 +564,7 @@ def test_a_date_only_modified_set_the_same_day_on_both_sides_is_timed_by_the_mti
     tell the edits apart, and what the other device reads is true."""
     from datetime import datetime as dt
 
-    from memsync.merge import describe_for_others
+    from memsync.memory.merge import describe_for_others
 
     def fact(body: str, when: str) -> bytes:
         meta = {"name": "pat", "description": "d", "metadata": {"type": "user", "modified": when}}
@@ -585,7 +586,7 @@ def test_a_date_only_modified_set_the_same_day_on_both_sides_is_timed_by_the_mti
 
 def test_new_fact_files_get_a_full_modified_time_and_digests_a_unique_session(tmp_path):
     """Re-trial items 5 and 9."""
-    from memsync.newfile import create
+    from memsync.memory.newfile import create
 
     text = create(tmp_path / "a", "user", "pat").read_text()
     assert re.search(r"modified: '?\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", text), text
@@ -605,7 +606,7 @@ def test_compacting_a_crlf_voice_file_keeps_crlf_and_adds_no_blank_lines():
     """Re-trial item 6: compaction keeps CRLF as merges do; the same text as with LF."""
     from datetime import date
 
-    from memsync.compact import plan
+    from memsync.retention.compact import plan
 
     lf = render(
         "voice_calibration",
@@ -623,7 +624,7 @@ def test_a_rule_reworded_on_one_device_while_the_other_folds_it_stays_one_rule()
     and another compaction Rules learned holds the reworded rule only."""
     from datetime import date
 
-    from memsync.compact import Policy, _plan_voice
+    from memsync.retention.compact import Policy, _plan_voice
 
     kind = "voice_calibration"
     old = {"Rules learned": ["keep it short"], "2026-09-01": ["Joked during an outage.", "pun"]}

@@ -1,4 +1,4 @@
-"""The one rule for names every platform can hold (memsync/names.py), as a pure function
+"""The one rule for names every platform can hold (memsync/memory/names.py), as a pure function
 checked by Hypothesis, and against a real case-insensitive file system where there is one."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memsync.names import collisions, fold, is_nfc, local_key, nfc
+from memsync.memory.names import collisions, fold, is_nfc, local_key, nfc
 
 # letters whose case or Unicode form file systems fold: accented letters in both forms, the
 # German sharp s, the Kelvin sign (folds to k), dotted capital I, Greek final sigma

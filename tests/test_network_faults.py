@@ -11,9 +11,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from memsync.errors import StoreError, Unreachable
 from memsync.stores import open_store
 from memsync.stores.azure import BlobURL
+from memsync.util.errors import StoreError, Unreachable
 from tests.azurite import ACCOUNT, KEY, Azurite
 from tests.devices import Device, make_device
 from tests.netfaults import FaultProxy
@@ -40,7 +40,7 @@ def _path_env(monkeypatch: pytest.MonkeyPatch, path: str) -> dict[str, str]:
     return {}
 
 
-def _stores(azure_url: str, proxy: FaultProxy, monkeypatch, path: str):  # noqa: ANN001, ANN202
+def _stores(azure_url: str, proxy: FaultProxy, monkeypatch, path: str):
     direct = open_store(azure_url, "proj")
     direct.ensure()
     _path_env(monkeypatch, path)
@@ -127,7 +127,7 @@ def test_no_request_outlives_the_deadline(azure_url, proxy, monkeypatch, path, f
 # --- whole devices through the installed CLI ---------------------------------------------------
 
 
-def _pair(tmp_path, azure_url, proxy, path):  # noqa: ANN001, ANN202
+def _pair(tmp_path, azure_url, proxy, path):
     a = make_device(tmp_path, "a", azure_url)
     env = SDK_ENV if path == "sdk" else {}
     b = make_device(tmp_path, "b", proxy.url_for(azure_url), **env)
@@ -197,7 +197,7 @@ def test_foreign_blobs_are_listed_once_as_ignored_and_never_fetched(
     a, b = _pair(tmp_path, azure_url, proxy, path)
     a.write("project_a.md", "a fact\n", type="project")
     a.run("push")
-    FRONT = "---\nname: Latin\ndescription: a fact\ntype: project\n---\n"  # noqa: N806
+    FRONT = "---\nname: Latin\ndescription: a fact\ntype: project\n---\n"
     direct = open_store(azure_url, "e2e-project")
     direct.create("notes.txt", b"not a memory")
     direct.create("old/fact.md.bak", b"an editor's backup")
@@ -236,8 +236,8 @@ def test_foreign_blobs_are_listed_once_as_ignored_and_never_fetched(
 def test_a_listed_name_that_is_not_utf8_is_ignored_not_fetched():
     """Azure percent-encodes a name XML cannot carry; bytes that are not UTF-8 are kept apart
     (Azurite cannot store such a name, so the listing is written here)."""
-    from memsync.engine import foreign
     from memsync.stores.azure import parse_listing
+    from memsync.sync.engine import foreign
 
     body = (
         b"<EnumerationResults><Blobs><Blob><Name Encoded='true'>p/bad%FFname.md</Name>"

@@ -11,10 +11,11 @@ from datetime import date
 
 import pytest
 
-from memsync import memory, resources
-from memsync.errors import UsageError, UserError
-from memsync.memtypes import TYPES, type_of
-from memsync.newfile import create
+from memsync.memory import frontmatter as memory
+from memsync.memory.memtypes import TYPES, type_of
+from memsync.memory.newfile import create
+from memsync.util import resources
+from memsync.util.errors import UsageError, UserError
 from tests.devices import make_device
 
 
@@ -38,7 +39,7 @@ def test_every_type_has_a_template_that_parses_and_declares_its_type():
 
 @pytest.mark.parametrize("type_name", [t for t in TYPES if t != "index"])
 def test_new_creates_a_valid_file_and_indexes_it(tmp_path, type_name):
-    from memsync.gate import check_outbound
+    from memsync.privacy.gate import check_outbound
 
     path = create(tmp_path, type_name, "Ana López", today=date(2026, 11, 22))
     data = path.read_bytes()
@@ -108,9 +109,9 @@ def test_watch_pushes_outside_edits_and_stops_cleanly(tmp_path):
 def test_watch_queues_during_an_outage(tmp_path):
     import threading
 
-    from memsync import config
-    from memsync.engine import Engine
-    from memsync.watch import watch
+    from memsync.claude.watch import watch
+    from memsync.context import config
+    from memsync.sync.engine import Engine
 
     mem = tmp_path / "mem"
     mem.mkdir()

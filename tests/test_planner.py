@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memsync import planner
-from memsync.planner import Kind
-from memsync.state import Record
+from memsync.sync import planner
+from memsync.sync.planner import Kind
+from memsync.sync.state import Record
 
 REC = Record(etag="e1", sha="h1", synced_at=0.0)
 

@@ -1,4 +1,4 @@
-"""What keeps memsync running on Linux, macOS and Windows (memsync/portable.py, fsutil.py):
+"""What keeps memsync running on Linux, macOS and Windows (memsync/util/portable.py, fsutil.py):
 the core imports with no POSIX-only module, the portable lock holds and recovers, the
 Linux-only speedups fall back, and temp-file names never crash a run (issue 19)."""
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from memsync import fsutil, portable
+from memsync.util import fsutil, portable
 from tests.conftest import python_path
 from tests.devices import REPO, make_device
 
@@ -140,7 +140,7 @@ def test_windows_never_asks_os_kill(monkeypatch):
 HOLDER = """
 import sys, time
 from pathlib import Path
-from memsync import fsutil
+from memsync.util import fsutil
 with fsutil.file_lock(Path(sys.argv[1])):
     print("held", flush=True)
     time.sleep(60)
@@ -256,7 +256,7 @@ def test_the_no_fcntl_run_hides_fcntl_here_and_in_memsync_subprocesses(tmp_path)
     used flock would prove nothing."""
     assert fsutil.fcntl is None
     device = make_device(tmp_path, "d", (tmp_path / "r").as_uri())
-    code = "import memsync.fsutil as f; print(f.fcntl is None)"
+    code = "import memsync.util.fsutil as f; print(f.fcntl is None)"
     proc = subprocess.run(
         [sys.executable, "-c", code], env=device.env(), capture_output=True, text=True
     )

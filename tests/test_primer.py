@@ -7,7 +7,7 @@ from datetime import date
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memsync.primer import HARD_LIMIT, PrimerInput, build
+from memsync.claude.primer import HARD_LIMIT, PrimerInput, build
 from tests.conftest import write_memory
 
 TODAY = date(2026, 11, 22)

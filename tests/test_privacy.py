@@ -222,9 +222,9 @@ def test_hostile_remote_is_refused_and_nothing_lands_outside(pair, remote, tmp_p
     "key", ["../escape.md", "/etc/evil.md", "a\\b.md", "ctl\x07.md", "..md/../x.md"]
 )
 def test_hostile_keys_never_write_outside_the_memory_dir(tmp_path, key):
-    from memsync import config
-    from memsync.engine import Engine
+    from memsync.context import config
     from memsync.stores.memory import MemoryStore
+    from memsync.sync.engine import Engine
 
     store = MemoryStore("p")
     # written straight into the store, past its own key checks

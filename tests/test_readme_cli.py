@@ -103,7 +103,7 @@ def test_the_yes_flag_has_both_spellings_wherever_it_exists() -> None:
 
 
 def test_the_exit_code_table_is_what_the_code_uses() -> None:
-    from memsync.errors import Interrupted, Unreachable, UsageError, UserError
+    from memsync.util.errors import Interrupted, Unreachable, UsageError, UserError
 
     start = README.index("| exit | meaning |")
     codes = []

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memsync.scanner import KINDS, Finding, mask, redact, scan
+from memsync.privacy.scanner import KINDS, Finding, mask, redact, scan
 
 CORPUS = Path(__file__).parent / "corpus" / "clean"
 
@@ -302,7 +302,7 @@ def test_redact_is_identity_without_findings(text: str) -> None:
 
 def _scan_without_gates(text: str) -> list[Finding]:
     """The scan as if every cheap pre-check passed: every pattern runs over all the text."""
-    from memsync import scanner
+    from memsync.privacy import scanner
 
     saved = scanner._NEEDLES, scanner._PASSWORD_NEEDLES, scanner._DIGIT_SHAPES
     scanner._NEEDLES = dict.fromkeys(saved[0], ("",))
@@ -341,7 +341,7 @@ def test_the_cheap_pre_checks_never_hide_a_finding(text: str) -> None:
 def _cards_reference(text: str) -> list[tuple[int, int]]:
     """Every window of up to 19 digit groups, longest first, as the scanner used to search
     (quadratic in a long run of groups: ~15 s on a megabyte of them)."""
-    from memsync.scanner import _CARD, _card_brand_ok, _luhn
+    from memsync.privacy.scanner import _CARD, _card_brand_ok, _luhn
 
     found = []
     for m in _CARD.finditer(text):
@@ -375,7 +375,7 @@ digit_runs = st.lists(
 @given(digit_runs)
 @settings(max_examples=300)
 def test_card_search_matches_the_window_by_window_search(text: str) -> None:
-    from memsync.scanner import _CARD, _cards
+    from memsync.privacy.scanner import _CARD, _cards
 
     ours = [(s, e) for m in _CARD.finditer(text) for _, s, e in _cards(m)]
     assert ours == _cards_reference(text)

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from memsync import config, schedule
+from memsync.context import config
+from memsync.retention import schedule
 from tests.devices import Device, make_device
 
 NS = {"t": "http://schemas.microsoft.com/windows/2004/02/mit/task"}

@@ -7,7 +7,7 @@ from datetime import date
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memsync import sections
+from memsync.memory import sections
 
 SAMPLE = """Intro paragraph.
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from memsync import config
-from memsync.engine import Engine
-from memsync.errors import StateError
-from memsync.fsutil import file_lock
+from memsync.context import config
+from memsync.sync.engine import Engine
+from memsync.util.errors import StateError
+from memsync.util.fsutil import file_lock
 from tests.conftest import write_memory
 
 
@@ -118,7 +118,7 @@ def test_other_database_errors_are_reported_not_a_reason_to_delete_the_bases(
     before = bases.read_bytes()
     fresh = _reopen(engine)
 
-    def busy(db):  # noqa: ANN001, ANN202
+    def busy(db):
         raise sqlite3.OperationalError("database is locked")
 
     monkeypatch.setattr(fresh.state.bases, "_connect", lambda: busy(None))

@@ -21,11 +21,11 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from memsync.config import resolve
-from memsync.engine import Engine
-from memsync.memory import render
+from memsync.context.config import resolve
+from memsync.memory.frontmatter import render
 from memsync.stores.folder import FolderStore
 from memsync.stores.memory import MemoryStore
+from memsync.sync.engine import Engine
 from tests.faults import FaultyStore
 
 APPEND_FILES = ["voice_calibration.md", "running_jokes_and_callbacks.md", "self_observations.md"]

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memsync.errors import ConfigError, PreconditionFailed, Unreachable, UnsafeKey
 from memsync.stores import check_key, open_store
 from memsync.stores.folder import FolderStore
 from memsync.stores.memory import MemoryStore
+from memsync.util.errors import ConfigError, PreconditionFailed, Unreachable, UnsafeKey
 from tests.store_contract import StoreContract
 
 
@@ -84,8 +84,8 @@ def test_open_store_by_url(tmp_path):
 
 def test_a_no_op_sync_leaves_the_records_file_alone(tmp_path, monkeypatch):
     """Rewriting thousands of records was a fifth of a no-op sync at 5000 files."""
-    from memsync.config import resolve
-    from memsync.engine import Engine
+    from memsync.context.config import resolve
+    from memsync.sync.engine import Engine
     from tests.conftest import write_memory
 
     monkeypatch.setenv("MEMSYNC_HOME", str(tmp_path / "home"))
@@ -122,7 +122,7 @@ def test_an_accepted_key_stays_inside_the_directory_it_is_joined_to(key):
 
 
 def test_atomic_writes_replace_whole_or_not_at_all(tmp_path):
-    from memsync.fsutil import atomic_file, atomic_write
+    from memsync.util.fsutil import atomic_file, atomic_write
 
     target = tmp_path / "sub" / "f.md"
     atomic_write(target, b"one", 0o640)  # the parent is created on demand

@@ -106,7 +106,7 @@ class _IdentityEndpoint:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 outer.asked += 1
                 if self.headers.get("X-IDENTITY-HEADER") != "secret":
                     self.send_response(401)

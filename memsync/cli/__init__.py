@@ -12,7 +12,7 @@ from __future__ import annotations
 def _register() -> None:
     # Each module adds its commands to `app` on import.
     from memsync.cli import sync_cmds  # noqa: F401, I001 - order is the help order
-    from memsync.cli import admin_cmds, claude_cmds, compact_cmds, digest_cmds, privacy_cmds  # noqa: F401, E501
+    from memsync.cli import admin_cmds, claude_cmds, compact_cmds, digest_cmds, privacy_cmds  # noqa: F401
 
 
 def _usage_sentence(exc: Exception) -> str:
@@ -43,16 +43,16 @@ def run(argv: list[str] | None = None) -> None:
             sys.stdout.write(exc.ctx.get_help() + "\n")
             code = 2
         except clicks.UsageError as exc:
-            from memsync.errors import UsageError
+            from memsync.util.errors import UsageError
 
             raise UsageError(_usage_sentence(exc)) from None
         except clicks.ClickException as exc:
-            from memsync.errors import UserError
+            from memsync.util.errors import UserError
 
             raise UserError(" ".join(exc.format_message().split())) from None
         except typer.Abort:  # Ctrl-C at a prompt
             raise KeyboardInterrupt from None
-    from memsync.errors import Interrupted
+    from memsync.util.errors import Interrupted
 
     if code == Interrupted.exit_code:  # Typer turns a KeyboardInterrupt in a command into it
         from memsync.cli.plain import INTERRUPTED, fail

@@ -28,7 +28,7 @@ from memsync.cli.common import (
     table,
 )
 from memsync.cli.plain import progress_bar
-from memsync.errors import UsageError, UserError
+from memsync.util.errors import UsageError, UserError
 
 
 @app.command("ls")
@@ -39,7 +39,7 @@ def ls_cmd(
     json: JsonOpt = False,
 ) -> None:
     """List memory files on the remote with type, size, modified time and sync state."""
-    from memsync.admin import list_remote
+    from memsync.admin.admin import list_remote
 
     files = list_remote(engine_for(memory_dir, remote, project))
     if json:
@@ -81,9 +81,9 @@ def prune(
     project: ProjectOpt = None,
 ) -> None:
     """Delete old memory files from the remote and here (local copies go to history)."""
-    from memsync.admin import plan_prune
-    from memsync.admin import prune as run_prune
-    from memsync.memtypes import TYPES, UNKNOWN
+    from memsync.admin.admin import plan_prune
+    from memsync.admin.admin import prune as run_prune
+    from memsync.memory.memtypes import TYPES, UNKNOWN
 
     days = _days(older_than)
     if type_name is not None:
@@ -116,7 +116,7 @@ def export_cmd(
     project: ProjectOpt = None,
 ) -> None:
     """Write every memory file and a manifest of sha256 sums into a .tar.gz."""
-    from memsync.admin import export
+    from memsync.admin.admin import export
 
     checks.choice("--from", source, ("remote", "local"))
     tick, bar = progress_bar("export")
@@ -140,7 +140,7 @@ def import_cmd(
     project: ProjectOpt = None,
 ) -> None:
     """Restore an archive into the remote (verified, conditional writes, never clobbers)."""
-    from memsync.admin import import_archive
+    from memsync.admin.admin import import_archive
 
     tick, bar = progress_bar("import")
     with bar:
@@ -180,9 +180,9 @@ def migrate(
     project: ProjectOpt = None,
 ) -> None:
     """Copy existing memory dirs to the remote: what it lacks is copied, the rest skipped."""
-    from memsync.admin import migrate as run_migrate
+    from memsync.admin.admin import migrate as run_migrate
 
-    def factory(memory_dir: Path | None = memory_dir, project: str | None = project):  # noqa: ANN202
+    def factory(memory_dir: Path | None = memory_dir, project: str | None = project):
         return context(memory_dir, remote, project)
 
     sources = [_source(s) for s in source or []]

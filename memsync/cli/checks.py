@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import date
 
-from memsync.errors import UsageError
+from memsync.util.errors import UsageError
 
 
 def choice(option: str, value: str, allowed: Iterable[str]) -> str:
@@ -39,7 +39,7 @@ def number(option: str, value: float | None, low: float, high: float | None = No
 
 
 def memory_type(option: str, value: str | None) -> str | None:
-    from memsync.memtypes import TYPES
+    from memsync.memory.memtypes import TYPES
 
     if value is not None and (value not in TYPES or value == "index"):
         raise UsageError(

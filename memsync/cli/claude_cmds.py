@@ -43,9 +43,9 @@ def context_cmd(
     project: ProjectOpt = None,
 ) -> None:
     """Print the session-start primer: what needs attention, what is pending, recent digests."""
-    from memsync.engine import Engine
-    from memsync.hooks import _pull_within, primer_input
-    from memsync.primer import build
+    from memsync.claude.hooks import _pull_within, primer_input
+    from memsync.claude.primer import build
+    from memsync.sync.engine import Engine
 
     checks.choice("--source", source, ("startup", "resume", "clear", "compact"))
     checks.number("--max-chars", max_chars, 1, 10000)
@@ -54,7 +54,7 @@ def context_cmd(
     offline = None
     if refresh:
         _, offline = _pull_within(engine, float(ctx.setting("pull_timeout")))
-        from memsync.state import State
+        from memsync.sync.state import State
 
         engine.state = State(ctx.state_dir, engine.state.history_versions)
     data = primer_input(ctx, engine, source, offline)
@@ -63,8 +63,8 @@ def context_cmd(
     out.print(build(data, budget), markup=False, highlight=False)
 
 
-def _show(plan, dry_run: bool, nothing: str) -> None:  # noqa: ANN001
-    from memsync.install import apply
+def _show(plan, dry_run: bool, nothing: str) -> None:
+    from memsync.claude.install import apply
 
     if not plan.changes:
         out.print(nothing)
@@ -80,7 +80,7 @@ def _show(plan, dry_run: bool, nothing: str) -> None:  # noqa: ANN001
 @app.command()
 def install(scope: ScopeOpt = "user", dry_run: DryRunOpt = False) -> None:
     """Add memsync's hooks, skills and memory-types block to Claude Code (idempotent)."""
-    from memsync.install import plan_install
+    from memsync.claude.install import plan_install
 
     checks.choice("--scope", scope, ("user", "project"))
     _show(plan_install(scope), dry_run, "Already installed; nothing changed.")
@@ -89,7 +89,7 @@ def install(scope: ScopeOpt = "user", dry_run: DryRunOpt = False) -> None:
 @app.command()
 def uninstall(scope: ScopeOpt = "user", dry_run: DryRunOpt = False) -> None:
     """Remove exactly what `memsync install` added."""
-    from memsync.install import plan_uninstall
+    from memsync.claude.install import plan_uninstall
 
     checks.choice("--scope", scope, ("user", "project"))
     _show(plan_uninstall(scope), dry_run, "Nothing of memsync's is installed; nothing changed.")
@@ -105,7 +105,7 @@ def new(
     project: ProjectOpt = None,
 ) -> None:
     """Create a memory file from its template and list it in MEMORY.md."""
-    from memsync.newfile import create
+    from memsync.memory.newfile import create
 
     checks.memory_type("TYPE", type_name)
     ctx = context(memory_dir, None, project)
@@ -123,18 +123,18 @@ def watch(
     project: ProjectOpt = None,
 ) -> None:
     """Push edits made outside Claude (an editor, a script) as they happen. Ctrl-C stops."""
-    from memsync.engine import Engine
-    from memsync.watch import watch as run_watch
+    from memsync.claude.watch import watch as run_watch
+    from memsync.sync.engine import Engine
 
     checks.number("--debounce", debounce, 0, 3600)
     ctx = context(memory_dir, remote, project)
     engine = Engine(ctx)
 
-    def report(_: str, detail) -> None:  # noqa: ANN001
+    def report(_: str, detail) -> None:
         names, result = detail
         stamp = time.strftime("%H:%M:%S")
         if isinstance(result, Exception):  # e.g. the mass-delete guard: said, and watch goes on
-            from memsync.errors import describe_os_error
+            from memsync.util.errors import describe_os_error
 
             why = describe_os_error(result) if isinstance(result, OSError) else str(result)
             err.print(f"{stamp} not pushed: {why}", markup=False)
@@ -147,7 +147,7 @@ def watch(
             out.print(f"{stamp} merged and pushed {merged}", markup=False)
         for deleted in result.deleted_remote:
             out.print(f"{stamp} deleted on the remote {deleted}", markup=False)
-        from memsync.gate import shown_name
+        from memsync.privacy.gate import shown_name
 
         for refused, reason in {**result.refused, **result.errors}.items():
             err.print(f"{stamp} not pushed {shown_name(refused)}: {reason}", markup=False)
@@ -165,14 +165,14 @@ def doctor(
     json: Annotated[bool, typer.Option("--json", help="Print a versioned JSON document.")] = False,
 ) -> None:
     """Check settings, memory dir, credential, remote, container, a probe write, clock skew."""
+    from memsync.admin.doctor import run
     from memsync.cli.common import emit_json, fail
-    from memsync.doctor import run
 
     report = run(context(memory_dir, remote, project))
     if json:
         emit_json("doctor", report.as_dict())
     else:
-        from memsync.scanner import mask
+        from memsync.privacy.scanner import mask
 
         for check in report.checks:
             mark = "ok  " if check.ok else "FAIL"

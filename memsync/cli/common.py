@@ -3,6 +3,7 @@ live in plain.py (no Typer) and are re-exported here."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -67,7 +68,7 @@ DryRunOpt = Annotated[
 
 
 def table(
-    columns: tuple[str, ...], rows: list[tuple[str, ...]], right: tuple[str, ...] = ()
+    columns: tuple[str, ...], rows: Sequence[tuple[str, ...]], right: tuple[str, ...] = ()
 ) -> None:
     """Rows for a person on a terminal (a Rich table whose cells fold, never cut with "…"), or
     for a script (a pipe, a file): a header line and one tab-separated line a row, whole."""
@@ -89,7 +90,7 @@ def confirm(question: str, yes: bool) -> None:
     UserError saying to add it, never a prompt it cannot answer."""
     import sys
 
-    from memsync.errors import UserError
+    from memsync.util.errors import UserError
 
     if yes:
         return

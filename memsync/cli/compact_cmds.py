@@ -48,8 +48,8 @@ def compact(
     """Apply the retention rules: roll old digests up, fold old calibration into rules, trim."""
     import os
 
-    from memsync import compact as core
-    from memsync.engine import Engine
+    from memsync.retention import compact as core
+    from memsync.sync.engine import Engine
 
     today = checks.day("--now", now) or date.today()
     if home is not None:  # a scheduler's environment has no MEMSYNC_HOME (Task Scheduler none)
@@ -65,7 +65,7 @@ def compact(
     root = engine.ctx.memory_dir
     files = {}
     if root.is_dir():
-        from memsync.engine import is_ignored
+        from memsync.sync.engine import is_ignored
 
         for path in sorted(root.rglob("*.md")):
             name = path.relative_to(root).as_posix()
@@ -118,7 +118,7 @@ def schedule(
 ) -> None:
     """Run `memsync compact` daily for this project, against this memory dir, remote and
     project (launchd on macOS, Task Scheduler on Windows, cron or a systemd timer on Linux)."""
-    from memsync import schedule as core
+    from memsync.retention import schedule as core
 
     checks.choice("ACTION", action, ("install", "show", "remove"))
     ctx = context(memory_dir, remote, project)

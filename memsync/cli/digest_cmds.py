@@ -36,16 +36,16 @@ def digest(
     project: ProjectOpt = None,
 ) -> None:
     """Write a session digest with Claude from a Claude Code transcript, then push it."""
+    from memsync.claude.digest import digest_date, make_digest, write_digest
+    from memsync.claude.transcript import find_transcript, read_transcript
     from memsync.cli import checks
-    from memsync.digest import digest_date, make_digest, write_digest
-    from memsync.transcript import find_transcript, read_transcript
 
     checks.day("--date", date)  # a bad value is a usage error before anything is read
     if session is not None:
-        from memsync.transcript import _SESSION_ID
+        from memsync.claude.transcript import _SESSION_ID
 
         if not _SESSION_ID.match(session):
-            from memsync.errors import UsageError
+            from memsync.util.errors import UsageError
 
             raise UsageError(
                 f"--session {session!r} is not a session id (letters, digits, '-' and '_')"

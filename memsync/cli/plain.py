@@ -1,7 +1,7 @@
 """The command line's parts that need neither Typer nor Rich: output, the engine for the
 common options, and pull/push/sync themselves. `memsync pull|push|sync` with only the common
-options runs from here without importing Typer (~95 ms a process on these machines, as much as
-a whole no-op sync); anything else (--help, a typo, other commands) goes through Typer."""
+options runs from here without importing Typer (as much start-up as a whole no-op sync's own
+work, docs/benchmarks.md); anything else (--help, a typo, other commands) goes through Typer."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from memsync import config
-from memsync.config import Context
-from memsync.errors import ConfigError, Interrupted, MemsyncError, UsageError, UserError
-from memsync.lean_typing import TYPE_CHECKING
+from memsync.context import config
+from memsync.context.config import Context
+from memsync.util.errors import ConfigError, Interrupted, MemsyncError, UsageError, UserError
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -22,14 +22,14 @@ if TYPE_CHECKING:
 
     from rich.console import Console
 
-    from memsync.engine import Engine, SyncResult
+    from memsync.sync.engine import Engine, SyncResult
 
 JSON_VERSION = 1
 
 
 class LazyConsole:
     """Rich's Console, made on first use. Plain lines go straight to the stream: importing
-    Rich costs ~40 ms, as much as a no-op sync's own work."""
+    Rich costs as much as a no-op sync's own work (docs/benchmarks.md)."""
 
     def __init__(self, stderr: bool = False) -> None:
         self._stderr = stderr
@@ -74,15 +74,15 @@ def context(memory_dir: Path | None, remote: str | None, project: str | None = N
     return ctx
 
 
-def engine_for(memory_dir: Path | None, remote: str | None, project: str | None = None):  # noqa: ANN201
+def engine_for(memory_dir: Path | None, remote: str | None, project: str | None = None):
     """The sync engine for these options; imported here so `--help` stays light."""
-    from memsync.engine import Engine
+    from memsync.sync.engine import Engine
 
     return Engine(context(memory_dir, remote, project))
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    from memsync.scanner import mask
+    from memsync.privacy.scanner import mask
 
     err.print(f"memsync: {mask(message)}", markup=False)
     sys.exit(code)
@@ -108,20 +108,20 @@ def outcome() -> Iterator[None]:
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - Python flushes it at exit
         sys.exit(1)
     except OSError as exc:
-        from memsync.errors import describe_os_error
+        from memsync.util.errors import describe_os_error
 
         fail(describe_os_error(exc), 1)
 
 
 def emit_json(command: str, data: dict[str, Any]) -> None:
     """The versioned envelope scripts can rely on."""
-    from memsync.scanner import mask
+    from memsync.privacy.scanner import mask
 
     doc = {"version": JSON_VERSION, "command": command, "data": data}
     sys.stdout.write(mask(json.dumps(doc, indent=2, sort_keys=True, default=str)) + "\n")
 
 
-def progress_bar(label: str):  # noqa: ANN201 - (progress callback or None, context manager)
+def progress_bar(label: str):  # (progress callback or None, context manager)
     """A Rich progress bar on a terminal for jobs of 20 files or more; a no-op otherwise."""
     import contextlib
 
@@ -145,7 +145,7 @@ def progress_bar(label: str):  # noqa: ANN201 - (progress callback or None, cont
     return tick, bar
 
 
-def progress_runner(engine: Engine, **kwargs) -> SyncResult:  # noqa: ANN003
+def progress_runner(engine: Engine, **kwargs) -> SyncResult:
     """Run a sync with a progress bar when there are many files and a terminal."""
     tick, bar = progress_bar(kwargs.get("mode", "sync"))
     with bar:
@@ -174,7 +174,7 @@ def report(result: SyncResult, stats: bool, memory_dir: Path | None = None) -> N
         err.print(f"note: {note}", markup=False)
     for conflict in result.conflicts:
         err.print(f"conflict: {conflict}", markup=False)
-    from memsync.gate import shown_name
+    from memsync.privacy.gate import shown_name
 
     for name, reason in sorted(result.refused.items()):
         err.print(f"refused: {shown_name(name)}: {reason}", markup=False)
@@ -248,7 +248,7 @@ def pushable(engine: Engine, path: Path) -> str:
     last sync knows it (pushing the name sends the deletion)."""
     if not str(path).endswith(".md"):
         raise UserError(f"{path} is not a memory file: memory files end in .md")
-    from memsync.engine import ignored_why
+    from memsync.sync.engine import ignored_why
 
     name = engine.name_of(path)
     why = ignored_why(name)
@@ -274,7 +274,7 @@ def transfer(
 ) -> None:
     """`memsync pull|push|sync`: run, print what happened, exit with the contract's code."""
     if allow:
-        from memsync.scanner import KINDS
+        from memsync.privacy.scanner import KINDS
 
         unknown = sorted(set(allow) - set(KINDS))
         if unknown:

@@ -19,14 +19,14 @@ from memsync.cli.common import (
     fail,
     out,
 )
-from memsync.errors import UsageError, UserError
-from memsync.memory import INDEX_NAME
+from memsync.memory.frontmatter import INDEX_NAME
+from memsync.util.errors import UsageError, UserError
 
 if TYPE_CHECKING:
-    from memsync.forget import ForgetReport
+    from memsync.privacy.forget import ForgetReport
 
 
-def _known(engine, path: Path) -> str:  # noqa: ANN001
+def _known(engine, path: Path) -> str:
     """The name of a memory file to forget; a typo is an error, not a tombstone for nothing."""
     if not str(path).endswith(".md"):
         raise UserError(f"{path} is not a memory file: memory files end in .md")
@@ -59,7 +59,7 @@ def forget(
     project: ProjectOpt = None,
 ) -> None:
     """Remove memory for real: here, on the remote, in local history, and on other devices."""
-    from memsync import forget as core
+    from memsync.privacy import forget as core
 
     if bool(paths) == bool(match):
         raise UsageError("name the files to forget, or give --match TEXT (not both)")
@@ -111,7 +111,7 @@ def purge(
     project: ProjectOpt = None,
 ) -> None:
     """Hard-erase this project's remote prefix and all of memsync's local state for it."""
-    from memsync import forget as core
+    from memsync.privacy import forget as core
 
     if not all_:
         raise UsageError("purge erases everything for this project; say so with --all")

@@ -23,7 +23,7 @@ from memsync.cli.common import (
     out,
 )
 from memsync.cli.plain import transfer
-from memsync.errors import UserError
+from memsync.util.errors import UserError
 
 
 @app.command()
@@ -66,7 +66,7 @@ def push(
 ) -> None:
     """Send local changes to the remote, merging where the remote changed too."""
     if republish:
-        from memsync.forget import republish as lift
+        from memsync.privacy.forget import republish as lift
 
         if paths:
             raise UserError("--republish publishes the whole memory dir; give no files")
@@ -101,7 +101,7 @@ def status(
     json: JsonOpt = False,
 ) -> None:
     """What differs between here and the remote, and what needs attention."""
-    from memsync.status import status as compute
+    from memsync.admin.status import status as compute
 
     st = compute(engine_for(memory_dir, remote, project))
     if json:
@@ -132,7 +132,7 @@ def status(
         ("deleted on the remote", st.deleted_remote),
         ("queued, not sent yet", st.queued),
     )
-    from memsync.gate import shown_name
+    from memsync.privacy.gate import shown_name
 
     for label, names in groups:
         for name in names:
@@ -160,11 +160,11 @@ def validate(
     project: ProjectOpt = None,
 ) -> None:
     """Check memory files: frontmatter, size, encoding, and secrets."""
-    from memsync.errors import RefusedFile
-    from memsync.gate import check_outbound, shown_name
+    from memsync.privacy.gate import check_outbound, shown_name
+    from memsync.util.errors import RefusedFile
 
     ctx = context(memory_dir, None, project)
-    from memsync.engine import Engine
+    from memsync.sync.engine import Engine
 
     engine = Engine(ctx)
     if paths:  # as `push FILE` reads them: inside the memory dir, or relative to it
@@ -179,14 +179,14 @@ def validate(
                 f"the memory dir {root} does not exist; Claude Code creates it with its first "
                 "memory, or pass --memory-dir"
             )
-        from memsync.engine import is_ignored
+        from memsync.sync.engine import is_ignored
 
         files = {
             p.relative_to(root).as_posix(): p
             for p in sorted(root.rglob("*"))
             if p.is_file() and not is_ignored(p.relative_to(root).as_posix())
         }
-    from memsync.engine import refuse_colliding_names
+    from memsync.sync.engine import refuse_colliding_names
 
     # names macOS or Windows could not keep apart from a synced one (as far as this device knows)
     clashes = refuse_colliding_names(engine.scan_local(), engine.state.records)
@@ -268,7 +268,7 @@ def resolve(
     """Mark reported conflicts as dealt with."""
     engine = engine_for(memory_dir, remote, project)
     name = engine.name_of(file) if file else None
-    from memsync.conflicts import share_resolution
+    from memsync.sync.conflicts import share_resolution
 
     with engine.locked():  # re-reads the state: a push queued meanwhile is kept
         cleared, note = share_resolution(engine, name)

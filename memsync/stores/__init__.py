@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from memsync.errors import ConfigError
 from memsync.stores.base import Entry, Stats, Store, check_key
+from memsync.util.errors import ConfigError
 
 __all__ = ["Entry", "Stats", "Store", "check_key", "open_store"]
 
@@ -14,8 +14,8 @@ def open_store(url: str, prefix: str) -> Store:
     """Open the store for remote `url`, scoped to the project `prefix` inside it."""
     parts = urlsplit(url)
     if parts.scheme == "file":
-        from memsync.portable import file_url_path
         from memsync.stores.folder import FolderStore
+        from memsync.util.portable import file_url_path
 
         try:
             folder = file_url_path(parts.netloc, parts.path)
@@ -27,9 +27,16 @@ def open_store(url: str, prefix: str) -> Store:
 
         return MemoryStore.named(parts.netloc + parts.path, prefix)
     if parts.scheme in ("http", "https") and parts.netloc:
-        from memsync.stores.azure import AzureStore  # imports azure.* only now
+        from memsync.stores.azure import AzureStore, BlobURL, credential_for, proxy_configured
 
-        return AzureStore.from_url(url, prefix)
+        # the lean store, or the SDK's (which imports azure.* only now) when the credential or
+        # the network needs it
+        credential = credential_for(BlobURL.parse(url))
+        if credential.token is not None or proxy_configured():
+            from memsync.stores.azure_sdk import AzureSDKStore
+
+            return AzureSDKStore(url, prefix, credential)
+        return AzureStore(url, prefix, credential)
     raise ConfigError(
         f"the remote {url!r} is not a file:/// folder or an Azure Blob URL "
         "(https://ACCOUNT.blob.core.windows.net/CONTAINER/PREFIX)"

@@ -25,9 +25,13 @@ import re
 import threading
 import time
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
-from memsync.errors import (
+from memsync.memory.frontmatter import DEFAULT_MAX_BYTES
+from memsync.stores.base import Entry, Stats, check_key
+from memsync.stores.httpdate import parse_date
+from memsync.util.errors import (
     AlreadyExists,
     AuthError,
     ConfigError,
@@ -37,10 +41,6 @@ from memsync.errors import (
     StoreError,
     Unreachable,
 )
-from memsync.lean_typing import TYPE_CHECKING, NamedTuple
-from memsync.memory import DEFAULT_MAX_BYTES
-from memsync.stores.base import Entry, Stats, check_key
-from memsync.stores.httpdate import parse_date
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -186,7 +186,7 @@ def credential_for(url: BlobURL) -> Credential:
         )
     from memsync.stores.token import token_credential
 
-    return Credential("DefaultAzureCredential", token=token_credential())
+    return Credential("DefaultAzureCredential", token=token_credential(NO_CREDENTIAL))
 
 
 def proxy_configured() -> bool:
@@ -308,16 +308,6 @@ class AzureStore:
         )
         account = f"/{self.blob_url.account}" if self.blob_url.path_style else ""
         self.container_path = f"{account}/{self.blob_url.container}"
-
-    @classmethod
-    def from_url(cls, url: str, prefix: str = "") -> AzureStore:
-        """The lean store, or the SDK's when the credential or the network needs it."""
-        credential = credential_for(BlobURL.parse(url))
-        if credential.token is not None or proxy_configured():
-            from memsync.stores.azure_sdk import AzureSDKStore
-
-            return AzureSDKStore(url, prefix, credential)
-        return cls(url, prefix, credential)
 
     def _name(self, key: str) -> str:
         return self.base + check_key(key)

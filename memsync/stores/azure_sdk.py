@@ -26,14 +26,6 @@ from azure.storage.blob import ContainerClient, ContentSettings, LinearRetry
 from azure.storage.blob._shared.authentication import AzureSigningError
 from azure.storage.blob._shared.policies import is_retry
 
-from memsync.errors import (
-    AlreadyExists,
-    AuthError,
-    NotFound,
-    PreconditionFailed,
-    StoreError,
-    Unreachable,
-)
 from memsync.stores import tls
 from memsync.stores.azure import (
     EDITED_METADATA,
@@ -46,6 +38,14 @@ from memsync.stores.azure import (
 )
 from memsync.stores.blobhttp import MAX_RETRY_AFTER, retry_after
 from memsync.stores.httpdate import parse_date
+from memsync.util.errors import (
+    AlreadyExists,
+    AuthError,
+    NotFound,
+    PreconditionFailed,
+    StoreError,
+    Unreachable,
+)
 
 
 class _Retry(LinearRetry):
@@ -92,13 +92,18 @@ class _Retry(LinearRetry):
             request.context.transport.sleep(pause)
 
 
+def _error_code(exc: Exception) -> str:
+    """The storage error code the SDK sets on its errors at run time ("" when it did not)."""
+    return str(getattr(exc, "error_code", None) or "")
+
+
 def client_options() -> dict[str, Any]:
     """Bounded retries, as the lean client's: transient errors are retried, an outage is
     reported within seconds so the engine can queue the work (a hook has seconds, not minutes;
     the SDK's default, exponential from 15 s, would hold a refused connection for half a
     minute)."""
     options: dict[str, Any] = {
-        "retry_policy": _Retry(backoff=0.5, random_jitter_range=0.25, retry_total=3),
+        "retry_policy": _Retry(backoff=0.5, random_jitter_range=0.25, retry_total=3),  # type: ignore[arg-type]
         "connection_timeout": 5,
         "read_timeout": 30,
     }
@@ -194,7 +199,7 @@ class AzureSDKStore(AzureStore):
         except ClientAuthenticationError as exc:
             self._refuse_untrusted(exc)
             raise AuthError(
-                self._auth_message(str(exc.error_code or ""), exc.status_code or 401, write)
+                self._auth_message(_error_code(exc), exc.status_code or 401, write)
             ) from exc
         except (ServiceRequestError, ServiceResponseError) as exc:
             self._refuse_untrusted(exc)
@@ -209,7 +214,7 @@ class AzureSDKStore(AzureStore):
             if status == 412:
                 raise PreconditionFailed(f"{what} changed on the remote") from exc
             if status in (401, 403):
-                message = self._auth_message(str(exc.error_code or ""), status, write)
+                message = self._auth_message(_error_code(exc), status, write)
                 if write:
                     self._denied = message
                 raise AuthError(message) from exc

@@ -9,9 +9,9 @@ from __future__ import annotations
 import re
 import threading
 from collections import Counter
+from typing import NamedTuple, Protocol
 
-from memsync.errors import UnsafeKey
-from memsync.lean_typing import NamedTuple, Protocol
+from memsync.util.errors import UnsafeKey
 
 
 class Entry(NamedTuple):

@@ -27,11 +27,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import quote, urlencode
 
-from memsync.errors import ConfigError, Unreachable
-from memsync.lean_typing import TYPE_CHECKING, NamedTuple
 from memsync.stores.httpdate import format_date, parse_date
+from memsync.util.errors import ConfigError, Unreachable
 
 if TYPE_CHECKING:
     from typing import Any
@@ -125,7 +125,8 @@ class _Response(http.client.HTTPResponse):
 def _lookup(address: tuple[str, int], *args: Any) -> socket.socket:
     host, port = address
     # an ASCII host as bytes: getaddrinfo would otherwise load the idna codec to encode it
-    return socket.create_connection((host.encode() if host.isascii() else host, port), *args)
+    ascii_host = host.encode() if host.isascii() else host
+    return socket.create_connection((ascii_host, port), *args)  # type: ignore[arg-type]
 
 
 def _open(scheme: str, host: str, port: int, timeout: float) -> http.client.HTTPConnection:
@@ -164,7 +165,7 @@ def exchange(
     conn.timeout = remaining()
     if conn.sock is None:
         conn.connect()
-    conn.sock.settimeout(remaining())  # type: ignore[union-attr]
+    conn.sock.settimeout(remaining())
     conn.putrequest(method, target, skip_accept_encoding=True)
     for name, value in headers.items():
         conn.putheader(name, value)
@@ -180,7 +181,7 @@ def exchange(
         raise TooLarge(response.length, limit)
     parts: list[bytes] = []
     size = 0
-    sock = response.fp.raw._sock if response.fp is not None else None  # type: ignore[union-attr]
+    sock = response.fp.raw._sock if response.fp is not None else None  # type: ignore[attr-defined]
     while True:
         if sock is not None:
             sock.settimeout(remaining())

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
-from memsync.errors import AlreadyExists, NotFound, PreconditionFailed, StoreError, Unreachable
-from memsync.fsutil import atomic_write, file_lock, private_dir, sha256, temp_writer
 from memsync.stores.base import Entry, Stats, check_key
+from memsync.util.errors import AlreadyExists, NotFound, PreconditionFailed, StoreError, Unreachable
+from memsync.util.fsutil import atomic_write, file_lock, private_dir, sha256, temp_writer
 
 _LOCK = ".memsync-lock"
 
@@ -31,7 +32,7 @@ class FolderStore:
     def _path(self, key: str) -> Path:
         return self.base / check_key(key)
 
-    def _lock(self):  # noqa: ANN202 - a context manager
+    def _lock(self):  # a context manager
         if not self.root.is_dir():
             raise Unreachable(f"the folder remote {self.root} is not there (is the drive mounted?)")
         private_dir(self.base)
@@ -71,7 +72,7 @@ class FolderStore:
             self._sweep(leftovers)
         return entries
 
-    def _sweep(self, leftovers: list[Path]) -> None:
+    def _sweep(self, leftovers: Iterable[Path]) -> None:
         """Remove temp files of writers killed mid-write. Every writer holds the lock from its
         temp file to its rename, so under the lock a temp file is always a leftover."""
         with self._lock():

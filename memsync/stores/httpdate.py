@@ -1,54 +1,44 @@
-"""HTTP dates (RFC 1123, "Mon, 23 Nov 2026 10:00:00 GMT") both ways, as the email package reads
-and writes them, without importing it, `datetime` or `calendar`: every request carries a date
-and every listed blob has one, and those imports cost a short sync more than its own work."""
+"""HTTP dates (RFC 7231, 7.1.1.1) both ways, through the email package: every request carries
+one and every listed blob has one.
+
+A recipient reads all three forms: IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`, what Azure
+sends), the obsolete RFC 850 form (`Sunday, 06-Nov-94 08:49:37 GMT`) and asctime
+(`Sun Nov  6 08:49:37 1994`). The email package reads a two-digit year by RFC 2822's rule
+(00-49 → 20xx, 50-99 → 19xx); RFC 7231 says instead: the most recent year with those digits
+that is not more than 50 years in the future. That rule is applied here.
+"""
 
 from __future__ import annotations
 
+import re
 import time
+from datetime import timezone
+from email.utils import formatdate, parsedate_to_datetime
 
-_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
-_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
-_MONTH_NUMBER = {name: i for i, name in enumerate(_MONTHS, 1)}
-_MONTH_DAYS = (31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+# the year as written: after day and month (IMF-fixdate, RFC 850), or after the clock (asctime)
+_YEAR = re.compile(
+    r"\d{1,2}[ -][A-Za-z]{3}[ -](\d+)\b|[A-Za-z]{3} +\d{1,2} +\d{1,2}:\d{2}:\d{2} +(\d+)\b"
+)
 
 
 def format_date(seconds: float | None = None) -> str:
-    """`email.utils.formatdate(seconds, usegmt=True)`: now, or the given seconds since the epoch."""
-    t = time.gmtime(seconds)
-    return (
-        f"{_DAYS[t.tm_wday]}, {t.tm_mday:02d} {_MONTHS[t.tm_mon - 1]} {t.tm_year:04d} "
-        f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d} GMT"
-    )
+    """IMF-fixdate, now or at the given seconds since the epoch."""
+    return formatdate(seconds, usegmt=True)
 
 
-def parse_date(value: str) -> float:
-    """Seconds since the epoch of an HTTP date. The GMT form Azure sends is read here; anything
-    else (other zones, obsolete forms, impossible dates) goes to the email package's parser."""
-    try:
-        _, day, month, year, clock, zone = value.split()
-        hour, minute, second = (int(part) for part in clock.split(":"))
-        y, m, d = int(year), _MONTH_NUMBER[month], int(day)
-        valid_day = y >= 1 and 1 <= d <= _days_in(y, m)
-        valid_clock = 0 <= hour < 24 and 0 <= minute < 60 and 0 <= second < 60
-        if zone == "GMT" and valid_day and valid_clock:
-            return float(_days_since_epoch(y, m, d) * 86400 + hour * 3600 + minute * 60 + second)
-    except (ValueError, KeyError):
-        pass
-    from email.utils import parsedate_to_datetime
-
-    return parsedate_to_datetime(value).timestamp()
-
-
-def _days_in(year: int, month: int) -> int:
-    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
-    return 29 if month == 2 and leap else _MONTH_DAYS[month - 1]
-
-
-def _days_since_epoch(year: int, month: int, day: int) -> int:
-    """Days from 1970-01-01 to a proleptic Gregorian date (H. Hinnant's days_from_civil)."""
-    year -= month <= 2
-    era = year // 400
-    year_of_era = year - era * 400
-    day_of_year = (153 * (month + (-3 if month > 2 else 9)) + 2) // 5 + day - 1
-    day_of_era = year_of_era * 365 + year_of_era // 4 - year_of_era // 100 + day_of_year
-    return era * 146097 + day_of_era - 719468
+def parse_date(value: str, now: float | None = None) -> float:
+    """Seconds since the epoch of an HTTP date in any of its three forms (a date with no zone,
+    or `-0000`, is UTC). Raises ValueError for anything else, or an impossible date. `now`:
+    the moment a two-digit year is read against (the present by default)."""
+    moment = parsedate_to_datetime(value)  # ValueError if it is not a date
+    written = _YEAR.search(value)
+    year = written.group(1) or written.group(2) if written else None
+    if year is not None and len(year) <= 2:
+        this_year = time.gmtime(now).tm_year
+        full = this_year - this_year % 100 + int(year)
+        if full > this_year + 50:  # "appears to be more than 50 years in the future"
+            full -= 100
+        moment = moment.replace(year=full)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()

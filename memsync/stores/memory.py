@@ -7,8 +7,8 @@ import threading
 import time
 from typing import ClassVar
 
-from memsync.errors import AlreadyExists, NotFound, PreconditionFailed
 from memsync.stores.base import Entry, Stats, check_key
+from memsync.util.errors import AlreadyExists, NotFound, PreconditionFailed
 
 
 class MemoryStore:

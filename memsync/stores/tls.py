@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import TYPE_CHECKING
 
-from memsync.errors import ConfigError
-from memsync.lean_typing import TYPE_CHECKING
+from memsync.util.errors import ConfigError
 
 if TYPE_CHECKING:
     import ssl
@@ -59,7 +59,7 @@ def verify_paths() -> tuple[str | None, str | None]:
 
 def context() -> ssl.SSLContext:
     """One client context per trust setting, shared by every connection: creating one loads
-    the whole CA store (~20 ms of CPU), so a context per connection cost 16 of them a sync."""
+    the whole CA store, and a context per connection did that 16 times a sync."""
     import ssl
 
     key = verify_paths()

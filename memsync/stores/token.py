@@ -13,7 +13,7 @@ import logging
 import threading
 from typing import Any
 
-from memsync.errors import AuthError
+from memsync.util.errors import AuthError
 
 FIRST_TOKEN_WITHIN = 2.5  # seconds: a missing credential is reported in under 3 s
 
@@ -36,7 +36,7 @@ class FailFastCredential:
         def fetch() -> None:
             try:
                 box["token"] = self.inner.get_token(*scopes, **kwargs)
-            except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            except BaseException as exc:  # handed to the caller
                 box["error"] = exc
 
         worker = threading.Thread(target=fetch, name="memsync-token", daemon=True)
@@ -66,11 +66,10 @@ class FailFastCredential:
             close()
 
 
-def token_credential() -> FailFastCredential:
+def token_credential(no_credential: str) -> FailFastCredential:
+    """`no_credential`: the sentence for a device with no credential at all."""
     from azure.identity import DefaultAzureCredential
-
-    from memsync.stores.azure import NO_CREDENTIAL
 
     for name in ("azure.identity", "azure.core.pipeline.policies.http_logging_policy"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
-    return FailFastCredential(DefaultAzureCredential(), NO_CREDENTIAL)
+    return FailFastCredential(DefaultAzureCredential(), no_credential)

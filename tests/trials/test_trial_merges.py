@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from memsync import memory, sections
+from memsync.memory import frontmatter as memory
+from memsync.memory import sections
 from tests.devices import Device, make_device
 
 
@@ -39,7 +40,7 @@ def primer(device: Device) -> str:
     return device.run("context").stdout
 
 
-def edit(device: Device, name: str, change, when: float | None = None) -> None:  # noqa: ANN001
+def edit(device: Device, name: str, change, when: float | None = None) -> None:
     path = device.memory / name
     path.write_bytes(change(path.read_bytes().decode()).encode())
     if when is not None:
@@ -295,7 +296,7 @@ CARRY = """
 Q3 = "- Ask Pat about the Q3 numbers.\n"
 
 
-def _consume(line: str):  # noqa: ANN202
+def _consume(line: str):
     return lambda t: t.replace(line, "").replace("## Consumed\n", "## Consumed\n" + line)
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from memsync.fsutil import file_lock
+from memsync.util.fsutil import file_lock
 from tests.devices import Device
 from tests.test_crash import site_env
 from tests.test_identity import git_repo
@@ -39,7 +39,7 @@ class User(Device):
             env.pop("MEMSYNC_PROJECT")
         return env
 
-    def run(self, *args: str, check: int | None = 0, **kw) -> subprocess.CompletedProcess[str]:  # noqa: ANN003
+    def run(self, *args: str, check: int | None = 0, **kw) -> subprocess.CompletedProcess[str]:
         proc = subprocess.run(
             [str(MEMSYNC), *args],
             env=self.env(),
@@ -76,7 +76,7 @@ class User(Device):
         return folder
 
 
-def user(tmp_path: Path, name: str, remote: Path, **kw) -> User:  # noqa: ANN003
+def user(tmp_path: Path, name: str, remote: Path, **kw) -> User:
     device = User(name, tmp_path / name, remote.as_uri(), {}, **kw)
     device.memory.mkdir(parents=True)
     return device

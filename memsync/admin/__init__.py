@@ -1,0 +1,1 @@
+"""Looking after a remote and a device: the archive, status and doctor."""

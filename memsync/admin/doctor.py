@@ -1,0 +1,330 @@
+"""`memsync doctor`: one line per check, and what to do when one fails. Nothing secret is
+shown: the remote URL loses its query (SAS), keys are never read back out."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memsync.context.config import SETTINGS_FILE, Context, strip_query
+from memsync.stores import create_advice
+from memsync.util.errors import AuthError, MemsyncError, NotFound, Unreachable
+
+MAX_SKEW = 300.0  # seconds; Azure rejects shared-key requests beyond 15 minutes
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+@dataclass
+class Report:
+    checks: list[Check] = field(default_factory=list)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "settings": self.settings,
+            "checks": [asdict(c) for c in self.checks],
+        }
+
+
+def _settings(ctx: Context) -> dict[str, Any]:
+    shown = {k: v for k, v in ctx.settings.items() if k != "remote"}
+    shown.update(
+        remote=strip_query(ctx.remote),
+        memory_dir=str(ctx.memory_dir),
+        memory_dir_reason=ctx.memory_dir_reason,
+        project=ctx.project,
+        device=ctx.device,
+        home=str(ctx.home),
+        settings_file=str(ctx.home / SETTINGS_FILE),
+    )
+    return dict(sorted(shown.items()))
+
+
+def run(ctx: Context, store: Any = None) -> Report:
+    report = Report(settings=_settings(ctx))
+    add = report.checks.append
+    settings_file = ctx.home / SETTINGS_FILE
+    if settings_file.is_file():  # it was read and checked by config.resolve
+        add(Check("settings", True, f"{settings_file} (flag > environment > file)"))
+    else:
+        add(Check("settings", True, f"no {settings_file}: defaults (flag > environment > default)"))
+    mem = ctx.memory_dir
+    if mem.is_dir():
+        count = sum(1 for p in mem.rglob("*.md") if p.is_file())
+        why = f"; {ctx.memory_dir_reason}" if ctx.memory_dir_reason else ""
+        add(Check("memory dir", True, f"{mem} ({count} Markdown file(s){why})"))
+    else:
+        add(
+            Check(
+                "memory dir",
+                False,
+                f"{mem} does not exist ({ctx.memory_dir_reason or 'resolved as Claude Code does'})",
+                "start Claude Code in the project once, or pass --memory-dir",
+            )
+        )
+    add(hooks_check())
+    add(_state(ctx))
+    if not ctx.sync_enabled:
+        add(
+            Check(
+                "sync",
+                False,
+                "sync is off (MEMSYNC_SYNC=off or settings)",
+                'unset MEMSYNC_SYNC or set "sync": true',
+            )
+        )
+        return report
+    try:
+        if store is None:
+            from memsync.stores import open_store
+
+            if ctx.embedded_remote:
+                from memsync.util.fsutil import private_dir
+
+                private_dir(ctx.home / "remote")
+            store = open_store(ctx.remote, ctx.project)
+    except MemsyncError as exc:
+        add(Check("remote", False, str(exc), "fix the remote URL (--remote or MEMSYNC_REMOTE)"))
+        return report
+    folder = getattr(store, "root", None)  # a folder remote: its folder must be there already
+    if isinstance(folder, Path) and not folder.is_dir():
+        add(
+            Check(
+                "remote reachable",
+                False,
+                f"the folder remote {folder} is not there",
+                "mount the drive, or create the folder if this is the first device",
+            )
+        )
+        return report
+    kind = getattr(store, "credential_kind", "none needed (folder remote)")
+    add(Check("credential", True, kind))
+    try:
+        present = store.exists()
+    except AuthError as exc:
+        add(
+            Check(
+                "remote reachable",
+                False,
+                str(exc),
+                "check AZURE_STORAGE_CONNECTION_STRING / AZURE_STORAGE_KEY / the SAS token",
+            )
+        )
+        return report
+    except Unreachable as exc:
+        add(
+            Check(
+                "remote reachable",
+                False,
+                str(exc),
+                "check the network or the mount; changes are queued until it is back",
+            )
+        )
+        return report
+    add(Check("remote reachable", True, strip_query(ctx.remote)))
+    if not present:  # a fresh remote: the first push makes it, where the credential may
+        creatable = getattr(store, "can_create", lambda: True)()
+        detail = f"{_container(store)} does not exist yet"
+        if creatable:
+            detail += "; the first `memsync push` or `memsync sync` creates it"
+        add(Check("container", creatable, detail, create_advice(store)))
+        return report
+    add(Check("container", True, f"{_container(store)} present"))
+    add(_remote_files(store))
+    add(_probe(store))
+    add(_skew(store))
+    return report
+
+
+def _state(ctx: Context) -> Check:
+    """The project's state folder: readable records, or nothing yet (the first sync makes
+    it); a file in its place, or records of the wrong shape, fail as every sync would."""
+    from memsync.sync.state import State
+
+    folder = ctx.state_dir
+    blocking = next((p for p in (folder, *folder.parents) if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        return Check(
+            "state",
+            False,
+            f"{blocking} is a file where memsync keeps its state folder",
+            f"move {blocking} aside, then run the command again",
+        )
+    if not folder.is_dir():
+        return Check("state", True, f"{folder} (made by the first sync)")
+    try:
+        State(folder)
+    except MemsyncError as exc:
+        return Check("state", False, str(exc), "see the message")
+    return Check("state", True, str(folder))
+
+
+def _container(store: Any) -> str:
+    """The container (or folder) a remote names, as the user wrote it."""
+    blob_url = getattr(store, "blob_url", None)
+    if blob_url is not None:
+        return f"the container {blob_url.container!r}"
+    return f"the folder {getattr(store, 'base', 'of the remote')}"
+
+
+def hooks_check(settings_files: list[Path] | None = None) -> Check:
+    """The memsync hooks `install` wrote. User scope writes the executable by absolute path
+    (runnable whatever the Claude process's PATH); project scope writes the bare name `memsync`
+    (the file is shared by a team), which must then resolve on PATH."""
+    import json
+    import os
+    import shutil
+
+    from memsync.claude.install import command_words, is_ours
+    from memsync.context.config import claude_config_dir, find_git_root
+
+    user = claude_config_dir() / "settings.json"
+    if settings_files is None:
+        settings_files = [user]
+        root = find_git_root(Path.cwd())
+        if root is not None:
+            settings_files.append(root / ".claude" / "settings.json")
+    commands: dict[str, Path] = {}
+    plugin = False
+    for path in settings_files:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(data, dict):
+            continue
+        enabled = data.get("enabledPlugins")
+        if isinstance(enabled, dict) and any(
+            v and str(k).split("@")[0] == "memsync" for k, v in enabled.items()
+        ):
+            plugin = True
+        hooks = data.get("hooks") or {}
+        for groups in hooks.values() if isinstance(hooks, dict) else []:
+            for group in groups if isinstance(groups, list) else []:
+                for entry in group.get("hooks", []) if isinstance(group, dict) else []:
+                    if is_ours(entry):
+                        commands.setdefault((command_words(entry) or [""])[0], path)
+    if not commands:
+        if plugin:
+            return Check("hooks", True, "the memsync plugin is enabled (its own hooks)")
+        # not a failure: memsync also serves the API memory tool, without Claude Code
+        where = ", ".join(str(p) for p in settings_files)
+        return Check(
+            "hooks",
+            True,
+            f"not installed in Claude Code (no memsync hooks in {where}); to use memsync with "
+            "Claude Code run `memsync install` (or `memsync install --scope project` for one "
+            "repository), or load memsync as a plugin",
+        )
+    shared = []
+    for command, path in commands.items():
+        if not os.path.isabs(command):
+            found = shutil.which(command)
+            if path != user and found:
+                shared.append(f"{command} (project scope, by name: {found} on this PATH)")
+                continue
+            if path != user:
+                return Check(
+                    "hooks",
+                    False,
+                    f"{path} runs `{command}` by name and it is not on this PATH",
+                    "install memsync so `memsync` is on the PATH Claude Code runs with "
+                    "(e.g. `pipx install memsync`)",
+                )
+            return Check(
+                "hooks",
+                False,
+                f"{path} runs `{command}` by name"
+                + (f" (found at {found} on this PATH)" if found else " and it is not on PATH"),
+                "run `memsync install` again: it writes the executable's absolute path",
+            )
+        if not (os.path.isfile(command) and os.access(command, os.X_OK)):
+            return Check(
+                "hooks",
+                False,
+                f"{path} runs {command}, which is not there or not executable",
+                "run `memsync install` again from the memsync you use now",
+            )
+        shared.append(f"{command} (absolute path)")
+    return Check("hooks", True, ", ".join(sorted(shared)))
+
+
+def _remote_files(store: Any) -> Check:
+    """What is under the project's prefix, and which of it memsync ignores (never fetches)."""
+    from memsync.privacy.gate import shown_name
+    from memsync.sync.engine import foreign, is_ignored
+
+    try:
+        listing = store.list()
+    except MemsyncError as exc:
+        return Check("remote files", False, str(exc), "see the message")
+    ignored = {k: why for k in listing if not is_ignored(k) and (why := foreign(k))}
+    memory = [k for k in listing if not is_ignored(k) and k not in ignored]
+    detail = f"{len(memory)} memory file(s) under the prefix"
+    if ignored:
+        shown = "; ".join(
+            f"{shown_name(k.encode('utf-8', 'backslashreplace').decode())} ({why})"
+            for k, why in sorted(ignored.items())[:5]
+        )
+        more = f" and {len(ignored) - 5} more" if len(ignored) > 5 else ""
+        detail += f"; ignored, never fetched: {shown}{more}"
+    return Check("remote files", True, detail)
+
+
+def _probe(store: Any) -> Check:
+    key = f"_memsync/doctor-{uuid.uuid4().hex[:12]}.md"
+    data = b"memsync doctor probe\n"
+    try:
+        etag = store.create(key, data)
+        back, etag2 = store.get(key)
+        store.delete(key, etag2)
+    except (AuthError, Unreachable, NotFound, MemsyncError) as exc:
+        return Check(
+            "write/read/delete probe",
+            False,
+            str(exc),
+            "the credential needs write and delete rights on the container",
+        )
+    if back != data or not etag:
+        return Check(
+            "write/read/delete probe",
+            False,
+            "read back different bytes",
+            "the remote is not storing files faithfully",
+        )
+    return Check("write/read/delete probe", True, f"ok under {key}")
+
+
+def _skew(store: Any) -> Check:
+    server_time = getattr(store, "server_time", None)
+    if server_time is None:
+        return Check("clock skew", True, "not applicable (folder remote)")
+    try:
+        server = server_time()
+    except MemsyncError as exc:
+        return Check("clock skew", False, str(exc), "")
+    if server is None:
+        return Check("clock skew", True, "the server sent no Date header")
+    skew = time.time() - server
+    ok = abs(skew) < MAX_SKEW
+    return Check(
+        "clock skew",
+        ok,
+        f"{skew:+.1f} s against the server",
+        "" if ok else "sync this machine's clock (NTP): signed requests fail past 15 min",
+    )

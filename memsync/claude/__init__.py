@@ -1,0 +1,1 @@
+"""Claude Code and the Claude API: hooks, primer, install, watch, transcripts, digests, the log."""

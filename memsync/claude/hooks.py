@@ -1,0 +1,455 @@
+"""`memsync hook <event>`: Claude Code's hooks. They read one JSON object on stdin and always
+exit 0 — a hook must never break the agent's session. What goes wrong is logged under
+MEMSYNC_HOME/logs, never printed where the agent would read it as context.
+
+The post-tool-use fast path (a write outside the memory dir) resolves the memory dir and returns
+before importing the sync engine, let alone the Azure SDK.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from memsync.context import config
+
+EVENTS = (
+    "session-start",
+    "post-tool-use",
+    "file-changed",
+    "stop",
+    "post-compact",
+    "session-end",
+    "pre-compact",
+)
+WRITE_TOOLS = ("Write", "Edit", "MultiEdit")
+MAX_PAYLOAD = 4 * 1024 * 1024
+
+
+def _log(home: Path | None = None):  # a logging.Logger, imported lazily
+    from memsync.claude.log import get_logger
+
+    return get_logger(home or config.memsync_home())
+
+
+def read_payload(stream: Any) -> dict[str, Any]:
+    """The hook's JSON object; a ValueError naming the problem otherwise."""
+    raw = stream.read(MAX_PAYLOAD + 1) if stream is not None else ""
+    if len(raw) > MAX_PAYLOAD:
+        raise ValueError("the hook payload is larger than 4 MB")
+    if not raw.strip():
+        raise ValueError("the hook payload on stdin is empty")
+    data = json.loads(raw)
+    if not isinstance(data, dict):
+        raise ValueError("the hook payload is not a JSON object")
+    return data
+
+
+def _context(payload: dict[str, Any]) -> config.Context:
+    cwd = payload.get("cwd")
+    path = Path(cwd) if isinstance(cwd, str) and cwd and Path(cwd).is_dir() else None
+    return config.resolve(cwd=path)
+
+
+def main(argv: list[str], stdin: Any = None, stdout: Any = None) -> int:
+    """Run one hook event. Returns 0, always."""
+    stdin = sys.stdin if stdin is None else stdin
+    stdout = sys.stdout if stdout is None else stdout
+    event = argv[0] if argv else ""
+    try:
+        if event == "flush":  # the detached half of session-end, not a Claude Code event
+            return _flush(argv[1:])
+        if event not in EVENTS:
+            _log().warning("hook: unknown event %r (expected one of %s)", event, ", ".join(EVENTS))
+            return 0
+        try:
+            payload = read_payload(stdin)
+        except (ValueError, UnicodeDecodeError) as exc:
+            _log().warning("hook %s: %s; nothing done", event, exc)
+            if event == "session-start":
+                payload = {}
+            else:
+                return 0
+        handler = {
+            "session-start": session_start,
+            "post-tool-use": post_tool_use,
+            "file-changed": file_changed,
+            "stop": push_unsynced,
+            "post-compact": push_unsynced,
+            "session-end": session_end,
+            "pre-compact": pre_compact,
+        }[event]
+        handler(payload, stdout)
+    except BaseException as exc:  # the one place that must catch everything
+        if isinstance(exc, KeyboardInterrupt):
+            return 0
+        with contextlib.suppress(Exception):  # not even a broken log may fail the session
+            _log().exception("hook %s failed: %s", event, exc)
+    return 0
+
+
+# --- post-tool-use -------------------------------------------------------------------------
+
+
+def memory_file_of(payload: dict[str, Any], ctx: config.Context) -> Path | None:
+    """The written file, if the tool call wrote inside the memory dir."""
+    if payload.get("tool_name") not in WRITE_TOOLS:
+        return None
+    tool_input = payload.get("tool_input")
+    file_path = tool_input.get("file_path") if isinstance(tool_input, dict) else None
+    if not isinstance(file_path, str) or not os.path.isabs(file_path):
+        _log(ctx.home).warning(
+            "post-tool-use: %s payload without an absolute tool_input.file_path; nothing done",
+            payload.get("tool_name"),
+        )
+        return None
+    return inside_memory_dir(file_path, ctx)
+
+
+def inside_memory_dir(file_path: str, ctx: config.Context) -> Path | None:
+    """`file_path` as a path inside the memory dir, however it is spelled: ctx.memory_dir is
+    the canonical (symlink-resolved) path, Claude Code's tool input may go through a symlink
+    (~/.claude behind one). None for a file elsewhere."""
+    root = os.path.normcase(str(ctx.memory_dir)) + os.sep  # Windows: case-insensitive
+    normalised = os.path.normpath(file_path)
+    if os.path.normcase(normalised).startswith(root):
+        return Path(normalised)
+    parent, name = os.path.split(normalised)
+    real = os.path.join(os.path.realpath(parent), name)
+    if os.path.normcase(real).startswith(root):
+        return Path(real)
+    return None
+
+
+PUSH_BUDGET = 10.0  # seconds a post-tool-use push may spend on the network
+
+
+def post_tool_use(payload: dict[str, Any], stdout: Any) -> None:
+    ctx = _context(payload)
+    path = memory_file_of(payload, ctx)
+    if path is None:
+        return
+    problems = _push_one(ctx, path, "post-tool-use")
+    if problems:
+        # the model wrote the file and would believe it synced: say it was not, and why (the
+        # reasons name a line and a kind, never the secret)
+        said = "; ".join(f"{name} was NOT synced: {why}" for name, why in problems.items())
+        doc = {
+            "hookSpecificOutput": {
+                "hookEventName": "PostToolUse",
+                "additionalContext": f"memsync: {said}. It stays only on this machine until "
+                "that is fixed; tell the user.",
+            }
+        }
+        stdout.write(json.dumps(doc) + "\n")
+        stdout.flush()
+
+
+def file_changed(payload: dict[str, Any], stdout: Any) -> None:
+    """A file under the watched memory dir changed (Bash, an editor, another process): push it.
+    Claude Code fires this for the `watchPaths` session-start returned."""
+    file_path = payload.get("file_path")
+    if not isinstance(file_path, str) or not os.path.isabs(file_path):
+        return
+    ctx = _context(payload)
+    path = inside_memory_dir(file_path, ctx)
+    if path is None or not path.name.endswith(".md") or path.name.startswith("."):
+        return
+    _push_one(ctx, path, "file-changed")
+
+
+def push_unsynced(payload: dict[str, Any], stdout: Any) -> None:
+    """Stop (the end of every turn) and PostCompact: push whatever is still unsynced, so a write
+    no other hook saw reaches the remote within the session. A no-op push only scans."""
+    ctx = _context(payload)
+    event = str(payload.get("hook_event_name") or "stop")
+    engine, known = _engine(ctx)
+    result = engine.run("push")
+    _after(ctx, known, result)
+    pushed = result.uploaded + result.merged
+    if pushed or result.deleted_remote:
+        _log(ctx.home).info("%s: pushed %s", event, ", ".join(pushed + result.deleted_remote))
+    if result.offline:
+        _log(ctx.home).warning(
+            "%s: %d change(s) queued, remote unreachable", event, len(result.queued)
+        )
+
+
+def _push_one(ctx: config.Context, path: Path, event: str) -> dict[str, str]:
+    """Push one file; returns {name: why} for what was refused or failed."""
+    log = _log(ctx.home)
+    engine, known = _engine(ctx)  # only now: the fast path never pays for the engine
+    name = engine.name_of(path)
+    # a stalled or trickling remote fails at the cutoff and the file is queued: the agent
+    # waits for this hook after every memory write
+    result = engine.run("push", [str(path)], cutoff=time.monotonic() + PUSH_BUDGET)
+    _after(ctx, known, result)
+    if result.disabled:
+        log.info("%s: %s not pushed, sync is off", event, name)
+    elif result.offline:
+        log.warning("%s: %s queued, the remote is unreachable: %s", event, name, result.offline)
+    problems = {**result.refused, **result.errors}
+    for refused, reason in problems.items():
+        log.warning("%s: %s not pushed: %s", event, refused, reason)
+    for conflict in result.conflicts:
+        log.warning("%s: conflict: %s", event, conflict)
+    if result.uploaded or result.merged:
+        log.info("%s: pushed %s", event, ", ".join(result.uploaded + result.merged))
+    if result.deleted_remote:
+        log.info("%s: deleted on the remote %s", event, ", ".join(result.deleted_remote))
+    return problems
+
+
+# --- session-start -------------------------------------------------------------------------
+
+
+def _pull_within(engine: Any, budget: float, mode: str = "pull") -> tuple[Any, str | None]:
+    """Pull (draining the queue first; `mode="sync"` also pushes every unsynced local change)
+    for at most `budget` seconds.
+
+    The pull runs in a daemon thread (its transfers too) so a hung connection cannot hold the
+    session, nor the process's exit: no action starts after 0.8 of the budget, no request runs
+    past 0.9 of it, and whatever is still running at the end is abandoned, left for the next
+    sync (every write it makes is atomic)."""
+    box: dict[str, Any] = {}
+    started = time.monotonic()
+
+    def work() -> None:
+        try:
+            box["result"] = engine.run(
+                mode, deadline=started + budget * 0.8, cutoff=started + budget * 0.9
+            )
+        except BaseException as exc:  # reported to the caller
+            box["error"] = exc
+
+    thread = threading.Thread(target=work, name="memsync-pull", daemon=True)
+    thread.start()
+    thread.join(max(0.0, started + budget - time.monotonic()))
+    if thread.is_alive():
+        return None, f"the pull did not finish within {budget:g} s"
+    if "error" in box:
+        return None, str(box["error"])
+    result = box["result"]
+    if result.disabled:
+        return result, "sync is off (MEMSYNC_SYNC=off)"
+    if result.offline:
+        return result, f"the remote is unreachable: {result.offline}"
+    if result.skipped:
+        return result, f"the pull ran out of time with {len(result.skipped)} file(s) left"
+    return result, None
+
+
+def _crash_note(result: Any, offline: str | None, ended: list[Any]) -> str:
+    """What the primer says after an unclean end: only what the session-start sync did."""
+    when = ", ".join(time.strftime("%Y-%m-%d %H:%M", time.localtime(e.started)) for e in ended)
+    which = "a previous session" if len(ended) == 1 else f"{len(ended)} previous sessions"
+    said = (
+        f"{which} (started {when}) did not end cleanly: its process is gone and no session-end "
+        "was recorded; "
+    )
+    if result is None:
+        return said + "its unsynced memory writes could not be pushed yet; the next sync does it"
+    if offline:
+        return said + "its unsynced memory writes could not be pushed now and stay queued here"
+    pushed = len(result.uploaded) + len(result.merged) + len(result.deleted_remote)
+    if pushed:
+        return said + f"{pushed} memory file(s) it left unsynced were pushed now"
+    return said + "every memory file it wrote had already been synced"
+
+
+def _engine(ctx: config.Context) -> tuple[Any, str | None]:
+    """An engine, and why it will not touch the network: a hook shortly before found the
+    remote unreachable (see offline.py), so this one queues at once instead of retrying."""
+    from memsync.sync import offline
+    from memsync.sync.engine import Engine
+
+    known = offline.known_offline(ctx.state_dir, ctx.remote) if ctx.sync_enabled else None
+    if known is not None:
+        return Engine(ctx, offline.OfflineStore(known, ctx.remote)), known
+    return Engine(ctx), None
+
+
+def _after(ctx: config.Context, known: str | None, result: Any) -> None:
+    """Keep the offline marker in step with a run that used the network."""
+    from memsync.sync import offline
+
+    if known is None and result is not None and not result.disabled:
+        offline.after(ctx.state_dir, result.offline)
+
+
+def primer_input(ctx: config.Context, engine: Any, source: str, offline: str | None) -> Any:
+    from memsync.claude.primer import PrimerInput
+
+    state = engine.state
+    refused = state.refused
+    for q in state.meta.get("quarantined", []):  # see forget.py
+        if Path(q["path"]).exists():
+            refused[q["file"]] = (
+                f"it was forgotten on another device; the unsynced edit is in {q['path']} "
+                "(copy what is still needed into a new memory file, then delete that file)"
+            )
+    return PrimerInput(
+        memory_dir=ctx.memory_dir,
+        project=ctx.project,
+        source=source,
+        conflicts=state.conflicts,
+        refused=refused,
+        queued=state.pending,
+        offline=offline,
+        last_sync=state.meta.get("last_sync"),
+    )
+
+
+def session_start(payload: dict[str, Any], stdout: Any) -> None:
+    from memsync.claude.primer import build
+    from memsync.claude.sessions import Sessions
+
+    source = payload.get("source")
+    if not isinstance(source, str):
+        source = "startup"
+    session_id = str(payload.get("session_id") or "")
+    try:
+        ctx = _context(payload)
+        engine, known = _engine(ctx)
+    except Exception as exc:  # broken settings, an unnamed project: tell the agent
+        _log().warning("session-start: %s", exc)
+        _emit(stdout, f"memsync could not start: {exc}. Memory was not synced this session.")
+        return
+    log = _log(ctx.home)
+    budget = float(ctx.setting("pull_timeout"))
+    sessions = Sessions(ctx.state_dir)
+    ended = sessions.ended_uncleanly(session_id)
+    # after an unclean end a sync, not a pull: writes no hook pushed (a crash, a kill) go out now
+    result, offline = _pull_within(engine, budget, "sync" if ended else "pull")
+    _after(ctx, known, result)
+    if offline:
+        log.warning("session-start: %s", offline)
+    elif result is not None:
+        log.info(
+            "session-start: pulled %d, merged %d, pushed %d",
+            len(result.downloaded),
+            len(result.merged),
+            len(result.uploaded),
+        )
+    data = primer_input(ctx, _fresh(engine), source, offline)
+    try:
+        sessions.start(session_id, source)
+        if ended and result is not None:  # pushed or queued; after a timeout, the next start
+            sessions.forget([e.session_id for e in ended])
+    except (OSError, TimeoutError) as exc:  # the primer matters more than the record
+        log.warning("session-start: could not record the session: %s", exc)
+    if ended:
+        data.crashed = _crash_note(result, offline, ended)
+    if result is not None:
+        data.refused = {**data.refused, **result.refused_remote}
+    context = build(data, int(ctx.setting("primer_max_chars")))
+    if os.environ.get("CLAUDE_PLUGIN_ROOT"):  # the plugin form names its skills /memsync:...
+        from memsync.claude.install import skill_name
+
+        context += (
+            f"\n\nmemsync skills: {skill_name('digest-session', True)} at session end, "
+            f"{skill_name('refresh-persona', True)} to pull what other machines wrote."
+        )
+    # watchPaths: Claude Code then fires FileChanged for writes no tool hook sees (Bash, editors)
+    _emit(stdout, context, [str(ctx.memory_dir)])
+
+
+def _fresh(engine: Any) -> Any:
+    """An engine with state re-read from disk (the pull may still be writing in its thread)."""
+    from memsync.sync.state import State
+
+    engine.state = State(engine.ctx.state_dir, engine.state.history_versions)
+    return engine
+
+
+def _emit(stdout: Any, context: str, watch: list[str] | None = None) -> None:
+    out: dict[str, Any] = {"hookEventName": "SessionStart", "additionalContext": context}
+    if watch:
+        out["watchPaths"] = watch
+    doc = {"hookSpecificOutput": out}
+    stdout.write(json.dumps(doc) + "\n")
+    stdout.flush()
+
+
+# --- session-end and the detached flush ----------------------------------------------------
+
+
+def session_end(payload: dict[str, Any], stdout: Any) -> None:
+    ctx = _context(payload)
+    session_id = str(payload.get("session_id") or "")
+    from memsync.claude.sessions import Sessions
+
+    try:
+        Sessions(ctx.state_dir).end(session_id, str(payload.get("reason") or ""))
+    except (OSError, TimeoutError) as exc:  # the flush matters more than the record
+        _log(ctx.home).warning("session-end: could not record the end: %s", exc)
+    args = [sys.executable, "-m", "memsync", "hook", "flush", "--memory-dir", str(ctx.memory_dir)]
+    if isinstance(payload.get("cwd"), str):
+        args += ["--cwd", payload["cwd"]]
+    transcript = payload.get("transcript_path")
+    if isinstance(transcript, str):
+        args += ["--transcript", transcript, "--session", session_id]
+    env = dict(os.environ, MEMSYNC_MEMORY_DIR=str(ctx.memory_dir))
+    from memsync.util.portable import detached_process_options
+
+    subprocess.Popen(  # our own interpreter and module, no shell
+        args,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        **detached_process_options(),
+    )
+    _log(ctx.home).info("session-end: flush handed to a detached process")
+
+
+def _flush(argv: list[str]) -> int:
+    """Push everything that changed, then (if configured) write the session digest."""
+    opts: dict[str, str] = {}
+    for flag, value in zip(argv[::2], argv[1::2], strict=False):
+        opts[flag.lstrip("-")] = value
+    cwd = Path(opts["cwd"]) if "cwd" in opts and Path(opts["cwd"]).is_dir() else None
+    try:
+        ctx = config.resolve(memory_dir=opts.get("memory-dir"), cwd=cwd)
+        log = _log(ctx.home)
+        from memsync.sync.engine import Engine
+
+        result = Engine(ctx).run("push")  # detached: it may wait out the retries
+        _after(ctx, None, result)
+        if result.offline:
+            log.warning("flush: remote unreachable, %d change(s) queued", len(result.queued))
+        else:
+            log.info("flush: pushed %d file(s)", len(result.uploaded) + len(result.merged))
+        if ctx.setting("digest_on_session_end") and opts.get("transcript"):
+            _digest_after_flush(ctx, opts)
+    except Exception as exc:  # detached: nobody to tell but the log
+        _log().exception("flush failed: %s", exc)
+    return 0
+
+
+def _digest_after_flush(ctx: config.Context, opts: dict[str, str]) -> None:
+    try:
+        from memsync.claude import digest
+    except ImportError:
+        _log(ctx.home).info("flush: digest_on_session_end is set but digests are not available")
+        return
+    digest.on_session_end(ctx, Path(opts["transcript"]), opts.get("session", ""))
+
+
+# --- pre-compact ---------------------------------------------------------------------------
+
+
+def pre_compact(payload: dict[str, Any], stdout: Any) -> None:
+    ctx = _context(payload)
+    _log(ctx.home).info(
+        "pre-compact: session %s (%s); nothing to block",
+        payload.get("session_id"),
+        payload.get("trigger", "?"),
+    )

@@ -1,0 +1,206 @@
+"""The portable project identity: the remote prefix a project's memory lives under, the same
+on every device, and never shared by two unrelated projects.
+
+In order: a name the user gave (`--project`, MEMSYNC_PROJECT, the `project` setting); the
+normalised git `origin`; the name this memory dir used before (pinned in
+`$MEMSYNC_HOME/projects.json` after its first sync); the folder's name if this device already
+synced it under that name (what memsync used before identities had a fingerprint: kept, so
+existing users' projects keep working); the folder's name plus its repository's first commit
+(`app-4f72ac06b2b5`: two unrelated repositories named `app` cannot meet); else no name at all,
+and a sync asks for one.
+
+The fingerprint (the origin, else the first commit) goes into a small manifest on the remote
+(`_memsync/project.json`, see `manifest_problem`): a sync that finds memory of a different
+origin under its prefix refuses instead of mixing the two.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import NamedTuple
+from urllib.parse import urlsplit
+
+PINS = "projects.json"
+MANIFEST = "_memsync/project.json"
+
+
+# --- git, read directly (no git subprocess) -----------------------------------------------
+
+
+def find_git_root(start: Path) -> Path | None:
+    for directory in (start, *start.parents):
+        if (directory / ".git").exists():
+            return directory
+    return None
+
+
+def _git_config_path(root: Path) -> Path | None:
+    dotgit = root / ".git"
+    if dotgit.is_dir():
+        return dotgit / "config"
+    try:
+        pointer = dotgit.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    if not pointer.startswith("gitdir:"):
+        return None
+    gitdir = (root / pointer.removeprefix("gitdir:").strip()).resolve()
+    common = gitdir / "commondir"
+    if common.exists():
+        gitdir = (gitdir / common.read_text(encoding="utf-8").strip()).resolve()
+    return gitdir / "config"
+
+
+def git_origin(root: Path) -> str | None:
+    """The `origin` remote URL from .git/config, read directly (no git subprocess)."""
+    path = _git_config_path(root)
+    if path is None:
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    section = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped.startswith("["):
+            section = stripped
+        elif section == '[remote "origin"]' and re.match(r"url\s*=", stripped):
+            return stripped.split("=", 1)[1].strip()
+    return None
+
+
+def normalise_origin(url: str) -> str:
+    """`git@github.com:Me/Proj.git` and `https://github.com/Me/Proj` → `github.com-me-proj`."""
+    url = url.strip()
+    scp = re.match(r"^(?:[^@/]+@)?([^:/]+):(?!//)(.+)$", url)
+    if scp:
+        host, path = scp.group(1), scp.group(2)
+    else:
+        parts = urlsplit(url)
+        host, path = (parts.hostname or ""), parts.path
+    path = re.sub(r"\.git/?$", "", path.strip("/"))
+    return safe_segment(f"{host}/{path}".strip("/").lower())
+
+
+def safe_segment(text: str) -> str:
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.")
+    return cleaned or "default"
+
+
+class Identity(NamedTuple):
+    name: str  # the remote prefix; "" when nothing names the project
+    source: str  # configured | origin | pinned | legacy | first-commit | unnamed
+    fingerprint: str | None  # "origin:<normalised url>" or "commit:<sha>"; None if neither
+
+
+def first_commit(root: Path) -> str | None:
+    """The repository's root commit (the smallest, if history has several), or None (no git,
+    no commit yet). A subprocess: asked only when there is no origin and no pin."""
+    import subprocess
+
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(root), "rev-list", "--max-parents=0", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commits = sorted(c for c in proc.stdout.split() if re.fullmatch(r"[0-9a-f]{40,64}", c))
+    return commits[0] if proc.returncode == 0 and commits else None
+
+
+def read_pins(home: Path) -> dict[str, dict]:
+    try:
+        data = json.loads((home / PINS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # a cache of what resolve() can work out again (an explicit name aside)
+    return data if isinstance(data, dict) else {}
+
+
+def pin(home: Path, memory_dir: Path, identity: Identity) -> None:
+    """Remember the identity a memory dir synced under, so later runs (and hooks) use it
+    without asking git, and a name given once on the command line stays."""
+    from memsync.util.fsutil import atomic_write, private_dir
+
+    pins = read_pins(home)
+    entry = {"project": identity.name, "fingerprint": identity.fingerprint}
+    if pins.get(str(memory_dir)) == entry:
+        return
+    pins[str(memory_dir)] = entry
+    private_dir(home)
+    atomic_write(home / PINS, json.dumps(pins, indent=1, sort_keys=True).encode())
+
+
+def resolve_identity(
+    cwd: Path,
+    configured: str | None,
+    memory_dir: Path,
+    home: Path,
+    used_before,  # (name) -> whether this device has state under that name
+) -> Identity:
+    root = find_git_root(cwd)
+    origin = git_origin(root) if root is not None else None
+    origin_id = normalise_origin(origin) if origin else None
+    pinned = read_pins(home).get(str(memory_dir))
+    pinned = pinned if isinstance(pinned, dict) and pinned.get("project") else None
+
+    def commit_print() -> str | None:
+        if pinned and pinned.get("fingerprint"):
+            return pinned["fingerprint"]
+        commit = first_commit(root) if root is not None else None
+        return f"commit:{commit}" if commit else None
+
+    if configured:
+        name = safe_segment(configured)
+        if origin_id:
+            return Identity(name, "configured", f"origin:{origin_id}")
+        same = pinned and pinned["project"] == name
+        return Identity(name, "configured", commit_print() if same or root else None)
+    if origin_id:
+        return Identity(origin_id, "origin", f"origin:{origin_id}")
+    if pinned:
+        return Identity(str(pinned["project"]), "pinned", pinned.get("fingerprint"))
+    folder = safe_segment((root or cwd).name)
+    fingerprint = commit_print()
+    if used_before(folder):
+        return Identity(folder, "legacy", fingerprint)
+    if fingerprint:
+        short = fingerprint.split(":", 1)[1][:12]
+        return Identity(f"{folder}-{short}", "first-commit", fingerprint)
+    return Identity("", "unnamed", None)
+
+
+def describe(fingerprint: str | None) -> str:
+    if not fingerprint:
+        return "no origin or commit recorded"
+    kind, _, value = fingerprint.partition(":")
+    return f"origin {value}" if kind == "origin" else f"first commit {value[:12]}"
+
+
+def manifest_bytes(identity: Identity) -> bytes:
+    doc = {"version": 1, "project": identity.name, "fingerprint": identity.fingerprint}
+    return json.dumps(doc, indent=1, sort_keys=True).encode()
+
+
+def manifest_fingerprint(data: bytes) -> str | None:
+    """The fingerprint a manifest records (None for an unreadable one: it is claimed again)."""
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return None
+    value = doc.get("fingerprint") if isinstance(doc, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
+def unnamed_message(memory_dir: Path) -> str:
+    return (
+        f"the project of {memory_dir} has no git origin or commit that tells its memory apart "
+        "from another project's; name it once with `memsync sync --project NAME` (the same "
+        "name on every device; it is remembered for this memory dir)"
+    )

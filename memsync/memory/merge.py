@@ -1,0 +1,1126 @@
+"""Three-way merges by memory type: pure functions of (base, ours, theirs).
+
+base is the content both sides last agreed on (None if they never did; a file both made
+from a template has the template as base). One rule, `merge_items`, holds for every structured
+file: entries have an identity (commitment id, index link target, heading path + text,
+carry-forward item); one side's change is taken; a removal or a move to Consumed/Delivered
+beats an untouched entry; an edit beats a removal; entries changed differently on both sides
+are both kept and returned as a `conflict` for the user. Where two versions cannot both be
+kept (a fact file edited on both sides) the later edit wins and the other is returned as
+`discarded` for local history. tests/oracle.py states the rule independently.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import re
+from collections import Counter
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timezone
+from typing import Any, NamedTuple, TypeVar
+
+from memsync.memory import frontmatter as memory
+from memsync.memory import sections
+from memsync.memory.memtypes import type_of
+from memsync.memory.sections import Section
+from memsync.util import resources
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    content: bytes
+    conflict: str | None = None  # one sentence for the user: what both sides changed
+    discarded: bytes | None = None  # a version not kept in the file, for local history
+    ours_won: bool | None = None  # fact files: whether this device's edit was kept
+    edited: float | None = None  # when the kept content was edited, where known
+    tied: bool = False  # fact files: the edit times could not be told apart
+
+
+# --- generic three-way list union ---------------------------------------------------------
+
+
+def union(
+    base: Sequence[T] | None,
+    ours: Sequence[T],
+    theirs: Sequence[T],
+    key: Callable[[T], Hashable],
+    changed: Callable[[T | None, T, T], T] | None = None,
+) -> list[T]:
+    """Merge three lists of items identified by `key`, keeping order.
+
+    Ours' order first; theirs' additions go after their nearest predecessor. An item removed
+    on one side since base stays removed; an item both sides hold is taken from the side that
+    changed it (via `changed(base_item, ours_item, theirs_item)`, default: ours).
+    """
+    base_items = {key(x): x for x in base or ()}
+    ours_keys = {key(x) for x in ours}
+    theirs_by_key = {key(x): x for x in theirs}
+    result: list[T] = []
+    for item in ours:
+        k = key(item)
+        if k in base_items and k not in theirs_by_key:
+            continue  # removed on their side
+        if k in theirs_by_key and changed is not None:
+            item = changed(base_items.get(k), item, theirs_by_key[k])
+        result.append(item)
+    placed = {key(x) for x in result}
+    anchor: Hashable | None = None
+    for index, item in enumerate(theirs):
+        k = key(item)
+        if k in placed or k in ours_keys:
+            anchor = k if k in placed else anchor
+            continue
+        if k in base_items:
+            continue  # removed on our side
+        if anchor is not None:
+            position = next(i for i, x in enumerate(result) if key(x) == anchor) + 1
+        else:  # before the first item both sides share, or after all of ours
+            following = [key(x) for x in theirs[index + 1 :] if key(x) in placed]
+            position = next(
+                (i for i, x in enumerate(result) if following and key(x) == following[0]),
+                len(result),
+            )
+        result.insert(position, item)
+        placed.add(k)
+        anchor = k
+    return result
+
+
+# --- frontmatter ---------------------------------------------------------------------------
+
+
+def _timestamp(value: object) -> float | None:
+    """Seconds since the epoch of a frontmatter time (a date, a datetime, ISO 8601 text)."""
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day).timestamp()
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None
+    return None
+
+
+def modified_of(meta: dict[str, Any] | None) -> float | None:
+    """The frontmatter `modified` time, top level or under `metadata:` (Claude Code's shape)."""
+    return _timestamp(memory.field(meta, "modified"))
+
+
+def merge_meta(
+    base: dict[str, Any] | None,
+    ours: dict[str, Any],
+    theirs: dict[str, Any],
+    ours_newer: bool,
+    notes: list[str] | None = None,
+) -> dict[str, Any]:
+    """Field by field: the side that changed a field wins. Both changed: lists union,
+    mappings merge field by field, `modified` takes the later value, `description` keeps both
+    texts, anything else the newer side's value; each of the last two is noted in `notes`."""
+    base = base or {}
+    notes = [] if notes is None else notes
+    out: dict[str, Any] = {}
+    missing = object()
+    for k in [*ours, *(k for k in theirs if k not in ours)]:
+        b, o, t = base.get(k, missing), ours.get(k, missing), theirs.get(k, missing)
+        if o == t:
+            value = o
+        elif o == b:
+            value = t
+        elif t == b:
+            value = o
+        elif isinstance(o, list) and isinstance(t, list):
+            value = union(b if isinstance(b, list) else [], o, t, key=repr)
+        elif isinstance(o, dict) and isinstance(t, dict):  # Claude Code's `metadata:` mapping
+            value = merge_meta(b if isinstance(b, dict) else None, o, t, ours_newer, notes)
+        elif k == "modified" and _timestamp(o) is not None and _timestamp(t) is not None:
+            value = o if (_timestamp(o) or 0) >= (_timestamp(t) or 0) else t
+        elif o is missing or t is missing:
+            value = t if o is missing else o  # removed on one side, changed on the other
+        elif k == "description" and isinstance(o, str) and isinstance(t, str):
+            value = f"{o}; {t}" if t not in o else o
+            if o not in t and t not in o:
+                notes.append("the description")
+            elif t not in o:
+                value = t
+        else:
+            value = o if ours_newer else t
+            notes.append(f"the field `{k}`")
+        if value is not missing:
+            out[k] = value
+    return out
+
+
+# --- entries with an identity: the one rule under every structured merge ------------------
+
+
+class Item(NamedTuple):
+    """One entry of a structured file: its identity, where it sits, its raw text."""
+
+    key: Hashable
+    place: str
+    text: str
+
+
+def _value(item: Item | None) -> tuple[str, str] | None:
+    return None if item is None else (item.place, sections.normalise(item.text))
+
+
+def _unique(items: Sequence[Item]) -> list[Item]:
+    """Two entries of one version with the same identity (ids that collided before) stay
+    apart: the second is (key, 1), the third (key, 2)..."""
+    seen: dict[Hashable, int] = {}
+    out = []
+    for item in items:
+        n = seen.get(item.key, 0)
+        seen[item.key] = n + 1
+        out.append(item if n == 0 else item._replace(key=(item.key, n)))
+    return out
+
+
+_WORD = re.compile(r"\w+")
+_ALL_PAIRS = 2_500  # removed x added entries up to which every pair is compared
+_WINDOW = 16
+SIMILAR = 0.5  # word overlap (Dice) from which a changed entry is a reword of a removed one
+
+
+def _words(text: str) -> Counter[str]:
+    return Counter(_WORD.findall(_ITEM_PREFIX.sub("", text.strip(), count=1).lower()))
+
+
+def _dice(wa: Counter[str], wb: Counter[str]) -> float:
+    if not wa or not wb:
+        return 0.0
+    if len(wa) > len(wb):
+        wa, wb = wb, wa
+    common = sum(min(n, wb[w]) for w, n in wa.items() if w in wb)
+    return 2 * common / (wa.total() + wb.total())
+
+
+def similarity(a: str, b: str) -> float:
+    """Dice coefficient of the two texts' lowercase words (as multisets): 1.0 the same words,
+    0.0 none in common. "Ask Pat about the Q3 numbers" -> "... and the forecast" is 0.8;
+    -> "Book flights for the offsite" is 0.18."""
+    return _dice(_words(a), _words(b))
+
+
+def pair_rewords(
+    base: Sequence[Item], side: Sequence[Item], fixed: Callable[[Hashable], bool] | None = None
+) -> list[Item]:
+    """An entry reworded keeps its identity. A base entry gone from this side and a new entry
+    of this side are one entry reworded when their words are similar enough (`SIMILAR`),
+    most similar pairs first, whatever their positions, and within the same place or moved
+    to another (Pending -> Consumed with a note). Anything else is a removal and an addition,
+    so replacing a line with a brand-new one never passes the new one off as an edit of the
+    old. Keys for which `fixed(key)` holds (commitment ids, index links) are identities of
+    their own and never paired."""
+    side_keys = {x.key for x in side}
+    base_keys = {x.key for x in base}
+    free = (lambda k: True) if fixed is None else (lambda k: not fixed(_root_key(k)))
+    gone = [(i, x) for i, x in enumerate(base) if x.key not in side_keys and free(x.key)]
+    new = [(j, x) for j, x in enumerate(side) if x.key not in base_keys and free(x.key)]
+    if not gone or not new:
+        return list(side)
+    scored = []
+    new_words = [(j, item, _words(item.text)) for j, item in new]
+    # hundreds of entries changed at once: look among the nearest changed ones only, so a
+    # merge stays linear (a reword stays near where it was)
+    every = len(gone) * len(new) <= _ALL_PAIRS
+    for rank, (i, old) in enumerate(gone):
+        old_words = _words(old.text)
+        centre = rank * len(new) // len(gone)  # where this entry would sit among the new
+        near = new_words if every else new_words[max(0, centre - _WINDOW) : centre + _WINDOW + 1]
+        for j, item, words in near:
+            score = _dice(old_words, words)
+            if score >= SIMILAR:
+                scored.append((-score, old.place != item.place, abs(i - j), i, j))
+    out = list(side)
+    used_old: set[int] = set()
+    used_new: set[int] = set()
+    for _, _, _, i, j in sorted(scored):
+        if i in used_old or j in used_new:
+            continue
+        used_old.add(i)
+        used_new.add(j)
+        out[j] = side[j]._replace(key=base[i].key)
+    return out
+
+
+def _root_key(key: Hashable) -> Hashable:
+    """The identity under `_unique`'s (key, n) for repeated ones."""
+    while isinstance(key, tuple) and len(key) == 2 and isinstance(key[1], int):
+        key = key[0]
+    return key
+
+
+def _bare(text: str) -> str:
+    """An entry's words without its commitment id, bullet, date and marks."""
+    return item_text(_COMMIT_ID.sub("", text))
+
+
+def _one_entry(base: Item | None, done: Item, other: Item) -> bool:
+    """Whether `done` (moved to the final place) and `other` (changed, left in the first place)
+    are one entry: an id can stand for two promises (ids minted on two devices before ids were
+    unique), and delivering one must not consume the other. Without a base the texts must be
+    the same (the delivered one may have a note appended); with one, the id was one promise
+    when both sides last agreed, so `done` (the base entry moved) and `other` (however much
+    reworded, as the design table says: anything -> Delivered only) are that promise."""
+
+    def continues(a: str, b: str) -> bool:
+        return a == b or a.startswith(b) or b.startswith(a)
+
+    d, o = _bare(done.text), _bare(other.text)
+    if base is None:
+        return continues(d, o)
+    return continues(d, _bare(base.text))
+
+
+def _split_collisions(
+    base: Sequence[Item] | None,
+    ours: Sequence[Item],
+    theirs: Sequence[Item],
+    fixed: Callable[[Hashable], bool],
+    notes: list[str],
+    label: Callable[[Item], str],
+) -> tuple[Sequence[Item] | None, Sequence[Item], Sequence[Item]]:
+    """An id minted on two devices for two promises (ids that collided before they were
+    unique) names two entries: each gets the identity (id, its promise's text), one promise
+    being a text and those continuing it (a delivered one may carry a note), so that
+    delivering or rewording one never takes the other, whatever order they sit in. When the
+    sides differ on such an id the collision is reported."""
+    # an id the base holds once and a side holds once is that one promise on that side, however
+    # reworded (one id, one promise, since both sides last agreed)
+    from collections import Counter
+
+    in_base = Counter(x.key for x in base or () if fixed(x.key))
+    promise = {x.key: _bare(x.text) for x in base or () if in_base[x.key] == 1}
+
+    def bare_of(x: Item, counts: Counter) -> str:
+        if counts[x.key] == 1 and x.key in promise:
+            return promise[x.key]
+        return _bare(x.text)
+
+    sides = [(s, Counter(x.key for x in s if fixed(x.key))) for s in (ours, theirs)]
+    families: dict[Hashable, list[str]] = {}
+    for items, counts in [(base or (), in_base), *sides]:
+        for item in items:
+            if fixed(item.key):
+                bare = bare_of(item, counts)
+                reps = families.setdefault(item.key, [])
+                if not any(_continues(bare, r) for r in reps):
+                    reps.append(bare)
+    split = {k for k, reps in families.items() if len(reps) > 1}
+    if not split:
+        return base, ours, theirs
+
+    def rekey(items: Sequence[Item]) -> list[Item]:
+        counts = Counter(x.key for x in items if fixed(x.key))
+        out = []
+        for x in items:
+            if x.key in split:
+                bare = bare_of(x, counts)
+                rep = next(r for r in families[x.key] if _continues(bare, r))
+                x = x._replace(key=(x.key, rep))
+            out.append(x)
+        return out
+
+    def values(items: Sequence[Item] | None, k: Hashable) -> list[tuple[str, str] | None]:
+        return sorted(_value(x) for x in items or () if x.key == k)  # type: ignore[type-var]
+
+    for k in sorted(split, key=str):
+        bv, ov, tv = values(base, k), values(ours, k), values(theirs, k)
+        if ov != tv and bv not in (ov, tv):
+            notes.append(label(next(x for x in (*ours, *theirs) if x.key == k)))
+    return (None if base is None else rekey(base)), rekey(ours), rekey(theirs)
+
+
+def _continues(a: str, b: str) -> bool:
+    return a == b or a.startswith(b) or b.startswith(a)
+
+
+def merge_items(
+    base: Sequence[Item] | None,
+    ours: Sequence[Item],
+    theirs: Sequence[Item],
+    notes: list[str],
+    final: str | None = None,
+    label: Callable[[Item], str] = lambda x: x.text,
+    fixed: Callable[[Hashable], bool] | None = None,
+) -> list[Item]:
+    """The three-way merge of entries by identity, the rule every structured merge follows:
+
+    - changed (added, reworded, moved) on one side only: that side's version;
+    - removed on one side, untouched on the other: gone; removed on one side, changed on the
+      other: the change stays (an edit beats a concurrent removal);
+    - moved to the `final` place (Consumed, Delivered) on either side: there, and only there
+      (moved there on both sides with different texts: both stay there, noted as below);
+    - changed differently on both sides: both versions stay, ours first, and a note is added
+      to `notes` (the caller records the conflict).
+
+    Identity: the key, or for a reworded entry its base entry's key (`pair_rewords`).
+
+    Order: ours, with theirs' additions after the entry they follow on their side.
+    """
+    if fixed is not None:
+        base, ours, theirs = _split_collisions(base, ours, theirs, fixed, notes, label)
+        own = fixed
+
+        def fixed(k: Hashable) -> bool:  # an id's promise (id, text) is an identity too
+            if isinstance(k, tuple) and len(k) == 2 and isinstance(k[1], str):
+                return own(k[0])
+            return own(k)
+
+    b_items = _unique(base or ())
+    o_items = pair_rewords(b_items, _unique(ours), fixed)
+    t_items = pair_rewords(b_items, _unique(theirs), fixed)
+    b = {x.key: x for x in b_items}
+    o = {x.key: x for x in o_items}
+    t = {x.key: x for x in t_items}
+    order = union(None, [x.key for x in o_items], [x.key for x in t_items], key=lambda k: k)
+    out: list[Item] = []
+    for k in order:
+        bi, oi, ti = b.get(k), o.get(k), t.get(k)
+        bv, ov, tv = _value(bi), _value(oi), _value(ti)
+        if ov == tv:
+            chosen = [oi]
+        elif ov == bv:
+            chosen = [ti]
+        elif tv == bv:
+            chosen = [oi]
+        elif oi is None or ti is None:
+            chosen = [oi or ti]  # removed on one side, changed on the other
+        elif final is not None and final in (oi.place, ti.place) and oi.place != ti.place:
+            done, other = (oi, ti) if oi.place == final else (ti, oi)
+            if fixed is not None and fixed(_root_key(k)) and not _one_entry(bi, done, other):
+                chosen = [oi, ti]  # one id minted for two promises: only its own is done
+                notes.append(label(oi))
+            else:
+                chosen = [done]
+        else:
+            chosen = [oi, ti]
+            notes.append(label(oi))
+        out.extend(x for x in chosen if x is not None)
+    return out
+
+
+def _merge_entries(
+    base: list[str] | None, ours: list[str], theirs: list[str], notes: list[str], where: str = ""
+) -> list[str]:
+    def items(entries: list[str]) -> list[Item]:
+        return [Item(sections.entry_key(e), "", sections.ensure_newline(e)) for e in entries]
+
+    merged = merge_items(
+        items(base) if base is not None else None,
+        items(ours),
+        items(theirs),
+        notes,
+        # names where, never what: conflicts go to state files and the remote record, where
+        # `forget --match` could not reach a quoted entry
+        label=lambda x: f'an entry under "{_short(where, 40)}"' if where else "an entry",
+    )
+    return [x.text for x in merged]
+
+
+def _short(text: str, limit: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --- section trees -------------------------------------------------------------------------
+
+
+def merge_tree(
+    base: Section | None, ours: Section, theirs: Section, notes: list[str] | None = None
+) -> Section:
+    """Sections by heading, entries within a section by the rule in `merge_items`. A section
+    removed on one side loses the entries the other side left alone and keeps what it added
+    or changed (so compaction folding a section away never brings its old entries back)."""
+    notes = [] if notes is None else notes
+    if base is not None and ours.render() == base.render():
+        return theirs
+    if base is not None and theirs.render() == base.render():
+        return ours
+    if ours.render() == theirs.render():
+        return ours
+    entries = _merge_entries(
+        base.entries if base else None, ours.entries, theirs.entries, notes, ours.title
+    )
+    base_children = {c.key: c for c in base.children} if base else {}
+    ours_children = {c.key: c for c in ours.children}
+    theirs_children = {c.key: c for c in theirs.children}
+    keys = union(
+        None,
+        [c.key for c in ours.children],
+        [c.key for c in theirs.children],
+        key=lambda k: k,
+    )
+    children = []
+    for k in keys:
+        o, t, b = ours_children.get(k), theirs_children.get(k), base_children.get(k)
+        if o is not None and t is not None:
+            children.append(merge_tree(b, o, t, notes))
+            continue
+        present = o or t
+        assert present is not None
+        if b is None:
+            children.append(present)  # added on one side
+            continue
+        if present.render() == b.render():
+            continue  # removed on the other side, untouched here
+        gone = Section(present.heading, present.level)
+        if o is None:
+            kept = merge_tree(b, gone, present, notes)
+        else:
+            kept = merge_tree(b, present, gone, notes)
+        if any(e.strip() for node in kept.walk() for e in node.entries):
+            children.append(kept)
+    heading = ours.heading if ours.heading is not None else theirs.heading
+    return _space_headings(Section(heading, ours.level, _tidy_blanks(entries), children))
+
+
+def _tidy_blanks(entries: list[str]) -> list[str]:
+    """After a union, blank lines that separated the old last entry belong to the new one."""
+    if not entries:
+        return entries
+    out = [e.rstrip("\n") + "\n" if i + 1 < len(entries) else e for i, e in enumerate(entries)]
+    out = [e for e in out if e.strip() or e == entries[0]]
+    if out and entries[-1].endswith("\n\n") and not out[-1].endswith("\n\n"):
+        out[-1] += "\n"
+    return out
+
+
+def _space_headings(root: Section) -> Section:
+    """Make sure every heading after the first piece of text has a blank line before it."""
+    previous: list[tuple[Section, int]] = []  # (node, entry index or -1 for the heading)
+
+    def visit(node: Section) -> None:
+        if node.heading is not None:
+            if previous:
+                owner, index = previous[-1]
+                text = owner.heading if index < 0 else owner.entries[index]
+                if text and text.strip() and not text.endswith("\n\n"):
+                    fixed = sections.ensure_newline(text) + "\n"
+                    if index < 0:
+                        owner.heading = fixed
+                    else:
+                        owner.entries[index] = fixed
+            previous.append((node, -1))
+        for i in range(len(node.entries)):
+            previous.append((node, i))
+        for child in node.children:
+            visit(child)
+
+    visit(root)
+    return root
+
+
+# --- per-type strategies (body level) -------------------------------------------------------
+
+_MARKS = re.compile(r"[✓✔✅☑]|\((?:done|delivered|pending[^)]*)\)|—\s*(?:done|delivered)\b", re.I)
+_DATE_PREFIX = re.compile(r"^\d{4}-\d{2}-\d{2}\s*[:—–-]?\s*")
+_ITEM_PREFIX = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
+_COMMIT_ID = re.compile(r"\[(c-[A-Za-z0-9_-]+)\]")
+_ID_KEY = re.compile(r"c-[A-Za-z0-9_-]+")
+
+
+def item_text(entry: str) -> str:
+    """An entry's identity text: no bullet, date prefix, status marks; lowercase."""
+    text = _ITEM_PREFIX.sub("", entry.strip(), count=1)
+    text = _DATE_PREFIX.sub("", text)
+    text = _MARKS.sub("", text)
+    return " ".join(text.split()).lower().rstrip(".")
+
+
+def commitment_id(entry: str) -> str:
+    m = _COMMIT_ID.search(entry)
+    return m.group(1) if m else item_text(_COMMIT_ID.sub("", entry))
+
+
+def _take_items(
+    root: Section | None, places: tuple[str, str], key: Callable[[str], Hashable]
+) -> tuple[Section | None, list[Item]]:
+    """A copy of the tree without the list items of its `places` sections, and those items."""
+    if root is None:
+        return None, []
+    copy = sections.parse(root.render())
+    items = []
+    for place in places:
+        node = copy.find(place)
+        if node is None:
+            continue
+        rest = []
+        for entry in node.entries:
+            if _ITEM_PREFIX.match(entry) and sections.entry_key(entry):
+                items.append(Item(key(entry), place, entry))
+            else:
+                rest.append(entry)
+        node.entries = rest
+    return copy, items
+
+
+def _merge_places(
+    base: Section | None,
+    ours: Section,
+    theirs: Section,
+    notes: list[str],
+    places: tuple[str, str],
+    key: Callable[[str], Hashable],
+    label: Callable[[Item], str],
+    fixed: Callable[[Hashable], bool] | None = None,
+) -> Section:
+    """A file of two list sections (Open/Delivered, Pending/Consumed) whose items move from
+    the first to the second, final one: everything else merges as a section tree."""
+    b_tree, b_items = _take_items(base, places, key)
+    o_tree, o_items = _take_items(ours, places, key)
+    t_tree, t_items = _take_items(theirs, places, key)
+    assert o_tree is not None and t_tree is not None
+    merged = merge_tree(b_tree, o_tree, t_tree, notes)
+    items = merge_items(
+        b_items if base is not None else None, o_items, t_items, notes, places[1], label, fixed
+    )
+    nodes = _status_sections(merged, places)
+    for node, place in zip(nodes, places, strict=True):
+        texts = [x.text.rstrip("\n") + "\n" for x in items if x.place == place]
+        if texts:
+            filler = [e for e in node.entries if e.strip()]
+            node.entries = [*filler, *texts]
+            node.entries[-1] += "\n"
+    return _space_headings(merged)
+
+
+def _status_sections(root: Section, names: tuple[str, str]) -> tuple[Section, Section]:
+    found = []
+    for name in names:
+        section = root.find(name)
+        if section is None:
+            section = Section(f"## {name}\n\n", 2)
+            root.children.append(section)
+        found.append(section)
+    return found[0], found[1]
+
+
+def merge_commitments(
+    base: Section | None, ours: Section, theirs: Section, notes: list[str] | None = None
+) -> Section:
+    """By commitment id: a change on one side wins; Delivered beats Open; an id both sides
+    minted for different promises keeps both (and is reported)."""
+    return _merge_places(
+        base,
+        ours,
+        theirs,
+        [] if notes is None else notes,
+        ("Open", "Delivered"),
+        commitment_id,
+        lambda x: f"commitment [{commitment_id(x.text)}]",
+        lambda k: isinstance(k, str) and _ID_KEY.fullmatch(k) is not None,
+    )
+
+
+def merge_carry_forward(
+    base: Section | None, ours: Section, theirs: Section, notes: list[str] | None = None
+) -> Section:
+    """Union of Pending; an item consumed on either side leaves Pending, even if the other
+    side reworded it."""
+    return _merge_places(
+        base,
+        ours,
+        theirs,
+        [] if notes is None else notes,
+        ("Pending", "Consumed"),
+        item_text,
+        lambda x: f"a {x.place} item",
+    )
+
+
+_SESSION = re.compile(r"^session\b", re.I)
+
+
+def _has_sessions(root: Section) -> bool:
+    return any(_SESSION.match(c.title) for c in root.children)
+
+
+def _hash8(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:8]
+
+
+def session_blocks(
+    root: Section, meta: dict[str, Any], raw: str, default: str | None = None
+) -> Section:
+    """A digest whose body has no `## Session <id>` block is one session: wrap it in one.
+
+    Its id: the frontmatter `session_id`, else `default` (the merge passes the base's, so
+    three versions of one session stay one session), else a hash of the body (two digests
+    written on their own are two sessions)."""
+    if any(_SESSION.match(c.title) for c in root.children):
+        return root
+    sid = (
+        memory.field(meta, "session_id") or default or hashlib.sha256(raw.encode()).hexdigest()[:8]
+    )
+    wrapped = Section(f"## Session {sid}\n\n", 2)
+    if any(child.level <= 2 for child in root.children):
+        for child in root.children:
+            for node in child.walk():
+                node.level += 1
+                node.heading = "#" + (node.heading or "")
+    wrapped.entries = [e for e in root.entries if e.strip()]
+    wrapped.children = root.children
+    return Section(None, 0, [e for e in root.entries if not e.strip()][:1], [wrapped])
+
+
+# --- line-based merge for unknown types -----------------------------------------------------
+
+
+def _hunks(base: list[str], other: list[str]) -> list[tuple[int, int, list[str]]]:
+    matcher = difflib.SequenceMatcher(a=base, b=other, autojunk=False)
+    return [
+        (i1, i2, other[j1:j2]) for tag, i1, i2, j1, j2 in matcher.get_opcodes() if tag != "equal"
+    ]
+
+
+def merge_lines(base: str | None, ours: str, theirs: str) -> str | None:
+    """diff3 over lines. None when both sides changed the same lines differently."""
+    if base is None:
+        ours_lines = ours.splitlines(keepends=True)
+        extra = [x for x in theirs.splitlines(keepends=True) if x not in ours_lines]
+        return (
+            "".join([*ours_lines, *[sections.ensure_newline(x) for x in extra]]) if extra else ours
+        )
+    b = base.splitlines(keepends=True)
+    changes = sorted(
+        [(*h, 0) for h in _hunks(b, ours.splitlines(keepends=True))]
+        + [(*h, 1) for h in _hunks(b, theirs.splitlines(keepends=True))],
+        key=lambda h: (h[0], h[1], h[3]),
+    )
+    out: list[str] = []
+    pos = 0
+    i = 0
+    while i < len(changes):
+        start, end, lines, _ = changes[i]
+        group = [changes[i]]
+        j = i + 1
+        while j < len(changes) and (
+            changes[j][0] < end
+            or (changes[j][0] == start and changes[j][1] == start)
+            or (start == end == changes[j][0])
+        ):
+            group.append(changes[j])
+            end = max(end, changes[j][1])
+            j += 1
+        sides = {g[3] for g in group}
+        if len(sides) > 1:
+            texts = {tuple(g[2]) for g in group}
+            spans = {(g[0], g[1]) for g in group}
+            if len(texts) == 1 and len(spans) == 1:
+                group = group[:1]
+            elif all(g[0] == g[1] for g in group) and len(spans) == 1:
+                pass  # both inserted at the same point: keep both, ours first
+            else:
+                return None
+        out.extend(b[pos:start])
+        for g in group:
+            out.extend(g[2])
+        pos = end
+        i = j
+    out.extend(b[pos:])
+    return "".join(out)
+
+
+# --- the entry point -----------------------------------------------------------------------
+
+BodyMerge = Callable[[Section | None, Section, Section, list[str]], Section]
+STRATEGIES: dict[str, BodyMerge] = {
+    "sections": merge_tree,
+    "digest": merge_tree,
+    "commitments": merge_commitments,
+    "carry_forward": merge_carry_forward,
+}
+
+
+def _edit_time(
+    meta: dict[str, Any], base_meta: dict[str, Any] | None, mtime: float | None
+) -> float | None:
+    """When this side's edit was made: the frontmatter `modified` if this edit set it (it
+    differs from the base's), else the file's mtime on the device that edited it."""
+    when = modified_of(meta)
+    if when is not None and (base_meta is None or modified_of(base_meta) != when):
+        # a day, not a time (`modified: 2026-11-24`): the mtime says when that day, if it is
+        # that day in some time zone; two edits the same day are then told apart
+        if (
+            mtime is not None
+            and _date_only(memory.field(meta, "modified"))
+            and when - 14 * 3600 <= mtime < when + 38 * 3600
+        ):
+            return mtime
+        return when
+    return mtime
+
+
+def _date_only(value: object) -> bool:
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return True
+    return isinstance(value, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", value.strip()) is not None
+
+
+def _stamp(when: float) -> str:
+    return datetime.fromtimestamp(when, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _merge_fact(
+    path: str,
+    b_meta: dict[str, Any] | None,
+    o_meta: dict[str, Any],
+    t_meta: dict[str, Any],
+    ours: bytes,
+    theirs: bytes,
+    ours_mtime: float | None,
+    theirs_mtime: float | None,
+    what: str = "both devices changed this file",
+) -> MergeResult:
+    """One version wins whole: the one edited later. The other goes to local history."""
+    o_time = _edit_time(o_meta, b_meta, ours_mtime)
+    t_time = _edit_time(t_meta, b_meta, theirs_mtime)
+    if o_time is not None and t_time is not None and o_time != t_time:
+        ours_newer = o_time > t_time
+        won: float | None
+        won, lost = (o_time, t_time) if ours_newer else (t_time, o_time)
+        side = "this device's version" if ours_newer else "the remote version"
+        other = "the remote version" if ours_newer else "this device's version"
+        why = f"kept {side}, edited later ({_stamp(won)}; {other} was edited {_stamp(lost)})"
+    else:
+        ours_newer = ours >= theirs
+        won = o_time if ours_newer else t_time
+        side = "this device's version" if ours_newer else "the remote version"
+        why = f"the edit times could not be told apart; kept {side}"
+    winner, loser = (ours, theirs) if ours_newer else (theirs, ours)
+    return MergeResult(
+        winner,
+        conflict=f"{what}: {why}; the other version is in local history (`memsync history {path}`)",
+        discarded=loser,
+        ours_won=ours_newer,
+        edited=won,
+        tied=why.startswith("the edit times"),
+    )
+
+
+def _eol(*versions: str | None) -> str:
+    """The line ending the merged file gets: CRLF if most lines of ours (then theirs) use it."""
+    for text in versions:
+        if text and "\n" in text:
+            crlf = text.count("\r\n")
+            return "\r\n" if crlf * 2 > text.count("\n") else "\n"
+    return "\n"
+
+
+def merge(
+    path: str,
+    base: bytes | None,
+    ours: bytes,
+    theirs: bytes,
+    *,
+    ours_mtime: float | None = None,
+    theirs_mtime: float | None = None,
+) -> MergeResult:
+    """Merge two versions of the memory file `path` that both changed since `base`.
+
+    `ours_mtime`/`theirs_mtime`: when each side's file was edited on the device that edited
+    it (its mtime there), used where the frontmatter carries no `modified` of that edit.
+    Line endings are kept: the merge runs on LF text and CRLF files come back CRLF.
+    """
+    if ours == theirs:
+        return MergeResult(ours)
+    if base is not None and ours == base:
+        return MergeResult(theirs)
+    if base is not None and theirs == base:
+        return MergeResult(ours)
+    try:
+        texts = [x.decode("utf-8") if x is not None else None for x in (base, ours, theirs)]
+    except UnicodeDecodeError:
+        return _merge_unknown(path, base, ours, theirs, {}, {}, None, ours_mtime, theirs_mtime)
+    b_text, o_text, t_text = (x.replace("\r\n", "\n") if x is not None else None for x in texts)
+    assert o_text is not None and t_text is not None
+    eol = _eol(texts[1], texts[2])
+    result = _merge_text(path, b_text, o_text, t_text, ours, theirs, ours_mtime, theirs_mtime)
+    if result.ours_won is None and eol == "\r\n":
+        content = result.content.decode("utf-8").replace("\r\n", "\n").replace("\n", "\r\n")
+        return MergeResult(content.encode(), result.conflict, result.discarded, None, result.edited)
+    return result
+
+
+def _merge_sections(
+    strategy: str,
+    has_base: bool,
+    b_doc: memory.Document | None,
+    o_doc: memory.Document,
+    t_doc: memory.Document,
+    notes: list[str],
+) -> str:
+    """The merged body of a file made of sections, by its type's strategy (a digest's sessions
+    compared as blocks); `has_base`: the base is a synced version, not a template."""
+    o_meta, t_meta = o_doc.meta or {}, t_doc.meta or {}
+    b_tree = sections.parse(b_doc.body) if b_doc else None
+    o_tree, t_tree = sections.parse(o_doc.body), sections.parse(t_doc.body)
+    blocks = [x for x in (b_tree, o_tree, t_tree) if x is not None]
+    if strategy == "digest" and has_base and not any(map(_has_sessions, blocks)):
+        pass  # one session in three versions, none in blocks: merged as it is
+    elif strategy == "digest":
+        sid = None
+        if b_tree is not None and b_doc is not None and has_base:
+            sid = memory.field(b_doc.meta, "session_id") or _hash8(b_doc.body)
+            b_tree = session_blocks(b_tree, b_doc.meta or {}, b_doc.body, sid)
+        o_tree = session_blocks(o_tree, o_meta, o_doc.body, sid)
+        t_tree = session_blocks(t_tree, t_meta, t_doc.body, sid)
+        if b_tree is not None and not has_base:  # the template: compare by session
+            b_tree = None
+    body = STRATEGIES[strategy](b_tree, o_tree, t_tree, notes).render()
+    if body.endswith("\n\n") and not any(x.endswith("\n\n") for x in (o_doc.body, t_doc.body)):
+        body = body.rstrip("\n") + "\n"  # no blank line at the end that neither side had
+    return body
+
+
+def _merge_text(
+    path: str,
+    base: str | None,
+    ours: str,
+    theirs: str,
+    ours_raw: bytes,
+    theirs_raw: bytes,
+    ours_mtime: float | None,
+    theirs_mtime: float | None,
+) -> MergeResult:
+    try:
+        o_doc, t_doc = memory.parse(ours), memory.parse(theirs)
+        b_doc = memory.parse(base) if base is not None else None
+    except memory.FrontmatterError:
+        return _merge_unknown(
+            path, base, ours, theirs, {}, {}, None, ours_mtime, theirs_mtime, ours_raw, theirs_raw
+        )
+    o_meta, t_meta = o_doc.meta or {}, t_doc.meta or {}
+    mtype = type_of(path, o_doc.meta or t_doc.meta)
+    strategy = mtype.merge
+    if b_doc is None and strategy != "index":  # the index template's lines are real entries
+        virtual = template_base(mtype.name, ours, theirs)
+        if virtual is not None:
+            try:
+                b_doc = memory.parse(virtual)
+            except memory.FrontmatterError:
+                b_doc = None
+    b_meta = b_doc.meta if b_doc is not None else None
+    o_time = _edit_time(o_meta, b_meta, ours_mtime)
+    t_time = _edit_time(t_meta, b_meta, theirs_mtime)
+    edited = max((x for x in (o_time, t_time) if x is not None), default=None)
+    if strategy == "fact":
+        if b_doc is not None and base is None:  # two files made from the template
+            if o_doc == b_doc:
+                return MergeResult(theirs_raw, edited=t_time)
+            if t_doc == b_doc:
+                return MergeResult(ours_raw, edited=o_time)
+        return _merge_fact(
+            path, b_meta, o_meta, t_meta, ours_raw, theirs_raw, ours_mtime, theirs_mtime
+        )
+    notes: list[str] = []
+    if strategy == "index":
+        body = _merge_index(b_doc, o_doc, t_doc, notes)
+    elif strategy in STRATEGIES:
+        body = _merge_sections(strategy, base is not None, b_doc, o_doc, t_doc, notes)
+    else:
+        return _merge_unknown(
+            path,
+            base,
+            ours,
+            theirs,
+            o_meta,
+            t_meta,
+            b_meta,
+            ours_mtime,
+            theirs_mtime,
+            ours_raw,
+            theirs_raw,
+        )
+    discarded = None
+    if o_doc.meta is None and t_doc.meta is None:
+        text = body
+    else:
+        newer = _newer(o_time, t_time, ours, theirs)
+        meta_notes: list[str] = []
+        meta = merge_meta(b_meta, o_meta, t_meta, newer, meta_notes)
+        if any(n.startswith("the field") for n in meta_notes):
+            discarded = theirs_raw if newer else ours_raw  # the value not kept is in there
+        notes.extend(meta_notes)
+        text = _render_like(meta, body, o_doc, t_doc, ours, theirs)
+    conflict = None
+    if notes:
+        listed = ", ".join(dict.fromkeys(notes))
+        conflict = (
+            f"both devices changed the same entries differently ({_short(listed, 200)}); "
+            "both versions are in the file: keep the right one, then `memsync resolve "
+            f"{path}`"
+        )
+        if discarded is not None:
+            conflict += f"; the other version is in local history (`memsync history {path}`)"
+    return MergeResult(text.encode(), conflict, discarded, None, edited)
+
+
+def _newer(o_time: float | None, t_time: float | None, ours: str, theirs: str) -> bool:
+    if o_time is not None and t_time is not None and o_time != t_time:
+        return o_time > t_time
+    return ours >= theirs
+
+
+def _render_like(
+    meta: dict[str, Any],
+    body: str,
+    o_doc: memory.Document,
+    t_doc: memory.Document,
+    ours: str,
+    theirs: str,
+) -> str:
+    """The merged file, reusing a side's frontmatter text verbatim when its fields won whole
+    (a merge does not reformat what nobody changed)."""
+    for doc, text in ((o_doc, ours), (t_doc, theirs)):
+        if doc.meta == meta:
+            source, _ = memory.split(text)
+            if source is not None:
+                return f"---\n{source}---\n{body}"
+    return memory.render(meta, body)
+
+
+_PLACEHOLDER = re.compile(r"\\\{(title|slug|date|session|nonce|modified)\\\}")
+_TEMPLATE_FILE = {"callbacks": "callbacks.md", "commitments": "commitments.md"}
+
+
+def template_base(type_name: str, ours: str, theirs: str) -> str | None:
+    """For a file both devices created on their own: its template, as the common ancestor.
+
+    A template line with a placeholder (`{date}`, `{title}`...) stands for every line of
+    either side it matches, so placeholder lines one side filled in and the other left stay
+    gone, and fields one side changed from the template are taken from that side.
+    """
+    try:
+        template = resources.template_text(_TEMPLATE_FILE.get(type_name, f"{type_name}.md"))
+    except (FileNotFoundError, OSError):
+        return None
+    lines = (ours + theirs).splitlines(keepends=True)
+    out = []
+    for line in template.splitlines(keepends=True):
+        escaped = re.escape(line.rstrip("\n"))
+        if not _PLACEHOLDER.search(escaped):
+            out.append(line)
+            continue
+        pattern = re.compile(_PLACEHOLDER.sub(r".+?", escaped) + r"\n?")
+        matches = dict.fromkeys(x for x in lines if pattern.fullmatch(x))
+        if line.startswith("---") or line.lstrip().startswith(("name:", "description:")):
+            out.extend(list(matches)[:1])
+        else:
+            out.extend(matches)
+    return "".join(out)
+
+
+_LINK = re.compile(r"\]\(([^)\s]+)")
+
+
+def _index_key(line: str) -> str:
+    m = _LINK.search(line)
+    return f"link:{m.group(1)}" if m else f"line:{' '.join(line.split())}"
+
+
+def _index_label(item: Item) -> str:
+    """Names where, never what (see `_merge_entries`): a link line by its target, any other
+    line by its position only; its text would outlive a `forget --match` in logs."""
+    key = _index_key(item.text)
+    return f"the index line for {key[5:]}" if key.startswith("link:") else "a line of the index"
+
+
+def _merge_index(
+    base: memory.Document | None,
+    ours: memory.Document,
+    theirs: memory.Document,
+    notes: list[str],
+) -> str:
+    """MEMORY.md: index lines by link target (other lines by their text)."""
+
+    def items(doc: memory.Document | None) -> list[Item] | None:
+        if doc is None:
+            return None
+        lines = _with_newline(doc.body.splitlines(keepends=True))
+        return [Item(_index_key(x), "", x) for x in lines]
+
+    merged = merge_items(
+        items(base),
+        items(ours) or [],
+        items(theirs) or [],
+        notes,
+        label=_index_label,
+        fixed=lambda k: isinstance(k, str) and k.startswith("link:"),
+    )
+    blank_runs: list[str] = []
+    for line in (x.text for x in merged):  # collapse blank lines the union may have stacked up
+        if not line.strip() and blank_runs and not blank_runs[-1].strip():
+            continue
+        blank_runs.append(line)
+    return "".join(blank_runs)
+
+
+def _with_newline(entries: list[str]) -> list[str]:
+    return [sections.ensure_newline(e) for e in entries]
+
+
+def _merge_unknown(
+    path: str,
+    base: str | bytes | None,
+    ours: str | bytes,
+    theirs: str | bytes,
+    o_meta: dict[str, Any],
+    t_meta: dict[str, Any],
+    b_meta: dict[str, Any] | None,
+    ours_mtime: float | None,
+    theirs_mtime: float | None,
+    ours_raw: bytes | None = None,
+    theirs_raw: bytes | None = None,
+) -> MergeResult:
+    ours_raw = ours_raw if ours_raw is not None else _bytes(ours)
+    theirs_raw = theirs_raw if theirs_raw is not None else _bytes(theirs)
+    merged = None
+    if isinstance(ours, str) and isinstance(theirs, str) and not isinstance(base, bytes):
+        merged = merge_lines(base, ours, theirs)
+    if merged is not None:
+        eol = _eol(ours_raw.decode("utf-8", "replace"), theirs_raw.decode("utf-8", "replace"))
+        return MergeResult(merged.replace("\n", eol).encode())
+    return _merge_fact(
+        path,
+        b_meta,
+        o_meta,
+        t_meta,
+        ours_raw,
+        theirs_raw,
+        ours_mtime,
+        theirs_mtime,
+        "both devices changed the same lines",
+    )
+
+
+def _bytes(x: str | bytes) -> bytes:
+    return x.encode("utf-8") if isinstance(x, str) else x
+
+
+def describe_for_others(path: str, result: MergeResult) -> str:
+    """A merge's conflict as the other devices should read it: neutral about which device is
+    "this" one. A fact file's losing version is in local history on the device that made it:
+    the merging device keeps its own, the other keeps its own when the winner replaces it."""
+    if result.ours_won is None:
+        return (result.conflict or "").split("; the other version is in local history")[0]
+    if result.tied:
+        return (
+            "both devices changed this file and the edit times could not be told apart; one "
+            "version was kept, the other is in local history on the device that made it "
+            f"(`memsync history {path}`)"
+        )
+    when = f" ({_stamp(result.edited)})" if result.edited is not None else ""
+    return (
+        f"both devices changed this file; the version edited later{when} was kept, and the "
+        f"other is in local history on the device that made it (`memsync history {path}`)"
+    )

@@ -1,0 +1,1 @@
+"""What may leave this device, and taking back what did: the outbound gate, the scanner, forget."""

@@ -1,0 +1,537 @@
+"""Forgetting for real: `memsync forget`, `memsync purge`, and what other devices do about them.
+
+`forget FILE`: the file, its MEMORY.md index lines, its local history and its records go, here
+and on the remote, and a tombstone on the remote (`_memsync/forgotten.json`) tells the other
+devices to do the same on their next sync. `forget --match TEXT`: matching entries leave their
+files (pushed through the normal merge, where a removal wins over an untouched entry), whole
+files go where only that will do, and the tombstone carries a hash of every removed line (never
+the text), so other devices drop those lines from their history copies and never keep them in
+a new one.
+
+The order makes an outage or a kill harmless: (1) the job is saved in meta.json (`forgetting`)
+and the audit line written, (2) the tombstone, (3) the remote deletions, (4) the local erase
+(always, even when the remote cannot be reached). A job whose remote part did not finish stays
+listed, and the next sync, push or pull finishes it before it plans anything.
+
+Tombstones carry an id, when they were made and the ETags of the copies they forgot. A device
+applies each one once (ids in `tombstones_applied`) and only to content from before it: a file
+created again later syncs like any other, and forgetting another file does not touch it. An
+edit another device never uploaded is neither uploaded nor destroyed: it is moved to
+$MEMSYNC_HOME/quarantine/ and every sync and status there says so until the user deletes it.
+
+`purge` erases the remote prefix and this device's state, then leaves a marker on the remote
+(`_memsync/purged.json`) and here (meta.json `purged`): while one is there no sync, push, pull
+or hook on any device uploads anything, until `memsync push --republish` says to publish again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+import shutil
+import time
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from memsync.memory.index_links import INDEX
+from memsync.sync.forgotten import line_hashes
+from memsync.sync.tombstones import (
+    MAX_ATTEMPTS,
+    PURGED,
+    REPUBLISH,
+    TOMBSTONES,
+    audit,
+    drop_job,
+    erase_here,
+    finish_remote,
+    linking_lines,
+    purged_here,
+    quarantine_notices,
+    read_tombstones,
+)
+from memsync.util.errors import MemsyncError, NotFound, PreconditionFailed, Unreachable, UserError
+
+if TYPE_CHECKING:
+    from memsync.sync.engine import Engine
+
+
+
+
+
+
+
+# --- forgotten lines, by hash --------------------------------------------------------------
+
+
+
+
+
+
+
+
+
+_RULE = re.compile(r"^\s*[-*+]\s+\d{4}-\d{2}-\d{2}(?: \([^)]*\))?:\s*(.+)$")
+
+
+def _earlier_forms(lines: Iterable[str]) -> list[str]:
+    """The form a compacted voice rule (`- 2026-10-01: text`, retention/compact.py) had before
+    compaction (`- text` under its dated section): another device may still hold that form in
+    a history copy saved before the compaction, which only its hash can reach."""
+    return [f"- {m.group(1)}" for m in map(_RULE.match, lines) if m]
+
+
+def _removed_lines(old: bytes | None, new: bytes | None) -> list[str]:
+    """The lines of `old` that `new` no longer has (as many times as they went)."""
+    if old is None:
+        return []
+    gone = Counter(old.decode("utf-8", "replace").splitlines())
+    gone.subtract((new or b"").decode("utf-8", "replace").splitlines())
+    return [line for line, n in gone.items() if n > 0]
+
+
+
+
+
+
+# --- the remote tombstone list ---------------------------------------------------------------
+
+
+
+
+
+
+
+
+# --- one forget job ------------------------------------------------------------------------
+
+
+@dataclass
+class ForgetReport:
+    files: list[str] = field(default_factory=list)
+    remote_deleted: list[str] = field(default_factory=list)
+    index_lines: int = 0  # MEMORY.md lines removed with the files
+    offline: str | None = None  # the remote part waits for the next sync
+
+
+def _start(
+    engine: Engine,
+    action: str,
+    files: list[str],
+    lines: set[str],
+    rewritten: Iterable[str] = (),
+    conflicts: Iterable[str] = (),
+    **details: Any,
+):
+    """Save the job and write its audit line, before anything is deleted anywhere."""
+    job = {
+        "id": os.urandom(8).hex(),
+        "at": time.time(),
+        "device": engine.ctx.device,
+        "files": sorted(set(files)),
+        "lines": sorted(lines),
+        "scrub": sorted(set(rewritten)),  # files whose remote copies lose the forgotten lines
+        "conflicts": sorted(set(conflicts)),  # ids of conflict records that describe them
+        # the copies this device knew when the user asked: a different one on the remote when
+        # the job finishes (after an outage) is another device's later edit
+        "known": {n: r.etag for n in files if (r := engine.state.records.get(n)) is not None},
+    }
+    meta = engine.state.meta
+    meta["forgetting"] = [*meta.get("forgetting", []), job]
+    meta["tombstones_applied"] = sorted({*meta.get("tombstones_applied", []), job["id"]})
+    engine.state.save_meta()
+    audit(engine, action, id=job["id"], files=job["files"], **details)
+    return job
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+
+def _run_job(engine: Engine, job: dict[str, Any], report: ForgetReport) -> None:
+    """The remote part, then the local part, which happens even when the remote part fails
+    (the job then stays listed for the next run)."""
+    finished = False
+    try:
+        finish_remote(engine, job, None, report.remote_deleted)
+        finished = True
+    except Unreachable as exc:
+        report.offline = str(exc)
+    finally:
+        erase_here(engine, job, first=True)
+        if finished:
+            drop_job(engine, job)
+        engine.state.save()
+
+
+
+
+def _sync_index(engine: Engine) -> None:
+    """Bring MEMORY.md up to date first, so the index lines removed are the remote's too."""
+    with contextlib.suppress(MemsyncError, OSError):
+        engine.run("sync", [str(engine.local_path(INDEX))])
+
+
+def _push(engine: Engine, names: Iterable[str], report: ForgetReport) -> None:
+    paths = [str(engine.local_path(n)) for n in sorted(set(names)) if engine.read_local(n)]
+    if not paths:
+        return
+    result = engine.run("push", paths)
+    if result.offline and report.offline is None:
+        report.offline = result.offline
+
+
+
+
+def _index_lines(engine: Engine, names: Iterable[str]) -> list[str]:
+    return linking_lines(engine.read_local(INDEX), names)
+
+
+def _indexes_before(engine: Engine) -> list[bytes]:
+    """MEMORY.md here and on the remote before a forget syncs it: a merge may drop another
+    device's line for the same file, whose hash must still go into the tombstone."""
+    found = [engine.read_local(INDEX)]
+    with contextlib.suppress(MemsyncError):
+        found.append(engine.store.get(INDEX)[0])
+    return [data for data in found if data is not None]
+
+
+def _known_index_lines(engine: Engine, names: Iterable[str], before: list[bytes]) -> list[str]:
+    """Every index line linking to `names` this device knows of: before and after the sync,
+    and in its history copies of MEMORY.md."""
+    copies = [v.path.read_bytes() for v in engine.state.history(INDEX)]
+    return [line for data in [*before, *copies] for line in linking_lines(data, names)]
+
+
+def forget_files(engine: Engine, names: list[str]) -> ForgetReport:
+    """Forget whole files, and their index lines, everywhere this device can reach."""
+    before = _indexes_before(engine)
+    _sync_index(engine)
+    report = ForgetReport(files=sorted(set(names)))
+    with engine.locked():
+        index_lines = _index_lines(engine, names)
+        report.index_lines = len(index_lines)
+        known = index_lines + _known_index_lines(engine, names, before)
+        job = _start(engine, "forget", names, line_hashes(known))
+        _run_job(engine, job, report)
+    if index_lines:
+        _push(engine, [INDEX], report)
+    return report
+
+
+# --- other devices' tombstones ---------------------------------------------------------------
+
+
+
+
+
+
+
+
+
+
+
+
+# --- quarantine ------------------------------------------------------------------------------
+
+
+
+
+
+
+def incoming(engine: Engine, names: Iterable[str]) -> list[str]:
+    """For `status`: the files here that another device forgot and the next sync will remove
+    (or, edited here, set aside). One GET of the tombstone list."""
+    try:
+        data, _ = engine.store.get(TOMBSTONES)
+    except MemsyncError:
+        return []
+    files = read_tombstones(data)["files"]
+    applied = set(engine.state.meta.get("tombstones_applied", []))
+    return [
+        f"{name} was forgotten on another device; the next sync removes it here (an edit "
+        "not yet uploaded is set aside, not uploaded)"
+        for name in sorted(names)
+        if name in files and files[name]["id"] not in applied
+    ]
+
+
+def notices(engine: Engine, remote_purged: dict[str, Any] | None = None) -> list[str]:
+    """What `status` says about forgetting and purging that needs the user."""
+    out = []
+    if remote_purged is not None and not engine.state.meta.get("purged"):
+        engine.state.meta["purged"] = remote_purged or {"at": time.time()}
+    if engine.state.meta.get("purged"):
+        out.append(str(purged_here(engine)))
+    for job in engine.state.meta.get("forgetting", []):
+        out.append(
+            f"forgetting {', '.join(job['files']) or 'the matched entries'} is not finished on "
+            "the remote; the next `memsync sync` finishes it"
+        )
+    return out + quarantine_notices(engine)
+
+
+# --- forget --match: entries inside append-type files, whole files elsewhere ---------------
+
+_ENTRY_STRATEGIES = ("sections", "commitments", "carry_forward", "digest")
+
+
+@dataclass
+class MatchPlan:
+    text: str
+    files: list[str] = field(default_factory=list)  # forgotten whole
+    entries: dict[str, int] = field(default_factory=dict)  # name -> entries removed
+    rewrites: dict[str, bytes] = field(default_factory=dict)  # name -> content without them
+    indexes_before: list[bytes] = field(default_factory=list)  # MEMORY.md before the pull
+
+
+def _contains(data: bytes | str, needle: str) -> bool:
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
+    return needle.casefold() in text.casefold()
+
+
+def _without_entries(name: str, text: str, needle: str) -> tuple[str, int] | None:
+    """The file with every matching entry removed, or None if only forgetting it whole will do
+    (the match is in frontmatter or a heading, or the type has no entries)."""
+    from memsync.memory import frontmatter as memory
+    from memsync.memory import sections
+    from memsync.memory.memtypes import type_of
+
+    try:
+        doc = memory.parse(text)
+    except memory.FrontmatterError:
+        return None
+    mtype = type_of(name, doc.meta)
+    if mtype.name == "index":
+        lines = text.splitlines(keepends=True)
+        kept = [line for line in lines if not _contains(line, needle)]
+        return "".join(kept), len(lines) - len(kept)
+    if mtype.merge not in _ENTRY_STRATEGIES or (doc.meta and _contains(repr(doc.meta), needle)):
+        return None
+    tree = sections.parse(doc.body)
+    removed = 0
+    for section in tree.walk():
+        if section.heading and _contains(section.heading, needle):
+            return None
+        kept = [e for e in section.entries if not _contains(e, needle)]
+        removed += len(section.entries) - len(kept)
+        section.entries = kept
+    body = tree.render()
+    if _contains(body, needle):
+        return None
+    return memory.render(doc.meta, body) if doc.meta is not None else body, removed
+
+
+def plan_match(engine: Engine, needle: str) -> MatchPlan:
+    """What `forget --match` will remove. Pulls first, so remote-only files are seen too."""
+    from memsync.sync.engine import is_ignored
+
+    if len(needle.strip()) < 3:
+        raise UserError("--match needs at least 3 characters, so it cannot match everything")
+    before = _indexes_before(engine)
+    engine.run("pull")
+    plan = MatchPlan(needle, indexes_before=before)
+    root = engine.ctx.memory_dir
+    if not root.is_dir():
+        return plan
+    for path in sorted(root.rglob("*")):
+        name = path.relative_to(root).as_posix()
+        if not path.is_file() or path.is_symlink() or is_ignored(name):
+            continue
+        data = path.read_bytes()
+        if not _contains(data, needle):
+            continue
+        rewritten = _without_entries(name, data.decode("utf-8", "replace"), needle)
+        if rewritten is None:
+            plan.files.append(name)
+        else:
+            plan.rewrites[name] = rewritten[0].encode()
+            plan.entries[name] = rewritten[1]
+    return plan
+
+
+def _matching_conflicts(engine: Engine, needle: str) -> set[str]:
+    """The ids of the conflict records, here and on the remote, whose description holds the
+    text (a heading or a commitment id it names); those here are cleared now. The remote's
+    are taken off it with the job's remote part, and the other devices clear theirs by id."""
+    from memsync.sync.conflicts import REMOTE_KEY, recorded
+
+    def about(c: dict[str, Any]) -> bool:  # the description: a name holding it is no reason
+        return _contains(str(c.get("detail")), needle)
+
+    state = engine.state
+    hit = [c for c in state.conflicts if about(c)]
+    ids = {c["id"] for c in hit if isinstance(c.get("id"), str)}
+    state.meta["conflicts"] = [c for c in state.conflicts if not about(c)]
+    with contextlib.suppress(MemsyncError):
+        data, _ = engine.store.get(REMOTE_KEY)
+        ids |= {c["id"] for c in recorded(data) if about(c)}
+    return ids
+
+
+def apply_match(engine: Engine, plan: MatchPlan) -> ForgetReport:
+    """Remove the entries (pushed through the normal merge, where a removal made since the
+    base stays removed), forget the whole files everywhere, and drop every local history
+    version holding the text. The tombstone and the audit log get hashes, never the text."""
+    report = ForgetReport(files=sorted(plan.files))
+    with engine.locked():
+        forgotten = _index_lines(engine, plan.files)
+        forgotten += _known_index_lines(engine, plan.files, plan.indexes_before)
+        for name, data in plan.rewrites.items():
+            forgotten += _removed_lines(engine.read_local(name), data)
+        for name in engine.state.history_names():
+            for version in engine.state.history(name):
+                text = version.path.read_bytes().decode("utf-8", "replace")
+                forgotten += [line for line in text.splitlines() if _contains(line, plan.text)]
+        forgotten += _earlier_forms(forgotten)
+        report.index_lines = len(_index_lines(engine, plan.files))
+        job = _start(
+            engine,
+            "forget-match",
+            plan.files,
+            line_hashes(forgotten),
+            plan.rewrites,
+            _matching_conflicts(engine, plan.text),
+            match_sha256=hashlib.sha256(plan.text.encode()).hexdigest()[:16],
+            entries=plan.entries,
+        )
+        for name, data in plan.rewrites.items():
+            engine.write_local(name, data)  # no history copy: that copy is what we forget
+        for name in engine.state.history_names():
+            for version in engine.state.history(name):
+                if _contains(version.path.read_bytes(), plan.text):
+                    version.path.unlink()
+                    version.path.with_suffix(".reason").unlink(missing_ok=True)
+        _run_job(engine, job, report)
+    _push(engine, [*plan.rewrites, *([INDEX] if report.index_lines else [])], report)
+    return report
+
+
+# --- purge -----------------------------------------------------------------------------------
+
+
+@dataclass
+class PurgeReport:
+    remote_deleted: int
+    unreachable: list[str]
+
+
+def _delete_remote(engine: Engine, name: str) -> bool:
+    store = engine.store
+    for _ in range(MAX_ATTEMPTS):
+        try:
+            _, etag = store.get(name)
+        except NotFound:
+            return False
+        try:
+            store.delete(name, etag)
+            return True
+        except NotFound:
+            return False
+        except PreconditionFailed:
+            continue  # changed meanwhile: purging wins, try again with the new ETag
+    raise UserError(f"{name} kept changing on the remote; run `memsync purge --all` again")
+
+
+def purge(engine: Engine) -> PurgeReport:
+    """Hard-erase the remote prefix and all of memsync's local state for this project, then
+    mark both so that no device uploads this project's memory again without being told to."""
+    store = engine.store
+    deleted = 0
+    marker = {"id": os.urandom(8).hex(), "at": time.time(), "device": engine.ctx.device}
+    with engine.locked():
+        for key, entry in sorted(store.list().items()):
+            try:
+                store.delete(key, entry.etag)
+                deleted += key != PURGED
+            except NotFound:
+                continue
+            except PreconditionFailed:
+                deleted += _delete_remote(engine, key)
+        payload = json.dumps(marker, sort_keys=True).encode()
+        try:
+            store.create(PURGED, payload)
+        except NotFound:  # no container (an Azure remote never pushed to)
+            store.ensure()
+            store.create(PURGED, payload)
+        except PreconditionFailed:
+            pass  # another purge wrote its own marker meanwhile
+        state_dir = engine.ctx.state_dir
+        for path in state_dir.iterdir():
+            if path.name == "lock":
+                continue
+            if path.is_dir():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+        shutil.rmtree(engine.ctx.home / "quarantine" / state_dir.name, ignore_errors=True)
+        engine.state.meta = {"purged": marker}
+        engine.state.save_meta()
+    audit(engine, "purge", remote_objects_deleted=deleted)
+    remote_kind = "azure" if engine.ctx.remote.startswith("http") else "folder"
+    unreachable = [
+        "other devices keep their local copies; their next sync sees the purge, uploads "
+        "nothing and says so (to erase memsync's state there too, run `memsync purge --all "
+        "--yes` on each)",
+        f"the memory files themselves in {engine.ctx.memory_dir} were left in place; "
+        f"no device publishes them again until someone runs `{REPUBLISH}`",
+    ]
+    if remote_kind == "azure":
+        unreachable.append(
+            "if soft delete or blob versioning is enabled on the storage account, Azure keeps "
+            "deleted blobs for its retention period; purge them there"
+        )
+    else:
+        unreachable.append("backups or snapshots of the remote folder are out of memsync's reach")
+    return PurgeReport(deleted, unreachable)
+
+
+
+
+
+
+
+
+def republish(engine: Engine) -> bool:
+    """Lift the purge marks (here and on the remote); before an empty remote (emptied on
+    purpose, made anew), forget what was synced with it, so that everything here goes up as
+    new. True if there was something to lift."""
+    with engine.locked():
+        had = engine.state.meta.pop("purged", None) is not None
+        try:
+            empty = not engine.store.list()
+        except NotFound:
+            empty = True
+        if empty and engine.state.records:
+            for name in list(engine.state.records):
+                engine.state.forget(name)
+            engine.state.save()
+            had = True
+        for _ in range(MAX_ATTEMPTS):
+            try:
+                _, etag = engine.store.get(PURGED)
+                engine.store.delete(PURGED, etag)
+            except NotFound:
+                break
+            except PreconditionFailed:
+                continue
+            had = True
+            break
+        engine.state.save_meta()
+    if had:
+        audit(engine, "republish")
+    return had

@@ -1,0 +1,1072 @@
+"""Retention (`memsync compact`): a pure planner and a careful executor.
+
+`plan(files, now)` looks at the memory files' bytes and a date and returns what to write, update
+and delete, each with a one-sentence reason (like restic's ApplyPolicy: a pure function of its
+inputs, so the whole policy is tested from tables). `apply(engine, actions)` carries a plan out
+without ever losing content: roll-ups are written and pushed before any source is deleted, and a
+run interrupted at any point is completed by running plan and apply again.
+
+Session digests roll up by age: a daily older than 7 days goes into its ISO week's roll-up; a week
+that ended more than 30 days ago goes into monthly roll-ups (each day into its own month); a
+month that ended more than 365 days ago goes into its year's roll-up, kept forever. A roll-up holds
+every source in full under one `## <date>` section per day (the daily's own sections demoted one
+level), so a monthly built from weeklies keeps their day sections verbatim, never a summary of a
+summary. Every roll-up lists what it holds in its frontmatter `sources`, and folding in content it
+already holds changes nothing.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from memsync.memory import frontmatter as memory
+from memsync.memory import sections
+from memsync.memory.memtypes import type_of
+from memsync.memory.merge import merge_tree
+from memsync.memory.sections import Section
+
+if TYPE_CHECKING:
+    from memsync.sync.engine import Engine, SyncResult
+
+WRITE = "write"  # a new file (a roll-up)
+UPDATE = "update"  # an existing file rewritten
+DELETE = "delete"  # a source whose content is in the roll-ups listed in `into`
+_KIND_ORDER = {WRITE: 0, UPDATE: 0, DELETE: 1}
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Ages are in whole days: a thing is due when `(now - its date).days` exceeds the limit."""
+
+    daily_days: int = 7  # a daily digest older than this joins its weekly roll-up
+    weekly_days: int = 30  # a week that ended longer ago than this joins its monthly roll-up
+    monthly_days: int = 365  # a month that ended longer ago than this joins its yearly roll-up
+    voice_days: int = 30  # dated voice calibration sections fold into "Rules learned"
+    drafts_days: int = 30  # dated unsent drafts sections are dropped
+    delivered_keep: int = 5  # Delivered commitments kept
+    callback_idle_days: int = 180  # an Active callback not mentioned for this long retires
+    retired_days: int = 180  # a callback retired this long ago is pruned
+    dormant_days: int = 90  # philosophical threads untouched this long become dormant
+
+
+DEFAULT_POLICY = Policy()
+
+
+@dataclass
+class Action:
+    kind: str  # write | update | delete
+    name: str
+    reason: str  # one sentence for the user
+    content: bytes | None = None  # the new bytes (None for a delete)
+    sources: list[str] = field(default_factory=list)  # files whose content this write holds
+    into: list[str] = field(default_factory=list)  # for a delete: the roll-ups holding it
+    expected: str | None = None  # sha256 of the file when planned (None: it did not exist)
+
+
+# --- periods ------------------------------------------------------------------------------
+
+_DIGEST = re.compile(
+    r"session_digest_(?:(?P<day>\d{4}-\d{2}-\d{2})|(?P<wy>\d{4})-W(?P<wn>\d{2})"
+    r"|(?P<month>\d{4}-\d{2})|(?P<year>\d{4}))\.md"
+)
+_TIERS = ("day", "week", "month", "year")
+_TIER_WORD = {"week": "weekly", "month": "monthly", "year": "yearly"}
+
+
+@dataclass(frozen=True)
+class Period:
+    tier: str  # day | week | month | year
+    label: str  # 2026-04-17 | 2026-W16 | 2026-04 | 2026
+    start: date
+    end: date
+
+
+def day_period(d: date) -> Period:
+    return Period("day", d.isoformat(), d, d)
+
+
+def week_period(d: date) -> Period:
+    year, week, weekday = d.isocalendar()
+    monday = d - timedelta(days=weekday - 1)
+    return Period("week", f"{year}-W{week:02d}", monday, monday + timedelta(days=6))
+
+
+def month_period(d: date) -> Period:
+    first = d.replace(day=1)
+    following = (first + timedelta(days=32)).replace(day=1)
+    return Period("month", f"{d.year}-{d.month:02d}", first, following - timedelta(days=1))
+
+
+def year_period(d: date) -> Period:
+    return Period("year", str(d.year), date(d.year, 1, 1), date(d.year, 12, 31))
+
+
+def parse_label(label: str) -> Period | None:
+    """The period a roll-up label or a `## <label>` heading stands for."""
+    m = _DIGEST.fullmatch(f"session_digest_{label.strip()}.md")
+    if m is None:
+        return None
+    try:
+        if m.group("day"):
+            return day_period(date.fromisoformat(m.group("day")))
+        if m.group("wy"):
+            return week_period(date.fromisocalendar(int(m.group("wy")), int(m.group("wn")), 1))
+        if m.group("month"):
+            return month_period(date.fromisoformat(m.group("month") + "-01"))
+        return year_period(date(int(m.group("year")), 1, 1))
+    except ValueError:
+        return None
+
+
+def digest_period(name: str) -> Period | None:
+    """The period a session digest file covers, from its name (None: not a dated digest)."""
+    basename = name.rsplit("/", 1)[-1]
+    m = re.fullmatch(r"session_digest_(.+)\.md", basename)
+    if m is None:
+        return None
+    period = parse_label(m.group(1))
+    return period if period is not None and period.label == m.group(1) else None
+
+
+def rollup_name(prefix: str, period: Period) -> str:
+    return f"{prefix}session_digest_{period.label}.md"
+
+
+def _due(period: Period, now: date, policy: Policy) -> bool:
+    if period.tier == "day":
+        return (now - period.start).days > policy.daily_days
+    if period.tier == "week":
+        return (now - period.end).days > policy.weekly_days
+    if period.tier == "month":
+        return (now - period.end).days > policy.monthly_days
+    return False
+
+
+def route(d: date, now: date, policy: Policy = DEFAULT_POLICY) -> Period:
+    """The roll-up a day's content belongs in today: the smallest period not yet due."""
+    month = month_period(d)
+    if _due(month, now, policy):
+        return year_period(d)
+    week = week_period(d)
+    if _due(week, now, policy):
+        return month
+    return week
+
+
+# --- section helpers ----------------------------------------------------------------------
+
+_HEADING_HASHES = re.compile(r"^#{1,6}")
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
+_ANY_DATE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
+_LEADING_DATE = re.compile(
+    r"^\s*(?:[-*+]|\d{1,9}[.)])\s+(?:\[[ xX]\]\s+)?(?:\[[^\]\n]*\]\s*)?(?:\*\*)?"
+    r"(\d{4}-\d{2}-\d{2})"
+)
+_RETIRED = re.compile(r"\(retired (\d{4}-\d{2}-\d{2})\)")
+
+
+def _heading(title: str, level: int) -> str:
+    return f"{'#' * level} {title}\n\n"
+
+
+def _shift(node: Section, shift: int) -> None:
+    """Move a subtree `shift` heading levels down (clamped to 1..6), in place."""
+    for sub in node.walk():
+        if sub.heading is None:
+            continue
+        level = min(6, max(1, sub.level + shift))
+        sub.heading = _HEADING_HASHES.sub("#" * level, sub.heading, count=1)
+        sub.level = level
+
+
+def _normalised(section: Section) -> Section:
+    """The section as it reads back from its rendering (so comparisons see what a file holds)."""
+    text = section.render()
+    if not text.endswith("\n"):
+        text += "\n"
+    root = sections.parse(text)
+    return root.children[0] if len(root.children) == 1 and not root.entries else section
+
+
+def _entries(node: Section) -> list[str]:
+    return [sections.ensure_newline(e) for e in node.entries if e.strip()]
+
+
+def _keys(section: Section) -> set[tuple[tuple[str, ...], str]]:
+    """What a section holds: (heading path, entry) pairs, whitespace-insensitive."""
+    out: set[tuple[tuple[str, ...], str]] = set()
+
+    def visit(node: Section, path: tuple[str, ...]) -> None:
+        here = (*path, node.key)
+        out.add((here, ""))
+        for entry in node.entries:
+            if entry.strip():
+                out.add((here, sections.entry_key(entry)))
+        for child in node.children:
+            visit(child, here)
+
+    visit(section, ())
+    return out
+
+
+def _contained(part: Section, whole: Section) -> bool:
+    return _keys(part) <= _keys(whole)
+
+
+def _space(root: Section) -> Section:
+    """A blank line before every heading that follows text (as merges leave it)."""
+    from memsync.memory.merge import _space_headings
+
+    return _space_headings(root)
+
+
+def _tail(entries: list[str], blank_after: bool) -> list[str]:
+    """Entries of a list that was edited: one newline between them, a blank line at the end
+    if the section had one."""
+    out = [e.rstrip("\n") + "\n" for e in entries if e.strip()]
+    if out and blank_after:
+        out[-1] += "\n"
+    return out
+
+
+def _ends_blank(node: Section) -> bool:
+    return bool(node.entries) and node.entries[-1].endswith("\n\n")
+
+
+def _as_date(value: object) -> date | None:
+    if isinstance(value, datetime):
+        return value.date()
+    if isinstance(value, date):
+        return value
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.strip().replace("Z", "+00:00")).date()
+        except ValueError:
+            return sections.parse_date(value)
+    return None
+
+
+def _dates_in(text: str) -> list[date]:
+    out = []
+    for m in _ANY_DATE.finditer(text):
+        try:
+            out.append(date(int(m.group(1)), int(m.group(2)), int(m.group(3))))
+        except ValueError:
+            continue
+    return out
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _with_frontmatter(source: str | None, body: str) -> bytes:
+    """Reassemble a file with its frontmatter text untouched."""
+    if source is None:
+        return body.encode("utf-8")
+    return f"---\n{source}---\n{body}".encode()
+
+
+# --- session digests ----------------------------------------------------------------------
+
+
+@dataclass
+class _Target:
+    name: str
+    period: Period
+    meta: dict[str, Any]
+    root: Section
+    original: bytes | None
+    added: list[str] = field(default_factory=list)  # sources that changed it in this plan
+
+
+def _label_key(title: str) -> tuple[date, int, str] | None:
+    period = parse_label(title)
+    if period is None:
+        return None
+    return (period.start, -_TIERS.index(period.tier), title)
+
+
+def _fold(root: Section, part: Section) -> bool:
+    """Fold one `## <label>` section into a roll-up body; False if it was already there."""
+    for i, child in enumerate(root.children):
+        if child.key == part.key:
+            if _contained(part, child):
+                return False
+            root.children[i] = merge_tree(None, child, part)
+            return True
+    key = _label_key(part.title)
+    position = len(root.children)
+    if key is not None:
+        for i, child in enumerate(root.children):
+            other = _label_key(child.title)
+            if other is not None and other > key:
+                position = i
+                break
+    root.children.insert(position, part)
+    return True
+
+
+def _wrap(title: str, entries: list[str], children: list[Section]) -> Section:
+    """A level-2 section holding `entries` and `children`, the children moved below it."""
+    children = copy.deepcopy(children)
+    if children:
+        shift = 3 - min(c.level for c in children)
+        for child in children:
+            _shift(child, shift)
+    return _normalised(Section(_heading(title, 2), 2, entries, children))
+
+
+def _parts(
+    period: Period, doc: memory.Document, now: date, policy: Policy
+) -> list[tuple[Period, Section]]:
+    """A due digest cut into `## <label>` sections, each with the roll-up it goes to."""
+    root = sections.parse(doc.body)
+    meta = doc.meta or {}
+    if period.tier == "day":
+        intro = []
+        description = meta.get("description")
+        if isinstance(description, str) and description.strip():
+            intro = ["".join(f"> {line}\n" for line in description.strip().splitlines())]
+        part = _wrap(period.label, intro + _entries(root), root.children)
+        return [(route(period.start, now, policy), part)]
+    parts: list[tuple[Period, Section]] = []
+    rest: list[Section] = []
+    for child in root.children:
+        day = parse_label(child.title)
+        if day is not None and day.tier == "day":
+            moved = copy.deepcopy(child)
+            _shift(moved, 2 - moved.level)
+            parts.append((route(day.start, now, policy), _normalised(moved)))
+        else:
+            rest.append(child)
+    extra = _entries(root)
+    if extra or rest:
+        home = period.start + timedelta(days=3) if period.tier == "week" else period.start
+        parts.append((route(home, now, policy), _wrap(period.label, extra, rest)))
+    return parts
+
+
+def _new_meta(period: Period) -> dict[str, Any]:
+    word = _TIER_WORD[period.tier]
+    # Claude Code's shape, as for every new memory file (memory.py): a slug name at the top,
+    # the rest under `metadata:`
+    return {
+        "name": memory.name_slug(f"session digest {period.label}"),
+        "description": f"{word.capitalize()} roll-up of the session digests from "
+        f"{period.start.isoformat()} to {period.end.isoformat()}",
+        memory.NESTED: {
+            "node_type": "memory",
+            "type": "session_digest",
+            "period": period.label,
+            "sources": [],
+        },
+    }
+
+
+def _source_list(meta: Mapping[str, Any] | None) -> list[str]:
+    value = memory.field(meta, "sources")
+    return [str(x) for x in value] if isinstance(value, list) else []
+
+
+def _allowances(meta: Mapping[str, Any] | None) -> list[str]:
+    value = memory.field(meta, "allow_sensitive")
+    if isinstance(value, list):
+        return [str(x) for x in value]
+    return [value] if isinstance(value, str) else []
+
+
+def _sensitive(meta: Mapping[str, Any] | None) -> bool:
+    return str(memory.field(meta, "sensitivity") or "").lower() == "high"
+
+
+def _due_digests(
+    docs: Mapping[str, tuple[bytes, memory.Document]], now: date, policy: Policy
+) -> list[tuple[Period, str]]:
+    """The session digests old enough to roll up (none marked sensitive), oldest first."""
+    due: list[tuple[Period, str]] = []
+    for name, (_, doc) in docs.items():
+        period = digest_period(name)
+        if period is None or type_of(name, doc.meta).name != "session_digest":
+            continue
+        if _sensitive(doc.meta) or not _due(period, now, policy):
+            continue
+        due.append((period, name))
+    due.sort(key=lambda x: (x[0].start, _TIERS.index(x[0].tier), x[1]))
+    return due
+
+
+def _rollup_target(
+    name: str,
+    period: Period,
+    docs: Mapping[str, tuple[bytes, memory.Document]],
+    names: set[str],
+    targets: dict[str, _Target],
+    blocked: set[str],
+) -> _Target | None:
+    """The roll-up `name` that digests fold into, read once (or new); None when it must not
+    take content: there but unreadable, or local-only. `blocked` remembers those."""
+    if name in targets:
+        return targets[name]
+    if name in blocked:
+        return None
+    if name in names and name not in docs:
+        blocked.add(name)  # there, but not readable: never overwrite it
+        return None
+    if name in docs:
+        data, doc = docs[name]
+        if _sensitive(doc.meta) and memory.field(doc.meta, "consent") is not True:
+            blocked.add(name)  # a local-only roll-up: never the home of syncable content
+            return None
+        meta = dict(doc.meta or {})
+        for key in ("name", "description", "type"):
+            if memory.field(meta, key) in (None, ""):
+                meta = memory.set_field(meta, key, memory.field(_new_meta(period), key))
+        found = _Target(name, period, meta, sections.parse(doc.body), data)
+    else:
+        found = _Target(name, period, _new_meta(period), Section(None, 0, ["\n"]), None)
+    targets[name] = found
+    return found
+
+
+def _list_source(tgt: _Target, name: str, doc: memory.Document) -> None:
+    """The roll-up lists the digest (and the digests it rolled up) among its sources, and
+    carries the sensitive-content allowances the digest had."""
+    listed = _source_list(tgt.meta)
+    wanted = sorted({*listed, name, *_source_list(doc.meta)})
+    if wanted != listed:
+        tgt.meta = memory.set_field(tgt.meta, "sources", wanted)
+        if name not in tgt.added:
+            tgt.added.append(name)
+    allowed = _allowances(tgt.meta)
+    extra = [a for a in _allowances(doc.meta) if a not in allowed]
+    if extra:
+        tgt.meta = memory.set_field(tgt.meta, "allow_sensitive", sorted({*allowed, *extra}))
+
+
+def _rollup_writes(targets: dict[str, _Target]) -> list[Action]:
+    """A write for each roll-up whose content changed, with the sentence that says why."""
+    writes: list[Action] = []
+    for tgt in targets.values():
+        body = _space(tgt.root).render()
+        content = memory.render(tgt.meta, sections.ensure_newline(body)).encode("utf-8")
+        if tgt.original is not None and content == tgt.original:
+            continue
+        word = _TIER_WORD[tgt.period.tier]
+        count = len(tgt.added)
+        noun = "session digest" if count == 1 else "session digests"
+        if tgt.original is None:
+            reason = f"rolls {count} {noun} into a new {word} roll-up for {tgt.period.label}."
+            writes.append(Action(WRITE, tgt.name, reason, content, sorted(tgt.added)))
+        else:
+            reason = f"merges {count} {noun} into the {word} roll-up for {tgt.period.label}."
+            writes.append(
+                Action(UPDATE, tgt.name, reason, content, sorted(tgt.added), [], _sha(tgt.original))
+            )
+    return writes
+
+
+def _plan_digests(
+    docs: Mapping[str, tuple[bytes, memory.Document]],
+    names: set[str],
+    now: date,
+    policy: Policy,
+) -> list[Action]:
+    targets: dict[str, _Target] = {}
+    blocked: set[str] = set()  # roll-ups that exist but cannot be read: never fold into them
+    deletes: list[Action] = []
+    for period, name in _due_digests(docs, now, policy):
+        data, doc = docs[name]
+        prefix = name[: len(name) - len(name.rsplit("/", 1)[-1])]
+        parts = _parts(period, doc, now, policy)
+        homes = [
+            (_rollup_target(rollup_name(prefix, p), p, docs, names, targets, blocked), part)
+            for p, part in parts
+        ]
+        if any(t is None for t, _ in homes):
+            continue  # a destination cannot take it; leave the source alone
+        into: list[str] = []
+        changed = False
+        for tgt, part in homes:
+            assert tgt is not None
+            if tgt.name not in into:
+                into.append(tgt.name)
+            if _fold(tgt.root, part):
+                changed = True
+                if name not in tgt.added:
+                    tgt.added.append(name)
+        for tgt in {t.name: t for t, _ in homes if t is not None}.values():
+            _list_source(tgt, name, doc)
+        where = ", ".join(into)
+        reason = (
+            f"its content is now in {where}."
+            if changed
+            else f"it is already rolled into {where}, which lists it in its sources."
+        )
+        deletes.append(Action(DELETE, name, reason, None, [], into, _sha(data)))
+    return _rollup_writes(targets) + deletes
+
+
+# --- the rolling single files -------------------------------------------------------------
+
+
+def _rule_entry(day: date, context: str, entry: str) -> str:
+    lines = entry.rstrip("\n").split("\n")
+    prefix = f"- {day.isoformat()}" + (f" ({context})" if context else "") + ":"
+    first = lines[0]
+    if _BULLET.match(first):
+        head = _BULLET.sub("", first, count=1)
+        rest = lines[1:]
+    elif len(lines) == 1:
+        head, rest = first.strip(), []
+    else:
+        head, rest = "", lines
+    out = [f"{prefix} {head}".rstrip()]
+    out += [
+        line if not line.strip() or line.startswith((" ", "\t")) else "  " + line for line in rest
+    ]
+    return "\n".join(out) + "\n"
+
+
+_RULE_PREFIX = re.compile(r"^-\s+(\d{4}-\d{2}-\d{2}(?: \([^)]*\))?):\s*")
+
+
+def _reworded_rule(rules: list[str], rule: str) -> int | None:
+    """The index of the earlier rule `rule` rewords: same date and context, most words alike
+    (merge.similarity, as merges tell a reword from a new entry); None if there is none."""
+    from memsync.memory.merge import SIMILAR, similarity
+
+    m = _RULE_PREFIX.match(rule.strip())
+    if m is None:
+        return None
+    best, best_score = None, SIMILAR
+    for i, old in enumerate(rules):
+        o = _RULE_PREFIX.match(old.strip())
+        if o is None or o.group(1) != m.group(1):
+            continue
+        score = similarity(old.strip()[o.end() :], rule.strip()[m.end() :])
+        if score >= best_score:
+            best, best_score = i, score
+    return best
+
+
+def _plan_voice(text: str, now: date, policy: Policy) -> tuple[bytes, str] | None:
+    source, body = memory.split(text)
+    root = sections.parse(body)
+    old = [
+        c for c in root.children if c.date is not None and (now - c.date).days > policy.voice_days
+    ]
+    if not old:
+        return None
+    rules = root.find("Rules learned")
+    if rules is None:
+        rules = Section(_heading("Rules learned", 2), 2)
+        first_dated = next(i for i, c in enumerate(root.children) if c.date is not None)
+        root.children.insert(first_dated, rules)
+    blank = _ends_blank(rules) or bool(rules.children) or rules is not root.children[-1]
+    added: list[str] = []
+    for section in sorted(old, key=lambda c: c.date or date.min):
+        day = section.date
+        assert day is not None
+        remainder = section.title[10:].strip(" \t-—–:,")
+
+        def visit(node: Section, path: list[str], day: date = day) -> None:
+            for entry in node.entries:
+                if entry.strip():
+                    added.append(_rule_entry(day, " / ".join(path), entry))
+            for child in node.children:
+                visit(child, [*path, child.title])
+
+        visit(section, [remainder] if remainder else [])
+        root.children.remove(section)
+    # a rule already there (folded by an earlier run, then the section came back with a
+    # merge) is not added twice: compaction stays idempotent under merges
+    known = {sections.normalise(e) for e in rules.entries}
+    added = [a for a in added if sections.normalise(a) not in known]
+    entries = list(rules.entries)
+    earlier = len(entries)
+    for rule in dict.fromkeys(added):
+        # the section came back because the other device reworded an entry this compaction
+        # had already folded: the reworded rule replaces the old one instead of joining it
+        i = _reworded_rule(entries[:earlier], rule)
+        if i is None:
+            entries.append(rule)
+        else:
+            entries[i] = rule
+    rules.entries = _tail(entries, blank)
+    dates = sorted(c.date.isoformat() for c in old if c.date is not None)
+    span = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
+    noun = "section" if len(dates) == 1 else "sections"
+    reason = (
+        f"folds {len(dates)} dated {noun} older than {policy.voice_days} days ({span}) "
+        "into Rules learned, each entry keeping its date."
+    )
+    return _with_frontmatter(source, _space(root).render()), reason
+
+
+def _plan_drafts(text: str, now: date, policy: Policy) -> tuple[bytes, str] | None:
+    source, body = memory.split(text)
+    root = sections.parse(body)
+    old = [
+        c for c in root.children if c.date is not None and (now - c.date).days > policy.drafts_days
+    ]
+    if not old:
+        return None
+    root.children = [c for c in root.children if c not in old]
+    dates = sorted(c.date.isoformat() for c in old if c.date is not None)
+    span = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
+    noun = "section" if len(dates) == 1 else "sections"
+    reason = f"drops {len(dates)} dated draft {noun} older than {policy.drafts_days} days ({span})."
+    return _with_frontmatter(source, _space(root).render()), reason
+
+
+def _plan_commitments(text: str, now: date, policy: Policy) -> tuple[bytes, str] | None:
+    source, body = memory.split(text)
+    root = sections.parse(body)
+    delivered = root.find("Delivered")
+    if delivered is None:
+        return None
+    items = [i for i, e in enumerate(delivered.entries) if _BULLET.match(e)]
+    if len(items) <= policy.delivered_keep:
+        return None
+    when: dict[int, date] = {}
+    last = date.min
+    for i in items:
+        m = _LEADING_DATE.match(delivered.entries[i])
+        found = sections.parse_date(m.group(1)) if m else None
+        last = found or last
+        when[i] = last
+    newest = sorted(items, key=lambda i: (when[i], i), reverse=True)[: policy.delivered_keep]
+    keep = set(newest)
+    blank = _ends_blank(delivered) or bool(delivered.children)
+    blank = blank or delivered is not root.children[-1]
+    delivered.entries = _tail(
+        [e for i, e in enumerate(delivered.entries) if i not in items or i in keep], blank
+    )
+    reason = (
+        f"trims Delivered from {len(items)} to the {policy.delivered_keep} most recent "
+        "commitments; Open is untouched."
+    )
+    return _with_frontmatter(source, _space(root).render()), reason
+
+
+def _retire(entry: str, today: date) -> str:
+    return entry.rstrip("\n") + f" (retired {today.isoformat()})\n"
+
+
+def _plan_callbacks(text: str, now: date, policy: Policy) -> tuple[bytes, str] | None:
+    source, body = memory.split(text)
+    root = sections.parse(body)
+    active = root.find("Active")
+    retired = root.find("Retired")
+    moving: list[int] = []
+    if active is not None:
+        for i, entry in enumerate(active.entries):
+            dates = _dates_in(entry) if _BULLET.match(entry) else []
+            if dates and (now - max(dates)).days > policy.callback_idle_days:
+                moving.append(i)
+    pruning: list[int] = []
+    dating: list[int] = []  # retired by hand, without a date: the clock starts today
+    if retired is not None:
+        for i, entry in enumerate(retired.entries):
+            marks = [sections.parse_date(m.group(1)) for m in _RETIRED.finditer(entry)]
+            marked = [d for d in marks if d is not None]
+            if marked and (now - max(marked)).days > policy.retired_days:
+                pruning.append(i)
+            elif not marked and _BULLET.match(entry):
+                dating.append(i)
+        for i in dating:
+            retired.entries[i] = _retire(retired.entries[i], now)
+    if not moving and not pruning and not dating:
+        return None
+    if moving:
+        assert active is not None
+        if retired is None:
+            retired = Section(_heading("Retired", 2), 2)
+            root.children.insert(root.children.index(active) + 1, retired)
+        moved = [_retire(active.entries[i], now) for i in moving]
+        blank_active = _ends_blank(active) or bool(active.children)
+        blank_active = blank_active or active is not root.children[-1]
+        active.entries = _tail(
+            [e for i, e in enumerate(active.entries) if i not in moving], blank_active
+        )
+    else:
+        moved = []
+    assert retired is not None
+    blank_retired = _ends_blank(retired) or bool(retired.children)
+    blank_retired = blank_retired or retired is not root.children[-1]
+    kept = [e for i, e in enumerate(retired.entries) if i not in pruning]
+    retired.entries = _tail([*kept, *moved], blank_retired)
+    said = []
+    if moving:
+        said.append(
+            f"retires {_count(len(moving), 'callback')} unmentioned for over "
+            f"{policy.callback_idle_days} days"
+        )
+    if pruning:
+        said.append(
+            f"prunes {_count(len(pruning), 'callback')} retired more than "
+            f"{policy.retired_days} days ago"
+        )
+    if dating:
+        said.append(
+            f"dates {_count(len(dating), 'retired callback')} that had no retirement date, "
+            f"to be pruned {policy.retired_days} days from now"
+        )
+    reason = " and ".join(said) + "."
+    return _with_frontmatter(source, _space(root).render()), reason
+
+
+_STATUS_LINE = re.compile(r"^status:[^\n]*\n", re.M)
+
+
+def _plan_threads(text: str, now: date, policy: Policy) -> tuple[bytes, str] | None:
+    source, body = memory.split(text)
+    if source is None:
+        return None
+    meta = memory.load_yaml(source)
+    if str(memory.field(meta, "status") or "").strip().lower() == "dormant":
+        return None
+    last = _as_date(memory.field(meta, "modified"))
+    if last is None:
+        found = _dates_in(body)
+        last = max(found) if found else None
+    if last is None or (now - last).days <= policy.dormant_days:
+        return None
+    if memory.is_nested(meta):  # Claude Code's shape: the status lives under `metadata:`
+        new_source = memory.dump_meta(memory.set_field(meta, "status", "dormant"))
+    elif _STATUS_LINE.search(source):
+        new_source = _STATUS_LINE.sub("status: dormant\n", source, count=1)
+    else:
+        new_source = sections.ensure_newline(source) + "status: dormant\n"
+    try:
+        ok = memory.field(memory.load_yaml(new_source), "status") == "dormant"
+    except memory.FrontmatterError:
+        ok = False
+    if ok:
+        content = _with_frontmatter(new_source, body)
+    else:
+        content = memory.render(memory.set_field(meta, "status", "dormant"), body).encode("utf-8")
+    reason = (
+        f"marks the threads dormant: untouched since {last.isoformat()}, "
+        f"over {policy.dormant_days} days ago."
+    )
+    return content, reason
+
+
+_SINGLE_FILE_RULES: dict[str, Callable[[str, date, Policy], tuple[bytes, str] | None]] = {
+    "voice_calibration": _plan_voice,
+    "unsent_drafts": _plan_drafts,
+    "commitments": _plan_commitments,
+    "callbacks": _plan_callbacks,
+    "philosophical_threads": _plan_threads,
+}
+
+
+# --- the planner --------------------------------------------------------------------------
+
+
+def plan(files: Mapping[str, bytes], now: date, policy: Policy = DEFAULT_POLICY) -> list[Action]:
+    """What compaction would do to these memory files today. Pure: no I/O, no clock.
+
+    Writes and updates come first, then deletes, so every roll-up is written before any of its
+    sources goes. Files that do not parse, or are marked `sensitivity: high`, are left alone.
+    """
+    docs: dict[str, tuple[bytes, memory.Document]] = {}
+    for name in sorted(files):
+        data = files[name]
+        try:
+            docs[name] = (data, memory.parse(memory.decode(data)))
+        except memory.FrontmatterError:
+            continue
+    actions = _plan_digests(docs, set(files), now, policy)
+    for name, (data, doc) in docs.items():
+        rule = _SINGLE_FILE_RULES.get(type_of(name, doc.meta).name)
+        if rule is None or doc.meta is None:
+            continue
+        text = memory.decode(data)
+        crlf = text.count("\r\n") * 2 > text.count("\n")  # as merges do: CRLF stays CRLF
+        try:
+            outcome = rule(text.replace("\r\n", "\n"), now, policy)
+        except memory.FrontmatterError:
+            continue
+        if outcome is not None and crlf:
+            outcome = (outcome[0].decode("utf-8").replace("\n", "\r\n").encode(), outcome[1])
+        if outcome is not None and outcome[0] != data:
+            content, reason = outcome
+            actions.append(Action(UPDATE, name, reason, content, [name], [], _sha(data)))
+    index = _plan_index(files, actions)
+    if index is not None:
+        actions.append(index)
+    actions.sort(key=lambda a: (_KIND_ORDER[a.kind], a.name))
+    return actions
+
+
+_INDEX = "MEMORY.md"
+_LINK = re.compile(r"\]\(<?([^)<>\s]+)>?\)")
+
+
+def _plan_index(files: Mapping[str, bytes], actions: list[Action]) -> Action | None:
+    """MEMORY.md without the lines that link only to digests being compacted away, each
+    replaced by a line for the roll-up that now holds it (unless the index links it already).
+    An index that never listed the digests is left alone."""
+    deleted = {a.name: a.into for a in actions if a.kind == DELETE}
+    data = files.get(_INDEX)
+    if data is None or not deleted:
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    contents = dict(files) | {a.name: a.content for a in actions if a.content is not None}
+    lines = text.splitlines(keepends=True)
+    linked = {target for line in lines for target in _LINK.findall(line)}
+    out: list[str] = []
+    dropped = 0
+    for line in lines:
+        targets = _LINK.findall(line)
+        if not targets or not all(t in deleted for t in targets):
+            out.append(line)
+            continue
+        dropped += 1
+        for home in (h for t in targets for h in deleted[t]):
+            if home not in linked:
+                linked.add(home)
+                out.append(_index_line(home, contents.get(home)))
+    if not dropped:
+        return None
+    noun = "digest" if dropped == 1 else "digests"
+    reason = f"points the index lines of {dropped} compacted {noun} at their roll-ups."
+    new = "".join(out).encode("utf-8")
+    return Action(UPDATE, _INDEX, reason, new, [_INDEX], [], _sha(data))
+
+
+def _index_line(name: str, content: bytes | None) -> str:
+    meta: Mapping[str, Any] = {}
+    if content is not None:
+        try:
+            meta = memory.parse(memory.decode(content)).meta or {}
+        except memory.FrontmatterError:
+            meta = {}
+    title = str(meta.get("name") or name.removesuffix(".md"))
+    description = meta.get("description")
+    return f"- [{title}]({name})" + (f" — {description}" if description else "") + "\n"
+
+
+def plan_to_dict(actions: Iterable[Action]) -> dict[str, Any]:
+    """The plan as JSON-ready data (for `--json` and `--dry-run`): content by size and hash."""
+    items = []
+    counts = {WRITE: 0, UPDATE: 0, DELETE: 0}
+    for a in actions:
+        counts[a.kind] = counts.get(a.kind, 0) + 1
+        item: dict[str, Any] = {"kind": a.kind, "name": a.name, "reason": a.reason}
+        if a.content is not None:
+            item["bytes"] = len(a.content)
+            item["sha256"] = _sha(a.content)
+        if a.sources:
+            item["sources"] = list(a.sources)
+        if a.into:
+            item["into"] = list(a.into)
+        items.append(item)
+    return {"actions": items, "counts": counts}
+
+
+# --- the executor -------------------------------------------------------------------------
+
+
+@dataclass
+class CompactResult:
+    dry_run: bool
+    planned: list[Action] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)  # name → why it was left for later
+    notes: list[str] = field(default_factory=list)
+    pushes: list[SyncResult] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return not self.skipped and not self.dry_run
+
+
+Step = Callable[[str, str], None]
+
+
+_MANAGED = {"session_digest", *_SINGLE_FILE_RULES}
+
+
+def _unpushed(engine: Engine) -> set[str]:
+    """Files compaction rewrites whose local content is not what was last synced (an earlier
+    run may have been interrupted between writing and pushing them)."""
+    root = engine.ctx.memory_dir
+    out: set[str] = set()
+    if not root.is_dir():
+        return out
+    records = engine.state.records
+    for path in sorted(root.rglob("*.md")):
+        name = path.relative_to(root).as_posix()
+        if type_of(name).name not in _MANAGED or any(p.startswith(".") for p in name.split("/")):
+            continue
+        period = digest_period(name)
+        if period is not None and period.tier == "day":
+            continue
+        rec = records.get(name)
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if rec is None or rec.sha != _sha(data):
+            out.add(name)
+    return out
+
+
+def _rollup_sources(engine: Engine) -> set[str]:
+    """Every name a local roll-up lists in `sources`."""
+    listed: set[str] = set()
+    root = engine.ctx.memory_dir
+    if not root.is_dir():
+        return listed
+    for path in sorted(root.rglob("session_digest_*.md")):
+        name = path.relative_to(root).as_posix()
+        period = digest_period(name)
+        if period is None or period.tier == "day":
+            continue
+        try:
+            doc = memory.parse(memory.decode(path.read_bytes()))
+        except (OSError, memory.FrontmatterError):
+            continue
+        listed.update(_source_list(doc.meta))
+    return listed
+
+
+def _write_rollups(
+    engine: Engine, writes: list[Action], result: CompactResult, step: Step
+) -> set[str]:
+    """Write the roll-ups and updates whose files are as the plan saw them (the old content
+    to local history first); returns the names that changed meanwhile and were left alone."""
+    failed: set[str] = set()
+    for a in writes:
+        assert a.content is not None
+        current = engine.read_local(a.name)
+        if current == a.content:
+            continue  # already done by an earlier, interrupted run
+        if (current is None) != (a.expected is None) or (
+            current is not None and _sha(current) != a.expected
+        ):
+            failed.add(a.name)
+            result.skipped[a.name] = "it changed since the plan was made; run compact again"
+            continue
+        step(a.kind, a.name)
+        if current is not None:
+            engine.state.keep(a.name, current, "before compaction rewrote it")
+        engine.write_local(a.name, a.content)
+        (result.written if a.kind == WRITE else result.updated).append(a.name)
+    return failed
+
+
+def _delete_sources(
+    engine: Engine,
+    deletes: list[Action],
+    failed: set[str],
+    disabled: bool,
+    result: CompactResult,
+    step: Step,
+) -> None:
+    """Delete each source whose roll-ups are all on the remote (or, with sync off, written
+    here) and which is as the plan saw it; a copy goes to local history first."""
+    records = engine.state.records
+
+    def on_remote(name: str) -> bool:
+        local = engine.read_local(name)
+        if local is None or name in failed:
+            return False
+        if disabled:
+            return True
+        rec = records.get(name)
+        return rec is not None and rec.sha == _sha(local)
+
+    for a in deletes:
+        missing = [n for n in a.into if not on_remote(n)]
+        if missing:
+            result.skipped[a.name] = (
+                f"kept until {', '.join(missing)} is on the remote; run compact again"
+            )
+            continue
+        current = engine.read_local(a.name)
+        if current is None:
+            continue
+        if _sha(current) != a.expected:
+            result.skipped[a.name] = (
+                "it changed since the plan was made; the next compaction folds the change in"
+            )
+            continue
+        step(DELETE, a.name)
+        engine.state.keep(a.name, current, f"compacted into {', '.join(a.into)}")
+        engine.local_path(a.name).unlink()
+        result.deleted.append(a.name)
+
+
+def apply(
+    engine: Engine,
+    actions: list[Action],
+    dry_run: bool = False,
+    *,
+    on_step: Step | None = None,
+) -> CompactResult:
+    """Carry out a plan. Roll-ups and updates are written, then pushed; only a source whose
+    roll-ups are all on the remote (the synced record matches the local file) is deleted, after
+    a copy goes to local history; then the deletions are pushed. `on_step(step, name)` is called
+    before every write, push and delete (tests use it to interrupt the run)."""
+    result = CompactResult(dry_run, list(actions))
+    if dry_run:
+        return result
+
+    def step(kind: str, name: str = "") -> None:
+        if on_step is not None:
+            on_step(kind, name)
+
+    writes = [a for a in actions if a.kind in (WRITE, UPDATE)]
+    deletes = [a for a in actions if a.kind == DELETE]
+    with engine.locked():
+        failed = _write_rollups(engine, writes, result, step)
+
+    homes = sorted(
+        ({n for a in deletes for n in a.into} | {a.name for a in writes} | _unpushed(engine))
+        - failed
+    )
+    if homes:
+        step("push", "")
+        pushed = engine.run("push", [str(engine.local_path(n)) for n in homes])
+        result.pushes.append(pushed)
+        if pushed.disabled:
+            result.notes.append("sync is off: the roll-ups are kept on this device only")
+        elif pushed.offline:
+            result.notes.append(f"the remote is unreachable ({pushed.offline}); nothing deleted")
+
+    gone: list[str] = []
+    with engine.locked():
+        records = engine.state.records
+        disabled = bool(result.pushes and result.pushes[-1].disabled)
+        _delete_sources(engine, deletes, failed, disabled, result, step)
+        # deletions an interrupted earlier run made locally but never pushed
+        listed = _rollup_sources(engine)
+        gone = sorted(
+            {*result.deleted} | {n for n in records if n in listed and engine.read_local(n) is None}
+        )
+    if gone and not disabled:
+        step("push", "")
+        result.pushes.append(
+            engine.run("push", [str(engine.local_path(n)) for n in gone], force=True)
+        )
+    return result

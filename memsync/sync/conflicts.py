@@ -1,0 +1,215 @@
+"""Conflicts every device hears about.
+
+A merge that could not keep both sides' edits silently (a fact file edited on two devices, an
+entry changed differently on both) records a conflict on the device that merged it. The other
+device took part too: its edit may be the one that went to history. So the merging device
+also appends the conflict to `_memsync/conflicts.json` on the remote, and every other device
+adds the entries it has not seen to its own conflicts at its next listing sync (when that
+file's ETag moved): `status`, `status --json` and the session-start primer then say so on both.
+`memsync resolve` on one device appends a resolution naming the conflicts it cleared (by id),
+and the other devices clear them too at their next sync, so no device keeps reporting a
+conflict the user already dealt with. A resolution made offline is published at the next sync.
+The file holds no memory content, only file names and what happened; it is bounded.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING
+
+from memsync.util.errors import AlreadyExists, NotFound, PreconditionFailed, StoreError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from memsync.stores import Store
+    from memsync.sync.engine import Engine
+    from memsync.sync.state import State
+
+REMOTE_KEY = "_memsync/conflicts.json"  # engine.CONFLICTS
+KEEP = 200  # entries on the remote
+KEEP_SEEN = 1000  # ids a device remembers having taken in
+SKEW = 300.0  # seconds: a conflict this much before our last sync may still be about our edit
+_ATTEMPTS = 8
+
+
+def entry(name: str, detail: str, device: str) -> dict[str, Any]:
+    import secrets  # only when there is a conflict to record
+
+    return {
+        "id": secrets.token_hex(8),
+        "file": name,
+        "detail": detail,
+        "device": device,
+        "at": time.time(),
+    }
+
+
+def _records(data: bytes, field: str = "conflicts") -> list[dict[str, Any]]:
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return []
+    items = doc.get(field) if isinstance(doc, dict) else None
+    return [x for x in items or [] if isinstance(x, dict) and isinstance(x.get("id"), str)]
+
+
+def _load(data: bytes) -> list[dict[str, Any]]:
+    return _records(data)
+
+
+def recorded(data: bytes) -> list[dict[str, Any]]:
+    """The conflicts a remote record holds."""
+    return _records(data)
+
+
+def rewrite(data: bytes, ids: set[str]) -> bytes:
+    """The remote record without the conflicts whose id is in `ids` (a forget took the text
+    they describe; resolutions, which name no content, stay). Unchanged bytes if none is
+    there."""
+    items, done = _records(data), _records(data, "resolved")
+    kept = [x for x in items if x["id"] not in ids]
+    if len(kept) == len(items):
+        return data
+    return _dump(kept, done)
+
+
+def _dump(items: list[dict[str, Any]], resolved: Sequence[dict[str, Any]] = ()) -> bytes:
+    doc: dict[str, Any] = {"version": 1, "conflicts": items[-KEEP:]}
+    if resolved:
+        doc["resolved"] = list(resolved)[-KEEP:]
+    return json.dumps(doc, indent=1).encode()
+
+
+def publish(
+    store: Store,
+    entries: Sequence[dict[str, Any]],
+    resolutions: Sequence[dict[str, Any]] = (),
+) -> None:
+    """Append `entries` (conflicts) and `resolutions` to the remote record (conditional
+    writes, bounded retries)."""
+    for _ in range(_ATTEMPTS):
+        try:
+            data, etag = store.get(REMOTE_KEY)
+        except NotFound:
+            try:
+                store.create(REMOTE_KEY, _dump(list(entries), list(resolutions)))
+                return
+            except AlreadyExists:
+                continue
+        items, done = _records(data), _records(data, "resolved")
+        known = {x["id"] for x in items} | {x["id"] for x in done}
+        items += [e for e in entries if e["id"] not in known]
+        done += [r for r in resolutions if r["id"] not in known]
+        try:
+            store.replace(REMOTE_KEY, _dump(items, done), etag)
+            return
+        except PreconditionFailed:
+            continue
+
+
+def resolution(state: State, name: str | None, device: str) -> tuple[int, dict[str, Any] | None]:
+    """Clear this device's conflicts (all, or `name`'s) and return how many, with the
+    resolution the other devices need to clear theirs (queued in the state until published:
+    `pending_resolutions`)."""
+    import secrets
+
+    cleared = [c for c in state.conflicts if name is None or c.get("file") == name]
+    count = state.resolve_conflicts(name)
+    if not cleared:
+        return count, None
+    record = {
+        "id": secrets.token_hex(8),
+        "file": name,  # None: every file
+        "ids": [c["id"] for c in cleared if isinstance(c.get("id"), str)],
+        "device": device,
+        "at": time.time(),
+    }
+    state.meta["pending_resolutions"] = [*state.meta.get("pending_resolutions", []), record]
+    return count, record
+
+
+def publish_resolutions(store: Store, state: State) -> None:
+    """Publish the resolutions made here that the remote has not heard of yet."""
+    pending = list(state.meta.get("pending_resolutions", []))
+    if pending:
+        publish(store, [], pending)
+        state.meta["pending_resolutions"] = []
+
+
+def share_resolution(engine: Engine, name: str | None) -> tuple[int, str]:
+    """`memsync resolve`: clear here, then tell the other devices through the remote (or at
+    the next sync if it cannot be reached now). Returns the count and a note for the user."""
+    cleared, record = resolution(engine.state, name, engine.ctx.device)
+    engine.state.save()
+    if record is None:
+        return cleared, ""
+    try:
+        publish_resolutions(engine.store, engine.state)
+    except (StoreError, OSError):  # unreachable or refused: the next sync publishes it
+        return cleared, " The other devices hear of it at the next sync that reaches the remote."
+    engine.state.save()
+    return cleared, " The other devices clear it at their next sync."
+
+
+def _apply_resolution(state: State, record: dict[str, Any]) -> int:
+    """Clear the conflicts another device's resolution names: by id, and those recorded here
+    without an id (before ids were kept) for that file, no later than the resolution."""
+    ids = set(record.get("ids") or [])
+    name, at = record.get("file"), record.get("at")
+    if not isinstance(at, (int, float)):
+        at = 0.0
+    before = state.conflicts
+    kept = []
+    for c in before:
+        if c.get("id") in ids:
+            continue
+        unnamed = "id" not in c and (name is None or c.get("file") == name)
+        if unnamed and isinstance(c.get("at"), (int, float)) and c["at"] <= at:
+            continue
+        kept.append(c)
+    state.meta["conflicts"] = kept
+    return len(before) - len(kept)
+
+
+def receive(store: Store, state: State, device: str) -> list[dict[str, Any]]:
+    """Take in the remote record's conflicts made by other devices since our last sync, and
+    return them. Called when the record's ETag differs from the one last read."""
+    try:
+        data, etag = store.get(REMOTE_KEY)
+    except NotFound:
+        return []
+    seen = list(state.meta.get("conflicts_seen", []))
+    seen_set = set(seen)
+    since = state.meta.get("last_sync")
+    added: list[dict[str, Any]] = []
+    resolutions = []
+    for record in _records(data, "resolved"):
+        if record["id"] in seen_set:
+            continue
+        seen.append(record["id"])
+        seen_set.add(record["id"])
+        if record.get("device") != device:
+            resolutions.append(record)
+    for item in _load(data):
+        if item["id"] in seen_set:
+            continue
+        seen.append(item["id"])
+        seen_set.add(item["id"])
+        at = item.get("at")
+        if item.get("device") == device or since is None or not isinstance(at, (int, float)):
+            continue  # ours, or from before this device ever synced: not about its edits
+        if at < since - SKEW:
+            continue
+        detail = f"{item.get('detail')} (merged on {item.get('device')})"
+        if any(item["id"] in (r.get("ids") or ()) for r in resolutions):
+            continue  # recorded and already resolved on another device
+        state.add_conflict(str(item.get("file")), detail, item["id"])
+        added.append({"file": str(item.get("file")), "detail": detail})
+    for record in resolutions:
+        _apply_resolution(state, record)
+    state.meta["conflicts_seen"] = seen[-KEEP_SEEN:]
+    state.meta["conflicts_etag"] = etag
+    return added

@@ -1,0 +1,1276 @@
+"""The sync executor: runs the planner's actions against a store, merging and retrying when
+a conditional write loses a race. Nothing here prints or exits; results are returned."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+from memsync.context.boot import boot_id, boot_time
+from memsync.context.config import Context
+from memsync.memory.names import collisions, fold, local_key
+from memsync.privacy.gate import check_inbound, check_outbound
+from memsync.stores import Entry, Stats, Store, check_key, create_advice, open_store
+from memsync.sync import localswap, planner
+from memsync.sync.localfiles import LocalFiles, settled, stat_key
+from memsync.sync.planner import Action, Kind
+from memsync.sync.state import Record, State
+from memsync.sync.tombstones import PURGED, TOMBSTONES
+from memsync.util.errors import (
+    AlreadyExists,
+    ConfigError,
+    GuardError,
+    KeptLocal,
+    NotFound,
+    PreconditionFailed,
+    RefusedFile,
+    StateError,
+    StoreError,
+    Unreachable,
+    UnsafeKey,
+    UserError,
+    describe_os_error,
+)
+from memsync.util.fsutil import (
+    atomic_write,
+    file_lock,
+    fsync_dir,
+    fsync_file,
+    private_dir,
+    remove_stale_temp,
+    sha256,
+    sweep_temp_files,
+    sync_filesystem,
+)
+
+MAX_ATTEMPTS = 8
+# Over a slow network (the quickest of the first transfers took SLOW_ROUND_TRIP or more: a WAN,
+# not the loopback or a LAN, nor a busy loopback's queueing), transfers widen past the
+# `concurrency` setting, up to one connection a file and MAX_WORKERS in all, so a 500-file pull
+# is a few round trips; on a fast network more threads only add contention (benchmarks.md).
+SLOW_ROUND_TRIP = 0.04
+MAX_WORKERS = 128
+# From this many new files in one run (a fresh pull), flush once at the end instead of an
+# fsync per file; their names are saved first (see Engine._land).
+LAND_WITHOUT_FSYNC_AT = 32
+CONFLICTS = "_memsync/conflicts.json"  # remote record of merge conflicts (sync/conflicts.py)
+LOST_DIR_MIN = 5  # more synced files than this all gone, new ones made: a lost folder
+_TEMP_SUFFIXES = ("~", ".swp", ".swo", ".swx", ".tmp", ".part", ".crdownload")
+
+
+def foreign(key: str) -> str | None:
+    """Why a remote name under the prefix is not a memory file memsync would fetch (None if it
+    is one). Such blobs are listed as ignored by status and doctor, and never downloaded: a
+    download could only be refused, again on every sync."""
+    try:
+        key.encode("utf-8")
+    except UnicodeEncodeError:
+        return "its name is not valid UTF-8"
+    if not key.endswith(".md"):
+        return "not a Markdown memory file (.md)"
+    return None
+
+
+class RemoteFiles(NamedTuple):
+    """A listing sorted by what memsync does with each name."""
+
+    memory: dict[str, Entry]  # memory files: synced
+    unsafe: dict[str, str]  # names that would leave the memory dir: refused, never fetched
+    ignored: dict[str, str]  # foreign blobs and copies refused before: never fetched, why
+
+
+def classify(listing: dict[str, Entry], refused_before: dict[str, list]) -> RemoteFiles:
+    """Sort a listing. `refused_before` maps a name to the [etag, reason] of a remote copy a
+    download refused (bad UTF-8, no frontmatter...): that copy is not fetched again, on every
+    sync, to be refused again; a new ETag (someone fixed it) is fetched as usual."""
+    files = RemoteFiles({}, {}, {})
+    for key, entry in listing.items():
+        try:
+            check_key(key)
+        except UnsafeKey as exc:
+            files.unsafe[key] = str(exc)
+            continue
+        if is_ignored(key):
+            continue
+        why = foreign(key)
+        before = refused_before.get(key)
+        if why is None and before is not None and before[0] == entry.etag:
+            why = f"refused before ({before[1]}); fetched again once it changes"
+        if why:
+            files.ignored[key] = why
+        else:
+            files.memory[key] = entry
+    return files
+
+
+def is_ignored(relpath: str) -> bool:
+    """Files memsync never syncs: Claude Code's team/ folder, hidden and editor temp files."""
+    return ignored_why(relpath) is not None
+
+
+def ignored_why(relpath: str) -> str | None:
+    """Why memsync never syncs `relpath`, or None. The team/ folder is matched in any letter
+    case: on macOS and Windows `Team/` is that folder."""
+    parts = relpath.split("/")
+    if parts[0].lower() == "team":
+        return "it is in Claude Code's team/ folder, which memsync does not sync"
+    if parts[0] == TOMBSTONES.split("/")[0]:
+        return "it is in memsync's own _memsync/ folder"
+    name = parts[-1]
+    if any(p.startswith(".") for p in parts):
+        return "hidden files and folders are not synced"
+    if name.endswith(_TEMP_SUFFIXES) or (name.startswith("#") and name.endswith("#")):
+        return "it is named like an editor's temporary file, which memsync does not sync"
+    return None
+
+
+class SyncResult:
+    """What one pull, push or sync did, by file name (a plain class: see _Run)."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.uploaded: list[str] = []
+        self.downloaded: list[str] = []
+        self.merged: list[str] = []
+        self.deleted_remote: list[str] = []
+        self.deleted_local: list[str] = []
+        self.forgotten: list[str] = []  # removed here because another device forgot them
+        self.conflicts: list[str] = []
+        self.refused: dict[str, str] = {}
+        self.kept_local: dict[str, str] = {}  # marked to stay here: skipped, not an error
+        self.refused_remote: dict[str, str] = {}
+        self.ignored_remote: dict[str, str] = {}  # foreign blobs under the prefix, not fetched
+        self.errors: dict[str, str] = {}
+        self.notes: list[str] = []
+        self.queued: list[str] = []
+        self.skipped: list[str] = []  # not started before the deadline
+        self.quarantined: list[str] = []  # forgotten elsewhere, edited here: what to do
+        self.offline: str | None = None
+        self.disabled = False
+        self.stats = Stats()
+        self.seconds = 0.0
+
+    @property
+    def changes(self) -> int:
+        return sum(
+            len(x)
+            for x in (
+                self.uploaded,
+                self.downloaded,
+                self.merged,
+                self.deleted_remote,
+                self.deleted_local,
+                self.forgotten,
+            )
+        )
+
+
+class LocalScan:
+    def __init__(
+        self, content: LocalFiles, refused: dict[str, str], mtimes: dict[str, float]
+    ) -> None:
+        self.content, self.refused, self.mtimes = content, refused, mtimes
+        self.kept: set[str] = set()  # the refused ones the user marked to stay local
+        self.swept = 0  # stale temp files of killed writers, removed
+
+    def split_refused(self) -> tuple[dict[str, str], dict[str, str]]:
+        """(refused: each needs the user's attention, kept local: by the user's choice)."""
+        refused = {n: r for n, r in self.refused.items() if n not in self.kept}
+        return refused, {n: r for n, r in self.refused.items() if n in self.kept}
+
+
+class Engine:
+    """Sync one memory dir with one remote prefix."""
+
+    def __init__(self, ctx: Context, store: Store | None = None) -> None:
+        if not ctx.project:
+            from memsync.context.identity import unnamed_message
+
+            raise ConfigError(unnamed_message(ctx.memory_dir))
+        self.ctx = ctx
+        self._store = store
+        self.max_bytes = int(ctx.setting("max_file_bytes"))
+        self._lock = threading.Lock()
+        self._unsynced_dirs: set[Path] = set()  # written to; fsynced once before the records
+        self._landing: set[str] = set()  # new files written without fsync; flushed at the end
+        self._published: list[dict] = []  # this run's conflicts, for the remote record
+        self.state = State(ctx.state_dir, int(ctx.setting("history_versions")))
+        # told once when the state lock is not free at once (the CLI says it is waiting)
+        self.on_wait: Callable[[str], None] | None = None
+
+    @contextlib.contextmanager
+    def locked(self, timeout: float = 120) -> Iterator[None]:
+        """Hold this project's state lock (one memsync process at a time) with fresh state."""
+        lock = self.ctx.state_dir / "lock"
+        started = time.monotonic()
+        try:
+            try:
+                first = timeout if self.on_wait is None else min(1.0, timeout)
+                held = file_lock(lock, timeout=first)
+                held.__enter__()
+            except TimeoutError:
+                if first >= timeout:
+                    raise
+                assert self.on_wait is not None
+                self.on_wait(
+                    "another memsync process is syncing this project; waiting for it to finish "
+                    f"(up to {timeout:.0f} s)"
+                )
+                held = file_lock(lock, timeout=timeout - (time.monotonic() - started))
+                held.__enter__()
+        except TimeoutError:
+            raise StateError(
+                f"another memsync process has held this project's state lock ({lock}) for "
+                f"over {timeout:.0f} s; let it finish (a large first sync can take a while), "
+                "then run the command again"
+            ) from None
+        try:
+            self.state = State(self.ctx.state_dir, self.state.history_versions)
+            yield
+        finally:
+            held.__exit__(None, None, None)
+
+    @property
+    def store(self) -> Store:
+        if self._store is None:
+            if self.ctx.embedded_remote:  # ours to create; a configured folder may be unmounted
+                private_dir(self.ctx.home / "remote")
+            self._store = open_store(self.ctx.remote, self.ctx.project)
+            if hasattr(self._store, "max_bytes"):  # a network store caps what it reads
+                self._store.max_bytes = self.max_bytes
+        return self._store
+
+    # --- the local side -------------------------------------------------------------------
+
+    def local_path(self, name: str) -> Path:
+        """The file for `name`, refusing names that would leave the memory dir."""
+        check_key(name)
+        path = self.ctx.memory_dir / name
+        if "/" in name:  # a top-level name cannot leave the dir: check_key refused '..' and '/'
+            root = self.ctx.memory_dir.resolve()
+            parent = path.parent.resolve()
+            if parent != root and root not in parent.parents:
+                raise UnsafeKey(f"refused {name!r}: it would be written outside {root}")
+        if path.is_symlink():
+            raise UnsafeKey(f"refused {name!r}: it is a symbolic link in the memory dir")
+        return path
+
+    def name_of(self, path: str | os.PathLike[str]) -> str:
+        """The memory-dir-relative name of a user-given path."""
+        given = Path(path).expanduser()
+        absolute = (given if given.is_absolute() else Path.cwd() / given).resolve()
+        root = self.ctx.memory_dir.resolve()
+        if absolute != root and root not in absolute.parents:
+            candidate = root / given
+            if not given.is_absolute() and (candidate.exists() or candidate.name.endswith(".md")):
+                absolute = candidate
+            else:
+                raise UserError(f"{path} is not inside the memory dir {root}")
+        return absolute.relative_to(root).as_posix()
+
+    def read_local(self, name: str) -> bytes | None:
+        return _read(self.local_path(name))
+
+    def write_local(self, name: str, data: bytes, *, sync_dir: bool = True) -> None:
+        """Write a memory file atomically. Inside a run, sync_dir=False leaves the directory's
+        fsync to `_make_durable`, once for all files, before the records are saved."""
+        self._write(self.local_path(name), data, sync_dir=sync_dir)
+
+    def _write(
+        self, path: Path, data: bytes, *, sync_dir: bool, new: bool = False, sync: bool = True
+    ) -> None:
+        mode = 0o600
+        if not new:  # keep the mode the user gave an existing file
+            with contextlib.suppress(FileNotFoundError):
+                mode = path.stat().st_mode & 0o777
+        atomic_write(path, data, mode, sync=sync, sync_dir=sync_dir)
+        if not sync_dir:
+            with self._lock:
+                self._unsynced_dirs.add(path.parent)
+
+    def _replace(
+        self, path: Path, data: bytes, expected: bytes | None, *, sync: bool = True
+    ) -> bytes | None:
+        """Put a download or a merge where `expected` was read (see localswap.py): None when
+        done, else the bytes written here in the meantime, left in place for another merge.
+        The directory's fsync is left to `_make_durable`."""
+        mode = 0o600
+        with contextlib.suppress(FileNotFoundError):
+            mode = path.stat().st_mode & 0o777  # keep the mode the user gave the file
+        landed = localswap.replace(path, data, expected, mode, sync=sync)
+        with self._lock:
+            self._unsynced_dirs.add(path.parent)
+        return landed
+
+    def _make_durable(self) -> None:
+        """Make this run's writes durable before the records claim them: the landed files
+        (one syncfs, else an fsync each) and the renames (one fsync per directory)."""
+        with self._lock:
+            dirs, self._unsynced_dirs = self._unsynced_dirs, set()
+            landed, self._landing = self._landing, set()
+        if landed and not sync_filesystem(self.ctx.memory_dir):
+            for name in sorted(landed):
+                fsync_file(self.local_path(name))
+        for folder in sorted(dirs):
+            fsync_dir(folder)
+        if landed:
+            self.state.meta.pop("landing", None)  # saved with the records, right after this
+
+    def _land(self, actions: list[Action], local_hashes: dict[str, str]) -> None:
+        """Many new files are written without an fsync each and flushed once at the end. Their
+        names are saved (fsynced) first: after a power cut before that flush, the next run
+        knows which files may be torn (`_recover_landing`)."""
+        names = sorted(
+            a.name for a in actions if a.kind is Kind.DOWNLOAD and a.name not in local_hashes
+        )
+        if len(names) >= LAND_WITHOUT_FSYNC_AT:
+            self.state.meta["landing"] = {"names": names, "boot": boot_id()}
+            self.state.save_meta()
+            self._landing = set(names)
+
+    def _recover_landing(self) -> None:
+        """Files an interrupted run was landing may be torn (renamed into place, never
+        flushed) — but only if the machine went down with them: a run that was merely killed
+        (or a hook that returned at its budget) left them whole in the page cache. So:
+
+        - same boot as the run that listed them: nothing can be torn; flush them now and let
+          the planner compare each with the remote (a file Claude wrote since is a local
+          edit like any other);
+        - after a restart: a listed file last modified before this boot may be torn: it is
+          kept in history and fetched again; one modified since the boot was written after
+          the landing and is left alone."""
+        landing = self.state.meta.pop("landing", None)
+        if not landing:
+            return
+        if isinstance(landing, dict):
+            names, boot = list(landing.get("names") or []), landing.get("boot")
+        else:  # written by an earlier memsync: which boot is unknown
+            names, boot = list(landing), None
+        paths = {}
+        for name in names:
+            try:
+                paths[name] = self.local_path(name)
+            except UnsafeKey:
+                continue  # never a name this run could have landed
+        if boot is not None and boot == boot_id():
+            if not sync_filesystem(self.ctx.memory_dir):
+                for path in paths.values():
+                    fsync_file(path)
+            return
+        booted_at = boot_time()
+        for name, path in paths.items():
+            try:
+                modified = path.stat().st_mtime
+            except (FileNotFoundError, NotADirectoryError):
+                self.state.forget(name)
+                continue
+            if booted_at is not None and modified > booted_at:
+                continue  # written since the restart: not what the interrupted run landed
+            data = _read(path)
+            if data is not None:
+                self._keep(name, data, "left unflushed by an interrupted pull; fetched again")
+                path.unlink(missing_ok=True)
+            self.state.forget(name)
+
+    def scan_local(self, allow: dict[str, set[str]] | None = None) -> LocalScan:
+        """Hash every memory file, reading only those whose stat changed since the last scan
+        (see localfiles.py). Files changed since their last sync are checked before they may
+        leave the machine; refused ones are reported and left untouched."""
+        root = self.ctx.memory_dir
+        scan = LocalScan(LocalFiles(root), {}, {})
+        if not root.is_dir():
+            return scan
+        resolved_root = root.resolve()
+        seen, fresh = self.state.seen, {}
+        now_ns = time.time_ns()
+        for dirpath, dirnames, filenames in os.walk(root):
+            rel_dir = Path(dirpath).relative_to(root).as_posix()
+            dirnames[:] = sorted(
+                d
+                for d in dirnames
+                if not is_ignored(d if rel_dir == "." else f"{rel_dir}/{d}")
+                and not (Path(dirpath) / d).is_symlink()
+            )
+            for fname in sorted(filenames):
+                key = local_key(dirpath, fname)  # NFC where the file system allows
+                name = key if rel_dir == "." else f"{rel_dir}/{key}"
+                if remove_stale_temp(dirpath, fname):
+                    scan.swept += 1
+                    continue
+                if is_ignored(name):
+                    continue
+                path = os.path.join(dirpath, fname)
+                try:
+                    st = os.lstat(path)
+                    if stat.S_ISLNK(st.st_mode):
+                        if resolved_root not in Path(path).resolve().parents:
+                            reason = "it is a symbolic link pointing outside the memory dir"
+                            scan.refused[name] = reason
+                            continue
+                        st = os.stat(path)
+                    scan.mtimes[name] = st.st_mtime
+                    stat_now = list(stat_key(st))
+                    rec = self.state.records.get(name)
+                    cached = seen.get(name)
+                    if rec is not None and cached == [*stat_now, rec.sha]:
+                        # untouched since a read that found what was last synced
+                        scan.content.add(name, rec.sha)
+                        fresh[name] = cached
+                        continue
+                    data = _read_file(path)
+                except OSError as exc:
+                    scan.refused[name] = f"it cannot be read ({exc.strerror})"
+                    continue
+                digest = sha256(data)
+                if rec is None or rec.sha != digest:
+                    try:
+                        check_outbound(name, data, self.max_bytes, (allow or {}).get(name, ()))
+                    except RefusedFile as exc:
+                        scan.refused[name] = exc.reason
+                        if isinstance(exc, KeptLocal):
+                            scan.kept.add(name)
+                        continue
+                if settled(st, now_ns):
+                    fresh[name] = [*stat_now, digest]
+                scan.content.add(name, digest, data)
+        self.state.seen = fresh
+        return scan
+
+    # --- running a sync -------------------------------------------------------------------
+
+    def run(
+        self,
+        mode: str = "sync",
+        paths: Iterable[str] | None = None,
+        *,
+        force: bool = False,
+        allow: dict[str, set[str]] | None = None,
+        deadline: float | None = None,
+        progress: Callable[[int, int], None] | None = None,
+        cutoff: float | None = None,
+    ) -> SyncResult:
+        """mode: "sync" (both ways), "push" (local → remote) or "pull" (remote → local).
+
+        Pending (queued) pushes are always drained first. With `paths`, a push trusts the
+        last-synced records instead of listing, so pushing one known file is one request.
+        No action starts after `deadline`, and no request outlives `cutoff` (both
+        time.monotonic()): a request still running then fails as unreachable, so what it
+        was for is queued or left for the next sync.
+        """
+        if mode not in ("sync", "push", "pull"):
+            raise ValueError(mode)
+        result = SyncResult(mode)
+        if not self.ctx.sync_enabled:
+            result.disabled = True
+            return result
+        started = time.monotonic()
+        names = None if paths is None else [self.name_of(p) for p in paths]
+        if cutoff is not None and hasattr(self.store, "deadline"):
+            self.store.deadline = cutoff
+        with self.locked():
+            try:
+                self._run_locked(result, mode, names, force, allow or {}, deadline, progress)
+            finally:
+                self._make_durable()
+                if self.state.meta.get("quarantined"):
+                    from memsync.sync.tombstones import quarantine_notices
+
+                    result.quarantined = quarantine_notices(self)
+                self.state.meta["last_attempt"] = time.time()
+                self.state.save()
+                if self.state.bases.reset:
+                    result.notes.append(self.state.bases.reset)
+        if self.ctx.project_source != "origin" and not result.offline and not result.disabled:
+            from memsync.context.identity import Identity, pin
+
+            identity = Identity(self.ctx.project, self.ctx.project_source, self.ctx.fingerprint)
+            pin(self.ctx.home, self.ctx.memory_dir, identity)
+        result.stats = self.store.stats
+        result.seconds = time.monotonic() - started
+        return result
+
+    def _take_in_listing(
+        self, listing: dict[str, Entry], local: LocalScan, result: SyncResult, mode: str
+    ) -> None:
+        """What the remote says before anything is planned: a purge or another project's
+        manifest stops the run; interrupted forgets finish, other devices' tombstones and
+        conflict records are taken in (each may drop keys from `listing`)."""
+        if PURGED in listing:
+            from memsync.sync.tombstones import purged_here, remote_purge_marker
+
+            # remembered: this device stays out until it is told to publish again
+            self.state.meta["purged"] = remote_purge_marker(self) or {"at": time.time()}
+            raise purged_here(self)
+        self._check_project(listing, mode)
+        if self.state.meta.get("forgetting"):
+            from memsync.sync.tombstones import finish_pending
+
+            finish_pending(self, listing)
+        self._apply_tombstones(listing, local, result)
+        self._receive_conflicts(result, listing)
+
+    def _run_locked(
+        self,
+        result: SyncResult,
+        mode: str,
+        names: list[str] | None,
+        force: bool,
+        allow: dict[str, set[str]],
+        deadline: float | None,
+        progress: Callable[[int, int], None] | None,
+    ) -> None:
+        if self.state.meta.get("purged"):
+            from memsync.sync.tombstones import purged_here
+
+            raise purged_here(self)
+        self._recover_landing()
+        local = self.scan_local(allow)
+        records = self.state.records
+        # the state dir only on full runs: `push FILE` after each memory write stays lean
+        swept = local.swept + (sweep_temp_files(self.ctx.state_dir) if names is None else 0)
+        if swept:
+            result.notes.append(f"Removed {swept} temp file(s) left by an interrupted write.")
+        result.refused, result.kept_local = local.split_refused()
+        pending = self.state.pending
+        local_hashes = dict(local.content.hashes)
+        records = self.state.records
+        if names is None and self.memory_dir_lost(local):
+            self._restore_lost_dir(result, mode)
+            pending = self.state.pending
+
+        if mode == "push" and names is not None:
+            # Trust the records: the happy path is one conditional request a file.
+            result.refused.update(refuse_colliding_names(local, records))
+            remote = {n: r.etag for n, r in records.items()}
+            entries: dict[str, float] = {}
+            only = set(names) | set(pending)
+            result.refused = {n: r for n, r in result.refused.items() if n in only}
+            result.kept_local = {n: r for n, r in result.kept_local.items() if n in only}
+            actions = planner.plan(
+                local_hashes,
+                remote,
+                records,
+                kinds=planner.PUSH_KINDS,
+                only=only,
+                skip=local.refused,
+            )
+        else:
+            if not records and hasattr(self.store, "warm"):
+                # a fresh device fetches or sends everything: open the transfers' connections
+                # while the listing is in flight
+                self.store.warm(int(self.ctx.setting("concurrency")))
+            listing = self._list(result, mode, local_hashes, records, pending)
+            if listing is None:
+                return
+            if not listing and records:
+                raise GuardError(self._remote_lost_message(len(records)))
+            self._take_in_listing(listing, local, result, mode)
+            local_hashes = dict(local.content.hashes)
+            files = classify(listing, self.state.refused_remote)
+            result.refused_remote.update(files.unsafe)
+            result.ignored_remote.update(files.ignored)
+            self.state.keep_refused_remote(files.ignored)
+            remote = {key: entry.etag for key, entry in files.memory.items()}
+            entries = {key: entry.modified for key, entry in files.memory.items()}
+            result.refused.update(refuse_colliding_names(local, records, remote))
+            skip = set(local.refused) | set(result.refused_remote)
+            if mode == "sync":
+                actions = planner.plan(local_hashes, remote, records, only=names, skip=skip)
+            elif mode == "push":
+                actions = planner.plan(
+                    local_hashes, remote, records, kinds=planner.PUSH_KINDS, skip=skip
+                )
+            else:
+                actions = planner.plan(
+                    local_hashes, remote, records, kinds=planner.PULL_KINDS, only=names, skip=skip
+                )
+                drain = planner.plan(
+                    local_hashes,
+                    remote,
+                    records,
+                    kinds=planner.PUSH_KINDS,
+                    only=pending,
+                    skip=skip,
+                )
+                seen = {a.name for a in actions}
+                actions += [a for a in drain if a.name not in seen]
+
+        total = len(set(local_hashes) | set(remote) | set(records))
+        if not force and planner.mass_deletion(actions, total):
+            count = len(planner.deletions(actions))
+            raise GuardError(
+                f"this {mode} would delete {count} of {total} memory files; "
+                "if that is what you want, run it again with --force"
+            )
+
+        ctx = _Run(local, local_hashes, remote, entries)
+        self._land(actions, local_hashes)
+        self._published = []
+        try:
+            for batch in _renames_in_two_steps(actions):
+                self._execute(result, batch, ctx, deadline, progress)
+        except BaseException:
+            # interrupted: the pushes not done are queued, so that even a `push FILE` (which
+            # looks only at its files and the queue) sends them next time
+            done = self._settled(result, local_hashes)
+            self.state.queue(
+                [
+                    a.name
+                    for a in actions
+                    if a.kind in planner.PUSH_KINDS
+                    and a.kind is not Kind.FORGET
+                    and a.name not in done
+                ]
+            )
+            raise
+        self._publish_conflicts(result)
+
+        done = self._settled(result, local_hashes)
+        self.state.unqueue([n for n in pending if n in done or n not in local_hashes])
+        if result.offline:
+            queued = [a.name for a in actions if a.kind in planner.PUSH_KINDS]
+            queued = [n for n in queued if n not in done]
+            self.state.queue(queued)
+            result.queued = self.state.pending
+        self.state.set_refused(local.split_refused()[0])
+        if not result.offline and not result.errors and result.skipped == []:
+            self.state.meta["last_sync"] = time.time()
+
+    def _settled(self, result: SyncResult, local_hashes: dict[str, str]) -> set[str]:
+        """The files this run left in sync: those it sent, merged or deleted, and those found
+        identical on both sides (a PUT that landed as an earlier run was cut off), which are
+        only recorded: none of them is still waiting to be pushed."""
+        done = set(result.uploaded + result.merged + result.deleted_remote)
+        with self._lock:
+            done.update(
+                name
+                for name, sha in local_hashes.items()
+                if (rec := self.state.records.get(name)) is not None and rec.sha == sha
+            )
+        return done
+
+    def memory_dir_lost(self, local: LocalScan) -> bool:
+        """Whether the memory dir is missing or holds no memory file at all while the records
+        say files were synced from it: a lost folder (a wiped disk, a new checkout, an `rm
+        -rf`), never a request to delete every file everywhere. A folder made again, where
+        the agent already wrote a new file or two, holds none of the synced files: lost too,
+        when those were more than a few (deleting a handful by hand is an ordinary edit)."""
+        records = self.state.records
+        if not records or local.refused or records.keys() & local.content.hashes.keys():
+            return False
+        return not local.content.hashes or len(records) > LOST_DIR_MIN
+
+    def _remote_lost_message(self, count: int) -> str:
+        """An empty remote where this device synced files: an unmounted share (its mount
+        point is an empty folder), a container emptied or made anew. Syncing would delete
+        every file here; nothing is done until the user says which it is."""
+        return (
+            f"the remote {self._display_remote()} is empty, but this device synced {count} "
+            "file(s) with it; nothing was changed here or there: if it is a drive or a share, "
+            "mount it; if it was emptied on purpose, `memsync push --republish` publishes this "
+            "device's memory to it again"
+        )
+
+    def _restore_lost_dir(self, result: SyncResult, mode: str) -> None:
+        """A lost memory dir is restored by a pull and refused by a push or sync (which would
+        otherwise delete every file on the remote, --force or not)."""
+        count = len(self.state.records)
+        where = self.ctx.memory_dir
+        gone = (
+            "missing"
+            if not where.is_dir()
+            else "empty"
+            if not self.scan_local().content.hashes
+            else "left with none of its synced files"
+        )
+        if mode != "pull":
+            raise GuardError(
+                f"the memory dir {where} is {gone} but {count} file(s) were synced from it; "
+                "nothing was deleted on the remote: run `memsync pull` to bring them back "
+                "(to delete them everywhere instead, `memsync forget FILE...`)"
+            )
+        for name in list(self.state.records):
+            self.state.forget(name)  # what is on the remote lands again as new files
+        self.state.unqueue(self.state.pending)  # queued deletions of the lost files
+        result.notes.append(
+            f"the memory dir {where} was {gone}; restoring the {count} file(s) synced from it"
+        )
+
+    def _list(self, result, mode, local_hashes, records, pending):
+        try:
+            return self.store.list()
+        except NotFound:
+            if records:  # not made again here: it may be an unmounted share's mount point
+                raise GuardError(self._remote_lost_message(len(records))) from None
+            if mode == "pull":
+                raise UserError(
+                    f"the remote {self._display_remote()} does not exist yet; "
+                    f"{create_advice(self.store)}"
+                ) from None
+            try:
+                self.store.ensure()
+            except Unreachable as exc:
+                self._go_offline(result, str(exc), local_hashes, records)
+                return None
+            return {}
+        except Unreachable as exc:
+            self._go_offline(result, str(exc), local_hashes, records)
+            return None
+
+    def _check_project(self, listing, mode: str) -> None:
+        """Refuse to mix this project's memory with another's under the same prefix: the
+        remote keeps the project's fingerprint (origin or first commit) in a small manifest,
+        read only when its ETag moved (a no-op sync still sends one request). A remote that
+        stops answering here is checked again by the next run (the transfers will find it
+        unreachable themselves)."""
+        try:
+            self._check_manifest(listing, mode)
+        except Unreachable:
+            return
+
+    def _check_manifest(self, listing, mode: str) -> None:
+        from memsync.context import identity
+
+        entry = listing.get(identity.MANIFEST)
+        ours = self.ctx.fingerprint
+        if entry is not None and entry.etag == self.state.meta.get("manifest_etag"):
+            return
+        if entry is None:
+            if mode == "pull":
+                return  # a pull writes nothing to the remote; the next push or sync does
+            if not [k for k in listing if not is_ignored(k)]:
+                self._check_old_name()
+            mine = identity.Identity(self.ctx.project, self.ctx.project_source, ours)
+            try:
+                etag = self.store.create(identity.MANIFEST, identity.manifest_bytes(mine))
+            except AlreadyExists:
+                pass  # another device wrote it first: read and check it below
+            else:
+                self.state.meta["manifest_etag"] = etag
+                return
+        try:
+            data, etag = self.store.get(identity.MANIFEST)
+        except NotFound:
+            return  # removed meanwhile: written again by the next push or sync
+        theirs = identity.manifest_fingerprint(data)
+        if theirs and ours and theirs != ours:
+            raise UserError(
+                f"the remote {self._display_remote()} holds the memory of another project "
+                f"({identity.describe(theirs)}; this one has {identity.describe(ours)}); "
+                "nothing was synced: give this project its own name with --project NAME "
+                "(or MEMSYNC_PROJECT), the same on every device"
+            )
+        if theirs is None and ours and mode != "pull":
+            mine = identity.Identity(self.ctx.project, self.ctx.project_source, ours)
+            try:
+                etag = self.store.replace(identity.MANIFEST, identity.manifest_bytes(mine), etag)
+            except PreconditionFailed:
+                return  # changed meanwhile: checked again next time
+        self.state.meta["manifest_etag"] = etag
+
+    def _check_old_name(self) -> None:
+        """A first sync under a first-commit name (`app-4f72ac06b2b5`) while the remote holds
+        this same repository's memory under the folder name earlier memsync versions used
+        (`app`, with a manifest of the same first commit): say so, upload nothing."""
+        if self.ctx.project_source != "first-commit" or not self.ctx.fingerprint:
+            return
+        from memsync.context import identity
+
+        old_name = self.ctx.project.rsplit("-", 1)[0]
+        try:
+            data, _ = open_store(self.ctx.remote, old_name).get(identity.MANIFEST)
+        except (NotFound, StoreError):
+            return
+        if identity.manifest_fingerprint(data) == self.ctx.fingerprint:
+            raise UserError(
+                f"this project's memory is on the remote under its earlier name {old_name!r}; "
+                f"nothing was synced: run `memsync sync --project {old_name}` once on this "
+                "device to keep using it (it is remembered)"
+            )
+
+    def _apply_tombstones(self, listing, local: LocalScan, result: SyncResult) -> None:
+        """Files forgotten on another device are removed here too, history included, so an
+        edited copy on this device cannot bring them back (an unsynced edit is set aside in
+        quarantine). Each tombstone is applied once; see forget.py."""
+        entry = listing.get(TOMBSTONES)
+        if entry is None or entry.etag == self.state.meta.get("tombstones_etag"):
+            return
+        from memsync.sync.tombstones import apply_tombstones
+
+        try:
+            data, etag = self.store.get(TOMBSTONES)
+        except NotFound:
+            return
+        known = set(self.state.records) | set(local.content.hashes)
+        apply_tombstones(self, data, listing, local)
+        result.forgotten += sorted(  # what the user had here and no longer has: say so
+            n for n in known if n not in self.state.records and n not in local.content.hashes
+        )
+        self.state.meta["tombstones_etag"] = etag
+
+    def _receive_conflicts(self, result: SyncResult, listing) -> None:
+        """Conflicts other devices recorded while merging (maybe with our edit) become ours."""
+        entry = listing.get(CONFLICTS)
+        if entry is None or entry.etag == self.state.meta.get("conflicts_etag"):
+            return  # the usual case: no import, no request
+        from memsync.sync.conflicts import receive
+
+        for item in receive(self.store, self.state, self.ctx.device):
+            result.conflicts.append(f"{item['file']}: {item['detail']}")
+
+    def _publish_conflicts(self, result: SyncResult) -> None:
+        if result.offline or not (self._published or self.state.meta.get("pending_resolutions")):
+            return
+        from memsync.sync.conflicts import publish, publish_resolutions
+
+        try:
+            if self._published:
+                publish(self.store, self._published)
+            publish_resolutions(self.store, self.state)
+        except Unreachable:
+            pass  # recorded here; the other device learns of it from its own merge or status
+        except StoreError as exc:
+            result.notes.append(f"could not record the conflicts on the remote ({exc})")
+        self._published = []
+
+    def _go_offline(self, result: SyncResult, reason: str, local_hashes, records) -> None:
+        result.offline = reason
+        changed = [n for n, h in local_hashes.items() if n not in records or records[n].sha != h]
+        deleted = [n for n in records if n not in local_hashes]
+        self.state.queue(changed + deleted)
+        result.queued = self.state.pending
+
+    def _display_remote(self) -> str:
+        from memsync.context.config import strip_query
+
+        return f"{strip_query(self.ctx.remote)} (project {self.ctx.project})"
+
+    # --- executing actions ----------------------------------------------------------------
+
+    def _execute(self, result, actions, run, deadline, progress) -> None:
+        done = 0
+        total = len(actions)
+
+        def one(action: Action) -> None:
+            nonlocal done
+            if deadline is not None and time.monotonic() > deadline:
+                with self._lock:
+                    result.skipped.append(action.name)
+                return
+            if result.offline:
+                # one request already spent its retries on an unreachable remote: the rest
+                # would each wait as long; the pushes among them are queued below
+                return
+            try:
+                self._apply(result, action, run)
+            except Unreachable as exc:
+                with self._lock:
+                    result.offline = str(exc)
+            except RefusedFile as exc:
+                with self._lock:
+                    result.refused_remote[action.name] = exc.reason
+                    etag = run.remote.get(action.name)
+                    if etag is not None:  # remembered: not fetched again until it changes
+                        self.state.refuse_remote(action.name, etag, exc.reason)
+            except OSError as exc:  # a write here failed: say which file and what to do
+                with self._lock:
+                    where = None if exc.filename else self.ctx.memory_dir / action.name
+                    result.errors[action.name] = describe_os_error(exc, where)
+            except (StoreError, UserError) as exc:
+                with self._lock:
+                    result.errors[action.name] = str(exc)
+            finally:
+                with self._lock:
+                    done += 1
+                    if progress is not None:
+                        progress(done, total)
+
+        workers = self._workers(len(actions))
+        if workers <= 1:
+            for action in actions:
+                one(action)
+        else:
+            run_daemons(one, actions, workers, lambda: self._workers(len(actions)))
+        for attr in ("uploaded", "downloaded", "merged", "deleted_remote", "deleted_local"):
+            getattr(result, attr).sort()
+
+    def _workers(self, count: int) -> int:
+        """Parallel transfers for `count` actions: the `concurrency` setting, widened over a
+        slow network so the run is a few round trips, not count / concurrency of them."""
+        base = int(self.ctx.setting("concurrency"))
+        rtt = getattr(self.store, "round_trip", None)
+        if rtt is not None and rtt >= SLOW_ROUND_TRIP and count > base:
+            return min(MAX_WORKERS, count)
+        return min(base, count)
+
+    def _record(self, name: str, etag: str, content: bytes) -> None:
+        with self._lock:
+            self.state.set_synced(name, etag, content)
+
+    def _apply(self, result: SyncResult, action: Action, run: _Run) -> None:
+        name = action.name
+        if action.kind is Kind.UPLOAD:
+            self._upload(
+                result, name, run.local.content[name], run.remote.get(name), run.mtime(name)
+            )
+        elif action.kind is Kind.DOWNLOAD:
+            self._download(result, name, run.local_hashes.get(name))
+        elif action.kind is Kind.MERGE:
+            self._merge(result, name, run.local.content[name], run.mtime(name))
+        elif action.kind is Kind.DELETE_REMOTE:
+            self._delete_remote(result, name)
+        elif action.kind is Kind.DELETE_LOCAL:
+            self._delete_local(result, name, run.local_hashes.get(name))
+        elif action.kind is Kind.FORGET:
+            with self._lock:
+                self.state.forget(name)
+
+    def _upload(
+        self,
+        result: SyncResult,
+        name: str,
+        ours: bytes,
+        remote_etag: str | None,
+        mtime: float | None = None,
+    ) -> None:
+        """Upload with the file's mtime, the time of its edit here, kept with the object."""
+        try:
+            if remote_etag is None:
+                try:
+                    etag = self.store.create(name, ours, mtime)
+                except NotFound:  # a push that trusted its records found no container
+                    self.store.ensure()
+                    etag = self.store.create(name, ours, mtime)
+            else:
+                etag = self.store.replace(name, ours, remote_etag, mtime)
+        except PreconditionFailed:
+            self._merge(result, name, ours, mtime)  # `push FILE` too: the edit times decide
+            return
+        self._record(name, etag, ours)
+        with self._lock:
+            result.uploaded.append(name)
+
+    def _download(self, result: SyncResult, name: str, expected_sha: str | None) -> None:
+        try:
+            theirs, etag = self.store.get(name)
+        except NotFound:
+            return  # deleted meanwhile; the next sync sees it
+        check_inbound(name, theirs, self.max_bytes)
+        path = self.local_path(name)
+        current = _read(path)
+        if current is not None and sha256(current) != expected_sha:
+            self._merge(result, name, current, _mtime(path))  # edited here while we were busy
+            return
+        if current != theirs:
+            if current is not None:
+                self._keep(name, current, "replaced by a newer version from the remote")
+            landed = self._replace(path, theirs, current, sync=name not in self._landing)
+            if landed is not None:
+                self._merge(result, name, landed, _mtime(path))  # written here in the meantime
+                return
+            with self._lock:
+                result.downloaded.append(name)
+        self._record(name, etag, theirs)
+
+    def _fetch(self, name: str) -> tuple[bytes, str, float | None]:
+        """The remote copy with its edit time (None from a store that keeps none)."""
+        fetch = getattr(self.store, "fetch", None)
+        if fetch is None:
+            data, etag = self.store.get(name)
+            return data, etag, None
+        return fetch(name)
+
+    def _merge(self, result: SyncResult, name: str, ours: bytes, mtime: float | None) -> None:
+        """Merge `ours` (edited here at `mtime`) with the remote copy, whose edit time comes
+        with it (`Store.fetch`): never an upload time."""
+        from memsync.memory.merge import merge
+
+        base = self.state.base(name)
+        for _ in range(MAX_ATTEMPTS):
+            try:
+                theirs, etag, theirs_mtime = self._fetch(name)
+            except NotFound:
+                if name in self.state.records and self._recreate_blocked(result, name):
+                    return
+                try:
+                    etag = self.store.create(name, ours, mtime)
+                except AlreadyExists:
+                    continue
+                self._finish_merge(result, name, ours, etag)
+                return
+            try:
+                check_inbound(name, theirs, self.max_bytes)
+            except RefusedFile as exc:
+                # A corrupt remote copy never replaces a good local one: overwrite it.
+                with self._lock:
+                    result.notes.append(
+                        f"{name}: the remote copy was refused ({exc.reason}); "
+                        "replaced it with the local version"
+                    )
+                theirs_ok = False
+            else:
+                theirs_ok = True
+            if theirs == ours:  # e.g. a PUT that landed as an interrupted run ended: record it
+                self._record(name, etag, ours)
+                return
+            if theirs_ok:
+                outcome = merge(
+                    name, base, ours, theirs, ours_mtime=mtime, theirs_mtime=theirs_mtime
+                )
+                merged = outcome.content
+            else:
+                outcome, merged = None, ours
+            if merged != theirs:
+                edited = outcome.edited if outcome is not None and outcome.edited else mtime
+                try:
+                    etag = self.store.replace(name, merged, etag, edited)
+                except PreconditionFailed:
+                    continue
+            current = self.read_local(name)
+            if current is not None and current != ours:
+                ours, mtime = current, _mtime(self.local_path(name))  # edited here meanwhile
+                continue
+            if merged != ours or current is None:
+                if current is not None:
+                    self._keep(name, current, "replaced by a merge with the remote version")
+                landed = self._replace(self.local_path(name), merged, current)
+                if landed is not None:
+                    # written here between the re-read and the rename, over what we had read
+                    # (`ours`): merge that edit with what the remote holds now
+                    base, ours = ours, landed
+                    mtime = _mtime(self.local_path(name))
+                    continue
+            if outcome is not None and outcome.conflict:
+                if outcome.discarded is not None:
+                    reason = f"lost a merge conflict: {outcome.conflict}"
+                    self._keep(name, outcome.discarded, reason)
+                with self._lock:
+                    shared = self._shared_conflict(name, outcome)
+                    self.state.add_conflict(name, outcome.conflict, shared["id"])
+                    result.conflicts.append(f"{name}: {outcome.conflict}")
+                    self._published.append(shared)
+            self._finish_merge(result, name, merged, etag)
+            return
+        with self._lock:
+            result.errors[name] = (
+                f"{name} kept changing on the remote; gave up after {MAX_ATTEMPTS} merge attempts "
+                "(run sync again)"
+            )
+
+    def _shared_conflict(self, name: str, outcome) -> dict:
+        """The conflict as the other devices should read it (not "this device's version")."""
+        from memsync.memory.merge import describe_for_others
+        from memsync.sync.conflicts import entry
+
+        return entry(name, describe_for_others(name, outcome), self.ctx.device)
+
+    def _recreate_blocked(self, result: SyncResult, name: str) -> bool:
+        """A synced file gone from the remote is created again from the local copy, unless
+        it was forgotten on another device or the project purged (see forget.py)."""
+        from memsync.sync.tombstones import recreate_blocked
+
+        why = recreate_blocked(self, name)
+        if why is not None:
+            with self._lock:
+                result.notes.append(why)
+        return why is not None
+
+    def _finish_merge(self, result: SyncResult, name: str, merged: bytes, etag: str) -> None:
+        self._record(name, etag, merged)
+        with self._lock:
+            result.merged.append(name)
+
+    def _delete_remote(self, result: SyncResult, name: str) -> None:
+        rec = self.state.records[name]
+        try:
+            self.store.delete(name, rec.etag)
+        except NotFound:
+            pass
+        except PreconditionFailed:
+            with self._lock:
+                result.notes.append(
+                    f"{name} was deleted here but edited on another device; kept the edit"
+                )
+            self._download(result, name, None)
+            return
+        with self._lock:
+            self.state.forget(name)
+            result.deleted_remote.append(name)
+
+    def _delete_local(self, result: SyncResult, name: str, expected_sha: str | None) -> None:
+        current = self.read_local(name)
+        if current is not None:
+            if sha256(current) != expected_sha:
+                self._upload(result, name, current, None, _mtime(self.local_path(name)))
+                return
+            self._keep(name, current, "deleted on another device")
+            landed = localswap.remove(self.local_path(name), current)
+            if landed is not None:  # written here meanwhile: the edit beats the deletion
+                now = self.read_local(name)
+                if now is not None and now != landed:
+                    self._keep(name, landed, "written here during a sync, then again")
+                mtime = _mtime(self.local_path(name))
+                self._upload(result, name, now if now is not None else landed, None, mtime)
+                return
+        with self._lock:
+            self.state.forget(name)
+            result.deleted_local.append(name)
+
+    def _keep(self, name: str, content: bytes, reason: str) -> None:
+        with self._lock:
+            self.state.keep(name, content, reason)
+
+
+class _Run:
+    """What one run knows about both sides when it starts.
+
+    This module and the stores it drives are on every sync's path: their classes are plain
+    classes and NamedTuples, not dataclasses, which cost a process ~25 ms to import and build
+    (docs/benchmarks.md)."""
+
+    def __init__(
+        self,
+        local: LocalScan,
+        local_hashes: dict[str, str],
+        remote: dict[str, str],
+        modified: dict[str, float],
+    ) -> None:
+        self.local, self.local_hashes, self.remote, self.modified = (
+            local,
+            local_hashes,
+            remote,
+            modified,
+        )
+
+    def mtime(self, name: str) -> float | None:
+        return self.local.mtimes.get(name)
+
+
+def run_daemons(
+    work: Callable[[Action], None],
+    items: list[Action],
+    workers: int,
+    wanted: Callable[[], int] | None = None,
+) -> None:
+    """`work` on every item, `workers` at a time, in daemon threads; after each item,
+    `wanted()` may ask for more threads (the network turned out slow). Not a
+    ThreadPoolExecutor: its threads are joined when the interpreter exits, so a hook whose pull
+    thread gave up on a stalled download still waited minutes for it to end; daemon threads are
+    abandoned (every write they make is atomic, so nothing is left half-written)."""
+    queue = list(reversed(items))
+    lock = threading.Lock()
+    failed: list[BaseException] = []
+    threads: list[threading.Thread] = []
+
+    def grow(count: int) -> None:  # with `lock` held
+        while len(threads) < min(count, len(threads) + len(queue)):
+            thread = threading.Thread(target=loop, daemon=True)
+            threads.append(thread)
+            thread.start()
+
+    def loop() -> None:
+        while True:
+            with lock:
+                if not queue or failed:
+                    return
+                item = queue.pop()
+            try:
+                work(item)
+            except BaseException as exc:  # raised in the caller, as pool.map does
+                with lock:
+                    failed.append(exc)
+                return
+            if wanted is not None:
+                more = wanted()
+                if more > len(threads):
+                    with lock:
+                        grow(more)
+
+    with lock:
+        grow(max(1, workers))
+    try:
+        _join_all(threads, lock)
+    except BaseException:
+        # Ctrl-C or SIGTERM (entry.py makes both a KeyboardInterrupt): the transfers under
+        # way finish (each request has its deadline), the rest are not started, and run()
+        # saves what was done
+        with lock:
+            queue.clear()
+        _join_all(threads, lock)
+        raise
+    if failed:
+        raise failed[0]
+
+
+def _join_all(threads: list[threading.Thread], lock: threading.Lock) -> None:
+    joined = 0
+    while True:
+        with lock:
+            if joined == len(threads):
+                return
+            thread = threads[joined]
+        thread.join()
+        joined += 1
+
+
+def _mtime(path: Path) -> float | None:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return None
+
+
+def _renames_in_two_steps(actions: list[Action]) -> list[list[Action]]:
+    """The deletions whose name folds like another action's (a rename that changed only
+    letter case: `User_Pat.md` to `user_pat.md`) go first, apart: on macOS and Windows both
+    names are one file, which the new name's write must not meet before the old one is gone."""
+    folds: dict[str, int] = {}
+    for action in actions:
+        folds[fold(action.name)] = folds.get(fold(action.name), 0) + 1
+    deleting = (Kind.DELETE_LOCAL, Kind.DELETE_REMOTE)
+    first = [a for a in actions if a.kind in deleting and folds[fold(a.name)] > 1]
+    if not first:
+        return [actions]
+    return [first, [a for a in actions if a not in first]]
+
+
+def refuse_colliding_names(
+    local: LocalScan, records: dict[str, Record], remote: dict[str, str] | None = None
+) -> dict[str, str]:
+    """Refuse (leave here, report) each new local name that macOS or Windows could not keep
+    apart from another local, remote or recorded one (memsync/memory/names.py); what it refused.
+    `remote`: the listing's name -> ETag (None: trust the records). A recorded name deleted
+    here and unchanged or gone on the remote is not in the way: it goes in the same run (a
+    rename that changed only letter case)."""
+    listed = remote if remote is not None else {n: r.etag for n, r in records.items()}
+    leaving = {
+        n
+        for n, rec in records.items()
+        if n not in local.content.hashes
+        and n not in local.refused
+        and listed.get(n) in (rec.etag, None)
+    }
+    known = (set(records) | set(listed)) - leaving
+    new = [n for n in local.content.hashes if n not in known and n not in local.refused]
+    refused = collisions(new, known)
+    local.refused.update(refused)
+    return refused
+
+
+def _read_file(path: str | Path) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def _read(path: Path) -> bytes | None:
+    """The file's bytes, or None if it does not exist."""
+    try:
+        return _read_file(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None

@@ -1,0 +1,350 @@
+"""memsync's own per-project state under MEMSYNC_HOME: last-synced records, pending queue,
+conflicts, refused files and local history. Every file is 0600, every folder 0700, and every
+write is atomic, so a kill at any point leaves a readable state."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+from urllib.parse import quote, unquote
+
+from memsync.sync.bases import Bases
+from memsync.util.errors import StateError
+from memsync.util.fsutil import atomic_write, private_dir, sha256
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+    from typing import Any
+
+
+class Record(NamedTuple):
+    """What a file looked like when it was last in sync on both sides."""
+
+    etag: str  # the remote ETag at that moment
+    sha: str  # sha256 of the content; the content itself is kept in bases.sqlite
+    synced_at: float
+
+
+class Version(NamedTuple):
+    """One copy of a file kept in local history."""
+
+    name: str
+    version: int  # 1 = newest
+    saved_at: float
+    reason: str
+    path: Path
+
+
+_FIX = "check its permissions, then run the command again"
+# the type of each meta.json field, checked when it is read
+_META_KINDS: dict[str, type | tuple[type, ...]] = {
+    "pending": list,
+    "conflicts": list,
+    "refused": dict,
+    "refused_remote": dict,
+    "landing": (list, dict),
+    "last_sync": (int, float),
+    "last_attempt": (int, float),
+    "tombstones_etag": (str, type(None)),
+    "manifest_etag": str,
+}
+_JSON_KINDS = {
+    dict: "object",
+    list: "list",
+    str: "string",
+    int: "number",
+    float: "number",
+    bool: "boolean",
+    type(None): "null",
+}
+
+
+def _move_aside(path: Path) -> str:
+    return (
+        f"move it aside (`mv {path} {path}.bad`) and run the command again: memsync then "
+        "compares every file with the remote, which loses nothing"
+    )
+
+
+def _expect(path: Path, value: Any, kind: type) -> Any:
+    if not isinstance(value, kind):
+        found = _JSON_KINDS.get(type(value), type(value).__name__)
+        raise StateError(
+            f"{path} holds a JSON {found} where memsync keeps an object; {_move_aside(path)}"
+        )
+    return value
+
+
+def _make_state_dir(folder: Path) -> None:
+    """Create the project's state folder (0700), or say which path is in the way."""
+    try:
+        private_dir(folder)
+        if folder.is_dir():
+            return
+    except OSError:
+        pass
+    for path in (folder, *folder.parents):
+        if path.exists() and not path.is_dir():
+            raise StateError(
+                f"{path} is a file where memsync keeps its state folder; move it aside "
+                f"(`mv {path} {path}.bad`) and run the command again"
+            )
+    raise StateError(f"memsync cannot create its state folder {folder}; {_FIX}")
+
+
+class State:
+    def __init__(self, directory: Path, history_versions: int = 20) -> None:
+        self.dir = directory
+        self.history_versions = history_versions
+        self.records: dict[str, Record] = {}
+        self.meta: dict[str, Any] = {}
+        self.bases = Bases(directory)
+        self._new_bases: dict[str, bytes] = {}  # written by save(), before the records
+        _make_state_dir(self.dir)
+        self._load()
+
+    # --- persistence --------------------------------------------------------------------
+
+    def _json(self, name: str, default: Any, *, cache: bool = False) -> Any:
+        """A state file's JSON, or `default` if there is none. A file that cannot be read or
+        parsed is reported (StateError), never taken for an empty one: an empty meta.json
+        would drop the offline queue and the tombstone ETag without a word."""
+        path = self.dir / name
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return default
+        except (OSError, ValueError) as exc:
+            if cache:  # written without fsync and rebuilt by reading the files: may be torn
+                return default
+            if isinstance(exc, OSError):
+                raise StateError(f"{path} cannot be read ({exc.strerror}); {_FIX}") from None
+            raise StateError(f"{path} is damaged (not valid JSON); {_move_aside(path)}") from None
+
+    def _load(self) -> None:
+        path = self.dir / "records.json"
+        raw = _expect(path, self._json("records.json", {}), dict)
+        try:
+            self.records = {name: Record(**_expect(path, rec, dict)) for name, rec in raw.items()}
+        except TypeError:
+            reason = f"{path} holds a record memsync did not write"
+            raise StateError(f"{reason}; {_move_aside(path)}") from None
+        self._saved = dict(self.records)
+        path = self.dir / "meta.json"
+        self.meta = _expect(path, self._json("meta.json", {}), dict)
+        for key, kind in _META_KINDS.items():
+            if key in self.meta and not isinstance(self.meta[key], kind):
+                raise StateError(
+                    f"{path} holds a {key!r} memsync did not write; {_move_aside(path)}"
+                )
+        self._seen: dict[str, list] | None = None  # read on first use: only a scan needs it
+        self._seen_saved: dict[str, list] = {}
+
+    def _write_json(self, name: str, data: Any) -> None:
+        payload = json.dumps(data, indent=1, sort_keys=True).encode()
+        atomic_write(self.dir / name, payload)
+
+    @property
+    def seen(self) -> dict[str, list]:
+        """The scan's stat cache (see localfiles.py): name -> [size, mtime_ns, ctime_ns, inode,
+        sha256]."""
+        if self._seen is None:
+            raw = self._json("seen.json", {}, cache=True)
+            self._seen = raw if isinstance(raw, dict) else {}
+            self._seen_saved = dict(self._seen)
+        return self._seen
+
+    @seen.setter
+    def seen(self, value: dict[str, list]) -> None:
+        _ = self.seen  # the saved copy must be read before it is replaced
+        self._seen = value
+
+    def save_meta(self) -> None:
+        self._write_json("meta.json", self.meta)
+
+    def save(self) -> None:
+        self.save_meta()
+        if self._seen is not None and self._seen != self._seen_saved:
+            # a cache (see localfiles.py): a lost or torn one means files are read again
+            payload = json.dumps(self._seen, separators=(",", ":")).encode()
+            atomic_write(self.dir / "seen.json", payload, sync=False)
+            self._seen_saved = dict(self._seen)
+        if self.records == self._saved:
+            return  # a no-op sync: rewriting thousands of records would be most of its time
+        self.bases.put(self._new_bases)
+        self._new_bases = {}
+        self._write_json("records.json", {n: r._asdict() for n, r in sorted(self.records.items())})
+        self._saved = dict(self.records)
+        self.bases.keep_only(rec.sha for rec in self.records.values())
+
+    # --- records and bases ----------------------------------------------------------------
+
+    def set_synced(self, name: str, etag: str, content: bytes) -> None:
+        """Record `content` as the last-synced version of `name`, and keep it as the base of
+        the next three-way merge (in bases.sqlite, at the next save, before the records)."""
+        digest = sha256(content)
+        self._new_bases[digest] = content
+        self.records[name] = Record(etag, digest, time.time())
+
+    def forget(self, name: str) -> None:
+        self.records.pop(name, None)
+
+    def base(self, name: str) -> bytes | None:
+        rec = self.records.get(name)
+        if rec is None:
+            return None
+        if rec.sha in self._new_bases:
+            return self._new_bases[rec.sha]
+        return self.bases.get(rec.sha)
+
+    # --- pending queue, conflicts, refused files ------------------------------------------
+
+    @property
+    def pending(self) -> list[str]:
+        return list(self.meta.get("pending", []))
+
+    def queue(self, names: list[str]) -> None:
+        self.meta["pending"] = sorted(set(self.pending) | set(names))
+
+    def unqueue(self, names: list[str]) -> None:
+        self.meta["pending"] = sorted(set(self.pending) - set(names))
+
+    @property
+    def conflicts(self) -> list[dict[str, Any]]:
+        return list(self.meta.get("conflicts", []))
+
+    def add_conflict(self, name: str, detail: str, conflict_id: str | None = None) -> None:
+        """`conflict_id`: the id of its entry in the remote record (memsync/sync/conflicts.py), by
+        which a `resolve` on another device clears it here too."""
+        entry: dict[str, Any] = {"file": name, "detail": detail, "at": time.time()}
+        if conflict_id is not None:
+            entry["id"] = conflict_id
+        self.meta["conflicts"] = [*self.conflicts, entry]
+
+    def resolve_conflicts(self, name: str | None = None) -> int:
+        before = self.conflicts
+        kept = [c for c in before if name is not None and c["file"] != name]
+        if len(kept) != len(before):
+            self.meta["conflicts"] = kept
+        return len(before) - len(kept)
+
+    @property
+    def refused(self) -> dict[str, str]:
+        return dict(self.meta.get("refused", {}))
+
+    def set_refused(self, refused: dict[str, str]) -> None:
+        self.meta["refused"] = dict(sorted(refused.items()))
+
+    @property
+    def refused_remote(self) -> dict[str, list]:
+        """Remote copies a download refused: name -> [etag, reason] (engine.classify)."""
+        return dict(self.meta.get("refused_remote", {}))
+
+    def refuse_remote(self, name: str, etag: str, reason: str) -> None:
+        self.meta["refused_remote"] = {**self.refused_remote, name: [etag, reason]}
+
+    def keep_refused_remote(self, still: Iterable[str]) -> None:
+        """Forget the refused copies a listing no longer shows unchanged."""
+        kept = {n: v for n, v in self.refused_remote.items() if n in set(still)}
+        if kept != self.refused_remote:
+            self.meta["refused_remote"] = kept
+
+    # --- local history --------------------------------------------------------------------
+
+    def _history_dir(self, name: str) -> Path:
+        return self.dir / "history" / history_folder(name)
+
+    def _legacy_history_dir(self, name: str) -> Path | None:
+        """Where versions were kept before folder names were bounded (`quote(name)`); None
+        when that name could never have been created."""
+        legacy = quote(name, safe="")
+        return self.dir / "history" / legacy if len(legacy) <= 255 else None
+
+    def _version_files(self, name: str) -> list[Path]:
+        """Every kept version of `name`, oldest first, in the current and the legacy folder."""
+        files: list[Path] = []
+        for folder in (self._history_dir(name), self._legacy_history_dir(name)):
+            if folder is not None and folder.is_dir():
+                files += folder.glob("*.md")
+        return sorted(files, key=lambda p: p.name)
+
+    def keep(self, name: str, content: bytes, reason: str) -> None:
+        """Keep a copy of local content about to be replaced or removed (bounded per file).
+        Lines another device forgot (`forget --match`, index lines of forgotten files) are
+        left out of the copy: history never takes forgotten text back in."""
+        forgotten = self.meta.get("forgotten_lines")
+        if forgotten:
+            from memsync.sync.forgotten import scrub
+
+            content = scrub(content, forgotten)
+            if not content.strip():
+                return
+        folder = self._history_dir(name)
+        if not folder.is_dir():
+            private_dir(folder)
+            atomic_write(folder / NAME_FILE, name.encode("utf-8"))
+        existing = self._version_files(name)
+        if existing and existing[-1].read_bytes() == content:
+            return
+        path = folder / f"{time.time_ns() // 1000:020d}-{sha256(content)[:8]}.md"
+        atomic_write(path, content)
+        atomic_write(path.with_suffix(".reason"), reason.encode())
+        for old in self._version_files(name)[: -self.history_versions]:
+            old.unlink(missing_ok=True)
+            old.with_suffix(".reason").unlink(missing_ok=True)
+
+    def history(self, name: str) -> list[Version]:
+        versions = []
+        for i, path in enumerate(reversed(self._version_files(name)), start=1):
+            reason_path = path.with_suffix(".reason")
+            reason = reason_path.read_text(encoding="utf-8") if reason_path.exists() else ""
+            saved = int(path.name.split("-", 1)[0]) / 1_000_000
+            versions.append(Version(name, i, saved, reason, path))
+        return versions
+
+    def history_names(self) -> list[str]:
+        folder = self.dir / "history"
+        if not folder.is_dir():
+            return []
+        names = set()
+        for sub in folder.iterdir():
+            if sub.is_dir():
+                try:
+                    names.add((sub / NAME_FILE).read_text(encoding="utf-8"))
+                except FileNotFoundError:
+                    names.add(unquote(sub.name))  # a legacy folder: its name is the quoted name
+        return sorted(names)
+
+    def drop_history(self, name: str, before: float | None = None) -> int:
+        """Delete the kept versions of `name` (only those saved before `before`, if given)."""
+        removed = 0
+        for version in self.history(name):
+            if before is not None and version.saved_at > before:
+                continue
+            version.path.unlink(missing_ok=True)
+            version.path.with_suffix(".reason").unlink(missing_ok=True)
+            removed += 1
+        for folder in (self._history_dir(name), self._legacy_history_dir(name)):
+            if folder is None or not folder.is_dir() or any(folder.glob("*.md")):
+                continue
+            for leftover in folder.iterdir():
+                leftover.unlink()
+            folder.rmdir()
+        return removed
+
+
+NAME_FILE = ".name"  # in each history folder: the memory file's name, which the folder's may cut
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+def history_folder(name: str) -> str:
+    """A history folder name that fits any file system: a readable prefix of at most 40 ASCII
+    characters and a hash of the whole name (`quote(name)` made a 30-character Japanese name
+    a 273-byte folder, over the 255-byte limit). Names that differ only by case or by what
+    the prefix drops still get different folders."""
+    readable = _UNSAFE.sub("_", name)[:40].lstrip(".") or "_"
+    return f"{readable}~{hashlib.sha256(name.encode('utf-8')).hexdigest()[:16]}"

@@ -1,0 +1,646 @@
+"""The remote record of forgetting, and what every sync does about it (privacy/forget.py starts
+the forgets and purges; this is the part a sync, push or pull runs, so it sits under the engine).
+
+A forget job saved in meta.json (`forgetting`) is finished here: its tombstone on the remote
+(`_memsync/forgotten.json`), the remote deletions, the local erase. Other devices' tombstones
+are applied here, once each, and an unsynced edit of a forgotten file is quarantined. A purge
+leaves `_memsync/purged.json` on the remote and `purged` in meta.json; the sentence for it is
+here too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from memsync.context.config import strip_query
+from memsync.memory.index_links import INDEX, without_links
+from memsync.sync.forgotten import line_hash, line_hashes, scrub
+from memsync.sync.state import history_folder
+from memsync.util.errors import MemsyncError, NotFound, PreconditionFailed, Unreachable, UserError
+from memsync.util.fsutil import atomic_write, private_dir, sha256
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from memsync.stores import Entry
+    from memsync.sync.engine import Engine, LocalScan
+
+TOMBSTONES = "_memsync/forgotten.json"  # remote record of forgotten files (names, no content)
+MAX_ATTEMPTS = 8
+
+
+
+PURGED = "_memsync/purged.json"  # on the remote after `purge`: nobody republishes silently
+
+
+
+REPUBLISH = "memsync push --republish"
+
+
+
+class Purged(UserError):
+    """This project was purged; nothing is uploaded until the user republishes."""
+
+
+
+def audit(engine: Engine, action: str, **details: Any) -> None:
+    """Append one JSON line to $MEMSYNC_HOME/audit.log (0600)."""
+    ctx = engine.ctx
+    private_dir(ctx.home)
+    record = {
+        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "action": action,
+        "device": ctx.device,
+        "project": ctx.project,
+        "remote": strip_query(ctx.remote),
+        **details,
+    }
+    path = ctx.home / "audit.log"
+    binary = getattr(os, "O_BINARY", 0)  # Windows: each line ends in \n, as on POSIX
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | binary, 0o600)
+    with os.fdopen(fd, "a", encoding="utf-8", newline="\n") as fh:
+        fh.write(json.dumps(record, sort_keys=True) + "\n")
+
+
+
+def _scrub_history(engine: Engine, forgotten: set[str]) -> None:
+    """Take forgotten lines out of every local history copy (a copy left empty goes)."""
+    state = engine.state
+    for name in state.history_names():
+        for version in state.history(name):
+            data = version.path.read_bytes()
+            clean = scrub(data, forgotten)
+            if clean == data:
+                continue
+            if clean.strip():
+                atomic_write(version.path, clean)
+            else:
+                version.path.unlink(missing_ok=True)
+                version.path.with_suffix(".reason").unlink(missing_ok=True)
+
+
+
+def _remember_lines(engine: Engine, hashes: dict[str, float]) -> None:
+    """Keep the hashes (never the lines) so that later history copies leave them out too."""
+    if hashes:
+        known = engine.state.meta.setdefault("forgotten_lines", {})
+        for h, at in hashes.items():
+            known.setdefault(h, at)
+        _scrub_history(engine, set(hashes))
+
+
+
+def read_tombstones(data: bytes | None) -> dict[str, Any]:
+    """The tombstone list, version 2; version 1 (names with `at` and `device`) is read too."""
+    try:
+        doc = json.loads(data) if data else {}
+    except ValueError:
+        doc = {}
+    if not isinstance(doc, dict):
+        doc = {}
+    out: dict[str, Any] = {"version": 2, "files": {}, "lines": {}, "conflicts": {}}
+    files = doc.get("files")
+    for name, t in files.items() if isinstance(files, dict) else ():
+        if not isinstance(t, dict):
+            continue
+        at = _number(t.get("at"))
+        etags = t.get("etags")
+        if not isinstance(etags, list):
+            etags = []
+        out["files"][name] = {
+            "id": str(t.get("id") or f"v1:{name}:{at}"),
+            "at": at,
+            "device": str(t.get("device") or ""),
+            "etags": sorted(e for e in etags if isinstance(e, str)),
+        }
+        late = t.get("late") if isinstance(t.get("late"), list) else []
+        if late:
+            out["files"][name]["late"] = sorted(e for e in late if isinstance(e, str))
+    for kind in ("lines", "conflicts"):  # line hashes; ids of conflict records taken off
+        items = doc.get(kind)
+        for key, t in items.items() if isinstance(items, dict) else ():
+            if isinstance(t, dict) and isinstance(t.get("id"), str):
+                out[kind][key] = {"id": t["id"], "at": _number(t.get("at"))}
+    return out
+
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) else 0.0
+
+
+
+def _write_tombstones(
+    engine: Engine,
+    job: dict[str, Any],
+    etags: dict[str, list[str]],
+    late: dict[str, list[str]] | None = None,
+) -> None:
+    """Add the job's tombstones to the remote list (conditional read-modify-write). `late`:
+    the copies another device wrote after the user asked (the forget was held up): deleted
+    like the others, but the device that wrote one sets its edit aside, never erases it."""
+    store = engine.store
+    for _ in range(MAX_ATTEMPTS):
+        try:
+            data, etag = store.get(TOMBSTONES)
+        except NotFound:
+            data, etag = None, None
+        doc = read_tombstones(data)
+        for name in job["files"]:
+            old = doc["files"].get(name)
+            # a name forgotten again keeps the copies forgotten before: a device may still hold one
+            known = set(old["etags"]) if old else set()
+            doc["files"][name] = {
+                "id": job["id"],
+                "at": job["at"],
+                "device": job["device"],
+                "etags": sorted(known | set(etags.get(name, []))),
+            }
+            was_late = set(old.get("late", [])) if old else set()
+            if was_late or (late or {}).get(name):
+                doc["files"][name]["late"] = sorted(was_late | set((late or {}).get(name, [])))
+        for digest in job["lines"]:
+            doc["lines"].setdefault(digest, {"id": job["id"], "at": job["at"]})
+        for conflict_id in job.get("conflicts", []):
+            doc["conflicts"].setdefault(conflict_id, {"id": job["id"], "at": job["at"]})
+        payload = json.dumps(doc, indent=1, sort_keys=True).encode()
+        if payload == data:
+            return
+        try:
+            if etag is None:
+                try:
+                    store.create(TOMBSTONES, payload)
+                except NotFound:
+                    store.ensure()
+                    store.create(TOMBSTONES, payload)
+            else:
+                store.replace(TOMBSTONES, payload, etag)
+        except PreconditionFailed:
+            continue
+        return
+    raise UserError("the remote tombstone list kept changing; run `memsync sync` to finish")
+
+
+
+def finish_remote(
+    engine: Engine,
+    job: dict[str, Any],
+    listing: dict[str, Entry] | None,
+    deleted: list[str] | None = None,
+) -> list[str]:
+    """The job's remote part: the tombstone first, then the deletions (If-Match), each added
+    to `deleted` as it happens. A copy that changed meanwhile is added to the tombstone and
+    deleted too. Raises Unreachable."""
+    store = engine.store
+    if listing is None:
+        try:
+            listing = store.list()
+        except NotFound:
+            listing = {}
+    etags = {n: [listing[n].etag] for n in job["files"] if n in listing}
+    known = job.get("known")
+    late = (
+        {n: e for n, e in etags.items() if known.get(n) not in (None, e[0])}
+        if known is not None
+        else {}
+    )
+    index = _remote_index(engine, job) if job["files"] and INDEX in listing else None
+    _take_conflicts(engine, job, None)  # their ids go into the tombstone
+    _write_tombstones(engine, job, etags, late)
+    deleted = [] if deleted is None else deleted
+    for name in job["files"]:
+        if name not in listing:
+            continue
+        etag = listing[name].etag
+        for _ in range(MAX_ATTEMPTS):
+            try:
+                store.delete(name, etag)
+                deleted.append(name)
+                break
+            except NotFound:
+                break
+            except PreconditionFailed:
+                try:
+                    _, etag = store.get(name)
+                except NotFound:
+                    break
+                _write_tombstones(engine, job, {name: [etag]}, {name: [etag]})
+        else:
+            raise UserError(f"{name} kept changing on the remote; run `memsync sync` to finish")
+    if index is not None:
+        _drop_remote_index_lines(engine, job, index)
+    for name in job.get("scrub", []):
+        _scrub_remote(engine, name, set(job["lines"]))
+    _take_conflicts(engine, job, set(job.get("conflicts", [])))
+    return deleted
+
+
+
+def _take_conflicts(engine: Engine, job: dict[str, Any], ids: set[str] | None) -> None:
+    """The remote conflict record without the entries about the job's files or with the ids
+    the job collected (a description naming a forgotten heading or id), conditional writes.
+    With `ids` None, only add the ids of those entries to the job (before its tombstone)."""
+    from memsync.sync.conflicts import REMOTE_KEY, recorded, rewrite
+
+    files = set(job["files"])
+    for _ in range(MAX_ATTEMPTS):
+        try:
+            data, etag = engine.store.get(REMOTE_KEY)
+        except NotFound:
+            return
+        gone = {c["id"] for c in recorded(data) if c.get("file") in files}
+        if ids is None:
+            job["conflicts"] = sorted(set(job.get("conflicts", [])) | gone)
+            return
+        clean = rewrite(data, gone | ids)
+        if clean == data:
+            return
+        try:
+            engine.store.replace(REMOTE_KEY, clean, etag)
+            return
+        except NotFound:
+            return
+        except PreconditionFailed:
+            continue
+    raise UserError("the remote conflict record kept changing; run `memsync sync` to finish")
+
+
+
+def _scrub_remote(engine: Engine, name: str, forgotten: set[str]) -> None:
+    """Take the forgotten lines out of the remote copy of a file `forget --match` rewrote:
+    pushed through a merge from a stale base (a forget made offline), a removal could lose to
+    a line the remote holds twice."""
+    store = engine.store
+    for _ in range(MAX_ATTEMPTS):
+        try:
+            data, etag = store.get(name)
+        except NotFound:
+            return
+        clean = scrub(data, forgotten)
+        if clean == data:
+            return
+        try:
+            store.replace(name, clean, etag)
+            return
+        except NotFound:
+            return
+        except PreconditionFailed:
+            continue
+    raise UserError(f"{name} kept changing on the remote; run `memsync sync` to finish")
+
+
+
+def _remote_index(engine: Engine, job: dict[str, Any]) -> tuple[bytes, str] | None:
+    """The remote MEMORY.md, its lines linking to the job's files added to the job's hashes
+    (it may hold lines this device never saw: another device's, or ones added while this
+    device was offline)."""
+    try:
+        data, etag = engine.store.get(INDEX)
+    except NotFound:
+        return None
+    job["lines"] = sorted(set(job["lines"]) | line_hashes(linking_lines(data, job["files"])))
+    return data, etag
+
+
+
+def _drop_remote_index_lines(
+    engine: Engine, job: dict[str, Any], index: tuple[bytes, str] | None
+) -> None:
+    """Take the lines linking to the job's files out of the remote MEMORY.md (If-Match), so
+    that no device pulls them back, whatever its own copy of the index says."""
+    for _ in range(MAX_ATTEMPTS):
+        if index is None:
+            return
+        data, etag = index
+        text, removed = without_links(data.decode("utf-8", "surrogateescape"), set(job["files"]))
+        if not removed:
+            return
+        known = set(job["lines"])
+        if not line_hashes(removed) <= known:
+            job["lines"] = sorted(known | line_hashes(removed))
+            _write_tombstones(engine, job, {})
+        try:
+            engine.store.replace(INDEX, text.encode("utf-8", "surrogateescape"), etag)
+            return
+        except NotFound:
+            return
+        except PreconditionFailed:
+            index = _remote_index(engine, job)
+    raise UserError("MEMORY.md kept changing on the remote; run `memsync sync` to finish")
+
+
+
+def erase_here(engine: Engine, job: dict[str, Any], *, first: bool) -> None:
+    """The job's local part: files, history, records, index lines; forgotten lines out of
+    history. On a later run (`first` False) a file written since the job is left alone."""
+    state = engine.state
+    for name in job["files"]:
+        path = engine.local_path(name)
+        with contextlib.suppress(FileNotFoundError):
+            if first or path.stat().st_mtime <= job["at"]:
+                path.unlink()
+        state.drop_history(name)
+        state.forget(name)
+        state.unqueue([name])
+        state.resolve_conflicts(name)  # a conflict about a forgotten file is moot
+    index = engine.read_local(INDEX)
+    if index is not None and job["files"]:
+        text, removed = without_links(index.decode("utf-8", "surrogateescape"), set(job["files"]))
+        if removed:  # no history copy: that copy is what is forgotten
+            engine.write_local(INDEX, text.encode("utf-8", "surrogateescape"))
+    _remember_lines(engine, dict.fromkeys(job["lines"], job["at"]))
+
+
+
+def drop_job(engine: Engine, job: dict[str, Any]) -> None:
+    meta = engine.state.meta
+    meta["forgetting"] = [j for j in meta.get("forgetting", []) if j.get("id") != job["id"]]
+    if not meta["forgetting"]:
+        del meta["forgetting"]
+
+
+
+def finish_pending(engine: Engine, listing: dict[str, Entry]) -> None:
+    """Finish the forgets an outage or a kill interrupted (called by every listing run)."""
+    for job in list(engine.state.meta.get("forgetting", [])):
+        try:
+            finish_remote(engine, job, listing)
+        except (Unreachable, UserError):
+            continue  # still waiting; the run goes on (and finds the remote as it is)
+        for name in job["files"]:
+            listing.pop(name, None)
+        erase_here(engine, job, first=False)
+        drop_job(engine, job)
+        engine.state.save_meta()
+        audit(engine, "forget-finished", id=job["id"], files=job["files"])
+
+
+
+def linking_lines(data: bytes | None, names: Iterable[str]) -> list[str]:
+    """The lines of an index that link to any of `names`."""
+    wanted = set(names)
+    if data is None or not wanted:
+        return []
+    return without_links(data.decode("utf-8", "surrogateescape"), wanted)[1]
+
+
+
+def apply_tombstones(
+    engine: Engine, data: bytes, listing: dict[str, Entry], local: LocalScan
+) -> None:
+    """Apply, once each, the tombstones this device has not applied yet."""
+    doc = read_tombstones(data)
+    meta = engine.state.meta
+    before = set(meta.get("tombstones_applied", []))
+    applied = set(before)
+    fresh = {h: t["at"] for h, t in doc["lines"].items() if t["id"] not in before}
+    _remember_lines(engine, fresh)
+    _forget_conflicts(engine, doc["conflicts"], before)
+    applied |= {t["id"] for t in (*doc["lines"].values(), *doc["conflicts"].values())}
+    failed = set()
+    for name, t in sorted(doc["files"].items()):
+        if t["id"] in before:
+            continue
+        try:
+            _apply_file_tombstone(engine, name, t, listing, local)
+        except (MemsyncError, OSError):
+            failed.add(t["id"])  # tried again at the next sync
+            continue
+        applied.add(t["id"])
+    _scrub_local(engine, fresh, local)  # after the files: a forgotten one is not edited first
+    gone = {n: t["at"] for n, t in doc["files"].items() if t["id"] not in before}
+    _drop_index_lines(engine, gone, local)
+    meta["tombstones_applied"] = sorted(applied - failed)
+
+
+def _drop_index_lines(engine: Engine, gone: dict[str, float], local: LocalScan) -> None:
+    """The MEMORY.md lines here that link to files another device just forgot, in an index
+    written before the forget. The tombstone's line hashes take the lines that device knew;
+    a line edited here meanwhile (its description, the forgotten file's words) is another
+    line to them, and a merge would keep it pointing at a deleted file: it goes too, and the
+    index as it was is set aside when such an edit was the user's."""
+    if not gone or INDEX not in local.content.hashes:
+        return
+    data = local.content[INDEX]
+    path = engine.local_path(INDEX)
+    try:
+        mtime = local.mtimes.get(INDEX) or path.stat().st_mtime
+    except OSError:
+        return
+    names = {n for n, at in gone.items() if mtime <= at}
+    if not names:
+        return  # an index written since: lines for those names are new content
+    text, removed = without_links(data.decode("utf-8", "surrogateescape"), names)
+    if not removed:
+        return
+    base = engine.state.base(INDEX) if INDEX in engine.state.records else None
+    in_base = base.decode("utf-8", "surrogateescape").splitlines(keepends=True) if base else []
+    if any(line not in in_base for line in removed):
+        quarantine(engine, INDEX, data, lines=True)
+    clean = text.encode("utf-8", "surrogateescape")
+    engine.write_local(INDEX, clean)  # no history copy: the lines are what is forgotten
+    with contextlib.suppress(OSError):
+        os.utime(path, (mtime, mtime))
+    local.content.add(INDEX, sha256(clean), clean)
+
+
+
+def _scrub_local(engine: Engine, fresh: dict[str, float], local: LocalScan) -> None:
+    """Take lines another device just forgot out of the memory files here, where they are old
+    content: in the file's base (synced before), or in a file last written before the forget.
+    An edit made here before the forget can hold a forgotten line unchanged (an item moved to
+    Consumed/Delivered, a line carried to another section), and a merge keeps an edit over a
+    concurrent removal: without this, that edit would bring the line back everywhere. A line
+    written again after the forget, in a file changed since, is new content and stays."""
+    if not fresh:
+        return
+    for name in sorted(local.content.hashes):
+        try:
+            data = local.content[name]
+        except (MemsyncError, OSError):
+            continue
+        lines = data.decode("utf-8", "replace").splitlines()
+        held = line_hashes(lines) & set(fresh)
+        base = engine.state.base(name) if name in engine.state.records else None
+        base_lines = base.decode("utf-8", "replace").splitlines() if base else []
+        path = engine.local_path(name)
+        try:
+            mtime = local.mtimes.get(name) or path.stat().st_mtime
+        except OSError:
+            continue
+        in_base = line_hashes(base_lines)
+        old = {h for h in held if h in in_base or mtime <= fresh[h]}
+        old |= _rewords_of_forgotten(lines, base_lines, fresh, mtime)
+        clean = scrub(data, old) if old else data
+        if clean == data:
+            continue
+        if old - held:  # a reword made here: the user's whole copy is set aside first
+            quarantine(engine, name, data, lines=True)
+        engine.write_local(name, clean)  # no history copy: that copy is what is forgotten
+        with contextlib.suppress(OSError):
+            os.utime(path, (mtime, mtime))  # still the time of the user's edit
+        local.content.add(name, sha256(clean), clean)
+
+
+def _rewords_of_forgotten(
+    lines: list[str], base_lines: list[str], fresh: dict[str, float], mtime: float
+) -> set[str]:
+    """The hashes of lines here that reword a forgotten line of the base, in an edit made
+    before the forget: the same entry, which a merge would otherwise keep over the removal
+    (an item reworded here while another device forgot it). An entry reworded after the
+    forget is new content and stays."""
+    from memsync.memory.merge import SIMILAR, similarity
+
+    here = set(lines)
+    gone = [
+        line
+        for line in base_lines
+        if (h := line_hash(line)) in fresh and line not in here and mtime <= fresh[h]
+    ]
+    if not gone:
+        return set()
+    added = [line for line in lines if line not in set(base_lines) and line_hash(line)]
+    return {
+        h
+        for line in added
+        if any(similarity(line, old) >= SIMILAR for old in gone)
+        and (h := line_hash(line)) is not None
+    }
+
+
+
+def _forget_conflicts(engine: Engine, ids: dict[str, Any], before: set[str]) -> None:
+    """Clear the conflicts here whose descriptions another device's forget took off the
+    remote record (by the conflict's id: the tombstone never holds the text)."""
+    fresh = {c for c, t in ids.items() if t["id"] not in before}
+    if fresh:
+        kept = [c for c in engine.state.conflicts if c.get("id") not in fresh]
+        engine.state.meta["conflicts"] = kept
+
+
+
+def _apply_file_tombstone(
+    engine: Engine, name: str, t: dict[str, Any], listing: dict[str, Entry], local: LocalScan
+) -> None:
+    state = engine.state
+    entry = listing.get(name)
+    if entry is not None and entry.etag in t["etags"]:
+        listing.pop(name)  # the forgotten copy itself (its forget was interrupted): finish it
+        with contextlib.suppress(NotFound, PreconditionFailed):
+            engine.store.delete(name, entry.etag)
+    rec = state.records.get(name)
+    from_before = rec is not None and (rec.etag in t["etags"] or rec.synced_at <= t["at"])
+    path = engine.local_path(name)
+    data = engine.read_local(name)
+    if data is not None:
+        if rec is None:
+            from_before = local.mtimes.get(name, path.stat().st_mtime) <= t["at"]
+        if from_before:
+            written_late = rec is not None and rec.etag in t.get("late", ())
+            if rec is not None and sha256(data) == rec.sha and not written_late:
+                path.unlink()
+            else:
+                quarantine(engine, name, data)
+            local.content.discard(name)
+    if from_before:
+        state.forget(name)
+        state.unqueue([name])
+        state.resolve_conflicts(name)
+    # history of the forgotten lineage goes whole (a merge may have kept a copy after the
+    # forget, when its tombstone was late); beside content from after it, the older copies
+    state.drop_history(name, before=None if from_before else t["at"])
+
+
+
+def recreate_blocked(engine: Engine, name: str) -> str | None:
+    """Why a push must not create `name` again after it vanished from the remote: another
+    device forgot it (a tombstone not applied here yet) or purged the project. One or two
+    GETs, only on that rare path."""
+    store = engine.store
+    try:
+        data, _ = store.get(TOMBSTONES)
+    except NotFound:
+        data = None
+    t = read_tombstones(data)["files"].get(name)
+    if t is not None and t["id"] not in engine.state.meta.get("tombstones_applied", []):
+        return (
+            f"{name} was forgotten on another device, so it was not uploaded; "
+            "run `memsync sync` to set your copy aside"
+        )
+    try:
+        store.get(PURGED)
+    except NotFound:
+        return None
+    return f"this project was purged, so {name} was not uploaded; `{REPUBLISH}` publishes again"
+
+
+
+def quarantine(engine: Engine, name: str, data: bytes, lines: bool = False) -> Path:
+    """Move an unsynced edit of a forgotten file out of the memory dir, keeping it whole.
+    `lines`: only lines of it were forgotten: the file stays (its caller takes them out) and
+    the copy set aside is the file as it was."""
+    folder = private_dir(engine.ctx.home / "quarantine" / engine.ctx.state_dir.name)
+    flat = name.replace("/", "__")
+    if len(flat.encode("utf-8")) > 180:
+        flat = history_folder(name) + ".md"
+    path = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{flat}"
+    atomic_write(path, data)
+    if not lines:
+        engine.local_path(name).unlink(missing_ok=True)
+    entry = {"file": name, "path": str(path), "at": time.time(), "lines": lines}
+    engine.state.meta["quarantined"] = [*engine.state.meta.get("quarantined", []), entry]
+    return path
+
+
+
+def quarantine_notices(engine: Engine) -> list[str]:
+    """One sentence for each quarantined edit still there (those the user deleted are done)."""
+    kept = [q for q in engine.state.meta.get("quarantined", []) if Path(q["path"]).exists()]
+    if kept:
+        engine.state.meta["quarantined"] = kept
+    else:
+        engine.state.meta.pop("quarantined", None)
+    return [
+        f"{q['file']} was forgotten on another device, so your unsynced edit of it was not "
+        f"uploaded but moved to {q['path']}: copy what you still need into a new memory file, "
+        "then delete that file"
+        if not q.get("lines")
+        else f"lines of {q['file']} were forgotten on another device, and your unsynced "
+        f"rewording of them was taken out of it; the file as it was is in {q['path']}: copy "
+        "what you still need back, then delete that file"
+        for q in kept
+    ]
+
+
+
+def _when(ts: Any) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(_number(ts)))
+
+
+
+def purged_here(engine: Engine) -> Purged:
+    """The sentence for a device that purged, or saw the purge of, this project."""
+    marker = engine.state.meta.get("purged") or {}
+    by = marker.get("device")
+    where = "from this device" if by == engine.ctx.device else f"from the remote by {by}"
+    return Purged(
+        f"this project's memory was purged {where if by else 'from the remote'} on "
+        f"{_when(marker.get('at'))}, so memsync uploads nothing from here; run `{REPUBLISH}` "
+        "to publish this device's memory again"
+    )
+
+
+
+def remote_purge_marker(engine: Engine) -> dict[str, Any]:
+    try:
+        data, _ = engine.store.get(PURGED)
+        marker = json.loads(data)
+    except (NotFound, ValueError):
+        return {}
+    return marker if isinstance(marker, dict) else {}
+
