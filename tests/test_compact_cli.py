@@ -92,4 +92,4 @@ def test_schedule_without_cron_writes_a_systemd_user_timer(tmp_path, monkeypatch
     assert '"compact" "--home"' in (units / "memsync-compact-proj.service").read_text()
     assert [e.project for e in schedule.show(ctx)] == ["proj"]
     assert len(schedule.remove(ctx)) == 2
-    assert not list(units.iterdir())
+    assert not units.exists()  # the folder install made goes with the last unit
