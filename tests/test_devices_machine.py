@@ -525,6 +525,18 @@ class DevicesMachine(RuleBasedStateMachine):
         apply_match(engine, plan_match(engine, token))
         self.forgotten.add(token)
         self.gone |= {token} | self._absorbed_into({token})
+        # another device's unsynced rewording of that entry is the same entry: its next sync
+        # takes it out and sets its file aside (or keeps it where the words drifted too far
+        # to be recognised as the entry), never loses it
+        lineage = self.lineage.get(token, token)
+        self.quarantined |= {
+            t
+            for d in range(DEVICES)
+            if d != device
+            for e in self.entries_on(d)
+            for t in TOKEN.findall(e[3])
+            if t != token and self.lineage.get(t, t) == lineage
+        }
         tally("forget_match")
 
     @rule(device=st.integers(0, DEVICES - 1))
