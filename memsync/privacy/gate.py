@@ -7,7 +7,6 @@ import re
 from collections.abc import Iterable
 
 from memsync.memory.frontmatter import DEFAULT_MAX_BYTES, Document, field
-from memsync.memory.memtypes import check
 from memsync.util.errors import KeptLocal, RefusedFile
 
 # `_` is a word character: a key right after `user_` has no word boundary before it
@@ -81,6 +80,8 @@ def check_outbound(
             f"its name looks like it holds a secret ({KINDS.get(kind, kind)}), and names are "
             "copied to the remote like the text: rename it",
         )
+    from memsync.memory.memtypes import check  # a no-op sync checks no file: not imported
+
     doc = check(name, data, max_bytes)
     meta = doc.meta or {}
     sensitivity = str(field(meta, "sensitivity") or "").lower()
@@ -109,4 +110,6 @@ def check_outbound(
 
 def check_inbound(name: str, data: bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> Document:
     """Validate a file that came from the remote before writing it into the memory dir."""
+    from memsync.memory.memtypes import check
+
     return check(name, data, max_bytes)

@@ -20,8 +20,8 @@ from memsync.stores import Entry, Stats, Store, check_key, create_advice, open_s
 from memsync.sync import localswap, planner
 from memsync.sync.localfiles import LocalFiles, settled, stat_key
 from memsync.sync.planner import Action, Kind
+from memsync.sync.remote_keys import CONFLICTS, PURGED, TOMBSTONES
 from memsync.sync.state import Record, State
-from memsync.sync.tombstones import PURGED, TOMBSTONES
 from memsync.util.errors import (
     AlreadyExists,
     ConfigError,
@@ -59,7 +59,6 @@ MAX_WORKERS = 128
 # From this many new files in one run (a fresh pull), flush once at the end instead of an
 # fsync per file; their names are saved first (see Engine._land).
 LAND_WITHOUT_FSYNC_AT = 32
-CONFLICTS = "_memsync/conflicts.json"  # remote record of merge conflicts (sync/conflicts.py)
 LOST_DIR_MIN = 5  # more synced files than this all gone, new ones made: a lost folder
 _TEMP_SUFFIXES = ("~", ".swp", ".swo", ".swx", ".tmp", ".part", ".crdownload")
 

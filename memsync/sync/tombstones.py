@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from memsync.context.config import strip_query
 from memsync.memory.index_links import INDEX, without_links
 from memsync.sync.forgotten import line_hash, line_hashes, scrub
+from memsync.sync.remote_keys import PURGED, TOMBSTONES
 from memsync.sync.state import history_folder
 from memsync.util.errors import MemsyncError, NotFound, PreconditionFailed, Unreachable, UserError
 from memsync.util.fsutil import atomic_write, private_dir, sha256
@@ -30,12 +31,7 @@ if TYPE_CHECKING:
     from memsync.stores import Entry
     from memsync.sync.engine import Engine, LocalScan
 
-TOMBSTONES = "_memsync/forgotten.json"  # remote record of forgotten files (names, no content)
 MAX_ATTEMPTS = 8
-
-
-
-PURGED = "_memsync/purged.json"  # on the remote after `purge`: nobody republishes silently
 
 
 
