@@ -437,7 +437,8 @@ def default_device(home: Path) -> str:
             from memsync.fsutil import atomic_write, private_dir
 
             private_dir(home)
-            atomic_write(path, suffix.encode())
+            # no fsync: a name lost to a power cut is made again, as on first use
+            atomic_write(path, suffix.encode(), sync=False, sync_dir=False)
         except OSError:
             pass  # a read-only home: this run's name only; a setting can fix it for good
     return f"{socket.gethostname()}-{suffix}"
