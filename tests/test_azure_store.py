@@ -260,3 +260,14 @@ def test_a_sas_token_in_the_url_is_the_whole_credential(azurite, monkeypatch, pa
     store.delete("a b.md", store.list()["a b.md"].etag)
     assert store.list() == {}
     assert "sig=***" in store.url
+
+
+def test_a_sas_token_cut_before_its_signature_is_said_to_be_so(monkeypatch):
+    """`?sv=...&sp=r` with no `sig=` (a token pasted short) is not "no credential found"."""
+    from memsync.stores.azure import BlobURL, credential_for
+
+    for name in ("AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    url = BlobURL.parse("https://acct.blob.core.windows.net/c/p?sv=2024-01-01&sp=r")
+    with pytest.raises(ConfigError, match="without its signature"):
+        credential_for(url)

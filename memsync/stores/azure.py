@@ -180,6 +180,11 @@ def credential_for(url: BlobURL) -> Credential:
     key = os.environ.get("AZURE_STORAGE_KEY")
     if key:
         return Credential("account key", url.account, key)
+    if url.sas and parse_qs(url.sas).keys() & {"sv", "sp", "se", "sr", "ss", "srt"}:
+        raise ConfigError(
+            "the remote URL carries a SAS token without its signature (sig=...): copy the "
+            "whole token (az storage container generate-sas, or the portal) into the URL"
+        )
     if url.scheme != "https":
         raise ConfigError(
             f"{NO_CREDENTIAL} (a token credential needs an https:// remote, not {url.scheme}://)"
