@@ -97,15 +97,16 @@ def _remote_listing(engine: Engine, create: bool = False) -> dict[str, Entry]:
     a command that writes (import, migrate): a missing container is made, but a purged
     project stays closed until `push --republish`, as for push."""
     store = engine.store
-    if create and not store.exists():
-        store.ensure()
     try:
-        listing = store.list()
+        listing = store.list()  # first: an unmounted folder remote is unreachable, not made
     except NotFound:
         if not create:
             return {}
         store.ensure()
         listing = {}
+    else:
+        if create and not store.exists():
+            store.ensure()
     if create and PURGED in listing:
         from memsync.sync.tombstones import purged_here, remote_purge_marker
 

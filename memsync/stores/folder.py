@@ -139,10 +139,6 @@ class FolderStore:
         return self.base.is_dir()
 
     def ensure(self) -> None:
-        """Make the project's folder, never the remote's own: a missing one is an unmounted
-        drive, which a folder made in its place would hide."""
-        if not self.root.is_dir():
-            raise Unreachable(f"the folder remote {self.root} is not there (is the drive mounted?)")
         private_dir(self.base)
 
     def close(self) -> None:
