@@ -22,7 +22,7 @@ from pathlib import Path
 
 import anthropic
 
-from memsync.memory_tool import MemsyncMemoryTool
+from memsync.claude.memory_tool import MemsyncMemoryTool
 
 PROJECT = "remember-user-demo"
 SYSTEM = (

@@ -718,3 +718,10 @@ def test_interleaved_appends_from_two_devices_all_arrive_once(
             for entry in [*entries, "- seed entry"]:
                 assert text.count(entry + "\n") == 1, (entry, text)
         assert texts[1] == texts[2] == remote_text
+
+
+def test_the_import_readme_gave_before_issue_20_still_works():
+    from memsync.claude.memory_tool import MemsyncMemoryTool as moved
+    from memsync.memory_tool import MemsyncMemoryTool
+
+    assert MemsyncMemoryTool is moved
