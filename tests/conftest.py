@@ -50,6 +50,13 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
 
 def pytest_configure(config: pytest.Config) -> None:
     os.environ.setdefault("HYPOTHESIS_PROFILE", "default")
+    # A suite started in the background by a non-interactive shell (`cmd &`) ignores SIGINT,
+    # and so would every memsync it starts: Python installs its Ctrl-C handler only where
+    # SIGINT is not ignored, and the tests that press Ctrl-C would wait in vain. Restore it.
+    import signal
+
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(params=["folder", pytest.param("azure", marks=pytest.mark.azure)])
