@@ -807,7 +807,10 @@ class Engine:
         except NotFound:
             return
         known = set(self.state.records) | set(local.content.hashes)
-        apply_tombstones(self, data, listing, local)
+        for name in apply_tombstones(self, data, listing, local):
+            result.notes.append(
+                f"lines another device forgot (`memsync forget --match`) were taken out of {name}"
+            )
         result.forgotten += sorted(  # what the user had here and no longer has: say so
             n for n in known if n not in self.state.records and n not in local.content.hashes
         )

@@ -388,8 +388,9 @@ def linking_lines(data: bytes | None, names: Iterable[str]) -> list[str]:
 
 def apply_tombstones(
     engine: Engine, data: bytes, listing: dict[str, Entry], local: LocalScan
-) -> None:
-    """Apply, once each, the tombstones this device has not applied yet."""
+) -> list[str]:
+    """Apply, once each, the tombstones this device has not applied yet. Returns the files
+    here that forgotten lines were taken out of (to tell the user)."""
     doc = read_tombstones(data)
     meta = engine.state.meta
     before = set(meta.get("tombstones_applied", []))
@@ -408,10 +409,14 @@ def apply_tombstones(
             failed.add(t["id"])  # tried again at the next sync
             continue
         applied.add(t["id"])
+    before_scrub = dict(local.content.hashes)
     _scrub_local(engine, fresh, local)  # after the files: a forgotten one is not edited first
     gone = {n: t["at"] for n, t in doc["files"].items() if t["id"] not in before}
     _drop_index_lines(engine, gone, local)
     meta["tombstones_applied"] = sorted(applied - failed)
+    return sorted(
+        n for n, h in local.content.hashes.items() if n in before_scrub and before_scrub[n] != h
+    )
 
 
 def _drop_index_lines(engine: Engine, gone: dict[str, float], local: LocalScan) -> None:

@@ -595,6 +595,7 @@ def test_an_item_reworded_on_the_other_device_before_the_forget_is_set_aside(pai
     held = list(quarantine_dir(b.home).rglob("*carry_forward.md"))
     assert len(held) == 1 and "tell Pat" in held[0].read_text()
     assert "rewording" in proc.stdout + proc.stderr + b.run("status").stdout
+    assert "were taken out of carry_forward.md" in proc.stderr, proc.stderr
     for device in (a, b):
         text = (device.memory / "carry_forward.md").read_text()
         assert "- Book the venue" in text and "staging database" not in text
