@@ -125,3 +125,35 @@ def test_other_database_errors_are_reported_not_a_reason_to_delete_the_bases(
     with pytest.raises(StateError, match="merge-base database .* cannot be used"):
         fresh.state.bases.get("0" * 64)
     assert bases.read_bytes() == before
+
+
+def test_a_no_op_sync_flushes_nothing_yet_the_last_sync_time_advances(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_memory(engine.ctx.memory_dir, "user_a.md", "Pat.\n", type="user")
+    engine.run("sync")
+    first = _reopen(engine).state.meta["last_sync"]
+    flushes: list[int] = []
+    monkeypatch.setattr("os.fsync", flushes.append)
+    assert _reopen(engine).run("sync").changes == 0
+    assert flushes == []
+    assert _reopen(engine).state.meta["last_sync"] > first
+
+
+def test_the_sync_times_survive_a_torn_file_and_move_out_of_an_older_meta_json(
+    engine: Engine,
+) -> None:
+    state_dir = engine.ctx.state_dir
+    engine.state.meta.update(pending=["user_a.md"], last_sync=1000.0)
+    engine.state.save_meta()
+    (state_dir / "times.json").write_text('{"last_sync": 10')  # torn by a power cut
+    state = _reopen(engine).state
+    assert "last_sync" not in state.meta and state.pending == ["user_a.md"]
+    # a meta.json written before the times had a file of their own keeps its time, once
+    (state_dir / "times.json").unlink()
+    (state_dir / "meta.json").write_text('{"pending": ["user_a.md"], "last_sync": 1000.0}')
+    state = _reopen(engine).state
+    assert state.meta["last_sync"] == 1000.0
+    state.save_meta()
+    assert "last_sync" not in (state_dir / "meta.json").read_text()
+    assert _reopen(engine).state.meta["last_sync"] == 1000.0

@@ -10,7 +10,6 @@ import hashlib
 import json
 import os
 import re
-import socket
 import sys
 import unicodedata
 from pathlib import Path, PurePath
@@ -382,7 +381,17 @@ def default_device(home: Path) -> str:
             atomic_write(path, suffix.encode(), sync=False, sync_dir=False)
         except OSError:
             pass  # a read-only home: this run's name only; a setting can fix it for good
-    return f"{socket.gethostname()}-{suffix}"
+    return f"{host_name()}-{suffix}"
+
+
+def host_name() -> str:
+    """The machine's network name. `os.uname` gives it without importing `socket`, which
+    every command would otherwise pay for; Windows has no `uname`."""
+    if hasattr(os, "uname"):
+        return os.uname().nodename
+    import socket
+
+    return socket.gethostname()
 
 
 def state_dir_for(home: Path, remote: str, project: str, memory_dir: Path) -> Path:

@@ -40,6 +40,9 @@ class Version(NamedTuple):
 
 
 _FIX = "check its permissions, then run the command again"
+# kept apart from meta.json, in a file written without a flush (see State.save_meta)
+_TIMES = "times.json"
+_TIME_KEYS = ("last_sync", "last_attempt")
 # the type of each meta.json field, checked when it is read
 _META_KINDS: dict[str, type | tuple[type, ...]] = {
     "pending": list,
@@ -61,6 +64,10 @@ _JSON_KINDS = {
     bool: "boolean",
     type(None): "null",
 }
+
+
+def _is_time(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _move_aside(path: Path) -> str:
@@ -136,6 +143,12 @@ class State:
         self._saved = dict(self.records)
         path = self.dir / "meta.json"
         self.meta = _expect(path, self._json("meta.json", {}), dict)
+        self._meta_saved = json.dumps(self.meta, sort_keys=True)
+        times = self._json(_TIMES, {}, cache=True)
+        if isinstance(times, dict):
+            self.meta.update(
+                (k, v) for k, v in times.items() if k in _TIME_KEYS and _is_time(v)
+            )
         for key, kind in _META_KINDS.items():
             if key in self.meta and not isinstance(self.meta[key], kind):
                 raise StateError(
@@ -164,7 +177,19 @@ class State:
         self._seen = value
 
     def save_meta(self) -> None:
-        self._write_json("meta.json", self.meta)
+        """meta.json is fsynced, but only when more than the times of the last sync changed:
+        those go to a file written without a flush (a power cut loses at most a time that
+        `status` shows), so a no-op sync makes no flush at all."""
+        times = {k: self.meta[k] for k in _TIME_KEYS if k in self.meta}
+        rest = {k: v for k, v in self.meta.items() if k not in _TIME_KEYS}
+        text = json.dumps(rest, sort_keys=True)
+        if text != self._meta_saved:
+            self._write_json("meta.json", rest)
+            self._meta_saved = text
+        if times:
+            atomic_write(self.dir / _TIMES, json.dumps(times).encode(), sync=False)
+        else:  # a purge clears them
+            (self.dir / _TIMES).unlink(missing_ok=True)
 
     def save(self) -> None:
         self.save_meta()
