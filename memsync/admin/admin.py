@@ -26,7 +26,8 @@ from memsync.memory.memtypes import TYPES, UNKNOWN, type_of
 from memsync.privacy.forget import audit
 from memsync.privacy.gate import check_inbound
 from memsync.stores import Entry, check_key
-from memsync.sync.engine import PURGED, TOMBSTONES, Engine, is_ignored
+from memsync.sync.engine import PURGED, TOMBSTONES, Engine
+from memsync.sync.walk import is_ignored
 from memsync.util.errors import (
     AlreadyExists,
     MemsyncError,

@@ -65,7 +65,9 @@ def run(ctx: Context, store: Any = None) -> Report:
         add(Check("settings", True, f"no {settings_file}: defaults (flag > environment > default)"))
     mem = ctx.memory_dir
     if mem.is_dir():
-        count = sum(1 for p in mem.rglob("*.md") if p.is_file())
+        from memsync.sync.walk import MemoryWalk
+
+        count = sum(1 for name, _, _ in MemoryWalk(mem) if name.endswith(".md"))
         why = f"; {ctx.memory_dir_reason}" if ctx.memory_dir_reason else ""
         add(Check("memory dir", True, f"{mem} ({count} Markdown file(s){why})"))
     else:
@@ -267,7 +269,8 @@ def hooks_check(settings_files: list[Path] | None = None) -> Check:
 def _remote_files(store: Any) -> Check:
     """What is under the project's prefix, and which of it memsync ignores (never fetches)."""
     from memsync.privacy.gate import shown_name
-    from memsync.sync.engine import foreign, is_ignored
+    from memsync.sync.engine import foreign
+    from memsync.sync.walk import is_ignored
 
     try:
         listing = store.list()

@@ -153,7 +153,7 @@ class ToolMemory:
             problem = unportable(segment)
             if problem:
                 raise MemoryToolError(f"{problem[0].upper()}{problem[1:]}.")
-        from memsync.sync.engine import is_ignored
+        from memsync.sync.walk import is_ignored
 
         if is_ignored(rest):
             raise MemoryToolError(
@@ -778,7 +778,7 @@ class ToolMemory:
     # --- listings and numbered text --------------------------------------------------------
 
     def _entries(self, folder: Path, name: str) -> list[tuple[str, int]]:
-        from memsync.sync.engine import is_ignored
+        from memsync.sync.walk import is_ignored
 
         found: list[tuple[str, int]] = []
 
@@ -963,7 +963,7 @@ class ToolMemory:
 
     def _files_under(self, folder: Path) -> list[str]:
         """The synced files under `folder`, as memory-dir-relative names (links not followed)."""
-        from memsync.sync.engine import is_ignored
+        from memsync.sync.walk import is_ignored
 
         names = []
         for dirpath, dirnames, filenames in os.walk(folder):

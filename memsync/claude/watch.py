@@ -13,7 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from memsync.sync.engine import Engine, is_ignored
+from memsync.sync.engine import Engine
+from memsync.sync.walk import is_ignored
 from memsync.util.errors import GuardError, MemsyncError
 
 

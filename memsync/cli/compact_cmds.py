@@ -62,15 +62,13 @@ def compact(
         offline = synced.offline
         if synced.offline:
             err.print(f"note: remote unreachable ({synced.offline}); compacting local files")
-    root = engine.ctx.memory_dir
-    files = {}
-    if root.is_dir():
-        from memsync.sync.engine import is_ignored
+    from memsync.sync.walk import MemoryWalk
 
-        for path in sorted(root.rglob("*.md")):
-            name = path.relative_to(root).as_posix()
-            if path.is_file() and not is_ignored(name):
-                files[name] = path.read_bytes()
+    files = {
+        name: Path(path).read_bytes()
+        for name, path, _ in MemoryWalk(engine.ctx.memory_dir)
+        if name.endswith(".md")
+    }
     actions = core.plan(files, today)
     if json:
         emit_json(

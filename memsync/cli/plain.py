@@ -248,7 +248,7 @@ def pushable(engine: Engine, path: Path) -> str:
     last sync knows it (pushing the name sends the deletion)."""
     if not str(path).endswith(".md"):
         raise UserError(f"{path} is not a memory file: memory files end in .md")
-    from memsync.sync.engine import ignored_why
+    from memsync.sync.walk import ignored_why
 
     name = engine.name_of(path)
     why = ignored_why(name)

@@ -179,13 +179,9 @@ def validate(
                 f"the memory dir {root} does not exist; Claude Code creates it with its first "
                 "memory, or pass --memory-dir"
             )
-        from memsync.sync.engine import is_ignored
+        from memsync.sync.walk import MemoryWalk
 
-        files = {
-            p.relative_to(root).as_posix(): p
-            for p in sorted(root.rglob("*"))
-            if p.is_file() and not is_ignored(p.relative_to(root).as_posix())
-        }
+        files = {name: Path(path) for name, path, _ in MemoryWalk(root)}
     from memsync.sync.engine import refuse_colliding_names
 
     # names macOS or Windows could not keep apart from a synced one (as far as this device knows)

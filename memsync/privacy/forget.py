@@ -36,12 +36,13 @@ import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsync.memory.index_links import INDEX
+from memsync.stores import MAX_ATTEMPTS
 from memsync.sync.forgotten import line_hashes
 from memsync.sync.tombstones import (
-    MAX_ATTEMPTS,
     PURGED,
     REPUBLISH,
     TOMBSTONES,
@@ -338,21 +339,17 @@ def _without_entries(name: str, text: str, needle: str) -> tuple[str, int] | Non
 
 def plan_match(engine: Engine, needle: str) -> MatchPlan:
     """What `forget --match` will remove. Pulls first, so remote-only files are seen too."""
-    from memsync.sync.engine import is_ignored
+    from memsync.sync.walk import MemoryWalk
 
     if len(needle.strip()) < 3:
         raise UserError("--match needs at least 3 characters, so it cannot match everything")
     before = _indexes_before(engine)
     engine.run("pull")
     plan = MatchPlan(needle, indexes_before=before)
-    root = engine.ctx.memory_dir
-    if not root.is_dir():
-        return plan
-    for path in sorted(root.rglob("*")):
-        name = path.relative_to(root).as_posix()
-        if not path.is_file() or path.is_symlink() or is_ignored(name):
+    for name, path, _ in sorted(MemoryWalk(engine.ctx.memory_dir)):
+        if os.path.islink(path):  # its target is walked under its own name
             continue
-        data = path.read_bytes()
+        data = Path(path).read_bytes()
         if not _contains(data, needle):
             continue
         rewritten = _without_entries(name, data.decode("utf-8", "replace"), needle)

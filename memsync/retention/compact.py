@@ -23,6 +23,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsync.memory import frontmatter as memory
@@ -30,6 +31,7 @@ from memsync.memory import sections
 from memsync.memory.memtypes import type_of
 from memsync.memory.merge import merge_tree
 from memsync.memory.sections import Section
+from memsync.sync.walk import MemoryWalk
 
 if TYPE_CHECKING:
     from memsync.sync.engine import Engine, SyncResult
@@ -909,21 +911,17 @@ _MANAGED = {"session_digest", *_SINGLE_FILE_RULES}
 def _unpushed(engine: Engine) -> set[str]:
     """Files compaction rewrites whose local content is not what was last synced (an earlier
     run may have been interrupted between writing and pushing them)."""
-    root = engine.ctx.memory_dir
     out: set[str] = set()
-    if not root.is_dir():
-        return out
     records = engine.state.records
-    for path in sorted(root.rglob("*.md")):
-        name = path.relative_to(root).as_posix()
-        if type_of(name).name not in _MANAGED or any(p.startswith(".") for p in name.split("/")):
+    for name, path, _ in MemoryWalk(engine.ctx.memory_dir):
+        if not name.endswith(".md") or type_of(name).name not in _MANAGED:
             continue
         period = digest_period(name)
         if period is not None and period.tier == "day":
             continue
         rec = records.get(name)
         try:
-            data = path.read_bytes()
+            data = Path(path).read_bytes()
         except OSError:
             continue
         if rec is None or rec.sha != _sha(data):
@@ -934,16 +932,12 @@ def _unpushed(engine: Engine) -> set[str]:
 def _rollup_sources(engine: Engine) -> set[str]:
     """Every name a local roll-up lists in `sources`."""
     listed: set[str] = set()
-    root = engine.ctx.memory_dir
-    if not root.is_dir():
-        return listed
-    for path in sorted(root.rglob("session_digest_*.md")):
-        name = path.relative_to(root).as_posix()
+    for name, path, _ in MemoryWalk(engine.ctx.memory_dir):
         period = digest_period(name)
         if period is None or period.tier == "day":
             continue
         try:
-            doc = memory.parse(memory.decode(path.read_bytes()))
+            doc = memory.parse(memory.decode(Path(path).read_bytes()))
         except (OSError, memory.FrontmatterError):
             continue
         listed.update(_source_list(doc.meta))

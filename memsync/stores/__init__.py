@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from memsync.stores.base import Entry, Stats, Store, check_key
+from memsync.stores.base import MAX_ATTEMPTS, Entry, Stats, Store, check_key
 from memsync.util.errors import ConfigError
 
-__all__ = ["Entry", "Stats", "Store", "check_key", "open_store"]
+__all__ = ["MAX_ATTEMPTS", "Entry", "Stats", "Store", "check_key", "open_store"]
 
 
 def open_store(url: str, prefix: str) -> Store:

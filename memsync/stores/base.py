@@ -58,6 +58,11 @@ class Stats:
         }
 
 
+# How often a read, merge and conditional write is tried before giving up: another writer
+# would have to win every round in between.
+MAX_ATTEMPTS = 8
+
+
 class Store(Protocol):
     """A remote holding one project's memory files under a prefix.
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import stat
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -14,14 +13,23 @@ from typing import NamedTuple
 
 from memsync.context.boot import boot_id, boot_time
 from memsync.context.config import Context
-from memsync.memory.names import collisions, fold, local_key
+from memsync.memory.names import collisions, fold
 from memsync.privacy.gate import check_inbound, check_outbound
-from memsync.stores import Entry, Stats, Store, check_key, create_advice, open_store
+from memsync.stores import (
+    MAX_ATTEMPTS,
+    Entry,
+    Stats,
+    Store,
+    check_key,
+    create_advice,
+    open_store,
+)
 from memsync.sync import localswap, planner
 from memsync.sync.localfiles import LocalFiles, settled, stat_key
 from memsync.sync.planner import Action, Kind
 from memsync.sync.remote_keys import CONFLICTS, PURGED, TOMBSTONES
 from memsync.sync.state import Record, State
+from memsync.sync.walk import MemoryWalk, is_ignored
 from memsync.util.errors import (
     AlreadyExists,
     ConfigError,
@@ -43,13 +51,11 @@ from memsync.util.fsutil import (
     fsync_dir,
     fsync_file,
     private_dir,
-    remove_stale_temp,
     sha256,
     sweep_temp_files,
     sync_filesystem,
 )
 
-MAX_ATTEMPTS = 8
 # Over a slow network (the quickest of the first transfers took SLOW_ROUND_TRIP or more: a WAN,
 # not the loopback or a LAN, nor a busy loopback's queueing), transfers widen past the
 # `concurrency` setting, up to one connection a file and MAX_WORKERS in all, so a 500-file pull
@@ -60,7 +66,6 @@ MAX_WORKERS = 128
 # fsync per file; their names are saved first (see Engine._land).
 LAND_WITHOUT_FSYNC_AT = 32
 LOST_DIR_MIN = 5  # more synced files than this all gone, new ones made: a lost folder
-_TEMP_SUFFIXES = ("~", ".swp", ".swo", ".swx", ".tmp", ".part", ".crdownload")
 
 
 def foreign(key: str) -> str | None:
@@ -106,27 +111,6 @@ def classify(listing: dict[str, Entry], refused_before: dict[str, list]) -> Remo
         else:
             files.memory[key] = entry
     return files
-
-
-def is_ignored(relpath: str) -> bool:
-    """Files memsync never syncs: Claude Code's team/ folder, hidden and editor temp files."""
-    return ignored_why(relpath) is not None
-
-
-def ignored_why(relpath: str) -> str | None:
-    """Why memsync never syncs `relpath`, or None. The team/ folder is matched in any letter
-    case: on macOS and Windows `Team/` is that folder."""
-    parts = relpath.split("/")
-    if parts[0].lower() == "team":
-        return "it is in Claude Code's team/ folder, which memsync does not sync"
-    if parts[0] == TOMBSTONES.split("/")[0]:
-        return "it is in memsync's own _memsync/ folder"
-    name = parts[-1]
-    if any(p.startswith(".") for p in parts):
-        return "hidden files and folders are not synced"
-    if name.endswith(_TEMP_SUFFIXES) or (name.startswith("#") and name.endswith("#")):
-        return "it is named like an editor's temporary file, which memsync does not sync"
-    return None
 
 
 class SyncResult:
@@ -383,61 +367,38 @@ class Engine:
         leave the machine; refused ones are reported and left untouched."""
         root = self.ctx.memory_dir
         scan = LocalScan(LocalFiles(root), {}, {})
-        if not root.is_dir():
-            return scan
-        resolved_root = root.resolve()
+        walk = MemoryWalk(root, sweep=True)
         seen, fresh = self.state.seen, {}
         now_ns = time.time_ns()
-        for dirpath, dirnames, filenames in os.walk(root):
-            rel_dir = Path(dirpath).relative_to(root).as_posix()
-            dirnames[:] = sorted(
-                d
-                for d in dirnames
-                if not is_ignored(d if rel_dir == "." else f"{rel_dir}/{d}")
-                and not (Path(dirpath) / d).is_symlink()
-            )
-            for fname in sorted(filenames):
-                key = local_key(dirpath, fname)  # NFC where the file system allows
-                name = key if rel_dir == "." else f"{rel_dir}/{key}"
-                if remove_stale_temp(dirpath, fname):
-                    scan.swept += 1
-                    continue
-                if is_ignored(name):
-                    continue
-                path = os.path.join(dirpath, fname)
+        for name, path, st in walk:
+            scan.mtimes[name] = st.st_mtime
+            stat_now = list(stat_key(st))
+            rec = self.state.records.get(name)
+            cached = seen.get(name)
+            if rec is not None and cached == [*stat_now, rec.sha]:
+                # untouched since a read that found what was last synced
+                scan.content.add(name, rec.sha)
+                fresh[name] = cached
+                continue
+            try:
+                data = _read_file(path)
+            except OSError as exc:
+                scan.refused[name] = f"it cannot be read ({exc.strerror})"
+                continue
+            digest = sha256(data)
+            if rec is None or rec.sha != digest:
                 try:
-                    st = os.lstat(path)
-                    if stat.S_ISLNK(st.st_mode):
-                        if resolved_root not in Path(path).resolve().parents:
-                            reason = "it is a symbolic link pointing outside the memory dir"
-                            scan.refused[name] = reason
-                            continue
-                        st = os.stat(path)
-                    scan.mtimes[name] = st.st_mtime
-                    stat_now = list(stat_key(st))
-                    rec = self.state.records.get(name)
-                    cached = seen.get(name)
-                    if rec is not None and cached == [*stat_now, rec.sha]:
-                        # untouched since a read that found what was last synced
-                        scan.content.add(name, rec.sha)
-                        fresh[name] = cached
-                        continue
-                    data = _read_file(path)
-                except OSError as exc:
-                    scan.refused[name] = f"it cannot be read ({exc.strerror})"
+                    check_outbound(name, data, self.max_bytes, (allow or {}).get(name, ()))
+                except RefusedFile as exc:
+                    scan.refused[name] = exc.reason
+                    if isinstance(exc, KeptLocal):
+                        scan.kept.add(name)
                     continue
-                digest = sha256(data)
-                if rec is None or rec.sha != digest:
-                    try:
-                        check_outbound(name, data, self.max_bytes, (allow or {}).get(name, ()))
-                    except RefusedFile as exc:
-                        scan.refused[name] = exc.reason
-                        if isinstance(exc, KeptLocal):
-                            scan.kept.add(name)
-                        continue
-                if settled(st, now_ns):
-                    fresh[name] = [*stat_now, digest]
-                scan.content.add(name, digest, data)
+            if settled(st, now_ns):
+                fresh[name] = [*stat_now, digest]
+            scan.content.add(name, digest, data)
+        scan.refused.update(walk.refused)
+        scan.swept = walk.swept
         self.state.seen = fresh
         return scan
 

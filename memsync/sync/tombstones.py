@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from memsync.context.config import strip_query
 from memsync.memory.index_links import INDEX, without_links
+from memsync.stores import MAX_ATTEMPTS
 from memsync.sync.forgotten import line_hash, line_hashes, scrub
 from memsync.sync.remote_keys import PURGED, TOMBSTONES
 from memsync.sync.state import history_folder
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
     from memsync.stores import Entry
     from memsync.sync.engine import Engine, LocalScan
 
-MAX_ATTEMPTS = 8
 
 
 
