@@ -52,13 +52,13 @@ def make_engine(tmp_path: Path) -> Engine:
 def reads(monkeypatch) -> list[str]:
     """The memory files the scan reads, by name."""
     seen: list[str] = []
-    real = engine_mod._read_file
+    real = engine_mod.read_if_there
 
-    def counting(path: str) -> bytes:
+    def counting(path: str) -> bytes | None:
         seen.append(Path(path).name)
         return real(path)
 
-    monkeypatch.setattr(engine_mod, "_read_file", counting)
+    monkeypatch.setattr(engine_mod, "read_if_there", counting)
     return seen
 
 

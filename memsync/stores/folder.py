@@ -13,7 +13,14 @@ from pathlib import Path
 
 from memsync.stores.base import Entry, Stats, check_key
 from memsync.util.errors import AlreadyExists, NotFound, PreconditionFailed, StoreError, Unreachable
-from memsync.util.fsutil import atomic_write, file_lock, private_dir, sha256, temp_writer
+from memsync.util.fsutil import (
+    atomic_write,
+    file_lock,
+    private_dir,
+    read_if_there,
+    sha256,
+    temp_writer,
+)
 
 _LOCK = ".memsync-lock"
 
@@ -40,9 +47,7 @@ class FolderStore:
 
     def _read(self, path: Path) -> bytes | None:
         try:
-            return path.read_bytes()
-        except FileNotFoundError:
-            return None
+            return read_if_there(path)
         except IsADirectoryError:
             raise StoreError(f"{path} is a folder, not a memory file") from None
 

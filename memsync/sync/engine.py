@@ -51,6 +51,7 @@ from memsync.util.fsutil import (
     fsync_dir,
     fsync_file,
     private_dir,
+    read_if_there,
     sha256,
     sweep_temp_files,
     sync_filesystem,
@@ -258,7 +259,7 @@ class Engine:
         return absolute.relative_to(root).as_posix()
 
     def read_local(self, name: str) -> bytes | None:
-        return _read(self.local_path(name))
+        return read_if_there(self.local_path(name))
 
     def write_local(self, name: str, data: bytes, *, sync_dir: bool = True) -> None:
         """Write a memory file atomically. Inside a run, sync_dir=False leaves the directory's
@@ -355,7 +356,7 @@ class Engine:
                 continue
             if booted_at is not None and modified > booted_at:
                 continue  # written since the restart: not what the interrupted run landed
-            data = _read(path)
+            data = read_if_there(path)
             if data is not None:
                 self._keep(name, data, "left unflushed by an interrupted pull; fetched again")
                 path.unlink(missing_ok=True)
@@ -381,9 +382,12 @@ class Engine:
                 fresh[name] = cached
                 continue
             try:
-                data = _read_file(path)
+                data = read_if_there(path)
             except OSError as exc:
                 scan.refused[name] = f"it cannot be read ({exc.strerror})"
+                continue
+            if data is None:  # removed since the walk saw it: the next sync sees the deletion
+                scan.refused[name] = "it was removed while memsync read the folder"
                 continue
             digest = sha256(data)
             if rec is None or rec.sha != digest:
@@ -926,7 +930,7 @@ class Engine:
             return  # deleted meanwhile; the next sync sees it
         check_inbound(name, theirs, self.max_bytes)
         path = self.local_path(name)
-        current = _read(path)
+        current = read_if_there(path)
         if current is not None and sha256(current) != expected_sha:
             self._merge(result, name, current, _mtime(path))  # edited here while we were busy
             return
@@ -1226,14 +1230,3 @@ def refuse_colliding_names(
     return refused
 
 
-def _read_file(path: str | Path) -> bytes:
-    with open(path, "rb") as f:
-        return f.read()
-
-
-def _read(path: Path) -> bytes | None:
-    """The file's bytes, or None if it does not exist."""
-    try:
-        return _read_file(path)
-    except (FileNotFoundError, NotADirectoryError):
-        return None

@@ -22,7 +22,7 @@ import os
 import sys
 from pathlib import Path
 
-from memsync.util.fsutil import temp_path
+from memsync.util.fsutil import read_if_there, temp_path
 
 _ids = itertools.count()
 _NOREPLACE, _EXCHANGE = 1, 2  # renameat2 flags (Linux)
@@ -82,14 +82,6 @@ def _flagged_rename(src: str, dst: Path, flag: str) -> bool | None:
     raise OSError(code, os.strerror(code), str(dst))
 
 
-def _read(path: str | Path) -> bytes | None:
-    try:
-        with open(path, "rb") as f:
-            return f.read()
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-
-
 def _temp_beside(path: Path, data: bytes, mode: int, sync: bool) -> str:
     """A temp file next to `path` named as fsutil names them (a killed writer's is swept)."""
     while True:
@@ -131,13 +123,13 @@ def replace(
         if expected is not None:
             swapped = _flagged_rename(tmp, path, "exchange")
             if swapped:
-                replaced = _read(tmp)
+                replaced = read_if_there(tmp)
                 if replaced == expected:
                     return None
                 _flagged_rename(tmp, path, "exchange")  # put the landed write back
                 return replaced
             if swapped is None:
-                current = _read(path)  # the re-check right before the rename
+                current = read_if_there(path)  # the re-check right before the rename
                 if current is not None and current != expected:
                     return current
                 if current is not None:
@@ -164,7 +156,7 @@ def _create(tmp: str, path: Path) -> bytes | None:
             done = False
     if done:
         return None
-    found = _read(path)
+    found = read_if_there(path)
     return found if found is not None else b""
 
 
@@ -176,7 +168,7 @@ def remove(path: Path, expected: bytes) -> bytes | None:
         os.rename(path, aside)  # taken away atomically: later writes create a new file
     except FileNotFoundError:
         return None
-    taken = _read(aside)
+    taken = read_if_there(aside)
     if taken == expected:
         _drop(aside)
         return None

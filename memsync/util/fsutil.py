@@ -41,6 +41,15 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def read_if_there(path: str | os.PathLike[str]) -> bytes | None:
+    """The file's bytes, or None if there is no such file. Every other error is raised."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
 def private_dir(path: Path) -> Path:
     """Create `path` and any missing parents as 0700 directories (mkdir's `mode` only applies
     to the last one; parents would get the umask's 0755)."""
