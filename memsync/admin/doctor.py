@@ -56,33 +56,12 @@ def _settings(ctx: Context) -> dict[str, Any]:
 
 
 def run(ctx: Context, store: Any = None) -> Report:
+    """Every check, in the order a user fixes things: this machine, then the remote. A check
+    that fails stops the ones that depend on it."""
     report = Report(settings=_settings(ctx))
-    add = report.checks.append
-    settings_file = ctx.home / SETTINGS_FILE
-    if settings_file.is_file():  # it was read and checked by config.resolve
-        add(Check("settings", True, f"{settings_file} (flag > environment > file)"))
-    else:
-        add(Check("settings", True, f"no {settings_file}: defaults (flag > environment > default)"))
-    mem = ctx.memory_dir
-    if mem.is_dir():
-        from memsync.sync.walk import MemoryWalk
-
-        count = sum(1 for name, _, _ in MemoryWalk(mem) if name.endswith(".md"))
-        why = f"; {ctx.memory_dir_reason}" if ctx.memory_dir_reason else ""
-        add(Check("memory dir", True, f"{mem} ({count} Markdown file(s){why})"))
-    else:
-        add(
-            Check(
-                "memory dir",
-                False,
-                f"{mem} does not exist ({ctx.memory_dir_reason or 'resolved as Claude Code does'})",
-                "start Claude Code in the project once, or pass --memory-dir",
-            )
-        )
-    add(hooks_check())
-    add(_state(ctx))
+    report.checks += [_settings_check(ctx), _memory_dir(ctx), hooks_check(), _state(ctx)]
     if not ctx.sync_enabled:
-        add(
+        report.checks.append(
             Check(
                 "sync",
                 False,
@@ -92,65 +71,75 @@ def run(ctx: Context, store: Any = None) -> Report:
         )
         return report
     try:
-        if store is None:
-            from memsync.stores import open_store
-
-            if ctx.embedded_remote:
-                from memsync.util.fsutil import private_dir
-
-                private_dir(ctx.home / "remote")
-            store = open_store(ctx.remote, ctx.project)
+        store = store if store is not None else _open(ctx)
     except MemsyncError as exc:
-        add(Check("remote", False, str(exc), "fix the remote URL (--remote or MEMSYNC_REMOTE)"))
+        fix = "fix the remote URL (--remote or MEMSYNC_REMOTE)"
+        report.checks.append(Check("remote", False, str(exc), fix))
         return report
+    report.checks += _remote_checks(ctx, store)
+    return report
+
+
+def _settings_check(ctx: Context) -> Check:
+    settings_file = ctx.home / SETTINGS_FILE
+    if settings_file.is_file():  # it was read and checked by config.resolve
+        return Check("settings", True, f"{settings_file} (flag > environment > file)")
+    return Check("settings", True, f"no {settings_file}: defaults (flag > environment > default)")
+
+
+def _memory_dir(ctx: Context) -> Check:
+    mem = ctx.memory_dir
+    if not mem.is_dir():
+        return Check(
+            "memory dir",
+            False,
+            f"{mem} does not exist ({ctx.memory_dir_reason or 'resolved as Claude Code does'})",
+            "start Claude Code in the project once, or pass --memory-dir",
+        )
+    from memsync.sync.walk import MemoryWalk
+
+    count = sum(1 for name, _, _ in MemoryWalk(mem) if name.endswith(".md"))
+    why = f"; {ctx.memory_dir_reason}" if ctx.memory_dir_reason else ""
+    return Check("memory dir", True, f"{mem} ({count} Markdown file(s){why})")
+
+
+def _open(ctx: Context) -> Any:
+    from memsync.stores import open_store
+
+    if ctx.embedded_remote:
+        from memsync.util.fsutil import private_dir
+
+        private_dir(ctx.home / "remote")
+    return open_store(ctx.remote, ctx.project)
+
+
+def _remote_checks(ctx: Context, store: Any) -> list[Check]:
+    """Reachable, credential, container, then what is in it: each needs the one before."""
     folder = getattr(store, "root", None)  # a folder remote: its folder must be there already
     if isinstance(folder, Path) and not folder.is_dir():
-        add(
-            Check(
-                "remote reachable",
-                False,
-                f"the folder remote {folder} is not there",
-                "mount the drive, or create the folder if this is the first device",
-            )
-        )
-        return report
-    kind = getattr(store, "credential_kind", "none needed (folder remote)")
-    add(Check("credential", True, kind))
+        fix = "mount the drive, or create the folder if this is the first device"
+        return [Check("remote reachable", False, f"the folder remote {folder} is not there", fix)]
+    checks = [Check("credential", True, getattr(store, "credential_kind", _NO_CREDENTIAL))]
     try:
         present = store.exists()
     except AuthError as exc:
-        add(
-            Check(
-                "remote reachable",
-                False,
-                str(exc),
-                "check AZURE_STORAGE_CONNECTION_STRING / AZURE_STORAGE_KEY / the SAS token",
-            )
-        )
-        return report
+        fix = "check AZURE_STORAGE_CONNECTION_STRING / AZURE_STORAGE_KEY / the SAS token"
+        return [*checks, Check("remote reachable", False, str(exc), fix)]
     except Unreachable as exc:
-        add(
-            Check(
-                "remote reachable",
-                False,
-                str(exc),
-                "check the network or the mount; changes are queued until it is back",
-            )
-        )
-        return report
-    add(Check("remote reachable", True, strip_query(ctx.remote)))
+        fix = "check the network or the mount; changes are queued until it is back"
+        return [*checks, Check("remote reachable", False, str(exc), fix)]
+    checks.append(Check("remote reachable", True, strip_query(ctx.remote)))
     if not present:  # a fresh remote: the first push makes it, where the credential may
         creatable = getattr(store, "can_create", lambda: True)()
         detail = f"{_container(store)} does not exist yet"
         if creatable:
             detail += "; the first `memsync push` or `memsync sync` creates it"
-        add(Check("container", creatable, detail, create_advice(store)))
-        return report
-    add(Check("container", True, f"{_container(store)} present"))
-    add(_remote_files(store))
-    add(_probe(store))
-    add(_skew(store))
-    return report
+        return [*checks, Check("container", creatable, detail, create_advice(store))]
+    checks.append(Check("container", True, f"{_container(store)} present"))
+    return [*checks, _remote_files(store), _probe(store), _skew(store)]
+
+
+_NO_CREDENTIAL = "none needed (folder remote)"
 
 
 def _state(ctx: Context) -> Check:
