@@ -1098,8 +1098,8 @@ class _Run:
     """What one run knows about both sides when it starts.
 
     This module and the stores it drives are on every sync's path: their classes are plain
-    classes and NamedTuples, not dataclasses, which cost a process ~25 ms to import and build
-    (docs/benchmarks.md)."""
+    classes and NamedTuples, not dataclasses, whose import and class building cost a whole
+    no-op sync more than a tenth (docs/benchmarks.md)."""
 
     def __init__(
         self,
