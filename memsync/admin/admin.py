@@ -26,7 +26,8 @@ from memsync.memory.memtypes import TYPES, UNKNOWN, type_of
 from memsync.privacy.forget import audit
 from memsync.privacy.gate import check_inbound
 from memsync.stores import Entry, check_key
-from memsync.sync.engine import PURGED, TOMBSTONES, Engine
+from memsync.sync.engine import PURGED, TOMBSTONES, Engine, LocalScan
+from memsync.sync.state import Record
 from memsync.sync.walk import is_ignored
 from memsync.util.errors import (
     AlreadyExists,
@@ -147,70 +148,57 @@ def list_remote(engine: Engine, include_local: bool = True) -> list[RemoteFile]:
     """
     listing = _remote_listing(engine)
     scan = engine.scan_local()
-    records = engine.state.records
-    out: list[RemoteFile] = []
     names = set(listing)
     if include_local:
         names |= set(scan.content) | set(scan.refused)
+    out: list[RemoteFile] = []
     for name in sorted(names):
-        entry = listing.get(name)
-        local = scan.content.get(name)
+        entry, local = listing.get(name), scan.content.get(name)
         if name in scan.refused:
-            data = engine.read_local(name)
-            size = entry.size if entry else len(data or b"")
-            modified = entry.modified if entry else scan.mtimes.get(name, 0.0)
-            out.append(
-                RemoteFile(
-                    name,
-                    _type_name(name, data),
-                    size,
-                    modified,
-                    "refused",
-                    entry.etag if entry else None,
-                    scan.refused[name],
-                )
-            )
-            continue
-        rec = records.get(name)
-        state: SyncState
-        if entry is not None:
-            if local is None:
-                if rec is None:
-                    state = "remote_only"
-                elif rec.etag == entry.etag:
-                    state = "deleted_local"
-                else:
-                    state = "modified_remote"
-            elif rec is None:
-                try:
-                    theirs, _ = engine.store.get(name)
-                except NotFound:
-                    theirs = None
-                state = "in_sync"
-                if theirs != local:
-                    state = "modified_both"
-            else:
-                local_changed = rec.sha != sha256(local)
-                remote_changed = rec.etag != entry.etag
-                state = _BY_CHANGE[(local_changed, remote_changed)]
-            out.append(
-                RemoteFile(
-                    name, _type_name(name, local), entry.size, entry.modified, state, entry.etag
-                )
-            )
+            out.append(_refused_file(engine, scan, name, entry))
+        elif entry is not None:
+            state = _remote_state(engine, name, entry, local)
+            kind = _type_name(name, local)
+            out.append(RemoteFile(name, kind, entry.size, entry.modified, state, entry.etag))
         elif local is not None:
-            if rec is None:
-                state = "local_only"
-            elif rec.sha == sha256(local):
-                state = "deleted_remote"
-            else:
-                state = "modified_local"
-            out.append(
-                RemoteFile(
-                    name, _type_name(name, local), len(local), scan.mtimes.get(name, 0.0), state
-                )
-            )
+            state = _local_state(engine.state.records.get(name), local)
+            modified = scan.mtimes.get(name, 0.0)
+            out.append(RemoteFile(name, _type_name(name, local), len(local), modified, state))
     return out
+
+
+def _refused_file(engine: Engine, scan: LocalScan, name: str, entry: Entry | None) -> RemoteFile:
+    """A file this device's gate refuses to send, with why."""
+    data = engine.read_local(name)
+    size = entry.size if entry else len(data or b"")
+    modified = entry.modified if entry else scan.mtimes.get(name, 0.0)
+    etag = entry.etag if entry else None
+    kind = _type_name(name, data)
+    return RemoteFile(name, kind, size, modified, "refused", etag, scan.refused[name])
+
+
+def _remote_state(engine: Engine, name: str, entry: Entry, local: bytes | None) -> SyncState:
+    """A file on the remote, against this device's copy and its last sync. A copy on both
+    sides that was never synced here is compared by content (one GET)."""
+    rec = engine.state.records.get(name)
+    if local is None:
+        if rec is None:
+            return "remote_only"
+        return "deleted_local" if rec.etag == entry.etag else "modified_remote"
+    if rec is None:
+        try:
+            theirs, _ = engine.store.get(name)
+        except NotFound:
+            theirs = None
+        return "in_sync" if theirs == local else "modified_both"
+    return _BY_CHANGE[(rec.sha != sha256(local), rec.etag != entry.etag)]
+
+
+def _local_state(rec: Record | None, local: bytes) -> SyncState:
+    """A file only this device has: new, or deleted or changed since its last sync."""
+    if rec is None:
+        return "local_only"
+    return "deleted_remote" if rec.sha == sha256(local) else "modified_local"
 
 
 # --- prune --------------------------------------------------------------------------------
