@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import date
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -22,6 +22,9 @@ from memsync.cli.common import (
     out,
     table,
 )
+
+if TYPE_CHECKING:
+    from memsync.retention.compact import CompactResult
 
 
 @app.command()
@@ -62,14 +65,7 @@ def compact(
         offline = synced.offline
         if synced.offline:
             err.print(f"note: remote unreachable ({synced.offline}); compacting local files")
-    from memsync.sync.walk import MemoryWalk
-
-    files = {
-        name: Path(path).read_bytes()
-        for name, path, _ in MemoryWalk(engine.ctx.memory_dir)
-        if name.endswith(".md")
-    }
-    actions = core.plan(files, today)
+    actions = core.plan(core.read_memory(engine.ctx.memory_dir), today)
     if json:
         emit_json(
             "compact",
@@ -88,6 +84,11 @@ def compact(
         out.print(f"{len(actions)} action(s) planned; nothing changed (--dry-run).")
         return
     result = core.apply(engine, actions)
+    _report(result, json)
+    _unreachable(offline or next((p.offline for p in result.pushes if p.offline), None))
+
+
+def _report(result: CompactResult, json: bool) -> None:
     for note in result.notes:
         err.print(f"note: {note}", markup=False)
     for name, why in sorted(result.skipped.items()):
@@ -97,7 +98,6 @@ def compact(
             f"Wrote {len(result.written)}, updated {len(result.updated)}, "
             f"deleted {len(result.deleted)} (copies in local history)."
         )
-    _unreachable(offline or next((p.offline for p in result.pushes if p.offline), None))
 
 
 def _unreachable(reason: str | None) -> None:

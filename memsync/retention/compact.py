@@ -929,6 +929,13 @@ def _unpushed(engine: Engine) -> set[str]:
     return out
 
 
+def read_memory(root: Path) -> dict[str, bytes]:
+    """The memory dir's Markdown files by name: what `plan` works on."""
+    return {
+        name: Path(path).read_bytes() for name, path, _ in MemoryWalk(root) if name.endswith(".md")
+    }
+
+
 def _rollup_sources(engine: Engine) -> set[str]:
     """Every name a local roll-up lists in `sources`."""
     listed: set[str] = set()
