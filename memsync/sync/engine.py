@@ -485,11 +485,13 @@ class Engine:
                 self.state.save()
                 if self.state.bases.reset:
                     result.notes.append(self.state.bases.reset)
-        if self.ctx.project_source != "origin" and not result.offline and not result.disabled:
-            from memsync.context.identity import Identity, pin
+        if not result.offline and not result.disabled:
+            from memsync.context.identity import pin, to_note
 
-            identity = Identity(self.ctx.project, self.ctx.project_source, self.ctx.fingerprint)
-            pin(self.ctx.home, self.ctx.memory_dir, identity)
+            pin(self.ctx.home, self.ctx.memory_dir, self.ctx.identity)
+            note = to_note(self.ctx.home, self.ctx.memory_dir, self.ctx.identity)
+            if note:
+                result.notes.append(note)  # the CLI records it as said (identity.noted)
         result.stats = self.store.stats
         result.seconds = time.monotonic() - started
         return result
