@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from memsync.context.boot import boot_id, boot_time
 from memsync.context.config import Context
+from memsync.memory.index_links import INDEX
 from memsync.memory.names import collisions, fold, local_key
 from memsync.privacy.gate import check_inbound, check_outbound
 from memsync.stores import Entry, Stats, Store, check_key, create_advice, open_store
@@ -60,6 +61,7 @@ MAX_WORKERS = 128
 # fsync per file; their names are saved first (see Engine._land).
 LAND_WITHOUT_FSYNC_AT = 32
 LOST_DIR_MIN = 5  # more synced files than this all gone, new ones made: a lost folder
+COMEBACKS = "index_comebacks"  # meta: files an edit brought back -> their index line
 _TEMP_SUFFIXES = ("~", ".swp", ".swo", ".swx", ".tmp", ".part", ".crdownload")
 
 
@@ -199,6 +201,7 @@ class Engine:
         self._unsynced_dirs: set[Path] = set()  # written to; fsynced once before the records
         self._landing: set[str] = set()  # new files written without fsync; flushed at the end
         self._published: list[dict] = []  # this run's conflicts, for the remote record
+        self._came_back: set[str] = set()  # this run's files an edit brought back
         self.state = State(ctx.state_dir, int(ctx.setting("history_versions")))
         # told once when the state lock is not free at once (the CLI says it is waiting)
         self.on_wait: Callable[[str], None] | None = None
@@ -613,6 +616,8 @@ class Engine:
         ctx = _Run(local, local_hashes, remote, entries)
         self._land(actions, local_hashes)
         self._published = []
+        self._came_back = set()
+        index_before = self._index_text() if actions else None
         try:
             for batch in _renames_in_two_steps(actions):
                 self._execute(result, batch, ctx, deadline, progress)
@@ -631,6 +636,9 @@ class Engine:
             )
             raise
         self._publish_conflicts(result)
+        if self._came_back or self.state.meta.get(COMEBACKS):
+            settle = names is None and mode != "push" and not result.offline
+            self._index_comebacks(result, index_before, settle)
 
         done = self._settled(result, local_hashes)
         self.state.unqueue([n for n in pending if n in done or n not in local_hashes])
@@ -642,6 +650,76 @@ class Engine:
         self.state.set_refused(local.split_refused()[0])
         if not result.offline and not result.errors and result.skipped == []:
             self.state.meta["last_sync"] = time.time()
+
+    def _index_text(self) -> str | None:
+        try:
+            data = self.read_local(INDEX)
+        except (OSError, UnsafeKey):
+            return None
+        return None if data is None else data.decode("utf-8", "surrogateescape")
+
+    def _came_back_here(self, name: str) -> None:
+        """`name`, synced before and deleted on one side, is back: an edit beat the deletion."""
+        with self._lock:
+            if name != INDEX:
+                self._came_back.add(name)
+
+    def _index_comebacks(self, result: SyncResult, before: str | None, settle: bool) -> None:
+        """A file an edit brought back after a deletion (a prune or a delete on one device,
+        an edit on another) gets its MEMORY.md line back, or Claude Code, which finds memory
+        files through the index, would not see a file that exists. The line is the one this
+        index had before the run (else one made from the file's frontmatter), remembered until
+        a full sync or pull has taken in the other device's index; then it is added if that
+        index lacks it, pushed, and said in a note."""
+        from memsync.memory import index_links
+
+        waiting = dict(self.state.meta.get(COMEBACKS) or {})
+        for name in sorted(self._came_back):
+            text = self._text_of(name)
+            lines = index_links.linking_lines(before, name)
+            waiting[name] = lines[0] if lines else index_links.made_line(name, text)
+        self.state.meta[COMEBACKS] = waiting
+        failed = result.errors.keys() | result.refused.keys() | set(result.skipped)
+        if not settle or INDEX in failed:
+            return  # the other device's index is not taken in yet: kept for the next sync
+        current = self._index_text()
+        missing = [
+            (name, line)
+            for name, line in sorted(waiting.items())
+            if current is not None
+            and self._text_of(name) is not None
+            and not index_links.links_to(current, name)
+        ]
+        del self.state.meta[COMEBACKS]
+        if not missing or current is None:
+            return
+        new = index_links.with_lines(current, [line for _, line in missing])
+        data = new.encode("utf-8", "surrogateescape")
+        path = self.local_path(INDEX)
+        if self._replace(path, data, current.encode("utf-8", "surrogateescape")) is not None:
+            self.state.meta[COMEBACKS] = waiting  # written here meanwhile: the next sync
+            return
+        rec = self.state.records.get(INDEX)
+        try:
+            self._upload(result, INDEX, data, rec.etag if rec else None, _mtime(path))
+        except Unreachable as exc:
+            result.offline = str(exc)
+            self.state.queue([INDEX])
+        except StoreError as exc:
+            result.errors[INDEX] = str(exc)
+            self.state.queue([INDEX])
+        for name, _ in missing:
+            result.notes.append(
+                f"{name} is back (deleted on one device while edited on another: the edit "
+                f"wins), so MEMORY.md lists it again"
+            )
+
+    def _text_of(self, name: str) -> str | None:
+        try:
+            data = self.read_local(name)
+        except (OSError, UnsafeKey):
+            return None
+        return None if data is None else data.decode("utf-8", "surrogateescape")
 
     def _settled(self, result: SyncResult, local_hashes: dict[str, str]) -> set[str]:
         """The files this run left in sync: those it sent, merged or deleted, and those found
@@ -946,6 +1024,8 @@ class Engine:
         """Upload with the file's mtime, the time of its edit here, kept with the object."""
         try:
             if remote_etag is None:
+                if name in self.state.records:
+                    self._came_back_here(name)  # synced, gone on the remote, edited here
                 try:
                     etag = self.store.create(name, ours, mtime)
                 except NotFound:  # a push that trusted its records found no container
@@ -974,6 +1054,8 @@ class Engine:
         if current != theirs:
             if current is not None:
                 self._keep(name, current, "replaced by a newer version from the remote")
+            elif (rec := self.state.records.get(name)) is not None and rec.etag != etag:
+                self._came_back_here(name)  # deleted here, edited on another device
             landed = self._replace(path, theirs, current, sync=name not in self._landing)
             if landed is not None:
                 self._merge(result, name, landed, _mtime(path))  # written here in the meantime
@@ -1006,6 +1088,8 @@ class Engine:
                     etag = self.store.create(name, ours, mtime)
                 except AlreadyExists:
                     continue
+                if name in self.state.records:
+                    self._came_back_here(name)
                 self._finish_merge(result, name, ours, etag)
                 return
             try:

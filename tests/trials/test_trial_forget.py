@@ -293,6 +293,45 @@ def test_prune_uses_the_digests_date_and_updates_the_index(pair, remote):
     assert (b.memory / "MEMORY.md").read_text() == want
 
 
+def prune_while_edited(a: Device, b: Device) -> tuple[str, str]:
+    """A prunes an old digest that B has meanwhile edited (unsynced): (the digest, its line)."""
+    old = "session_digest_2020-01-01.md"
+    line = f"- [Old]({old}) — a 2020 session"
+    (a.memory / "MEMORY.md").write_text(index(line, ROLE))
+    a.write(old, "## Arcs\n- old\n", type="session_digest", date="2020-01-01")
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    a.run("push")
+    b.run("pull")
+    b.write(old, "## Arcs\n- old\n- B adds what it still needs\n", type="session_digest",
+            date="2020-01-01")
+    proc = a.run("prune", "--older-than", "30d", "--type", "session_digest", "--yes")
+    assert "removed 1 MEMORY.md line(s)" in proc.stdout
+    return old, line
+
+
+@pytest.mark.parametrize("route", ["sync", "push-file-then-sync"])
+def test_a_pruned_file_that_comes_back_comes_back_with_its_index_line(pair, remote, route):
+    """An edit beats a deletion, so the pruned digest B edited comes back everywhere; its
+    MEMORY.md line comes back with it (Claude Code finds a memory file only through the index),
+    and B is told. The second route is Claude Code's: the PostToolUse hook pushes the file at
+    once, and only a later sync takes in A's index without the line."""
+    a, b = pair
+    old, line = prune_while_edited(a, b)
+    if route == "push-file-then-sync":
+        b.run("push", str(b.memory / old))
+    proc = b.run("sync")
+    notes = [n for n in proc.stderr.splitlines() if "MEMORY.md" in n and old in n]
+    assert len(notes) == 1 and notes[0].startswith("note: "), proc.stderr
+    a.run("sync")
+    b.run("sync")
+    for device in (a, b):
+        assert "B adds what it still needs" in (device.memory / old).read_text(), device.name
+        assert (device.memory / "MEMORY.md").read_text() == index(ROLE, line), device.name
+        assert not json.loads(device.run("status", "--json").stdout)["data"]["conflicts"]
+    assert on_remote(remote)["MEMORY.md"] == index(ROLE, line)
+    assert "Everything is in sync." in b.run("sync").stdout  # said once
+
+
 # --- 17: a tombstone does not apply to content created after it ---------------------------
 
 
