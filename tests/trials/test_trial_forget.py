@@ -610,6 +610,39 @@ def test_an_item_consumed_on_the_other_device_before_the_forget_does_not_come_ba
     assert_forgotten(["layoffs"], everywhere(pair, remote))
 
 
+def test_forget_match_in_the_index_line_of_a_file_that_stays_keeps_it_indexed(pair, remote):
+    """The text is only in MEMORY.md's description of carry_forward.md, which stays: the words
+    go, the line stays (its link, with the file's own description), so Claude Code still finds
+    the file; forget says which line it rewrote. A line linking to nothing that stays goes."""
+    a, b = pair
+    carry = "- [Carry forward](carry_forward.md) — open items; the Dana layoffs talk first"
+    loose = "- note: ask HR about the layoffs timeline"
+    (a.memory / "MEMORY.md").write_text(index(carry, ROLE, loose))
+    a.write(
+        "carry_forward.md",
+        "## Pending\n- Book the venue\n\n## Consumed\n",
+        type="carry_forward",
+        description="Items to raise at the next session",
+    )
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    a.run("push")
+    b.run("pull")
+
+    proc = a.run("forget", "--match", "layoffs", "--yes")
+    assert "will remove 1 entry from MEMORY.md" in proc.stdout, proc.stdout
+    kept = [line for line in proc.stdout.splitlines() if "carry_forward.md" in line]
+    assert len(kept) == 1 and "keep" in kept[0] and "MEMORY.md" in kept[0], proc.stdout
+    assert "forget file" not in proc.stdout
+    b.run("sync")
+    a.run("sync")
+    want = index("- [Carry forward](carry_forward.md) — Items to raise at the next session", ROLE)
+    for device in (a, b):
+        assert (device.memory / "MEMORY.md").read_text() == want, device.name
+        assert "- Book the venue" in (device.memory / "carry_forward.md").read_text()
+    assert on_remote(remote)["MEMORY.md"] == want
+    assert_forgotten(["layoffs"], everywhere(pair, remote))
+
+
 def test_an_item_reworded_on_the_other_device_before_the_forget_is_set_aside(pair, remote):
     """B rewords the item (still holding the forgotten words) without syncing; A forgets it
     with --match. A merge keeps an edit over a concurrent removal, so B's reword would bring
