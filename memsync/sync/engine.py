@@ -672,12 +672,14 @@ class Engine:
         a full sync or pull has taken in the other device's index; then it is added if that
         index lacks it, pushed, and said in a note."""
         from memsync.memory import index_links
+        from memsync.sync.forgotten import line_hash
 
+        forgotten = self.state.meta.get("forgotten_lines") or {}
         waiting = dict(self.state.meta.get(COMEBACKS) or {})
         for name in sorted(self._came_back):
-            text = self._text_of(name)
             lines = index_links.linking_lines(before, name)
-            waiting[name] = lines[0] if lines else index_links.made_line(name, text)
+            made = index_links.made_line(name, self._text_of(name))
+            waiting[name] = next((x for x in lines if line_hash(x) not in forgotten), made)
         self.state.meta[COMEBACKS] = waiting
         failed = result.errors.keys() | result.refused.keys() | set(result.skipped)
         if not settle or INDEX in failed:

@@ -84,10 +84,16 @@ def _scrub_history(engine: Engine, forgotten: set[str]) -> None:
 def _remember_lines(engine: Engine, hashes: dict[str, float]) -> None:
     """Keep the hashes (never the lines) so that later history copies leave them out too."""
     if hashes:
+        from memsync.sync.engine import COMEBACKS
+
         known = engine.state.meta.setdefault("forgotten_lines", {})
         for h, at in hashes.items():
             known.setdefault(h, at)
         _scrub_history(engine, set(hashes))
+        waiting = engine.state.meta.get(COMEBACKS) or {}
+        for name, line in list(waiting.items()):
+            if line_hash(line) in hashes:
+                del waiting[name]  # an index line kept for a file that came back: forgotten
 
 
 
