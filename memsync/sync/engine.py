@@ -22,7 +22,7 @@ from memsync.sync import localswap, planner
 from memsync.sync.localfiles import LocalFiles, settled, stat_key
 from memsync.sync.planner import Action, Kind
 from memsync.sync.remote_keys import CONFLICTS, PURGED, TOMBSTONES
-from memsync.sync.state import Record, State
+from memsync.sync.state import COMEBACKS, Record, State
 from memsync.util.errors import (
     AlreadyExists,
     ConfigError,
@@ -61,7 +61,6 @@ MAX_WORKERS = 128
 # fsync per file; their names are saved first (see Engine._land).
 LAND_WITHOUT_FSYNC_AT = 32
 LOST_DIR_MIN = 5  # more synced files than this all gone, new ones made: a lost folder
-COMEBACKS = "index_comebacks"  # meta: files an edit brought back -> their index line
 _TEMP_SUFFIXES = ("~", ".swp", ".swo", ".swx", ".tmp", ".part", ".crdownload")
 
 

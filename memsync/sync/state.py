@@ -40,6 +40,7 @@ class Version(NamedTuple):
 
 
 _FIX = "check its permissions, then run the command again"
+COMEBACKS = "index_comebacks"  # meta: files an edit brought back -> their MEMORY.md line
 # the type of each meta.json field, checked when it is read
 _META_KINDS: dict[str, type | tuple[type, ...]] = {
     "pending": list,

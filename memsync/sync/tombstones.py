@@ -21,7 +21,7 @@ from memsync.context.config import strip_query
 from memsync.memory.index_links import INDEX, without_links
 from memsync.sync.forgotten import line_hash, line_hashes, scrub
 from memsync.sync.remote_keys import PURGED, TOMBSTONES
-from memsync.sync.state import history_folder
+from memsync.sync.state import COMEBACKS, history_folder
 from memsync.util.errors import MemsyncError, NotFound, PreconditionFailed, Unreachable, UserError
 from memsync.util.fsutil import atomic_write, private_dir, sha256
 
@@ -84,8 +84,6 @@ def _scrub_history(engine: Engine, forgotten: set[str]) -> None:
 def _remember_lines(engine: Engine, hashes: dict[str, float]) -> None:
     """Keep the hashes (never the lines) so that later history copies leave them out too."""
     if hashes:
-        from memsync.sync.engine import COMEBACKS
-
         known = engine.state.meta.setdefault("forgotten_lines", {})
         for h, at in hashes.items():
             known.setdefault(h, at)
