@@ -201,6 +201,8 @@ class Engine:
         self._landing: set[str] = set()  # new files written without fsync; flushed at the end
         self._published: list[dict] = []  # this run's conflicts, for the remote record
         self._came_back: set[str] = set()  # this run's files an edit brought back
+        self._index_before: str | None = None  # MEMORY.md before the run, when one came back
+        self._index_read = False
         self.state = State(ctx.state_dir, int(ctx.setting("history_versions")))
         # told once when the state lock is not free at once (the CLI says it is waiting)
         self.on_wait: Callable[[str], None] | None = None
@@ -616,7 +618,20 @@ class Engine:
         self._land(actions, local_hashes)
         self._published = []
         self._came_back = set()
-        index_before = self._index_text() if actions else None
+        # MEMORY.md as it was, for the index line of a file an edit brings back: read now only
+        # when the plan says one comes back (the index may be merged before it is uploaded),
+        # else when one does (see _came_back_here)
+        self._index_before = None
+        self._index_read = any(
+            a.name in records
+            and (
+                (a.kind is Kind.UPLOAD and a.name not in remote)
+                or (a.kind is Kind.DOWNLOAD and a.name not in local_hashes)
+            )
+            for a in actions
+        )
+        if self._index_read:
+            self._index_before = self._index_text()
         try:
             for batch in _renames_in_two_steps(actions):
                 self._execute(result, batch, ctx, deadline, progress)
@@ -637,7 +652,7 @@ class Engine:
         self._publish_conflicts(result)
         if self._came_back or self.state.meta.get(COMEBACKS):
             settle = names is None and mode != "push" and not result.offline
-            self._index_comebacks(result, index_before, settle)
+            self._index_comebacks(result, self._index_before, settle)
 
         done = self._settled(result, local_hashes)
         self.state.unqueue([n for n in pending if n in done or n not in local_hashes])
@@ -662,6 +677,9 @@ class Engine:
         with self._lock:
             if name != INDEX:
                 self._came_back.add(name)
+                if not self._index_read:
+                    self._index_read = True
+                    self._index_before = self._index_text()
 
     def _index_comebacks(self, result: SyncResult, before: str | None, settle: bool) -> None:
         """A file an edit brought back after a deletion (a prune or a delete on one device,
