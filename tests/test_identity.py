@@ -138,3 +138,72 @@ def test_the_project_check_costs_a_no_op_sync_no_request(tmp_path) -> None:
     a.run("sync")
     result = engine(tmp_path, "a", repo).run("sync")
     assert result.changes == 0 and result.stats.total() == 1
+
+
+def add_origin(repo: Path, url: str) -> None:
+    subprocess.run(["git", "-C", str(repo), "remote", "add", "origin", url], check=True)
+
+
+def test_an_origin_added_later_does_not_move_the_memory(tmp_path) -> None:
+    """F5 of the fresh-eyes trial: the name synced under wins over an origin that appears; the
+    identity carries the origin's name for the one-sentence note."""
+    repo = git_repo(tmp_path / "one" / "app", "the app")
+    first = engine(tmp_path, "a", repo)
+    write_memory(first.ctx.memory_dir, "user_pat.md", "Pat.\n")
+    first.run("sync")
+    add_origin(repo, "git@github.com:me/app.git")
+    later = engine(tmp_path, "a", repo)
+    assert (later.ctx.project, later.ctx.project_source) == (first.ctx.project, "pinned")
+    assert later.ctx.fingerprint == first.ctx.fingerprint  # the manifest still matches
+    assert later.ctx.other_origin == "github.com-me-app"
+    result = later.run("sync")
+    assert result.changes == 0 and len(result.notes) == 1
+    assert "memsync sync --project github.com-me-app" in result.notes[0]
+
+
+def test_a_changed_origin_keeps_the_name_synced_under(tmp_path) -> None:
+    repo = git_repo(tmp_path / "one" / "app", "the app", origin="git@github.com:me/app.git")
+    engine(tmp_path, "a", repo).run("sync")  # an origin's name is pinned too
+    subprocess.run(
+        ["git", "-C", str(repo), "remote", "set-url", "origin", "git@github.com:org/app.git"],
+        check=True,
+    )
+    later = engine(tmp_path, "a", repo)
+    assert later.ctx.project == "github.com-me-app"
+    assert later.ctx.other_origin == "github.com-org-app"
+
+
+def test_a_device_that_already_followed_its_origin_stays_there(tmp_path) -> None:
+    """Before pins were kept for origins, a device whose origin appeared synced under it; its
+    stale pin must not send it back."""
+    repo = git_repo(tmp_path / "one" / "app", "the app")
+    first = engine(tmp_path, "a", repo)
+    write_memory(first.ctx.memory_dir, "user_pat.md", "Pat.\n")
+    first.run("sync")
+    pins = (tmp_path / "home-a" / "projects.json").read_text()
+    add_origin(repo, "git@github.com:me/app.git")
+    engine(tmp_path, "a", repo, project="github.com-me-app").run("sync")
+    (tmp_path / "home-a" / "projects.json").write_text(pins)  # as an earlier version left it
+    later = engine(tmp_path, "a", repo)
+    assert (later.ctx.project, later.ctx.project_source) == ("github.com-me-app", "origin")
+    assert later.ctx.other_origin is None
+
+
+def test_a_name_the_user_gave_wins_over_an_origin(tmp_path) -> None:
+    repo = git_repo(tmp_path / "one" / "app", "the app", origin="git@github.com:me/app.git")
+    engine(tmp_path, "a", repo).run("sync")
+    engine(tmp_path, "a", repo, project="shared-notes").run("sync")
+    later = engine(tmp_path, "a", repo)
+    assert (later.ctx.project, later.ctx.other_origin) == ("shared-notes", "github.com-me-app")
+
+
+def test_a_folder_name_synced_under_before_wins_over_a_new_origin(tmp_path) -> None:
+    repo = git_repo(tmp_path / "one" / "app", "the app")
+    old = engine(tmp_path, "a", repo, project="app")  # what earlier versions derived
+    write_memory(old.ctx.memory_dir, "user_pat.md", "Pat.\n")
+    old.run("sync")
+    (tmp_path / "home-a" / "projects.json").unlink()
+    add_origin(repo, "git@github.com:me/app.git")
+    later = engine(tmp_path, "a", repo)
+    assert (later.ctx.project, later.ctx.project_source) == ("app", "legacy")
+    assert later.ctx.other_origin == "github.com-me-app"

@@ -36,6 +36,7 @@ class Status:
     sync_enabled: bool = True
     notices: list[str] = field(default_factory=list)  # purge, unfinished forget, quarantine
     memory_dir_lost: bool = False  # missing or empty while files were synced from it
+    project_note: str = ""  # the git origin differs from the name the project keeps
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -78,6 +79,10 @@ def status(engine: Engine) -> Status:
         project=ctx.project,
         sync_enabled=ctx.sync_enabled,
     )
+    if ctx.other_origin:
+        from memsync.context.identity import origin_note
+
+        result.project_note = origin_note(ctx.identity)
     state = engine.state
     local = engine.scan_local()
     result.refused, result.kept_local = local.split_refused()

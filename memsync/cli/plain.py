@@ -290,6 +290,11 @@ def transfer(
     allowed = {name: set(allow) for name in names or ()} if allow else {}
     paths_in_dir = [str(engine.ctx.memory_dir / n) for n in names] if names else None
     result = progress_runner(engine, mode=mode, paths=paths_in_dir, force=force, allow=allowed)
+    if engine.ctx.other_origin:
+        from memsync.context import identity
+
+        if identity.origin_note(engine.ctx.identity) in result.notes:
+            identity.noted(engine.ctx.home, engine.ctx.memory_dir, engine.ctx.identity)
     report(result, stats, engine.ctx.memory_dir)
 
 

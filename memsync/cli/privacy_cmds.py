@@ -82,8 +82,16 @@ def forget(
     for name in plan.files:
         out.print(f"will forget file: {name}", markup=False)
     for name, count in plan.entries.items():
-        noun = "entry" if count == 1 else "entries"
-        out.print(f"will remove {count} {noun} from {name}", markup=False)
+        if count:
+            noun = "entry" if count == 1 else "entries"
+            out.print(f"will remove {count} {noun} from {name}", markup=False)
+    for name, described in sorted(plan.relined.items()):
+        instead = "the file's own description" if described else "no description"
+        out.print(
+            f"will keep the MEMORY.md line for {name} (the file stays), with {instead} in "
+            "place of its words",
+            markup=False,
+        )
     confirm("Go ahead?", yes)
     report = core.apply_match(engine, plan)
     if report.index_lines:

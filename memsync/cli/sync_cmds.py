@@ -111,6 +111,8 @@ def status(
     if st.memory_dir_reason:
         out.print(f"  ({st.memory_dir_reason})", markup=False)
     out.print(f"remote:     {st.remote} (project {st.project})", markup=False)
+    if st.project_note:
+        out.print(f"  ({st.project_note})", markup=False)
     out.print(f"last sync:  {_when(st.last_sync)}", markup=False)
     if not st.sync_enabled:
         out.print("sync is off (MEMSYNC_SYNC=off)")

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
 # config.find_git_root and the others still work: they were here before identity.py had them
+from memsync.context.identity import Identity
 from memsync.context.identity import find_git_root as find_git_root
 from memsync.context.identity import git_origin as git_origin
 from memsync.context.identity import normalise_origin as normalise_origin
@@ -30,7 +31,7 @@ SETTINGS_FILE = "settings.json"
 
 DEFAULTS: dict[str, Any] = {
     "remote": None,  # None → the embedded folder remote under MEMSYNC_HOME
-    "project": None,  # portable project identity; None → git origin, else see identity.py
+    "project": None,  # portable project identity; None → worked out, see identity.py
     "device": None,  # None → host name
     "sync": True,
     "max_file_bytes": 1024 * 1024,
@@ -423,6 +424,11 @@ class Context(NamedTuple):
     memory_dir_reason: str = ""  # why this memory dir (status, doctor)
     project_source: str = "configured"  # how `project` was found (see identity.py)
     fingerprint: str | None = None  # the origin or first commit, checked against the remote
+    other_origin: str | None = None  # the origin's name when an earlier name won over it
+
+    @property
+    def identity(self) -> Identity:
+        return Identity(self.project, self.project_source, self.fingerprint, self.other_origin)
 
     @property
     def sync_enabled(self) -> bool:
@@ -522,4 +528,5 @@ def resolve(
         memory_dir_reason=located.reason,
         project_source=identity.source,
         fingerprint=identity.fingerprint,
+        other_origin=identity.other_origin,
     )

@@ -1,16 +1,24 @@
 """The portable project identity: the remote prefix a project's memory lives under, the same
 on every device, and never shared by two unrelated projects.
 
-In order: a name the user gave (`--project`, MEMSYNC_PROJECT, the `project` setting); the
-normalised git `origin`; the name this memory dir used before (pinned in
-`$MEMSYNC_HOME/projects.json` after its first sync); the folder's name if this device already
-synced it under that name (what memsync used before identities had a fingerprint: kept, so
-existing users' projects keep working); the folder's name plus its repository's first commit
+In order: a name the user gave (`--project`, MEMSYNC_PROJECT, the `project` setting); the name
+this memory dir synced under before on this device (pinned in `$MEMSYNC_HOME/projects.json` by
+every sync); the normalised git `origin`; the folder's name if this device already synced it
+under that name (what memsync used before identities had a fingerprint: kept, so existing
+users' projects keep working); the folder's name plus its repository's first commit
 (`app-4f72ac06b2b5`: two unrelated repositories named `app` cannot meet); else no name at all,
 and a sync asks for one.
 
+A name synced under before wins over an origin that appeared (or changed) since: a repository
+pushed to GitHub for the first time keeps the memory its other devices share instead of
+silently starting an empty prefix of its own. The identity then carries the origin's name
+(`other_origin`) so that sync says once, and status always, how to move (`origin_note`). An
+origin this device has synced under already wins over an older pin (a device that followed
+its origin before pins were kept for it stays where it is), unless the pin is a name the user
+gave.
+
 The fingerprint (the origin, else the first commit) goes into a small manifest on the remote
-(`_memsync/project.json`, see `manifest_problem`): a sync that finds memory of a different
+(`_memsync/project.json`, see `Engine._check_manifest`): a sync that finds memory of a different
 origin under its prefix refuses instead of mixing the two.
 """
 
@@ -94,6 +102,7 @@ class Identity(NamedTuple):
     name: str  # the remote prefix; "" when nothing names the project
     source: str  # configured | origin | pinned | legacy | first-commit | unnamed
     fingerprint: str | None  # "origin:<normalised url>" or "commit:<sha>"; None if neither
+    other_origin: str | None = None  # the origin's name, when a name synced before won over it
 
 
 def first_commit(root: Path) -> str | None:
@@ -125,16 +134,58 @@ def read_pins(home: Path) -> dict[str, dict]:
 
 def pin(home: Path, memory_dir: Path, identity: Identity) -> None:
     """Remember the identity a memory dir synced under, so later runs (and hooks) use it
-    without asking git, and a name given once on the command line stays."""
+    without asking git, a name given once on the command line stays, and an origin that
+    appears later does not move the memory away from the devices that share it."""
+    pins = read_pins(home)
+    old = pins.get(str(memory_dir))
+    old = old if isinstance(old, dict) else {}
+    entry: dict[str, object] = {"project": identity.name, "fingerprint": identity.fingerprint}
+    if identity.source == "configured" or (
+        old.get("given") and old.get("project") == identity.name
+    ):
+        entry["given"] = True  # a name the user gave: no origin of this device overrides it
+    if old.get("project") == identity.name and old.get("noted"):
+        entry["noted"] = old["noted"]
+    if old != entry:
+        pins[str(memory_dir)] = entry
+        _save_pins(home, pins)
+
+
+def _save_pins(home: Path, pins: dict[str, dict]) -> None:
     from memsync.util.fsutil import atomic_write, private_dir
 
-    pins = read_pins(home)
-    entry = {"project": identity.name, "fingerprint": identity.fingerprint}
-    if pins.get(str(memory_dir)) == entry:
-        return
-    pins[str(memory_dir)] = entry
     private_dir(home)
     atomic_write(home / PINS, json.dumps(pins, indent=1, sort_keys=True).encode())
+
+
+def origin_note(identity: Identity) -> str:
+    """The one sentence that says a project keeps its name although its origin differs."""
+    other = identity.other_origin
+    return (
+        f"this project's git origin is now {other}, but its memory stays under "
+        f"{identity.name}, the name it synced under on this device, so every device keeps "
+        f"sharing it; to move it under the origin, run `memsync sync --project {other}` once "
+        "on each device that has this origin"
+    )
+
+
+def to_note(home: Path, memory_dir: Path, identity: Identity) -> str | None:
+    """`origin_note` if a sync has not said it yet for this origin on this device."""
+    if not identity.other_origin:
+        return None
+    entry = read_pins(home).get(str(memory_dir))
+    if isinstance(entry, dict) and entry.get("noted") == identity.other_origin:
+        return None
+    return origin_note(identity)
+
+
+def noted(home: Path, memory_dir: Path, identity: Identity) -> None:
+    """Record that the user was shown `origin_note` for this origin (it is not said again)."""
+    pins = read_pins(home)
+    entry = pins.get(str(memory_dir))
+    if isinstance(entry, dict) and entry.get("project") == identity.name:
+        entry["noted"] = identity.other_origin
+        _save_pins(home, pins)
 
 
 def resolve_identity(
@@ -162,11 +213,22 @@ def resolve_identity(
             return Identity(name, "configured", f"origin:{origin_id}")
         same = pinned and pinned["project"] == name
         return Identity(name, "configured", commit_print() if same or root else None)
+    folder = safe_segment((root or cwd).name)
     if origin_id:
-        return Identity(origin_id, "origin", f"origin:{origin_id}")
+        remembered = str(pinned["project"]) if pinned else None
+        if remembered is None and used_before(folder):
+            remembered = folder  # synced under its folder name by an earlier version
+        if (
+            remembered is None
+            or remembered == origin_id
+            or (used_before(origin_id) and not (pinned and pinned.get("given")))
+        ):
+            return Identity(origin_id, "origin", f"origin:{origin_id}")
+        if pinned:
+            return Identity(remembered, "pinned", pinned.get("fingerprint"), origin_id)
+        return Identity(folder, "legacy", commit_print(), origin_id)
     if pinned:
         return Identity(str(pinned["project"]), "pinned", pinned.get("fingerprint"))
-    folder = safe_segment((root or cwd).name)
     fingerprint = commit_print()
     if used_before(folder):
         return Identity(folder, "legacy", fingerprint)

@@ -298,6 +298,9 @@ class MatchPlan:
     entries: dict[str, int] = field(default_factory=dict)  # name -> entries removed
     rewrites: dict[str, bytes] = field(default_factory=dict)  # name -> content without them
     indexes_before: list[bytes] = field(default_factory=list)  # MEMORY.md before the pull
+    # files that stay whose index line held the text: the line keeps its link, with the file's
+    # own description (True) or none (False) in place of its words
+    relined: dict[str, bool] = field(default_factory=dict)
 
 
 def _contains(data: bytes | str, needle: str) -> bool:
@@ -318,9 +321,7 @@ def _without_entries(name: str, text: str, needle: str) -> tuple[str, int] | Non
         return None
     mtype = type_of(name, doc.meta)
     if mtype.name == "index":
-        lines = text.splitlines(keepends=True)
-        kept = [line for line in lines if not _contains(line, needle)]
-        return "".join(kept), len(lines) - len(kept)
+        return None  # see _index_without
     if mtype.merge not in _ENTRY_STRATEGIES or (doc.meta and _contains(repr(doc.meta), needle)):
         return None
     tree = sections.parse(doc.body)
@@ -337,6 +338,48 @@ def _without_entries(name: str, text: str, needle: str) -> tuple[str, int] | Non
     return memory.render(doc.meta, body) if doc.meta is not None else body, removed
 
 
+_LINKED = re.compile(r"^(\s*(?:[-*+]\s+)?)\[([^\]]*)\]\(<?([^)<>\s]+)>?\)")
+
+
+def _index_without(
+    text: str, needle: str, staying: dict[str, str], plan: MatchPlan
+) -> tuple[str, int]:
+    """An index without the text: a line holding it goes, unless it links to a file that stays
+    (`staying`: name -> its content after the forget). Claude Code finds memory files through
+    the index, so that line keeps its link (and its title, if the title does not hold the
+    text) with the file's own frontmatter description in place of its words, or none."""
+    from memsync.memory import frontmatter
+    from memsync.memory.index_links import link_targets
+
+    out: list[str] = []
+    removed = 0
+    for line in text.splitlines(keepends=True):
+        if not _contains(line, needle):
+            out.append(line)
+            continue
+        targets = sorted(t for t in link_targets(line) if t in staying)
+        if not targets:
+            removed += 1
+            continue
+        body = line.rstrip("\r\n")
+        end = line[len(body) :] or "\n"
+        head = _LINKED.match(body)
+        for target in targets:
+            prefix = head.group(1) if head and head.group(1).strip() else "- "
+            title = head.group(2) if head and head.group(3).endswith(target) else ""
+            if not title or _contains(title, needle):
+                title = target.rsplit("/", 1)[-1].removesuffix(".md")
+            try:
+                meta = frontmatter.parse(staying[target]).meta
+            except frontmatter.FrontmatterError:
+                meta = None
+            about = " ".join(str(frontmatter.field(meta, "description") or "").split())
+            about = "" if _contains(about, needle) else about
+            out.append(f"{prefix}[{title}]({target})" + (f" — {about}" if about else "") + end)
+            plan.relined[target] = bool(about)
+    return "".join(out), removed
+
+
 def plan_match(engine: Engine, needle: str) -> MatchPlan:
     """What `forget --match` will remove. Pulls first, so remote-only files are seen too."""
     from memsync.sync.walk import MemoryWalk
@@ -346,19 +389,45 @@ def plan_match(engine: Engine, needle: str) -> MatchPlan:
     before = _indexes_before(engine)
     engine.run("pull")
     plan = MatchPlan(needle, indexes_before=before)
+    contents: dict[str, str] = {}
+    indexes: list[str] = []
     for name, path, _ in sorted(MemoryWalk(engine.ctx.memory_dir)):
         if os.path.islink(path):  # its target is walked under its own name
             continue
         data = Path(path).read_bytes()
+        contents[name] = data.decode("utf-8", "replace")
         if not _contains(data, needle):
             continue
-        rewritten = _without_entries(name, data.decode("utf-8", "replace"), needle)
+        if _is_index(name, contents[name]):
+            indexes.append(name)  # after the others: which files stay decides its lines
+            continue
+        rewritten = _without_entries(name, contents[name], needle)
         if rewritten is None:
             plan.files.append(name)
         else:
             plan.rewrites[name] = rewritten[0].encode()
             plan.entries[name] = rewritten[1]
+    staying = {
+        name: plan.rewrites[name].decode() if name in plan.rewrites else text
+        for name, text in contents.items()
+        if name not in plan.files
+    }
+    for name in indexes:
+        text, removed = _index_without(contents[name], needle, staying, plan)
+        plan.rewrites[name] = text.encode()
+        plan.entries[name] = removed
     return plan
+
+
+def _is_index(name: str, text: str) -> bool:
+    from memsync.memory import frontmatter
+    from memsync.memory.memtypes import type_of
+
+    try:
+        meta = frontmatter.parse(text).meta
+    except frontmatter.FrontmatterError:
+        meta = None
+    return type_of(name, meta).name == "index"
 
 
 def _matching_conflicts(engine: Engine, needle: str) -> set[str]:

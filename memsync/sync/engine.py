@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from memsync.context.boot import boot_id, boot_time
 from memsync.context.config import Context
+from memsync.memory.index_links import INDEX
 from memsync.memory.names import collisions, fold
 from memsync.privacy.gate import check_inbound, check_outbound
 from memsync.stores import (
@@ -28,7 +29,7 @@ from memsync.sync import localswap, planner
 from memsync.sync.localfiles import LocalFiles, settled, stat_key
 from memsync.sync.planner import Action, Kind
 from memsync.sync.remote_keys import CONFLICTS, PURGED, TOMBSTONES
-from memsync.sync.state import Record, State
+from memsync.sync.state import COMEBACKS, Record, State
 from memsync.sync.walk import MemoryWalk, is_ignored
 from memsync.util.errors import (
     AlreadyExists,
@@ -184,6 +185,9 @@ class Engine:
         self._unsynced_dirs: set[Path] = set()  # written to; fsynced once before the records
         self._landing: set[str] = set()  # new files written without fsync; flushed at the end
         self._published: list[dict] = []  # this run's conflicts, for the remote record
+        self._came_back: set[str] = set()  # this run's files an edit brought back
+        self._index_before: str | None = None  # MEMORY.md before the run, when one came back
+        self._index_read = False
         self.state = State(ctx.state_dir, int(ctx.setting("history_versions")))
         # told once when the state lock is not free at once (the CLI says it is waiting)
         self.on_wait: Callable[[str], None] | None = None
@@ -450,11 +454,13 @@ class Engine:
                 self.state.save()
                 if self.state.bases.reset:
                     result.notes.append(self.state.bases.reset)
-        if self.ctx.project_source != "origin" and not result.offline and not result.disabled:
-            from memsync.context.identity import Identity, pin
+        if not result.offline and not result.disabled:
+            from memsync.context.identity import pin, to_note
 
-            identity = Identity(self.ctx.project, self.ctx.project_source, self.ctx.fingerprint)
-            pin(self.ctx.home, self.ctx.memory_dir, identity)
+            pin(self.ctx.home, self.ctx.memory_dir, self.ctx.identity)
+            note = to_note(self.ctx.home, self.ctx.memory_dir, self.ctx.identity)
+            if note:
+                result.notes.append(note)  # the CLI records it as said (identity.noted)
         result.stats = self.store.stats
         result.seconds = time.monotonic() - started
         return result
@@ -576,6 +582,21 @@ class Engine:
         ctx = _Run(local, local_hashes, remote, entries)
         self._land(actions, local_hashes)
         self._published = []
+        self._came_back = set()
+        # MEMORY.md as it was, for the index line of a file an edit brings back: read now only
+        # when the plan says one comes back (the index may be merged before it is uploaded),
+        # else when one does (see _came_back_here)
+        self._index_before = None
+        self._index_read = any(
+            a.name in records
+            and (
+                (a.kind is Kind.UPLOAD and a.name not in remote)
+                or (a.kind is Kind.DOWNLOAD and a.name not in local_hashes)
+            )
+            for a in actions
+        )
+        if self._index_read:
+            self._index_before = self._index_text()
         try:
             for batch in _renames_in_two_steps(actions):
                 self._execute(result, batch, ctx, deadline, progress)
@@ -594,6 +615,9 @@ class Engine:
             )
             raise
         self._publish_conflicts(result)
+        if self._came_back or self.state.meta.get(COMEBACKS):
+            settle = names is None and mode != "push" and not result.offline
+            self._index_comebacks(result, self._index_before, settle)
 
         done = self._settled(result, local_hashes)
         self.state.unqueue([n for n in pending if n in done or n not in local_hashes])
@@ -605,6 +629,81 @@ class Engine:
         self.state.set_refused(local.split_refused()[0])
         if not result.offline and not result.errors and result.skipped == []:
             self.state.meta["last_sync"] = time.time()
+
+    def _index_text(self) -> str | None:
+        try:
+            data = self.read_local(INDEX)
+        except (OSError, UnsafeKey):
+            return None
+        return None if data is None else data.decode("utf-8", "surrogateescape")
+
+    def _came_back_here(self, name: str) -> None:
+        """`name`, synced before and deleted on one side, is back: an edit beat the deletion."""
+        with self._lock:
+            if name != INDEX:
+                self._came_back.add(name)
+                if not self._index_read:
+                    self._index_read = True
+                    self._index_before = self._index_text()
+
+    def _index_comebacks(self, result: SyncResult, before: str | None, settle: bool) -> None:
+        """A file an edit brought back after a deletion (a prune or a delete on one device,
+        an edit on another) gets its MEMORY.md line back, or Claude Code, which finds memory
+        files through the index, would not see a file that exists. The line is the one this
+        index had before the run (else one made from the file's frontmatter), remembered until
+        a full sync or pull has taken in the other device's index; then it is added if that
+        index lacks it, pushed, and said in a note."""
+        from memsync.memory import index_links
+        from memsync.sync.forgotten import line_hash
+
+        forgotten = self.state.meta.get("forgotten_lines") or {}
+        waiting = dict(self.state.meta.get(COMEBACKS) or {})
+        for name in sorted(self._came_back):
+            lines = index_links.linking_lines(before, name)
+            made = index_links.made_line(name, self._text_of(name))
+            waiting[name] = next((x for x in lines if line_hash(x) not in forgotten), made)
+        self.state.meta[COMEBACKS] = waiting
+        failed = result.errors.keys() | result.refused.keys() | set(result.skipped)
+        if not settle or INDEX in failed:
+            return  # the other device's index is not taken in yet: kept for the next sync
+        current = self._index_text()
+        missing = [
+            (name, line)
+            for name, line in sorted(waiting.items())
+            if current is not None
+            and self._text_of(name) is not None
+            and not index_links.links_to(current, name)
+        ]
+        del self.state.meta[COMEBACKS]
+        if not missing or current is None:
+            return
+        new = index_links.with_lines(current, [line for _, line in missing])
+        data = new.encode("utf-8", "surrogateescape")
+        path = self.local_path(INDEX)
+        if self._replace(path, data, current.encode("utf-8", "surrogateescape")) is not None:
+            self.state.meta[COMEBACKS] = waiting  # written here meanwhile: the next sync
+            return
+        rec = self.state.records.get(INDEX)
+        try:
+            self._upload(result, INDEX, data, rec.etag if rec else None, _mtime(path))
+        except Unreachable as exc:
+            result.offline = str(exc)
+            self.state.queue([INDEX])
+        except StoreError as exc:
+            result.errors[INDEX] = str(exc)
+            self.state.queue([INDEX])
+        for name, _ in missing:
+            result.notes.append(
+                f"{name} is back (deleted on one device while edited on another: the edit "
+                f"wins), so MEMORY.md lists it again"
+            )
+
+    def _text_of(self, name: str) -> str | None:
+        try:
+            data = self.read_local(name)
+        except (OSError, UnsafeKey):
+            return None
+        return None if data is None else data.decode("utf-8", "surrogateescape")
 
     def _settled(self, result: SyncResult, local_hashes: dict[str, str]) -> set[str]:
         """The files this run left in sync: those it sent, merged or deleted, and those found
@@ -909,6 +1008,8 @@ class Engine:
         """Upload with the file's mtime, the time of its edit here, kept with the object."""
         try:
             if remote_etag is None:
+                if name in self.state.records:
+                    self._came_back_here(name)  # synced, gone on the remote, edited here
                 try:
                     etag = self.store.create(name, ours, mtime)
                 except NotFound:  # a push that trusted its records found no container
@@ -937,6 +1038,8 @@ class Engine:
         if current != theirs:
             if current is not None:
                 self._keep(name, current, "replaced by a newer version from the remote")
+            elif (rec := self.state.records.get(name)) is not None and rec.etag != etag:
+                self._came_back_here(name)  # deleted here, edited on another device
             landed = self._replace(path, theirs, current, sync=name not in self._landing)
             if landed is not None:
                 self._merge(result, name, landed, _mtime(path))  # written here in the meantime
@@ -969,6 +1072,8 @@ class Engine:
                     etag = self.store.create(name, ours, mtime)
                 except AlreadyExists:
                     continue
+                if name in self.state.records:
+                    self._came_back_here(name)
                 self._finish_merge(result, name, ours, etag)
                 return
             try:

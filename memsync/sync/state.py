@@ -43,6 +43,7 @@ _FIX = "check its permissions, then run the command again"
 # kept apart from meta.json, in a file written without a flush (see State.save_meta)
 _TIMES = "times.json"
 _TIME_KEYS = ("last_sync", "last_attempt")
+COMEBACKS = "index_comebacks"  # meta: files an edit brought back -> their MEMORY.md line
 # the type of each meta.json field, checked when it is read
 _META_KINDS: dict[str, type | tuple[type, ...]] = {
     "pending": list,

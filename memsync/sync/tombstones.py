@@ -22,7 +22,7 @@ from memsync.memory.index_links import INDEX, without_links
 from memsync.stores import MAX_ATTEMPTS
 from memsync.sync.forgotten import line_hash, line_hashes, scrub
 from memsync.sync.remote_keys import PURGED, TOMBSTONES
-from memsync.sync.state import history_folder
+from memsync.sync.state import COMEBACKS, history_folder
 from memsync.util.errors import MemsyncError, NotFound, PreconditionFailed, Unreachable, UserError
 from memsync.util.fsutil import atomic_write, private_dir, sha256
 
@@ -88,6 +88,10 @@ def _remember_lines(engine: Engine, hashes: dict[str, float]) -> None:
         for h, at in hashes.items():
             known.setdefault(h, at)
         _scrub_history(engine, set(hashes))
+        waiting = engine.state.meta.get(COMEBACKS) or {}
+        for name, line in list(waiting.items()):
+            if line_hash(line) in hashes:
+                del waiting[name]  # an index line kept for a file that came back: forgotten
 
 
 

@@ -293,6 +293,45 @@ def test_prune_uses_the_digests_date_and_updates_the_index(pair, remote):
     assert (b.memory / "MEMORY.md").read_text() == want
 
 
+def prune_while_edited(a: Device, b: Device) -> tuple[str, str]:
+    """A prunes an old digest that B has meanwhile edited (unsynced): (the digest, its line)."""
+    old = "session_digest_2020-01-01.md"
+    line = f"- [Old]({old}) — a 2020 session"
+    (a.memory / "MEMORY.md").write_text(index(line, ROLE))
+    a.write(old, "## Arcs\n- old\n", type="session_digest", date="2020-01-01")
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    a.run("push")
+    b.run("pull")
+    b.write(old, "## Arcs\n- old\n- B adds what it still needs\n", type="session_digest",
+            date="2020-01-01")
+    proc = a.run("prune", "--older-than", "30d", "--type", "session_digest", "--yes")
+    assert "removed 1 MEMORY.md line(s)" in proc.stdout
+    return old, line
+
+
+@pytest.mark.parametrize("route", ["sync", "push-file-then-sync"])
+def test_a_pruned_file_that_comes_back_comes_back_with_its_index_line(pair, remote, route):
+    """An edit beats a deletion, so the pruned digest B edited comes back everywhere; its
+    MEMORY.md line comes back with it (Claude Code finds a memory file only through the index),
+    and B is told. The second route is Claude Code's: the PostToolUse hook pushes the file at
+    once, and only a later sync takes in A's index without the line."""
+    a, b = pair
+    old, line = prune_while_edited(a, b)
+    if route == "push-file-then-sync":
+        b.run("push", str(b.memory / old))
+    proc = b.run("sync")
+    notes = [n for n in proc.stderr.splitlines() if "MEMORY.md" in n and old in n]
+    assert len(notes) == 1 and notes[0].startswith("note: "), proc.stderr
+    a.run("sync")
+    b.run("sync")
+    for device in (a, b):
+        assert "B adds what it still needs" in (device.memory / old).read_text(), device.name
+        assert (device.memory / "MEMORY.md").read_text() == index(ROLE, line), device.name
+        assert not json.loads(device.run("status", "--json").stdout)["data"]["conflicts"]
+    assert on_remote(remote)["MEMORY.md"] == index(ROLE, line)
+    assert "Everything is in sync." in b.run("sync").stdout  # said once
+
+
 # --- 17: a tombstone does not apply to content created after it ---------------------------
 
 
@@ -568,6 +607,39 @@ def test_an_item_consumed_on_the_other_device_before_the_forget_does_not_come_ba
     for device in (a, b):
         text = (device.memory / "carry_forward.md").read_text()
         assert "- Book the venue" in text and "layoffs" not in text
+    assert_forgotten(["layoffs"], everywhere(pair, remote))
+
+
+def test_forget_match_in_the_index_line_of_a_file_that_stays_keeps_it_indexed(pair, remote):
+    """The text is only in MEMORY.md's description of carry_forward.md, which stays: the words
+    go, the line stays (its link, with the file's own description), so Claude Code still finds
+    the file; forget says which line it rewrote. A line linking to nothing that stays goes."""
+    a, b = pair
+    carry = "- [Carry forward](carry_forward.md) — open items; the Dana layoffs talk first"
+    loose = "- note: ask HR about the layoffs timeline"
+    (a.memory / "MEMORY.md").write_text(index(carry, ROLE, loose))
+    a.write(
+        "carry_forward.md",
+        "## Pending\n- Book the venue\n\n## Consumed\n",
+        type="carry_forward",
+        description="Items to raise at the next session",
+    )
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    a.run("push")
+    b.run("pull")
+
+    proc = a.run("forget", "--match", "layoffs", "--yes")
+    assert "will remove 1 entry from MEMORY.md" in proc.stdout, proc.stdout
+    kept = [line for line in proc.stdout.splitlines() if "carry_forward.md" in line]
+    assert len(kept) == 1 and "keep" in kept[0] and "MEMORY.md" in kept[0], proc.stdout
+    assert "forget file" not in proc.stdout
+    b.run("sync")
+    a.run("sync")
+    want = index("- [Carry forward](carry_forward.md) — Items to raise at the next session", ROLE)
+    for device in (a, b):
+        assert (device.memory / "MEMORY.md").read_text() == want, device.name
+        assert "- Book the venue" in (device.memory / "carry_forward.md").read_text()
+    assert on_remote(remote)["MEMORY.md"] == want
     assert_forgotten(["layoffs"], everywhere(pair, remote))
 
 

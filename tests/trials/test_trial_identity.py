@@ -1,0 +1,102 @@
+"""A project's identity, tried through the CLI on two devices with no `project` set.
+
+The same repository (`app`, no git origin) is on devices A and B; both sync under
+`app-<first commit>`. Then A gets an origin (`git remote add origin ...`), the moment a
+repository is pushed to GitHub for the first time. A keeps syncing under the name it synced
+under, so B still sees A's edits; A is told once, in one sentence, that the origin differs and
+how to move the memory under it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from tests.devices import Device
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+}
+ORIGIN = "git@github.com:me/app.git"
+
+
+def git(*args: str) -> None:
+    subprocess.run(["git", *args], check=True, env={**os.environ, **GIT_ENV})
+
+
+@pytest.fixture
+def pair(tmp_path):
+    """Devices whose working directory is the same repository `app` (B's is a clone with no
+    origin), with the memory dir inside it and no project name given."""
+    (tmp_path / "remote").mkdir()
+    url = (tmp_path / "remote").as_uri()
+    repo_a, repo_b = tmp_path / "a" / "app", tmp_path / "b" / "app"
+    git("init", "-q", str(repo_a))
+    (repo_a / "README").write_text("the app\n")
+    git("-C", str(repo_a), "add", "README")
+    git("-C", str(repo_a), "commit", "-qm", "first")
+    git("clone", "-q", str(repo_a), str(repo_b))
+    git("-C", str(repo_b), "remote", "remove", "origin")
+    devices = []
+    for name, repo in (("a", repo_a), ("b", repo_b)):
+        device = Device(name, repo, url, {"MEMSYNC_PROJECT": ""})
+        device.memory.mkdir()
+        devices.append(device)
+    return devices[0], devices[1], tmp_path / "remote"
+
+
+def prefixes(remote) -> list[str]:
+    return sorted(p.name for p in remote.iterdir())
+
+
+def test_an_origin_added_after_syncing_does_not_fork_the_project(pair):
+    a, b, remote = pair
+    a.write("user_pat.md", "Pat leads the storage team.\n", type="user")
+    a.run("sync")
+    assert b.run("sync").stdout == "pulled: user_pat.md\n"
+    [name] = prefixes(remote)
+    assert name.startswith("app-")
+
+    git("-C", str(a.root), "remote", "add", "origin", ORIGIN)
+    a.write("user_pat.md", "Pat leads the storage team.\nPat moved to Berlin.\n", type="user")
+    proc = a.run("sync")
+    assert proc.stdout == "pushed: user_pat.md\n"
+    assert prefixes(remote) == [name]  # no second prefix: nothing forked
+    notes = [line for line in proc.stderr.splitlines() if "github.com-me-app" in line]
+    assert len(notes) == 1, proc.stderr  # one sentence: what differs, and how to move
+    assert notes[0].startswith("note: ") and name in notes[0]
+    assert "memsync sync --project github.com-me-app" in notes[0]
+
+    assert b.run("sync").stdout == "pulled: user_pat.md\n"  # B sees A's edit
+    assert "Pat moved to Berlin." in (b.memory / "user_pat.md").read_text()
+
+    again = a.run("sync")  # said once, not at every sync
+    assert "github.com-me-app" not in again.stderr, again.stderr
+    status = a.run("status")  # status keeps saying which name is used and why
+    assert f"(project {name})" in status.stdout
+    assert "github.com-me-app" in status.stdout
+    data = json.loads(a.run("status", "--json").stdout)["data"]
+    assert data["project"] == name and "github.com-me-app" in data["project_note"]
+
+
+def test_moving_under_the_origin_as_the_note_says(pair):
+    """Following the note on both devices (once each has the origin) moves the project: from
+    then on both sync under the origin's name without being told anything."""
+    a, b, remote = pair
+    a.write("user_pat.md", "Pat leads the storage team.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    for device in (a, b):
+        git("-C", str(device.root), "remote", "add", "origin", ORIGIN)
+        device.run("sync", "--project", "github.com-me-app")
+    assert "github.com-me-app" in prefixes(remote)
+    a.write("user_pat.md", "Pat leads the storage team.\nPat moved to Berlin.\n", type="user")
+    proc = a.run("sync")
+    assert proc.stdout == "pushed: user_pat.md\n" and "note" not in proc.stderr, proc.stderr
+    assert b.run("sync").stdout == "pulled: user_pat.md\n"
+    assert "(project github.com-me-app)" in b.run("status").stdout
