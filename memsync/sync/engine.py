@@ -1225,17 +1225,14 @@ def run_daemons(
     threads: list[threading.Thread] = []
 
     def grow(count: int) -> None:  # with `lock` held
-        while len(threads) < min(count, len(threads) + len(queue)):
-            thread = threading.Thread(target=loop, daemon=True)
+        # each new thread is handed its first item: no more threads start than items are left
+        while len(threads) < count and queue and not failed:
+            thread = threading.Thread(target=loop, args=(queue.pop(),), daemon=True)
             threads.append(thread)
             thread.start()
 
-    def loop() -> None:
+    def loop(item: Action) -> None:
         while True:
-            with lock:
-                if not queue or failed:
-                    return
-                item = queue.pop()
             try:
                 work(item)
             except BaseException as exc:  # raised in the caller, as pool.map does
@@ -1247,6 +1244,10 @@ def run_daemons(
                 if more > len(threads):
                     with lock:
                         grow(more)
+            with lock:
+                if not queue or failed:
+                    return
+                item = queue.pop()
 
     with lock:
         grow(max(1, workers))
