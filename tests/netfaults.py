@@ -57,6 +57,9 @@ class FaultProxy:
         self.faults: list[Fault] = []
         self.fired: list[tuple[str, str]] = []
         self.requests: list[str] = []
+        # ("in", line) when a request has arrived, ("out", line) when its answer has gone: the
+        # order in which requests overlapped, with no clock read
+        self.events: list[tuple[str, str]] = []
         self.connections = 0
         self.strip: set[str] = set()  # answer headers to drop (lower case), e.g. content-md5
         self.stopping = threading.Event()
@@ -113,6 +116,14 @@ class FaultProxy:
                 line = f"{self.command} {self.path}"
                 with proxy._lock:
                     proxy.requests.append(line)
+                    proxy.events.append(("in", line))
+                try:
+                    self._answer(line)
+                finally:
+                    with proxy._lock:
+                        proxy.events.append(("out", line))
+
+            def _answer(self, line: str) -> None:
                 body = self._body()
                 if proxy.rtt:
                     time.sleep(proxy.rtt)

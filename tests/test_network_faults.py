@@ -190,6 +190,24 @@ def test_the_session_start_hook_exits_within_its_budget_with_a_stalled_download(
     assert b.files() == remote
 
 
+def test_a_fresh_pull_reads_the_manifest_beside_the_listing_not_after_it(
+    tmp_path, azure_url, proxy
+):
+    """Over a slow network each request one after another is a round trip: a fresh pull asks
+    for the project's manifest while its listing is in flight, and no more often than before."""
+    a, b = _pair(tmp_path, azure_url, proxy, "lean")
+    for i in range(3):
+        a.write(f"project_{i}.md", f"fact {i}\n", type="project")
+    a.run("push")
+    proxy.rtt = 0.2
+    pulled = b.run("pull", "--stats")
+    assert "requests: 5 (get 4, list 1)" in pulled.stderr, pulled.stderr
+    listing = next(line for _, line in proxy.events if "comp=list" in line)
+    manifest = next(line for _, line in proxy.events if "_memsync/project.json" in line)
+    assert proxy.events.index(("in", manifest)) < proxy.events.index(("out", listing))
+    assert b.files() == a.files()
+
+
 @pytest.mark.parametrize("path", PATHS)
 def test_foreign_blobs_are_listed_once_as_ignored_and_never_fetched(
     tmp_path, azure_url, proxy, path, azurite

@@ -320,7 +320,8 @@ class BlobHTTP:
     def warm(self, count: int) -> None:
         """Open `count` connections in the background (TCP and TLS handshakes) while something
         else is in flight, so the transfers after it start at once. Errors are left for the
-        requests to meet and report."""
+        requests to meet and report. Their threads are started by one of their own, so the
+        caller's next request (the listing) goes out without waiting for them."""
 
         def one() -> bool:
             conn = _open(self.scheme, self.host, self.port, self.connect_timeout)
@@ -332,8 +333,11 @@ class BlobHTTP:
             self._give_back(conn)
             return True
 
-        for _ in range(count):
-            threading.Thread(target=one, name="memsync-warm", daemon=True).start()
+        def start() -> None:
+            for _ in range(count):
+                threading.Thread(target=one, name="memsync-warm", daemon=True).start()
+
+        threading.Thread(target=start, name="memsync-warm", daemon=True).start()
 
     def _deadline(self) -> float:
         own = time.monotonic() + self.request_timeout

@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 from memsync.context.boot import boot_id, boot_time
 from memsync.context.config import Context
+from memsync.context.identity import MANIFEST
 from memsync.memory.index_links import INDEX
 from memsync.memory.names import collisions, fold
 from memsync.privacy.gate import check_inbound, check_outbound
@@ -188,6 +189,7 @@ class Engine:
         self._came_back: set[str] = set()  # this run's files an edit brought back
         self._index_before: str | None = None  # MEMORY.md before the run, when one came back
         self._index_read = False
+        self._manifest_ahead: _Ahead | None = None  # a fresh pull's manifest, read early
         self.state = State(ctx.state_dir, int(ctx.setting("history_versions")))
         # told once when the state lock is not free at once (the CLI says it is waiting)
         self.on_wait: Callable[[str], None] | None = None
@@ -531,9 +533,13 @@ class Engine:
                 skip=local.refused,
             )
         else:
+            self._manifest_ahead = None
             if not records and hasattr(self.store, "warm"):
                 # a fresh device fetches or sends everything: open the transfers' connections
-                # while the listing is in flight
+                # while the listing is in flight; a fresh pull reads the project's manifest
+                # alongside the listing too, not one round trip after it
+                if mode == "pull":
+                    self._manifest_ahead = _Ahead(self.store, MANIFEST)
                 self.store.warm(int(self.ctx.setting("concurrency")))
             listing = self._list(result, mode, local_hashes, records, pending)
             if listing is None:
@@ -570,6 +576,7 @@ class Engine:
                 )
                 seen = {a.name for a in actions}
                 actions += [a for a in drain if a.name not in seen]
+            self._warm_for(actions)
 
         total = len(set(local_hashes) | set(remote) | set(records))
         if not force and planner.mass_deletion(actions, total):
@@ -818,7 +825,7 @@ class Engine:
                 self.state.meta["manifest_etag"] = etag
                 return
         try:
-            data, etag = self.store.get(identity.MANIFEST)
+            data, etag = self._read_manifest(entry)
         except NotFound:
             return  # removed meanwhile: written again by the next push or sync
         theirs = identity.manifest_fingerprint(data)
@@ -836,6 +843,16 @@ class Engine:
             except PreconditionFailed:
                 return  # changed meanwhile: checked again next time
         self.state.meta["manifest_etag"] = etag
+
+    def _read_manifest(self, entry: Entry | None) -> tuple[bytes, str]:
+        """The manifest: the copy read alongside the listing if it is the one listed, else
+        read now."""
+        ahead = self._manifest_ahead
+        if ahead is not None and entry is not None:
+            got = ahead.result()
+            if got is not None and got[1] == entry.etag:
+                return got
+        return self.store.get(MANIFEST)
 
     def _check_old_name(self) -> None:
         """A first sync under a first-commit name (`app-4f72ac06b2b5`) while the remote holds
@@ -965,6 +982,19 @@ class Engine:
             run_daemons(one, actions, workers, lambda: self._workers(len(actions)))
         for attr in ("uploaded", "downloaded", "merged", "deleted_remote", "deleted_local"):
             getattr(result, attr).sort()
+
+    def _warm_for(self, actions: list[Action]) -> None:
+        """A fresh pull whose manifest, read beside the listing, took a slow network's round
+        trip opens the connections of the widened transfers now, while the first ones run:
+        when the run widens (`_workers`, once eight requests are timed) they are ready, not a
+        handshake away. One request is only a guess (on a loopback Azurite, which serves one
+        request at a time, it can wait behind a long listing), so it opens idle connections
+        and no more: a wrong guess costs a few milliseconds of handshakes."""
+        ahead = self._manifest_ahead
+        base = int(self.ctx.setting("concurrency"))
+        took = None if ahead is None else ahead.took
+        if took is not None and took >= SLOW_ROUND_TRIP and len(actions) > base:
+            self.store.warm(min(MAX_WORKERS, len(actions)) - base)  # type: ignore[attr-defined]
 
     def _workers(self, count: int) -> int:
         """Parallel transfers for `count` actions: the `concurrency` setting, widened over a
@@ -1199,6 +1229,30 @@ class Engine:
             self.state.keep(name, content, reason)
 
 
+class _Ahead:
+    """One small GET sent now, in a daemon thread, whose answer is wanted a little later: its
+    round trip overlaps the listing's instead of following it."""
+
+    def __init__(self, store: Store, key: str) -> None:
+        self._store, self._key = store, key
+        self._got: tuple[bytes, str] | None = None
+        self.took: float | None = None  # seconds it took, once done
+        self._thread = threading.Thread(target=self._get, name="memsync-ahead", daemon=True)
+        self._thread.start()
+
+    def _get(self) -> None:
+        started = time.monotonic()
+        # any failure: asked again when needed, and its error met and reported there
+        with contextlib.suppress(Exception):
+            self._got = self._store.get(self._key)
+        self.took = time.monotonic() - started
+
+    def result(self) -> tuple[bytes, str] | None:
+        """(bytes, ETag), or None if it failed."""
+        self._thread.join()
+        return self._got
+
+
 class _Run:
     """What one run knows about both sides when it starts.
 
@@ -1241,17 +1295,14 @@ def run_daemons(
     threads: list[threading.Thread] = []
 
     def grow(count: int) -> None:  # with `lock` held
-        while len(threads) < min(count, len(threads) + len(queue)):
-            thread = threading.Thread(target=loop, daemon=True)
+        # each new thread is handed its first item: no more threads start than items are left
+        while len(threads) < count and queue and not failed:
+            thread = threading.Thread(target=loop, args=(queue.pop(),), daemon=True)
             threads.append(thread)
             thread.start()
 
-    def loop() -> None:
+    def loop(item: Action) -> None:
         while True:
-            with lock:
-                if not queue or failed:
-                    return
-                item = queue.pop()
             try:
                 work(item)
             except BaseException as exc:  # raised in the caller, as pool.map does
@@ -1263,6 +1314,10 @@ def run_daemons(
                 if more > len(threads):
                     with lock:
                         grow(more)
+            with lock:
+                if not queue or failed:
+                    return
+                item = queue.pop()
 
     with lock:
         grow(max(1, workers))
