@@ -497,97 +497,137 @@ class Engine:
         deadline: float | None,
         progress: Callable[[int, int], None] | None,
     ) -> None:
+        """Look here, plan against the remote (or, for `push FILE`, against the records),
+        refuse a mass deletion, carry the plan out, then settle the queue and the records."""
         if self.state.meta.get("purged"):
             from memsync.sync.tombstones import purged_here
 
             raise purged_here(self)
         self._recover_landing()
+        local = self._look_here(result, mode, names, allow)
+        pending = self.state.pending  # read after a lost dir's restore, which empties it
+        if mode == "push" and names is not None:
+            run = self._plan_from_records(result, local, names, pending)
+        else:
+            planned = self._plan_from_listing(result, mode, local, names, pending)
+            if planned is None:
+                return
+            run = planned
+        self._refuse_mass_deletion(mode, run, force)
+        self._carry_out(result, run, deadline, progress)
+        if self._came_back or self.state.meta.get(COMEBACKS):
+            settle = names is None and mode != "push" and not result.offline
+            self._index_comebacks(result, self._index_before, settle)
+        self._settle(result, run, pending)
+
+    def _look_here(
+        self,
+        result: SyncResult,
+        mode: str,
+        names: list[str] | None,
+        allow: dict[str, set[str]],
+    ) -> LocalScan:
+        """The memory dir's scan; a lost memory dir restored first (see memory_dir_lost)."""
         local = self.scan_local(allow)
-        records = self.state.records
         # the state dir only on full runs: `push FILE` after each memory write stays lean
         swept = local.swept + (sweep_temp_files(self.ctx.state_dir) if names is None else 0)
         if swept:
             result.notes.append(f"Removed {swept} temp file(s) left by an interrupted write.")
         result.refused, result.kept_local = local.split_refused()
-        pending = self.state.pending
-        local_hashes = dict(local.content.hashes)
-        records = self.state.records
         if names is None and self.memory_dir_lost(local):
             self._restore_lost_dir(result, mode)
-            pending = self.state.pending
+        return local
 
-        if mode == "push" and names is not None:
-            # Trust the records: the happy path is one conditional request a file.
-            result.refused.update(refuse_colliding_names(local, records))
-            remote = {n: r.etag for n, r in records.items()}
-            entries: dict[str, float] = {}
-            only = set(names) | set(pending)
-            result.refused = {n: r for n, r in result.refused.items() if n in only}
-            result.kept_local = {n: r for n, r in result.kept_local.items() if n in only}
+    def _plan_from_records(
+        self, result: SyncResult, local: LocalScan, names: list[str], pending: list[str]
+    ) -> _Run:
+        """`push FILE`: trust the records instead of listing, so the happy path is one
+        conditional request a file."""
+        records = self.state.records
+        result.refused.update(refuse_colliding_names(local, records))
+        remote = {n: r.etag for n, r in records.items()}
+        only = set(names) | set(pending)
+        result.refused = {n: r for n, r in result.refused.items() if n in only}
+        result.kept_local = {n: r for n, r in result.kept_local.items() if n in only}
+        local_hashes = dict(local.content.hashes)
+        actions = planner.plan(
+            local_hashes, remote, records, kinds=planner.PUSH_KINDS, only=only, skip=local.refused
+        )
+        return _Run(local, local_hashes, remote, {}, actions)
+
+    def _plan_from_listing(
+        self,
+        result: SyncResult,
+        mode: str,
+        local: LocalScan,
+        names: list[str] | None,
+        pending: list[str],
+    ) -> _Run | None:
+        """List the remote and plan `mode` against it; None when the remote cannot be reached
+        (what the run was for is queued)."""
+        records = self.state.records
+        self._manifest_ahead = None
+        if not records and hasattr(self.store, "warm"):
+            # a fresh device fetches or sends everything: open the transfers' connections
+            # while the listing is in flight; a fresh pull reads the project's manifest
+            # alongside the listing too, not one round trip after it
+            if mode == "pull":
+                self._manifest_ahead = _Ahead(self.store, MANIFEST)
+            self.store.warm(int(self.ctx.setting("concurrency")))
+        listing = self._list(result, mode, dict(local.content.hashes), records, pending)
+        if listing is None:
+            return None
+        if not listing and records:
+            raise GuardError(self._remote_lost_message(len(records)))
+        self._take_in_listing(listing, local, result, mode)
+        local_hashes = dict(local.content.hashes)
+        files = classify(listing, self.state.refused_remote)
+        result.refused_remote.update(files.unsafe)
+        result.ignored_remote.update(files.ignored)
+        self.state.keep_refused_remote(files.ignored)
+        remote = {key: entry.etag for key, entry in files.memory.items()}
+        entries = {key: entry.modified for key, entry in files.memory.items()}
+        result.refused.update(refuse_colliding_names(local, records, remote))
+        skip = set(local.refused) | set(result.refused_remote)
+        if mode == "sync":
+            actions = planner.plan(local_hashes, remote, records, only=names, skip=skip)
+        elif mode == "push":
             actions = planner.plan(
-                local_hashes,
-                remote,
-                records,
-                kinds=planner.PUSH_KINDS,
-                only=only,
-                skip=local.refused,
+                local_hashes, remote, records, kinds=planner.PUSH_KINDS, skip=skip
             )
-        else:
-            self._manifest_ahead = None
-            if not records and hasattr(self.store, "warm"):
-                # a fresh device fetches or sends everything: open the transfers' connections
-                # while the listing is in flight; a fresh pull reads the project's manifest
-                # alongside the listing too, not one round trip after it
-                if mode == "pull":
-                    self._manifest_ahead = _Ahead(self.store, MANIFEST)
-                self.store.warm(int(self.ctx.setting("concurrency")))
-            listing = self._list(result, mode, local_hashes, records, pending)
-            if listing is None:
-                return
-            if not listing and records:
-                raise GuardError(self._remote_lost_message(len(records)))
-            self._take_in_listing(listing, local, result, mode)
-            local_hashes = dict(local.content.hashes)
-            files = classify(listing, self.state.refused_remote)
-            result.refused_remote.update(files.unsafe)
-            result.ignored_remote.update(files.ignored)
-            self.state.keep_refused_remote(files.ignored)
-            remote = {key: entry.etag for key, entry in files.memory.items()}
-            entries = {key: entry.modified for key, entry in files.memory.items()}
-            result.refused.update(refuse_colliding_names(local, records, remote))
-            skip = set(local.refused) | set(result.refused_remote)
-            if mode == "sync":
-                actions = planner.plan(local_hashes, remote, records, only=names, skip=skip)
-            elif mode == "push":
-                actions = planner.plan(
-                    local_hashes, remote, records, kinds=planner.PUSH_KINDS, skip=skip
-                )
-            else:
-                actions = planner.plan(
-                    local_hashes, remote, records, kinds=planner.PULL_KINDS, only=names, skip=skip
-                )
-                drain = planner.plan(
-                    local_hashes,
-                    remote,
-                    records,
-                    kinds=planner.PUSH_KINDS,
-                    only=pending,
-                    skip=skip,
-                )
-                seen = {a.name for a in actions}
-                actions += [a for a in drain if a.name not in seen]
-            self._warm_for(actions)
+        else:  # a pull, which also sends what this device queued while offline
+            actions = planner.plan(
+                local_hashes, remote, records, kinds=planner.PULL_KINDS, only=names, skip=skip
+            )
+            drain = planner.plan(
+                local_hashes, remote, records, kinds=planner.PUSH_KINDS, only=pending, skip=skip
+            )
+            seen = {a.name for a in actions}
+            actions += [a for a in drain if a.name not in seen]
+        self._warm_for(actions)
+        return _Run(local, local_hashes, remote, entries, actions)
 
-        total = len(set(local_hashes) | set(remote) | set(records))
-        if not force and planner.mass_deletion(actions, total):
-            count = len(planner.deletions(actions))
+    def _refuse_mass_deletion(self, mode: str, run: _Run, force: bool) -> None:
+        total = len(set(run.local_hashes) | set(run.remote) | set(self.state.records))
+        if not force and planner.mass_deletion(run.actions, total):
+            count = len(planner.deletions(run.actions))
             raise GuardError(
                 f"this {mode} would delete {count} of {total} memory files; "
                 "if that is what you want, run it again with --force"
             )
 
-        ctx = _Run(local, local_hashes, remote, entries)
-        self._land(actions, local_hashes)
+    def _carry_out(
+        self,
+        result: SyncResult,
+        run: _Run,
+        deadline: float | None,
+        progress: Callable[[int, int], None] | None,
+    ) -> None:
+        """Execute the plan (deletions and renames in their own step first); interrupted,
+        the pushes not done are queued, so that even a `push FILE` (which looks only at its
+        files and the queue) sends them next time."""
+        actions, records = run.actions, self.state.records
+        self._land(actions, run.local_hashes)
         self._published = []
         self._came_back = set()
         # MEMORY.md as it was, for the index line of a file an edit brings back: read now only
@@ -597,8 +637,8 @@ class Engine:
         self._index_read = any(
             a.name in records
             and (
-                (a.kind is Kind.UPLOAD and a.name not in remote)
-                or (a.kind is Kind.DOWNLOAD and a.name not in local_hashes)
+                (a.kind is Kind.UPLOAD and a.name not in run.remote)
+                or (a.kind is Kind.DOWNLOAD and a.name not in run.local_hashes)
             )
             for a in actions
         )
@@ -606,11 +646,9 @@ class Engine:
             self._index_before = self._index_text()
         try:
             for batch in _renames_in_two_steps(actions):
-                self._execute(result, batch, ctx, deadline, progress)
+                self._execute(result, batch, run, deadline, progress)
         except BaseException:
-            # interrupted: the pushes not done are queued, so that even a `push FILE` (which
-            # looks only at its files and the queue) sends them next time
-            done = self._settled(result, local_hashes)
+            done = self._settled(result, run.local_hashes)
             self.state.queue(
                 [
                     a.name
@@ -622,18 +660,16 @@ class Engine:
             )
             raise
         self._publish_conflicts(result)
-        if self._came_back or self.state.meta.get(COMEBACKS):
-            settle = names is None and mode != "push" and not result.offline
-            self._index_comebacks(result, self._index_before, settle)
 
-        done = self._settled(result, local_hashes)
-        self.state.unqueue([n for n in pending if n in done or n not in local_hashes])
+    def _settle(self, result: SyncResult, run: _Run, pending: list[str]) -> None:
+        """The queue, the refused files and the time of the last full success, after a run."""
+        done = self._settled(result, run.local_hashes)
+        self.state.unqueue([n for n in pending if n in done or n not in run.local_hashes])
         if result.offline:
-            queued = [a.name for a in actions if a.kind in planner.PUSH_KINDS]
-            queued = [n for n in queued if n not in done]
-            self.state.queue(queued)
+            queued = [a.name for a in run.actions if a.kind in planner.PUSH_KINDS]
+            self.state.queue([n for n in queued if n not in done])
             result.queued = self.state.pending
-        self.state.set_refused(local.split_refused()[0])
+        self.state.set_refused(run.local.split_refused()[0])
         if not result.offline and not result.errors and result.skipped == []:
             self.state.meta["last_sync"] = time.time()
 
@@ -1266,13 +1302,10 @@ class _Run:
         local_hashes: dict[str, str],
         remote: dict[str, str],
         modified: dict[str, float],
+        actions: list[Action],
     ) -> None:
-        self.local, self.local_hashes, self.remote, self.modified = (
-            local,
-            local_hashes,
-            remote,
-            modified,
-        )
+        self.local, self.local_hashes, self.remote = local, local_hashes, remote
+        self.modified, self.actions = modified, actions
 
     def mtime(self, name: str) -> float | None:
         return self.local.mtimes.get(name)
