@@ -103,8 +103,7 @@ def test_delivering_a_colliding_commitment_id_keeps_the_other_devices_promise(
     if with_base:  # the other device synced after both existed: base has both, in Open
         base_body = "## Open\n- [c-same] k1 send the deck\n- [c-same] k2 book the room\n"
         mine = doc(
-            "## Open\n- [c-same] k2 book the room\n\n## Delivered\n"
-            "- [c-same] k1 send the deck ✓\n",
+            "## Open\n- [c-same] k2 book the room\n\n## Delivered\n- [c-same] k1 send the deck ✓\n",
             type="commitments",
         )
         other_body = base_body + "- [c-3] k3 new one\n"
@@ -136,6 +135,23 @@ def test_carry_forward_consumed_on_one_side_leaves_pending():
     assert "thank Ana" not in pending
     assert "raise the analogy" in pending and "ask about the trip" in pending
     assert "thank Ana" in "".join(tree.find("Consumed").entries)
+
+
+@pytest.mark.parametrize("consumer", ["ours", "theirs"])
+def test_an_item_consumed_on_one_side_and_reworded_on_the_other_is_consumed_and_reported(
+    consumer: str,
+):
+    base = doc("## Pending\n- thank Ana\n\n## Consumed\n", type="carry_forward")
+    consumed = doc("## Pending\n\n## Consumed\n- thank Ana\n", type="carry_forward")
+    reworded = doc("## Pending\n- thank Ana for the intro\n\n## Consumed\n", type="carry_forward")
+    ours, theirs = (consumed, reworded) if consumer == "ours" else (reworded, consumed)
+    result = merge("carry_forward.md", base, ours, theirs)
+    tree = sections.parse(body_of(result.content))
+    assert "thank Ana" not in "".join(tree.find("Pending").entries)
+    assert "".join(tree.find("Consumed").entries).count("thank Ana") == 1
+    # the rewording is not in the file: never dropped without a word
+    assert result.conflict and "consumed or delivered on the other" in result.conflict
+    assert "both versions are in the file" not in result.conflict
 
 
 def test_two_digests_on_the_same_day_are_both_kept_by_session():

@@ -425,6 +425,7 @@ class Context(NamedTuple):
     project_source: str = "configured"  # how `project` was found (see identity.py)
     fingerprint: str | None = None  # the origin or first commit, checked against the remote
     other_origin: str | None = None  # the origin's name when an earlier name won over it
+    git_root: Path | None = None  # the repository the project lives in, if any
 
     @property
     def identity(self) -> Identity:
@@ -529,4 +530,5 @@ def resolve(
         project_source=identity.source,
         fingerprint=identity.fingerprint,
         other_origin=identity.other_origin,
+        git_root=find_git_root(cwd),
     )

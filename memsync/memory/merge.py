@@ -343,6 +343,12 @@ def _continues(a: str, b: str) -> bool:
     return a == b or a.startswith(b) or b.startswith(a)
 
 
+class Superseded(str):
+    """A merge note for an entry changed on one side and moved to Consumed or Delivered on the
+    other: only the moved version is kept (the change is in the history of the device that
+    made it, where the merge replaced its file)."""
+
+
 def merge_items(
     base: Sequence[Item] | None,
     ours: Sequence[Item],
@@ -400,12 +406,39 @@ def merge_items(
                 chosen = [oi, ti]  # one id minted for two promises: only its own is done
                 notes.append(label(oi))
             else:
-                chosen = [done]
+                chosen = [done]  # the other side's change goes: reported, never silently
+                notes.append(Superseded(label(other)))
         else:
             chosen = [oi, ti]
             notes.append(label(oi))
         out.extend(x for x in chosen if x is not None)
     return out
+
+
+def _conflict(path: str, notes: list[str], discarded: bool) -> str | None:
+    """One sentence for the user about what the merge could not keep apart, or None."""
+    both = [n for n in notes if not isinstance(n, Superseded)]
+    moved = [n for n in notes if isinstance(n, Superseded)]
+    said = []
+    if both:
+        listed = _short(", ".join(dict.fromkeys(both)), 200)
+        said.append(
+            f"both devices changed the same entries differently ({listed}); both versions are "
+            "in the file: keep the right one"
+        )
+    if moved:
+        listed = _short(", ".join(dict.fromkeys(moved)), 200)
+        said.append(
+            f"an entry changed on one device was consumed or delivered on the other ({listed}); "
+            "it is kept as consumed or delivered and the change is in local history on the "
+            f"device that made it (`memsync history {path}`): move it back if it still matters"
+        )
+    if not said:
+        return None
+    conflict = "; ".join(said) + f", then `memsync resolve {path}`"
+    if discarded:
+        conflict += f"; the other version is in local history (`memsync history {path}`)"
+    return conflict
 
 
 def _merge_entries(
@@ -952,16 +985,7 @@ def _merge_text(
             discarded = theirs_raw if newer else ours_raw  # the value not kept is in there
         notes.extend(meta_notes)
         text = _render_like(meta, body, o_doc, t_doc, ours, theirs)
-    conflict = None
-    if notes:
-        listed = ", ".join(dict.fromkeys(notes))
-        conflict = (
-            f"both devices changed the same entries differently ({_short(listed, 200)}); "
-            "both versions are in the file: keep the right one, then `memsync resolve "
-            f"{path}`"
-        )
-        if discarded is not None:
-            conflict += f"; the other version is in local history (`memsync history {path}`)"
+    conflict = _conflict(path, notes, discarded is not None)
     return MergeResult(text.encode(), conflict, discarded, None, edited)
 
 

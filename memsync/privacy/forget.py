@@ -577,9 +577,15 @@ def republish(engine: Engine) -> bool:
     purpose, made anew), forget what was synced with it, so that everything here goes up as
     new. True if there was something to lift."""
     with engine.locked():
+        from memsync.sync.walk import is_ignored
+
         had = engine.state.meta.pop("purged", None) is not None
+        store = engine.store
+        if hasattr(store, "project_known"):  # a folder remote: its project folder may be made
+            store.project_known = False
         try:
-            empty = not engine.store.list()
+            # memsync's own records (the purge mark itself) are not memory
+            empty = all(is_ignored(key) for key in store.list())
         except NotFound:
             empty = True
         if empty and engine.state.records:

@@ -35,6 +35,10 @@ class FolderStore:
         self.base = self.root / prefix if prefix else self.root
         self.url = self.base.as_uri() if self.base.is_absolute() else str(self.base)
         self.stats = Stats()
+        # Set by the engine when this device has synced here: the project's folder is then
+        # never made anew by a write, since its absence means the drive or share is not
+        # mounted (the mount point is an empty folder) and a write there would be lost.
+        self.project_known = False
 
     def _path(self, key: str) -> Path:
         return self.base / check_key(key)
@@ -42,6 +46,12 @@ class FolderStore:
     def _lock(self):  # a context manager
         if not self.root.is_dir():
             raise Unreachable(f"the folder remote {self.root} is not there (is the drive mounted?)")
+        if self.project_known and not self.base.is_dir():
+            raise Unreachable(
+                f"the folder remote {self.root} has no folder {self.base.name} for this project, "
+                "though this device synced with it (is the drive mounted?); if it was removed "
+                "on purpose, `memsync push --republish` publishes this device's memory again"
+            )
         private_dir(self.base)
         return file_lock(self.base / _LOCK)
 

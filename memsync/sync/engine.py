@@ -234,6 +234,8 @@ class Engine:
             self._store = open_store(self.ctx.remote, self.ctx.project)
             if hasattr(self._store, "max_bytes"):  # a network store caps what it reads
                 self._store.max_bytes = self.max_bytes
+            if hasattr(self._store, "project_known"):  # a folder store (see there)
+                self._store.project_known = bool(self.state.records)
         return self._store
 
     # --- the local side -------------------------------------------------------------------
@@ -766,11 +768,12 @@ class Engine:
         say files were synced from it: a lost folder (a wiped disk, a new checkout, an `rm
         -rf`), never a request to delete every file everywhere. A folder made again, where
         the agent already wrote a new file or two, holds none of the synced files: lost too,
-        when those were more than a few (deleting a handful by hand is an ordinary edit)."""
+        when those were more than a few (deleting a handful by hand is an ordinary edit) or
+        included MEMORY.md (Claude Code's index, which nobody deletes with its files)."""
         records = self.state.records
         if not records or local.refused or records.keys() & local.content.hashes.keys():
             return False
-        return not local.content.hashes or len(records) > LOST_DIR_MIN
+        return not local.content.hashes or len(records) > LOST_DIR_MIN or INDEX in records
 
     def _remote_lost_message(self, count: int) -> str:
         """An empty remote where this device synced files: an unmounted share (its mount
@@ -848,10 +851,10 @@ class Engine:
         if entry is not None and entry.etag == self.state.meta.get("manifest_etag"):
             return
         if entry is None:
-            if mode == "pull":
-                return  # a pull writes nothing to the remote; the next push or sync does
             if not [k for k in listing if not is_ignored(k)]:
                 self._check_old_name()
+            if mode == "pull":
+                return  # a pull writes nothing to the remote; the next push or sync does
             mine = identity.Identity(self.ctx.project, self.ctx.project_source, ours)
             try:
                 etag = self.store.create(identity.MANIFEST, identity.manifest_bytes(mine))
@@ -865,7 +868,7 @@ class Engine:
         except NotFound:
             return  # removed meanwhile: written again by the next push or sync
         theirs = identity.manifest_fingerprint(data)
-        if theirs and ours and theirs != ours:
+        if theirs and ours and theirs != ours and not self._same_repository(theirs):
             raise UserError(
                 f"the remote {self._display_remote()} holds the memory of another project "
                 f"({identity.describe(theirs)}; this one has {identity.describe(ours)}); "
@@ -890,20 +893,39 @@ class Engine:
                 return got
         return self.store.get(MANIFEST)
 
-    def _check_old_name(self) -> None:
-        """A first sync under a first-commit name (`app-4f72ac06b2b5`) while the remote holds
-        this same repository's memory under the folder name earlier memsync versions used
-        (`app`, with a manifest of the same first commit): say so, upload nothing."""
-        if self.ctx.project_source != "first-commit" or not self.ctx.fingerprint:
-            return
+    def _same_repository(self, theirs: str) -> bool:
+        """A manifest written before the repository had an origin names its first commit: this
+        repository, with an origin now, is the same project if its first commit is that one."""
+        if not theirs.startswith("commit:") or self.ctx.git_root is None:
+            return False
         from memsync.context import identity
 
-        old_name = self.ctx.project.rsplit("-", 1)[0]
+        return theirs == f"commit:{identity.first_commit(self.ctx.git_root)}"
+
+    def _check_old_name(self) -> None:
+        """A first sync under a name whose prefix is empty while the remote holds this same
+        repository's memory under an earlier name: under a first-commit name
+        (`app-4f72ac06b2b5`), the folder name earlier memsync versions used (`app`); under an
+        origin name, the first-commit name it synced under before it had an origin. Either
+        has a manifest of the same first commit. Say so, upload nothing."""
+        from memsync.context import identity
+
+        source, expected = self.ctx.project_source, self.ctx.fingerprint
+        if source == "first-commit" and expected:
+            old_name = self.ctx.project.rsplit("-", 1)[0]
+        elif source == "origin" and self.ctx.git_root is not None:
+            commit = identity.first_commit(self.ctx.git_root)
+            if commit is None:
+                return
+            expected = f"commit:{commit}"
+            old_name = f"{identity.safe_segment(self.ctx.git_root.name)}-{commit[:12]}"
+        else:
+            return
         try:
             data, _ = open_store(self.ctx.remote, old_name).get(identity.MANIFEST)
         except (NotFound, StoreError):
             return
-        if identity.manifest_fingerprint(data) == self.ctx.fingerprint:
+        if identity.manifest_fingerprint(data) == expected:
             raise UserError(
                 f"this project's memory is on the remote under its earlier name {old_name!r}; "
                 f"nothing was synced: run `memsync sync --project {old_name}` once on this "
@@ -926,7 +948,7 @@ class Engine:
         known = set(self.state.records) | set(local.content.hashes)
         for name in apply_tombstones(self, data, listing, local):
             result.notes.append(
-                f"lines another device forgot (`memsync forget --match`) were taken out of {name}"
+                f"lines another device forgot (`memsync forget`) were taken out of {name}"
             )
         result.forgotten += sorted(  # what the user had here and no longer has: say so
             n for n in known if n not in self.state.records and n not in local.content.hashes

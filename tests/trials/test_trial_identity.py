@@ -100,3 +100,24 @@ def test_moving_under_the_origin_as_the_note_says(pair):
     assert proc.stdout == "pushed: user_pat.md\n" and "note" not in proc.stderr, proc.stderr
     assert b.run("sync").stdout == "pulled: user_pat.md\n"
     assert "(project github.com-me-app)" in b.run("status").stdout
+
+
+def test_a_new_clone_with_the_origin_finds_the_memory_synced_before_the_origin(pair, tmp_path):
+    """Device D clones the repository after it got its origin: its own name would be the
+    origin's, an empty prefix. It is told where the memory is, and that name works."""
+    a, _, remote = pair
+    a.write("user_pat.md", "Pat leads the storage team.\n", type="user")
+    a.run("sync")
+    [name] = prefixes(remote)
+    git("-C", str(a.root), "remote", "add", "origin", ORIGIN)
+    repo_d = tmp_path / "d" / "app"
+    git("clone", "-q", str(a.root), str(repo_d))
+    git("-C", str(repo_d), "remote", "set-url", "origin", ORIGIN)
+    d = Device("d", repo_d, remote.as_uri(), {"MEMSYNC_PROJECT": ""})
+    d.memory.mkdir()
+    for command in ("sync", "pull"):
+        proc = d.run(command, check=1)
+        assert f"memsync sync --project {name}" in proc.stderr, proc.stderr
+    assert prefixes(remote) == [name]  # no empty second copy started
+    assert d.run("sync", "--project", name).stdout == "pulled: user_pat.md\n"
+    assert d.run("sync").stdout == "Everything is in sync.\n"  # the name is remembered

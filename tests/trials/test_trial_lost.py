@@ -40,9 +40,7 @@ def test_an_unmounted_share_deletes_nothing_and_says_to_mount_it(pair, shape, co
     assert "--republish" in proc.stderr
     assert b.files() == {**before, "project_new.md": b.files()["project_new.md"]}
     assert sorted(p.name for p in remote.rglob("*") if p.is_file()) == []  # nothing sent
-    hook = b.run(
-        "hook", "session-start", input=json.dumps({"session_id": "s", "cwd": str(b.root)})
-    )
+    hook = b.run("hook", "session-start", input=json.dumps({"session_id": "s", "cwd": str(b.root)}))
     assert hook.returncode == 0 and len(b.files()) == len(before) + 1
     shutil.rmtree(remote)
     remote.with_name("share.away").rename(remote)  # mounted again
@@ -73,3 +71,68 @@ def test_a_memory_dir_made_again_with_a_new_file_in_it_is_restored(pair):
     b.run("sync")
     a.run("sync")
     assert a.files() == b.files()
+
+
+def test_writes_to_an_unmounted_share_wait_for_it_and_nothing_is_lost_once_it_is_back(pair):
+    """push FILE (Claude Code's PostToolUse hook), a plain push and forget send without
+    listing; with the share unmounted they must not write into its empty mount point, where
+    their files would be lost when the share comes back."""
+    a, b, remote = pair
+    remote.rename(remote.with_name("share.away"))
+    remote.mkdir()  # the mount point of a share that is not mounted
+    b.write("project_fact0.md", "fact 0, edited while the share was away\n", type="project")
+    b.write("project_new.md", "written while the share was away\n", type="project")
+    for args in (["push", "project_fact0.md"], ["push", "project_new.md"], ["push"]):
+        proc = b.run(*args, check=None)
+        assert proc.returncode in (1, 3), (args, proc.stdout, proc.stderr)
+        assert "mount" in proc.stderr, (args, proc.stderr)
+    proc = b.run("forget", "project_fact1.md", "--yes", check=None)
+    assert proc.returncode == 3, proc.stderr
+    payload = {
+        "session_id": "s",
+        "cwd": str(b.root),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Write",
+        "tool_input": {"file_path": str(b.memory / "project_new.md")},
+    }
+    assert b.run("hook", "post-tool-use", input=json.dumps(payload)).returncode == 0
+    assert sorted(p for p in remote.rglob("*")) == []  # nothing made at the mount point
+    shutil.rmtree(remote)
+    remote.with_name("share.away").rename(remote)  # mounted again
+    b.run("sync")
+    a.run("sync")
+    assert a.files() == b.files()
+    assert a.files()["project_fact0.md"].endswith(b"edited while the share was away\n")
+    assert "project_new.md" in a.files() and "project_fact1.md" not in a.files()
+
+
+def test_republish_after_a_purge_works_the_first_time(pair):
+    a, b, remote = pair
+    a.run("purge", "--all", "--yes")
+    proc = b.run("push", "--republish")
+    assert "publishing this device's memory again" in proc.stdout, proc.stderr
+    assert len(list((remote / "e2e-project").glob("*.md"))) == 8
+    a.run("sync", check=1)  # the purging device's own mark is its own to lift
+
+
+def test_a_small_memory_dir_made_again_with_a_new_file_is_restored_not_deleted(tmp_path):
+    """Below the few files a user may delete by hand, the index gives a lost folder away."""
+    remote = tmp_path / "share"
+    remote.mkdir()
+    a, b = make_device(tmp_path, "a", remote.as_uri()), make_device(tmp_path, "b", remote.as_uri())
+    for i in range(3):
+        a.write(f"project_fact{i}.md", f"fact {i}\n", type="project")
+    (a.memory / "MEMORY.md").write_text(
+        "".join(f"- [f{i}](project_fact{i}.md)\n" for i in range(3))
+    )
+    a.run("sync")
+    b.run("sync")
+    shutil.rmtree(b.memory)
+    b.memory.mkdir()
+    b.write("user_new.md", "the agent wrote this first\n", type="user")
+    proc = b.run("sync", check=1)
+    assert "run `memsync pull`" in proc.stderr, proc.stderr
+    a.run("sync")
+    assert len(a.files()) == 4  # nothing deleted on the remote
+    b.run("pull")
+    assert set(b.files()) == {*a.files(), "user_new.md"}
