@@ -33,15 +33,11 @@ if TYPE_CHECKING:
     from memsync.sync.engine import Engine, LocalScan
 
 
-
-
 REPUBLISH = "memsync push --republish"
-
 
 
 class Purged(UserError):
     """This project was purged; nothing is uploaded until the user republishes."""
-
 
 
 def audit(engine: Engine, action: str, **details: Any) -> None:
@@ -63,7 +59,6 @@ def audit(engine: Engine, action: str, **details: Any) -> None:
         fh.write(json.dumps(record, sort_keys=True) + "\n")
 
 
-
 def _scrub_history(engine: Engine, forgotten: set[str]) -> None:
     """Take forgotten lines out of every local history copy (a copy left empty goes)."""
     state = engine.state
@@ -80,7 +75,6 @@ def _scrub_history(engine: Engine, forgotten: set[str]) -> None:
                 version.path.with_suffix(".reason").unlink(missing_ok=True)
 
 
-
 def _remember_lines(engine: Engine, hashes: dict[str, float]) -> None:
     """Keep the hashes (never the lines) so that later history copies leave them out too."""
     if hashes:
@@ -92,7 +86,6 @@ def _remember_lines(engine: Engine, hashes: dict[str, float]) -> None:
         for name, line in list(waiting.items()):
             if line_hash(line) in hashes:
                 del waiting[name]  # an index line kept for a file that came back: forgotten
-
 
 
 def read_tombstones(data: bytes | None) -> dict[str, Any]:
@@ -129,10 +122,8 @@ def read_tombstones(data: bytes | None) -> dict[str, Any]:
     return out
 
 
-
 def _number(value: Any) -> float:
     return float(value) if isinstance(value, int | float) else 0.0
-
 
 
 def _write_tombstones(
@@ -184,7 +175,6 @@ def _write_tombstones(
             continue
         return
     raise UserError("the remote tombstone list kept changing; run `memsync sync` to finish")
-
 
 
 def finish_remote(
@@ -240,7 +230,6 @@ def finish_remote(
     return deleted
 
 
-
 def _take_conflicts(engine: Engine, job: dict[str, Any], ids: set[str] | None) -> None:
     """The remote conflict record without the entries about the job's files or with the ids
     the job collected (a description naming a forgotten heading or id), conditional writes.
@@ -270,7 +259,6 @@ def _take_conflicts(engine: Engine, job: dict[str, Any], ids: set[str] | None) -
     raise UserError("the remote conflict record kept changing; run `memsync sync` to finish")
 
 
-
 def _scrub_remote(engine: Engine, name: str, forgotten: set[str]) -> None:
     """Take the forgotten lines out of the remote copy of a file `forget --match` rewrote:
     pushed through a merge from a stale base (a forget made offline), a removal could lose to
@@ -294,7 +282,6 @@ def _scrub_remote(engine: Engine, name: str, forgotten: set[str]) -> None:
     raise UserError(f"{name} kept changing on the remote; run `memsync sync` to finish")
 
 
-
 def _remote_index(engine: Engine, job: dict[str, Any]) -> tuple[bytes, str] | None:
     """The remote MEMORY.md, its lines linking to the job's files added to the job's hashes
     (it may hold lines this device never saw: another device's, or ones added while this
@@ -305,7 +292,6 @@ def _remote_index(engine: Engine, job: dict[str, Any]) -> tuple[bytes, str] | No
         return None
     job["lines"] = sorted(set(job["lines"]) | line_hashes(linking_lines(data, job["files"])))
     return data, etag
-
 
 
 def _drop_remote_index_lines(
@@ -334,7 +320,6 @@ def _drop_remote_index_lines(
     raise UserError("MEMORY.md kept changing on the remote; run `memsync sync` to finish")
 
 
-
 def erase_here(engine: Engine, job: dict[str, Any], *, first: bool) -> None:
     """The job's local part: files, history, records, index lines; forgotten lines out of
     history. On a later run (`first` False) a file written since the job is left alone."""
@@ -356,13 +341,11 @@ def erase_here(engine: Engine, job: dict[str, Any], *, first: bool) -> None:
     _remember_lines(engine, dict.fromkeys(job["lines"], job["at"]))
 
 
-
 def drop_job(engine: Engine, job: dict[str, Any]) -> None:
     meta = engine.state.meta
     meta["forgetting"] = [j for j in meta.get("forgetting", []) if j.get("id") != job["id"]]
     if not meta["forgetting"]:
         del meta["forgetting"]
-
 
 
 def finish_pending(engine: Engine, listing: dict[str, Entry]) -> None:
@@ -380,14 +363,12 @@ def finish_pending(engine: Engine, listing: dict[str, Entry]) -> None:
         audit(engine, "forget-finished", id=job["id"], files=job["files"])
 
 
-
 def linking_lines(data: bytes | None, names: Iterable[str]) -> list[str]:
     """The lines of an index that link to any of `names`."""
     wanted = set(names)
     if data is None or not wanted:
         return []
     return without_links(data.decode("utf-8", "surrogateescape"), wanted)[1]
-
 
 
 def apply_tombstones(
@@ -454,7 +435,6 @@ def _drop_index_lines(engine: Engine, gone: dict[str, float], local: LocalScan) 
     local.content.add(INDEX, sha256(clean), clean)
 
 
-
 def _scrub_local(engine: Engine, fresh: dict[str, float], local: LocalScan) -> None:
     """Take lines another device just forgot out of the memory files here, where they are old
     content: in the file's base (synced before), or in a file last written before the forget.
@@ -480,7 +460,7 @@ def _scrub_local(engine: Engine, fresh: dict[str, float], local: LocalScan) -> N
             continue
         in_base = line_hashes(base_lines)
         old = {h for h in held if h in in_base or mtime <= fresh[h]}
-        old |= _rewords_of_forgotten(lines, base_lines, fresh, mtime)
+        old |= _rewords_of_forgotten(lines, base_lines, fresh)
         clean = scrub(data, old) if old else data
         if clean == data:
             continue
@@ -493,20 +473,18 @@ def _scrub_local(engine: Engine, fresh: dict[str, float], local: LocalScan) -> N
 
 
 def _rewords_of_forgotten(
-    lines: list[str], base_lines: list[str], fresh: dict[str, float], mtime: float
+    lines: list[str], base_lines: list[str], fresh: dict[str, float]
 ) -> set[str]:
-    """The hashes of lines here that reword a forgotten line of the base, in an edit made
-    before the forget: the same entry, which a merge would otherwise keep over the removal
-    (an item reworded here while another device forgot it). An entry reworded after the
-    forget is new content and stays."""
+    """The hashes of lines here that reword a forgotten line of the base: the same entry,
+    which a merge would otherwise keep over the removal (an item reworded here while another
+    device forgot it). When the edit was made does not matter: the base is what this device
+    last synced, so it had not heard of the forget, and its rewording carries the forgotten
+    words (a line written here after this device has heard of it is new content: by then the
+    base no longer holds the forgotten line)."""
     from memsync.memory.merge import SIMILAR, similarity
 
     here = set(lines)
-    gone = [
-        line
-        for line in base_lines
-        if (h := line_hash(line)) in fresh and line not in here and mtime <= fresh[h]
-    ]
+    gone = [line for line in base_lines if line_hash(line) in fresh and line not in here]
     if not gone:
         return set()
     added = [line for line in lines if line not in set(base_lines) and line_hash(line)]
@@ -518,7 +496,6 @@ def _rewords_of_forgotten(
     }
 
 
-
 def _forget_conflicts(engine: Engine, ids: dict[str, Any], before: set[str]) -> None:
     """Clear the conflicts here whose descriptions another device's forget took off the
     remote record (by the conflict's id: the tombstone never holds the text)."""
@@ -526,7 +503,6 @@ def _forget_conflicts(engine: Engine, ids: dict[str, Any], before: set[str]) -> 
     if fresh:
         kept = [c for c in engine.state.conflicts if c.get("id") not in fresh]
         engine.state.meta["conflicts"] = kept
-
 
 
 def _apply_file_tombstone(
@@ -561,7 +537,6 @@ def _apply_file_tombstone(
     state.drop_history(name, before=None if from_before else t["at"])
 
 
-
 def recreate_blocked(engine: Engine, name: str) -> str | None:
     """Why a push must not create `name` again after it vanished from the remote: another
     device forgot it (a tombstone not applied here yet) or purged the project. One or two
@@ -584,7 +559,6 @@ def recreate_blocked(engine: Engine, name: str) -> str | None:
     return f"this project was purged, so {name} was not uploaded; `{REPUBLISH}` publishes again"
 
 
-
 def quarantine(engine: Engine, name: str, data: bytes, lines: bool = False) -> Path:
     """Move an unsynced edit of a forgotten file out of the memory dir, keeping it whole.
     `lines`: only lines of it were forgotten: the file stays (its caller takes them out) and
@@ -600,7 +574,6 @@ def quarantine(engine: Engine, name: str, data: bytes, lines: bool = False) -> P
     entry = {"file": name, "path": str(path), "at": time.time(), "lines": lines}
     engine.state.meta["quarantined"] = [*engine.state.meta.get("quarantined", []), entry]
     return path
-
 
 
 def quarantine_notices(engine: Engine) -> list[str]:
@@ -622,10 +595,8 @@ def quarantine_notices(engine: Engine) -> list[str]:
     ]
 
 
-
 def _when(ts: Any) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(_number(ts)))
-
 
 
 def purged_here(engine: Engine) -> Purged:
@@ -640,7 +611,6 @@ def purged_here(engine: Engine) -> Purged:
     )
 
 
-
 def remote_purge_marker(engine: Engine) -> dict[str, Any]:
     try:
         data, _ = engine.store.get(PURGED)
@@ -648,4 +618,3 @@ def remote_purge_marker(engine: Engine) -> dict[str, Any]:
     except (NotFound, ValueError):
         return {}
     return marker if isinstance(marker, dict) else {}
-
