@@ -152,24 +152,31 @@ def progress_runner(engine: Engine, **kwargs) -> SyncResult:
         return engine.run(progress=tick, **kwargs)
 
 
+_DONE = (
+    ("uploaded", "pushed"),
+    ("downloaded", "pulled"),
+    ("merged", "merged"),
+    ("deleted_remote", "deleted on the remote"),
+    ("deleted_local", "deleted here (kept in history)"),
+    ("forgotten", "forgotten here (another device ran `memsync forget`)"),
+)
+
+
+def done_lines(result: SyncResult) -> None:
+    """One line a file for what the run did; also for a run cut short by Ctrl-C or SIGTERM."""
+    # one plain write: Rich per line costs a pull of thousands of files whole seconds
+    lines = [f"{verb}: {name}\n" for attr, verb in _DONE for name in getattr(result, attr)]
+    if lines:
+        out.file.write("".join(lines))
+        out.file.flush()
+
+
 def report(result: SyncResult, stats: bool, memory_dir: Path | None = None) -> None:
     """Print what happened and exit with the contract's code."""
     if result.disabled:
         err.print("memsync: sync is off (MEMSYNC_SYNC=off); nothing was sent or fetched.")
         return
-    verbs = (
-        ("uploaded", "pushed"),
-        ("downloaded", "pulled"),
-        ("merged", "merged"),
-        ("deleted_remote", "deleted on the remote"),
-        ("deleted_local", "deleted here (kept in history)"),
-        ("forgotten", "forgotten here (another device ran `memsync forget`)"),
-    )
-    # one plain write: Rich per line costs a pull of thousands of files whole seconds
-    lines = [f"{verb}: {name}\n" for attr, verb in verbs for name in getattr(result, attr)]
-    if lines:
-        out.file.write("".join(lines))
-        out.file.flush()
+    done_lines(result)
     for note in result.notes:
         err.print(f"note: {note}", markup=False)
     for conflict in result.conflicts:
@@ -289,7 +296,13 @@ def transfer(
     names = [pushable(engine, p) for p in paths] if paths else None
     allowed = {name: set(allow) for name in names or ()} if allow else {}
     paths_in_dir = [str(engine.ctx.memory_dir / n) for n in names] if names else None
-    result = progress_runner(engine, mode=mode, paths=paths_in_dir, force=force, allow=allowed)
+    try:
+        result = progress_runner(engine, mode=mode, paths=paths_in_dir, force=force, allow=allowed)
+    except KeyboardInterrupt as stop:
+        done = getattr(stop, "done", None)  # set by Engine.run
+        if done is not None:
+            done_lines(done)
+        raise
     if engine.ctx.other_origin:
         from memsync.context import identity
 

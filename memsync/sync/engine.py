@@ -448,6 +448,9 @@ class Engine:
         with self.locked():
             try:
                 self._run_locked(result, mode, names, force, allow or {}, deadline, progress)
+            except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM (see entry.py)
+                stop.done = result  # type: ignore[attr-defined]  # what it did, for the CLI
+                raise
             finally:
                 self._make_durable()
                 if self.state.meta.get("quarantined"):
