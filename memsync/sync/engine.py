@@ -523,7 +523,7 @@ class Engine:
         if self._came_back or self.state.meta.get(COMEBACKS):
             settle = names is None and mode != "push" and not result.offline
             self._index_comebacks(result, self._index_before, settle)
-        self._settle(result, run, pending)
+        self._settle(result, run, pending, full=names is None)
 
     def _look_here(
         self,
@@ -666,7 +666,7 @@ class Engine:
             raise
         self._publish_conflicts(result)
 
-    def _settle(self, result: SyncResult, run: _Run, pending: list[str]) -> None:
+    def _settle(self, result: SyncResult, run: _Run, pending: list[str], full: bool) -> None:
         """The queue, the refused files and the time of the last full success, after a run."""
         done = self._settled(result, run.local_hashes)
         self.state.unqueue([n for n in pending if n in done or n not in run.local_hashes])
@@ -677,6 +677,13 @@ class Engine:
         self.state.set_refused(run.local.split_refused()[0])
         if not result.offline and not result.errors and result.skipped == []:
             self.state.meta["last_sync"] = time.time()
+            if self.state.conflicts and full:
+                # a file deleted on every side takes its conflicts with it (each device
+                # clears its own: there is nothing left to resolve)
+                remote = set(run.remote) - set(result.deleted_remote)
+                for name in {c["file"] for c in self.state.conflicts} - set(self.state.records):
+                    if name not in remote and not self.local_path(name).exists():
+                        self.state.resolve_conflicts(name)
 
     def _index_text(self) -> str | None:
         try:

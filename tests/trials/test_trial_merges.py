@@ -431,6 +431,29 @@ def test_two_devices_start_the_same_days_digest_and_carry_forward_from_the_templ
     assert conflict_files(a) == conflict_files(b) == []
 
 
+def test_a_file_deleted_everywhere_takes_its_conflicts_with_it(pair):
+    """Fresh-eyes trial: conflicts about files since deleted on every device stayed in status
+    and the primer for good."""
+    a, b, _ = pair
+    a.write("user_pat.md", "Pat works on storage.\n", type="user")
+    a.write("feedback_tone.md", "Keep answers short.\n", type="feedback")
+    start_synced(a, b)
+    t0 = 1_795_500_000.0
+    edit(a, "user_pat.md", lambda t: t.replace("storage", "storage (laptop)"), t0)
+    edit(b, "user_pat.md", lambda t: t.replace("storage", "storage (desktop)"), t0 + 3)
+    a.run("sync")
+    b.run("sync")
+    a.run("sync")
+    assert conflict_files(a) == conflict_files(b) == ["user_pat.md"]
+    (a.memory / "user_pat.md").unlink()
+    a.run("sync")
+    b.run("sync")
+    a.run("sync")
+    assert "user_pat.md" not in a.files() and "user_pat.md" not in b.files()
+    assert conflict_files(a) == conflict_files(b) == []
+    assert "user_pat.md" not in primer(b)
+
+
 def test_devices_with_the_same_host_name_see_each_others_conflicts(tmp_path):
     """Two laptops both called `vm` (a cloned image) and no `device` setting: the conflict
     one of them records reaches the other, which must not take it for its own."""
