@@ -301,28 +301,31 @@ def _consume(line: str):
 
 
 @pytest.mark.parametrize(
-    ("b_edit", "pending", "consumed"),
+    ("b_edit", "pending", "consumed", "reported"),
     [
-        # re-trial item 1: B rewords Q3 and consumes the linter item in the same round
+        # re-trial item 1: B rewords Q3 and consumes the linter item in the same round; B's
+        # rewording of the consumed Q3 is not kept, so it is reported (fresh-eyes trial)
         (
             lambda t: _consume("- Mention the new linter config.\n")(
                 t.replace("Q3 numbers.", "Q3 numbers and the forecast.")
             ),
             "- Check whether the venue replied.",
             "- Mention the new linter config.",
+            ["carry_forward.md"],
         ),
         # re-trial item 2: B writes a brand-new item over Q3's line
         (
             lambda t: t.replace(Q3, "- Book flights for the offsite.\n"),
             "- Book flights for the offsite.",
             Q3.strip(),
+            [],
         ),
     ],
     ids=["reword-and-consume", "replace-in-place"],
 )
 @pytest.mark.parametrize("how", ["sync", "push"])
 def test_carry_forward_consumed_on_a_while_b_makes_several_edits(
-    pair, b_edit, pending, consumed, how
+    pair, b_edit, pending, consumed, reported, how
 ):
     """A consumes Q3. Whatever else B did, Q3 is consumed only, and B's new item stays."""
     a, b, remote = pair
@@ -340,7 +343,7 @@ def test_carry_forward_consumed_on_a_while_b_makes_several_edits(
         assert pending in top and consumed in bottom, text
         assert "linter" not in top or "linter" not in bottom
     assert a.files() == b.files()
-    assert conflict_files(a) == conflict_files(b) == []
+    assert conflict_files(a) == conflict_files(b) == reported
 
 
 def test_one_promise_delivered_on_both_devices_with_different_notes_keeps_both(pair):
