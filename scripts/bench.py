@@ -76,9 +76,9 @@ def make_files(folder: Path, n: int, seed: int = 7) -> None:
         (folder / f"project_bench_{i:05}.md").write_text(text)
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, str]:
+def timed(cmd: list[str], env: dict[str, str], cwd: Path | None = None) -> tuple[float, str]:
     started = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=cwd)
     elapsed = time.perf_counter() - started
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
@@ -86,8 +86,12 @@ def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, str]:
 
 
 class Memsync:
-    def __init__(self, exe: Path, endpoint: str, conn: str) -> None:
-        self.exe, self.endpoint, self.conn = exe, endpoint, conn
+    """memsync runs in the bench's work folder, outside any git repository: as from a
+    repository with an origin, its identity needs no git process (a checkout without an
+    origin would add one `git rev-list` to every fresh pull for its first commit)."""
+
+    def __init__(self, exe: Path, endpoint: str, conn: str, cwd: Path) -> None:
+        self.exe, self.endpoint, self.conn, self.cwd = exe, endpoint, conn, cwd
 
     def env(self, home: Path, memory: Path) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSYNC_")}
@@ -101,7 +105,7 @@ class Memsync:
 
     def run(self, verb: str, url: str, home: Path, memory: Path, *paths: str) -> tuple[float, str]:
         cmd = [str(self.exe), verb, *paths, "--remote", url, "--stats"]
-        seconds, err = timed(cmd, self.env(home, memory))
+        seconds, err = timed(cmd, self.env(home, memory), self.cwd)
         m = re.search(r"requests: (\d+) \(([^)]*)\)", err)
         return seconds, (f"{m.group(1)} ({m.group(2)})" if m else "?")
 
@@ -141,7 +145,7 @@ def bench_size(n: int, repeats: int, work: Path, bin_dir: Path) -> dict[str, obj
         src = work / f"src-{n}"
         make_files(src, n)
         endpoint = server.endpoint
-        ms = Memsync(bin_dir / "memsync", endpoint, server.connection_string)
+        ms = Memsync(bin_dir / "memsync", endpoint, server.connection_string, work)
         rc = Rclone(work, server.port)
         # warm up Azurite (its first requests of each kind are slow): puts, a listing, gets
         warm = f"{endpoint}/warm{uuid.uuid4().hex[:8]}/w"
@@ -228,7 +232,7 @@ def wan_size(n: int, repeats: int, work: Path, bin_dir: Path, rtt: float) -> dic
         src = work / f"wan-src-{n}"
         make_files(src, n)
         endpoint = f"http://127.0.0.1:{proxy.port}/{ACCOUNT}"
-        ms = Memsync(bin_dir / "memsync", endpoint, server.connection_string)
+        ms = Memsync(bin_dir / "memsync", endpoint, server.connection_string, work)
         rc = Rclone(work, proxy.port)
         warm = f"{endpoint}/warm{uuid.uuid4().hex[:8]}/w"
         ms.run("push", warm, work / f"wan-warm-{n}", src)
@@ -268,6 +272,7 @@ def wan_size(n: int, repeats: int, work: Path, bin_dir: Path, rtt: float) -> dic
                     capture_output=True,
                     text=True,
                     check=True,
+                    cwd=work,
                 )
                 return time.perf_counter() - started
             if kind == "rc_pull":
