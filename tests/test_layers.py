@@ -52,10 +52,9 @@ def _imports(path: Path) -> list[tuple[str, bool]]:
     def visit(node: ast.AST, runs: bool) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
-                for stmt in child.body:
-                    visit(stmt, False)
-                for stmt in child.orelse:
-                    visit(stmt, runs)
+                # the branches' statements themselves, not only what is inside them
+                visit(ast.Module(body=child.body, type_ignores=[]), False)
+                visit(ast.Module(body=child.orelse, type_ignores=[]), runs)
                 continue
             if isinstance(child, ast.ImportFrom) and child.level == 0 and child.module:
                 if child.module.split(".")[0] == "memsync":
@@ -122,3 +121,4 @@ def test_the_graph_is_read():
     engine = {target for target, _ in GRAPH["memsync.sync.engine"]}
     assert "memsync.sync.planner" in engine and "memsync.privacy.gate" in engine
     assert ("memsync.sync.walk", True) in GRAPH["memsync.privacy.forget"]  # a lazy import
+    assert ("memsync.sync.engine", False) in GRAPH["memsync.sync.tombstones"]  # TYPE_CHECKING
