@@ -358,11 +358,6 @@ def locate_memory_dir(cwd: Path) -> MemoryDir:
     return MemoryDir(path, ignored + why)
 
 
-def claude_memory_dir(cwd: Path) -> Path:
-    """Where Claude Code keeps auto-memory for the project containing `cwd`."""
-    return locate_memory_dir(cwd).path
-
-
 def default_device(home: Path) -> str:
     """This machine's name for conflicts, forgets and purges: the host name and a short id
     made once per MEMSYNC_HOME. Host names alone repeat (two laptops called `vm`, a cloned

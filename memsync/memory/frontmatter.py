@@ -87,7 +87,8 @@ _YAML_WORDS = frozenset({"yes", "no", "true", "false", "on", "off", "null"})
 
 def simple_mapping(source: str) -> dict[str, Any] | None:
     """The frontmatter as YAML would load it, when every line is `key: plain text`; None
-    (use PyYAML) for anything else. Checking 5000 pulled files this way saves ~2 s of CPU."""
+    (use PyYAML) for anything else: a pull checks every file it lands, and PyYAML's
+    constructor is most of that check's CPU (docs/benchmarks.md)."""
     data: dict[str, Any] = {}
     for line in source.split("\n"):
         if not line:

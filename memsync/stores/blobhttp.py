@@ -1,10 +1,11 @@
 """The few Blob service REST calls memsync makes, over the standard library's http.client.
 
 Moving thousands of small files, the SDK's pipeline (azure-core policies, requests, urllib3)
-costs several times the CPU of the request itself, and `import azure.storage.blob` a third of a
-second per process. This client keeps one keep-alive connection per thread (one TLS context for
-all of them), signs with Shared Key or carries a SAS token, and leaves the framing of answers to
-http.client, which is well kept and fuzzed: memsync adds only what it needs on top of it. Every
+costs several times the CPU of the request itself, and `import azure.storage.blob` is a large
+share of a process's start (docs/benchmarks.md). This client keeps one keep-alive connection
+per thread (one TLS context for all of them), signs with Shared Key or carries a SAS token, and
+leaves the framing of answers to http.client, which is well kept and fuzzed: memsync adds only
+what it needs on top of it. Every
 interim (1xx) answer is skipped, a body is capped before it is read (a memory file's maximum plus
 headroom; listings have their own cap) and read in bounded pieces against an overall deadline,
 and a connection that saw any error is closed, never reused.

@@ -18,6 +18,7 @@ import json
 import time
 from typing import TYPE_CHECKING
 
+from memsync.stores.base import MAX_ATTEMPTS
 from memsync.util.errors import AlreadyExists, NotFound, PreconditionFailed, StoreError
 
 if TYPE_CHECKING:
@@ -32,7 +33,6 @@ REMOTE_KEY = "_memsync/conflicts.json"  # engine.CONFLICTS
 KEEP = 200  # entries on the remote
 KEEP_SEEN = 1000  # ids a device remembers having taken in
 SKEW = 300.0  # seconds: a conflict this much before our last sync may still be about our edit
-_ATTEMPTS = 8
 
 
 def entry(name: str, detail: str, device: str) -> dict[str, Any]:
@@ -90,7 +90,7 @@ def publish(
 ) -> None:
     """Append `entries` (conflicts) and `resolutions` to the remote record (conditional
     writes, bounded retries)."""
-    for _ in range(_ATTEMPTS):
+    for _ in range(MAX_ATTEMPTS):
         try:
             data, etag = store.get(REMOTE_KEY)
         except NotFound:

@@ -1148,11 +1148,7 @@ class Engine:
 
     def _fetch(self, name: str) -> tuple[bytes, str, float | None]:
         """The remote copy with its edit time (None from a store that keeps none)."""
-        fetch = getattr(self.store, "fetch", None)
-        if fetch is None:
-            data, etag = self.store.get(name)
-            return data, etag, None
-        return fetch(name)
+        return self.store.fetch(name)
 
     def _merge(self, result: SyncResult, name: str, ours: bytes, mtime: float | None) -> None:
         """Merge `ours` (edited here at `mtime`) with the remote copy, whose edit time comes
