@@ -299,6 +299,7 @@ def test_logs_are_private(tmp_path):
 def test_a_deleted_memory_file_is_logged_as_a_deletion(tmp_path):
     device = folder_device(tmp_path)
     path = device.write("quick.md", "x\n", type="user")
+    device.write("user_stays.md", "y\n", type="user")  # an emptied memory dir reads as lost
     device.run("push")
     path.unlink()
     base = {"session_id": "s-1", "cwd": str(device.root), "hook_event_name": "FileChanged"}

@@ -129,6 +129,11 @@ def _remote_checks(ctx: Context, store: Any) -> list[Check]:
         fix = "check the network or the mount; changes are queued until it is back"
         return [*checks, Check("remote reachable", False, str(exc), fix)]
     checks.append(Check("remote reachable", True, strip_query(ctx.remote)))
+    synced = _synced_here(ctx)
+    if not present and synced:  # an unmounted share, a deleted container: never "new"
+        fix = "mount the drive or share; if it was emptied on purpose, `memsync push --republish`"
+        detail = f"{_container(store)} is missing, though this device synced {synced} file(s) there"
+        return [*checks, Check("container", False, detail, fix)]
     if not present:  # a fresh remote: the first push makes it, where the credential may
         creatable = getattr(store, "can_create", lambda: True)()
         detail = f"{_container(store)} does not exist yet"
@@ -163,6 +168,18 @@ def _state(ctx: Context) -> Check:
     except MemsyncError as exc:
         return Check("state", False, str(exc), "see the message")
     return Check("state", True, str(folder))
+
+
+def _synced_here(ctx: Context) -> int:
+    """How many files this device's records say it synced with the remote (0 if unreadable:
+    the state check reports that)."""
+    import json
+
+    try:
+        records = json.loads((ctx.state_dir / "records.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return 0
+    return len(records) if isinstance(records, dict) else 0
 
 
 def _container(store: Any) -> str:

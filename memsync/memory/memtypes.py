@@ -220,7 +220,8 @@ def check(name: str, data: bytes, max_bytes: int = DEFAULT_MAX_BYTES) -> Documen
         raise RefusedFile(name, problem)
     if len(data) > max_bytes:
         raise RefusedFile(name, f"it is {len(data)} bytes, over the {max_bytes}-byte limit")
-    if not data.strip():
+    if not data.strip() and name.rsplit("/", 1)[-1] != INDEX_NAME:
+        # an index with no lines left (its last file forgotten) is still Claude Code's index
         raise RefusedFile(name, "the file is empty")
     if b"\x00" in data:
         raise RefusedFile(name, "it contains NUL bytes (binary data, not Markdown)")

@@ -539,7 +539,10 @@ class Engine:
         if swept:
             result.notes.append(f"Removed {swept} temp file(s) left by an interrupted write.")
         result.refused, result.kept_local = local.split_refused()
-        if names is None and self.memory_dir_lost(local):
+        # `push FILE` too (the PostToolUse hook): once the agent's first new file in a lost
+        # folder were recorded, the folder would no longer look lost, and the next push
+        # would delete everything the folder held from the remote
+        if self.memory_dir_lost(local):
             self._restore_lost_dir(result, mode)
         return local
 

@@ -763,3 +763,17 @@ def test_forget_file_clears_its_conflicts_from_the_remote_record(pair, remote):
     for device in (a, b):
         assert "voice_calibration" not in device.run("status").stdout
     assert_forgotten(["divorce"], everywhere(pair, remote))
+
+
+def test_forgetting_the_last_indexed_file_leaves_an_index_that_still_syncs(pair, remote):
+    """Fresh-eyes trial: MEMORY.md left with no lines was refused as "empty" by every sync."""
+    a, b = pair
+    a.write("user_x.md", "Pat's side project.\n", type="user")
+    (a.memory / "MEMORY.md").write_text("- [x](user_x.md) — Pat's side project\n")
+    a.run("sync")
+    b.run("sync")
+    a.run("forget", "user_x.md", "--yes")
+    assert (a.memory / "MEMORY.md").read_text().strip() == ""
+    a.run("sync")  # exit 0: nothing refused
+    b.run("sync")
+    assert sorted(b.files()) == ["MEMORY.md"] and b.files()["MEMORY.md"].strip() == b""

@@ -96,6 +96,8 @@ def test_writes_to_an_unmounted_share_wait_for_it_and_nothing_is_lost_once_it_is
         "tool_input": {"file_path": str(b.memory / "project_new.md")},
     }
     assert b.run("hook", "post-tool-use", input=json.dumps(payload)).returncode == 0
+    doctor = b.run("doctor", check=1)  # not "the first push creates it"
+    assert "is missing, though this device synced" in doctor.stdout + doctor.stderr
     assert sorted(p for p in remote.rglob("*")) == []  # nothing made at the mount point
     shutil.rmtree(remote)
     remote.with_name("share.away").rename(remote)  # mounted again
@@ -136,3 +138,28 @@ def test_a_small_memory_dir_made_again_with_a_new_file_is_restored_not_deleted(t
     assert len(a.files()) == 4  # nothing deleted on the remote
     b.run("pull")
     assert set(b.files()) == {*a.files(), "user_new.md"}
+
+
+def test_the_agents_first_file_in_a_lost_memory_dir_does_not_make_it_look_found(tmp_path):
+    """Fresh-eyes trial: after `rm -rf` of the memory dir, the PostToolUse hook's `push FILE`
+    of the agent's first new file recorded it; the folder then no longer looked lost and the
+    Stop hook's push deleted every other file from the remote."""
+    remote = tmp_path / "share"
+    remote.mkdir()
+    a, b = make_device(tmp_path, "a", remote.as_uri()), make_device(tmp_path, "b", remote.as_uri())
+    for name in ("user_a.md", "user_b.md"):
+        a.write(name, f"{name} fact\n", type="user")
+    (a.memory / "MEMORY.md").write_text("- [a](user_a.md)\n- [b](user_b.md)\n")
+    a.run("sync")
+    b.run("sync")
+    shutil.rmtree(a.memory)
+    a.memory.mkdir()
+    a.write("user_new.md", "the agent's first new file\n", type="user")
+    proc = a.run("push", "user_new.md", check=1)
+    assert "run `memsync pull`" in proc.stderr, proc.stderr
+    stop = {"session_id": "s", "cwd": str(a.root), "hook_event_name": "Stop"}
+    assert a.run("hook", "stop", input=json.dumps(stop)).returncode == 0
+    b.run("sync")
+    assert sorted(b.files()) == ["MEMORY.md", "user_a.md", "user_b.md"]  # nothing deleted
+    a.run("pull")
+    assert sorted(a.files()) == ["MEMORY.md", "user_a.md", "user_b.md", "user_new.md"]
