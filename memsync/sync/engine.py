@@ -488,7 +488,11 @@ class Engine:
         if self.state.meta.get("forgetting"):
             from memsync.sync.tombstones import finish_pending
 
-            finish_pending(self, listing)
+            for names in finish_pending(self, listing):
+                result.notes.append(
+                    f"finished forgetting {', '.join(names)} here and on the remote (the forget "
+                    "waited for the remote)"
+                )
         self._apply_tombstones(listing, local, result)
         self._receive_conflicts(result, listing)
 

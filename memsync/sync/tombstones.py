@@ -348,8 +348,10 @@ def drop_job(engine: Engine, job: dict[str, Any]) -> None:
         del meta["forgetting"]
 
 
-def finish_pending(engine: Engine, listing: dict[str, Entry]) -> None:
-    """Finish the forgets an outage or a kill interrupted (called by every listing run)."""
+def finish_pending(engine: Engine, listing: dict[str, Entry]) -> list[list[str]]:
+    """Finish the forgets an outage or a kill interrupted (called by every listing run); the
+    files of each job finished, for the run to say so."""
+    finished = []
     for job in list(engine.state.meta.get("forgetting", [])):
         try:
             finish_remote(engine, job, listing)
@@ -361,6 +363,8 @@ def finish_pending(engine: Engine, listing: dict[str, Entry]) -> None:
         drop_job(engine, job)
         engine.state.save_meta()
         audit(engine, "forget-finished", id=job["id"], files=job["files"])
+        finished.append(list(job["files"]))
+    return finished
 
 
 def linking_lines(data: bytes | None, names: Iterable[str]) -> list[str]:
@@ -584,9 +588,9 @@ def quarantine_notices(engine: Engine) -> list[str]:
     else:
         engine.state.meta.pop("quarantined", None)
     return [
-        f"{q['file']} was forgotten on another device, so your unsynced edit of it was not "
-        f"uploaded but moved to {q['path']}: copy what you still need into a new memory file, "
-        "then delete that file"
+        f"{q['file']} was forgotten on another device; your copy, with the edit this device made "
+        f"to it, was moved to {q['path']} and is not synced: copy what you still need into a "
+        "new memory file, then delete that file"
         if not q.get("lines")
         else f"lines of {q['file']} were forgotten on another device, and your unsynced "
         f"rewording of them was taken out of it; the file as it was is in {q['path']}: copy "

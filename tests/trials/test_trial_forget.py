@@ -409,6 +409,7 @@ def test_forget_during_an_outage_finishes_on_the_next_sync(pair, remote, tmp_pat
 
     away.rename(remote)
     proc = a.run("sync")
+    assert "finished forgetting relationship_sam.md" in proc.stderr, proc.stderr  # not silent
     assert "relationship_sam.md" not in on_remote(remote)
     assert "relationship_sam.md" not in a.files(), "not pulled back"
     assert audit(a)[-1]["action"] == "forget-finished"
