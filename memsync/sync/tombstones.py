@@ -464,7 +464,7 @@ def _scrub_local(engine: Engine, fresh: dict[str, float], local: LocalScan) -> N
             continue
         in_base = line_hashes(base_lines)
         old = {h for h in held if h in in_base or mtime <= fresh[h]}
-        old |= _rewords_of_forgotten(lines, base_lines, fresh)
+        old |= _rewords_of_forgotten(lines, base_lines, fresh, mtime)
         clean = scrub(data, old) if old else data
         if clean == data:
             continue
@@ -477,18 +477,20 @@ def _scrub_local(engine: Engine, fresh: dict[str, float], local: LocalScan) -> N
 
 
 def _rewords_of_forgotten(
-    lines: list[str], base_lines: list[str], fresh: dict[str, float]
+    lines: list[str], base_lines: list[str], fresh: dict[str, float], mtime: float
 ) -> set[str]:
-    """The hashes of lines here that reword a forgotten line of the base: the same entry,
-    which a merge would otherwise keep over the removal (an item reworded here while another
-    device forgot it). When the edit was made does not matter: the base is what this device
-    last synced, so it had not heard of the forget, and its rewording carries the forgotten
-    words (a line written here after this device has heard of it is new content: by then the
-    base no longer holds the forgotten line)."""
+    """The hashes of lines here that reword a forgotten line of the base, in an edit made
+    before the forget: the same entry, which a merge would otherwise keep over the removal
+    (an item reworded here while another device forgot it). An entry reworded after the
+    forget is new content and stays."""
     from memsync.memory.merge import SIMILAR, similarity
 
     here = set(lines)
-    gone = [line for line in base_lines if line_hash(line) in fresh and line not in here]
+    gone = [
+        line
+        for line in base_lines
+        if (h := line_hash(line)) in fresh and line not in here and mtime <= fresh[h]
+    ]
     if not gone:
         return set()
     added = [line for line in lines if line not in set(base_lines) and line_hash(line)]
