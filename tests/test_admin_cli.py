@@ -70,14 +70,20 @@ def test_prune_with_yes_deletes_everywhere_and_audits(tmp_path, remote_url):
     assert "--older-than" in bad.stderr
 
 
-def test_import_and_migrate_to_a_folder_remote_that_is_not_there_are_unreachable(tmp_path):
-    """As for sync: an unmounted drive is exit 3, and no folder is made in its place."""
-    (tmp_path / "r").mkdir()
-    a = make_device(tmp_path, "a", (tmp_path / "r").as_uri())
+def exported(tmp_path, remote_url):
+    """A device that pushed one file, and the archive `export` made of it."""
+    a = make_device(tmp_path, "a", remote_url)
     a.write("user_role.md", "Staff engineer.\n", type="user")
     a.run("push")
     archive = tmp_path / "backup.tar.gz"
     a.run("export", str(archive))
+    return a, archive
+
+
+def test_import_and_migrate_to_a_folder_remote_that_is_not_there_are_unreachable(tmp_path):
+    """As for sync: an unmounted drive is exit 3, and no folder is made in its place."""
+    (tmp_path / "r").mkdir()
+    _, archive = exported(tmp_path, (tmp_path / "r").as_uri())
     gone = tmp_path / "unmounted"
     b = make_device(tmp_path, "b", gone.as_uri())
     b.write("user_role.md", "Staff engineer.\n", type="user")
@@ -88,11 +94,7 @@ def test_import_and_migrate_to_a_folder_remote_that_is_not_there_are_unreachable
 
 
 def test_import_into_a_purged_project_waits_for_republish(tmp_path, remote_url):
-    a = make_device(tmp_path, "a", remote_url)
-    a.write("user_role.md", "Staff engineer.\n", type="user")
-    a.run("push")
-    archive = tmp_path / "backup.tar.gz"
-    a.run("export", str(archive))
+    a, archive = exported(tmp_path, remote_url)
     a.run("purge", "--all", "--yes")
     proc = a.run("import", str(archive), check=1)
     assert "push --republish" in proc.stderr, proc.stderr

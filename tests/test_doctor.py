@@ -16,11 +16,17 @@ def checks(proc) -> dict[str, dict]:
     return {c["name"]: c for c in doc["data"]["checks"]}
 
 
-def test_doctor_on_a_folder_remote(tmp_path):
+def pushed_device(tmp_path):
+    """A device with one memory file pushed to a folder remote."""
     (tmp_path / "remote").mkdir()
     device = make_device(tmp_path, "d", (tmp_path / "remote").as_uri())
     device.write("user_x.md", "x\n", type="user")
     device.run("push")
+    return device
+
+
+def test_doctor_on_a_folder_remote(tmp_path):
+    device = pushed_device(tmp_path)
     result = checks(device.run("doctor", "--json"))
     assert all(c["ok"] for c in result.values()), result
     assert "1 Markdown file" in result["memory dir"]["detail"]
@@ -38,10 +44,7 @@ def test_doctor_on_a_fresh_setup_passes_and_says_the_first_push_makes_the_folder
 
 
 def test_doctor_counts_memory_files_and_fails_on_a_broken_state_folder(tmp_path):
-    (tmp_path / "remote").mkdir()
-    device = make_device(tmp_path, "d", (tmp_path / "remote").as_uri())
-    device.write("user_x.md", "x\n", type="user")
-    device.run("push")
+    device = pushed_device(tmp_path)
     result = checks(device.run("doctor", "--json"))
     assert result["remote files"]["detail"].startswith("1 memory file(s)"), result
     state = next((device.home / "state").iterdir())

@@ -434,12 +434,9 @@ def test_two_devices_start_the_same_days_digest_and_carry_forward_from_the_templ
     assert conflict_files(a) == conflict_files(b) == []
 
 
-def test_a_file_deleted_everywhere_takes_its_conflicts_with_it(pair):
-    """Fresh-eyes trial: conflicts about files since deleted on every device stayed in status
-    and the primer for good."""
-    a, b, _ = pair
-    a.write("user_pat.md", "Pat works on storage.\n", type="user")
-    a.write("feedback_tone.md", "Keep answers short.\n", type="feedback")
+def both_edit_pat(a, b) -> None:
+    """Both devices, synced, edit user_pat.md (B three seconds later), then sync in turn: a
+    conflict recorded on both."""
     start_synced(a, b)
     t0 = 1_795_500_000.0
     edit(a, "user_pat.md", lambda t: t.replace("storage", "storage (laptop)"), t0)
@@ -447,6 +444,15 @@ def test_a_file_deleted_everywhere_takes_its_conflicts_with_it(pair):
     a.run("sync")
     b.run("sync")
     a.run("sync")
+
+
+def test_a_file_deleted_everywhere_takes_its_conflicts_with_it(pair):
+    """Fresh-eyes trial: conflicts about files since deleted on every device stayed in status
+    and the primer for good."""
+    a, b, _ = pair
+    a.write("user_pat.md", "Pat works on storage.\n", type="user")
+    a.write("feedback_tone.md", "Keep answers short.\n", type="feedback")
+    both_edit_pat(a, b)
     assert conflict_files(a) == conflict_files(b) == ["user_pat.md"]
     (a.memory / "user_pat.md").unlink()
     a.run("sync")
@@ -465,13 +471,7 @@ def test_devices_with_the_same_host_name_see_each_others_conflicts(tmp_path):
     a = make_device(tmp_path, "laptop", remote.as_uri(), MEMSYNC_DEVICE="")
     b = make_device(tmp_path, "desktop", remote.as_uri(), MEMSYNC_DEVICE="")
     a.write("user_pat.md", "Pat works on storage.\n", type="user")
-    start_synced(a, b)
-    t0 = 1_795_500_000.0
-    edit(a, "user_pat.md", lambda t: t.replace("storage", "storage (laptop)"), t0)
-    edit(b, "user_pat.md", lambda t: t.replace("storage", "storage (desktop)"), t0 + 3)
-    a.run("sync")
-    b.run("sync")
-    a.run("sync")
+    both_edit_pat(a, b)
     for device in (a, b):
         assert conflict_files(device) == ["user_pat.md"], device.name
     names = {(d.home / "device-id").read_text() for d in (a, b)}
