@@ -234,8 +234,10 @@ def test_sigterm_in_the_middle_of_a_large_sync_keeps_what_was_done(tmp_path, rem
     assert "interrupted" in one_line(err)
     done = on_remote(remote)
     assert 0 < len(done) < N
-    # what it did is listed as a finished run lists it (fresh-eyes trial: nothing was)
-    assert sorted(line.removeprefix("pushed: ") for line in out.splitlines()) == sorted(done)
+    # what it did is listed as a finished run lists it (fresh-eyes trial: nothing was); an
+    # upload the signal cut short after the remote took it, before it was recorded, is not
+    listed = {line.removeprefix("pushed: ") for line in out.splitlines()}
+    assert listed and listed <= set(done) and len(set(done) - listed) <= 2  # concurrency=2
 
     a.env_extra.update(MEMSYNC_TEST_STORE_DELAY_MS="0")
     again = a.run("sync").stdout
