@@ -280,10 +280,19 @@ def wan_size(n: int, repeats: int, work: Path, bin_dir: Path, rtt: float) -> dic
                 return rc.run("copy", f"az:{rcont}/mem", dest, "--transfers", "32")
             return rc.run("sync", str(rsrc), f"az:{rcont}/mem")  # rc_noop
 
+        def medians() -> dict[str, float]:
+            # interleaved, each repeat runs every command once: a burst of load on a shared
+            # machine touches memsync and rclone alike instead of one command's whole sample
+            times: dict[str, list[float]] = {k: [] for k in FLOORS}
+            for _ in range(repeats):
+                for k in FLOORS:
+                    times[k].append(one(k))
+            return {k: median(v) for k, v in times.items()}
+
         kinds = list(FLOORS)
-        zero = {k: median([one(k) for _ in range(repeats)]) for k in kinds}
+        zero = medians()
         proxy.rtt = rtt
-        slow = {k: median([one(k) for _ in range(repeats)]) for k in kinds}
+        slow = medians()
         rounds = {k: max(0.0, (slow[k] - zero[k]) / rtt) for k in kinds}
         return {"n": n, "slow": slow, "zero": zero, "rounds": rounds}
     finally:
