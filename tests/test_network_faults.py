@@ -5,6 +5,7 @@ SDK path (chosen by a proxy variable that NO_PROXY then bypasses for the loopbac
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
@@ -205,6 +206,29 @@ def test_a_fresh_pull_reads_the_manifest_beside_the_listing_not_after_it(
     listing = next(line for _, line in proxy.events if "comp=list" in line)
     manifest = next(line for _, line in proxy.events if "_memsync/project.json" in line)
     assert proxy.events.index(("in", manifest)) < proxy.events.index(("out", listing))
+    assert b.files() == a.files()
+
+
+def test_a_fresh_pull_over_a_slow_link_sends_every_download_in_one_wave(
+    tmp_path, azure_url, proxy
+):
+    """The manifest, read beside the listing, already timed the link: a fresh pull widens at
+    once, so every download is in flight together (one round trip), not `concurrency` at a
+    time until eight answers have been timed."""
+    a, b = _pair(tmp_path, azure_url, proxy, "lean")
+    for i in range(12):
+        a.write(f"project_{i}.md", f"fact {i}\n", type="project")
+    a.run("push")
+    proxy.rtt = 0.1
+    b.home.mkdir(parents=True, exist_ok=True)
+    (b.home / "settings.json").write_text('{"concurrency": 2}')
+    b.run("pull")
+    in_flight = most = 0
+    for kind, line in proxy.events:
+        if re.search(r"^GET .*project_\d+\.md", line):
+            in_flight += 1 if kind == "in" else -1
+            most = max(most, in_flight)
+    assert most > 8, f"at most {most} downloads were in flight together"
     assert b.files() == a.files()
 
 

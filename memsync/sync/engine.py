@@ -1076,6 +1076,9 @@ class Engine:
         slow network so the run is a few round trips, not count / concurrency of them."""
         base = int(self.ctx.setting("concurrency"))
         rtt = getattr(self.store, "round_trip", None)
+        ahead = self._manifest_ahead
+        if rtt is None and ahead is not None and ahead.took is not None:
+            rtt = ahead.took / 2  # until requests are timed: the manifest's connect and GET
         if rtt is not None and rtt >= SLOW_ROUND_TRIP and count > base:
             return min(MAX_WORKERS, count)
         return min(base, count)
