@@ -280,19 +280,18 @@ def wan_size(n: int, repeats: int, work: Path, bin_dir: Path, rtt: float) -> dic
                 return rc.run("copy", f"az:{rcont}/mem", dest, "--transfers", "32")
             return rc.run("sync", str(rsrc), f"az:{rcont}/mem")  # rc_noop
 
-        def medians() -> dict[str, float]:
-            # interleaved, each repeat runs every command once: a burst of load on a shared
-            # machine touches memsync and rclone alike instead of one command's whole sample
-            times: dict[str, list[float]] = {k: [] for k in FLOORS}
-            for _ in range(repeats):
+        # interleaved: each repeat runs every command once at 0 ms and once at `rtt`, so a
+        # burst of load on a shared machine touches memsync and rclone, and both round trips,
+        # alike instead of one command's or one phase's whole sample
+        times: dict[float, dict[str, list[float]]] = {0.0: {}, rtt: {}}
+        for _ in range(repeats):
+            for delay in (0.0, rtt):
+                proxy.rtt = delay
                 for k in FLOORS:
-                    times[k].append(one(k))
-            return {k: median(v) for k, v in times.items()}
-
+                    times[delay].setdefault(k, []).append(one(k))
         kinds = list(FLOORS)
-        zero = medians()
-        proxy.rtt = rtt
-        slow = medians()
+        zero = {k: median(times[0.0][k]) for k in kinds}
+        slow = {k: median(times[rtt][k]) for k in kinds}
         rounds = {k: max(0.0, (slow[k] - zero[k]) / rtt) for k in kinds}
         return {"n": n, "slow": slow, "zero": zero, "rounds": rounds}
     finally:
