@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from memsync.context import config
+from memsync.util.errors import GuardError
 
 EVENTS = (
     "session-start",
@@ -173,9 +174,13 @@ def push_unsynced(payload: dict[str, Any], stdout: Any) -> None:
     engine, known = _engine(ctx)
     result = engine.run("push")
     _after(ctx, known, result)
-    pushed = result.uploaded + result.merged
-    if pushed or result.deleted_remote:
-        _log(ctx.home).info("%s: pushed %s", event, ", ".join(pushed + result.deleted_remote))
+    for verb, names in (
+        ("pushed", result.uploaded),
+        ("merged with the remote's version", result.merged),
+        ("deleted on the remote", result.deleted_remote),
+    ):
+        if names:
+            _log(ctx.home).info("%s: %s %s", event, verb, ", ".join(names))
     if result.offline:
         _log(ctx.home).warning(
             "%s: %d change(s) queued, remote unreachable", event, len(result.queued)
@@ -189,7 +194,11 @@ def _push_one(ctx: config.Context, path: Path, event: str) -> dict[str, str]:
     name = engine.name_of(path)
     # a stalled or trickling remote fails at the cutoff and the file is queued: the agent
     # waits for this hook after every memory write
-    result = engine.run("push", [str(path)], cutoff=time.monotonic() + PUSH_BUDGET)
+    try:
+        result = engine.run("push", [str(path)], cutoff=time.monotonic() + PUSH_BUDGET)
+    except GuardError as exc:  # a lost memory dir: nothing goes out until it is pulled back
+        log.warning("%s: %s not pushed: %s", event, name, exc)
+        return {name: str(exc)}
     _after(ctx, known, result)
     if result.disabled:
         log.info("%s: %s not pushed, sync is off", event, name)
@@ -200,8 +209,10 @@ def _push_one(ctx: config.Context, path: Path, event: str) -> dict[str, str]:
         log.warning("%s: %s not pushed: %s", event, refused, reason)
     for conflict in result.conflicts:
         log.warning("%s: conflict: %s", event, conflict)
-    if result.uploaded or result.merged:
-        log.info("%s: pushed %s", event, ", ".join(result.uploaded + result.merged))
+    if result.uploaded:
+        log.info("%s: pushed %s", event, ", ".join(result.uploaded))
+    if result.merged:
+        log.info("%s: merged with the remote's version %s", event, ", ".join(result.merged))
     if result.deleted_remote:
         log.info("%s: deleted on the remote %s", event, ", ".join(result.deleted_remote))
     return problems

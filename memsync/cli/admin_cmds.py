@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated
@@ -147,9 +148,19 @@ def import_cmd(
         result = import_archive(engine_for(memory_dir, remote, project), path, force, tick)
     for name, why in sorted(result.skipped.items()):
         err.print(f"skipped {name}: {why}", markup=False)
+    for name, at in sorted(result.forgotten.items()):
+        when = time.strftime("%Y-%m-%d", time.localtime(at)) if at else "earlier"
+        out.print(
+            f"left out {name}: it was forgotten (`memsync forget`) on {when}, and an import "
+            "never brings forgotten content back",
+            markup=False,
+        )
+    for name in result.scrubbed:
+        out.print(f"imported {name} without the lines that were forgotten", markup=False)
     out.print(
         f"Copied: {len(result.copied)}, Replaced: {len(result.replaced)}, "
-        f"Unchanged: {len(result.unchanged)}, Skipped: {len(result.skipped)}. "
+        f"Unchanged: {len(result.unchanged)}, Skipped: {len(result.skipped)}, "
+        f"Left out (forgotten): {len(result.forgotten)}. "
         "Run `memsync pull` to bring them here."
     )
     if result.skipped and not force:

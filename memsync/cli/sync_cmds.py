@@ -120,8 +120,9 @@ def status(
         out.print(f"remote:     not reachable: {st.remote_error}", markup=False)
     if st.memory_dir_lost:
         out.print(
-            f"the memory dir is missing or empty but {len(st.deleted_local)} file(s) were "
-            "synced from it: `memsync pull` brings them back",
+            "the memory dir is missing or empty, or left with none of the "
+            f"{len(st.deleted_local)} memory file(s) synced from it: `memsync pull` brings "
+            "them back",
             markup=False,
         )
     groups = (

@@ -786,10 +786,17 @@ class Engine:
         -rf`), never a request to delete every file everywhere. A folder made again, where
         the agent already wrote a new file or two, holds none of the synced files: lost too,
         when those were more than a few (deleting a handful by hand is an ordinary edit) or
-        included MEMORY.md (Claude Code's index, which nobody deletes with its files)."""
+        included MEMORY.md (Claude Code's index, which nobody deletes with its files). A
+        folder left with MEMORY.md alone, of more than a few synced files, is lost the same
+        way: the index is what Claude Code writes first into a new folder."""
         records = self.state.records
-        if not records or local.refused or records.keys() & local.content.hashes.keys():
+        if not records or local.refused:
             return False
+        synced_here = records.keys() & local.content.hashes.keys()
+        if synced_here - {INDEX}:
+            return False
+        if synced_here:  # only MEMORY.md: kept, or written again by Claude Code in a new folder
+            return len(records) - 1 > LOST_DIR_MIN
         return not local.content.hashes or len(records) > LOST_DIR_MIN or INDEX in records
 
     def _remote_lost_message(self, count: int) -> str:
@@ -808,11 +815,14 @@ class Engine:
         otherwise delete every file on the remote, --force or not)."""
         count = len(self.state.records)
         where = self.ctx.memory_dir
+        here = self.scan_local().content.hashes if where.is_dir() else {}
         gone = (
             "missing"
             if not where.is_dir()
             else "empty"
-            if not self.scan_local().content.hashes
+            if not here
+            else f"left with only {INDEX} of its synced files"
+            if INDEX in here and INDEX in self.state.records
             else "left with none of its synced files"
         )
         if mode != "pull":

@@ -747,3 +747,29 @@ def test_forgetting_the_last_indexed_file_leaves_an_index_that_still_syncs(pair,
     a.run("sync")  # exit 0: nothing refused
     b.run("sync")
     assert sorted(b.files()) == ["MEMORY.md"] and b.files()["MEMORY.md"].strip() == b""
+
+
+def test_importing_a_backup_made_before_a_forget_leaves_the_forgotten_content_out(
+    pair, remote, tmp_path
+):
+    """Fresh-eyes trial: `import` of a backup made before a forget said "Copied: 1", the
+    devices pulled the forgotten file again, another device's sync quietly deleted it from
+    the remote, and the next syncs left its text in every device's history."""
+    a, b = pair
+    seed_sam(a, b)
+    a.write("voice_calibration.md", "## Rules\n- never joke about the layoffs\n- short\n")
+    a.run("push")
+    b.run("pull")
+    archive = tmp_path / "backup.tar.gz"
+    a.run("export", str(archive))
+    a.run("forget", "relationship_sam.md", "--yes")
+    a.run("forget", "--match", "layoffs", "--yes")
+    b.run("sync")
+    proc = a.run("import", str(archive))
+    assert "left out relationship_sam.md: it was forgotten" in proc.stdout, proc.stdout
+    assert "imported voice_calibration.md without the lines that were forgotten" in proc.stdout
+    for device in (b, a, b, a):
+        device.run("sync")
+    assert "relationship_sam.md" not in on_remote(remote)
+    assert "- short" in on_remote(remote)["voice_calibration.md"]
+    assert_forgotten(["divorce", "layoffs"], everywhere(pair, remote))

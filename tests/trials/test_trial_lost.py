@@ -163,3 +163,50 @@ def test_the_agents_first_file_in_a_lost_memory_dir_does_not_make_it_look_found(
     assert sorted(b.files()) == ["MEMORY.md", "user_a.md", "user_b.md"]  # nothing deleted
     a.run("pull")
     assert sorted(a.files()) == ["MEMORY.md", "user_a.md", "user_b.md", "user_new.md"]
+
+
+def test_the_agent_is_told_its_write_into_a_lost_memory_dir_was_not_synced(tmp_path):
+    """Fresh-eyes trial: the PostToolUse hook's push into a lost memory dir was refused, but
+    the hook printed nothing, so Claude believed the file synced."""
+    remote = tmp_path / "share"
+    remote.mkdir()
+    a = make_device(tmp_path, "a", remote.as_uri())
+    for name in ("user_a.md", "user_b.md"):
+        a.write(name, f"{name} fact\n", type="user")
+    (a.memory / "MEMORY.md").write_text("- [a](user_a.md)\n- [b](user_b.md)\n")
+    a.run("sync")
+    shutil.rmtree(a.memory)
+    a.memory.mkdir()
+    a.write("user_new.md", "the agent's first new file\n", type="user")
+    payload = {
+        "session_id": "s",
+        "cwd": str(a.root),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Write",
+        "tool_input": {"file_path": str(a.memory / "user_new.md")},
+    }
+    hook = a.run("hook", "post-tool-use", input=json.dumps(payload))
+    context = json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "user_new.md was NOT synced" in context and "memsync pull" in context, context
+    log = (a.home / "logs" / "memsync.log").read_text()
+    assert "user_new.md not pushed" in log and "Traceback" not in log, log
+
+
+def test_a_memory_dir_left_with_only_its_index_is_restored_not_deleted(pair):
+    """Fresh-eyes trial: every file but MEMORY.md gone (the folder lost and the index written
+    again) was not seen as a lost folder: `pull` said "Everything is in sync." with the files
+    missing, and `sync` suggested the --force that deletes them everywhere."""
+    a, b, remote = pair
+    (a.memory / "MEMORY.md").write_text("- [f0](project_fact0.md)\n")
+    a.run("sync")
+    b.run("sync")
+    for path in b.memory.iterdir():
+        if path.name != "MEMORY.md":
+            path.unlink()
+    status = json.loads(b.run("status", "--json").stdout)
+    assert status["data"]["memory_dir_lost"] is True
+    proc = b.run("sync", check=1)
+    assert "run `memsync pull`" in proc.stderr and "--force" not in proc.stderr, proc.stderr
+    b.run("pull")
+    assert b.files() == a.files()
+    assert len(a.files()) == 9  # nothing deleted on the remote
