@@ -23,7 +23,7 @@ import stat
 import threading
 import time
 import unicodedata
-from datetime import datetime, timezone
+from datetime import date
 from pathlib import Path
 
 from memsync.context.config import Context
@@ -770,7 +770,7 @@ class ToolMemory:
         nested: dict[str, object] = {"node_type": "memory"}
         if mtype is not UNKNOWN:
             nested["type"] = mtype.name
-        nested["modified"] = _now()
+        nested["modified"] = memory.modified_now()
         meta = {"name": _file_title(name), "description": description}
         added = ", ".join([*meta, *(f"metadata.{k}" for k in nested)])
         return memory.render({**meta, memory.NESTED: nested}, body.lstrip("\n")), added
@@ -1164,18 +1164,6 @@ def _frontmatter_hint(name: str) -> str:
     return f"Start the file with frontmatter like: {lines} (or leave it out and memsync adds it)"
 
 
-def _now() -> datetime:
-    """Now, to the millisecond, as Claude Code stamps `modified`."""
-    now = datetime.now(timezone.utc)
-    return now.replace(microsecond=now.microsecond // 1000 * 1000)
-
-
-def _now_iso() -> str:
-    """The timestamp shape Claude Code writes: 2026-11-24T05:47:59.752Z."""
-    now = _now()
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
-
-
 def _touch_modified(text: str) -> str:
     """An edited file's existing `modified` field (top level or under `metadata:`) moves to
     now, so the later edit wins a fact-file race; its format, quoting and place are kept, and
@@ -1193,7 +1181,10 @@ def _touch_modified(text: str) -> str:
         m = _MODIFIED_LINE.match(line)
         if m:
             value = m.group("value").strip()
-            new = datetime.now().date().isoformat() if _DATE_ONLY.fullmatch(value) else _now_iso()
+            if _DATE_ONLY.fullmatch(value):
+                new = date.today().isoformat()
+            else:
+                new = memory.stamp_text(memory.modified_now())
             lines[i] = f"{m.group('lead')}{m.group('q')}{new}{m.group('q')}"
     return text[:start] + "\n".join(lines) + text[end:]
 
