@@ -16,6 +16,7 @@ from pathlib import Path
 
 from memsync.memory import frontmatter as memory
 from memsync.memory import sections
+from memsync.util.fsutil import read_text_if_there
 
 HARD_LIMIT = 10_000  # Claude Code caps additionalContext here
 STALE_AFTER = 7 * 24 * 3600
@@ -52,10 +53,9 @@ class PrimerInput:
 
 
 def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
+    """What the primer shows of a file: a missing or unreadable one is left out, a stray
+    undecodable byte does not hide the rest."""
+    return read_text_if_there(path, undecodable="replace", unreadable="none")
 
 
 def _body(text: str) -> str:

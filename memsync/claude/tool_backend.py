@@ -32,7 +32,7 @@ from memsync.memory.memtypes import UNKNOWN, type_of
 from memsync.memory.names import unportable
 from memsync.privacy.gate import check_outbound
 from memsync.util.errors import MemsyncError, RefusedFile, UserError
-from memsync.util.fsutil import atomic_write, private_dir
+from memsync.util.fsutil import atomic_write, private_dir, read_text_if_there
 
 ROOT = "/memories"
 INDEX = memory.INDEX_NAME
@@ -665,9 +665,8 @@ class ToolMemory:
                 self.engine.run("push", [str(self.root / INDEX)])
 
     def _current(self, name: str) -> str:
-        try:
-            text = self.local(name).read_text(encoding="utf-8")
-        except OSError:
+        text = read_text_if_there(self.local(name), unreadable="none")
+        if text is None:
             return "(the file is gone)"
         return self._numbered(f"{ROOT}/{name}", text, None, header=False)
 
@@ -1197,10 +1196,8 @@ def _mode(path: Path) -> int:
 
 
 def _read_or_none(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (FileNotFoundError, UnicodeDecodeError):
-        return None
+    """The text of the index (or a file memsync adds to it); not UTF-8 counts as none."""
+    return read_text_if_there(path, undecodable="none")
 
 
 def _remove_empty_dirs(folder: Path) -> None:

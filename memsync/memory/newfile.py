@@ -11,7 +11,7 @@ from memsync.memory import ids
 from memsync.memory.memtypes import TYPES
 from memsync.util import resources
 from memsync.util.errors import UsageError, UserError
-from memsync.util.fsutil import atomic_write
+from memsync.util.fsutil import atomic_write, read_text_if_there
 
 # the template file for each type, when its name differs from the type
 _TEMPLATE = {"callbacks": "callbacks.md", "commitments": "commitments.md"}
@@ -82,10 +82,8 @@ def create(
 
 def _index(memory_dir: Path, filename: str, title: str, description: str) -> None:
     index = memory_dir / "MEMORY.md"
-    try:
-        text = index.read_text(encoding="utf-8").rstrip("\n") + "\n"
-    except FileNotFoundError:
-        text = "# Memory index\n\n"
+    current = read_text_if_there(index)
+    text = "# Memory index\n\n" if current is None else current.rstrip("\n") + "\n"
     if f"]({filename})" in text:
         return
     line = f"- [{title}]({filename})" + (f" — {description}" if description else "")
