@@ -406,12 +406,12 @@ class ToolMemory:
             with self._local_edit():
                 target = self._writable(name)
                 if target.is_dir():
-                    names = self._files_under(target)
+                    names = self._whole_folder(name, path)
                 elif target.is_file():
                     names = [name]
                 else:
                     raise MemoryToolError(f"The path {path} does not exist.")
-                total = len(self._files_under(self.root))
+                total = self._file_count()
                 if len(names) > 5 and len(names) * 2 > total:
                     raise MemoryToolError(
                         f"Deleting {path} would remove {len(names)} of the {total} memory files; "
@@ -446,7 +446,7 @@ class ToolMemory:
                     raise MemoryToolError(f"The destination {new_path} already exists.")
                 self._need_new_name(new, new_path)
                 if source.is_dir():
-                    moves = [(n, new + n[len(old) :]) for n in self._files_under(source)]
+                    moves = [(n, new + n[len(old) :]) for n in self._whole_folder(old, old_path)]
                 elif source.is_file():
                     self._need_markdown(new, new_path)
                     moves = [(old, new)]
@@ -777,6 +777,8 @@ class ToolMemory:
     # --- listings and numbered text --------------------------------------------------------
 
     def _entries(self, folder: Path, name: str) -> list[tuple[str, int]]:
+        """What a view of a folder lists. Not MemoryWalk: a view shows folders too, two levels
+        deep, and what the tool can open there; the walk's one ignore rule still applies."""
         from memsync.sync.walk import is_ignored
 
         found: list[tuple[str, int]] = []
@@ -960,19 +962,28 @@ class ToolMemory:
         atomic_write(index, text.encode("utf-8"), _mode(index))
         return True
 
-    def _files_under(self, folder: Path) -> list[str]:
-        """The synced files under `folder`, as memory-dir-relative names (links not followed)."""
-        from memsync.sync.walk import is_ignored
+    def _file_count(self) -> int:
+        """How many memory files there are, as the sync's walk finds them."""
+        from memsync.sync.walk import MemoryWalk
 
-        names = []
-        for dirpath, dirnames, filenames in os.walk(folder):
-            dirnames[:] = [d for d in dirnames if not (Path(dirpath) / d).is_symlink()]
-            rel_dir = Path(dirpath).relative_to(self.root).as_posix()
-            for fname in filenames:
-                rel = fname if rel_dir == "." else f"{rel_dir}/{fname}"
-                if not is_ignored(rel):
-                    names.append(rel)
-        return sorted(names)
+        return sum(1 for _ in MemoryWalk(self.root))
+
+    def _whole_folder(self, name: str, path: str) -> list[str]:
+        """The memory files under the folder `name`, for a command that deletes or moves all
+        of it: a file there the sync refuses (a link leading out, a FIFO) refuses the command,
+        so the folder is handled whole or not at all."""
+        from memsync.sync.walk import MemoryWalk
+
+        walk = MemoryWalk(self.root)
+        prefix = f"{name}/"
+        names = sorted(n for n, _, _ in walk if n.startswith(prefix))
+        for bad, why in sorted(walk.refused.items()):
+            if bad.startswith(prefix):
+                raise MemoryToolError(
+                    f"{path} was left as it is: {ROOT}/{bad} is not a memory file memsync can "
+                    f"sync ({why}). Ask the user to move it away first."
+                )
+        return names
 
 
 # --- small helpers ----------------------------------------------------------------------------
