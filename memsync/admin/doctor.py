@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from memsync.context.config import SETTINGS_FILE, Context, strip_query
-from memsync.stores import create_advice
 from memsync.util.errors import AuthError, MemsyncError, NotFound, Unreachable
 
 MAX_SKEW = 300.0  # seconds; Azure rejects shared-key requests beyond 15 minutes
@@ -135,11 +134,11 @@ def _remote_checks(ctx: Context, store: Any) -> list[Check]:
         detail = f"{_container(store)} is missing, though this device synced {synced} file(s) there"
         return [*checks, Check("container", False, detail, fix)]
     if not present:  # a fresh remote: the first push makes it, where the credential may
-        creatable = getattr(store, "can_create", lambda: True)()
+        creatable = store.can_create()
         detail = f"{_container(store)} does not exist yet"
         if creatable:
             detail += "; the first `memsync push` or `memsync sync` creates it"
-        return [*checks, Check("container", creatable, detail, create_advice(store))]
+        return [*checks, Check("container", creatable, detail, store.create_advice())]
     checks.append(Check("container", True, f"{_container(store)} present"))
     return [*checks, _remote_files(store), _probe(store), _skew(store)]
 
