@@ -25,14 +25,26 @@ import time
 import unicodedata
 from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 from memsync.context.config import Context
 from memsync.memory import frontmatter as memory
 from memsync.memory.memtypes import UNKNOWN, type_of
 from memsync.memory.names import unportable
 from memsync.privacy.gate import check_outbound
-from memsync.util.errors import MemsyncError, RefusedFile, UserError
+from memsync.util.errors import (
+    MemsyncError,
+    NotFound,
+    PreconditionFailed,
+    RefusedFile,
+    StoreError,
+    Unreachable,
+    UserError,
+)
 from memsync.util.fsutil import atomic_write, private_dir, read_text_if_there
+
+if TYPE_CHECKING:
+    from memsync.stores.base import Store
 
 ROOT = "/memories"
 INDEX = memory.INDEX_NAME
@@ -484,17 +496,45 @@ class ToolMemory:
         MemoryToolError shows what won. A clean merge (an append-only file) and an unreachable
         remote are left to the push that follows. Returns the merged content when this write
         lost to one it merged with cleanly (then on the remote), else None."""
-        from memsync.util.errors import NotFound, PreconditionFailed, StoreError, Unreachable
-
         if not self.ctx.sync_enabled:
             return None
-        state = self.engine.state
         try:
             store = self.engine.store
         except MemsyncError:
             return None  # a remote that cannot be opened: the push after says why
-        rec = state.records.get(name)
         edited = time.time()
+        try:
+            if self._write_first(store, name, data, edited):
+                return None
+        except (Unreachable, StoreError):
+            return None  # the push after the local write queues it or says why
+        try:
+            theirs, etag, theirs_edited = store.fetch(name)  # lost the race: what won
+        except NotFound:
+            if creating:
+                return None  # deleted again meanwhile: the push creates it
+            self._lost_to_delete(name, path, data)
+        except (Unreachable, StoreError):
+            return None
+        if theirs == data:
+            self._record_synced(name, etag, data)
+            return None
+        if not creating:
+            from memsync.memory.merge import merge
+
+            base = self.engine.state.base(name)
+            outcome = merge(name, base, data, theirs, ours_mtime=edited, theirs_mtime=theirs_edited)
+            if not outcome.conflict:  # merges cleanly (an append-only file): write the merge
+                return self._write_merge(
+                    store, name, outcome.content, etag, outcome.edited or edited
+                )
+        self._lost_to_first_writer(name, path, data, theirs, etag, creating)
+
+    def _write_first(self, store: Store, name: str, data: bytes, edited: float) -> bool:
+        """The claim's one conditional write: True when it went through (then recorded as
+        synced), False when another device wrote the file first. A missing container is made
+        for a first file."""
+        rec = self.engine.state.records.get(name)
         try:
             if rec is None:
                 try:
@@ -505,50 +545,34 @@ class ToolMemory:
             else:
                 etag = store.replace(name, data, rec.etag, edited)
         except PreconditionFailed:
-            pass  # lost the race: below
-        except (Unreachable, StoreError):
-            return None  # the push after the local write queues it or says why
-        else:
-            state.set_synced(name, etag, data)
-            state.save()
-            return None
-        try:
-            fetch = getattr(store, "fetch", None)
-            if fetch is not None:
-                theirs, etag, theirs_edited = fetch(name)
-            else:
-                theirs, etag = store.get(name)
-                theirs_edited = None
-        except NotFound:
-            if creating:
-                return None  # deleted again meanwhile: the push creates it
-            self._lost_to_delete(name, path, data)
-        except (Unreachable, StoreError):
-            return None
-        if theirs == data:
-            state.set_synced(name, etag, data)
-            state.save()
-            return None
-        if not creating:
-            from memsync.memory.merge import merge
+            return False
+        self._record_synced(name, etag, data)
+        return True
 
-            outcome = merge(
-                name, state.base(name), data, theirs, ours_mtime=edited, theirs_mtime=theirs_edited
-            )
-            if not outcome.conflict:  # merges cleanly (an append-only file): write the merge
-                try:
-                    etag = store.replace(name, outcome.content, etag, outcome.edited or edited)
-                except (PreconditionFailed, Unreachable, StoreError):
-                    return None  # changed again: the push after the local write merges it
-                state.set_synced(name, etag, outcome.content)
-                state.save()
-                return outcome.content
+    def _write_merge(
+        self, store: Store, name: str, merged: bytes, etag: str, edited: float
+    ) -> bytes | None:
+        """Write a clean merge over the version that won; None when that fails (the file
+        changed again, the remote went away): the push after the local write merges it."""
+        try:
+            etag = store.replace(name, merged, etag, edited)
+        except (PreconditionFailed, Unreachable, StoreError):
+            return None
+        self._record_synced(name, etag, merged)
+        return merged
+
+    def _lost_to_first_writer(
+        self, name: str, path: str, data: bytes, theirs: bytes, etag: str, creating: bool
+    ) -> NoReturn:
+        """A create or edit that lost to another device's write and does not merge cleanly:
+        this device takes the version that won (the model's goes to local history), and the
+        model is shown it."""
+        state = self.engine.state
         target = self.local(name)
         state.keep(name, data, "not applied: another device wrote this file first (memory tool)")
         private_dir(target.parent)
         atomic_write(target, theirs, _mode(target) if target.exists() else 0o600)
-        state.set_synced(name, etag, theirs)
-        state.save()
+        self._record_synced(name, etag, theirs)
         shown = self._numbered(path, theirs.decode("utf-8", "replace"), None, header=False)
         if creating:
             raise MemoryToolError(
@@ -563,6 +587,11 @@ class ToolMemory:
             "holds, apply it again to this content."
         )
 
+    def _record_synced(self, name: str, etag: str, content: bytes) -> None:
+        state = self.engine.state
+        state.set_synced(name, etag, content)
+        state.save()
+
     def _merged_note(self, name: str, merged: bytes | None) -> list[str]:
         if merged is None:
             return []
@@ -571,7 +600,7 @@ class ToolMemory:
             f"versions. It now reads:\n{self._current(name)}"
         ]
 
-    def _lost_to_delete(self, name: str, path: str, data: bytes) -> None:
+    def _lost_to_delete(self, name: str, path: str, data: bytes) -> NoReturn:
         """An edit of a file another device deleted first: the delete stands here too."""
         state = self.engine.state
         state.keep(name, data, "not applied: deleted on another device first (memory tool)")
