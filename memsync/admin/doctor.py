@@ -113,7 +113,10 @@ def _open(ctx: Context) -> Any:
 
 
 def _remote_checks(ctx: Context, store: Any) -> list[Check]:
-    """Reachable, credential, container, then what is in it: each needs the one before."""
+    """Reachable, credential, container, then what is in it: each needs the one before.
+    The getattr calls ask which kind of remote this is (a folder's root, a container's URL and
+    credential, a server's clock): backend details only doctor shows, kept out of the Store
+    protocol the sync uses."""
     folder = getattr(store, "root", None)  # a folder remote: its folder must be there already
     if isinstance(folder, Path) and not folder.is_dir():
         fix = "mount the drive, or create the folder if this is the first device"
