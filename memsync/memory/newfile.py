@@ -64,7 +64,7 @@ def create(
         .replace("{slug}", memory.name_slug(title) or "memory")
         .replace("{date}", today.isoformat())
         .replace("{session}", session)
-        .replace("{modified}", memory.stamp_text(now))
+        .replace("{modified}", memory.stamp_text(now.replace(microsecond=0)))  # to the second
     )
     # each commitment id gets its own random part: another device may mint ids for this day
     text = re.sub(r"\{nonce\}", lambda _: ids.new_suffix(), text)
