@@ -6,7 +6,7 @@ from memsync.stores.base import Entry, Store
 from memsync.util.errors import Unreachable
 
 
-class FaultyStore:
+class FaultyStore(Store):
     """Wraps a store. Arm one fault at a time; it fires on the next matching call.
 
     - "refuse": the next write fails before reaching the server (nothing changes remotely).

@@ -420,3 +420,21 @@ def test_two_agents_editing_one_fact_at_once_one_wins_and_the_other_is_shown_it(
         agent.backend.engine.run("sync")
         assert (agent.backend.root / "user_role.md").read_text() == remote
     assert remote_files(seed.ctx)["user_role.md"].decode() == remote
+
+
+def test_a_folder_holding_a_file_the_sync_refuses_is_deleted_or_moved_whole_or_not_at_all(
+    tmp_path: Path,
+) -> None:
+    import os
+
+    backend = ToolMemory(device_ctx(tmp_path, "agent", folder_remote(tmp_path)))
+    backend.create("/memories/notes/a.md", "first\n")
+    os.mkfifo(backend.root / "notes" / "pipe.md")  # a FIFO: the sync refuses it
+    for command in (
+        lambda: backend.delete("/memories/notes"),
+        lambda: backend.rename("/memories/notes", "/memories/moved"),
+    ):
+        with pytest.raises(MemoryToolError, match="notes/pipe.md is not a memory file"):
+            command()
+        assert (backend.root / "notes" / "a.md").read_text().endswith("first\n")
+    assert not (backend.root / "moved").exists()

@@ -75,3 +75,19 @@ def test_primer_never_exceeds_its_budget(
     (root / "running_commitments.md").write_text("## Open\n" + "- x\n" * 3000)
     text = build(data(root, refused=refused, source=source, include_index=True), budget)
     assert len(text) <= min(budget, HARD_LIMIT)
+
+
+def test_a_digest_the_sync_would_refuse_is_not_read(tmp_path):
+    """The primer finds digests by the sync's walk: a FIFO would block the hook, a link
+    leading out of the memory dir would show another file's text."""
+    import os
+
+    outside = tmp_path / "outside.md"
+    outside.write_text("## Arcs\n- not memory\n")
+    mem = tmp_path / "mem"
+    mem.mkdir()
+    (mem / "session_digest_2026-11-22.md").symlink_to(outside)
+    os.mkfifo(mem / "session_digest_2026-11-21.md")
+    write_memory(mem, "session_digest_2026-11-20.md", "## Arcs\n- older arc\n")
+    text = build(data(mem))
+    assert "not memory" not in text and "older arc" in text

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from memsync.context.config import SETTINGS_FILE, Context, strip_query
-from memsync.stores import create_advice
 from memsync.util.errors import AuthError, MemsyncError, NotFound, Unreachable
 
 MAX_SKEW = 300.0  # seconds; Azure rejects shared-key requests beyond 15 minutes
@@ -114,7 +113,10 @@ def _open(ctx: Context) -> Any:
 
 
 def _remote_checks(ctx: Context, store: Any) -> list[Check]:
-    """Reachable, credential, container, then what is in it: each needs the one before."""
+    """Reachable, credential, container, then what is in it: each needs the one before.
+    The getattr calls ask which kind of remote this is (a folder's root, a container's URL and
+    credential, a server's clock): backend details only doctor shows, kept out of the Store
+    protocol the sync uses."""
     folder = getattr(store, "root", None)  # a folder remote: its folder must be there already
     if isinstance(folder, Path) and not folder.is_dir():
         fix = "mount the drive, or create the folder if this is the first device"
@@ -135,11 +137,11 @@ def _remote_checks(ctx: Context, store: Any) -> list[Check]:
         detail = f"{_container(store)} is missing, though this device synced {synced} file(s) there"
         return [*checks, Check("container", False, detail, fix)]
     if not present:  # a fresh remote: the first push makes it, where the credential may
-        creatable = getattr(store, "can_create", lambda: True)()
+        creatable = store.can_create()
         detail = f"{_container(store)} does not exist yet"
         if creatable:
             detail += "; the first `memsync push` or `memsync sync` creates it"
-        return [*checks, Check("container", creatable, detail, create_advice(store))]
+        return [*checks, Check("container", creatable, detail, store.create_advice())]
     checks.append(Check("container", True, f"{_container(store)} present"))
     return [*checks, _remote_files(store), _probe(store), _skew(store)]
 
@@ -194,19 +196,51 @@ def hooks_check(settings_files: list[Path] | None = None) -> Check:
     """The memsync hooks `install` wrote. User scope writes the executable by absolute path
     (runnable whatever the Claude process's PATH); project scope writes the bare name `memsync`
     (the file is shared by a team), which must then resolve on PATH."""
-    import json
-    import os
-    import shutil
-
-    from memsync.claude.install import command_words, is_ours
-    from memsync.context.config import claude_config_dir, find_git_root
+    from memsync.context.config import claude_config_dir
 
     user = claude_config_dir() / "settings.json"
     if settings_files is None:
-        settings_files = [user]
-        root = find_git_root(Path.cwd())
-        if root is not None:
-            settings_files.append(root / ".claude" / "settings.json")
+        settings_files = _settings_files(user)
+    commands, plugin = _hooks_installed(settings_files)
+    if not commands:
+        if plugin:
+            return Check("hooks", True, "the memsync plugin is enabled (its own hooks)")
+        # not a failure: memsync also serves the API memory tool, without Claude Code
+        where = ", ".join(str(p) for p in settings_files)
+        return Check(
+            "hooks",
+            True,
+            f"not installed in Claude Code (no memsync hooks in {where}); to use memsync with "
+            "Claude Code run `memsync install` (or `memsync install --scope project` for one "
+            "repository), or load memsync as a plugin",
+        )
+    runnable = []
+    for command, path in commands.items():
+        found = _hook_runs(command, path, user)
+        if isinstance(found, Check):
+            return found
+        runnable.append(found)
+    return Check("hooks", True, ", ".join(sorted(runnable)))
+
+
+def _settings_files(user: Path) -> list[Path]:
+    """Where install writes hooks: the user's settings, and the repository's if in one."""
+    from memsync.context.config import find_git_root
+
+    files = [user]
+    root = find_git_root(Path.cwd())
+    if root is not None:
+        files.append(root / ".claude" / "settings.json")
+    return files
+
+
+def _hooks_installed(settings_files: list[Path]) -> tuple[dict[str, Path], bool]:
+    """The executables memsync's hooks run ({command: the settings file naming it first}),
+    and whether the memsync plugin is enabled; unreadable or malformed files count for none."""
+    import json
+
+    from memsync.claude.install import command_words, is_ours
+
     commands: dict[str, Path] = {}
     plugin = False
     for path in settings_files:
@@ -227,40 +261,17 @@ def hooks_check(settings_files: list[Path] | None = None) -> Check:
                 for entry in group.get("hooks", []) if isinstance(group, dict) else []:
                     if is_ours(entry):
                         commands.setdefault((command_words(entry) or [""])[0], path)
-    if not commands:
-        if plugin:
-            return Check("hooks", True, "the memsync plugin is enabled (its own hooks)")
-        # not a failure: memsync also serves the API memory tool, without Claude Code
-        where = ", ".join(str(p) for p in settings_files)
-        return Check(
-            "hooks",
-            True,
-            f"not installed in Claude Code (no memsync hooks in {where}); to use memsync with "
-            "Claude Code run `memsync install` (or `memsync install --scope project` for one "
-            "repository), or load memsync as a plugin",
-        )
-    shared = []
-    for command, path in commands.items():
-        if not os.path.isabs(command):
-            found = shutil.which(command)
-            if path != user and found:
-                shared.append(f"{command} (project scope, by name: {found} on this PATH)")
-                continue
-            if path != user:
-                return Check(
-                    "hooks",
-                    False,
-                    f"{path} runs `{command}` by name and it is not on this PATH",
-                    "install memsync so `memsync` is on the PATH Claude Code runs with "
-                    "(e.g. `pipx install memsync`)",
-                )
-            return Check(
-                "hooks",
-                False,
-                f"{path} runs `{command}` by name"
-                + (f" (found at {found} on this PATH)" if found else " and it is not on PATH"),
-                "run `memsync install` again: it writes the executable's absolute path",
-            )
+    return commands, plugin
+
+
+def _hook_runs(command: str, path: Path, user: Path) -> str | Check:
+    """How the hook command `path` names runs (for the passing check), or the failing Check:
+    a bare name must be on PATH and is only right in a project's settings; an absolute path
+    must be an executable file."""
+    import os
+    import shutil
+
+    if os.path.isabs(command):
         if not (os.path.isfile(command) and os.access(command, os.X_OK)):
             return Check(
                 "hooks",
@@ -268,8 +279,25 @@ def hooks_check(settings_files: list[Path] | None = None) -> Check:
                 f"{path} runs {command}, which is not there or not executable",
                 "run `memsync install` again from the memsync you use now",
             )
-        shared.append(f"{command} (absolute path)")
-    return Check("hooks", True, ", ".join(sorted(shared)))
+        return f"{command} (absolute path)"
+    found = shutil.which(command)
+    if path != user and found:
+        return f"{command} (project scope, by name: {found} on this PATH)"
+    if path != user:
+        return Check(
+            "hooks",
+            False,
+            f"{path} runs `{command}` by name and it is not on this PATH",
+            "install memsync so `memsync` is on the PATH Claude Code runs with "
+            "(e.g. `pipx install memsync`)",
+        )
+    return Check(
+        "hooks",
+        False,
+        f"{path} runs `{command}` by name"
+        + (f" (found at {found} on this PATH)" if found else " and it is not on PATH"),
+        "run `memsync install` again: it writes the executable's absolute path",
+    )
 
 
 def _remote_files(store: Any) -> Check:

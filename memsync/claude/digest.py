@@ -26,6 +26,7 @@ from memsync.memory.merge import commitment_id, item_text, merge, session_blocks
 from memsync.privacy.scanner import redact
 from memsync.util import resources
 from memsync.util.errors import UserError
+from memsync.util.fsutil import read_text_if_there
 
 TOOL_NAME = "record_session_digest"
 DEFAULT_TIMEOUT = 120.0
@@ -524,11 +525,11 @@ def _index_update(current: str | None, entries: list[tuple[str, str, str]]) -> s
 def _read(ctx: Context, name: str) -> str | None:
     path = ctx.memory_dir / name
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
+        text = read_text_if_there(path)
     except (OSError, UnicodeDecodeError) as exc:
         raise UserError(f"{path} cannot be read ({exc}); nothing was written") from None
+    if text is None:
+        return None
     if name != INDEX:
         try:
             memory.parse(text)

@@ -28,7 +28,13 @@ from memsync.context import config
 from memsync.memory.memtypes import TYPES
 from memsync.util import resources
 from memsync.util.errors import ConfigError
-from memsync.util.fsutil import atomic_write, private_dir, sha256
+from memsync.util.fsutil import (
+    atomic_write,
+    private_dir,
+    read_if_there,
+    read_text_if_there,
+    sha256,
+)
 
 BEGIN = "<!-- memsync:begin (managed by `memsync install`; `memsync uninstall` removes it) -->"
 END = "<!-- memsync:end -->"
@@ -331,17 +337,11 @@ def _without_block(text: str) -> str:
 
 
 def _read_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        return b""
+    return read_if_there(path) or b""
 
 
 def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return ""
+    return read_text_if_there(path) or ""
 
 
 def plan_install(scope: str = "user", cwd: Path | None = None) -> Plan:

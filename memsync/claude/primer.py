@@ -16,6 +16,7 @@ from pathlib import Path
 
 from memsync.memory import frontmatter as memory
 from memsync.memory import sections
+from memsync.util.fsutil import read_text_if_there
 
 HARD_LIMIT = 10_000  # Claude Code caps additionalContext here
 STALE_AFTER = 7 * 24 * 3600
@@ -52,10 +53,9 @@ class PrimerInput:
 
 
 def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
+    """What the primer shows of a file: a missing or unreadable one is left out, a stray
+    undecodable byte does not hide the rest."""
+    return read_text_if_there(path, undecodable="replace", unreadable="none")
 
 
 def _body(text: str) -> str:
@@ -76,12 +76,15 @@ def _items(text: str | None, section: str) -> list[str]:
 
 
 def _digests(memory_dir: Path, today: date) -> list[tuple[str, Path]]:
-    """Today's digest and the latest earlier one (newest first)."""
+    """Today's digest and the latest earlier one (newest first), among the memory files the
+    sync's walk finds (so a link leading out of the memory dir, or a FIFO, is never read)."""
+    from memsync.sync.walk import MemoryWalk
+
     dated = []
-    for path in memory_dir.glob("session_digest_*.md"):
-        m = _DIGEST.search(path.name)
+    for name, path, _ in MemoryWalk(memory_dir):
+        m = _DIGEST.match(name)  # at the top level: a name in a folder starts with the folder
         if m:
-            dated.append((m.group(1), path))
+            dated.append((m.group(1), Path(path)))
     dated.sort(reverse=True)
     todays = [d for d in dated if d[0] == today.isoformat()]
     earlier = [d for d in dated if d[0] < today.isoformat()]

@@ -23,16 +23,28 @@ import stat
 import threading
 import time
 import unicodedata
-from datetime import datetime, timezone
+from datetime import date
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 from memsync.context.config import Context
 from memsync.memory import frontmatter as memory
 from memsync.memory.memtypes import UNKNOWN, type_of
 from memsync.memory.names import unportable
 from memsync.privacy.gate import check_outbound
-from memsync.util.errors import MemsyncError, RefusedFile, UserError
-from memsync.util.fsutil import atomic_write, private_dir
+from memsync.util.errors import (
+    MemsyncError,
+    NotFound,
+    PreconditionFailed,
+    RefusedFile,
+    StoreError,
+    Unreachable,
+    UserError,
+)
+from memsync.util.fsutil import atomic_write, private_dir, read_text_if_there
+
+if TYPE_CHECKING:
+    from memsync.stores.base import Store
 
 ROOT = "/memories"
 INDEX = memory.INDEX_NAME
@@ -406,12 +418,12 @@ class ToolMemory:
             with self._local_edit():
                 target = self._writable(name)
                 if target.is_dir():
-                    names = self._files_under(target)
+                    names = self._whole_folder(name, path)
                 elif target.is_file():
                     names = [name]
                 else:
                     raise MemoryToolError(f"The path {path} does not exist.")
-                total = len(self._files_under(self.root))
+                total = self._file_count()
                 if len(names) > 5 and len(names) * 2 > total:
                     raise MemoryToolError(
                         f"Deleting {path} would remove {len(names)} of the {total} memory files; "
@@ -446,7 +458,7 @@ class ToolMemory:
                     raise MemoryToolError(f"The destination {new_path} already exists.")
                 self._need_new_name(new, new_path)
                 if source.is_dir():
-                    moves = [(n, new + n[len(old) :]) for n in self._files_under(source)]
+                    moves = [(n, new + n[len(old) :]) for n in self._whole_folder(old, old_path)]
                 elif source.is_file():
                     self._need_markdown(new, new_path)
                     moves = [(old, new)]
@@ -484,17 +496,45 @@ class ToolMemory:
         MemoryToolError shows what won. A clean merge (an append-only file) and an unreachable
         remote are left to the push that follows. Returns the merged content when this write
         lost to one it merged with cleanly (then on the remote), else None."""
-        from memsync.util.errors import NotFound, PreconditionFailed, StoreError, Unreachable
-
         if not self.ctx.sync_enabled:
             return None
-        state = self.engine.state
         try:
             store = self.engine.store
         except MemsyncError:
             return None  # a remote that cannot be opened: the push after says why
-        rec = state.records.get(name)
         edited = time.time()
+        try:
+            if self._write_first(store, name, data, edited):
+                return None
+        except (Unreachable, StoreError):
+            return None  # the push after the local write queues it or says why
+        try:
+            theirs, etag, theirs_edited = store.fetch(name)  # lost the race: what won
+        except NotFound:
+            if creating:
+                return None  # deleted again meanwhile: the push creates it
+            self._lost_to_delete(name, path, data)
+        except (Unreachable, StoreError):
+            return None
+        if theirs == data:
+            self._record_synced(name, etag, data)
+            return None
+        if not creating:
+            from memsync.memory.merge import merge
+
+            base = self.engine.state.base(name)
+            outcome = merge(name, base, data, theirs, ours_mtime=edited, theirs_mtime=theirs_edited)
+            if not outcome.conflict:  # merges cleanly (an append-only file): write the merge
+                return self._write_merge(
+                    store, name, outcome.content, etag, outcome.edited or edited
+                )
+        self._lost_to_first_writer(name, path, data, theirs, etag, creating)
+
+    def _write_first(self, store: Store, name: str, data: bytes, edited: float) -> bool:
+        """The claim's one conditional write: True when it went through (then recorded as
+        synced), False when another device wrote the file first. A missing container is made
+        for a first file."""
+        rec = self.engine.state.records.get(name)
         try:
             if rec is None:
                 try:
@@ -505,50 +545,34 @@ class ToolMemory:
             else:
                 etag = store.replace(name, data, rec.etag, edited)
         except PreconditionFailed:
-            pass  # lost the race: below
-        except (Unreachable, StoreError):
-            return None  # the push after the local write queues it or says why
-        else:
-            state.set_synced(name, etag, data)
-            state.save()
-            return None
-        try:
-            fetch = getattr(store, "fetch", None)
-            if fetch is not None:
-                theirs, etag, theirs_edited = fetch(name)
-            else:
-                theirs, etag = store.get(name)
-                theirs_edited = None
-        except NotFound:
-            if creating:
-                return None  # deleted again meanwhile: the push creates it
-            self._lost_to_delete(name, path, data)
-        except (Unreachable, StoreError):
-            return None
-        if theirs == data:
-            state.set_synced(name, etag, data)
-            state.save()
-            return None
-        if not creating:
-            from memsync.memory.merge import merge
+            return False
+        self._record_synced(name, etag, data)
+        return True
 
-            outcome = merge(
-                name, state.base(name), data, theirs, ours_mtime=edited, theirs_mtime=theirs_edited
-            )
-            if not outcome.conflict:  # merges cleanly (an append-only file): write the merge
-                try:
-                    etag = store.replace(name, outcome.content, etag, outcome.edited or edited)
-                except (PreconditionFailed, Unreachable, StoreError):
-                    return None  # changed again: the push after the local write merges it
-                state.set_synced(name, etag, outcome.content)
-                state.save()
-                return outcome.content
+    def _write_merge(
+        self, store: Store, name: str, merged: bytes, etag: str, edited: float
+    ) -> bytes | None:
+        """Write a clean merge over the version that won; None when that fails (the file
+        changed again, the remote went away): the push after the local write merges it."""
+        try:
+            etag = store.replace(name, merged, etag, edited)
+        except (PreconditionFailed, Unreachable, StoreError):
+            return None
+        self._record_synced(name, etag, merged)
+        return merged
+
+    def _lost_to_first_writer(
+        self, name: str, path: str, data: bytes, theirs: bytes, etag: str, creating: bool
+    ) -> NoReturn:
+        """A create or edit that lost to another device's write and does not merge cleanly:
+        this device takes the version that won (the model's goes to local history), and the
+        model is shown it."""
+        state = self.engine.state
         target = self.local(name)
         state.keep(name, data, "not applied: another device wrote this file first (memory tool)")
         private_dir(target.parent)
         atomic_write(target, theirs, _mode(target) if target.exists() else 0o600)
-        state.set_synced(name, etag, theirs)
-        state.save()
+        self._record_synced(name, etag, theirs)
         shown = self._numbered(path, theirs.decode("utf-8", "replace"), None, header=False)
         if creating:
             raise MemoryToolError(
@@ -563,6 +587,11 @@ class ToolMemory:
             "holds, apply it again to this content."
         )
 
+    def _record_synced(self, name: str, etag: str, content: bytes) -> None:
+        state = self.engine.state
+        state.set_synced(name, etag, content)
+        state.save()
+
     def _merged_note(self, name: str, merged: bytes | None) -> list[str]:
         if merged is None:
             return []
@@ -571,7 +600,7 @@ class ToolMemory:
             f"versions. It now reads:\n{self._current(name)}"
         ]
 
-    def _lost_to_delete(self, name: str, path: str, data: bytes) -> None:
+    def _lost_to_delete(self, name: str, path: str, data: bytes) -> NoReturn:
         """An edit of a file another device deleted first: the delete stands here too."""
         state = self.engine.state
         state.keep(name, data, "not applied: deleted on another device first (memory tool)")
@@ -665,9 +694,8 @@ class ToolMemory:
                 self.engine.run("push", [str(self.root / INDEX)])
 
     def _current(self, name: str) -> str:
-        try:
-            text = self.local(name).read_text(encoding="utf-8")
-        except OSError:
+        text = read_text_if_there(self.local(name), unreadable="none")
+        if text is None:
             return "(the file is gone)"
         return self._numbered(f"{ROOT}/{name}", text, None, header=False)
 
@@ -770,7 +798,7 @@ class ToolMemory:
         nested: dict[str, object] = {"node_type": "memory"}
         if mtype is not UNKNOWN:
             nested["type"] = mtype.name
-        nested["modified"] = _now()
+        nested["modified"] = memory.modified_now()
         meta = {"name": _file_title(name), "description": description}
         added = ", ".join([*meta, *(f"metadata.{k}" for k in nested)])
         return memory.render({**meta, memory.NESTED: nested}, body.lstrip("\n")), added
@@ -778,6 +806,8 @@ class ToolMemory:
     # --- listings and numbered text --------------------------------------------------------
 
     def _entries(self, folder: Path, name: str) -> list[tuple[str, int]]:
+        """What a view of a folder lists. Not MemoryWalk: a view shows folders too, two levels
+        deep, and what the tool can open there; the walk's one ignore rule still applies."""
         from memsync.sync.walk import is_ignored
 
         found: list[tuple[str, int]] = []
@@ -961,19 +991,28 @@ class ToolMemory:
         atomic_write(index, text.encode("utf-8"), _mode(index))
         return True
 
-    def _files_under(self, folder: Path) -> list[str]:
-        """The synced files under `folder`, as memory-dir-relative names (links not followed)."""
-        from memsync.sync.walk import is_ignored
+    def _file_count(self) -> int:
+        """How many memory files there are, as the sync's walk finds them."""
+        from memsync.sync.walk import MemoryWalk
 
-        names = []
-        for dirpath, dirnames, filenames in os.walk(folder):
-            dirnames[:] = [d for d in dirnames if not (Path(dirpath) / d).is_symlink()]
-            rel_dir = Path(dirpath).relative_to(self.root).as_posix()
-            for fname in filenames:
-                rel = fname if rel_dir == "." else f"{rel_dir}/{fname}"
-                if not is_ignored(rel):
-                    names.append(rel)
-        return sorted(names)
+        return sum(1 for _ in MemoryWalk(self.root))
+
+    def _whole_folder(self, name: str, path: str) -> list[str]:
+        """The memory files under the folder `name`, for a command that deletes or moves all
+        of it: a file there the sync refuses (a link leading out, a FIFO) refuses the command,
+        so the folder is handled whole or not at all."""
+        from memsync.sync.walk import MemoryWalk
+
+        walk = MemoryWalk(self.root)
+        prefix = f"{name}/"
+        names = sorted(n for n, _, _ in walk if n.startswith(prefix))
+        for bad, why in sorted(walk.refused.items()):
+            if bad.startswith(prefix):
+                raise MemoryToolError(
+                    f"{path} was left as it is: {ROOT}/{bad} is not a memory file memsync can "
+                    f"sync ({why}). Ask the user to move it away first."
+                )
+        return names
 
 
 # --- small helpers ----------------------------------------------------------------------------
@@ -1164,18 +1203,6 @@ def _frontmatter_hint(name: str) -> str:
     return f"Start the file with frontmatter like: {lines} (or leave it out and memsync adds it)"
 
 
-def _now() -> datetime:
-    """Now, to the millisecond, as Claude Code stamps `modified`."""
-    now = datetime.now(timezone.utc)
-    return now.replace(microsecond=now.microsecond // 1000 * 1000)
-
-
-def _now_iso() -> str:
-    """The timestamp shape Claude Code writes: 2026-11-24T05:47:59.752Z."""
-    now = _now()
-    return now.strftime("%Y-%m-%dT%H:%M:%S.") + f"{now.microsecond // 1000:03d}Z"
-
-
 def _touch_modified(text: str) -> str:
     """An edited file's existing `modified` field (top level or under `metadata:`) moves to
     now, so the later edit wins a fact-file race; its format, quoting and place are kept, and
@@ -1193,7 +1220,10 @@ def _touch_modified(text: str) -> str:
         m = _MODIFIED_LINE.match(line)
         if m:
             value = m.group("value").strip()
-            new = datetime.now().date().isoformat() if _DATE_ONLY.fullmatch(value) else _now_iso()
+            if _DATE_ONLY.fullmatch(value):
+                new = date.today().isoformat()
+            else:
+                new = memory.stamp_text(memory.modified_now())
             lines[i] = f"{m.group('lead')}{m.group('q')}{new}{m.group('q')}"
     return text[:start] + "\n".join(lines) + text[end:]
 
@@ -1206,10 +1236,8 @@ def _mode(path: Path) -> int:
 
 
 def _read_or_none(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (FileNotFoundError, UnicodeDecodeError):
-        return None
+    """The text of the index (or a file memsync adds to it); not UTF-8 counts as none."""
+    return read_text_if_there(path, undecodable="none")
 
 
 def _remove_empty_dirs(folder: Path) -> None:

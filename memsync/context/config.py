@@ -162,6 +162,7 @@ def claude_config_dir() -> Path:
 
 
 def _read_text(path: Path) -> str | None:
+    # not fsutil.read_text_if_there: this runs on the hooks' fast path, which never imports fsutil
     try:
         return path.read_text(encoding="utf-8").strip()
     except (OSError, UnicodeDecodeError):

@@ -44,10 +44,25 @@ def _yaml() -> tuple[ModuleType, Any, Any]:
 def _represent_datetime(dumper: Any, value: datetime) -> Any:
     """`2026-11-24T05:47:59.752Z`, as Claude Code writes `modified`, instead of PyYAML's
     `2026-11-24 05:47:59.752000+00:00`: rewriting a file keeps its timestamps' spelling."""
+    return dumper.represent_scalar("tag:yaml.org,2002:timestamp", stamp_text(value))
+
+
+def stamp_text(value: datetime) -> str:
+    """A timestamp spelled as Claude Code spells `modified`: ISO 8601 with `T`, milliseconds
+    when there are any, and `Z` for UTC."""
     text = value.isoformat(timespec="milliseconds" if value.microsecond else "seconds")
     if value.utcoffset() is not None and not value.utcoffset():
         text = text.removesuffix("+00:00") + "Z"
-    return dumper.represent_scalar("tag:yaml.org,2002:timestamp", text)
+    return text
+
+
+def modified_now() -> datetime:
+    """The `modified` stamp of a write made now: UTC, to the millisecond, as Claude Code stamps
+    it (`stamp_text` spells it; the dumper writes it so). Every writer of `modified` uses it."""
+    from datetime import datetime, timezone
+
+    now = datetime.now(timezone.utc)
+    return now.replace(microsecond=now.microsecond // 1000 * 1000)
 
 
 class FrontmatterError(ValueError):

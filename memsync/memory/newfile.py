@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import date, datetime, timezone
+from datetime import date
 from pathlib import Path
 
 from memsync.memory import frontmatter as memory
@@ -11,7 +11,7 @@ from memsync.memory import ids
 from memsync.memory.memtypes import TYPES
 from memsync.util import resources
 from memsync.util.errors import UsageError, UserError
-from memsync.util.fsutil import atomic_write
+from memsync.util.fsutil import atomic_write, read_text_if_there
 
 # the template file for each type, when its name differs from the type
 _TEMPLATE = {"callbacks": "callbacks.md", "commitments": "commitments.md"}
@@ -50,7 +50,7 @@ def create(
     `modified` gets the full time of creation (a date alone ties with another device's edit
     the same day), and a session digest's block heading the time and a random part
     (`## Session 14:05 k3f9`), so two devices' sessions of one day stay two sessions."""
-    now = datetime.now(timezone.utc)
+    now = memory.modified_now()
     today = today or date.today()
     session = session or f"{now:%H:%M} {ids.new_suffix()}"
     filename = filename_for(type_name, name, today)
@@ -64,7 +64,7 @@ def create(
         .replace("{slug}", memory.name_slug(title) or "memory")
         .replace("{date}", today.isoformat())
         .replace("{session}", session)
-        .replace("{modified}", now.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        .replace("{modified}", memory.stamp_text(now.replace(microsecond=0)))  # to the second
     )
     # each commitment id gets its own random part: another device may mint ids for this day
     text = re.sub(r"\{nonce\}", lambda _: ids.new_suffix(), text)
@@ -82,10 +82,8 @@ def create(
 
 def _index(memory_dir: Path, filename: str, title: str, description: str) -> None:
     index = memory_dir / "MEMORY.md"
-    try:
-        text = index.read_text(encoding="utf-8").rstrip("\n") + "\n"
-    except FileNotFoundError:
-        text = "# Memory index\n\n"
+    current = read_text_if_there(index)
+    text = "# Memory index\n\n" if current is None else current.rstrip("\n") + "\n"
     if f"]({filename})" in text:
         return
     line = f"- [{title}]({filename})" + (f" — {description}" if description else "")

@@ -581,8 +581,7 @@ def republish(engine: Engine) -> bool:
 
         had = engine.state.meta.pop("purged", None) is not None
         store = engine.store
-        if hasattr(store, "project_known"):  # a folder remote: its project folder may be made
-            store.project_known = False
+        store.project_known = False  # a folder remote: its project folder may be made
         try:
             # memsync's own records (the purge mark itself) are not memory
             empty = all(is_ignored(key) for key in store.list())

@@ -41,10 +41,3 @@ def open_store(url: str, prefix: str) -> Store:
         f"the remote {url!r} is not a file:/// folder or an Azure Blob URL "
         "(https://ACCOUNT.blob.core.windows.net/CONTAINER/PREFIX)"
     )
-
-
-def create_advice(store: Store) -> str:
-    """What to tell a user whose remote does not exist yet: push creates it, unless the
-    credential may not (an Azure container SAS)."""
-    advice = getattr(store, "create_advice", None)
-    return advice() if advice is not None else "run `memsync push` to create it"

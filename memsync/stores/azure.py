@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
 from memsync.memory.frontmatter import DEFAULT_MAX_BYTES
-from memsync.stores.base import Entry, Stats, check_key
+from memsync.stores.base import Entry, Stats, Store, check_key
 from memsync.stores.httpdate import parse_date
 from memsync.util.errors import (
     AlreadyExists,
@@ -263,7 +263,7 @@ def parse_listing(body: bytes, base: str) -> tuple[dict[str, Entry], str]:
     return entries, root.findtext("NextMarker") or ""
 
 
-class AzureStore:
+class AzureStore(Store):
     """Blobs under `<url prefix>/<project prefix>/` in one container."""
 
     page_size = 5000  # the service's maximum per List Blobs request
@@ -276,7 +276,7 @@ class AzureStore:
         self.base = "/".join(parts) + "/" if parts else ""
         self.credential = credential or credential_for(self.blob_url)
         self.credential_kind = self.credential.kind
-        self.max_bytes = DEFAULT_MAX_BYTES  # the engine sets its max_file_bytes
+        self.max_bytes: int = DEFAULT_MAX_BYTES  # the engine sets its max_file_bytes
         self._listed: dict[str, Entry] = {}  # the last listing, to check downloads against
         self._denied: str | None = None  # a write refused for lack of rights: not tried again
         self._write_ok = False  # a write went through: the credential may write

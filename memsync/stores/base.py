@@ -101,6 +101,34 @@ class Store(Protocol):
 
     def close(self) -> None: ...
 
+    # What a store may do beyond reading and writing. A store that subclasses Store gets these
+    # defaults (what a store without the feature does), so callers use them without asking.
+
+    max_bytes: int | None = None  # the largest object a read accepts (the engine sets it)
+    deadline: float | None = None  # the command's (time.monotonic()): no request outlives it
+    # A folder remote this device has synced with (the engine sets it): its project folder is
+    # then never made anew, since its absence means the drive is not mounted (see folder.py).
+    project_known: bool = False
+
+    @property
+    def round_trip(self) -> float | None:
+        """About one network round trip to the remote, once known; None where not known (or
+        there is no network in between)."""
+        return None
+
+    def warm(self, count: int) -> None:
+        """Open `count` connections ahead of the transfers (e.g. while a listing is in flight);
+        nothing where there is nothing to open."""
+        return None
+
+    def can_create(self) -> bool:
+        """Whether this credential may create the container/folder."""
+        return True
+
+    def create_advice(self) -> str:
+        """What to tell a user whose remote does not exist yet."""
+        return "run `memsync push` to create it"
+
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _BAD_CHARS = re.compile(r'[\\:*?"<>|]')

@@ -361,55 +361,25 @@ class BlobHTTP:
         be reached or does not answer before the deadline, ConfigError for an untrusted
         certificate."""
         query = dict(query or {})
-        target = quote_path(path)
-        qs = urlencode(query, quote_via=quote)
-        if self.sas:
-            qs = f"{qs}&{self.sas}" if qs else self.sas
-        url = f"{target}?{qs}" if qs else target
+        target, url = self._target(path, query)
         deadline = self._deadline()
         stale_retry = True
         attempt = 0
         while True:
-            send = {"x-ms-date": format_date(), "x-ms-version": API_VERSION}
-            send.update(headers or {})
-            if body is not None:
-                send["Content-Length"] = str(len(body))
-            if self.shared_key is not None:
-                send["Authorization"] = self.shared_key.authorization(method, target, query, send)
+            send = self._signed(method, target, query, headers, body)
             conn = self._connection()
             reused = conn.sock is not None
             wait = None
             try:
-                if conn.sock is None:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        raise TimedOut("no time left to connect")
-                    self._connect(conn, min(self.connect_timeout, left))
-                sent = time.monotonic()
-                status, reason, answer, data = exchange(
-                    conn,
-                    method,
-                    url,
-                    send,
-                    body,
-                    limit=limit,
-                    deadline=deadline,
-                    read_timeout=self.read_timeout,
+                status, reason, answer, data = self._send(
+                    conn, kind, method, url, send, body, limit, deadline
                 )
             except BaseException as exc:
                 conn.close()  # never reuse a connection in an unknown state
                 if isinstance(exc, ConnectionError):
                     self.close()  # the idle ones likely went down with it: open anew
                 self.on_request(kind, len(body or b""), 0)
-                if not isinstance(exc, (OSError, http.client.HTTPException)):
-                    raise
-                self._refuse_untrusted(exc)
-                if isinstance(exc, TooLarge):
-                    raise
-                if isinstance(exc, TimedOut):
-                    raise Unreachable(
-                        f"{self.scheme}://{self.netloc} did not answer in time"
-                    ) from None
+                self._raise_if_no_retry_helps(exc)
                 # a keep-alive connection the server closed while idle: resend at once, once
                 if (
                     reused
@@ -420,7 +390,6 @@ class BlobHTTP:
                     continue
                 failure = str(exc) or type(exc).__name__
             else:
-                self._timed(kind, time.monotonic() - sent)
                 self._give_back(conn)
                 self.on_request(kind, len(body or b""), len(data))
                 if not retryable(status) or attempt >= self.retries:
@@ -432,15 +401,88 @@ class BlobHTTP:
             if attempt >= self.retries:
                 raise Unreachable(f"cannot reach {self.scheme}://{self.netloc} ({failure})")
             attempt += 1
-            import random  # only a retry needs it
+            self._pause_before_retry(failure, wait, deadline)
 
-            pause = max(0.0, self.backoff + random.uniform(-self.jitter, self.jitter))
-            pause = max(pause, wait or 0.0)
-            if time.monotonic() + pause >= deadline:
-                raise Unreachable(
-                    f"{self.scheme}://{self.netloc} did not answer in time ({failure})"
-                )
-            time.sleep(pause)
+    def _target(self, path: str, query: Mapping[str, str]) -> tuple[str, str]:
+        """The quoted path (what the signature covers) and the URL to send: the path with the
+        query and the SAS, if any."""
+        target = quote_path(path)
+        qs = urlencode(query, quote_via=quote)
+        if self.sas:
+            qs = f"{qs}&{self.sas}" if qs else self.sas
+        return target, f"{target}?{qs}" if qs else target
+
+    def _signed(
+        self,
+        method: str,
+        target: str,
+        query: Mapping[str, str],
+        headers: Mapping[str, str] | None,
+        body: bytes | None,
+    ) -> dict[str, str]:
+        """The headers of one attempt: dated now, and signed with the shared key if any."""
+        send = {"x-ms-date": format_date(), "x-ms-version": API_VERSION}
+        send.update(headers or {})
+        if body is not None:
+            send["Content-Length"] = str(len(body))
+        if self.shared_key is not None:
+            send["Authorization"] = self.shared_key.authorization(method, target, query, send)
+        return send
+
+    def _send(
+        self,
+        conn: http.client.HTTPConnection,
+        kind: str,
+        method: str,
+        url: str,
+        send: dict[str, str],
+        body: bytes | None,
+        limit: int,
+        deadline: float,
+    ) -> tuple[int, str, Headers, bytes]:
+        """One exchange on `conn`, connecting it first if it is new (within the deadline); a
+        quick answer is timed for `round_trip`."""
+        if conn.sock is None:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimedOut("no time left to connect")
+            self._connect(conn, min(self.connect_timeout, left))
+        sent = time.monotonic()
+        answer = exchange(
+            conn,
+            method,
+            url,
+            send,
+            body,
+            limit=limit,
+            deadline=deadline,
+            read_timeout=self.read_timeout,
+        )
+        self._timed(kind, time.monotonic() - sent)
+        return answer
+
+    def _raise_if_no_retry_helps(self, exc: BaseException) -> None:
+        """Raise what a failed exchange means when sending again cannot mend it: not a network
+        failure at all (a bug, Ctrl-C), an untrusted certificate, an answer over the limit,
+        the deadline passed."""
+        if not isinstance(exc, (OSError, http.client.HTTPException)):
+            raise exc
+        self._refuse_untrusted(exc)
+        if isinstance(exc, TooLarge):
+            raise exc
+        if isinstance(exc, TimedOut):
+            raise Unreachable(f"{self.scheme}://{self.netloc} did not answer in time") from None
+
+    def _pause_before_retry(self, failure: str, wait: float | None, deadline: float) -> None:
+        """Sleep the backoff (with jitter), or as long as the service asked; Unreachable when
+        that would pass the deadline."""
+        import random  # only a retry needs it
+
+        pause = max(0.0, self.backoff + random.uniform(-self.jitter, self.jitter))
+        pause = max(pause, wait or 0.0)
+        if time.monotonic() + pause >= deadline:
+            raise Unreachable(f"{self.scheme}://{self.netloc} did not answer in time ({failure})")
+        time.sleep(pause)
 
     def _refuse_untrusted(self, exc: BaseException) -> None:
         if self.scheme != "https":

@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from memsync.stores.base import Entry, Stats, check_key
+from memsync.stores.base import Entry, Stats, Store, check_key
 from memsync.util.errors import AlreadyExists, NotFound, PreconditionFailed, StoreError, Unreachable
 from memsync.util.fsutil import (
     atomic_write,
@@ -29,7 +29,7 @@ def _etag(data: bytes) -> str:
     return f'"{sha256(data)[:32]}"'
 
 
-class FolderStore:
+class FolderStore(Store):
     def __init__(self, root: str | os.PathLike[str], prefix: str = "") -> None:
         self.root = Path(root)
         self.base = self.root / prefix if prefix else self.root

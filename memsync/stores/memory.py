@@ -7,11 +7,11 @@ import threading
 import time
 from typing import ClassVar
 
-from memsync.stores.base import Entry, Stats, check_key
+from memsync.stores.base import Entry, Stats, Store, check_key
 from memsync.util.errors import AlreadyExists, NotFound, PreconditionFailed
 
 
-class MemoryStore:
+class MemoryStore(Store):
     """Objects in a dict; ETags are a counter, so rewriting identical bytes still moves the ETag
     (as on Azure)."""
 

@@ -23,7 +23,6 @@ from memsync.stores import (
     Stats,
     Store,
     check_key,
-    create_advice,
     open_store,
 )
 from memsync.sync import localswap, planner
@@ -232,10 +231,8 @@ class Engine:
             if self.ctx.embedded_remote:  # ours to create; a configured folder may be unmounted
                 private_dir(self.ctx.home / "remote")
             self._store = open_store(self.ctx.remote, self.ctx.project)
-            if hasattr(self._store, "max_bytes"):  # a network store caps what it reads
-                self._store.max_bytes = self.max_bytes
-            if hasattr(self._store, "project_known"):  # a folder store (see there)
-                self._store.project_known = bool(self.state.records)
+            self._store.max_bytes = self.max_bytes
+            self._store.project_known = bool(self.state.records)
         return self._store
 
     # --- the local side -------------------------------------------------------------------
@@ -443,7 +440,7 @@ class Engine:
             return result
         started = time.monotonic()
         names = None if paths is None else [self.name_of(p) for p in paths]
-        if cutoff is not None and hasattr(self.store, "deadline"):
+        if cutoff is not None:
             self.store.deadline = cutoff
         with self.locked():
             try:
@@ -579,7 +576,7 @@ class Engine:
         (what the run was for is queued)."""
         records = self.state.records
         self._manifest_ahead = None
-        if not records and hasattr(self.store, "warm"):
+        if not records:
             # a fresh device fetches or sends everything: open the transfers' connections
             # while the listing is in flight; a fresh pull reads the project's manifest
             # alongside the listing too, not one round trip after it
@@ -847,7 +844,7 @@ class Engine:
             if mode == "pull":
                 raise UserError(
                     f"the remote {self._display_remote()} does not exist yet; "
-                    f"{create_advice(self.store)}"
+                    f"{self.store.create_advice()}"
                 ) from None
             try:
                 self.store.ensure()
@@ -1079,13 +1076,13 @@ class Engine:
         base = int(self.ctx.setting("concurrency"))
         took = None if ahead is None else ahead.took
         if took is not None and took >= SLOW_ROUND_TRIP and len(actions) > base:
-            self.store.warm(min(MAX_WORKERS, len(actions)) - base)  # type: ignore[attr-defined]
+            self.store.warm(min(MAX_WORKERS, len(actions)) - base)
 
     def _workers(self, count: int) -> int:
         """Parallel transfers for `count` actions: the `concurrency` setting, widened over a
         slow network so the run is a few round trips, not count / concurrency of them."""
         base = int(self.ctx.setting("concurrency"))
-        rtt = getattr(self.store, "round_trip", None)
+        rtt = self.store.round_trip
         ahead = self._manifest_ahead
         if rtt is None and ahead is not None and ahead.took is not None:
             rtt = ahead.took / 2  # until requests are timed: the manifest's connect and GET

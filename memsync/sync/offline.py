@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-from memsync.stores.base import Stats
+from memsync.stores.base import Stats, Store
 from memsync.util.errors import Unreachable
 
 TTL = 60.0  # seconds a hook trusts a marker without probing
@@ -92,7 +92,7 @@ def after(state_dir: Path, offline: str | None) -> None:
         clear(state_dir)
 
 
-class OfflineStore:
+class OfflineStore(Store):
     """A store that is known to be unreachable: every call raises at once, so the engine queues
     what it would have sent (its usual offline path) without touching the network."""
 

@@ -26,7 +26,7 @@ except ImportError:  # Windows (or hidden by the test suite's MEMSYNC_TEST_NO_FC
     fcntl = None  # type: ignore[assignment]
 
 if TYPE_CHECKING:
-    from typing import BinaryIO
+    from typing import BinaryIO, Literal
 
 # O_CLOEXEC saves the extra call Python makes to mark a new descriptor non-inheritable (PEP 446
 # makes it so everywhere anyway); O_BINARY stops Windows from turning \n into \r\n on write.
@@ -48,6 +48,33 @@ def read_if_there(path: str | os.PathLike[str]) -> bytes | None:
             return f.read()
     except (FileNotFoundError, NotADirectoryError):
         return None
+
+
+def read_text_if_there(
+    path: str | os.PathLike[str],
+    *,
+    undecodable: Literal["raise", "replace", "none"] = "raise",
+    unreadable: Literal["raise", "none"] = "raise",
+) -> str | None:
+    """The file's UTF-8 text, or None if there is no such file (`read_if_there`). The caller
+    says what the other failures give: bytes that are not UTF-8 raise UnicodeDecodeError, are
+    replaced by U+FFFD, or give None; any other OSError is raised or gives None."""
+    try:
+        data = read_if_there(path)
+    except OSError:
+        if unreadable == "none":
+            return None
+        raise
+    if data is None:
+        return None
+    if undecodable == "replace":
+        return data.decode("utf-8", "replace")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        if undecodable == "none":
+            return None
+        raise
 
 
 def private_dir(path: Path) -> Path:
