@@ -32,6 +32,7 @@ class Status:
     kept_local: dict[str, str] = field(default_factory=dict)  # by the user's choice: no error
     in_sync: int = 0
     last_sync: float | None = None
+    last_interrupted: float | None = None  # a later run cut short (Ctrl-C, SIGTERM)
     remote_error: str | None = None
     sync_enabled: bool = True
     notices: list[str] = field(default_factory=list)  # purge, unfinished forget, quarantine
@@ -90,6 +91,7 @@ def status(engine: Engine) -> Status:
     result.conflicts = state.conflicts
     result.queued = state.pending
     result.last_sync = state.meta.get("last_sync")
+    result.last_interrupted = state.meta.get("last_interrupted")
     hashes = dict(local.content.hashes)
     remote: dict[str, str] = {}
     purged = tombstones = False

@@ -450,6 +450,8 @@ class Engine:
                 self._run_locked(result, mode, names, force, allow or {}, deadline, progress)
             except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM (see entry.py)
                 stop.done = result  # type: ignore[attr-defined]  # what it did, for the CLI
+                # `status` says when, instead of "never" after a first run that did push
+                self.state.meta["last_interrupted"] = time.time()
                 raise
             finally:
                 self._make_durable()
@@ -684,6 +686,7 @@ class Engine:
         self.state.set_refused(run.local.split_refused()[0])
         if not result.offline and not result.errors and result.skipped == []:
             self.state.meta["last_sync"] = time.time()
+            self.state.meta.pop("last_interrupted", None)
             if self.state.conflicts and full:
                 # a file deleted on every side takes its conflicts with it (each device
                 # clears its own: there is nothing left to resolve)
