@@ -55,6 +55,12 @@ def audit(device: Device) -> list[dict]:
     return [json.loads(line) for line in (device.home / "audit.log").read_text().splitlines()]
 
 
+def one_line(stderr: str) -> str:
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
 def index(*lines: str) -> str:
     return "# Memory\n" + "".join(f"{line}\n" for line in lines)
 
@@ -259,6 +265,32 @@ def test_purge_is_not_undone_by_the_next_sync_or_session(pair, remote):
     b.run("sync", check=1)  # B's own purge mark is B's to lift
     b.run("push", "--republish")
     assert "Principal engineer." in on_remote(remote)["user_role.md"]
+
+
+def test_purge_while_the_remote_is_unreachable_deletes_nothing_and_says_so(
+    pair, remote, tmp_path
+):
+    """Exit 3 means "queued" elsewhere; a purge is not queued (carried out later it could
+    erase what other devices wrote meanwhile): it deletes nothing and says to run it again."""
+    a, b = pair
+    seed_sam(a, b)
+    away = tmp_path / "remote-away"
+    remote.rename(away)  # the NAS is unmounted
+    proc = a.run("purge", "--all", "--yes", check=3)
+    sentence = one_line(proc.stderr)
+    assert "nothing was deleted" in sentence and "purge --all` again" in sentence, sentence
+    assert "Deleted" not in proc.stdout
+    assert "purged" not in a.run("status").stdout  # nothing here pretends it happened
+    away.rename(remote)
+    a.write("user_role.md", "Principal engineer.\n", type="user")
+    a.run("sync")  # nothing queued went out and nothing stops the next sync
+    assert "Principal engineer." in on_remote(remote)["user_role.md"]
+    b.run("sync")
+    assert "Principal engineer." in (b.memory / "user_role.md").read_text()
+
+    a.run("purge", "--all", "--yes")  # reachable again: it is carried out
+    assert on_remote(remote) == {}
+    assert "purged from the remote by laptop" in b.run("sync", check=1).stderr
 
 
 # --- 13: prune by the digest's date, and the index follows ------------------------------
