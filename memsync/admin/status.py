@@ -95,10 +95,15 @@ def status(engine: Engine) -> Status:
     hashes = dict(local.content.hashes)
     remote: dict[str, str] = {}
     purged = tombstones = False
+    marker: dict | None = None
     if ctx.sync_enabled:
         try:
             listing = engine.store.list()
-            purged = PURGED in listing
+            if PURGED in listing:
+                from memsync.sync.tombstones import blocking_purge
+
+                marker = blocking_purge(engine, listing[PURGED].etag)
+                purged = marker is not None
             stone = listing.get(TOMBSTONES)
             tombstones = stone is not None and stone.etag != state.meta.get("tombstones_etag")
             files = classify(listing, state.refused_remote)
@@ -120,9 +125,8 @@ def status(engine: Engine) -> Status:
             getattr(result, bucket).append(action.name)
     if purged or state.meta.keys() & {"purged", "forgetting", "quarantined"}:
         from memsync.privacy.forget import notices
-        from memsync.sync.tombstones import remote_purge_marker
 
-        result.notices = notices(engine, remote_purge_marker(engine) if purged else None)
+        result.notices = notices(engine, marker)
         state.save_meta()  # quarantined edits the user has dealt with are no longer listed
     if tombstones:
         from memsync.privacy.forget import incoming

@@ -612,32 +612,66 @@ def purge(engine: Engine) -> PurgeReport:
 def republish(engine: Engine) -> bool:
     """Lift the purge marks (here and on the remote); before an empty remote (emptied on
     purpose, made anew), forget what was synced with it, so that everything here goes up as
-    new. True if there was something to lift."""
-    with engine.locked():
-        from memsync.sync.walk import is_ignored
+    new. True if there was something to lift.
 
-        had = engine.state.meta.pop("purged", None) is not None
+    The remote mark is not removed but notes who lifted it (see `blocking_purge`). Before a
+    remote another device has published again: a file synced before the purge and gone from
+    it goes up as new (this device's memory is what it publishes), and a file this device
+    left untouched since the purge takes the other device's version, not a conflict: the
+    purging device has no merge base left, so the content hash it kept (`purge`) says which
+    side changed."""
+    from memsync.sync.state import Record
+    from memsync.sync.walk import is_ignored
+
+    with engine.locked():
+        marker = engine.state.meta.pop("purged", None)
+        had = marker is not None
         store = engine.store
         if hasattr(store, "project_known"):  # a folder remote: its project folder may be made
             store.project_known = False
         try:
-            # memsync's own records (the purge mark itself) are not memory
-            empty = all(is_ignored(key) for key in store.list())
+            listing = store.list()
         except NotFound:
-            empty = True
-        if empty and engine.state.records:
-            for name in list(engine.state.records):
-                engine.state.forget(name)
-            engine.state.save()
-            had = True
+            listing = {}
+        records = engine.state.records
+        # memsync's own records (the purge mark itself) are not memory
+        if all(is_ignored(key) for key in listing):
+            if records:
+                for name in list(records):
+                    engine.state.forget(name)
+                had = True
+        elif had:
+            for name in [n for n in records if n not in listing]:
+                engine.state.forget(name)  # erased by the purge, not deleted by anyone
+            synced = marker.get("synced") if isinstance(marker, dict) else None
+            for name, sha in (synced if isinstance(synced, dict) else {}).items():
+                if name in listing and name not in records and isinstance(sha, str):
+                    records[name] = Record("", sha, 0.0)  # etag unknown: the remote changed
+        engine.state.save()
         for _ in range(MAX_ATTEMPTS):
             try:
-                _, etag = engine.store.get(PURGED)
-                engine.store.delete(PURGED, etag)
+                data, etag = store.get(PURGED)
+                mark = json.loads(data)
+                if not isinstance(mark, dict):
+                    mark = {}
+                lifted = isinstance(mark.get("republished"), dict)
+                if lifted and not had and mark.get("id") == engine.state.meta.get("purge_seen"):
+                    break  # lifted long ago, with this device's knowledge: nothing to lift
+                mark["republished"] = {"device": engine.ctx.device, "at": time.time()}
+                new = store.replace(PURGED, json.dumps(mark, sort_keys=True).encode(), etag)
             except NotFound:
                 break
             except PreconditionFailed:
                 continue
+            except ValueError:  # not a mark memsync wrote: one of its own replaces it
+                mark = {"id": os.urandom(8).hex(), "at": time.time()}
+                mark["republished"] = {"device": engine.ctx.device, "at": time.time()}
+                try:
+                    new = store.replace(PURGED, json.dumps(mark, sort_keys=True).encode(), etag)
+                except PreconditionFailed:
+                    continue
+            engine.state.meta["purge_seen"] = mark.get("id")
+            engine.state.meta["purge_seen_etag"] = new
             had = True
             break
         engine.state.save_meta()

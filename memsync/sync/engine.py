@@ -481,11 +481,13 @@ class Engine:
         manifest stops the run; interrupted forgets finish, other devices' tombstones and
         conflict records are taken in (each may drop keys from `listing`)."""
         if PURGED in listing:
-            from memsync.sync.tombstones import purged_here, remote_purge_marker
+            from memsync.sync.tombstones import blocking_purge, purged_here
 
-            # remembered: this device stays out until it is told to publish again
-            self.state.meta["purged"] = remote_purge_marker(self) or {"at": time.time()}
-            raise purged_here(self)
+            marker = blocking_purge(self, listing[PURGED].etag)
+            if marker is not None:
+                # remembered: this device stays out until it is told to publish again
+                self.state.meta["purged"] = marker
+                raise purged_here(self)
         self._check_project(listing, mode)
         if self.state.meta.get("forgetting"):
             from memsync.sync.tombstones import finish_pending
@@ -1126,6 +1128,8 @@ class Engine:
             else:
                 etag = self.store.replace(name, ours, remote_etag, mtime)
         except PreconditionFailed:
+            if self._purge_blocked(result, name):
+                return
             self._merge(result, name, ours, mtime)  # `push FILE` too: the edit times decide
             return
         self._record(name, etag, ours)
@@ -1195,6 +1199,7 @@ class Engine:
             if theirs == ours:  # e.g. a PUT that landed as an interrupted run ended: record it
                 self._record(name, etag, ours)
                 return
+            base = _base_by_hash(base, self.state.records.get(name), ours, theirs)
             if theirs_ok:
                 outcome = merge(
                     name, base, ours, theirs, ours_mtime=mtime, theirs_mtime=theirs_mtime
@@ -1245,6 +1250,23 @@ class Engine:
         from memsync.sync.conflicts import entry
 
         return entry(name, describe_for_others(name, outcome), self.ctx.device)
+
+    def _purge_blocked(self, result: SyncResult, name: str) -> bool:
+        """A known file changed on the remote since this device synced it: `push FILE` (which
+        does not list) checks that it was not because the project was purged and published
+        again by another device before this one heard of it (one GET, on this rare path)."""
+        from memsync.sync.tombstones import REPUBLISH, blocking_purge
+
+        with self._lock:
+            marker = blocking_purge(self)
+            if marker is None:
+                return False
+            self.state.meta["purged"] = marker
+            result.notes.append(
+                f"this project was purged, so {name} was not uploaded; `{REPUBLISH}` publishes "
+                "again"
+            )
+        return True
 
     def _recreate_blocked(self, result: SyncResult, name: str) -> bool:
         """A synced file gone from the remote is created again from the local copy, unless
@@ -1422,6 +1444,18 @@ def _mtime(path: Path) -> float | None:
         return path.stat().st_mtime
     except OSError:
         return None
+
+
+def _base_by_hash(
+    base: bytes | None, rec: Record | None, ours: bytes, theirs: bytes
+) -> bytes | None:
+    """`base`, or for a record without its content (after a purge, see forget.republish):
+    the side whose content it names did not change, so it is the base."""
+    if base is None and rec is not None:
+        for side in (theirs, ours):
+            if sha256(side) == rec.sha:
+                return side
+    return base
 
 
 def _renames_in_two_steps(actions: list[Action]) -> list[list[Action]]:

@@ -267,6 +267,55 @@ def test_purge_is_not_undone_by_the_next_sync_or_session(pair, remote):
     assert "Principal engineer." in on_remote(remote)["user_role.md"]
 
 
+def test_after_a_purge_republish_raises_no_false_conflicts_and_a_device_that_never_saw_it_is_told(
+    pair, remote, tmp_path
+):
+    """A purges; B (which saw it) publishes again with an edit; A's own `push --republish`
+    then takes B's version of what A left untouched, without the "both devices changed"
+    conflicts a missing merge base made up (fresh-eyes trial). C synced before the purge and
+    never saw its mark, which B's republish lifted: C is told, uploads nothing, and joins
+    only when it says so."""
+    a, b = pair
+    c = make_device(tmp_path, "tablet", remote.as_uri())
+    seed_sam(a, b)
+    c.run("pull")
+    a.run("purge", "--all", "--yes")
+    b.run("sync", check=1)
+    b.write("user_role.md", "Principal engineer.\n", type="user")
+    sam = b.memory / "relationship_sam.md"
+    sam.write_text(sam.read_text() + "- Sam moved to Leeds.\n")
+    b.run("push", "--republish")
+
+    proc = a.run("push", "--republish")
+    assert "conflict" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    a.run("sync")
+    status = a.run("status").stdout
+    assert "conflict" not in status and "changed on both sides" not in status, status
+    assert "Principal engineer." in (a.memory / "user_role.md").read_text()
+    assert a.files() == b.files()
+
+    sam = c.memory / "relationship_sam.md"
+    sam.write_text(sam.read_text() + "- Sam starts a new job in May.\n")
+    before = on_remote(remote)
+    proc = c.run("push", "relationship_sam.md")  # the PostToolUse hook's push: no listing
+    assert "purged, so relationship_sam.md was not uploaded" in proc.stderr, proc.stderr
+    proc = c.run("sync", check=1)
+    sentence = one_line(proc.stderr)
+    assert "purged from the remote by laptop" in sentence, sentence
+    assert "published again by laptop" in sentence and "push --republish" in sentence, sentence
+    assert "purged" in c.run("status").stdout
+    assert on_remote(remote) == before  # nothing of C's went up unasked
+
+    c.run("push", "--republish")  # C says so: its edit goes up, nothing else is disturbed
+    for device in (a, b, c):
+        device.run("sync")
+    assert "new job in May" in on_remote(remote)["relationship_sam.md"]
+    assert "moved to Leeds" in on_remote(remote)["relationship_sam.md"]
+    assert "Principal engineer." in on_remote(remote)["user_role.md"]
+    assert a.files() == b.files() == c.files()
+    assert all("conflict" not in d.run("status").stdout for d in (a, b, c))
+
+
 def test_purge_while_the_remote_is_unreachable_deletes_nothing_and_says_so(
     pair, remote, tmp_path
 ):
@@ -610,7 +659,9 @@ def test_forget_and_purge_against_azurite(tmp_path, azure_url):
     a.run("sync", check=1)
     assert set(blobs()) == {"_memsync/purged.json"}
     a.run("push", "--republish")
-    assert "user_role.md" in blobs() and "_memsync/purged.json" not in blobs()
+    assert "user_role.md" in blobs()
+    mark = json.loads(blobs()["_memsync/purged.json"])  # kept, lifted: for devices not told yet
+    assert mark["republished"]["device"] == a.name and "synced" not in mark
 
 
 # --- forget --match against an edit made elsewhere before it ------------------------------
