@@ -7,7 +7,14 @@ from typing import Any
 
 from memsync.context.config import strip_query
 from memsync.sync import planner
-from memsync.sync.engine import PURGED, TOMBSTONES, Engine, classify, refuse_colliding_names
+from memsync.sync.engine import (
+    MOVED,
+    PURGED,
+    TOMBSTONES,
+    Engine,
+    classify,
+    refuse_colliding_names,
+)
 from memsync.sync.planner import Kind
 from memsync.util.errors import NotFound, Unreachable
 
@@ -104,6 +111,10 @@ def status(engine: Engine) -> Status:
 
                 marker = blocking_purge(engine, listing[PURGED].etag)
                 purged = marker is not None
+            if MOVED in listing:  # a device moved the memory under the origin's name
+                moved = engine.moved_notice()
+                if moved:
+                    result.notices.append(moved)
             stone = listing.get(TOMBSTONES)
             tombstones = stone is not None and stone.etag != state.meta.get("tombstones_etag")
             files = classify(listing, state.refused_remote)
@@ -126,7 +137,7 @@ def status(engine: Engine) -> Status:
     if purged or state.meta.keys() & {"purged", "forgetting", "quarantined"}:
         from memsync.privacy.forget import notices
 
-        result.notices = notices(engine, marker)
+        result.notices += notices(engine, marker)
         state.save_meta()  # quarantined edits the user has dealt with are no longer listed
     if tombstones:
         from memsync.privacy.forget import incoming

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from memsync.context.boot import boot_id, boot_time
 from memsync.context.config import Context
-from memsync.context.identity import MANIFEST
+from memsync.context.identity import MANIFEST, MOVED
 from memsync.memory.index_links import INDEX
 from memsync.memory.names import collisions, fold
 from memsync.privacy.gate import check_inbound, check_outbound
@@ -466,7 +466,11 @@ class Engine:
         if not result.offline and not result.disabled:
             from memsync.context.identity import pin, to_note
 
-            pin(self.ctx.home, self.ctx.memory_dir, self.ctx.identity)
+            before = pin(self.ctx.home, self.ctx.memory_dir, self.ctx.identity)
+            if before:
+                moved = self._mark_moved(before)
+                if moved:
+                    result.notes.append(moved)
             note = to_note(self.ctx.home, self.ctx.memory_dir, self.ctx.identity)
             if note:
                 result.notes.append(note)  # the CLI records it as said (identity.noted)
@@ -488,6 +492,8 @@ class Engine:
                 # remembered: this device stays out until it is told to publish again
                 self.state.meta["purged"] = marker
                 raise purged_here(self)
+        if MOVED in listing:
+            self._check_moved()
         self._check_project(listing, mode)
         if self.state.meta.get("forgetting"):
             from memsync.sync.tombstones import finish_pending
@@ -879,7 +885,9 @@ class Engine:
                 return  # a pull writes nothing to the remote; the next push or sync does
             mine = identity.Identity(self.ctx.project, self.ctx.project_source, ours)
             try:
-                etag = self.store.create(identity.MANIFEST, identity.manifest_bytes(mine))
+                etag = self.store.create(
+                    identity.MANIFEST, identity.manifest_bytes(mine, self._first_commit())
+                )
             except AlreadyExists:
                 pass  # another device wrote it first: read and check it below
             else:
@@ -890,7 +898,7 @@ class Engine:
         except NotFound:
             return  # removed meanwhile: written again by the next push or sync
         theirs = identity.manifest_fingerprint(data)
-        if theirs and ours and theirs != ours and not self._same_repository(theirs):
+        if theirs and ours and theirs != ours and not self._same_repository(theirs, data):
             raise UserError(
                 f"the remote {self._display_remote()} holds the memory of another project "
                 f"({identity.describe(theirs)}; this one has {identity.describe(ours)}); "
@@ -900,7 +908,9 @@ class Engine:
         if theirs is None and ours and mode != "pull":
             mine = identity.Identity(self.ctx.project, self.ctx.project_source, ours)
             try:
-                etag = self.store.replace(identity.MANIFEST, identity.manifest_bytes(mine), etag)
+                etag = self.store.replace(
+                    identity.MANIFEST, identity.manifest_bytes(mine, self._first_commit()), etag
+                )
             except PreconditionFailed:
                 return  # changed meanwhile: checked again next time
         self.state.meta["manifest_etag"] = etag
@@ -915,14 +925,80 @@ class Engine:
                 return got
         return self.store.get(MANIFEST)
 
-    def _same_repository(self, theirs: str) -> bool:
-        """A manifest written before the repository had an origin names its first commit: this
-        repository, with an origin now, is the same project if its first commit is that one."""
-        if not theirs.startswith("commit:") or self.ctx.git_root is None:
+    def _first_commit(self) -> str | None:
+        """This repository's first commit: the fingerprint's, else asked of git (a subprocess,
+        only when a manifest is written or differs)."""
+        ours = self.ctx.fingerprint or ""
+        if ours.startswith("commit:"):
+            return ours.removeprefix("commit:")
+        if self.ctx.git_root is None:
+            return None
+        from memsync.context import identity
+
+        return identity.first_commit(self.ctx.git_root)
+
+    def _same_repository(self, theirs: str, data: bytes) -> bool:
+        """A manifest of another fingerprint is this project's if it names the same first
+        commit and the two do not name different origins (a fork, with an origin of its own,
+        is another project): written before the repository had an origin, or by a device
+        with the origin while this one has none (see `memsync sync --project ORIGIN`)."""
+        ours = self.ctx.fingerprint or ""
+        if theirs.startswith("origin:") and ours.startswith("origin:"):
             return False
         from memsync.context import identity
 
-        return theirs == f"commit:{identity.first_commit(self.ctx.git_root)}"
+        commit = identity.manifest_commit(data)
+        return commit is not None and commit == self._first_commit()
+
+    def _check_moved(self) -> None:
+        """A device moved this project's memory under its origin's name and left a marker
+        here: say where it went; upload nothing here, where the others no longer look."""
+        moved = self.moved_notice()
+        if moved:
+            raise UserError(moved)
+
+    def moved_notice(self) -> str | None:
+        """The sentence for a marker saying this project's memory moved elsewhere, if any."""
+        from memsync.context import identity
+
+        try:
+            data, _ = self.store.get(identity.MOVED)
+        except NotFound:
+            return None
+        doc = identity.moved_to(data)
+        if doc is None or doc["to"] == self.ctx.project:
+            return None
+        return identity.moved_message(self.ctx.project, doc)
+
+    def _mark_moved(self, before: str) -> str | None:
+        """This device synced under `before` and now under its origin's name (it followed
+        the origin note): leave a marker under `before`, if that holds this repository's
+        memory, so the devices still using it are told where it went. Other renames leave
+        none: only an origin and a first commit show the two names are one project."""
+        from memsync.context import identity
+
+        project = self.ctx.project
+        commit = self._first_commit() if self.ctx.fingerprint == f"origin:{project}" else None
+        if commit is None:
+            return None
+        old = open_store(self.ctx.remote, before)
+        payload = identity.moved_bytes(project, self.ctx.device, time.time())
+        try:
+            data, _ = old.get(identity.MANIFEST)
+            if identity.manifest_commit(data) != commit:
+                return None  # another project's memory: not this device's to redirect
+            try:
+                old.create(identity.MOVED, payload)
+            except AlreadyExists:
+                data, etag = old.get(identity.MOVED)
+                if (identity.moved_to(data) or {}).get("to") != project:
+                    old.replace(identity.MOVED, payload, etag)
+        except StoreError:
+            return None  # unreachable or changed meanwhile: the note is not given either
+        return (
+            f"the memory under {before} is marked as moved to {project}: devices still "
+            f"syncing under {before} are told to run `memsync sync --project {project}`"
+        )
 
     def _check_old_name(self) -> None:
         """A first sync under a name whose prefix is empty while the remote holds this same
