@@ -111,11 +111,13 @@ def _remote_listing(engine: Engine, create: bool = False) -> dict[str, Entry]:
         if create and not store.exists():
             store.ensure()
     if create and PURGED in listing:
-        from memsync.sync.tombstones import purged_here, remote_purge_marker
+        from memsync.sync.tombstones import blocking_purge, purged_here
 
-        engine.state.meta["purged"] = remote_purge_marker(engine) or {"at": time.time()}
-        engine.state.save_meta()
-        raise purged_here(engine)
+        marker = blocking_purge(engine, listing[PURGED].etag)
+        if marker is not None:
+            engine.state.meta["purged"] = marker
+            engine.state.save_meta()
+            raise purged_here(engine)
     return {k: e for k, e in listing.items() if _safe_name(k) is None}
 
 

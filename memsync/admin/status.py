@@ -7,7 +7,14 @@ from typing import Any
 
 from memsync.context.config import strip_query
 from memsync.sync import planner
-from memsync.sync.engine import PURGED, TOMBSTONES, Engine, classify, refuse_colliding_names
+from memsync.sync.engine import (
+    MOVED,
+    PURGED,
+    TOMBSTONES,
+    Engine,
+    classify,
+    refuse_colliding_names,
+)
 from memsync.sync.planner import Kind
 from memsync.util.errors import NotFound, Unreachable
 
@@ -32,6 +39,7 @@ class Status:
     kept_local: dict[str, str] = field(default_factory=dict)  # by the user's choice: no error
     in_sync: int = 0
     last_sync: float | None = None
+    last_interrupted: float | None = None  # a later run cut short (Ctrl-C, SIGTERM)
     remote_error: str | None = None
     sync_enabled: bool = True
     notices: list[str] = field(default_factory=list)  # purge, unfinished forget, quarantine
@@ -90,13 +98,23 @@ def status(engine: Engine) -> Status:
     result.conflicts = state.conflicts
     result.queued = state.pending
     result.last_sync = state.meta.get("last_sync")
+    result.last_interrupted = state.meta.get("last_interrupted")
     hashes = dict(local.content.hashes)
     remote: dict[str, str] = {}
     purged = tombstones = False
+    marker: dict | None = None
     if ctx.sync_enabled:
         try:
             listing = engine.store.list()
-            purged = PURGED in listing
+            if PURGED in listing:
+                from memsync.sync.tombstones import blocking_purge
+
+                marker = blocking_purge(engine, listing[PURGED].etag)
+                purged = marker is not None
+            if MOVED in listing:  # a device moved the memory under the origin's name
+                moved = engine.moved_notice()
+                if moved:
+                    result.notices.append(moved)
             stone = listing.get(TOMBSTONES)
             tombstones = stone is not None and stone.etag != state.meta.get("tombstones_etag")
             files = classify(listing, state.refused_remote)
@@ -118,9 +136,8 @@ def status(engine: Engine) -> Status:
             getattr(result, bucket).append(action.name)
     if purged or state.meta.keys() & {"purged", "forgetting", "quarantined"}:
         from memsync.privacy.forget import notices
-        from memsync.sync.tombstones import remote_purge_marker
 
-        result.notices = notices(engine, remote_purge_marker(engine) if purged else None)
+        result.notices += notices(engine, marker)
         state.save_meta()  # quarantined edits the user has dealt with are no longer listed
     if tombstones:
         from memsync.privacy.forget import incoming

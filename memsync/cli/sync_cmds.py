@@ -113,7 +113,12 @@ def status(
     out.print(f"remote:     {st.remote} (project {st.project})", markup=False)
     if st.project_note:
         out.print(f"  ({st.project_note})", markup=False)
-    out.print(f"last sync:  {_when(st.last_sync)}", markup=False)
+    last = _when(st.last_sync)
+    if st.last_interrupted:  # a run cut short since (Ctrl-C, SIGTERM): what it did is synced
+        queued = f", {len(st.queued)} change(s) queued" if st.queued else ""
+        cut = f"interrupted at {_when(st.last_interrupted)}{queued}; the next sync finishes it"
+        last = f"{last} (a later run was {cut})" if st.last_sync else cut
+    out.print(f"last sync:  {last}", markup=False)
     if not st.sync_enabled:
         out.print("sync is off (MEMSYNC_SYNC=off)")
     if st.remote_error:

@@ -32,6 +32,9 @@ from urllib.parse import urlsplit
 
 PINS = "projects.json"
 MANIFEST = "_memsync/project.json"
+# left under a project's earlier name when a device moves its memory under the origin's name
+# (`memsync sync --project ORIGIN`): the devices still using that name are told to follow
+MOVED = "_memsync/moved.json"
 
 
 # --- git, read directly (no git subprocess) -----------------------------------------------
@@ -132,10 +135,11 @@ def read_pins(home: Path) -> dict[str, dict]:
     return data if isinstance(data, dict) else {}
 
 
-def pin(home: Path, memory_dir: Path, identity: Identity) -> None:
+def pin(home: Path, memory_dir: Path, identity: Identity) -> str | None:
     """Remember the identity a memory dir synced under, so later runs (and hooks) use it
     without asking git, a name given once on the command line stays, and an origin that
-    appears later does not move the memory away from the devices that share it."""
+    appears later does not move the memory away from the devices that share it. Returns the
+    name it synced under before, if that was another one."""
     pins = read_pins(home)
     old = pins.get(str(memory_dir))
     old = old if isinstance(old, dict) else {}
@@ -149,6 +153,8 @@ def pin(home: Path, memory_dir: Path, identity: Identity) -> None:
     if old != entry:
         pins[str(memory_dir)] = entry
         _save_pins(home, pins)
+    previous = old.get("project")
+    return previous if isinstance(previous, str) and previous != identity.name else None
 
 
 def _save_pins(home: Path, pins: dict[str, dict]) -> None:
@@ -165,7 +171,7 @@ def origin_note(identity: Identity) -> str:
         f"this project's git origin is now {other}, but its memory stays under "
         f"{identity.name}, the name it synced under on this device, so every device keeps "
         f"sharing it; to move it under the origin, run `memsync sync --project {other}` once "
-        "on each device that has this origin"
+        "on this device; the devices still using the old name are then told to follow"
     )
 
 
@@ -245,9 +251,67 @@ def describe(fingerprint: str | None) -> str:
     return f"origin {value}" if kind == "origin" else f"first commit {value[:12]}"
 
 
-def manifest_bytes(identity: Identity) -> bytes:
-    doc = {"version": 1, "project": identity.name, "fingerprint": identity.fingerprint}
+def manifest_bytes(identity: Identity, commit: str | None = None) -> bytes:
+    """The manifest: the fingerprint, and the repository's first commit beside an origin, so
+    a device of the same repository without that origin is still recognised."""
+    doc: dict[str, object] = {
+        "version": 1,
+        "project": identity.name,
+        "fingerprint": identity.fingerprint,
+    }
+    if commit:
+        doc["commit"] = commit
     return json.dumps(doc, indent=1, sort_keys=True).encode()
+
+
+def manifest_commit(data: bytes) -> str | None:
+    """The first commit a manifest records: its own field, else its fingerprint's."""
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict):
+        return None
+    value = doc.get("commit")
+    if isinstance(value, str) and value:
+        return value
+    fingerprint = doc.get("fingerprint")
+    if isinstance(fingerprint, str) and fingerprint.startswith("commit:"):
+        return fingerprint.removeprefix("commit:")
+    return None
+
+
+def moved_bytes(to: str, device: str, at: float) -> bytes:
+    return json.dumps({"to": to, "device": device, "at": at}, sort_keys=True).encode()
+
+
+def moved_message(name: str, doc: dict) -> str:
+    """The one sentence for a device still syncing under `name` after it moved."""
+    import time
+
+    at = doc.get("at")
+    when = (
+        time.strftime(" on %Y-%m-%d %H:%M", time.localtime(at))
+        if isinstance(at, (int, float))
+        else ""
+    )
+    by = doc.get("device") or "another device"
+    return (
+        f"this project's memory moved from {name} to {doc['to']} (by {by}{when}, under its "
+        f"git origin's name); nothing was synced: run `memsync sync --project "
+        f"{doc['to']}` once on this device to follow it (it is remembered)"
+    )
+
+
+def moved_to(data: bytes) -> dict | None:
+    """A "moved" marker's content ({"to", "device", "at"}), or None if it is not one."""
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return None
+    if isinstance(doc, dict) and isinstance(doc.get("to"), str) and doc["to"]:
+        return doc
+    return None
 
 
 def manifest_fingerprint(data: bytes) -> str | None:

@@ -513,29 +513,66 @@ def _delete_remote(engine: Engine, name: str) -> bool:
     raise UserError(f"{name} kept changing on the remote; run `memsync purge --all` again")
 
 
+def _put_purge_mark(engine: Engine, payload: bytes) -> None:
+    """The purge mark, written before anything is deleted: a purge the remote stops answering
+    halfway through still keeps every device from publishing what is left."""
+    store = engine.store
+    for _ in range(MAX_ATTEMPTS):
+        try:
+            store.create(PURGED, payload)
+            return
+        except NotFound:  # no container (an Azure remote never pushed to)
+            store.ensure()
+        except PreconditionFailed:  # an earlier purge's mark (perhaps lifted): this one's now
+            try:
+                _, etag = store.get(PURGED)
+                store.replace(PURGED, payload, etag)
+                return
+            except (NotFound, PreconditionFailed):
+                continue
+    raise UserError(f"{PURGED} kept changing on the remote; run `memsync purge --all` again")
+
+
 def purge(engine: Engine) -> PurgeReport:
     """Hard-erase the remote prefix and all of memsync's local state for this project, then
-    mark both so that no device uploads this project's memory again without being told to."""
+    mark both so that no device uploads this project's memory again without being told to.
+    An unreachable remote stops it before anything here is deleted (Unreachable, exit 3):
+    nothing is queued, since erasing later could take what other devices wrote meanwhile."""
     store = engine.store
     deleted = 0
     marker = {"id": os.urandom(8).hex(), "at": time.time(), "device": engine.ctx.device}
     with engine.locked():
-        for key, entry in sorted(store.list().items()):
-            try:
-                store.delete(key, entry.etag)
-                deleted += key != PURGED
-            except NotFound:
-                continue
-            except PreconditionFailed:
-                deleted += _delete_remote(engine, key)
-        payload = json.dumps(marker, sort_keys=True).encode()
         try:
-            store.create(PURGED, payload)
-        except NotFound:  # no container (an Azure remote never pushed to)
-            store.ensure()
-            store.create(PURGED, payload)
-        except PreconditionFailed:
-            pass  # another purge wrote its own marker meanwhile
+            listing = store.list()
+        except NotFound:
+            listing = {}
+        except Unreachable as exc:
+            raise Unreachable(
+                f"{exc}; nothing was deleted; run `memsync purge --all` again when the remote "
+                "is reachable"
+            ) from exc
+        try:
+            _put_purge_mark(engine, json.dumps(marker, sort_keys=True).encode())
+            for key, entry in sorted(listing.items()):
+                if key == PURGED:
+                    continue
+                try:
+                    store.delete(key, entry.etag)
+                    deleted += 1
+                except NotFound:
+                    continue
+                except PreconditionFailed:
+                    deleted += _delete_remote(engine, key)
+        except Unreachable as exc:
+            raise Unreachable(
+                f"{exc}; the remote became unreachable after {deleted} of its object(s) were "
+                "deleted (its purge mark keeps every device from publishing the rest), nothing "
+                "here was deleted; run `memsync purge --all` again when the remote is reachable"
+            ) from exc
+        # the content hashes (never the content) of what was synced: `push --republish` onto
+        # a remote another device has republished meanwhile tells the files this device left
+        # untouched from its edits, with no merge base left to tell them by
+        synced = {name: rec.sha for name, rec in engine.state.records.items()}
         state_dir = engine.ctx.state_dir
         for path in state_dir.iterdir():
             if path.name == "lock":
@@ -545,7 +582,7 @@ def purge(engine: Engine) -> PurgeReport:
             else:
                 path.unlink()
         shutil.rmtree(engine.ctx.home / "quarantine" / state_dir.name, ignore_errors=True)
-        engine.state.meta = {"purged": marker}
+        engine.state.meta = {"purged": {**marker, "synced": synced}}
         engine.state.save_meta()
     audit(engine, "purge", remote_objects_deleted=deleted)
     remote_kind = "azure" if engine.ctx.remote.startswith("http") else "folder"
@@ -575,31 +612,65 @@ def purge(engine: Engine) -> PurgeReport:
 def republish(engine: Engine) -> bool:
     """Lift the purge marks (here and on the remote); before an empty remote (emptied on
     purpose, made anew), forget what was synced with it, so that everything here goes up as
-    new. True if there was something to lift."""
-    with engine.locked():
-        from memsync.sync.walk import is_ignored
+    new. True if there was something to lift.
 
-        had = engine.state.meta.pop("purged", None) is not None
+    The remote mark is not removed but notes who lifted it (see `blocking_purge`). Before a
+    remote another device has published again: a file synced before the purge and gone from
+    it goes up as new (this device's memory is what it publishes), and a file this device
+    left untouched since the purge takes the other device's version, not a conflict: the
+    purging device has no merge base left, so the content hash it kept (`purge`) says which
+    side changed."""
+    from memsync.sync.state import Record
+    from memsync.sync.walk import is_ignored
+
+    with engine.locked():
+        marker = engine.state.meta.pop("purged", None)
+        had = marker is not None
         store = engine.store
         store.project_known = False  # a folder remote: its project folder may be made
         try:
-            # memsync's own records (the purge mark itself) are not memory
-            empty = all(is_ignored(key) for key in store.list())
+            listing = store.list()
         except NotFound:
-            empty = True
-        if empty and engine.state.records:
-            for name in list(engine.state.records):
-                engine.state.forget(name)
-            engine.state.save()
-            had = True
+            listing = {}
+        records = engine.state.records
+        # memsync's own records (the purge mark itself) are not memory
+        if all(is_ignored(key) for key in listing):
+            if records:
+                for name in list(records):
+                    engine.state.forget(name)
+                had = True
+        elif had:
+            for name in [n for n in records if n not in listing]:
+                engine.state.forget(name)  # erased by the purge, not deleted by anyone
+            synced = marker.get("synced") if isinstance(marker, dict) else None
+            for name, sha in (synced if isinstance(synced, dict) else {}).items():
+                if name in listing and name not in records and isinstance(sha, str):
+                    records[name] = Record("", sha, 0.0)  # etag unknown: the remote changed
+        engine.state.save()
         for _ in range(MAX_ATTEMPTS):
             try:
-                _, etag = engine.store.get(PURGED)
-                engine.store.delete(PURGED, etag)
+                data, etag = store.get(PURGED)
+                mark = json.loads(data)
+                if not isinstance(mark, dict):
+                    mark = {}
+                lifted = isinstance(mark.get("republished"), dict)
+                if lifted and not had and mark.get("id") == engine.state.meta.get("purge_seen"):
+                    break  # lifted long ago, with this device's knowledge: nothing to lift
+                mark["republished"] = {"device": engine.ctx.device, "at": time.time()}
+                new = store.replace(PURGED, json.dumps(mark, sort_keys=True).encode(), etag)
             except NotFound:
                 break
             except PreconditionFailed:
                 continue
+            except ValueError:  # not a mark memsync wrote: one of its own replaces it
+                mark = {"id": os.urandom(8).hex(), "at": time.time()}
+                mark["republished"] = {"device": engine.ctx.device, "at": time.time()}
+                try:
+                    new = store.replace(PURGED, json.dumps(mark, sort_keys=True).encode(), etag)
+                except PreconditionFailed:
+                    continue
+            engine.state.meta["purge_seen"] = mark.get("id")
+            engine.state.meta["purge_seen_etag"] = new
             had = True
             break
         engine.state.save_meta()

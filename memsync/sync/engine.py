@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from memsync.context.boot import boot_id, boot_time
 from memsync.context.config import Context
-from memsync.context.identity import MANIFEST
+from memsync.context.identity import MANIFEST, MOVED
 from memsync.memory.index_links import INDEX
 from memsync.memory.names import collisions, fold
 from memsync.privacy.gate import check_inbound, check_outbound
@@ -447,6 +447,8 @@ class Engine:
                 self._run_locked(result, mode, names, force, allow or {}, deadline, progress)
             except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM (see entry.py)
                 stop.done = result  # type: ignore[attr-defined]  # what it did, for the CLI
+                # `status` says when, instead of "never" after a first run that did push
+                self.state.meta["last_interrupted"] = time.time()
                 raise
             finally:
                 self._make_durable()
@@ -461,7 +463,11 @@ class Engine:
         if not result.offline and not result.disabled:
             from memsync.context.identity import pin, to_note
 
-            pin(self.ctx.home, self.ctx.memory_dir, self.ctx.identity)
+            before = pin(self.ctx.home, self.ctx.memory_dir, self.ctx.identity)
+            if before:
+                moved = self._mark_moved(before)
+                if moved:
+                    result.notes.append(moved)
             note = to_note(self.ctx.home, self.ctx.memory_dir, self.ctx.identity)
             if note:
                 result.notes.append(note)  # the CLI records it as said (identity.noted)
@@ -476,11 +482,15 @@ class Engine:
         manifest stops the run; interrupted forgets finish, other devices' tombstones and
         conflict records are taken in (each may drop keys from `listing`)."""
         if PURGED in listing:
-            from memsync.sync.tombstones import purged_here, remote_purge_marker
+            from memsync.sync.tombstones import blocking_purge, purged_here
 
-            # remembered: this device stays out until it is told to publish again
-            self.state.meta["purged"] = remote_purge_marker(self) or {"at": time.time()}
-            raise purged_here(self)
+            marker = blocking_purge(self, listing[PURGED].etag)
+            if marker is not None:
+                # remembered: this device stays out until it is told to publish again
+                self.state.meta["purged"] = marker
+                raise purged_here(self)
+        if MOVED in listing:
+            self._check_moved()
         self._check_project(listing, mode)
         if self.state.meta.get("forgetting"):
             from memsync.sync.tombstones import finish_pending
@@ -681,6 +691,7 @@ class Engine:
         self.state.set_refused(run.local.split_refused()[0])
         if not result.offline and not result.errors and result.skipped == []:
             self.state.meta["last_sync"] = time.time()
+            self.state.meta.pop("last_interrupted", None)
             if self.state.conflicts and full:
                 # a file deleted on every side takes its conflicts with it (each device
                 # clears its own: there is nothing left to resolve)
@@ -881,7 +892,9 @@ class Engine:
                 return  # a pull writes nothing to the remote; the next push or sync does
             mine = identity.Identity(self.ctx.project, self.ctx.project_source, ours)
             try:
-                etag = self.store.create(identity.MANIFEST, identity.manifest_bytes(mine))
+                etag = self.store.create(
+                    identity.MANIFEST, identity.manifest_bytes(mine, self._first_commit())
+                )
             except AlreadyExists:
                 pass  # another device wrote it first: read and check it below
             else:
@@ -892,7 +905,7 @@ class Engine:
         except NotFound:
             return  # removed meanwhile: written again by the next push or sync
         theirs = identity.manifest_fingerprint(data)
-        if theirs and ours and theirs != ours and not self._same_repository(theirs):
+        if theirs and ours and theirs != ours and not self._same_repository(theirs, data):
             raise UserError(
                 f"the remote {self._display_remote()} holds the memory of another project "
                 f"({identity.describe(theirs)}; this one has {identity.describe(ours)}); "
@@ -902,7 +915,9 @@ class Engine:
         if theirs is None and ours and mode != "pull":
             mine = identity.Identity(self.ctx.project, self.ctx.project_source, ours)
             try:
-                etag = self.store.replace(identity.MANIFEST, identity.manifest_bytes(mine), etag)
+                etag = self.store.replace(
+                    identity.MANIFEST, identity.manifest_bytes(mine, self._first_commit()), etag
+                )
             except PreconditionFailed:
                 return  # changed meanwhile: checked again next time
         self.state.meta["manifest_etag"] = etag
@@ -917,14 +932,80 @@ class Engine:
                 return got
         return self.store.get(MANIFEST)
 
-    def _same_repository(self, theirs: str) -> bool:
-        """A manifest written before the repository had an origin names its first commit: this
-        repository, with an origin now, is the same project if its first commit is that one."""
-        if not theirs.startswith("commit:") or self.ctx.git_root is None:
+    def _first_commit(self) -> str | None:
+        """This repository's first commit: the fingerprint's, else asked of git (a subprocess,
+        only when a manifest is written or differs)."""
+        ours = self.ctx.fingerprint or ""
+        if ours.startswith("commit:"):
+            return ours.removeprefix("commit:")
+        if self.ctx.git_root is None:
+            return None
+        from memsync.context import identity
+
+        return identity.first_commit(self.ctx.git_root)
+
+    def _same_repository(self, theirs: str, data: bytes) -> bool:
+        """A manifest of another fingerprint is this project's if it names the same first
+        commit and the two do not name different origins (a fork, with an origin of its own,
+        is another project): written before the repository had an origin, or by a device
+        with the origin while this one has none (see `memsync sync --project ORIGIN`)."""
+        ours = self.ctx.fingerprint or ""
+        if theirs.startswith("origin:") and ours.startswith("origin:"):
             return False
         from memsync.context import identity
 
-        return theirs == f"commit:{identity.first_commit(self.ctx.git_root)}"
+        commit = identity.manifest_commit(data)
+        return commit is not None and commit == self._first_commit()
+
+    def _check_moved(self) -> None:
+        """A device moved this project's memory under its origin's name and left a marker
+        here: say where it went; upload nothing here, where the others no longer look."""
+        moved = self.moved_notice()
+        if moved:
+            raise UserError(moved)
+
+    def moved_notice(self) -> str | None:
+        """The sentence for a marker saying this project's memory moved elsewhere, if any."""
+        from memsync.context import identity
+
+        try:
+            data, _ = self.store.get(identity.MOVED)
+        except NotFound:
+            return None
+        doc = identity.moved_to(data)
+        if doc is None or doc["to"] == self.ctx.project:
+            return None
+        return identity.moved_message(self.ctx.project, doc)
+
+    def _mark_moved(self, before: str) -> str | None:
+        """This device synced under `before` and now under its origin's name (it followed
+        the origin note): leave a marker under `before`, if that holds this repository's
+        memory, so the devices still using it are told where it went. Other renames leave
+        none: only an origin and a first commit show the two names are one project."""
+        from memsync.context import identity
+
+        project = self.ctx.project
+        commit = self._first_commit() if self.ctx.fingerprint == f"origin:{project}" else None
+        if commit is None:
+            return None
+        old = open_store(self.ctx.remote, before)
+        payload = identity.moved_bytes(project, self.ctx.device, time.time())
+        try:
+            data, _ = old.get(identity.MANIFEST)
+            if identity.manifest_commit(data) != commit:
+                return None  # another project's memory: not this device's to redirect
+            try:
+                old.create(identity.MOVED, payload)
+            except AlreadyExists:
+                data, etag = old.get(identity.MOVED)
+                if (identity.moved_to(data) or {}).get("to") != project:
+                    old.replace(identity.MOVED, payload, etag)
+        except StoreError:
+            return None  # unreachable or changed meanwhile: the note is not given either
+        return (
+            f"the memory under {before} is marked as moved to {project}: devices still "
+            f"syncing under {before} are told to run `memsync sync --project {project}`"
+        )
 
     def _check_old_name(self) -> None:
         """A first sync under a name whose prefix is empty while the remote holds this same
@@ -1133,6 +1214,8 @@ class Engine:
             else:
                 etag = self.store.replace(name, ours, remote_etag, mtime)
         except PreconditionFailed:
+            if self._purge_blocked(result, name):
+                return
             self._merge(result, name, ours, mtime)  # `push FILE` too: the edit times decide
             return
         self._record(name, etag, ours)
@@ -1202,6 +1285,7 @@ class Engine:
             if theirs == ours:  # e.g. a PUT that landed as an interrupted run ended: record it
                 self._record(name, etag, ours)
                 return
+            base = _base_by_hash(base, self.state.records.get(name), ours, theirs)
             if theirs_ok:
                 outcome = merge(
                     name, base, ours, theirs, ours_mtime=mtime, theirs_mtime=theirs_mtime
@@ -1252,6 +1336,23 @@ class Engine:
         from memsync.sync.conflicts import entry
 
         return entry(name, describe_for_others(name, outcome), self.ctx.device)
+
+    def _purge_blocked(self, result: SyncResult, name: str) -> bool:
+        """A known file changed on the remote since this device synced it: `push FILE` (which
+        does not list) checks that it was not because the project was purged and published
+        again by another device before this one heard of it (one GET, on this rare path)."""
+        from memsync.sync.tombstones import REPUBLISH, blocking_purge
+
+        with self._lock:
+            marker = blocking_purge(self)
+            if marker is None:
+                return False
+            self.state.meta["purged"] = marker
+            result.notes.append(
+                f"this project was purged, so {name} was not uploaded; `{REPUBLISH}` publishes "
+                "again"
+            )
+        return True
 
     def _recreate_blocked(self, result: SyncResult, name: str) -> bool:
         """A synced file gone from the remote is created again from the local copy, unless
@@ -1429,6 +1530,18 @@ def _mtime(path: Path) -> float | None:
         return path.stat().st_mtime
     except OSError:
         return None
+
+
+def _base_by_hash(
+    base: bytes | None, rec: Record | None, ours: bytes, theirs: bytes
+) -> bytes | None:
+    """`base`, or for a record without its content (after a purge, see forget.republish):
+    the side whose content it names did not change, so it is the base."""
+    if base is None and rec is not None:
+        for side in (theirs, ours):
+            if sha256(side) == rec.sha:
+                return side
+    return base
 
 
 def _renames_in_two_steps(actions: list[Action]) -> list[list[Action]]:

@@ -558,9 +558,7 @@ def recreate_blocked(engine: Engine, name: str) -> str | None:
             f"{name} was forgotten on another device, so it was not uploaded; "
             "run `memsync sync` to set your copy aside"
         )
-    try:
-        store.get(PURGED)
-    except NotFound:
+    if blocking_purge(engine) is None:
         return None
     return f"this project was purged, so {name} was not uploaded; `{REPUBLISH}` publishes again"
 
@@ -610,17 +608,45 @@ def purged_here(engine: Engine) -> Purged:
     marker = engine.state.meta.get("purged") or {}
     by = marker.get("device")
     where = "from this device" if by == engine.ctx.device else f"from the remote by {by}"
+    again = marker.get("republished")
+    if isinstance(again, dict):  # lifted by another device before this one heard of it
+        since = (
+            f" and published again by {again.get('device')} on {_when(again.get('at'))}, after "
+            "this device last synced"
+        )
+    else:
+        since = ""
     return Purged(
         f"this project's memory was purged {where if by else 'from the remote'} on "
-        f"{_when(marker.get('at'))}, so memsync uploads nothing from here; run `{REPUBLISH}` "
-        "to publish this device's memory again"
+        f"{_when(marker.get('at'))}{since}, so memsync uploads nothing from here; run "
+        f"`{REPUBLISH}` to publish this device's memory again"
     )
 
 
-def remote_purge_marker(engine: Engine) -> dict[str, Any]:
+def blocking_purge(engine: Engine, etag: str | None = None) -> dict[str, Any] | None:
+    """The remote's purge mark if it keeps this device out, else None. `etag`: the mark's, from
+    a listing (an unchanged mark this device has let through costs no request).
+
+    `push --republish` does not remove the mark but notes in it who lifted it, so a device
+    that synced before the purge and never heard of it (its records name content the purge
+    erased) is still told and kept out until it says so too; a device that lifted it, or
+    that joins afterwards with nothing synced before, goes on (remembered by the mark's id)."""
+    meta = engine.state.meta
+    if etag is not None and etag == meta.get("purge_seen_etag"):
+        return None
     try:
-        data, _ = engine.store.get(PURGED)
+        data, etag = engine.store.get(PURGED)
+    except NotFound:
+        return None
+    try:
         marker = json.loads(data)
-    except (NotFound, ValueError):
-        return {}
-    return marker if isinstance(marker, dict) else {}
+    except ValueError:
+        marker = None
+    if not isinstance(marker, dict):
+        return {"at": time.time()}
+    if isinstance(marker.get("republished"), dict) and (
+        marker.get("id") == meta.get("purge_seen") or not engine.state.records
+    ):
+        meta["purge_seen"], meta["purge_seen_etag"] = marker.get("id"), etag
+        return None
+    return marker

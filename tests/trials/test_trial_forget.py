@@ -55,6 +55,12 @@ def audit(device: Device) -> list[dict]:
     return [json.loads(line) for line in (device.home / "audit.log").read_text().splitlines()]
 
 
+def one_line(stderr: str) -> str:
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, stderr
+    return lines[0]
+
+
 def index(*lines: str) -> str:
     return "# Memory\n" + "".join(f"{line}\n" for line in lines)
 
@@ -259,6 +265,81 @@ def test_purge_is_not_undone_by_the_next_sync_or_session(pair, remote):
     b.run("sync", check=1)  # B's own purge mark is B's to lift
     b.run("push", "--republish")
     assert "Principal engineer." in on_remote(remote)["user_role.md"]
+
+
+def test_after_a_purge_republish_raises_no_false_conflicts_and_a_device_that_never_saw_it_is_told(
+    pair, remote, tmp_path
+):
+    """A purges; B (which saw it) publishes again with an edit; A's own `push --republish`
+    then takes B's version of what A left untouched, without the "both devices changed"
+    conflicts a missing merge base made up (fresh-eyes trial). C synced before the purge and
+    never saw its mark, which B's republish lifted: C is told, uploads nothing, and joins
+    only when it says so."""
+    a, b = pair
+    c = make_device(tmp_path, "tablet", remote.as_uri())
+    seed_sam(a, b)
+    c.run("pull")
+    a.run("purge", "--all", "--yes")
+    b.run("sync", check=1)
+    b.write("user_role.md", "Principal engineer.\n", type="user")
+    sam = b.memory / "relationship_sam.md"
+    sam.write_text(sam.read_text() + "- Sam moved to Leeds.\n")
+    b.run("push", "--republish")
+
+    proc = a.run("push", "--republish")
+    assert "conflict" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    a.run("sync")
+    status = a.run("status").stdout
+    assert "conflict" not in status and "changed on both sides" not in status, status
+    assert "Principal engineer." in (a.memory / "user_role.md").read_text()
+    assert a.files() == b.files()
+
+    sam = c.memory / "relationship_sam.md"
+    sam.write_text(sam.read_text() + "- Sam starts a new job in May.\n")
+    before = on_remote(remote)
+    proc = c.run("push", "relationship_sam.md")  # the PostToolUse hook's push: no listing
+    assert "purged, so relationship_sam.md was not uploaded" in proc.stderr, proc.stderr
+    proc = c.run("sync", check=1)
+    sentence = one_line(proc.stderr)
+    assert "purged from the remote by laptop" in sentence, sentence
+    assert "published again by laptop" in sentence and "push --republish" in sentence, sentence
+    assert "purged" in c.run("status").stdout
+    assert on_remote(remote) == before  # nothing of C's went up unasked
+
+    c.run("push", "--republish")  # C says so: its edit goes up, nothing else is disturbed
+    for device in (a, b, c):
+        device.run("sync")
+    assert "new job in May" in on_remote(remote)["relationship_sam.md"]
+    assert "moved to Leeds" in on_remote(remote)["relationship_sam.md"]
+    assert "Principal engineer." in on_remote(remote)["user_role.md"]
+    assert a.files() == b.files() == c.files()
+    assert all("conflict" not in d.run("status").stdout for d in (a, b, c))
+
+
+def test_purge_while_the_remote_is_unreachable_deletes_nothing_and_says_so(
+    pair, remote, tmp_path
+):
+    """Exit 3 means "queued" elsewhere; a purge is not queued (carried out later it could
+    erase what other devices wrote meanwhile): it deletes nothing and says to run it again."""
+    a, b = pair
+    seed_sam(a, b)
+    away = tmp_path / "remote-away"
+    remote.rename(away)  # the NAS is unmounted
+    proc = a.run("purge", "--all", "--yes", check=3)
+    sentence = one_line(proc.stderr)
+    assert "nothing was deleted" in sentence and "purge --all` again" in sentence, sentence
+    assert "Deleted" not in proc.stdout
+    assert "purged" not in a.run("status").stdout  # nothing here pretends it happened
+    away.rename(remote)
+    a.write("user_role.md", "Principal engineer.\n", type="user")
+    a.run("sync")  # nothing queued went out and nothing stops the next sync
+    assert "Principal engineer." in on_remote(remote)["user_role.md"]
+    b.run("sync")
+    assert "Principal engineer." in (b.memory / "user_role.md").read_text()
+
+    a.run("purge", "--all", "--yes")  # reachable again: it is carried out
+    assert on_remote(remote) == {}
+    assert "purged from the remote by laptop" in b.run("sync", check=1).stderr
 
 
 # --- 13: prune by the digest's date, and the index follows ------------------------------
@@ -578,7 +659,9 @@ def test_forget_and_purge_against_azurite(tmp_path, azure_url):
     a.run("sync", check=1)
     assert set(blobs()) == {"_memsync/purged.json"}
     a.run("push", "--republish")
-    assert "user_role.md" in blobs() and "_memsync/purged.json" not in blobs()
+    assert "user_role.md" in blobs()
+    mark = json.loads(blobs()["_memsync/purged.json"])  # kept, lifted: for devices not told yet
+    assert mark["republished"]["device"] == a.name and "synced" not in mark
 
 
 # --- forget --match against an edit made elsewhere before it ------------------------------

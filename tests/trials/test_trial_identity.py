@@ -121,3 +121,74 @@ def test_a_new_clone_with_the_origin_finds_the_memory_synced_before_the_origin(p
     assert prefixes(remote) == [name]  # no empty second copy started
     assert d.run("sync", "--project", name).stdout == "pulled: user_pat.md\n"
     assert d.run("sync").stdout == "Everything is in sync.\n"  # the name is remembered
+
+
+def test_a_device_without_the_origin_follows_a_move_under_it(pair, tmp_path):
+    """A follows the origin note (`memsync sync --project ORIGIN`); B's clone has no origin
+    and cannot. The fresh-eyes trial found B syncing on alone under the old name, and the new
+    prefix's manifest (an origin) refusing B if it tried. Now the old name says where the
+    memory went, and the manifest's first commit lets B in."""
+    a, b, remote = pair
+    a.write("user_pat.md", "Pat leads the storage team.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    [old] = prefixes(remote)
+
+    git("-C", str(a.root), "remote", "add", "origin", ORIGIN)
+    proc = a.run("sync", "--project", "github.com-me-app")
+    assert "marked as moved to github.com-me-app" in proc.stderr, proc.stderr
+    assert sorted(prefixes(remote)) == sorted([old, "github.com-me-app"])
+
+    b.write("user_b.md", "B's note, written before B heard of the move.\n", type="user")
+    proc = b.run("sync", check=1)
+    sentence = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(sentence) == 1, proc.stderr
+    assert "moved from" in sentence[0] and "by a" in sentence[0], sentence[0]
+    assert "memsync sync --project github.com-me-app" in sentence[0]
+    assert "user_b.md" not in [p.name for p in (remote / old).iterdir()]  # nothing left there
+    assert "memsync sync --project github.com-me-app" in b.run("status").stdout
+
+    proc = b.run("sync", "--project", "github.com-me-app")  # B has no origin: let in all the same
+    assert "pushed: user_b.md" in proc.stdout, proc.stdout + proc.stderr
+    assert a.run("sync").stdout == "pulled: user_b.md\n"
+    a.write("user_pat.md", "Pat leads the storage team.\nPat moved to Berlin.\n", type="user")
+    a.run("sync")
+    assert b.run("sync").stdout == "pulled: user_pat.md\n"  # remembered: no --project again
+    assert a.files() == b.files()
+
+    # a new clone without the origin lands on the old name, and is told too
+    repo_c = tmp_path / "c" / "app"
+    git("clone", "-q", str(b.root), str(repo_c))
+    git("-C", str(repo_c), "remote", "remove", "origin")
+    c = Device("c", repo_c, remote.as_uri(), {"MEMSYNC_PROJECT": ""})
+    c.memory.mkdir()
+    assert "memsync sync --project github.com-me-app" in c.run("sync", check=1).stderr
+    c.run("sync", "--project", "github.com-me-app")
+    assert c.files() == a.files()
+
+
+def test_projects_still_never_cross_after_a_move(pair, tmp_path):
+    """The first commit lets in the same repository without its origin, nothing else: an
+    unrelated repository, or a fork of this one with an origin of its own, is refused."""
+    a, _, remote = pair
+    a.write("user_pat.md", "Pat leads the storage team.\n", type="user")
+    a.run("sync")
+    git("-C", str(a.root), "remote", "add", "origin", ORIGIN)
+    a.run("sync", "--project", "github.com-me-app")
+
+    other = tmp_path / "x" / "app"
+    git("init", "-q", str(other))
+    (other / "README").write_text("another app\n")
+    git("-C", str(other), "add", "README")
+    git("-C", str(other), "commit", "-qm", "first")
+    fork = tmp_path / "f" / "app"
+    git("clone", "-q", str(a.root), str(fork))
+    git("-C", str(fork), "remote", "set-url", "origin", "git@github.com:someone/app.git")
+    for name, repo in (("x", other), ("f", fork)):
+        device = Device(name, repo, remote.as_uri(), {"MEMSYNC_PROJECT": ""})
+        device.memory.mkdir()
+        device.write("user_secret.md", f"{name}'s own memory.\n", type="user")
+        proc = device.run("sync", "--project", "github.com-me-app", check=1)
+        assert "holds the memory of another project" in proc.stderr, proc.stderr
+        assert "user_pat.md" not in device.files()
+    assert sorted(p.name for p in (remote / "github.com-me-app").glob("*.md")) == ["user_pat.md"]

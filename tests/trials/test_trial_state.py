@@ -239,11 +239,19 @@ def test_sigterm_in_the_middle_of_a_large_sync_keeps_what_was_done(tmp_path, rem
     listed = {line.removeprefix("pushed: ") for line in out.splitlines()}
     assert listed and listed <= set(done) and len(set(done) - listed) <= 2  # concurrency=2
 
+    # status says what is true: not "never" after a first sync that pushed files (fresh-eyes
+    # trial), but when it was cut short and how much waits
+    last = next(ln for ln in a.run("status").stdout.splitlines() if ln.startswith("last sync:"))
+    assert "never" not in last and "interrupted at " in last, last
+    assert "change(s) queued; the next sync finishes it" in last, last
+
     a.env_extra.update(MEMSYNC_TEST_STORE_DELAY_MS="0")
     again = a.run("sync").stdout
     assert "merged:" not in again  # what the interrupted run did was recorded
     assert again.count("pushed: ") == N - len(done)
     assert len(on_remote(remote)) == N
+    last = next(ln for ln in a.run("status").stdout.splitlines() if ln.startswith("last sync:"))
+    assert "interrupted" not in last and "never" not in last, last
 
 
 # --- 18: a pull killed before its final flush, then Claude writes ---------------------------
