@@ -214,3 +214,23 @@ pytestmark = pytest.mark.slow
 def _report():
     yield
     print("\nSTATEFUL " + " ".join(f"{k}={v}" for k, v in sorted(TALLY.items())))
+
+
+def test_a_fact_conflict_whose_write_landed_but_whose_answer_was_lost_is_still_reported():
+    """Found by the machine: both devices edit a fact; the second device's merged write
+    reaches the remote but its answer is lost. Its next sync found the remote equal to its
+    copy, with no merge left to report, and the other device's version went to history
+    silently."""
+    machine = SyncMachine()
+    try:
+        machine.append_entry(device=0, name="voice_calibration.md")
+        machine.converge()
+        machine.edit_fact(device=1, name="user_role.md")
+        machine.edit_fact(device=0, name="user_role.md")
+        machine.sync(device=1, mode="sync")
+        machine.arm_fault(fault="drop")
+        machine.sync(device=0, mode="sync")
+        machine.converge()  # asserts no version was lost silently
+        assert "user_role.md" in machine.conflicted
+    finally:
+        machine.teardown()

@@ -67,6 +67,8 @@ MAX_WORKERS = 128
 # From this many new files in one run (a fresh pull), flush once at the end instead of an
 # fsync per file; their names are saved first (see Engine._land).
 LAND_WITHOUT_FSYNC_AT = 32
+# meta.json: conflicts of merges written whose answer may have been lost (_expect_conflict)
+_LANDING_CONFLICTS = "landing_conflicts"
 LOST_DIR_MIN = 5  # more synced files than this all gone, new ones made: a lost folder
 
 
@@ -1284,6 +1286,7 @@ class Engine:
                 theirs_ok = True
             if theirs == ours:  # e.g. a PUT that landed as an interrupted run ended: record it
                 self._record(name, etag, ours)
+                self._conflict_that_landed(result, name, ours)
                 return
             base = _base_by_hash(base, self.state.records.get(name), ours, theirs)
             if theirs_ok:
@@ -1295,6 +1298,7 @@ class Engine:
                 outcome, merged = None, ours
             if merged != theirs:
                 edited = outcome.edited if outcome is not None and outcome.edited else mtime
+                self._expect_conflict(name, merged, outcome)
                 try:
                     etag = self.store.replace(name, merged, etag, edited)
                 except PreconditionFailed:
@@ -1317,11 +1321,9 @@ class Engine:
                 if outcome.discarded is not None:
                     reason = f"lost a merge conflict: {outcome.conflict}"
                     self._keep(name, outcome.discarded, reason)
-                with self._lock:
-                    shared = self._shared_conflict(name, outcome)
-                    self.state.add_conflict(name, outcome.conflict, shared["id"])
-                    result.conflicts.append(f"{name}: {outcome.conflict}")
-                    self._published.append(shared)
+                shared = self._shared_conflict(name, outcome)
+                self._report_conflict(result, name, outcome.conflict, shared)
+            self._no_landing_conflict(name)
             self._finish_merge(result, name, merged, etag)
             return
         with self._lock:
@@ -1329,6 +1331,42 @@ class Engine:
                 f"{name} kept changing on the remote; gave up after {MAX_ATTEMPTS} merge attempts "
                 "(run sync again)"
             )
+
+    def _report_conflict(self, result: SyncResult, name: str, detail: str, shared: dict) -> None:
+        with self._lock:
+            self.state.add_conflict(name, detail, shared["id"])
+            result.conflicts.append(f"{name}: {detail}")
+            self._published.append(shared)
+
+    def _expect_conflict(self, name: str, merged: bytes, outcome) -> None:
+        """Note the conflict a merge is about to write, by the written content's hash: a
+        write whose answer is lost (a dropped connection, a retry met by 412) may still have
+        landed, and the next look at the file then finds the remote equal to the local copy,
+        with no merge left to report it. Replaced or cleared by the merge's own outcome."""
+        if outcome is None or not outcome.conflict:
+            self._no_landing_conflict(name)
+            return
+        expected = {
+            "sha": sha256(merged),
+            "detail": outcome.conflict,
+            "shared": self._shared_conflict(name, outcome),
+        }
+        with self._lock:
+            self.state.meta.setdefault(_LANDING_CONFLICTS, {})[name] = expected
+
+    def _no_landing_conflict(self, name: str) -> dict | None:
+        with self._lock:
+            pending = self.state.meta.get(_LANDING_CONFLICTS, {})
+            expected = pending.pop(name, None)
+            if not pending:
+                self.state.meta.pop(_LANDING_CONFLICTS, None)
+            return expected
+
+    def _conflict_that_landed(self, result: SyncResult, name: str, content: bytes) -> None:
+        """Report the conflict of a merge whose write landed though its answer was lost."""
+        pending = self._no_landing_conflict(name)
+        if pending is not None and pending["sha"] == sha256(content):
+            self._report_conflict(result, name, pending["detail"], pending["shared"])
 
     def _shared_conflict(self, name: str, outcome) -> dict:
         """The conflict as the other devices should read it (not "this device's version")."""
