@@ -203,30 +203,55 @@ def _bare_promise(text: str) -> str:
     return _norm(_MARKS.sub("", _CID.sub("", _ITEM.sub("", text)))).lower()
 
 
-def _promises(kind: str, *versions: list[Entry]) -> dict[str, list[str]]:
+def _promises(kind: str, base: list[Entry], *sides: list[Entry]) -> dict[str, list[str]]:
     """Commitment ids that name several promises across the three versions (an id minted on
-    two devices): id -> its promises' texts (a text and those continuing it are one)."""
+    two devices): id -> its promises' texts (a text and those continuing it are one). As the
+    merge reads them: an id the base holds once and a side holds once is that one promise on
+    that side, however reworded."""
     if kind != "commitments":
         return {}
     found: dict[str, list[str]] = {}
-    for e in (e for v in versions for e in v):
-        cid, text = e.ident.split("#")[0], _bare_promise(e.text)
-        reps = found.setdefault(cid, [])
-        if not any(text.startswith(r) or r.startswith(text) for r in reps):
-            reps.append(text)
+    for version in (base, *sides):
+        for e, text in _bare_texts(version, base):
+            reps = found.setdefault(e.ident.split("#")[0], [])
+            if not any(text.startswith(r) or r.startswith(text) for r in reps):
+                reps.append(text)
     return {k: v for k, v in found.items() if len(v) > 1}
 
 
-def _by_promise(items: list[Entry], split: dict[str, list[str]]) -> list[Entry]:
+def _bare_texts(items: list[Entry], base: list[Entry]) -> list[tuple[Entry, str]]:
+    """Each entry with the promise it stands for: its own text, or, for an id held once here
+    and once in the base, the base's text (a reword of that one promise)."""
+
+    def ids(version: list[Entry]) -> Counter[str]:
+        return Counter(e.ident.split("#")[0] for e in version)
+
+    in_base = ids(base)
+    promise = {
+        e.ident.split("#")[0]: _bare_promise(e.text)
+        for e in base
+        if in_base[e.ident.split("#")[0]] == 1
+    }
+    here = ids(items)
+    out = []
+    for e in items:
+        cid = e.ident.split("#")[0]
+        text = promise[cid] if here[cid] == 1 and cid in promise else _bare_promise(e.text)
+        out.append((e, text))
+    return out
+
+
+def _by_promise(
+    items: list[Entry], split: dict[str, list[str]], base: list[Entry]
+) -> list[Entry]:
     """Entries of a split id take the identity id~promise, numbered by occurrence again."""
     if not split:
         return items
     seen: Counter[str] = Counter()
     out = []
-    for e in items:
+    for e, text in _bare_texts(items, base):
         cid = e.ident.split("#")[0]
         if cid in split:
-            text = _bare_promise(e.text)
             rep = next((r for r in split[cid] if text.startswith(r) or r.startswith(text)), text)
             ident = f"{cid}~{rep}"
             n = seen[ident]
@@ -310,10 +335,10 @@ def violations(
     kept: Sequence[bytes] = (),
 ) -> list[str]:
     kind = kind_of(path, ours, theirs, base)
-    b = entries(path, base, kind) if base is not None else []
+    b = b_raw = entries(path, base, kind) if base is not None else []
     o_raw, t_raw = entries(path, ours, kind), entries(path, theirs, kind)
     split = _promises(kind, b, o_raw, t_raw)
-    b, o_raw, t_raw = _by_promise(b, split), _by_promise(o_raw, split), _by_promise(t_raw, split)
+    b, o_raw, t_raw = (_by_promise(v, split, b_raw) for v in (b_raw, o_raw, t_raw))
     doubled = _doubled_links(kind, b, o_raw, t_raw)
     b, o_raw, t_raw = _by_line(b, doubled), _by_line(o_raw, doubled), _by_line(t_raw, doubled)
     across = kind in _PLACES
@@ -324,7 +349,7 @@ def violations(
         for raw, paired in (*zip(o_raw, o, strict=True), *zip(t_raw, t, strict=True))
         if raw.ident != paired.ident
     }
-    r = _by_line(_by_promise(entries(path, result, kind), split), doubled)
+    r = _by_line(_by_promise(entries(path, result, kind), split, b_raw), doubled)
     r = [e._replace(ident=renamed.get(e.ident, e.ident)) for e in r]
     kept_entries = [e for data in kept for e in entries(path, data, kind)]
     kept_texts = {(e.where, e.text) for e in kept_entries} | {e.text for e in kept_entries}
@@ -372,6 +397,9 @@ def violations(
                 for v in ov + tv
                 if kind == "commitments"
                 and v[0] != final
+                # the base's one promise under the id, held once on its side: that promise,
+                # however reworded (as the merge reads an id)
+                and not (len(bv) == 1 and len(ov if v in ov else tv) == 1)
                 and not any(_one_promise(v[1], d[1], bv) for d in done)
             ]
             if not rv or any(w != final and (w, x) not in strays for w, x in rv):

@@ -682,3 +682,31 @@ TestDevicesMachine.settings = settings(
 def _report():
     yield
     print("\nDEVICES " + " ".join(f"{k}={v}" for k, v in sorted(TALLY.items())))
+
+
+def test_a_reworded_promise_delivered_on_the_other_device_under_an_id_once_minted_twice():
+    """Found by the machine: after an id minted on two devices had come down to one promise,
+    one device reworded that promise while the other delivered it. The merge keeps it
+    delivered and reports the conflict (one id held once in the base and once on a side is
+    one promise, however reworded); the oracle had read the rewording as a second promise
+    under the id and called it lost."""
+    machine = DevicesMachine()
+    try:
+        machine.add_index_line(device=0)
+        machine.add_index_line(device=0)
+        machine.converge()
+        machine.same_id_on_two_devices(first=1, second=0)
+        machine.add_index_line(device=0)
+        machine.converge()
+        machine.add_index_line(device=0)
+        machine.forget_match(device=0, pick=0)
+        machine.edit_fact(device=0)
+        machine.add_index_line(device=0)
+        machine.converge()
+        machine.add_index_line(device=0)
+        machine.finalise(device=0, name="running_commitments.md", pick=0)
+        machine.add_index_line(device=0)
+        machine.change_entry(action="reword", device=1, pick=0)
+        machine.converge()
+    finally:
+        machine.teardown()
