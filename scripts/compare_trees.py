@@ -1,13 +1,15 @@
 """Two versions of memsync against each other on what a user waits for at start-up.
 
-    python scripts/compare_trees.py BASE [HEAD] [--pairs 40]
+    python scripts/compare_trees.py BASE [HEAD] [--pairs 40] [--azure]
 
 Each revision is exported with `git archive`, installed with pip into its own venv (compiled,
-as a user gets it) and given its own memory dir of 50 files, synced once to its own folder
-remote. Then each command runs A, B, A, B ... and the report is the median of the pair ratios
-HEAD/BASE (pairing keeps the ratio honest when the machine's speed drifts): wall time and the
-children's CPU time. The commands: a no-op `memsync sync`, the hook fast path (`hook
-post-tool-use` for a file outside the memory dir), `hook session-start` with nothing changed.
+as a user gets it) and given its own memory dir of 50 files, synced once to its own remote: a
+folder, or with --azure a container of one local Azurite (memsync's own REST client, as a
+connection string selects). Then each command runs A, B, A, B ... and the report is the median
+of the pair ratios HEAD/BASE (pairing keeps the ratio honest when the machine's speed drifts):
+wall time and the children's CPU time. The commands: a no-op `memsync sync`, the hook fast path
+(`hook post-tool-use` for a file outside the memory dir), `hook post-tool-use` for a memory file
+just edited (one push), `hook session-start` with nothing changed.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import venv
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
 FILES = 50
 PAYLOADS = {
     "post-tool-use": {
@@ -47,7 +50,7 @@ PAYLOADS = {
 class Tree:
     """One revision, installed, with its own memory dir, home and folder remote."""
 
-    def __init__(self, rev: str, work: Path) -> None:
+    def __init__(self, rev: str, work: Path, azure: tuple[str, str] | None) -> None:
         self.rev = rev
         self.dir = work / rev.replace("/", "_")
         src = self.dir / "src"
@@ -69,19 +72,32 @@ class Tree:
             body = f"fact {i}\n" * 20
             text = f"---\nname: f{i}\ndescription: d{i}\ntype: project\n---\n{body}"
             (mem / f"project_f{i:02}.md").write_text(text)
-        (self.dir / "remote").mkdir()
+        self.memory = mem
+        if azure is None:
+            (self.dir / "remote").mkdir()
+            remote = (self.dir / "remote").as_uri()
+        else:
+            endpoint, connection = azure
+            remote = f"{endpoint}/t{abs(hash(rev)) % 10**8}/mem"
+            env["AZURE_STORAGE_CONNECTION_STRING"] = connection
         self.env = {
             **env,
             "MEMSYNC_HOME": str(self.dir / "home"),
             "MEMSYNC_MEMORY_DIR": str(mem),
-            "MEMSYNC_REMOTE": (self.dir / "remote").as_uri(),
+            "MEMSYNC_REMOTE": remote,
             "MEMSYNC_PROJECT": "bench",
             "MEMSYNC_DEVICE": "bench",
         }
         self.run(["sync"])
 
     def run(self, args: list[str], stdin: bytes = b"") -> tuple[float, float]:
-        """Wall and CPU seconds of one whole `memsync ARGS` process."""
+        """Wall and CPU seconds of one whole `memsync ARGS` process. A stdin naming a memory
+        file (`MEMORY_FILE`) is about that tree's file, edited just before."""
+        if b"MEMORY_FILE" in stdin:
+            edited = self.memory / "project_f00.md"
+            with edited.open("a") as f:
+                f.write("one more line\n")
+            stdin = stdin.replace(b"MEMORY_FILE", str(edited).encode())
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         subprocess.run(
@@ -113,16 +129,35 @@ def main() -> None:
     parser.add_argument("base")
     parser.add_argument("head", nargs="?", default="HEAD")
     parser.add_argument("--pairs", type=int, default=40)
+    parser.add_argument("--azure", action="store_true", help="an Azurite remote, not a folder")
     args = parser.parse_args()
     if sys.platform == "win32":
         sys.exit("compare_trees.py needs a POSIX machine (it reads the children's CPU time)")
     with tempfile.TemporaryDirectory(prefix="memsync-trees-") as tmp:
-        base, head = Tree(args.base, Path(tmp)), Tree(args.head, Path(tmp))
-        print(f"{args.head} against {args.base}, median of {args.pairs} pair ratios")
-        rows = [("no-op sync", ["sync"], b"")]
-        rows += [(f"hook {e}", ["hook", e], json.dumps(p).encode()) for e, p in PAYLOADS.items()]
-        for label, cmd, stdin in rows:
-            print(f"  {label:<20} {compare(base, head, cmd, stdin, args.pairs)}", flush=True)
+        server = None
+        if args.azure:
+            from tests.azurite import start_azurite
+
+            os.environ.setdefault("CI", "")
+            server = start_azurite(Path(tmp) / "azurite")
+        try:
+            azure = None if server is None else (server.endpoint, server.connection_string)
+            base, head = Tree(args.base, Path(tmp), azure), Tree(args.head, Path(tmp), azure)
+            where = "Azurite" if azure else "a folder remote"
+            print(f"{args.head} against {args.base} on {where}, median of {args.pairs} pairs")
+            rows = [("no-op sync", ["sync"], b"")]
+            rows += [
+                (f"hook {e}", ["hook", e], json.dumps(p).encode()) for e, p in PAYLOADS.items()
+            ]
+            edit = dict(PAYLOADS["post-tool-use"], tool_input={"file_path": "MEMORY_FILE"})
+            rows.insert(
+                2, ("hook push (memory)", ["hook", "post-tool-use"], json.dumps(edit).encode())
+            )
+            for label, cmd, stdin in rows:
+                print(f"  {label:<20} {compare(base, head, cmd, stdin, args.pairs)}", flush=True)
+        finally:
+            if server is not None:
+                server.stop()
 
 
 if __name__ == "__main__":
