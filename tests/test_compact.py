@@ -329,6 +329,24 @@ def test_an_edit_after_roll_up_is_folded_in() -> None:
     assert plan(final, NOW) == []
 
 
+def test_a_rewording_after_roll_up_replaces_the_old_line() -> None:
+    """A digest reworded on another device after it was rolled up comes back (the edit beat
+    the deletion): folded again, its new wording takes the old line's place, once; an entry
+    the returning copy simply lacks (written after that copy) stays."""
+    d = date(2026, 3, 30)
+    name = f"session_digest_{d}.md"
+    rolled = applied({name: daily(d)}, plan({name: daily(d)}, NOW))
+    reworded = daily(d).replace(b"- note of 2026-03-30", b"- note of 2026-03-30, tired")
+    reworded = reworded.replace(b"- thread of 2026-03-30\n", b"")
+    final = applied({**rolled, name: reworded}, plan({**rolled, name: reworded}, NOW))
+    assert name not in final
+    text = final[compact.rollup_name("", compact.route(d, NOW))].decode()
+    assert text.count("- note of 2026-03-30") == 1
+    assert "- note of 2026-03-30, tired\n" in text
+    assert "- thread of 2026-03-30\n" in text and "- arc of 2026-03-30\n" in text
+    assert plan(final, NOW) == []
+
+
 def test_plan_is_pure_and_ordered() -> None:
     files = golden_files()
     assert plan_to_dict(plan(files, NOW)) == plan_to_dict(plan(dict(files), NOW))

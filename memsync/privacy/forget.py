@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from memsync.memory.index_links import INDEX
 from memsync.stores import MAX_ATTEMPTS
-from memsync.sync.forgotten import line_hashes
+from memsync.sync.forgotten import earlier_forms, line_hashes
 from memsync.sync.tombstones import (
     PURGED,
     REPUBLISH,
@@ -76,14 +76,11 @@ if TYPE_CHECKING:
 
 
 
-_RULE = re.compile(r"^\s*[-*+]\s+\d{4}-\d{2}-\d{2}(?: \([^)]*\))?:\s*(.+)$")
-
-
 def _earlier_forms(lines: Iterable[str]) -> list[str]:
     """The form a compacted voice rule (`- 2026-10-01: text`, retention/compact.py) had before
     compaction (`- text` under its dated section): another device may still hold that form in
     a history copy saved before the compaction, which only its hash can reach."""
-    return [f"- {m.group(1)}" for m in map(_RULE.match, lines) if m]
+    return [form for line in lines for form in earlier_forms(line)]
 
 
 def _removed_lines(old: bytes | None, new: bytes | None) -> list[str]:

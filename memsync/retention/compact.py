@@ -299,13 +299,44 @@ def _label_key(title: str) -> tuple[date, int, str] | None:
     return (period.start, -_TIERS.index(period.tier), title)
 
 
+def _take_rewords(held: Section, part: Section) -> None:
+    """In place: an entry of the roll-up's section that the digest coming back no longer has,
+    where the digest has a new entry of most of the same words in the same place, takes that
+    wording (the digest was reworded after it was rolled up: the edit beat the compaction's
+    deletion). As merges tell a reword from a new entry (merge.pair_rewords), and as voice
+    rules are folded; an entry the digest lacks with nothing like it stays (a copy of the
+    digest from before that entry was written is no removal of it)."""
+    from memsync.memory.merge import Item, pair_rewords
+
+    def items(entries: list[str]) -> list[Item]:
+        return [Item(sections.entry_key(e), "", e) for e in entries if e.strip()]
+
+    old, new = items(held.entries), items(part.entries)
+    positions = [i for i, e in enumerate(held.entries) if e.strip()]
+    paired = pair_rewords(old, new)
+    keys = {x.key: n for n, x in enumerate(old)}
+    for item, raw in zip(paired, new, strict=True):
+        n = keys.get(item.key)
+        if n is None or item.key == raw.key:
+            continue
+        i = positions[n]
+        blank = "\n" if held.entries[i].endswith("\n\n") else ""
+        held.entries[i] = sections.ensure_newline(raw.text.rstrip("\n")) + blank
+    theirs = {c.key: c for c in part.children}
+    for child in held.children:
+        if child.key in theirs:
+            _take_rewords(child, theirs[child.key])
+
+
 def _fold(root: Section, part: Section) -> bool:
     """Fold one `## <label>` section into a roll-up body; False if it was already there."""
     for i, child in enumerate(root.children):
         if child.key == part.key:
             if _contained(part, child):
                 return False
-            root.children[i] = merge_tree(None, child, part)
+            child = copy.deepcopy(child)
+            _take_rewords(child, part)
+            root.children[i] = child if _contained(part, child) else merge_tree(None, child, part)
             return True
     key = _label_key(part.title)
     position = len(root.children)

@@ -189,6 +189,8 @@ class Engine:
         self._published: list[dict] = []  # this run's conflicts, for the remote record
         self._came_back: set[str] = set()  # this run's files an edit brought back
         self._index_before: str | None = None  # MEMORY.md before the run, when one came back
+        # files this run took forgotten lines out of, and those lines' hashes: told at the end
+        self._taken_out: tuple[list[str], set[str]] = ([], set())
         self._index_read = False
         self._manifest_ahead: _Ahead | None = None  # a fresh pull's manifest, read early
         self.state = State(ctx.state_dir, int(ctx.setting("history_versions")))
@@ -447,6 +449,7 @@ class Engine:
         with self.locked():
             try:
                 self._run_locked(result, mode, names, force, allow or {}, deadline, progress)
+                self._tell_taken_out(result)
             except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM (see entry.py)
                 stop.done = result  # type: ignore[attr-defined]  # what it did, for the CLI
                 # `status` says when, instead of "never" after a first run that did push
@@ -537,6 +540,29 @@ class Engine:
             settle = names is None and mode != "push" and not result.offline
             self._index_comebacks(result, self._index_before, settle)
         self._settle(result, run, pending, full=names is None)
+
+    def _tell_taken_out(self, result: SyncResult) -> None:
+        """Say which files forgotten lines were taken out of, once the run is done and only
+        where none of them is back (a merge could have taken one in from another copy)."""
+        names, hashes = self._taken_out
+        self._taken_out = ([], set())
+        if not names:
+            return
+        from memsync.sync.forgotten import identity
+
+        for name in names:
+            data = self.read_local(name)
+            text = (data or b"").decode("utf-8", "replace").splitlines()
+            if any(identity(line) & hashes for line in text):
+                result.notes.append(
+                    f"lines another device forgot (`memsync forget`) were taken out of {name}, "
+                    "but another copy brought them back: forget them again where they were "
+                    "forgotten"
+                )
+            elif data is not None:
+                result.notes.append(
+                    f"lines another device forgot (`memsync forget`) were taken out of {name}"
+                )
 
     def _look_here(
         self,
@@ -1053,10 +1079,7 @@ class Engine:
         except NotFound:
             return
         known = set(self.state.records) | set(local.content.hashes)
-        for name in apply_tombstones(self, data, listing, local):
-            result.notes.append(
-                f"lines another device forgot (`memsync forget`) were taken out of {name}"
-            )
+        self._taken_out = apply_tombstones(self, data, listing, local)
         result.forgotten += sorted(  # what the user had here and no longer has: say so
             n for n in known if n not in self.state.records and n not in local.content.hashes
         )

@@ -10,7 +10,6 @@ from collections.abc import Container, Iterable
 _WORD = re.compile(r"\w")
 
 
-
 def line_hash(line: str) -> str | None:
     """The hash a tombstone carries for a forgotten line (None for a line with no word in it,
     such as `---` or a blank: those are in every file)."""
@@ -21,17 +20,35 @@ def line_hash(line: str) -> str | None:
     return digest.hexdigest()[:32]
 
 
-
 def line_hashes(lines: Iterable[str]) -> set[str]:
     return {h for h in map(line_hash, lines) if h is not None}
 
 
+# a voice rule as compaction writes it (retention/compact.py `_rule_entry`): the entry's first
+# line after its date and the section it sat in
+_RULE = re.compile(r"^\s*[-*+]\s+\d{4}-\d{2}-\d{2}(?: \([^)]*\))?:\s*(.+)$")
+
+
+def earlier_forms(line: str) -> list[str]:
+    """The lines a compacted voice rule (`- 2026-10-01 (Missed): text`) was made from: the
+    entry `- text` under its dated section, with any bullet. Compaction writes no words of
+    its own, so the rule is that entry: forgetting one forgets the other."""
+    m = _RULE.match(line)
+    return [f"{bullet} {m.group(1)}" for bullet in "-*+"] if m else []
+
+
+def identity(line: str) -> set[str]:
+    """The hashes a forgotten line may be known by: its own, and its earlier forms' if it is a
+    compacted rule."""
+    return line_hashes([line, *earlier_forms(line)])
+
 
 def scrub(content: bytes, forgotten: Container[str]) -> bytes:
-    """`content` without the lines whose hash is in `forgotten`."""
+    """`content` without the lines whose hash is in `forgotten` (a compacted rule whose
+    earlier form is forgotten included)."""
     text = content.decode("utf-8", "surrogateescape")
     lines = text.splitlines(keepends=True)
-    kept = [line for line in lines if line_hash(line) not in forgotten]
+    kept = [line for line in lines if not any(h in forgotten for h in identity(line))]
     if len(kept) == len(lines):
         return content
     return "".join(kept).encode("utf-8", "surrogateescape")

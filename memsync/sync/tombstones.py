@@ -13,14 +13,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import time
+from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsync.context.config import strip_query
 from memsync.memory.index_links import INDEX, without_links
 from memsync.stores import MAX_ATTEMPTS
-from memsync.sync.forgotten import line_hash, line_hashes, scrub
+from memsync.sync.forgotten import identity, line_hash, line_hashes, scrub
 from memsync.sync.remote_keys import PURGED, TOMBSTONES
 from memsync.sync.state import COMEBACKS, history_folder
 from memsync.util.errors import MemsyncError, NotFound, PreconditionFailed, Unreachable, UserError
@@ -29,6 +31,7 @@ from memsync.util.fsutil import atomic_write, private_dir, sha256
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
+    from memsync.memory.frontmatter import Document
     from memsync.stores import Entry
     from memsync.sync.engine import Engine, LocalScan
 
@@ -377,9 +380,10 @@ def linking_lines(data: bytes | None, names: Iterable[str]) -> list[str]:
 
 def apply_tombstones(
     engine: Engine, data: bytes, listing: dict[str, Entry], local: LocalScan
-) -> list[str]:
+) -> tuple[list[str], set[str]]:
     """Apply, once each, the tombstones this device has not applied yet. Returns the files
-    here that forgotten lines were taken out of (to tell the user)."""
+    here that forgotten lines were taken out of, and those lines' hashes (to tell the user,
+    once the run shows whether they stayed out)."""
     doc = read_tombstones(data)
     meta = engine.state.meta
     before = set(meta.get("tombstones_applied", []))
@@ -389,6 +393,7 @@ def apply_tombstones(
     _forget_conflicts(engine, doc["conflicts"], before)
     applied |= {t["id"] for t in (*doc["lines"].values(), *doc["conflicts"].values())}
     failed = set()
+    before_scrub = dict(local.content.hashes)
     for name, t in sorted(doc["files"].items()):
         if t["id"] in before:
             continue
@@ -398,14 +403,12 @@ def apply_tombstones(
             failed.add(t["id"])  # tried again at the next sync
             continue
         applied.add(t["id"])
-    before_scrub = dict(local.content.hashes)
     _scrub_local(engine, fresh, local)  # after the files: a forgotten one is not edited first
     gone = {n: t["at"] for n, t in doc["files"].items() if t["id"] not in before}
     _drop_index_lines(engine, gone, local)
     meta["tombstones_applied"] = sorted(applied - failed)
-    return sorted(
-        n for n, h in local.content.hashes.items() if n in before_scrub and before_scrub[n] != h
-    )
+    changed = [n for n, h in local.content.hashes.items() if before_scrub.get(n, h) != h]
+    return sorted(changed), set(fresh)
 
 
 def _drop_index_lines(engine: Engine, gone: dict[str, float], local: LocalScan) -> None:
@@ -454,7 +457,14 @@ def _scrub_local(engine: Engine, fresh: dict[str, float], local: LocalScan) -> N
         except (MemsyncError, OSError):
             continue
         lines = data.decode("utf-8", "replace").splitlines()
-        held = line_hashes(lines) & set(fresh)
+        # each line by the forgotten hashes it is known by: its own, or a compacted rule's
+        # earlier form (forgotten.identity)
+        known: dict[str, set[str]] = {}
+        for line in lines:
+            ids = identity(line) & set(fresh)
+            if ids and (h := line_hash(line)) is not None:
+                known[h] = ids
+        held = set(known)
         base = engine.state.base(name) if name in engine.state.records else None
         base_lines = base.decode("utf-8", "replace").splitlines() if base else []
         path = engine.local_path(name)
@@ -462,8 +472,14 @@ def _scrub_local(engine: Engine, fresh: dict[str, float], local: LocalScan) -> N
             mtime = local.mtimes.get(name) or path.stat().st_mtime
         except OSError:
             continue
-        in_base = line_hashes(base_lines)
-        old = {h for h in held if h in in_base or mtime <= fresh[h]}
+        # old content: what this device synced before it heard of the forget, in this file
+        # or, for a roll-up, in the digests it rolled up (compaction writes no words of its
+        # own: its output, written after the forget on a device that had not heard of it,
+        # is the content it was made from)
+        in_base = line_hashes(base_lines) | (_rolled_up_bases(engine, data) if held else set())
+        old = {
+            h for h, ids in known.items() if ids & in_base or mtime <= min(fresh[i] for i in ids)
+        }
         old |= _rewords_of_forgotten(lines, base_lines, fresh, mtime)
         clean = scrub(data, old) if old else data
         if clean == data:
@@ -474,6 +490,101 @@ def _scrub_local(engine: Engine, fresh: dict[str, float], local: LocalScan) -> N
         with contextlib.suppress(OSError):
             os.utime(path, (mtime, mtime))  # still the time of the user's edit
         local.content.add(name, sha256(clean), clean)
+
+
+# a session digest's name and its label: a day, or the week, month or year of a roll-up
+_DIGEST = re.compile(r"(?:.*/)?session_digest_(\d{4}(?:-W\d{2}|-\d{2}(?:-\d{2})?)?)\.md")
+
+
+def _rollup(name: str) -> bool:
+    m = _DIGEST.fullmatch(name)
+    return m is not None and len(m.group(1)) != 10
+
+
+def _rolled_up(data: bytes) -> tuple[Document, list[str]] | None:
+    """A roll-up's parsed text and the digests it lists in `sources` (retention/compact.py)."""
+    from memsync.memory import frontmatter as memory
+
+    try:
+        doc = memory.parse(memory.decode(data))
+    except memory.FrontmatterError:
+        return None
+    sources = memory.field(doc.meta, "sources")
+    if not isinstance(sources, list) or not sources:
+        return None
+    return doc, [str(x) for x in sources]
+
+
+def _rolled_up_bases(engine: Engine, data: bytes) -> set[str]:
+    """The line hashes of the synced copies (bases) of the digests a roll-up lists as its
+    sources, those this device still has records of: a compaction made here before the
+    forget reached this device rolled them up, so their lines in it are old content."""
+    found = _rolled_up(data)
+    if found is None:
+        return set()
+    out: set[str] = set()
+    for source in found[1]:
+        base = engine.state.base(source) if source in engine.state.records else None
+        if base:
+            out |= line_hashes(base.decode("utf-8", "replace").splitlines())
+    return out
+
+
+def _day_of(title: str, label: str) -> bool:
+    """Whether a roll-up's `## <title>` section holds content of the digest `label` covers:
+    the digest's own label, or a day within its week, month or year."""
+    title = title.strip()
+    if title == label:
+        return True
+    try:
+        day = date.fromisoformat(title)
+    except ValueError:
+        return False
+    if "-W" in label:
+        year, week = label.split("-W")
+        return day.isocalendar()[:2] == (int(year), int(week))
+    return len(label) < 10 and title.startswith(label + "-")
+
+
+def _drop_from_rollups(engine: Engine, name: str, local: LocalScan) -> list[str]:
+    """Take a forgotten digest out of the roll-ups here that list it as a source: its day
+    sections and its name. Called only where this device held the forgotten copy: a
+    compaction made here before the forget reached it folded that copy in. Returns the
+    roll-ups changed."""
+    m = _DIGEST.fullmatch(name)
+    if m is None:
+        return []
+    from memsync.memory import frontmatter as memory
+    from memsync.memory import sections
+
+    label = m.group(1)
+    changed = []
+    for other in sorted(local.content.hashes):
+        if other == name or not _rollup(other):
+            continue
+        try:
+            data = local.content[other]
+        except (MemsyncError, OSError):
+            continue
+        found = _rolled_up(data)
+        if found is None or name not in found[1]:
+            continue
+        doc, sources = found
+        root = sections.parse(doc.body)
+        root.children = [c for c in root.children if not _day_of(c.title, label)]
+        meta = memory.set_field(dict(doc.meta or {}), "sources", [x for x in sources if x != name])
+        clean = memory.render(meta, sections.ensure_newline(root.render())).encode("utf-8")
+        path = engine.local_path(other)
+        try:
+            mtime = local.mtimes.get(other) or path.stat().st_mtime
+        except OSError:
+            continue
+        engine.write_local(other, clean)  # no history copy: what went is what is forgotten
+        with contextlib.suppress(OSError):
+            os.utime(path, (mtime, mtime))
+        local.content.add(other, sha256(clean), clean)
+        changed.append(other)
+    return changed
 
 
 def _rewords_of_forgotten(
@@ -535,6 +646,9 @@ def _apply_file_tombstone(
                 quarantine(engine, name, data)
             local.content.discard(name)
     if from_before:
+        # this device held the forgotten copy: a compaction made here before the forget
+        # reached it may have rolled it up, written after the forget but made of that copy
+        _drop_from_rollups(engine, name, local)
         state.forget(name)
         state.unqueue([name])
         state.resolve_conflicts(name)

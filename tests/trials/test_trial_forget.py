@@ -856,3 +856,108 @@ def test_importing_a_backup_made_before_a_forget_leaves_the_forgotten_content_ou
     assert "relationship_sam.md" not in on_remote(remote)
     assert "- short" in on_remote(remote)["voice_calibration.md"]
     assert_forgotten(["divorce", "layoffs"], everywhere(pair, remote))
+
+
+# --- a compaction made offline, before the device heard of a forget ---------------------------
+
+VOICE = (
+    "## Rules learned\n- Keep status updates under five lines.\n\n"
+    "## 2026-09-01\n\n### Landed\n- Leading with the number worked.\n\n"
+    "## 2026-09-15\n\n### Missed\n- Joking about the deadline fell flat.\n"
+)
+
+
+def test_a_voice_rule_compacted_offline_from_a_forgotten_line_does_not_bring_it_back(
+    pair, remote, tmp_path
+):
+    """B forgets a voice entry while A is offline; A's scheduled compaction folds that entry
+    into a rule (`- 2026-09-15 (Missed): ...`), written after the forget but made of content
+    from before it. A's next sync takes the rule out before it merges: the words are on no
+    device, the remote or any base, and no note claims a removal that did not happen."""
+    a, b = pair
+    a.write("voice_calibration.md", VOICE, type="voice_calibration")
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    b.run("forget", "--match", "joking about", "--yes")
+    away = tmp_path / "remote-away"
+    remote.rename(away)
+    a.run("compact", "--now", "2026-11-26", check=3)
+    assert "Joking about the deadline" in (a.memory / "voice_calibration.md").read_text()
+    away.rename(remote)
+    proc = a.run("sync")
+    assert "taken out of voice_calibration.md" in proc.stderr, proc.stderr
+    b.run("sync")
+    a.run("sync")
+    for device in (a, b):
+        text = (device.memory / "voice_calibration.md").read_text()
+        assert "Joking about" not in text
+        assert "- 2026-09-01 (Landed): Leading with the number worked." in text
+    assert a.files() == b.files()
+    assert_forgotten(["joking about the deadline"], everywhere(pair, remote))
+
+
+def test_a_roll_up_made_offline_holds_no_forgotten_digest_or_line(pair, remote, tmp_path):
+    """B forgets one October digest and a line of another while A is offline; A's compaction
+    rolls all of October up, the forgotten digest and line included. A's next sync takes the
+    forgotten digest's day and the forgotten line out of the roll-up before it goes out."""
+    a, b = pair
+    for day in range(1, 10):
+        a.write(
+            f"session_digest_2026-10-{day:02d}.md",
+            f"## Session 09:00 s{day:02d}\n\n### Arcs\n- ARC{day:02d} worked on item {day:02d}."
+            f"\n\n### Relational notes\n- REL{day:02d} Pat was fine.\n",
+            type="session_digest",
+        )
+    for n in range(8):  # other memory: compaction deleting 9 digests is not a mass deletion
+        a.write(f"user_fact_{n}.md", f"Fact {n}.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    b.run("forget", "session_digest_2026-10-03.md", "--yes")
+    b.run("forget", "--match", "REL05 Pat", "--yes")
+    away = tmp_path / "remote-away"
+    remote.rename(away)
+    a.run("compact", "--now", "2026-11-26", check=3)
+    rollup = a.memory / "session_digest_2026-10.md"
+    assert "ARC03" in rollup.read_text() and "REL05" in rollup.read_text()
+    away.rename(remote)
+    a.run("sync")
+    b.run("sync")
+    a.run("compact", "--now", "2026-11-26")
+    a.run("sync")
+    b.run("sync")
+    for text in (rollup.read_text(), on_remote(remote)["session_digest_2026-10.md"]):
+        assert "ARC03" not in text and "## 2026-10-03" not in text
+        assert "REL05" not in text
+        assert "- ARC05 worked on item 05." in text and "- REL04 Pat was fine." in text
+        assert "session_digest_2026-10-03.md" not in text  # not listed among its sources
+    assert a.files() == b.files()
+    assert not [n for n in a.files() if n.startswith("session_digest_2026-10-")]
+    assert_forgotten(["ARC03", "REL05 Pat"], everywhere(pair, remote))
+
+
+def test_the_note_says_lines_were_taken_out_only_where_they_stayed_out(pair, remote):
+    """A sync takes a forgotten line out of a file here and then merges in a copy on the
+    remote that holds it as a rule (written there after the forget, as an older memsync's
+    offline compaction did): the note does not claim the line was taken out (fresh-eyes
+    re-trial of issue 16: a device said so while the text was in the file)."""
+    a, b = pair
+    a.write("voice_calibration.md", VOICE, type="voice_calibration")
+    a.run("sync")
+    b.run("sync")
+    b.run("forget", "--match", "joking about", "--yes")
+    on_remote_path = remote / PROJECT / "voice_calibration.md"
+    text = on_remote_path.read_text()
+    on_remote_path.write_text(
+        text.replace(
+            "- Keep status updates under five lines.\n",
+            "- Keep status updates under five lines.\n"
+            "- 2026-09-15 (Missed): Joking about the deadline fell flat.\n",
+        )
+    )
+    proc = a.run("sync")
+    assert "Joking about" in (a.memory / "voice_calibration.md").read_text()
+    assert "taken out of voice_calibration.md, but another copy brought them back" in (
+        proc.stderr
+    ), proc.stderr
+    assert "taken out of voice_calibration.md\n" not in proc.stderr

@@ -504,3 +504,46 @@ def test_a_promise_delivered_on_one_device_and_reworded_on_the_other_is_delivere
         assert "c-2026-11-20-ab12" not in open_part and "c-2026-11-20-ab12" in delivered, text
     assert a.files() == b.files()
     assert "ab12" not in primer(b).split("elivered")[0]
+
+
+def _october_digests(device: Device, days: range) -> None:
+    for day in days:
+        device.write(
+            f"session_digest_2026-10-{day:02d}.md",
+            f"## Session 09:00 s{day:02d}\n\n### Arcs\n- ARC{day:02d} worked on item {day:02d}.\n\n"
+            f"### Relational notes\n- REL{day:02d} Pat was fine.\n",
+            type="session_digest",
+        )
+    for n in range(8):  # other memory: compaction deleting 9 digests is not a mass deletion
+        device.write(f"user_fact_{n}.md", f"Fact {n}.\n", type="user")
+
+
+def test_a_digest_reworded_while_another_device_compacted_it_is_rolled_up_reworded(pair):
+    """A rolls October's digests up while B rewords a line of one; B's edit beats the deletion
+    and the digest comes back; the next compaction folds the rewording in place of the old
+    line, as it does for voice rules, never both (fresh-eyes re-trial of issue 16)."""
+    a, b, remote = pair
+    _october_digests(a, range(1, 10))
+    start_synced(a, b)
+    a.run("compact", "--now", "2026-11-26")
+    edit(
+        b,
+        "session_digest_2026-10-05.md",
+        lambda t: t.replace("- REL05 Pat was fine.", "- REL05 Pat was fine but tired BREL05."),
+    )
+    b.run("sync")
+    a.run("sync")
+    assert "session_digest_2026-10-05.md" in a.files()
+    a.run("compact", "--now", "2026-11-26")
+    a.run("sync")
+    b.run("sync")
+    assert a.files() == b.files()
+    for text in (
+        a.files()["session_digest_2026-10.md"].decode(),
+        remote_text(remote, "session_digest_2026-10.md"),
+    ):
+        assert "- REL05 Pat was fine but tired BREL05." in text
+        assert "- REL05 Pat was fine.\n" not in text, text
+        assert text.count("- REL05") == 1
+        assert "- REL04 Pat was fine." in text
+    assert "session_digest_2026-10-05.md" not in a.files()
