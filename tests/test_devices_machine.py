@@ -710,3 +710,22 @@ def test_a_reworded_promise_delivered_on_the_other_device_under_an_id_once_minte
         machine.converge()
     finally:
         machine.teardown()
+
+
+def test_a_new_item_added_while_another_device_forgot_a_similar_one_is_kept():
+    """Found by the machine: while one device forgot a carry-forward item, another added a
+    new item and a third consumed a new one of its own. The forgotten item, still in the
+    merge's base, paired the two new items as one item reworded on one side and consumed on
+    the other, and the added item was dropped with a conflict that called it a change."""
+    machine = DevicesMachine()
+    try:
+        machine.finalise(device=0, name="carry_forward.md", pick=0)
+        machine.add_entry(device=0, name="carry_forward.md", where=0)
+        machine.converge()
+        machine.add_entry(device=0, name="carry_forward.md", where=0)
+        machine.forget_match(device=2, pick=0)
+        machine.add_entry(device=1, name="carry_forward.md", where=0)
+        machine.finalise(device=0, name="carry_forward.md", pick=435)
+        machine.converge()
+    finally:
+        machine.teardown()

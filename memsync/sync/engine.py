@@ -1280,7 +1280,7 @@ class Engine:
         with it (`Store.fetch`): never an upload time."""
         from memsync.memory.merge import merge
 
-        base = self.state.base(name)
+        base = self._base_without_forgotten(name)
         for _ in range(MAX_ATTEMPTS):
             try:
                 theirs, etag, theirs_mtime = self._fetch(name)
@@ -1354,6 +1354,23 @@ class Engine:
                 f"{name} kept changing on the remote; gave up after {MAX_ATTEMPTS} merge attempts "
                 "(run sync again)"
             )
+
+    def _base_without_forgotten(self, name: str) -> bytes | None:
+        """The merge base without the lines forgotten since it was synced. Another device's
+        forget took them off both sides; left in the base, a forgotten entry would be read as
+        reworded by whatever new entry resembles it on each side (two new items, one of them
+        consumed, merged as one item reworded and consumed: the other lost)."""
+        base = self.state.base(name)
+        rec = self.state.records.get(name)
+        forgotten = self.state.meta.get("forgotten_lines")
+        if base is None or rec is None or not forgotten:
+            return base
+        since = {h for h, at in forgotten.items() if at >= rec.synced_at}
+        if not since:
+            return base
+        from memsync.sync.forgotten import scrub
+
+        return scrub(base, since)
 
     def _report_conflict(self, result: SyncResult, name: str, detail: str, shared: dict) -> None:
         with self._lock:

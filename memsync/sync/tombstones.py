@@ -605,12 +605,23 @@ def _rewords_of_forgotten(
     if not gone:
         return set()
     added = [line for line in lines if line not in set(base_lines) and line_hash(line)]
-    return {
-        h
-        for line in added
-        if any(similarity(line, old) >= SIMILAR for old in gone)
-        and (h := line_hash(line)) is not None
-    }
+    # one rewording a forgotten line, the closest: a new entry that merely resembles it (the
+    # same template, a few words in common) is not the forgotten one moved or reworded
+    pairs = sorted(
+        (
+            (similarity(line, old), i, j)
+            for i, line in enumerate(added)
+            for j, old in enumerate(gone)
+        ),
+        reverse=True,
+    )
+    taken: set[int] = set()
+    used: set[int] = set()
+    for score, i, j in pairs:
+        if score >= SIMILAR and i not in taken and j not in used:
+            taken.add(i)
+            used.add(j)
+    return {h for i in taken if (h := line_hash(added[i])) is not None}
 
 
 def _forget_conflicts(engine: Engine, ids: dict[str, Any], before: set[str]) -> None:
