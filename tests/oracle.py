@@ -261,6 +261,34 @@ def _by_promise(
     return out
 
 
+def _like_sides(items: list[Entry], split: dict[str, list[str]], sides: tuple) -> list[Entry]:
+    """Result entries of a split id take the identity of the entry with the same promise on a
+    side (the result holds the sides' entries, not rewordings of its own)."""
+    if not split:
+        return items
+    known = {
+        (e.ident.split("~")[0], _bare_promise(e.text)): e.ident.split("#")[0]
+        for e in sides
+        if "~" in e.ident
+    }
+    seen: Counter[str] = Counter()
+    out = []
+    for e in items:
+        cid = e.ident.split("#")[0]
+        if cid in split:
+            text = _bare_promise(e.text)
+            ident = known.get((cid, text))
+            if ident is None:
+                reps = split[cid]
+                rep = next((r for r in reps if text.startswith(r) or r.startswith(text)), text)
+                ident = f"{cid}~{rep}"
+            n = seen[ident]
+            seen[ident] += 1
+            e = e._replace(ident=ident if n == 0 else f"{ident}#{n}")
+        out.append(e)
+    return out
+
+
 def _doubled_links(kind: str, *versions: list[Entry]) -> set[str]:
     """Index links listed more than once in some version: a conflict keeps both versions of
     a line, so one link can stand for several lines."""
@@ -349,7 +377,7 @@ def violations(
         for raw, paired in (*zip(o_raw, o, strict=True), *zip(t_raw, t, strict=True))
         if raw.ident != paired.ident
     }
-    r = _by_line(_by_promise(entries(path, result, kind), split, b_raw), doubled)
+    r = _by_line(_like_sides(entries(path, result, kind), split, (*b, *o_raw, *t_raw)), doubled)
     r = [e._replace(ident=renamed.get(e.ident, e.ident)) for e in r]
     kept_entries = [e for data in kept for e in entries(path, data, kind)]
     kept_texts = {(e.where, e.text) for e in kept_entries} | {e.text for e in kept_entries}

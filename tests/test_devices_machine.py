@@ -729,3 +729,26 @@ def test_a_new_item_added_while_another_device_forgot_a_similar_one_is_kept():
         machine.converge()
     finally:
         machine.teardown()
+
+
+def test_an_id_minted_twice_on_one_device_after_a_lost_folder_merges_by_promise():
+    """Found by the machine: a device that lost its memory dir minted one id twice; the other
+    removed the id's old promise. The merge kept the new promise and dropped the old one,
+    as it should; the oracle had read the kept promise as the old one (the result holds the
+    id once, like the base) and called the removal undone."""
+    machine = DevicesMachine()
+    try:
+        machine.finalise(device=0, name="carry_forward.md", pick=64)
+        machine.add_entry(device=0, name="carry_forward.md", where=0)
+        machine.converge()
+        machine.same_id_on_two_devices(first=1, second=0)
+        machine.finalise(device=0, name="carry_forward.md", pick=113)
+        machine.change_entry(action="reword", device=0, pick=13647)
+        machine.lose_memory_dir(device=1)
+        machine.same_id_on_two_devices(first=1, second=1)
+        machine.finalise(device=0, name="carry_forward.md", pick=0)
+        machine.add_index_line(device=0)
+        machine.change_entry(action="remove", device=1, pick=0)
+        machine.converge()
+    finally:
+        machine.teardown()
