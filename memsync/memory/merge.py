@@ -112,6 +112,12 @@ def modified_of(meta: dict[str, Any] | None) -> float | None:
     return _timestamp(memory.field(meta, "modified"))
 
 
+class ValueLost(str):
+    """A merge note for a field both sides changed where one side's value is kept and the
+    other's is not (it is in the losing copy, which goes to local history); a description
+    keeps both texts and is a plain note."""
+
+
 def merge_meta(
     base: dict[str, Any] | None,
     ours: dict[str, Any],
@@ -121,7 +127,8 @@ def merge_meta(
 ) -> dict[str, Any]:
     """Field by field: the side that changed a field wins. Both changed: lists union,
     mappings merge field by field, `modified` takes the later value, `description` keeps both
-    texts, anything else the newer side's value; each of the last two is noted in `notes`."""
+    texts, anything else the newer side's value; each of the last two is noted in `notes`
+    (the last as a `ValueLost`)."""
     base = base or {}
     notes = [] if notes is None else notes
     out: dict[str, Any] = {}
@@ -150,7 +157,7 @@ def merge_meta(
                 value = t
         else:
             value = o if ours_newer else t
-            notes.append(f"the field `{k}`")
+            notes.append(ValueLost(f"the field `{k}`"))
         if value is not missing:
             out[k] = value
     return out
@@ -824,11 +831,13 @@ def _merge_fact(
         side = "this device's version" if ours_newer else "the remote version"
         other = "the remote version" if ours_newer else "this device's version"
         why = f"kept {side}, edited later ({_stamp(won)}; {other} was edited {_stamp(lost)})"
+        tied = False
     else:
         ours_newer = ours >= theirs
         won = o_time if ours_newer else t_time
         side = "this device's version" if ours_newer else "the remote version"
         why = f"the edit times could not be told apart; kept {side}"
+        tied = True
     winner, loser = (ours, theirs) if ours_newer else (theirs, ours)
     return MergeResult(
         winner,
@@ -836,7 +845,7 @@ def _merge_fact(
         discarded=loser,
         ours_won=ours_newer,
         edited=won,
-        tied=why.startswith("the edit times"),
+        tied=tied,
     )
 
 
@@ -981,7 +990,7 @@ def _merge_text(
         newer = _newer(o_time, t_time, ours, theirs)
         meta_notes: list[str] = []
         meta = merge_meta(b_meta, o_meta, t_meta, newer, meta_notes)
-        if any(n.startswith("the field") for n in meta_notes):
+        if any(isinstance(n, ValueLost) for n in meta_notes):
             discarded = theirs_raw if newer else ours_raw  # the value not kept is in there
         notes.extend(meta_notes)
         text = _render_like(meta, body, o_doc, t_doc, ours, theirs)
