@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, NoReturn
 
 from memsync.context.config import Context
 from memsync.memory import frontmatter as memory
-from memsync.memory.memtypes import UNKNOWN, type_of
+from memsync.memory.memtypes import TYPES, UNKNOWN, type_of
 from memsync.memory.names import unportable
-from memsync.privacy.gate import check_outbound
+from memsync.privacy.gate import check_outbound, name_secret
 from memsync.util.errors import (
     MemsyncError,
     NotFound,
@@ -118,7 +118,6 @@ class ToolMemory:
         path is described, never quoted back (it may hold a secret the scanner cannot tell)."""
         if not isinstance(path, str) or not path:
             raise MemoryToolError("The path is empty: give a path under /memories.")
-        from memsync.privacy.gate import name_secret
         from memsync.privacy.scanner import KINDS
 
         kind = name_secret(path[:MAX_PATH_CHARS])
@@ -1099,8 +1098,6 @@ def _declared_type(text: str | None) -> object:
 def _refuse_unknown_type(path: str, text: str, before: str | None) -> None:
     """A `type` memsync does not know merges as plain lines and Claude Code ignores it: a
     write that sets one is refused, naming the valid types (an existing one is left alone)."""
-    from memsync.memory.memtypes import TYPES
-
     declared = _declared_type(text)
     if declared is None or declared in TYPES or declared == _declared_type(before):
         return

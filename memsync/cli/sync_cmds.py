@@ -23,7 +23,7 @@ from memsync.cli.common import (
     out,
 )
 from memsync.cli.plain import transfer
-from memsync.util.errors import UserError
+from memsync.util.errors import RefusedFile, UserError
 
 
 @app.command()
@@ -169,7 +169,6 @@ def validate(
 ) -> None:
     """Check memory files: frontmatter, size, encoding, and secrets."""
     from memsync.privacy.gate import check_outbound, shown_name
-    from memsync.util.errors import RefusedFile
 
     ctx = context(memory_dir, None, project)
     from memsync.sync.engine import Engine

@@ -302,8 +302,6 @@ def _split_collisions(
     sides differ on such an id the collision is reported."""
     # an id the base holds once and a side holds once is that one promise on that side, however
     # reworded (one id, one promise, since both sides last agreed)
-    from collections import Counter
-
     in_base = Counter(x.key for x in base or () if fixed(x.key))
     promise = {x.key: _bare(x.text) for x in base or () if in_base[x.key] == 1}
 
