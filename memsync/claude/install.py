@@ -41,7 +41,8 @@ END = "<!-- memsync:end -->"
 
 # (event, matcher, hook arguments, extra handler fields). PostToolUse is synchronous: in -p mode
 # Claude Code kills an async hook still running at exit and then skips SessionEnd, so the last
-# write of a short session was lost; a push of one file costs ~0.1-0.2 s (docs/claude-code.md).
+# write of a short session was lost; a push of one file is short enough to wait for
+# (docs/claude-code.md).
 # SessionStart returns `watchPaths` (the memory dir), so FileChanged catches writes made by Bash
 # or any other process; Stop and PostCompact push whatever is still unsynced.
 HOOKS: list[tuple[str, str | None, str, dict[str, Any]]] = [
