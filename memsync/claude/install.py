@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memsync.context import config
+from memsync.context import config, identity
 from memsync.memory.memtypes import TYPES
 from memsync.util import resources
 from memsync.util.errors import ConfigError
@@ -144,7 +144,7 @@ def targets(scope: str, cwd: Path | None = None) -> Targets:
         return Targets(base / "settings.json", base / "skills", base / "CLAUDE.md")
     if scope == "project":
         start = (cwd or Path.cwd()).resolve()
-        root = config.find_git_root(start) or start
+        root = identity.find_git_root(start) or start
         return Targets(
             root / ".claude" / "settings.json", root / ".claude" / "skills", root / "CLAUDE.md"
         )
