@@ -12,6 +12,7 @@ from memsync.sync.engine import (
     PURGED,
     TOMBSTONES,
     Engine,
+    LocalScan,
     classify,
     refuse_colliding_names,
 )
@@ -49,22 +50,6 @@ class Status:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    @property
-    def clean(self) -> bool:
-        pending = self.local_only + self.remote_only + self.modified_local + self.modified_remote
-        return not (
-            pending
-            or self.modified_both
-            or self.deleted_local
-            or self.deleted_remote
-            or self.conflicts
-            or self.queued
-            or self.refused
-            or self.remote_error
-            or self.notices
-            or self.memory_dir_lost
-        )
-
 
 _BUCKET = {
     (Kind.UPLOAD, False): "local_only",
@@ -78,7 +63,35 @@ _BUCKET = {
 }
 
 
+@dataclass
+class _RemoteView:
+    """What the remote listing said: its memory files, and what it asks the user to know."""
+
+    etags: dict[str, str] = field(default_factory=dict)
+    purged: bool = False
+    marker: dict | None = None  # the blocking purge marker, when there is one
+    tombstones: bool = False  # a tombstone file this device has not read yet
+
+
 def status(engine: Engine) -> Status:
+    result = _start(engine)
+    local = engine.scan_local()
+    _read_local(engine, local, result)
+    seen = _read_remote(engine, result)
+    if not engine.ctx.sync_enabled or (result.remote_error and not seen.etags):
+        # the remote was not asked: assume it unchanged, so only local changes show
+        seen.etags = {n: r.etag for n, r in engine.state.records.items()}
+    actions = _sort_actions(engine, local, seen.etags, result)
+    hashes = local.content.hashes
+    _add_notices(engine, seen, set(hashes), result)
+    acted = {a.name for a in actions}
+    records = engine.state.records
+    result.in_sync = len([n for n in hashes if n not in acted and n in records])
+    return result
+
+
+def _start(engine: Engine) -> Status:
+    """The project's settings: where the memory is, where it syncs, under which name."""
     ctx = engine.ctx
     result = Status(
         memory_dir=str(ctx.memory_dir),
@@ -91,58 +104,73 @@ def status(engine: Engine) -> Status:
         from memsync.context.identity import origin_note
 
         result.project_note = origin_note(ctx.identity)
+    return result
+
+
+def _read_local(engine: Engine, local: LocalScan, result: Status) -> None:
+    """What this device knows without asking the remote."""
     state = engine.state
-    local = engine.scan_local()
     result.refused, result.kept_local = local.split_refused()
     result.memory_dir_lost = engine.memory_dir_lost(local)
     result.conflicts = state.conflicts
     result.queued = state.pending
     result.last_sync = state.meta.get("last_sync")
     result.last_interrupted = state.meta.get("last_interrupted")
-    hashes = dict(local.content.hashes)
-    remote: dict[str, str] = {}
-    purged = tombstones = False
-    marker: dict | None = None
-    if ctx.sync_enabled:
-        try:
-            listing = engine.store.list()
-            if PURGED in listing:
-                from memsync.sync.tombstones import blocking_purge
 
-                marker = blocking_purge(engine, listing[PURGED].etag)
-                purged = marker is not None
-            if MOVED in listing:  # a device moved the memory under the origin's name
-                moved = engine.moved_notice()
-                if moved:
-                    result.notices.append(moved)
-            stone = listing.get(TOMBSTONES)
-            tombstones = stone is not None and stone.etag != state.meta.get("tombstones_etag")
-            files = classify(listing, state.refused_remote)
-            result.refused.update(files.unsafe)
-            result.ignored.update(files.ignored)
-            remote = {key: entry.etag for key, entry in files.memory.items()}
-        except NotFound:
-            result.remote_error = "the remote does not exist yet (a push creates it)"
-        except Unreachable as exc:
-            result.remote_error = str(exc)
-    if not ctx.sync_enabled or (result.remote_error and not remote):
-        # the remote was not asked: assume it unchanged, so only local changes show
-        remote = {n: r.etag for n, r in state.records.items()}
-    result.refused.update(refuse_colliding_names(local, state.records, remote))
-    actions = planner.plan(hashes, remote, state.records, skip=local.refused)
+
+def _read_remote(engine: Engine, result: Status) -> _RemoteView:
+    """One listing of the remote (when sync is on); an error is reported, not raised."""
+    seen = _RemoteView()
+    if not engine.ctx.sync_enabled:
+        return seen
+    state = engine.state
+    try:
+        listing = engine.store.list()
+        if PURGED in listing:
+            from memsync.sync.tombstones import blocking_purge
+
+            seen.marker = blocking_purge(engine, listing[PURGED].etag)
+            seen.purged = seen.marker is not None
+        if MOVED in listing:  # a device moved the memory under the origin's name
+            moved = engine.moved_notice()
+            if moved:
+                result.notices.append(moved)
+        stone = listing.get(TOMBSTONES)
+        seen.tombstones = stone is not None and stone.etag != state.meta.get("tombstones_etag")
+        files = classify(listing, state.refused_remote)
+        result.refused.update(files.unsafe)
+        result.ignored.update(files.ignored)
+        seen.etags = {key: entry.etag for key, entry in files.memory.items()}
+    except NotFound:
+        result.remote_error = "the remote does not exist yet (a push creates it)"
+    except Unreachable as exc:
+        result.remote_error = str(exc)
+    return seen
+
+
+def _sort_actions(
+    engine: Engine, local: LocalScan, remote: dict[str, str], result: Status
+) -> list[planner.Action]:
+    """Plan the sync and file each planned action under the list it shows in."""
+    records = engine.state.records
+    result.refused.update(refuse_colliding_names(local, records, remote))
+    actions = planner.plan(dict(local.content.hashes), remote, records, skip=local.refused)
     for action in actions:
-        bucket = _BUCKET.get((action.kind, action.name in state.records))
+        bucket = _BUCKET.get((action.kind, action.name in records))
         if bucket:
             getattr(result, bucket).append(action.name)
-    if purged or state.meta.keys() & {"purged", "forgetting", "quarantined"}:
+    return actions
+
+
+def _add_notices(engine: Engine, seen: _RemoteView, names: set[str], result: Status) -> None:
+    """A purge, an unfinished forget, quarantined edits, and tombstones not yet read."""
+    state = engine.state
+    if seen.purged or state.meta.keys() & {"purged", "forgetting", "quarantined"}:
         from memsync.privacy.forget import notices
 
-        result.notices += notices(engine, marker)
+        result.notices += notices(engine, seen.marker)
         state.save_meta()  # quarantined edits the user has dealt with are no longer listed
-    if tombstones:
+    if seen.tombstones:
         from memsync.privacy.forget import incoming
 
-        result.notices += incoming(engine, set(hashes) | set(state.records))
-    acted = {a.name for a in actions}
-    result.in_sync = len([n for n in hashes if n not in acted and n in state.records])
-    return result
+        result.notices += incoming(engine, names | set(state.records))

@@ -22,6 +22,7 @@ from memsync.claude.transcript import Transcript, read_transcript
 from memsync.context.config import Context
 from memsync.memory import frontmatter as memory
 from memsync.memory import ids, sections
+from memsync.memory.digests import digest_name
 from memsync.memory.merge import commitment_id, item_text, merge, session_blocks
 from memsync.privacy.scanner import redact
 from memsync.util import resources
@@ -151,10 +152,6 @@ class Digest:
             out += [f"  {line}" for line in self.added_carry_forward]
         out += ["", f"Would write: {', '.join(sorted(self.files))}"]
         return "\n".join(out) + "\n"
-
-
-def digest_filename(day: Date) -> str:
-    return f"session_digest_{day.isoformat()}.md"
 
 
 # --- the API call ---------------------------------------------------------------------------
@@ -556,7 +553,7 @@ def _plan_files(
     section = render_section(content, session_id)
     files: dict[str, bytes] = {}
     created: list[tuple[str, str, str]] = []
-    name = digest_filename(day)
+    name = digest_name(day)
     current = _read(ctx, name)
     digest_text = merge_digest_file(current, section, session_id, day, content.description)
     files[name] = redact(digest_text).encode()

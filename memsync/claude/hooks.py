@@ -221,7 +221,7 @@ def _push_one(ctx: config.Context, path: Path, event: str) -> dict[str, str]:
 # --- session-start -------------------------------------------------------------------------
 
 
-def _pull_within(engine: Any, budget: float, mode: str = "pull") -> tuple[Any, str | None]:
+def pull_within(engine: Any, budget: float, mode: str = "pull") -> tuple[Any, str | None]:
     """Pull (draining the queue first; `mode="sync"` also pushes every unsynced local change)
     for at most `budget` seconds.
 
@@ -338,7 +338,7 @@ def session_start(payload: dict[str, Any], stdout: Any) -> None:
     sessions = Sessions(ctx.state_dir)
     ended = sessions.ended_uncleanly(session_id)
     # after an unclean end a sync, not a pull: writes no hook pushed (a crash, a kill) go out now
-    result, offline = _pull_within(engine, budget, "sync" if ended else "pull")
+    result, offline = pull_within(engine, budget, "sync" if ended else "pull")
     _after(ctx, known, result)
     if offline:
         log.warning("session-start: %s", offline)

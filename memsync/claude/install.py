@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memsync.context import config
+from memsync.context import config, identity
 from memsync.memory.memtypes import TYPES
 from memsync.util import resources
 from memsync.util.errors import ConfigError
@@ -41,7 +41,8 @@ END = "<!-- memsync:end -->"
 
 # (event, matcher, hook arguments, extra handler fields). PostToolUse is synchronous: in -p mode
 # Claude Code kills an async hook still running at exit and then skips SessionEnd, so the last
-# write of a short session was lost; a push of one file costs ~0.1-0.2 s (docs/claude-code.md).
+# write of a short session was lost; a push of one file is short enough to wait for
+# (docs/claude-code.md).
 # SessionStart returns `watchPaths` (the memory dir), so FileChanged catches writes made by Bash
 # or any other process; Stop and PostCompact push whatever is still unsynced.
 HOOKS: list[tuple[str, str | None, str, dict[str, Any]]] = [
@@ -143,7 +144,7 @@ def targets(scope: str, cwd: Path | None = None) -> Targets:
         return Targets(base / "settings.json", base / "skills", base / "CLAUDE.md")
     if scope == "project":
         start = (cwd or Path.cwd()).resolve()
-        root = config.find_git_root(start) or start
+        root = identity.find_git_root(start) or start
         return Targets(
             root / ".claude" / "settings.json", root / ".claude" / "skills", root / "CLAUDE.md"
         )

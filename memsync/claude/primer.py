@@ -16,6 +16,7 @@ from pathlib import Path
 
 from memsync.memory import frontmatter as memory
 from memsync.memory import sections
+from memsync.memory.digests import digest_day, digest_name
 from memsync.util.fsutil import read_text_if_there
 
 HARD_LIMIT = 10_000  # Claude Code caps additionalContext here
@@ -30,7 +31,6 @@ COMPACT_RULE = (
     "The context was just compacted: before acting, re-read MEMORY.md, today's session digest "
     "({digest}) and carry_forward.md from the memory dir ({memory_dir})."
 )
-_DIGEST = re.compile(r"session_digest_(\d{4}-\d{2}-\d{2})\.md$")
 _ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d+[.)])\s")
 
 
@@ -82,9 +82,9 @@ def _digests(memory_dir: Path, today: date) -> list[tuple[str, Path]]:
 
     dated = []
     for name, path, _ in MemoryWalk(memory_dir):
-        m = _DIGEST.match(name)  # at the top level: a name in a folder starts with the folder
-        if m:
-            dated.append((m.group(1), Path(path)))
+        day = digest_day(name)  # at the top level: a name in a folder starts with the folder
+        if day:
+            dated.append((day, Path(path)))
     dated.sort(reverse=True)
     todays = [d for d in dated if d[0] == today.isoformat()]
     earlier = [d for d in dated if d[0] < today.isoformat()]
@@ -167,7 +167,7 @@ def build(data: PrimerInput, max_chars: int = 9000) -> str:
     head = HEADER.format(project=data.project, memory_dir=data.memory_dir)
     tail = ""
     if data.source == "compact":
-        digest = f"session_digest_{data.today.isoformat()}.md"
+        digest = digest_name(data.today)
         tail = "\n\n" + COMPACT_RULE.format(digest=digest, memory_dir=data.memory_dir)
     text = _fit(head, budget - len(tail), "the memory dir")
     for title, body in parts(data):

@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, NoReturn
 
 from memsync.context.config import Context
 from memsync.memory import frontmatter as memory
-from memsync.memory.memtypes import UNKNOWN, type_of
+from memsync.memory.memtypes import TYPES, UNKNOWN, type_of
 from memsync.memory.names import unportable
-from memsync.privacy.gate import check_outbound
+from memsync.privacy.gate import check_outbound, name_secret
 from memsync.util.errors import (
     MemsyncError,
     NotFound,
@@ -44,7 +44,10 @@ from memsync.util.errors import (
 from memsync.util.fsutil import atomic_write, private_dir, read_text_if_there
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from memsync.stores.base import Store
+    from memsync.sync.engine import SyncResult
 
 ROOT = "/memories"
 INDEX = memory.INDEX_NAME
@@ -118,60 +121,10 @@ class ToolMemory:
         path is described, never quoted back (it may hold a secret the scanner cannot tell)."""
         if not isinstance(path, str) or not path:
             raise MemoryToolError("The path is empty: give a path under /memories.")
-        from memsync.privacy.gate import name_secret
-        from memsync.privacy.scanner import KINDS
-
-        kind = name_secret(path[:MAX_PATH_CHARS])
-        if kind is not None:  # a name goes to the remote and into MEMORY.md; never quoted back
-            raise MemoryToolError(
-                f"The file or folder name looks like it holds a secret ({KINDS.get(kind, kind)}); "
-                "names are copied to other machines like the files: choose a plain name."
-            )
-        if _CONTROL.search(path) or _BIDI.search(path):
-            raise MemoryToolError(
-                "The path contains control or text-direction characters (like a newline, NUL "
-                "or U+202E), which memory file names cannot hold: use plain characters."
-            )
-        if len(path) > MAX_PATH_CHARS:
-            raise MemoryToolError(f"The path is over {MAX_PATH_CHARS} characters.")
-        if _PERCENT_ESCAPE.search(path):
-            raise MemoryToolError(
-                "The path contains a percent-escape (like %2e or %2f); memory paths "
-                "are plain text: write the characters themselves."
-            )
-        if _BAD_CHARS.search(path):
-            raise MemoryToolError(
-                'The path contains a backslash or one of : * ? " < > |, which memory '
-                "file names cannot hold."
-            )
-        if path != ROOT and not path.startswith(ROOT + "/"):
-            raise MemoryToolError(
-                "The path is outside /memories: every memory path starts with "
-                "/memories/ (for example /memories/notes.md)."
-            )
-        rest = unicodedata.normalize("NFC", path[len(ROOT) + 1 :])
-        if rest.endswith("/"):
-            rest = rest[:-1]
-        if not rest:
-            return ""
-        for segment in rest.split("/"):
-            if segment in ("", ".", ".."):
-                raise MemoryToolError(
-                    "The path has an empty, '.' or '..' segment; give the plain path "
-                    "under /memories."
-                )
-            if len(segment.encode("utf-8")) > MAX_SEGMENT_BYTES:
-                raise MemoryToolError(f"A name in the path is over {MAX_SEGMENT_BYTES} bytes.")
-            problem = unportable(segment)
-            if problem:
-                raise MemoryToolError(f"{problem[0].upper()}{problem[1:]}.")
-        from memsync.sync.walk import is_ignored
-
-        if is_ignored(rest):
-            raise MemoryToolError(
-                "The path is not part of the synced memory (hidden names, editor "
-                "temp files, team/ and _memsync/ are not synced); choose another name."
-            )
+        _check_characters(path)
+        rest = _under_root(path)
+        if rest:
+            _check_names(rest)
         return rest
 
     def file_name_of(self, path: object) -> str:
@@ -627,9 +580,18 @@ class ToolMemory:
         """Push `names` (one conditional write each) and turn the outcome into the tool's
         answer. A lost race merged cleanly is a note; a merge that had to drop a version, a
         delete undone by another device's edit, or a push that failed is a MemoryToolError."""
-        paths = [str(self.root / n) for n in dict.fromkeys(names)]
+        names = list(dict.fromkeys(names))
+        result = self._run_push(names, shown)
+        problems = [p for name in names for p in self._problems(name, result, deleted)]
+        if problems:
+            raise MemoryToolError("\n".join(problems))
+        return "\n".join([done, *notes, *self._notes(names, result, deleted)])
+
+    def _run_push(self, names: list[str], shown: str) -> SyncResult:
+        """One `push` of the files; the lock busy or a push that could not start is a
+        MemoryToolError saying the change is saved here."""
         try:
-            result = self.engine.run("push", paths)
+            return self.engine.run("push", [str(self.root / n) for n in names])
         except TimeoutError:
             raise MemoryToolError(
                 f"{shown} is saved on this device, but memsync's lock was busy so it is not "
@@ -639,33 +601,40 @@ class ToolMemory:
             raise MemoryToolError(
                 f"{shown} is saved on this device but was not pushed: {exc}"
             ) from None
-        names = list(dict.fromkeys(names))
+
+    def _problems(self, name: str, result: SyncResult, deleted: Sequence[str]) -> list[str]:
+        """What the push of one file did that the model must act on: a merge that had to
+        drop a version, an error, a refusal, a delete another device's edit undid (its index
+        line is put back)."""
         problems: list[str] = []
-        for name in names:
-            for conflict in result.conflicts:
-                if conflict.startswith(f"{name}: "):
-                    problems.append(
-                        f"{ROOT}/{name}: another device changed it at the same time and both "
-                        f"versions could not be kept ({conflict[len(name) + 2 :]}). "
-                        f"It now reads:\n{self._current(name)}\nIf your change is missing, "
-                        "apply it again to this content."
-                    )
-            if name in result.errors:
+        for conflict in result.conflicts:
+            if conflict.startswith(f"{name}: "):
                 problems.append(
-                    f"{ROOT}/{name} is saved on this device but not on the remote: "
-                    f"{result.errors[name]}."
+                    f"{ROOT}/{name}: another device changed it at the same time and both "
+                    f"versions could not be kept ({conflict[len(name) + 2 :]}). "
+                    f"It now reads:\n{self._current(name)}\nIf your change is missing, "
+                    "apply it again to this content."
                 )
-            if name in result.refused:
-                problems.append(f"{ROOT}/{name} is not synced: {result.refused[name]}.")
-            if name in deleted and self.local(name).exists():
-                self._index_restore(name)
-                problems.append(
-                    f"{ROOT}/{name} was edited on another device since this device last saw "
-                    "it, so the delete was not applied (an edit wins over a deletion). It now "
-                    f"reads:\n{self._current(name)}\nDelete it again if it should still go."
-                )
-        if problems:
-            raise MemoryToolError("\n".join(problems))
+        if name in result.errors:
+            problems.append(
+                f"{ROOT}/{name} is saved on this device but not on the remote: "
+                f"{result.errors[name]}."
+            )
+        if name in result.refused:
+            problems.append(f"{ROOT}/{name} is not synced: {result.refused[name]}.")
+        if name in deleted and self.local(name).exists():
+            self._index_restore(name)
+            problems.append(
+                f"{ROOT}/{name} was edited on another device since this device last saw "
+                "it, so the delete was not applied (an edit wins over a deletion). It now "
+                f"reads:\n{self._current(name)}\nDelete it again if it should still go."
+            )
+        return problems
+
+    def _notes(self, names: list[str], result: SyncResult, deleted: Sequence[str]) -> list[str]:
+        """What the push did that the model should know: a clean merge (the file now reads
+        otherwise), sync off, the remote unreachable."""
+        notes = []
         for name in names:
             if name in result.merged and name not in deleted and self.local(name).exists():
                 notes.append(
@@ -679,7 +648,7 @@ class ToolMemory:
                 "Saved on this device; the memory remote is unreachable, so the change is "
                 "queued and goes out with the next sync."
             )
-        return "\n".join([done, *notes])
+        return notes
 
     def _index_restore(self, name: str) -> None:
         """A delete undone by another device's edit: the file is back, so is its index line
@@ -1018,6 +987,72 @@ class ToolMemory:
 # --- small helpers ----------------------------------------------------------------------------
 
 
+def _check_characters(path: str) -> None:
+    """Refuse a path whose characters no memory file name may hold: a name that looks like a
+    secret (names go to the remote and into MEMORY.md), control or text-direction
+    characters, an overlong path, a percent-escape, or a character some platform refuses."""
+    from memsync.privacy.scanner import KINDS
+
+    kind = name_secret(path[:MAX_PATH_CHARS])
+    if kind is not None:  # a name goes to the remote and into MEMORY.md; never quoted back
+        raise MemoryToolError(
+            f"The file or folder name looks like it holds a secret ({KINDS.get(kind, kind)}); "
+            "names are copied to other machines like the files: choose a plain name."
+        )
+    if _CONTROL.search(path) or _BIDI.search(path):
+        raise MemoryToolError(
+            "The path contains control or text-direction characters (like a newline, NUL "
+            "or U+202E), which memory file names cannot hold: use plain characters."
+        )
+    if len(path) > MAX_PATH_CHARS:
+        raise MemoryToolError(f"The path is over {MAX_PATH_CHARS} characters.")
+    if _PERCENT_ESCAPE.search(path):
+        raise MemoryToolError(
+            "The path contains a percent-escape (like %2e or %2f); memory paths "
+            "are plain text: write the characters themselves."
+        )
+    if _BAD_CHARS.search(path):
+        raise MemoryToolError(
+            'The path contains a backslash or one of : * ? " < > |, which memory '
+            "file names cannot hold."
+        )
+
+
+def _under_root(path: str) -> str:
+    """The part of the path after /memories/, NFC, without a trailing '/'; or refuse a path
+    outside /memories."""
+    if path != ROOT and not path.startswith(ROOT + "/"):
+        raise MemoryToolError(
+            "The path is outside /memories: every memory path starts with "
+            "/memories/ (for example /memories/notes.md)."
+        )
+    rest = unicodedata.normalize("NFC", path[len(ROOT) + 1 :])
+    return rest[:-1] if rest.endswith("/") else rest
+
+
+def _check_names(rest: str) -> None:
+    """Refuse a relative path with an empty, '.' or '..' segment, a name too long or not
+    portable, or a name a sync never syncs."""
+    for segment in rest.split("/"):
+        if segment in ("", ".", ".."):
+            raise MemoryToolError(
+                "The path has an empty, '.' or '..' segment; give the plain path "
+                "under /memories."
+            )
+        if len(segment.encode("utf-8")) > MAX_SEGMENT_BYTES:
+            raise MemoryToolError(f"A name in the path is over {MAX_SEGMENT_BYTES} bytes.")
+        problem = unportable(segment)
+        if problem:
+            raise MemoryToolError(f"{problem[0].upper()}{problem[1:]}.")
+    from memsync.sync.walk import is_ignored
+
+    if is_ignored(rest):
+        raise MemoryToolError(
+            "The path is not part of the synced memory (hidden names, editor "
+            "temp files, team/ and _memsync/ are not synced); choose another name."
+        )
+
+
 def _note(text: str, note: str) -> str:
     return f"{text}\n{note}" if note else text
 
@@ -1099,8 +1134,6 @@ def _declared_type(text: str | None) -> object:
 def _refuse_unknown_type(path: str, text: str, before: str | None) -> None:
     """A `type` memsync does not know merges as plain lines and Claude Code ignores it: a
     write that sets one is refused, naming the valid types (an existing one is left alone)."""
-    from memsync.memory.memtypes import TYPES
-
     declared = _declared_type(text)
     if declared is None or declared in TYPES or declared == _declared_type(before):
         return

@@ -15,7 +15,9 @@ from memsync.cli.common import (
     RemoteOpt,
     app,
     context,
+    emit_json,
     err,
+    fail,
     out,
 )
 
@@ -43,7 +45,7 @@ def context_cmd(
     project: ProjectOpt = None,
 ) -> None:
     """Print the session-start primer: what needs attention, what is pending, recent digests."""
-    from memsync.claude.hooks import _pull_within, primer_input
+    from memsync.claude.hooks import primer_input, pull_within
     from memsync.claude.primer import build
     from memsync.sync.engine import Engine
 
@@ -53,7 +55,7 @@ def context_cmd(
     engine = Engine(ctx)
     offline = None
     if refresh:
-        _, offline = _pull_within(engine, float(ctx.setting("pull_timeout")))
+        _, offline = pull_within(engine, float(ctx.setting("pull_timeout")))
         from memsync.sync.state import State
 
         engine.state = State(ctx.state_dir, engine.state.history_versions)
@@ -166,7 +168,6 @@ def doctor(
 ) -> None:
     """Check settings, memory dir, credential, remote, container, a probe write, clock skew."""
     from memsync.admin.doctor import run
-    from memsync.cli.common import emit_json, fail
 
     report = run(context(memory_dir, remote, project))
     if json:

@@ -12,9 +12,16 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memsync.context import config
+from memsync.context import config, identity
 from memsync.context.config import Context
-from memsync.util.errors import ConfigError, Interrupted, MemsyncError, UsageError, UserError
+from memsync.util.errors import (
+    ConfigError,
+    Interrupted,
+    MemsyncError,
+    UsageError,
+    UserError,
+    describe_os_error,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -108,8 +115,6 @@ def outcome() -> Iterator[None]:
             sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - Python flushes it at exit
         sys.exit(1)
     except OSError as exc:
-        from memsync.util.errors import describe_os_error
-
         fail(describe_os_error(exc), 1)
 
 
@@ -123,8 +128,6 @@ def emit_json(command: str, data: dict[str, Any]) -> None:
 
 def progress_bar(label: str):  # (progress callback or None, context manager)
     """A Rich progress bar on a terminal for jobs of 20 files or more; a no-op otherwise."""
-    import contextlib
-
     if not err.is_terminal:
         return None, contextlib.nullcontext()
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
@@ -303,11 +306,8 @@ def transfer(
         if done is not None:
             done_lines(done)
         raise
-    if engine.ctx.other_origin:
-        from memsync.context import identity
-
-        if identity.origin_note(engine.ctx.identity) in result.notes:
-            identity.noted(engine.ctx.home, engine.ctx.memory_dir, engine.ctx.identity)
+    if engine.ctx.other_origin and identity.origin_note(engine.ctx.identity) in result.notes:
+        identity.noted(engine.ctx.home, engine.ctx.memory_dir, engine.ctx.identity)
     report(result, stats, engine.ctx.memory_dir)
 
 

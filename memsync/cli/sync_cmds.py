@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -23,7 +22,8 @@ from memsync.cli.common import (
     out,
 )
 from memsync.cli.plain import transfer
-from memsync.util.errors import UserError
+from memsync.util.dates import local_time
+from memsync.util.errors import RefusedFile, UserError
 
 
 @app.command()
@@ -87,12 +87,6 @@ def sync(
     transfer("sync", memory_dir, remote, project, force, stats)
 
 
-def _when(ts: float | None) -> str:
-    if not ts:
-        return "never"
-    return datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
-
-
 @app.command()
 def status(
     memory_dir: MemoryDirOpt = None,
@@ -113,10 +107,10 @@ def status(
     out.print(f"remote:     {st.remote} (project {st.project})", markup=False)
     if st.project_note:
         out.print(f"  ({st.project_note})", markup=False)
-    last = _when(st.last_sync)
+    last = local_time(st.last_sync)
     if st.last_interrupted:  # a run cut short since (Ctrl-C, SIGTERM): what it did is synced
         queued = f", {len(st.queued)} change(s) queued" if st.queued else ""
-        cut = f"interrupted at {_when(st.last_interrupted)}{queued}; the next sync finishes it"
+        cut = f"interrupted at {local_time(st.last_interrupted)}{queued}; the next sync finishes it"
         last = f"{last} (a later run was {cut})" if st.last_sync else cut
     out.print(f"last sync:  {last}", markup=False)
     if not st.sync_enabled:
@@ -153,7 +147,8 @@ def status(
         printable = name.encode("utf-8", "backslashreplace").decode()  # may not be UTF-8
         out.print(f"  ignored on the remote: {shown_name(printable)}: {reason}", markup=False)
     for c in st.conflicts:
-        out.print(f"  conflict ({_when(c.get('at'))}): {c['file']}: {c['detail']}", markup=False)
+        when = local_time(c.get("at"))
+        out.print(f"  conflict ({when}): {c['file']}: {c['detail']}", markup=False)
     if st.conflicts:
         out.print("  (see `memsync history FILE`; `memsync resolve FILE` clears a conflict)")
     for notice in st.notices:
@@ -169,7 +164,6 @@ def validate(
 ) -> None:
     """Check memory files: frontmatter, size, encoding, and secrets."""
     from memsync.privacy.gate import check_outbound, shown_name
-    from memsync.util.errors import RefusedFile
 
     ctx = context(memory_dir, None, project)
     from memsync.sync.engine import Engine
@@ -232,7 +226,8 @@ def history(
         return
     for v in versions:
         size = v.path.stat().st_size
-        out.print(f"{v.version:>3}  {_when(v.saved_at)}  {size:>7} B  {v.reason}", markup=False)
+        when = local_time(v.saved_at)
+        out.print(f"{v.version:>3}  {when}  {size:>7} B  {v.reason}", markup=False)
 
 
 @app.command()

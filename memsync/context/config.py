@@ -16,12 +16,7 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import urlsplit, urlunsplit
 
-# config.find_git_root and the others still work: they were here before identity.py had them
-from memsync.context.identity import Identity
-from memsync.context.identity import find_git_root as find_git_root
-from memsync.context.identity import git_origin as git_origin
-from memsync.context.identity import normalise_origin as normalise_origin
-from memsync.context.identity import safe_segment as safe_segment
+from memsync.context.identity import Identity, find_git_root, resolve_identity
 from memsync.util.errors import ConfigError, describe_os_error
 
 if TYPE_CHECKING:
@@ -508,8 +503,6 @@ def resolve(
 
     remote_url = str(settings.get("remote") or (home / "remote").resolve().as_uri())
     check_folder_remote(remote_url)
-    from memsync.context.identity import resolve_identity
-
     def used_before(name: str) -> bool:
         return (state_dir_for(home, remote_url, name, mem) / "records.json").exists()
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, NamedTuple
 
+from memsync.memory import digests
 from memsync.memory.frontmatter import (
     DEFAULT_MAX_BYTES,
     INDEX_NAME,
@@ -42,8 +43,6 @@ class MemoryType(NamedTuple):
     def matches(self, basename: str) -> bool:
         return re.fullmatch(self.pattern, basename) is not None
 
-
-_DATE = r"\d{4}-\d{2}-\d{2}"
 
 TYPES: dict[str, MemoryType] = {
     t.name: t
@@ -90,7 +89,7 @@ TYPES: dict[str, MemoryType] = {
         ),
         MemoryType(
             "session_digest",
-            rf"session_digest_(?:{_DATE}|\d{{4}}-W\d{{2}}|\d{{4}}-\d{{2}}|\d{{4}})\.md",
+            digests.PATTERN,
             "digest",
             "The narrative of one session (or a weekly/monthly/yearly roll-up): arcs, "
             "relational notes, open threads.",

@@ -112,6 +112,12 @@ def modified_of(meta: dict[str, Any] | None) -> float | None:
     return _timestamp(memory.field(meta, "modified"))
 
 
+class ValueLost(str):
+    """A merge note for a field both sides changed where one side's value is kept and the
+    other's is not (it is in the losing copy, which goes to local history); a description
+    keeps both texts and is a plain note."""
+
+
 def merge_meta(
     base: dict[str, Any] | None,
     ours: dict[str, Any],
@@ -121,7 +127,8 @@ def merge_meta(
 ) -> dict[str, Any]:
     """Field by field: the side that changed a field wins. Both changed: lists union,
     mappings merge field by field, `modified` takes the later value, `description` keeps both
-    texts, anything else the newer side's value; each of the last two is noted in `notes`."""
+    texts, anything else the newer side's value; each of the last two is noted in `notes`
+    (the last as a `ValueLost`)."""
     base = base or {}
     notes = [] if notes is None else notes
     out: dict[str, Any] = {}
@@ -150,7 +157,7 @@ def merge_meta(
                 value = t
         else:
             value = o if ours_newer else t
-            notes.append(f"the field `{k}`")
+            notes.append(ValueLost(f"the field `{k}`"))
         if value is not missing:
             out[k] = value
     return out
@@ -295,8 +302,6 @@ def _split_collisions(
     sides differ on such an id the collision is reported."""
     # an id the base holds once and a side holds once is that one promise on that side, however
     # reworded (one id, one promise, since both sides last agreed)
-    from collections import Counter
-
     in_base = Counter(x.key for x in base or () if fixed(x.key))
     promise = {x.key: _bare(x.text) for x in base or () if in_base[x.key] == 1}
 
@@ -374,13 +379,7 @@ def merge_items(
     """
     if fixed is not None:
         base, ours, theirs = _split_collisions(base, ours, theirs, fixed, notes, label)
-        own = fixed
-
-        def fixed(k: Hashable) -> bool:  # an id's promise (id, text) is an identity too
-            if isinstance(k, tuple) and len(k) == 2 and isinstance(k[1], str):
-                return own(k[0])
-            return own(k)
-
+        fixed = _or_its_promise(fixed)
     b_items = _unique(base or ())
     o_items = pair_rewords(b_items, _unique(ours), fixed)
     t_items = pair_rewords(b_items, _unique(theirs), fixed)
@@ -391,28 +390,62 @@ def merge_items(
     out: list[Item] = []
     for k in order:
         bi, oi, ti = b.get(k), o.get(k), t.get(k)
-        bv, ov, tv = _value(bi), _value(oi), _value(ti)
-        if ov == tv:
-            chosen = [oi]
-        elif ov == bv:
-            chosen = [ti]
-        elif tv == bv:
-            chosen = [oi]
-        elif oi is None or ti is None:
-            chosen = [oi or ti]  # removed on one side, changed on the other
-        elif final is not None and final in (oi.place, ti.place) and oi.place != ti.place:
-            done, other = (oi, ti) if oi.place == final else (ti, oi)
-            if fixed is not None and fixed(_root_key(k)) and not _one_entry(bi, done, other):
-                chosen = [oi, ti]  # one id minted for two promises: only its own is done
-                notes.append(label(oi))
-            else:
-                chosen = [done]  # the other side's change goes: reported, never silently
-                notes.append(Superseded(label(other)))
-        else:
-            chosen = [oi, ti]
-            notes.append(label(oi))
-        out.extend(x for x in chosen if x is not None)
+        chosen = _one_side(bi, oi, ti)
+        if chosen is not None:
+            out.extend(x for x in chosen if x is not None)
+            continue
+        assert oi is not None and ti is not None  # _one_side took every removal
+        kept, named, superseded = _both_changed(k, bi, oi, ti, final, fixed)
+        notes.append(Superseded(label(named)) if superseded else label(named))
+        out.extend(kept)
     return out
+
+
+def _or_its_promise(own: Callable[[Hashable], bool]) -> Callable[[Hashable], bool]:
+    """`fixed` over the keys `pair_rewords` makes too: an id's promise (id, text) is an
+    identity as its id is."""
+
+    def fixed(k: Hashable) -> bool:
+        if isinstance(k, tuple) and len(k) == 2 and isinstance(k[1], str):
+            return own(k[0])
+        return own(k)
+
+    return fixed
+
+
+def _one_side(bi: Item | None, oi: Item | None, ti: Item | None) -> list[Item | None] | None:
+    """The entry when no more than one side changed it (or both made the same change); a
+    removal on one side and a change on the other keeps the change. None: both sides changed
+    it, differently."""
+    bv, ov, tv = _value(bi), _value(oi), _value(ti)
+    if ov == tv:
+        return [oi]
+    if ov == bv:
+        return [ti]
+    if tv == bv:
+        return [oi]
+    if oi is None or ti is None:
+        return [oi or ti]  # removed on one side, changed on the other
+    return None
+
+
+def _both_changed(
+    k: Hashable,
+    bi: Item | None,
+    oi: Item,
+    ti: Item,
+    final: str | None,
+    fixed: Callable[[Hashable], bool] | None,
+) -> tuple[list[Item], Item, bool]:
+    """An entry both sides changed differently: the versions that stay, the one the conflict
+    note names, and whether that one's change was superseded (the other side moved the entry
+    to `final`: only the moved version stays)."""
+    if final is not None and final in (oi.place, ti.place) and oi.place != ti.place:
+        done, other = (oi, ti) if oi.place == final else (ti, oi)
+        if fixed is not None and fixed(_root_key(k)) and not _one_entry(bi, done, other):
+            return [oi, ti], oi, False  # one id minted for two promises: only its own is done
+        return [done], other, True  # the other side's change goes: reported, never silently
+    return [oi, ti], oi, False
 
 
 def _conflict(path: str, notes: list[str], discarded: bool) -> str | None:
@@ -803,20 +836,31 @@ def _stamp(when: float) -> str:
     return datetime.fromtimestamp(when, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+class _Versions(NamedTuple):
+    """One file's three versions as the merge reads them (text, or bytes that are not UTF-8)
+    and as the two sides hold them, with when each side's file was edited."""
+
+    path: str
+    base: str | bytes | None
+    ours: str | bytes
+    theirs: str | bytes
+    ours_raw: bytes
+    theirs_raw: bytes
+    ours_mtime: float | None
+    theirs_mtime: float | None
+
+
 def _merge_fact(
-    path: str,
+    v: _Versions,
     b_meta: dict[str, Any] | None,
     o_meta: dict[str, Any],
     t_meta: dict[str, Any],
-    ours: bytes,
-    theirs: bytes,
-    ours_mtime: float | None,
-    theirs_mtime: float | None,
     what: str = "both devices changed this file",
 ) -> MergeResult:
     """One version wins whole: the one edited later. The other goes to local history."""
-    o_time = _edit_time(o_meta, b_meta, ours_mtime)
-    t_time = _edit_time(t_meta, b_meta, theirs_mtime)
+    path, ours, theirs = v.path, v.ours_raw, v.theirs_raw
+    o_time = _edit_time(o_meta, b_meta, v.ours_mtime)
+    t_time = _edit_time(t_meta, b_meta, v.theirs_mtime)
     if o_time is not None and t_time is not None and o_time != t_time:
         ours_newer = o_time > t_time
         won: float | None
@@ -824,11 +868,13 @@ def _merge_fact(
         side = "this device's version" if ours_newer else "the remote version"
         other = "the remote version" if ours_newer else "this device's version"
         why = f"kept {side}, edited later ({_stamp(won)}; {other} was edited {_stamp(lost)})"
+        tied = False
     else:
         ours_newer = ours >= theirs
         won = o_time if ours_newer else t_time
         side = "this device's version" if ours_newer else "the remote version"
         why = f"the edit times could not be told apart; kept {side}"
+        tied = True
     winner, loser = (ours, theirs) if ours_newer else (theirs, ours)
     return MergeResult(
         winner,
@@ -836,7 +882,7 @@ def _merge_fact(
         discarded=loser,
         ours_won=ours_newer,
         edited=won,
-        tied=why.startswith("the edit times"),
+        tied=tied,
     )
 
 
@@ -873,11 +919,14 @@ def merge(
     try:
         texts = [x.decode("utf-8") if x is not None else None for x in (base, ours, theirs)]
     except UnicodeDecodeError:
-        return _merge_unknown(path, base, ours, theirs, {}, {}, None, ours_mtime, theirs_mtime)
+        versions = _Versions(path, base, ours, theirs, ours, theirs, ours_mtime, theirs_mtime)
+        return _merge_unknown(versions, {}, {}, None)
     b_text, o_text, t_text = (x.replace("\r\n", "\n") if x is not None else None for x in texts)
     assert o_text is not None and t_text is not None
     eol = _eol(texts[1], texts[2])
-    result = _merge_text(path, b_text, o_text, t_text, ours, theirs, ours_mtime, theirs_mtime)
+    result = _merge_text(
+        _Versions(path, b_text, o_text, t_text, ours, theirs, ours_mtime, theirs_mtime)
+    )
     if result.ours_won is None and eol == "\r\n":
         content = result.content.decode("utf-8").replace("\r\n", "\n").replace("\n", "\r\n")
         return MergeResult(content.encode(), result.conflict, result.discarded, None, result.edited)
@@ -915,78 +964,76 @@ def _merge_sections(
     return body
 
 
-def _merge_text(
-    path: str,
-    base: str | None,
-    ours: str,
-    theirs: str,
-    ours_raw: bytes,
-    theirs_raw: bytes,
-    ours_mtime: float | None,
-    theirs_mtime: float | None,
-) -> MergeResult:
+def _merge_text(v: _Versions) -> MergeResult:
+    """UTF-8 text: by its type (a fact wins whole, sections and the index merge entry by
+    entry, anything else line by line), the frontmatter field by field."""
+    base, ours, theirs = v.base, v.ours, v.theirs
+    assert isinstance(ours, str) and isinstance(theirs, str) and not isinstance(base, bytes)
     try:
         o_doc, t_doc = memory.parse(ours), memory.parse(theirs)
         b_doc = memory.parse(base) if base is not None else None
     except memory.FrontmatterError:
-        return _merge_unknown(
-            path, base, ours, theirs, {}, {}, None, ours_mtime, theirs_mtime, ours_raw, theirs_raw
-        )
-    o_meta, t_meta = o_doc.meta or {}, t_doc.meta or {}
-    mtype = type_of(path, o_doc.meta or t_doc.meta)
+        return _merge_unknown(v, {}, {}, None)
+    mtype = type_of(v.path, o_doc.meta or t_doc.meta)
     strategy = mtype.merge
     if b_doc is None and strategy != "index":  # the index template's lines are real entries
-        virtual = template_base(mtype.name, ours, theirs)
-        if virtual is not None:
-            try:
-                b_doc = memory.parse(virtual)
-            except memory.FrontmatterError:
-                b_doc = None
+        b_doc = _template_doc(mtype.name, ours, theirs)
+    o_meta, t_meta = o_doc.meta or {}, t_doc.meta or {}
     b_meta = b_doc.meta if b_doc is not None else None
-    o_time = _edit_time(o_meta, b_meta, ours_mtime)
-    t_time = _edit_time(t_meta, b_meta, theirs_mtime)
-    edited = max((x for x in (o_time, t_time) if x is not None), default=None)
+    o_time = _edit_time(o_meta, b_meta, v.ours_mtime)
+    t_time = _edit_time(t_meta, b_meta, v.theirs_mtime)
     if strategy == "fact":
         if b_doc is not None and base is None:  # two files made from the template
             if o_doc == b_doc:
-                return MergeResult(theirs_raw, edited=t_time)
+                return MergeResult(v.theirs_raw, edited=t_time)
             if t_doc == b_doc:
-                return MergeResult(ours_raw, edited=o_time)
-        return _merge_fact(
-            path, b_meta, o_meta, t_meta, ours_raw, theirs_raw, ours_mtime, theirs_mtime
-        )
+                return MergeResult(v.ours_raw, edited=o_time)
+        return _merge_fact(v, b_meta, o_meta, t_meta)
     notes: list[str] = []
     if strategy == "index":
         body = _merge_index(b_doc, o_doc, t_doc, notes)
     elif strategy in STRATEGIES:
         body = _merge_sections(strategy, base is not None, b_doc, o_doc, t_doc, notes)
     else:
-        return _merge_unknown(
-            path,
-            base,
-            ours,
-            theirs,
-            o_meta,
-            t_meta,
-            b_meta,
-            ours_mtime,
-            theirs_mtime,
-            ours_raw,
-            theirs_raw,
-        )
-    discarded = None
-    if o_doc.meta is None and t_doc.meta is None:
-        text = body
-    else:
-        newer = _newer(o_time, t_time, ours, theirs)
-        meta_notes: list[str] = []
-        meta = merge_meta(b_meta, o_meta, t_meta, newer, meta_notes)
-        if any(n.startswith("the field") for n in meta_notes):
-            discarded = theirs_raw if newer else ours_raw  # the value not kept is in there
-        notes.extend(meta_notes)
-        text = _render_like(meta, body, o_doc, t_doc, ours, theirs)
-    conflict = _conflict(path, notes, discarded is not None)
+        return _merge_unknown(v, o_meta, t_meta, b_meta)
+    newer = _newer(o_time, t_time, ours, theirs)
+    text, lost = _under_merged_meta(body, b_meta, o_doc, t_doc, (ours, theirs), newer, notes)
+    discarded = (v.theirs_raw if newer else v.ours_raw) if lost else None  # the value not kept
+    conflict = _conflict(v.path, notes, discarded is not None)
+    edited = max((x for x in (o_time, t_time) if x is not None), default=None)
     return MergeResult(text.encode(), conflict, discarded, None, edited)
+
+
+def _template_doc(type_name: str, ours: str, theirs: str) -> memory.Document | None:
+    """The type's template as the base of a file both devices created on their own (None:
+    the type has no template, or it does not parse)."""
+    virtual = template_base(type_name, ours, theirs)
+    if virtual is None:
+        return None
+    try:
+        return memory.parse(virtual)
+    except memory.FrontmatterError:
+        return None
+
+
+def _under_merged_meta(
+    body: str,
+    b_meta: dict[str, Any] | None,
+    o_doc: memory.Document,
+    t_doc: memory.Document,
+    texts: tuple[str, str],
+    ours_newer: bool,
+    notes: list[str],
+) -> tuple[str, bool]:
+    """The merged file: the merged body under the merged frontmatter (none if neither side
+    had any), and whether a field's value was lost (the losing copy then goes to history)."""
+    if o_doc.meta is None and t_doc.meta is None:
+        return body, False
+    meta_notes: list[str] = []
+    meta = merge_meta(b_meta, o_doc.meta or {}, t_doc.meta or {}, ours_newer, meta_notes)
+    lost = any(isinstance(n, ValueLost) for n in meta_notes)
+    notes.extend(meta_notes)
+    return _render_like(meta, body, o_doc, t_doc, *texts), lost
 
 
 def _newer(o_time: float | None, t_time: float | None, ours: str, theirs: str) -> bool:
@@ -1094,41 +1141,20 @@ def _with_newline(entries: list[str]) -> list[str]:
 
 
 def _merge_unknown(
-    path: str,
-    base: str | bytes | None,
-    ours: str | bytes,
-    theirs: str | bytes,
+    v: _Versions,
     o_meta: dict[str, Any],
     t_meta: dict[str, Any],
     b_meta: dict[str, Any] | None,
-    ours_mtime: float | None,
-    theirs_mtime: float | None,
-    ours_raw: bytes | None = None,
-    theirs_raw: bytes | None = None,
 ) -> MergeResult:
-    ours_raw = ours_raw if ours_raw is not None else _bytes(ours)
-    theirs_raw = theirs_raw if theirs_raw is not None else _bytes(theirs)
+    """Line by line where both are text and their changes do not overlap; else one version
+    wins whole, as a fact does."""
     merged = None
-    if isinstance(ours, str) and isinstance(theirs, str) and not isinstance(base, bytes):
-        merged = merge_lines(base, ours, theirs)
+    if isinstance(v.ours, str) and isinstance(v.theirs, str) and not isinstance(v.base, bytes):
+        merged = merge_lines(v.base, v.ours, v.theirs)
     if merged is not None:
-        eol = _eol(ours_raw.decode("utf-8", "replace"), theirs_raw.decode("utf-8", "replace"))
+        eol = _eol(v.ours_raw.decode("utf-8", "replace"), v.theirs_raw.decode("utf-8", "replace"))
         return MergeResult(merged.replace("\n", eol).encode())
-    return _merge_fact(
-        path,
-        b_meta,
-        o_meta,
-        t_meta,
-        ours_raw,
-        theirs_raw,
-        ours_mtime,
-        theirs_mtime,
-        "both devices changed the same lines",
-    )
-
-
-def _bytes(x: str | bytes) -> bytes:
-    return x.encode("utf-8") if isinstance(x, str) else x
+    return _merge_fact(v, b_meta, o_meta, t_meta, "both devices changed the same lines")
 
 
 def describe_for_others(path: str, result: MergeResult) -> str:

@@ -9,7 +9,8 @@ from collections.abc import Iterable
 from memsync.memory.frontmatter import DEFAULT_MAX_BYTES, Document, field
 from memsync.util.errors import KeptLocal, RefusedFile
 
-# `_` is a word character: a key right after `user_` has no word boundary before it
+# a segment's runs of parts grow as the square of its parts: past this many, only the segment
+# and its words are scanned
 _MAX_PARTS = 12
 
 
@@ -18,6 +19,7 @@ def _name_variants(name: str) -> list[str]:
     and each run of neighbouring parts (`_` both splits words and occurs inside keys)."""
     out = [name]
     for segment in re.split(r"[/\\]", name):
+        # `_` is a word character: a key right after `user_` has no word boundary before it
         parts = segment.split("_")
         if len(parts) > _MAX_PARTS:  # a pathological name: its whole and its words
             out += [segment, " ".join(parts)]

@@ -21,7 +21,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from memsync.context.config import Context, safe_segment
+from memsync.context.config import Context
+from memsync.context.identity import safe_segment
 from memsync.util.errors import UserError
 
 MARK = "# memsync:compact:"

@@ -26,7 +26,7 @@ import threading
 import time
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, NamedTuple
-from urllib.parse import parse_qs, urlsplit, urlunsplit
+from urllib.parse import parse_qs, unquote, urlsplit, urlunsplit
 
 from memsync.memory.frontmatter import DEFAULT_MAX_BYTES
 from memsync.stores.base import Entry, Stats, Store, check_key
@@ -201,8 +201,6 @@ def proxy_configured() -> bool:
 
 def sas_expiry(sas: str) -> float | None:
     """When a SAS token expires (its `se` field), if it says and it can be read."""
-    from urllib.parse import parse_qs
-
     value = (parse_qs(sas).get("se") or [""])[0]
     if not value:
         return None
@@ -237,7 +235,6 @@ def quote_etag(value: str | None) -> str:
 
 def parse_listing(body: bytes, base: str) -> tuple[dict[str, Entry], str]:
     """One List Blobs page: the entries under `base` (keys relative to it) and the next marker."""
-    from urllib.parse import unquote
     from xml.etree import ElementTree
 
     entries: dict[str, Entry] = {}

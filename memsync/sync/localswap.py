@@ -21,17 +21,24 @@ import itertools
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memsync.util.fsutil import read_if_there, temp_path
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Literal
+
+    _Rename = Callable[[bytes, bytes, str], int]  # (src, dst, "exchange" | "noreplace") -> 0 or -1
 
 _ids = itertools.count()
 _NOREPLACE, _EXCHANGE = 1, 2  # renameat2 flags (Linux)
 _SWAP, _EXCL = 2, 4  # renamex_np flags (macOS)
 _UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EPERM}
-_libc_rename = None
+_libc_rename: _Rename | Literal[False] | None = None  # None: not looked for yet; False: none here
 
 
-def _rename_call():  # the platform's flagged rename, or False
+def _rename_call() -> _Rename | Literal[False]:  # the platform's flagged rename, or False
     global _libc_rename
     if _libc_rename is None:
         _libc_rename = False
