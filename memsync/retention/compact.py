@@ -26,8 +26,8 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memsync.memory import digests, sections
 from memsync.memory import frontmatter as memory
-from memsync.memory import sections
 from memsync.memory.memtypes import type_of
 from memsync.memory.merge import merge_tree
 from memsync.memory.sections import Section
@@ -73,10 +73,6 @@ class Action:
 
 # --- periods ------------------------------------------------------------------------------
 
-_DIGEST = re.compile(
-    r"session_digest_(?:(?P<day>\d{4}-\d{2}-\d{2})|(?P<wy>\d{4})-W(?P<wn>\d{2})"
-    r"|(?P<month>\d{4}-\d{2})|(?P<year>\d{4}))\.md"
-)
 _TIERS = ("day", "week", "month", "year")
 _TIER_WORD = {"week": "weekly", "month": "monthly", "year": "yearly"}
 
@@ -111,7 +107,7 @@ def year_period(d: date) -> Period:
 
 def parse_label(label: str) -> Period | None:
     """The period a roll-up label or a `## <label>` heading stands for."""
-    m = _DIGEST.fullmatch(f"session_digest_{label.strip()}.md")
+    m = digests.NAME.fullmatch(digests.digest_name(label.strip()))
     if m is None:
         return None
     try:
@@ -137,7 +133,7 @@ def digest_period(name: str) -> Period | None:
 
 
 def rollup_name(prefix: str, period: Period) -> str:
-    return f"{prefix}session_digest_{period.label}.md"
+    return prefix + digests.digest_name(period.label)
 
 
 def _due(period: Period, now: date, policy: Policy) -> bool:
