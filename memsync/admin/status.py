@@ -16,6 +16,7 @@ from memsync.sync.engine import (
     refuse_colliding_names,
 )
 from memsync.sync.planner import Kind
+from memsync.sync.project import moved_notice
 from memsync.util.errors import NotFound, Unreachable
 
 
@@ -112,7 +113,7 @@ def status(engine: Engine) -> Status:
                 marker = blocking_purge(engine, listing[PURGED].etag)
                 purged = marker is not None
             if MOVED in listing:  # a device moved the memory under the origin's name
-                moved = engine.moved_notice()
+                moved = moved_notice(ctx, engine.store)
                 if moved:
                     result.notices.append(moved)
             stone = listing.get(TOMBSTONES)

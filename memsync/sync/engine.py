@@ -28,6 +28,7 @@ from memsync.stores import (
 from memsync.sync import localswap, planner
 from memsync.sync.localfiles import LocalFiles, settled, stat_key
 from memsync.sync.planner import Action, Kind
+from memsync.sync.project import check_moved, check_project, display_remote, mark_moved
 from memsync.sync.remote_keys import CONFLICTS, PURGED, TOMBSTONES
 from memsync.sync.state import COMEBACKS, Record, State
 from memsync.sync.walk import MemoryWalk, is_ignored
@@ -467,7 +468,7 @@ class Engine:
 
             before = pin(self.ctx.home, self.ctx.memory_dir, self.ctx.identity)
             if before:
-                moved = self._mark_moved(before)
+                moved = mark_moved(self.ctx, before)
                 if moved:
                     result.notes.append(moved)
             note = to_note(self.ctx.home, self.ctx.memory_dir, self.ctx.identity)
@@ -492,8 +493,9 @@ class Engine:
                 self.state.meta["purged"] = marker
                 raise purged_here(self)
         if MOVED in listing:
-            self._check_moved()
-        self._check_project(listing, mode)
+            check_moved(self.ctx, self.store)
+        early = None if self._manifest_ahead is None else self._manifest_ahead.result
+        check_project(self.ctx, self.store, self.state.meta, listing, mode, early)
         if self.state.meta.get("forgetting"):
             from memsync.sync.tombstones import finish_pending
 
@@ -814,7 +816,7 @@ class Engine:
         point is an empty folder), a container emptied or made anew. Syncing would delete
         every file here; nothing is done until the user says which it is."""
         return (
-            f"the remote {self._display_remote()} is empty, but this device synced {count} "
+            f"the remote {display_remote(self.ctx)} is empty, but this device synced {count} "
             "file(s) with it; nothing was changed here or there: if it is a drive or a share, "
             "mount it; if it was emptied on purpose, `memsync push --republish` publishes this "
             "device's memory to it again"
@@ -856,7 +858,7 @@ class Engine:
                 raise GuardError(self._remote_lost_message(len(records))) from None
             if mode == "pull":
                 raise UserError(
-                    f"the remote {self._display_remote()} does not exist yet; "
+                    f"the remote {display_remote(self.ctx)} does not exist yet; "
                     f"{self.store.create_advice()}"
                 ) from None
             try:
@@ -868,176 +870,6 @@ class Engine:
         except Unreachable as exc:
             self._go_offline(result, str(exc), local_hashes, records)
             return None
-
-    def _check_project(self, listing, mode: str) -> None:
-        """Refuse to mix this project's memory with another's under the same prefix: the
-        remote keeps the project's fingerprint (origin or first commit) in a small manifest,
-        read only when its ETag moved (a no-op sync still sends one request). A remote that
-        stops answering here is checked again by the next run (the transfers will find it
-        unreachable themselves)."""
-        try:
-            self._check_manifest(listing, mode)
-        except Unreachable:
-            return
-
-    def _check_manifest(self, listing, mode: str) -> None:
-        from memsync.context import identity
-
-        entry = listing.get(identity.MANIFEST)
-        ours = self.ctx.fingerprint
-        if entry is not None and entry.etag == self.state.meta.get("manifest_etag"):
-            return
-        if entry is None:
-            if not [k for k in listing if not is_ignored(k)]:
-                self._check_old_name()
-            if mode == "pull":
-                return  # a pull writes nothing to the remote; the next push or sync does
-            mine = identity.Identity(self.ctx.project, self.ctx.project_source, ours)
-            try:
-                etag = self.store.create(
-                    identity.MANIFEST, identity.manifest_bytes(mine, self._first_commit())
-                )
-            except AlreadyExists:
-                pass  # another device wrote it first: read and check it below
-            else:
-                self.state.meta["manifest_etag"] = etag
-                return
-        try:
-            data, etag = self._read_manifest(entry)
-        except NotFound:
-            return  # removed meanwhile: written again by the next push or sync
-        theirs = identity.manifest_fingerprint(data)
-        if theirs and ours and theirs != ours and not self._same_repository(theirs, data):
-            raise UserError(
-                f"the remote {self._display_remote()} holds the memory of another project "
-                f"({identity.describe(theirs)}; this one has {identity.describe(ours)}); "
-                "nothing was synced: give this project its own name with --project NAME "
-                "(or MEMSYNC_PROJECT), the same on every device"
-            )
-        if theirs is None and ours and mode != "pull":
-            mine = identity.Identity(self.ctx.project, self.ctx.project_source, ours)
-            try:
-                etag = self.store.replace(
-                    identity.MANIFEST, identity.manifest_bytes(mine, self._first_commit()), etag
-                )
-            except PreconditionFailed:
-                return  # changed meanwhile: checked again next time
-        self.state.meta["manifest_etag"] = etag
-
-    def _read_manifest(self, entry: Entry | None) -> tuple[bytes, str]:
-        """The manifest: the copy read alongside the listing if it is the one listed, else
-        read now."""
-        ahead = self._manifest_ahead
-        if ahead is not None and entry is not None:
-            got = ahead.result()
-            if got is not None and got[1] == entry.etag:
-                return got
-        return self.store.get(MANIFEST)
-
-    def _first_commit(self) -> str | None:
-        """This repository's first commit: the fingerprint's, else asked of git (a subprocess,
-        only when a manifest is written or differs)."""
-        ours = self.ctx.fingerprint or ""
-        if ours.startswith("commit:"):
-            return ours.removeprefix("commit:")
-        if self.ctx.git_root is None:
-            return None
-        from memsync.context import identity
-
-        return identity.first_commit(self.ctx.git_root)
-
-    def _same_repository(self, theirs: str, data: bytes) -> bool:
-        """A manifest of another fingerprint is this project's if it names the same first
-        commit and the two do not name different origins (a fork, with an origin of its own,
-        is another project): written before the repository had an origin, or by a device
-        with the origin while this one has none (see `memsync sync --project ORIGIN`)."""
-        ours = self.ctx.fingerprint or ""
-        if theirs.startswith("origin:") and ours.startswith("origin:"):
-            return False
-        from memsync.context import identity
-
-        commit = identity.manifest_commit(data)
-        return commit is not None and commit == self._first_commit()
-
-    def _check_moved(self) -> None:
-        """A device moved this project's memory under its origin's name and left a marker
-        here: say where it went; upload nothing here, where the others no longer look."""
-        moved = self.moved_notice()
-        if moved:
-            raise UserError(moved)
-
-    def moved_notice(self) -> str | None:
-        """The sentence for a marker saying this project's memory moved elsewhere, if any."""
-        from memsync.context import identity
-
-        try:
-            data, _ = self.store.get(identity.MOVED)
-        except NotFound:
-            return None
-        doc = identity.moved_to(data)
-        if doc is None or doc["to"] == self.ctx.project:
-            return None
-        return identity.moved_message(self.ctx.project, doc)
-
-    def _mark_moved(self, before: str) -> str | None:
-        """This device synced under `before` and now under its origin's name (it followed
-        the origin note): leave a marker under `before`, if that holds this repository's
-        memory, so the devices still using it are told where it went. Other renames leave
-        none: only an origin and a first commit show the two names are one project."""
-        from memsync.context import identity
-
-        project = self.ctx.project
-        commit = self._first_commit() if self.ctx.fingerprint == f"origin:{project}" else None
-        if commit is None:
-            return None
-        old = open_store(self.ctx.remote, before)
-        payload = identity.moved_bytes(project, self.ctx.device, time.time())
-        try:
-            data, _ = old.get(identity.MANIFEST)
-            if identity.manifest_commit(data) != commit:
-                return None  # another project's memory: not this device's to redirect
-            try:
-                old.create(identity.MOVED, payload)
-            except AlreadyExists:
-                data, etag = old.get(identity.MOVED)
-                if (identity.moved_to(data) or {}).get("to") != project:
-                    old.replace(identity.MOVED, payload, etag)
-        except StoreError:
-            return None  # unreachable or changed meanwhile: the note is not given either
-        return (
-            f"the memory under {before} is marked as moved to {project}: devices still "
-            f"syncing under {before} are told to run `memsync sync --project {project}`"
-        )
-
-    def _check_old_name(self) -> None:
-        """A first sync under a name whose prefix is empty while the remote holds this same
-        repository's memory under an earlier name: under a first-commit name
-        (`app-4f72ac06b2b5`), the folder name earlier memsync versions used (`app`); under an
-        origin name, the first-commit name it synced under before it had an origin. Either
-        has a manifest of the same first commit. Say so, upload nothing."""
-        from memsync.context import identity
-
-        source, expected = self.ctx.project_source, self.ctx.fingerprint
-        if source == "first-commit" and expected:
-            old_name = self.ctx.project.rsplit("-", 1)[0]
-        elif source == "origin" and self.ctx.git_root is not None:
-            commit = identity.first_commit(self.ctx.git_root)
-            if commit is None:
-                return
-            expected = f"commit:{commit}"
-            old_name = f"{identity.safe_segment(self.ctx.git_root.name)}-{commit[:12]}"
-        else:
-            return
-        try:
-            data, _ = open_store(self.ctx.remote, old_name).get(identity.MANIFEST)
-        except (NotFound, StoreError):
-            return
-        if identity.manifest_fingerprint(data) == expected:
-            raise UserError(
-                f"this project's memory is on the remote under its earlier name {old_name!r}; "
-                f"nothing was synced: run `memsync sync --project {old_name}` once on this "
-                "device to keep using it (it is remembered)"
-            )
 
     def _apply_tombstones(self, listing, local: LocalScan, result: SyncResult) -> None:
         """Files forgotten on another device are removed here too, history included, so an
@@ -1093,11 +925,6 @@ class Engine:
         deleted = [n for n in records if n not in local_hashes]
         self.state.queue(changed + deleted)
         result.queued = self.state.pending
-
-    def _display_remote(self) -> str:
-        from memsync.context.config import strip_query
-
-        return f"{strip_query(self.ctx.remote)} (project {self.ctx.project})"
 
     # --- executing actions ----------------------------------------------------------------
 
@@ -1617,5 +1444,3 @@ def refuse_colliding_names(
     refused = collisions(new, known)
     local.refused.update(refused)
     return refused
-
-
