@@ -12,11 +12,11 @@ from memsync.sync.engine import (
     PURGED,
     TOMBSTONES,
     Engine,
-    classify,
     refuse_colliding_names,
 )
 from memsync.sync.planner import Kind
 from memsync.sync.project import moved_notice
+from memsync.sync.remote_files import classify
 from memsync.util.errors import NotFound, Unreachable
 
 

@@ -9,7 +9,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import NamedTuple
 
 from memsync.context.boot import boot_id, boot_time
 from memsync.context.config import Context
@@ -29,9 +28,10 @@ from memsync.sync import localswap, planner
 from memsync.sync.localfiles import LocalFiles, settled, stat_key
 from memsync.sync.planner import Action, Kind
 from memsync.sync.project import check_moved, check_project, display_remote, mark_moved
+from memsync.sync.remote_files import classify
 from memsync.sync.remote_keys import CONFLICTS, PURGED, TOMBSTONES
 from memsync.sync.state import COMEBACKS, Record, State
-from memsync.sync.walk import MemoryWalk, is_ignored
+from memsync.sync.walk import MemoryWalk
 from memsync.util.errors import (
     AlreadyExists,
     ConfigError,
@@ -71,51 +71,6 @@ LAND_WITHOUT_FSYNC_AT = 32
 # meta.json: conflicts of merges written whose answer may have been lost (_expect_conflict)
 _LANDING_CONFLICTS = "landing_conflicts"
 LOST_DIR_MIN = 5  # more synced files than this all gone, new ones made: a lost folder
-
-
-def foreign(key: str) -> str | None:
-    """Why a remote name under the prefix is not a memory file memsync would fetch (None if it
-    is one). Such blobs are listed as ignored by status and doctor, and never downloaded: a
-    download could only be refused, again on every sync."""
-    try:
-        key.encode("utf-8")
-    except UnicodeEncodeError:
-        return "its name is not valid UTF-8"
-    if not key.endswith(".md"):
-        return "not a Markdown memory file (.md)"
-    return None
-
-
-class RemoteFiles(NamedTuple):
-    """A listing sorted by what memsync does with each name."""
-
-    memory: dict[str, Entry]  # memory files: synced
-    unsafe: dict[str, str]  # names that would leave the memory dir: refused, never fetched
-    ignored: dict[str, str]  # foreign blobs and copies refused before: never fetched, why
-
-
-def classify(listing: dict[str, Entry], refused_before: dict[str, list]) -> RemoteFiles:
-    """Sort a listing. `refused_before` maps a name to the [etag, reason] of a remote copy a
-    download refused (bad UTF-8, no frontmatter...): that copy is not fetched again, on every
-    sync, to be refused again; a new ETag (someone fixed it) is fetched as usual."""
-    files = RemoteFiles({}, {}, {})
-    for key, entry in listing.items():
-        try:
-            check_key(key)
-        except UnsafeKey as exc:
-            files.unsafe[key] = str(exc)
-            continue
-        if is_ignored(key):
-            continue
-        why = foreign(key)
-        before = refused_before.get(key)
-        if why is None and before is not None and before[0] == entry.etag:
-            why = f"refused before ({before[1]}); fetched again once it changes"
-        if why:
-            files.ignored[key] = why
-        else:
-            files.memory[key] = entry
-    return files
 
 
 class SyncResult:
