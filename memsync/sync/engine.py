@@ -9,10 +9,12 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memsync.context.boot import boot_id, boot_time
 from memsync.context.config import Context
-from memsync.context.identity import MANIFEST, MOVED
+from memsync.context.identity import MANIFEST, MOVED, pin, to_note, unnamed_message
+from memsync.memory import index_links
 from memsync.memory.index_links import INDEX
 from memsync.memory.names import collisions, fold
 from memsync.privacy.gate import check_inbound, check_outbound
@@ -58,6 +60,9 @@ from memsync.util.fsutil import (
     sweep_temp_files,
     sync_filesystem,
 )
+
+if TYPE_CHECKING:
+    from memsync.memory.merge import MergeResult
 
 # Over a slow network (the quickest of the first transfers took SLOW_ROUND_TRIP or more: a WAN,
 # not the loopback or a LAN, nor a busy loopback's queueing), transfers widen past the
@@ -133,8 +138,6 @@ class Engine:
 
     def __init__(self, ctx: Context, store: Store | None = None) -> None:
         if not ctx.project:
-            from memsync.context.identity import unnamed_message
-
             raise ConfigError(unnamed_message(ctx.memory_dir))
         self.ctx = ctx
         self._store = store
@@ -419,8 +422,6 @@ class Engine:
                 if self.state.bases.reset:
                     result.notes.append(self.state.bases.reset)
         if not result.offline and not result.disabled:
-            from memsync.context.identity import pin, to_note
-
             before = pin(self.ctx.home, self.ctx.memory_dir, self.ctx.identity)
             if before:
                 moved = mark_moved(self.ctx, before)
@@ -682,7 +683,6 @@ class Engine:
         index had before the run (else one made from the file's frontmatter), remembered until
         a full sync or pull has taken in the other device's index; then it is added if that
         index lacks it, pushed, and said in a note."""
-        from memsync.memory import index_links
         from memsync.sync.forgotten import line_hash
 
         forgotten = self.state.meta.get("forgotten_lines") or {}
@@ -1030,89 +1030,128 @@ class Engine:
                 result.downloaded.append(name)
         self._record(name, etag, theirs)
 
-    def _fetch(self, name: str) -> tuple[bytes, str, float | None]:
-        """The remote copy with its edit time (None from a store that keeps none)."""
-        return self.store.fetch(name)
-
     def _merge(self, result: SyncResult, name: str, ours: bytes, mtime: float | None) -> None:
         """Merge `ours` (edited here at `mtime`) with the remote copy, whose edit time comes
-        with it (`Store.fetch`): never an upload time."""
-        from memsync.memory.merge import merge
-
+        with it (`Store.fetch`): never an upload time. Each attempt reads the remote copy and
+        writes the merge there (a conditional write) and here; a race lost on either side is
+        another attempt, up to MAX_ATTEMPTS."""
         base = self.state.base(name)
         for _ in range(MAX_ATTEMPTS):
             try:
-                theirs, etag, theirs_mtime = self._fetch(name)
+                theirs, etag, theirs_mtime = self.store.fetch(name)
             except NotFound:
-                if name in self.state.records and self._recreate_blocked(result, name):
+                if self._put_back_removed(result, name, ours, mtime):
                     return
-                try:
-                    etag = self.store.create(name, ours, mtime)
-                except AlreadyExists:
-                    continue
-                if name in self.state.records:
-                    self._came_back_here(name)
-                self._finish_merge(result, name, ours, etag)
-                return
-            try:
-                check_inbound(name, theirs, self.max_bytes)
-            except RefusedFile as exc:
-                # A corrupt remote copy never replaces a good local one: overwrite it.
-                with self._lock:
-                    result.notes.append(
-                        f"{name}: the remote copy was refused ({exc.reason}); "
-                        "replaced it with the local version"
-                    )
-                theirs_ok = False
-            else:
-                theirs_ok = True
+                continue
+            theirs_ok = self._remote_copy_accepted(result, name, theirs)
             if theirs == ours:  # e.g. a PUT that landed as an interrupted run ended: record it
                 self._record(name, etag, ours)
                 self._conflict_that_landed(result, name, ours)
                 return
             base = _base_by_hash(base, self.state.records.get(name), ours, theirs)
+            outcome: MergeResult | None = None
+            merged = ours  # a corrupt remote copy never replaces a good local one: overwritten
             if theirs_ok:
-                outcome = merge(
-                    name, base, ours, theirs, ours_mtime=mtime, theirs_mtime=theirs_mtime
-                )
+                outcome = _merge_copies(name, base, ours, theirs, mtime, theirs_mtime)
                 merged = outcome.content
-            else:
-                outcome, merged = None, ours
             if merged != theirs:
-                edited = outcome.edited if outcome is not None and outcome.edited else mtime
-                self._expect_conflict(name, merged, outcome)
-                try:
-                    etag = self.store.replace(name, merged, etag, edited)
-                except PreconditionFailed:
+                sent = self._send_merge(name, merged, etag, outcome, mtime)
+                if sent is None:
                     continue
-            current = self.read_local(name)
-            if current is not None and current != ours:
-                ours, mtime = current, _mtime(self.local_path(name))  # edited here meanwhile
+                etag = sent
+            again = self._land_merge(name, base, ours, merged)
+            if again is not None:
+                base, ours, mtime = again
                 continue
-            if merged != ours or current is None:
-                if current is not None:
-                    self._keep(name, current, "replaced by a merge with the remote version")
-                landed = self._replace(self.local_path(name), merged, current)
-                if landed is not None:
-                    # written here between the re-read and the rename, over what we had read
-                    # (`ours`): merge that edit with what the remote holds now
-                    base, ours = ours, landed
-                    mtime = _mtime(self.local_path(name))
-                    continue
-            if outcome is not None and outcome.conflict:
-                if outcome.discarded is not None:
-                    reason = f"lost a merge conflict: {outcome.conflict}"
-                    self._keep(name, outcome.discarded, reason)
-                shared = self._shared_conflict(name, outcome)
-                self._report_conflict(result, name, outcome.conflict, shared)
-            self._no_landing_conflict(name)
-            self._finish_merge(result, name, merged, etag)
+            self._settle_merge(result, name, outcome, merged, etag)
             return
         with self._lock:
             result.errors[name] = (
                 f"{name} kept changing on the remote; gave up after {MAX_ATTEMPTS} merge attempts "
                 "(run sync again)"
             )
+
+    def _put_back_removed(
+        self, result: SyncResult, name: str, ours: bytes, mtime: float | None
+    ) -> bool:
+        """The remote copy is gone (deleted elsewhere meanwhile): ours goes back, unless a
+        deletion blocks that (`_recreate_blocked`). False when another device created the file
+        first: another attempt merges with that."""
+        if name in self.state.records and self._recreate_blocked(result, name):
+            return True
+        try:
+            etag = self.store.create(name, ours, mtime)
+        except AlreadyExists:
+            return False
+        if name in self.state.records:
+            self._came_back_here(name)
+        self._finish_merge(result, name, ours, etag)
+        return True
+
+    def _remote_copy_accepted(self, result: SyncResult, name: str, theirs: bytes) -> bool:
+        """Whether the remote copy may be merged (the inbound gate); a refused one is said,
+        then overwritten by the local version."""
+        try:
+            check_inbound(name, theirs, self.max_bytes)
+        except RefusedFile as exc:
+            with self._lock:
+                result.notes.append(
+                    f"{name}: the remote copy was refused ({exc.reason}); "
+                    "replaced it with the local version"
+                )
+            return False
+        return True
+
+    def _send_merge(
+        self, name: str, merged: bytes, etag: str, outcome: MergeResult | None, mtime: float | None
+    ) -> str | None:
+        """Write the merge over the remote copy read (`etag`): its new ETag, or None when the
+        remote changed meanwhile (another attempt). Its conflict is noted first (see
+        _expect_conflict); its edit time is the merge's, else this copy's."""
+        edited = outcome.edited if outcome is not None and outcome.edited else mtime
+        self._expect_conflict(name, merged, outcome)
+        try:
+            return self.store.replace(name, merged, etag, edited)
+        except PreconditionFailed:
+            return None
+
+    def _land_merge(
+        self, name: str, base: bytes | None, ours: bytes, merged: bytes
+    ) -> tuple[bytes | None, bytes, float | None] | None:
+        """Write the merge here, the copy it replaces kept in history. None when it stands;
+        else this copy changed since `ours` was read, and the next attempt merges that edit
+        with what the remote holds now: (base, ours, mtime) for it."""
+        current = self.read_local(name)
+        if current is not None and current != ours:
+            return base, current, _mtime(self.local_path(name))  # edited here meanwhile
+        if merged != ours or current is None:
+            if current is not None:
+                self._keep(name, current, "replaced by a merge with the remote version")
+            landed = self._replace(self.local_path(name), merged, current)
+            if landed is not None:
+                # written here between the re-read and the rename, over what we had read
+                # (`ours`), which becomes the base
+                return ours, landed, _mtime(self.local_path(name))
+        return None
+
+    def _settle_merge(
+        self,
+        result: SyncResult,
+        name: str,
+        outcome: MergeResult | None,
+        merged: bytes,
+        etag: str,
+    ) -> None:
+        """The merge stands on both sides: its conflict, if any, is reported here and shared
+        with the other devices (the losing copy kept in history), and the file recorded."""
+        if outcome is not None and outcome.conflict:
+            if outcome.discarded is not None:
+                reason = f"lost a merge conflict: {outcome.conflict}"
+                self._keep(name, outcome.discarded, reason)
+            shared = self._shared_conflict(name, outcome)
+            self._report_conflict(result, name, outcome.conflict, shared)
+        self._no_landing_conflict(name)
+        self._finish_merge(result, name, merged, etag)
 
     def _report_conflict(self, result: SyncResult, name: str, detail: str, shared: dict) -> None:
         with self._lock:
@@ -1399,3 +1438,18 @@ def refuse_colliding_names(
     refused = collisions(new, known)
     local.refused.update(refused)
     return refused
+
+
+def _merge_copies(
+    name: str,
+    base: bytes | None,
+    ours: bytes,
+    theirs: bytes,
+    mtime: float | None,
+    theirs_mtime: float | None,
+) -> MergeResult:
+    """The merge of two copies, decided by memory/merge.py from the file's type (imported
+    only when a file is merged: no-op syncs never need it)."""
+    from memsync.memory.merge import merge
+
+    return merge(name, base, ours, theirs, ours_mtime=mtime, theirs_mtime=theirs_mtime)
