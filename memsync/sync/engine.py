@@ -11,7 +11,6 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memsync.context.boot import boot_id, boot_time
 from memsync.context.config import Context
 from memsync.context.identity import MANIFEST, MOVED, pin, to_note, unnamed_message
 from memsync.memory import index_links
@@ -27,6 +26,7 @@ from memsync.stores import (
     open_store,
 )
 from memsync.sync import localswap, planner
+from memsync.sync.durability import Durability, recover_landing
 from memsync.sync.localfiles import LocalFiles, settled, stat_key
 from memsync.sync.planner import Action, Kind
 from memsync.sync.project import check_moved, check_project, display_remote, mark_moved
@@ -52,13 +52,10 @@ from memsync.util.errors import (
 from memsync.util.fsutil import (
     atomic_write,
     file_lock,
-    fsync_dir,
-    fsync_file,
     private_dir,
     read_if_there,
     sha256,
     sweep_temp_files,
-    sync_filesystem,
 )
 
 if TYPE_CHECKING:
@@ -70,9 +67,6 @@ if TYPE_CHECKING:
 # is a few round trips; on a fast network more threads only add contention (benchmarks.md).
 SLOW_ROUND_TRIP = 0.04
 MAX_WORKERS = 128
-# From this many new files in one run (a fresh pull), flush once at the end instead of an
-# fsync per file; their names are saved first (see Engine._land).
-LAND_WITHOUT_FSYNC_AT = 32
 # meta.json: conflicts of merges written whose answer may have been lost (_expect_conflict)
 _LANDING_CONFLICTS = "landing_conflicts"
 LOST_DIR_MIN = 5  # more synced files than this all gone, new ones made: a lost folder
@@ -143,8 +137,7 @@ class Engine:
         self._store = store
         self.max_bytes = int(ctx.setting("max_file_bytes"))
         self._lock = threading.Lock()
-        self._unsynced_dirs: set[Path] = set()  # written to; fsynced once before the records
-        self._landing: set[str] = set()  # new files written without fsync; flushed at the end
+        self._durability = Durability(ctx.memory_dir)  # this run's writes not yet flushed
         self._published: list[dict] = []  # this run's conflicts, for the remote record
         self._came_back: set[str] = set()  # this run's files an edit brought back
         self._index_before: str | None = None  # MEMORY.md before the run, when one came back
@@ -241,8 +234,7 @@ class Engine:
                 mode = path.stat().st_mode & 0o777
         atomic_write(path, data, mode, sync=sync, sync_dir=sync_dir)
         if not sync_dir:
-            with self._lock:
-                self._unsynced_dirs.add(path.parent)
+            self._durability.wrote_in(path.parent)
 
     def _replace(
         self, path: Path, data: bytes, expected: bytes | None, *, sync: bool = True
@@ -254,79 +246,12 @@ class Engine:
         with contextlib.suppress(FileNotFoundError):
             mode = path.stat().st_mode & 0o777  # keep the mode the user gave the file
         landed = localswap.replace(path, data, expected, mode, sync=sync)
-        with self._lock:
-            self._unsynced_dirs.add(path.parent)
+        self._durability.wrote_in(path.parent)
         return landed
 
     def _make_durable(self) -> None:
-        """Make this run's writes durable before the records claim them: the landed files
-        (one syncfs, else an fsync each) and the renames (one fsync per directory)."""
-        with self._lock:
-            dirs, self._unsynced_dirs = self._unsynced_dirs, set()
-            landed, self._landing = self._landing, set()
-        if landed and not sync_filesystem(self.ctx.memory_dir):
-            for name in sorted(landed):
-                fsync_file(self.local_path(name))
-        for folder in sorted(dirs):
-            fsync_dir(folder)
-        if landed:
-            self.state.meta.pop("landing", None)  # saved with the records, right after this
-
-    def _land(self, actions: list[Action], local_hashes: dict[str, str]) -> None:
-        """Many new files are written without an fsync each and flushed once at the end. Their
-        names are saved (fsynced) first: after a power cut before that flush, the next run
-        knows which files may be torn (`_recover_landing`)."""
-        names = sorted(
-            a.name for a in actions if a.kind is Kind.DOWNLOAD and a.name not in local_hashes
-        )
-        if len(names) >= LAND_WITHOUT_FSYNC_AT:
-            self.state.meta["landing"] = {"names": names, "boot": boot_id()}
-            self.state.save_meta()
-            self._landing = set(names)
-
-    def _recover_landing(self) -> None:
-        """Files an interrupted run was landing may be torn (renamed into place, never
-        flushed) — but only if the machine went down with them: a run that was merely killed
-        (or a hook that returned at its budget) left them whole in the page cache. So:
-
-        - same boot as the run that listed them: nothing can be torn; flush them now and let
-          the planner compare each with the remote (a file Claude wrote since is a local
-          edit like any other);
-        - after a restart: a listed file last modified before this boot may be torn: it is
-          kept in history and fetched again; one modified since the boot was written after
-          the landing and is left alone."""
-        landing = self.state.meta.pop("landing", None)
-        if not landing:
-            return
-        if isinstance(landing, dict):
-            names, boot = list(landing.get("names") or []), landing.get("boot")
-        else:  # written by an earlier memsync: which boot is unknown
-            names, boot = list(landing), None
-        paths = {}
-        for name in names:
-            try:
-                paths[name] = self.local_path(name)
-            except UnsafeKey:
-                continue  # never a name this run could have landed
-        if boot is not None and boot == boot_id():
-            if not sync_filesystem(self.ctx.memory_dir):
-                for path in paths.values():
-                    fsync_file(path)
-            return
-        booted_at = boot_time()
-        for name, path in paths.items():
-            try:
-                modified = path.stat().st_mtime
-            except (FileNotFoundError, NotADirectoryError):
-                self.state.forget(name)
-                continue
-            if booted_at is not None and modified > booted_at:
-                continue  # written since the restart: not what the interrupted run landed
-            data = read_if_there(path)
-            if data is not None:
-                self._keep(name, data, "left unflushed by an interrupted pull; fetched again")
-                path.unlink(missing_ok=True)
-            self.state.forget(name)
+        """This run's writes made durable before the records claim them (durability.py)."""
+        self._durability.make_durable(self.local_path, self.state.meta)
 
     def scan_local(self, allow: dict[str, set[str]] | None = None) -> LocalScan:
         """Hash every memory file, reading only those whose stat changed since the last scan
@@ -479,7 +404,7 @@ class Engine:
             from memsync.sync.tombstones import purged_here
 
             raise purged_here(self)
-        self._recover_landing()
+        recover_landing(self.state, self.ctx.memory_dir, self.local_path, self._keep)
         local = self._look_here(result, mode, names, allow)
         pending = self.state.pending  # read after a lost dir's restore, which empties it
         if mode == "push" and names is not None:
@@ -606,7 +531,10 @@ class Engine:
         the pushes not done are queued, so that even a `push FILE` (which looks only at its
         files and the queue) sends them next time."""
         actions, records = run.actions, self.state.records
-        self._land(actions, run.local_hashes)
+        new = [
+            a.name for a in actions if a.kind is Kind.DOWNLOAD and a.name not in run.local_hashes
+        ]
+        self._durability.land(sorted(new), self.state)
         self._published = []
         self._came_back = set()
         # MEMORY.md as it was, for the index line of a file an edit brings back: read now only
@@ -1022,7 +950,7 @@ class Engine:
                 self._keep(name, current, "replaced by a newer version from the remote")
             elif (rec := self.state.records.get(name)) is not None and rec.etag != etag:
                 self._came_back_here(name)  # deleted here, edited on another device
-            landed = self._replace(path, theirs, current, sync=name not in self._landing)
+            landed = self._replace(path, theirs, current, sync=name not in self._durability.landing)
             if landed is not None:
                 self._merge(result, name, landed, _mtime(path))  # written here in the meantime
                 return
