@@ -11,8 +11,9 @@ import pytest
 
 from memsync.context import config
 from memsync.context.boot import boot_id, boot_time
-from memsync.sync import engine as engine_mod
-from memsync.sync.engine import LAND_WITHOUT_FSYNC_AT, Engine
+from memsync.sync import durability
+from memsync.sync.durability import LAND_WITHOUT_FSYNC_AT
+from memsync.sync.engine import Engine
 from memsync.util import fsutil
 from tests.conftest import write_memory
 
@@ -55,7 +56,7 @@ def test_a_pull_of_many_new_files_flushes_once_instead_of_file_by_file(
     fsyncs: list[int] = []
     real_syncfs, real_fsync = fsutil.sync_filesystem, os.fsync
     monkeypatch.setattr(
-        engine_mod, "sync_filesystem", lambda p: flushes.append(p) or real_syncfs(p)
+        durability, "sync_filesystem", lambda p: flushes.append(p) or real_syncfs(p)
     )
     monkeypatch.setattr(os, "fsync", lambda fd: fsyncs.append(fd) or real_fsync(fd))
 

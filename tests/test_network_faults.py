@@ -279,7 +279,7 @@ def test_a_listed_name_that_is_not_utf8_is_ignored_not_fetched():
     """Azure percent-encodes a name XML cannot carry; bytes that are not UTF-8 are kept apart
     (Azurite cannot store such a name, so the listing is written here)."""
     from memsync.stores.azure import parse_listing
-    from memsync.sync.engine import foreign
+    from memsync.sync.remote_files import foreign
 
     body = (
         b"<EnumerationResults><Blobs><Blob><Name Encoded='true'>p/bad%FFname.md</Name>"

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from memsync.sync.engine import run_daemons
+from memsync.sync.transfers import run_daemons
 
 
 def _counting(monkeypatch: pytest.MonkeyPatch) -> list[threading.Thread]:

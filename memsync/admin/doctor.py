@@ -143,7 +143,7 @@ def _remote_checks(ctx: Context, store: Any) -> list[Check]:
             detail += "; the first `memsync push` or `memsync sync` creates it"
         return [*checks, Check("container", creatable, detail, store.create_advice())]
     checks.append(Check("container", True, f"{_container(store)} present"))
-    return [*checks, _remote_files(store), _probe(store), _skew(store)]
+    return [*checks, _remote_files(ctx, store), _probe(store), _skew(store)]
 
 
 _NO_CREDENTIAL = "none needed (folder remote)"
@@ -182,6 +182,19 @@ def _synced_here(ctx: Context) -> int:
     except (OSError, ValueError):
         return 0
     return len(records) if isinstance(records, dict) else 0
+
+
+def _refused_before(ctx: Context) -> dict[str, list]:
+    """The remote copies a download refused ({name: [etag, reason]}, as State.refused_remote),
+    read without making the state folder ({} if unreadable: the state check reports that)."""
+    import json
+
+    try:
+        meta = json.loads((ctx.state_dir / "meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    refused = meta.get("refused_remote") if isinstance(meta, dict) else None
+    return refused if isinstance(refused, dict) else {}
 
 
 def _container(store: Any) -> str:
@@ -300,19 +313,19 @@ def _hook_runs(command: str, path: Path, user: Path) -> str | Check:
     )
 
 
-def _remote_files(store: Any) -> Check:
-    """What is under the project's prefix, and which of it memsync ignores (never fetches)."""
+def _remote_files(ctx: Context, store: Any) -> Check:
+    """What is under the project's prefix, and which of it memsync never fetches (refused as
+    unsafe, or ignored), sorted as a sync sorts it."""
     from memsync.privacy.gate import shown_name
-    from memsync.sync.engine import foreign
-    from memsync.sync.walk import is_ignored
+    from memsync.sync.remote_files import classify
 
     try:
         listing = store.list()
     except MemsyncError as exc:
         return Check("remote files", False, str(exc), "see the message")
-    ignored = {k: why for k in listing if not is_ignored(k) and (why := foreign(k))}
-    memory = [k for k in listing if not is_ignored(k) and k not in ignored]
-    detail = f"{len(memory)} memory file(s) under the prefix"
+    files = classify(listing, _refused_before(ctx))
+    ignored = {**files.unsafe, **files.ignored}
+    detail = f"{len(files.memory)} memory file(s) under the prefix"
     if ignored:
         shown = "; ".join(
             f"{shown_name(k.encode('utf-8', 'backslashreplace').decode())} ({why})"

@@ -13,10 +13,11 @@ from memsync.sync.engine import (
     TOMBSTONES,
     Engine,
     LocalScan,
-    classify,
     refuse_colliding_names,
 )
 from memsync.sync.planner import Kind
+from memsync.sync.project import moved_notice
+from memsync.sync.remote_files import classify
 from memsync.util.errors import NotFound, Unreachable
 
 
@@ -132,7 +133,7 @@ def _read_remote(engine: Engine, result: Status) -> _RemoteView:
             seen.marker = blocking_purge(engine, listing[PURGED].etag)
             seen.purged = seen.marker is not None
         if MOVED in listing:  # a device moved the memory under the origin's name
-            moved = engine.moved_notice()
+            moved = moved_notice(engine.ctx, engine.store)
             if moved:
                 result.notices.append(moved)
         stone = listing.get(TOMBSTONES)

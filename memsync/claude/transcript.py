@@ -196,6 +196,18 @@ def _timestamp(record: dict[str, Any]) -> datetime | None:
     return stamp if stamp.tzinfo is not None else stamp.astimezone()
 
 
+def _blocks(record: dict[str, Any]) -> list[Any] | None:
+    """A message record's content blocks (a plain string is one text block), or None for a
+    shape that holds none."""
+    message = record.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    if isinstance(content, list):
+        return content
+    return None
+
+
 class _Reader:
     def __init__(self, path: Path | None) -> None:
         self.t = Transcript(path, path.stem if path else "", "")
@@ -220,22 +232,32 @@ class _Reader:
             self.t.unknown += 1
 
     def record(self, record: dict[str, Any]) -> None:
+        """Take in one parsed record: a user's or the assistant's message becomes pieces of
+        the transcript; sidechains and bookkeeping records count as ignored, other shapes as
+        unknown."""
         kind = record.get("type")
         if kind in IGNORED_TYPES or record.get("isSidechain") is True:
             self.t.ignored += 1
             return
-        if kind not in ("user", "assistant"):
+        blocks = _blocks(record) if kind in ("user", "assistant") else None
+        if blocks is None:
             self.t.unknown += 1
             return
-        message = record.get("message")
-        content = message.get("content") if isinstance(message, dict) else None
-        if isinstance(content, str):
-            blocks: list[Any] = [{"type": "text", "text": content}]
-        elif isinstance(content, list):
-            blocks = content
-        else:
-            self.t.unknown += 1
-            return
+        self._when_and_session(record)
+        before = len(self.pieces)
+        user_text = False
+        for block in blocks:
+            piece, is_text = self._piece(str(kind), block)  # user or assistant
+            if piece is not None:
+                self.pieces.append(piece)
+                user_text = user_text or (is_text and kind == "user")
+        if user_text and record.get("isMeta") is not True:
+            self.t.user_turns += 1
+        if len(self.pieces) > before:
+            self.t.kept += 1
+
+    def _when_and_session(self, record: dict[str, Any]) -> None:
+        """The transcript's first and last times, and its session (the first one named)."""
         stamp = _timestamp(record)
         if stamp is not None:
             self.t.started = self.t.started or stamp
@@ -243,33 +265,30 @@ class _Reader:
         sid = record.get("sessionId")
         if isinstance(sid, str) and sid and not self.session_ids:
             self.session_ids.append(sid)
-        before = len(self.pieces)
-        user_text = False
-        for block in blocks:
-            if isinstance(block, str):
-                block = {"type": "text", "text": block}
-            if not isinstance(block, dict):
-                continue
-            btype = block.get("type")
-            if btype == "text":
-                text = block.get("text")
-                if isinstance(text, str) and text.strip():
-                    self.pieces.append(f"[{kind}] {_clip(redact(text.strip()), MAX_MESSAGE_CHARS)}")
-                    user_text = user_text or kind == "user"
-            elif btype == "tool_use":
-                name = block.get("name") if isinstance(block.get("name"), str) else "tool"
-                summary = redact(_summarise_input(block.get("input")))
-                self.pieces.append(f"[tool] {name}" + (f": {summary}" if summary else ""))
-            elif btype == "tool_result":
-                self.pieces.append(self._tool_result(block))
-            elif btype in ("thinking", "redacted_thinking"):
-                continue  # private reasoning never leaves the machine
-            elif btype in ("image", "document"):
-                self.pieces.append(f"[{kind}] ({btype} omitted)")
-        if user_text and record.get("isMeta") is not True:
-            self.t.user_turns += 1
-        if len(self.pieces) > before:
-            self.t.kept += 1
+
+    def _piece(self, kind: str, block: Any) -> tuple[str | None, bool]:
+        """The line one content block gives (None: nothing of it is kept), and whether it is
+        text (what makes a user's message a turn)."""
+        if isinstance(block, str):
+            block = {"type": "text", "text": block}
+        if not isinstance(block, dict):
+            return None, False
+        btype = block.get("type")
+        if btype == "text":
+            text = block.get("text")
+            if isinstance(text, str) and text.strip():
+                return f"[{kind}] {_clip(redact(text.strip()), MAX_MESSAGE_CHARS)}", True
+            return None, False
+        if btype == "tool_use":
+            name = block.get("name") if isinstance(block.get("name"), str) else "tool"
+            summary = redact(_summarise_input(block.get("input")))
+            return f"[tool] {name}" + (f": {summary}" if summary else ""), False
+        if btype == "tool_result":
+            return self._tool_result(block), False
+        if btype in ("image", "document"):
+            return f"[{kind}] ({btype} omitted)", False
+        # thinking and redacted_thinking: private reasoning never leaves the machine
+        return None, False
 
     def _tool_result(self, block: dict[str, Any]) -> str:
         text = _result_text(block.get("content")).strip()

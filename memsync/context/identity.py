@@ -18,7 +18,7 @@ its origin before pins were kept for it stays where it is), unless the pin is a 
 gave.
 
 The fingerprint (the origin, else the first commit) goes into a small manifest on the remote
-(`_memsync/project.json`, see `Engine._check_manifest`): a sync that finds memory of a different
+(`_memsync/project.json`, see sync/project.py): a sync that finds memory of a different
 origin under its prefix refuses instead of mixing the two.
 """
 
@@ -239,9 +239,31 @@ def resolve_identity(
     if used_before(folder):
         return Identity(folder, "legacy", fingerprint)
     if fingerprint:
-        short = fingerprint.split(":", 1)[1][:12]
-        return Identity(f"{folder}-{short}", "first-commit", fingerprint)
+        name = first_commit_name(folder, fingerprint.split(":", 1)[1])
+        return Identity(name, "first-commit", fingerprint)
     return Identity("", "unnamed", None)
+
+
+def first_commit_name(folder: str, commit: str) -> str:
+    """The name of a project known by no origin: its folder's name (safe_segment) and its
+    first commit, `app-4f72ac06b2b5`, so two unrelated repositories named `app` cannot meet."""
+    return f"{folder}-{commit[:12]}"
+
+
+def earlier_name(identity: Identity, git_root: Path | None) -> tuple[str, str] | None:
+    """(name, fingerprint its manifest would hold) of the name this project's memory may be
+    under from before, if any: under a first-commit name, the folder name earlier memsync
+    versions used (`app` for `app-4f72ac06b2b5`); under an origin name, the first-commit name
+    it synced under before it had an origin (asks git: a subprocess)."""
+    if git_root is None:
+        return None
+    folder = safe_segment(git_root.name)
+    if identity.source == "first-commit" and identity.fingerprint:
+        return folder, identity.fingerprint
+    if identity.source == "origin":
+        commit = first_commit(git_root)
+        return None if commit is None else (first_commit_name(folder, commit), f"commit:{commit}")
+    return None
 
 
 def describe(fingerprint: str | None) -> str:

@@ -19,6 +19,7 @@ import time
 from typing import TYPE_CHECKING
 
 from memsync.stores.base import MAX_ATTEMPTS
+from memsync.sync.remote_keys import CONFLICTS
 from memsync.util.errors import AlreadyExists, NotFound, PreconditionFailed, StoreError
 
 if TYPE_CHECKING:
@@ -29,7 +30,9 @@ if TYPE_CHECKING:
     from memsync.sync.engine import Engine
     from memsync.sync.state import State
 
-REMOTE_KEY = "_memsync/conflicts.json"  # engine.CONFLICTS
+# the one name is remote_keys.CONFLICTS; REMOTE_KEY stays only while tombstones.py and
+# forget.py (another change in flight) still import it from here
+REMOTE_KEY = CONFLICTS
 KEEP = 200  # entries on the remote
 KEEP_SEEN = 1000  # ids a device remembers having taken in
 SKEW = 300.0  # seconds: a conflict this much before our last sync may still be about our edit
@@ -92,10 +95,10 @@ def publish(
     writes, bounded retries)."""
     for _ in range(MAX_ATTEMPTS):
         try:
-            data, etag = store.get(REMOTE_KEY)
+            data, etag = store.get(CONFLICTS)
         except NotFound:
             try:
-                store.create(REMOTE_KEY, _dump(list(entries), list(resolutions)))
+                store.create(CONFLICTS, _dump(list(entries), list(resolutions)))
                 return
             except AlreadyExists:
                 continue
@@ -104,7 +107,7 @@ def publish(
         items += [e for e in entries if e["id"] not in known]
         done += [r for r in resolutions if r["id"] not in known]
         try:
-            store.replace(REMOTE_KEY, _dump(items, done), etag)
+            store.replace(CONFLICTS, _dump(items, done), etag)
             return
         except PreconditionFailed:
             continue
@@ -178,7 +181,7 @@ def receive(store: Store, state: State, device: str) -> list[dict[str, Any]]:
     """Take in the remote record's conflicts made by other devices since our last sync, and
     return them. Called when the record's ETag differs from the one last read."""
     try:
-        data, etag = store.get(REMOTE_KEY)
+        data, etag = store.get(CONFLICTS)
     except NotFound:
         return []
     seen = list(state.meta.get("conflicts_seen", []))

@@ -9,11 +9,11 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING
 
-from memsync.context.boot import boot_id, boot_time
 from memsync.context.config import Context
-from memsync.context.identity import MANIFEST, MOVED
+from memsync.context.identity import MANIFEST, MOVED, pin, to_note, unnamed_message
+from memsync.memory import index_links
 from memsync.memory.index_links import INDEX
 from memsync.memory.names import collisions, fold
 from memsync.privacy.gate import check_inbound, check_outbound
@@ -26,11 +26,15 @@ from memsync.stores import (
     open_store,
 )
 from memsync.sync import localswap, planner
+from memsync.sync.durability import Durability, recover_landing
 from memsync.sync.localfiles import LocalFiles, settled, stat_key
 from memsync.sync.planner import Action, Kind
+from memsync.sync.project import check_moved, check_project, display_remote, mark_moved
+from memsync.sync.remote_files import classify
 from memsync.sync.remote_keys import CONFLICTS, PURGED, TOMBSTONES
 from memsync.sync.state import COMEBACKS, Record, State
-from memsync.sync.walk import MemoryWalk, is_ignored
+from memsync.sync.transfers import MAX_WORKERS, SLOW_ROUND_TRIP, GetAhead, run_daemons
+from memsync.sync.walk import MemoryWalk
 from memsync.util.errors import (
     AlreadyExists,
     ConfigError,
@@ -49,72 +53,18 @@ from memsync.util.errors import (
 from memsync.util.fsutil import (
     atomic_write,
     file_lock,
-    fsync_dir,
-    fsync_file,
     private_dir,
     read_if_there,
     sha256,
     sweep_temp_files,
-    sync_filesystem,
 )
 
-# Over a slow network (the quickest of the first transfers took SLOW_ROUND_TRIP or more: a WAN,
-# not the loopback or a LAN, nor a busy loopback's queueing), transfers widen past the
-# `concurrency` setting, up to one connection a file and MAX_WORKERS in all, so a 500-file pull
-# is a few round trips; on a fast network more threads only add contention (benchmarks.md).
-SLOW_ROUND_TRIP = 0.04
-MAX_WORKERS = 128
-# From this many new files in one run (a fresh pull), flush once at the end instead of an
-# fsync per file; their names are saved first (see Engine._land).
-LAND_WITHOUT_FSYNC_AT = 32
+if TYPE_CHECKING:
+    from memsync.memory.merge import MergeResult
+
 # meta.json: conflicts of merges written whose answer may have been lost (_expect_conflict)
 _LANDING_CONFLICTS = "landing_conflicts"
 LOST_DIR_MIN = 5  # more synced files than this all gone, new ones made: a lost folder
-
-
-def foreign(key: str) -> str | None:
-    """Why a remote name under the prefix is not a memory file memsync would fetch (None if it
-    is one). Such blobs are listed as ignored by status and doctor, and never downloaded: a
-    download could only be refused, again on every sync."""
-    try:
-        key.encode("utf-8")
-    except UnicodeEncodeError:
-        return "its name is not valid UTF-8"
-    if not key.endswith(".md"):
-        return "not a Markdown memory file (.md)"
-    return None
-
-
-class RemoteFiles(NamedTuple):
-    """A listing sorted by what memsync does with each name."""
-
-    memory: dict[str, Entry]  # memory files: synced
-    unsafe: dict[str, str]  # names that would leave the memory dir: refused, never fetched
-    ignored: dict[str, str]  # foreign blobs and copies refused before: never fetched, why
-
-
-def classify(listing: dict[str, Entry], refused_before: dict[str, list]) -> RemoteFiles:
-    """Sort a listing. `refused_before` maps a name to the [etag, reason] of a remote copy a
-    download refused (bad UTF-8, no frontmatter...): that copy is not fetched again, on every
-    sync, to be refused again; a new ETag (someone fixed it) is fetched as usual."""
-    files = RemoteFiles({}, {}, {})
-    for key, entry in listing.items():
-        try:
-            check_key(key)
-        except UnsafeKey as exc:
-            files.unsafe[key] = str(exc)
-            continue
-        if is_ignored(key):
-            continue
-        why = foreign(key)
-        before = refused_before.get(key)
-        if why is None and before is not None and before[0] == entry.etag:
-            why = f"refused before ({before[1]}); fetched again once it changes"
-        if why:
-            files.ignored[key] = why
-        else:
-            files.memory[key] = entry
-    return files
 
 
 class SyncResult:
@@ -177,22 +127,19 @@ class Engine:
 
     def __init__(self, ctx: Context, store: Store | None = None) -> None:
         if not ctx.project:
-            from memsync.context.identity import unnamed_message
-
             raise ConfigError(unnamed_message(ctx.memory_dir))
         self.ctx = ctx
         self._store = store
         self.max_bytes = int(ctx.setting("max_file_bytes"))
         self._lock = threading.Lock()
-        self._unsynced_dirs: set[Path] = set()  # written to; fsynced once before the records
-        self._landing: set[str] = set()  # new files written without fsync; flushed at the end
+        self._durability = Durability(ctx.memory_dir)  # this run's writes not yet flushed
         self._published: list[dict] = []  # this run's conflicts, for the remote record
         self._came_back: set[str] = set()  # this run's files an edit brought back
         self._index_before: str | None = None  # MEMORY.md before the run, when one came back
         # files this run took forgotten lines out of, and those lines' hashes: told at the end
         self._taken_out: tuple[list[str], set[str]] = ([], set())
         self._index_read = False
-        self._manifest_ahead: _Ahead | None = None  # a fresh pull's manifest, read early
+        self._manifest_ahead: GetAhead | None = None  # a fresh pull's manifest, read early
         self.state = State(ctx.state_dir, int(ctx.setting("history_versions")))
         # told once when the state lock is not free at once (the CLI says it is waiting)
         self.on_wait: Callable[[str], None] | None = None
@@ -284,8 +231,7 @@ class Engine:
                 mode = path.stat().st_mode & 0o777
         atomic_write(path, data, mode, sync=sync, sync_dir=sync_dir)
         if not sync_dir:
-            with self._lock:
-                self._unsynced_dirs.add(path.parent)
+            self._durability.wrote_in(path.parent)
 
     def _replace(
         self, path: Path, data: bytes, expected: bytes | None, *, sync: bool = True
@@ -297,79 +243,12 @@ class Engine:
         with contextlib.suppress(FileNotFoundError):
             mode = path.stat().st_mode & 0o777  # keep the mode the user gave the file
         landed = localswap.replace(path, data, expected, mode, sync=sync)
-        with self._lock:
-            self._unsynced_dirs.add(path.parent)
+        self._durability.wrote_in(path.parent)
         return landed
 
     def _make_durable(self) -> None:
-        """Make this run's writes durable before the records claim them: the landed files
-        (one syncfs, else an fsync each) and the renames (one fsync per directory)."""
-        with self._lock:
-            dirs, self._unsynced_dirs = self._unsynced_dirs, set()
-            landed, self._landing = self._landing, set()
-        if landed and not sync_filesystem(self.ctx.memory_dir):
-            for name in sorted(landed):
-                fsync_file(self.local_path(name))
-        for folder in sorted(dirs):
-            fsync_dir(folder)
-        if landed:
-            self.state.meta.pop("landing", None)  # saved with the records, right after this
-
-    def _land(self, actions: list[Action], local_hashes: dict[str, str]) -> None:
-        """Many new files are written without an fsync each and flushed once at the end. Their
-        names are saved (fsynced) first: after a power cut before that flush, the next run
-        knows which files may be torn (`_recover_landing`)."""
-        names = sorted(
-            a.name for a in actions if a.kind is Kind.DOWNLOAD and a.name not in local_hashes
-        )
-        if len(names) >= LAND_WITHOUT_FSYNC_AT:
-            self.state.meta["landing"] = {"names": names, "boot": boot_id()}
-            self.state.save_meta()
-            self._landing = set(names)
-
-    def _recover_landing(self) -> None:
-        """Files an interrupted run was landing may be torn (renamed into place, never
-        flushed) — but only if the machine went down with them: a run that was merely killed
-        (or a hook that returned at its budget) left them whole in the page cache. So:
-
-        - same boot as the run that listed them: nothing can be torn; flush them now and let
-          the planner compare each with the remote (a file Claude wrote since is a local
-          edit like any other);
-        - after a restart: a listed file last modified before this boot may be torn: it is
-          kept in history and fetched again; one modified since the boot was written after
-          the landing and is left alone."""
-        landing = self.state.meta.pop("landing", None)
-        if not landing:
-            return
-        if isinstance(landing, dict):
-            names, boot = list(landing.get("names") or []), landing.get("boot")
-        else:  # written by an earlier memsync: which boot is unknown
-            names, boot = list(landing), None
-        paths = {}
-        for name in names:
-            try:
-                paths[name] = self.local_path(name)
-            except UnsafeKey:
-                continue  # never a name this run could have landed
-        if boot is not None and boot == boot_id():
-            if not sync_filesystem(self.ctx.memory_dir):
-                for path in paths.values():
-                    fsync_file(path)
-            return
-        booted_at = boot_time()
-        for name, path in paths.items():
-            try:
-                modified = path.stat().st_mtime
-            except (FileNotFoundError, NotADirectoryError):
-                self.state.forget(name)
-                continue
-            if booted_at is not None and modified > booted_at:
-                continue  # written since the restart: not what the interrupted run landed
-            data = read_if_there(path)
-            if data is not None:
-                self._keep(name, data, "left unflushed by an interrupted pull; fetched again")
-                path.unlink(missing_ok=True)
-            self.state.forget(name)
+        """This run's writes made durable before the records claim them (durability.py)."""
+        self._durability.make_durable(self.local_path, self.state.meta)
 
     def scan_local(self, allow: dict[str, set[str]] | None = None) -> LocalScan:
         """Hash every memory file, reading only those whose stat changed since the last scan
@@ -466,11 +345,9 @@ class Engine:
                 if self.state.bases.reset:
                     result.notes.append(self.state.bases.reset)
         if not result.offline and not result.disabled:
-            from memsync.context.identity import pin, to_note
-
             before = pin(self.ctx.home, self.ctx.memory_dir, self.ctx.identity)
             if before:
-                moved = self._mark_moved(before)
+                moved = mark_moved(self.ctx, before)
                 if moved:
                     result.notes.append(moved)
             note = to_note(self.ctx.home, self.ctx.memory_dir, self.ctx.identity)
@@ -495,8 +372,9 @@ class Engine:
                 self.state.meta["purged"] = marker
                 raise purged_here(self)
         if MOVED in listing:
-            self._check_moved()
-        self._check_project(listing, mode)
+            check_moved(self.ctx, self.store)
+        early = None if self._manifest_ahead is None else self._manifest_ahead.result
+        check_project(self.ctx, self.store, self.state.meta, listing, mode, early)
         if self.state.meta.get("forgetting"):
             from memsync.sync.tombstones import finish_pending
 
@@ -524,7 +402,7 @@ class Engine:
             from memsync.sync.tombstones import purged_here
 
             raise purged_here(self)
-        self._recover_landing()
+        recover_landing(self.state, self.ctx.memory_dir, self.local_path, self._keep)
         local = self._look_here(result, mode, names, allow)
         pending = self.state.pending  # read after a lost dir's restore, which empties it
         if mode == "push" and names is not None:
@@ -619,7 +497,7 @@ class Engine:
             # while the listing is in flight; a fresh pull reads the project's manifest
             # alongside the listing too, not one round trip after it
             if mode == "pull":
-                self._manifest_ahead = _Ahead(self.store, MANIFEST)
+                self._manifest_ahead = GetAhead(self.store, MANIFEST)
             self.store.warm(int(self.ctx.setting("concurrency")))
         listing = self._list(result, mode, dict(local.content.hashes), records, pending)
         if listing is None:
@@ -674,7 +552,10 @@ class Engine:
         the pushes not done are queued, so that even a `push FILE` (which looks only at its
         files and the queue) sends them next time."""
         actions, records = run.actions, self.state.records
-        self._land(actions, run.local_hashes)
+        new = [
+            a.name for a in actions if a.kind is Kind.DOWNLOAD and a.name not in run.local_hashes
+        ]
+        self._durability.land(sorted(new), self.state)
         self._published = []
         self._came_back = set()
         # MEMORY.md as it was, for the index line of a file an edit brings back: read now only
@@ -751,7 +632,6 @@ class Engine:
         index had before the run (else one made from the file's frontmatter), remembered until
         a full sync or pull has taken in the other device's index; then it is added if that
         index lacks it, pushed, and said in a note."""
-        from memsync.memory import index_links
         from memsync.sync.forgotten import line_hash
 
         forgotten = self.state.meta.get("forgotten_lines") or {}
@@ -840,7 +720,7 @@ class Engine:
         point is an empty folder), a container emptied or made anew. Syncing would delete
         every file here; nothing is done until the user says which it is."""
         return (
-            f"the remote {self._display_remote()} is empty, but this device synced {count} "
+            f"the remote {display_remote(self.ctx)} is empty, but this device synced {count} "
             "file(s) with it; nothing was changed here or there: if it is a drive or a share, "
             "mount it; if it was emptied on purpose, `memsync push --republish` publishes this "
             "device's memory to it again"
@@ -882,7 +762,7 @@ class Engine:
                 raise GuardError(self._remote_lost_message(len(records))) from None
             if mode == "pull":
                 raise UserError(
-                    f"the remote {self._display_remote()} does not exist yet; "
+                    f"the remote {display_remote(self.ctx)} does not exist yet; "
                     f"{self.store.create_advice()}"
                 ) from None
             try:
@@ -894,176 +774,6 @@ class Engine:
         except Unreachable as exc:
             self._go_offline(result, str(exc), local_hashes, records)
             return None
-
-    def _check_project(self, listing, mode: str) -> None:
-        """Refuse to mix this project's memory with another's under the same prefix: the
-        remote keeps the project's fingerprint (origin or first commit) in a small manifest,
-        read only when its ETag moved (a no-op sync still sends one request). A remote that
-        stops answering here is checked again by the next run (the transfers will find it
-        unreachable themselves)."""
-        try:
-            self._check_manifest(listing, mode)
-        except Unreachable:
-            return
-
-    def _check_manifest(self, listing, mode: str) -> None:
-        from memsync.context import identity
-
-        entry = listing.get(identity.MANIFEST)
-        ours = self.ctx.fingerprint
-        if entry is not None and entry.etag == self.state.meta.get("manifest_etag"):
-            return
-        if entry is None:
-            if not [k for k in listing if not is_ignored(k)]:
-                self._check_old_name()
-            if mode == "pull":
-                return  # a pull writes nothing to the remote; the next push or sync does
-            mine = identity.Identity(self.ctx.project, self.ctx.project_source, ours)
-            try:
-                etag = self.store.create(
-                    identity.MANIFEST, identity.manifest_bytes(mine, self._first_commit())
-                )
-            except AlreadyExists:
-                pass  # another device wrote it first: read and check it below
-            else:
-                self.state.meta["manifest_etag"] = etag
-                return
-        try:
-            data, etag = self._read_manifest(entry)
-        except NotFound:
-            return  # removed meanwhile: written again by the next push or sync
-        theirs = identity.manifest_fingerprint(data)
-        if theirs and ours and theirs != ours and not self._same_repository(theirs, data):
-            raise UserError(
-                f"the remote {self._display_remote()} holds the memory of another project "
-                f"({identity.describe(theirs)}; this one has {identity.describe(ours)}); "
-                "nothing was synced: give this project its own name with --project NAME "
-                "(or MEMSYNC_PROJECT), the same on every device"
-            )
-        if theirs is None and ours and mode != "pull":
-            mine = identity.Identity(self.ctx.project, self.ctx.project_source, ours)
-            try:
-                etag = self.store.replace(
-                    identity.MANIFEST, identity.manifest_bytes(mine, self._first_commit()), etag
-                )
-            except PreconditionFailed:
-                return  # changed meanwhile: checked again next time
-        self.state.meta["manifest_etag"] = etag
-
-    def _read_manifest(self, entry: Entry | None) -> tuple[bytes, str]:
-        """The manifest: the copy read alongside the listing if it is the one listed, else
-        read now."""
-        ahead = self._manifest_ahead
-        if ahead is not None and entry is not None:
-            got = ahead.result()
-            if got is not None and got[1] == entry.etag:
-                return got
-        return self.store.get(MANIFEST)
-
-    def _first_commit(self) -> str | None:
-        """This repository's first commit: the fingerprint's, else asked of git (a subprocess,
-        only when a manifest is written or differs)."""
-        ours = self.ctx.fingerprint or ""
-        if ours.startswith("commit:"):
-            return ours.removeprefix("commit:")
-        if self.ctx.git_root is None:
-            return None
-        from memsync.context import identity
-
-        return identity.first_commit(self.ctx.git_root)
-
-    def _same_repository(self, theirs: str, data: bytes) -> bool:
-        """A manifest of another fingerprint is this project's if it names the same first
-        commit and the two do not name different origins (a fork, with an origin of its own,
-        is another project): written before the repository had an origin, or by a device
-        with the origin while this one has none (see `memsync sync --project ORIGIN`)."""
-        ours = self.ctx.fingerprint or ""
-        if theirs.startswith("origin:") and ours.startswith("origin:"):
-            return False
-        from memsync.context import identity
-
-        commit = identity.manifest_commit(data)
-        return commit is not None and commit == self._first_commit()
-
-    def _check_moved(self) -> None:
-        """A device moved this project's memory under its origin's name and left a marker
-        here: say where it went; upload nothing here, where the others no longer look."""
-        moved = self.moved_notice()
-        if moved:
-            raise UserError(moved)
-
-    def moved_notice(self) -> str | None:
-        """The sentence for a marker saying this project's memory moved elsewhere, if any."""
-        from memsync.context import identity
-
-        try:
-            data, _ = self.store.get(identity.MOVED)
-        except NotFound:
-            return None
-        doc = identity.moved_to(data)
-        if doc is None or doc["to"] == self.ctx.project:
-            return None
-        return identity.moved_message(self.ctx.project, doc)
-
-    def _mark_moved(self, before: str) -> str | None:
-        """This device synced under `before` and now under its origin's name (it followed
-        the origin note): leave a marker under `before`, if that holds this repository's
-        memory, so the devices still using it are told where it went. Other renames leave
-        none: only an origin and a first commit show the two names are one project."""
-        from memsync.context import identity
-
-        project = self.ctx.project
-        commit = self._first_commit() if self.ctx.fingerprint == f"origin:{project}" else None
-        if commit is None:
-            return None
-        old = open_store(self.ctx.remote, before)
-        payload = identity.moved_bytes(project, self.ctx.device, time.time())
-        try:
-            data, _ = old.get(identity.MANIFEST)
-            if identity.manifest_commit(data) != commit:
-                return None  # another project's memory: not this device's to redirect
-            try:
-                old.create(identity.MOVED, payload)
-            except AlreadyExists:
-                data, etag = old.get(identity.MOVED)
-                if (identity.moved_to(data) or {}).get("to") != project:
-                    old.replace(identity.MOVED, payload, etag)
-        except StoreError:
-            return None  # unreachable or changed meanwhile: the note is not given either
-        return (
-            f"the memory under {before} is marked as moved to {project}: devices still "
-            f"syncing under {before} are told to run `memsync sync --project {project}`"
-        )
-
-    def _check_old_name(self) -> None:
-        """A first sync under a name whose prefix is empty while the remote holds this same
-        repository's memory under an earlier name: under a first-commit name
-        (`app-4f72ac06b2b5`), the folder name earlier memsync versions used (`app`); under an
-        origin name, the first-commit name it synced under before it had an origin. Either
-        has a manifest of the same first commit. Say so, upload nothing."""
-        from memsync.context import identity
-
-        source, expected = self.ctx.project_source, self.ctx.fingerprint
-        if source == "first-commit" and expected:
-            old_name = self.ctx.project.rsplit("-", 1)[0]
-        elif source == "origin" and self.ctx.git_root is not None:
-            commit = identity.first_commit(self.ctx.git_root)
-            if commit is None:
-                return
-            expected = f"commit:{commit}"
-            old_name = f"{identity.safe_segment(self.ctx.git_root.name)}-{commit[:12]}"
-        else:
-            return
-        try:
-            data, _ = open_store(self.ctx.remote, old_name).get(identity.MANIFEST)
-        except (NotFound, StoreError):
-            return
-        if identity.manifest_fingerprint(data) == expected:
-            raise UserError(
-                f"this project's memory is on the remote under its earlier name {old_name!r}; "
-                f"nothing was synced: run `memsync sync --project {old_name}` once on this "
-                "device to keep using it (it is remembered)"
-            )
 
     def _apply_tombstones(self, listing, local: LocalScan, result: SyncResult) -> None:
         """Files forgotten on another device are removed here too, history included, so an
@@ -1116,11 +826,6 @@ class Engine:
         deleted = [n for n in records if n not in local_hashes]
         self.state.queue(changed + deleted)
         result.queued = self.state.pending
-
-    def _display_remote(self) -> str:
-        from memsync.context.config import strip_query
-
-        return f"{strip_query(self.ctx.remote)} (project {self.ctx.project})"
 
     # --- executing actions ----------------------------------------------------------------
 
@@ -1263,7 +968,7 @@ class Engine:
                 self._keep(name, current, "replaced by a newer version from the remote")
             elif (rec := self.state.records.get(name)) is not None and rec.etag != etag:
                 self._came_back_here(name)  # deleted here, edited on another device
-            landed = self._replace(path, theirs, current, sync=name not in self._landing)
+            landed = self._replace(path, theirs, current, sync=name not in self._durability.landing)
             if landed is not None:
                 self._merge(result, name, landed, _mtime(path))  # written here in the meantime
                 return
@@ -1271,83 +976,40 @@ class Engine:
                 result.downloaded.append(name)
         self._record(name, etag, theirs)
 
-    def _fetch(self, name: str) -> tuple[bytes, str, float | None]:
-        """The remote copy with its edit time (None from a store that keeps none)."""
-        return self.store.fetch(name)
-
     def _merge(self, result: SyncResult, name: str, ours: bytes, mtime: float | None) -> None:
         """Merge `ours` (edited here at `mtime`) with the remote copy, whose edit time comes
-        with it (`Store.fetch`): never an upload time."""
-        from memsync.memory.merge import merge
-
+        with it (`Store.fetch`): never an upload time. Each attempt reads the remote copy and
+        writes the merge there (a conditional write) and here; a race lost on either side is
+        another attempt, up to MAX_ATTEMPTS."""
         base = self._base_without_forgotten(name)
         for _ in range(MAX_ATTEMPTS):
             try:
-                theirs, etag, theirs_mtime = self._fetch(name)
+                theirs, etag, theirs_mtime = self.store.fetch(name)
             except NotFound:
-                if name in self.state.records and self._recreate_blocked(result, name):
+                if self._put_back_removed(result, name, ours, mtime):
                     return
-                try:
-                    etag = self.store.create(name, ours, mtime)
-                except AlreadyExists:
-                    continue
-                if name in self.state.records:
-                    self._came_back_here(name)
-                self._finish_merge(result, name, ours, etag)
-                return
-            try:
-                check_inbound(name, theirs, self.max_bytes)
-            except RefusedFile as exc:
-                # A corrupt remote copy never replaces a good local one: overwrite it.
-                with self._lock:
-                    result.notes.append(
-                        f"{name}: the remote copy was refused ({exc.reason}); "
-                        "replaced it with the local version"
-                    )
-                theirs_ok = False
-            else:
-                theirs_ok = True
+                continue
+            theirs_ok = self._remote_copy_accepted(result, name, theirs)
             if theirs == ours:  # e.g. a PUT that landed as an interrupted run ended: record it
                 self._record(name, etag, ours)
                 self._conflict_that_landed(result, name, ours)
                 return
             base = _base_by_hash(base, self.state.records.get(name), ours, theirs)
+            outcome: MergeResult | None = None
+            merged = ours  # a corrupt remote copy never replaces a good local one: overwritten
             if theirs_ok:
-                outcome = merge(
-                    name, base, ours, theirs, ours_mtime=mtime, theirs_mtime=theirs_mtime
-                )
+                outcome = _merge_copies(name, base, ours, theirs, mtime, theirs_mtime)
                 merged = outcome.content
-            else:
-                outcome, merged = None, ours
             if merged != theirs:
-                edited = outcome.edited if outcome is not None and outcome.edited else mtime
-                self._expect_conflict(name, merged, outcome)
-                try:
-                    etag = self.store.replace(name, merged, etag, edited)
-                except PreconditionFailed:
+                sent = self._send_merge(name, merged, etag, outcome, mtime)
+                if sent is None:
                     continue
-            current = self.read_local(name)
-            if current is not None and current != ours:
-                ours, mtime = current, _mtime(self.local_path(name))  # edited here meanwhile
+                etag = sent
+            again = self._land_merge(name, base, ours, merged)
+            if again is not None:
+                base, ours, mtime = again
                 continue
-            if merged != ours or current is None:
-                if current is not None:
-                    self._keep(name, current, "replaced by a merge with the remote version")
-                landed = self._replace(self.local_path(name), merged, current)
-                if landed is not None:
-                    # written here between the re-read and the rename, over what we had read
-                    # (`ours`): merge that edit with what the remote holds now
-                    base, ours = ours, landed
-                    mtime = _mtime(self.local_path(name))
-                    continue
-            if outcome is not None and outcome.conflict:
-                if outcome.discarded is not None:
-                    reason = f"lost a merge conflict: {outcome.conflict}"
-                    self._keep(name, outcome.discarded, reason)
-                shared = self._shared_conflict(name, outcome)
-                self._report_conflict(result, name, outcome.conflict, shared)
-            self._no_landing_conflict(name)
-            self._finish_merge(result, name, merged, etag)
+            self._settle_merge(result, name, outcome, merged, etag)
             return
         with self._lock:
             result.errors[name] = (
@@ -1371,6 +1033,88 @@ class Engine:
         from memsync.sync.forgotten import scrub
 
         return scrub(base, since)
+
+    def _put_back_removed(
+        self, result: SyncResult, name: str, ours: bytes, mtime: float | None
+    ) -> bool:
+        """The remote copy is gone (deleted elsewhere meanwhile): ours goes back, unless a
+        deletion blocks that (`_recreate_blocked`). False when another device created the file
+        first: another attempt merges with that."""
+        if name in self.state.records and self._recreate_blocked(result, name):
+            return True
+        try:
+            etag = self.store.create(name, ours, mtime)
+        except AlreadyExists:
+            return False
+        if name in self.state.records:
+            self._came_back_here(name)
+        self._finish_merge(result, name, ours, etag)
+        return True
+
+    def _remote_copy_accepted(self, result: SyncResult, name: str, theirs: bytes) -> bool:
+        """Whether the remote copy may be merged (the inbound gate); a refused one is said,
+        then overwritten by the local version."""
+        try:
+            check_inbound(name, theirs, self.max_bytes)
+        except RefusedFile as exc:
+            with self._lock:
+                result.notes.append(
+                    f"{name}: the remote copy was refused ({exc.reason}); "
+                    "replaced it with the local version"
+                )
+            return False
+        return True
+
+    def _send_merge(
+        self, name: str, merged: bytes, etag: str, outcome: MergeResult | None, mtime: float | None
+    ) -> str | None:
+        """Write the merge over the remote copy read (`etag`): its new ETag, or None when the
+        remote changed meanwhile (another attempt). Its conflict is noted first (see
+        _expect_conflict); its edit time is the merge's, else this copy's."""
+        edited = outcome.edited if outcome is not None and outcome.edited else mtime
+        self._expect_conflict(name, merged, outcome)
+        try:
+            return self.store.replace(name, merged, etag, edited)
+        except PreconditionFailed:
+            return None
+
+    def _land_merge(
+        self, name: str, base: bytes | None, ours: bytes, merged: bytes
+    ) -> tuple[bytes | None, bytes, float | None] | None:
+        """Write the merge here, the copy it replaces kept in history. None when it stands;
+        else this copy changed since `ours` was read, and the next attempt merges that edit
+        with what the remote holds now: (base, ours, mtime) for it."""
+        current = self.read_local(name)
+        if current is not None and current != ours:
+            return base, current, _mtime(self.local_path(name))  # edited here meanwhile
+        if merged != ours or current is None:
+            if current is not None:
+                self._keep(name, current, "replaced by a merge with the remote version")
+            landed = self._replace(self.local_path(name), merged, current)
+            if landed is not None:
+                # written here between the re-read and the rename, over what we had read
+                # (`ours`), which becomes the base
+                return ours, landed, _mtime(self.local_path(name))
+        return None
+
+    def _settle_merge(
+        self,
+        result: SyncResult,
+        name: str,
+        outcome: MergeResult | None,
+        merged: bytes,
+        etag: str,
+    ) -> None:
+        """The merge stands on both sides: its conflict, if any, is reported here and shared
+        with the other devices (the losing copy kept in history), and the file recorded."""
+        if outcome is not None and outcome.conflict:
+            if outcome.discarded is not None:
+                reason = f"lost a merge conflict: {outcome.conflict}"
+                self._keep(name, outcome.discarded, reason)
+            shared = self._shared_conflict(name, outcome)
+            self._report_conflict(result, name, outcome.conflict, shared)
+        self._no_landing_conflict(name)
+        self._finish_merge(result, name, merged, etag)
 
     def _report_conflict(self, result: SyncResult, name: str, detail: str, shared: dict) -> None:
         with self._lock:
@@ -1489,30 +1233,6 @@ class Engine:
             self.state.keep(name, content, reason)
 
 
-class _Ahead:
-    """One small GET sent now, in a daemon thread, whose answer is wanted a little later: its
-    round trip overlaps the listing's instead of following it."""
-
-    def __init__(self, store: Store, key: str) -> None:
-        self._store, self._key = store, key
-        self._got: tuple[bytes, str] | None = None
-        self.took: float | None = None  # seconds it took, once done
-        self._thread = threading.Thread(target=self._get, name="memsync-ahead", daemon=True)
-        self._thread.start()
-
-    def _get(self) -> None:
-        started = time.monotonic()
-        # any failure: asked again when needed, and its error met and reported there
-        with contextlib.suppress(Exception):
-            self._got = self._store.get(self._key)
-        self.took = time.monotonic() - started
-
-    def result(self) -> tuple[bytes, str] | None:
-        """(bytes, ETag), or None if it failed."""
-        self._thread.join()
-        return self._got
-
-
 class _Run:
     """What one run knows about both sides when it starts.
 
@@ -1533,74 +1253,6 @@ class _Run:
 
     def mtime(self, name: str) -> float | None:
         return self.local.mtimes.get(name)
-
-
-def run_daemons(
-    work: Callable[[Action], None],
-    items: list[Action],
-    workers: int,
-    wanted: Callable[[], int] | None = None,
-) -> None:
-    """`work` on every item, `workers` at a time, in daemon threads; after each item,
-    `wanted()` may ask for more threads (the network turned out slow). Not a
-    ThreadPoolExecutor: its threads are joined when the interpreter exits, so a hook whose pull
-    thread gave up on a stalled download still waited minutes for it to end; daemon threads are
-    abandoned (every write they make is atomic, so nothing is left half-written)."""
-    queue = list(reversed(items))
-    lock = threading.Lock()
-    failed: list[BaseException] = []
-    threads: list[threading.Thread] = []
-
-    def grow(count: int) -> None:  # with `lock` held
-        # each new thread is handed its first item: no more threads start than items are left
-        while len(threads) < count and queue and not failed:
-            thread = threading.Thread(target=loop, args=(queue.pop(),), daemon=True)
-            threads.append(thread)
-            thread.start()
-
-    def loop(item: Action) -> None:
-        while True:
-            try:
-                work(item)
-            except BaseException as exc:  # raised in the caller, as pool.map does
-                with lock:
-                    failed.append(exc)
-                return
-            if wanted is not None:
-                more = wanted()
-                if more > len(threads):
-                    with lock:
-                        grow(more)
-            with lock:
-                if not queue or failed:
-                    return
-                item = queue.pop()
-
-    with lock:
-        grow(max(1, workers))
-    try:
-        _join_all(threads, lock)
-    except BaseException:
-        # Ctrl-C or SIGTERM (entry.py makes both a KeyboardInterrupt): the transfers under
-        # way finish (each request has its deadline), the rest are not started, and run()
-        # saves what was done
-        with lock:
-            queue.clear()
-        _join_all(threads, lock)
-        raise
-    if failed:
-        raise failed[0]
-
-
-def _join_all(threads: list[threading.Thread], lock: threading.Lock) -> None:
-    joined = 0
-    while True:
-        with lock:
-            if joined == len(threads):
-                return
-            thread = threads[joined]
-        thread.join()
-        joined += 1
 
 
 def _mtime(path: Path) -> float | None:
@@ -1659,3 +1311,16 @@ def refuse_colliding_names(
     return refused
 
 
+def _merge_copies(
+    name: str,
+    base: bytes | None,
+    ours: bytes,
+    theirs: bytes,
+    mtime: float | None,
+    theirs_mtime: float | None,
+) -> MergeResult:
+    """The merge of two copies, decided by memory/merge.py from the file's type (imported
+    only when a file is merged: no-op syncs never need it)."""
+    from memsync.memory.merge import merge
+
+    return merge(name, base, ours, theirs, ours_mtime=mtime, theirs_mtime=theirs_mtime)

@@ -268,7 +268,7 @@ class State:
 
     @property
     def refused_remote(self) -> dict[str, list]:
-        """Remote copies a download refused: name -> [etag, reason] (engine.classify)."""
+        """Remote copies a download refused: name -> [etag, reason] (remote_files.classify)."""
         return dict(self.meta.get("refused_remote", {}))
 
     def refuse_remote(self, name: str, etag: str, reason: str) -> None:

@@ -1,7 +1,9 @@
 """The one walk of a memory dir, and the one rule for the files in it that memsync leaves alone.
 
 Every command that looks at the memory dir as a whole (the sync's scan, `validate`, `compact`,
-`forget --match`, `doctor`) walks it here, so they all agree on what a memory file is."""
+`forget --match`, `doctor`) walks it here, so they all agree on what a memory file is. The
+remote half, which names a listing shows that a sync never fetches, is remote_files.py's
+`classify` (it applies `is_ignored` first)."""
 
 from __future__ import annotations
 

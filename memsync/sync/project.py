@@ -1,0 +1,200 @@
+"""Whose memory is under this remote prefix: the checks a sync makes against the project's
+manifest (`_memsync/project.json`: the fingerprint, origin or first commit, of the project
+that owns the prefix) and its "moved" marker, so one project's memory never mixes with
+another's and a device still using an earlier name is told where the memory went. The
+identity itself (names, fingerprints, the manifest's bytes) is context/identity.py's."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from memsync.context import identity
+from memsync.context.config import Context, strip_query
+from memsync.stores import Entry, Store, open_store
+from memsync.sync.walk import is_ignored
+from memsync.util.errors import (
+    AlreadyExists,
+    NotFound,
+    PreconditionFailed,
+    StoreError,
+    Unreachable,
+    UserError,
+)
+
+# a manifest read beside the listing: (bytes, ETag), or None if that read failed
+ReadAhead = Callable[[], "tuple[bytes, str] | None"]
+
+
+def display_remote(ctx: Context) -> str:
+    """The remote and project, as a sentence names them."""
+    return f"{strip_query(ctx.remote)} (project {ctx.project})"
+
+
+def check_project(
+    ctx: Context,
+    store: Store,
+    meta: dict,
+    listing: dict[str, Entry],
+    mode: str,
+    ahead: ReadAhead | None = None,
+) -> None:
+    """Refuse to mix this project's memory with another's under the same prefix: the
+    remote keeps the project's fingerprint (origin or first commit) in a small manifest,
+    read only when its ETag moved (a no-op sync still sends one request). A remote that
+    stops answering here is checked again by the next run (the transfers will find it
+    unreachable themselves). `meta` is the state's meta (its "manifest_etag")."""
+    try:
+        _check_manifest(ctx, store, meta, listing, mode, ahead)
+    except Unreachable:
+        return
+
+
+def _check_manifest(
+    ctx: Context,
+    store: Store,
+    meta: dict,
+    listing: dict[str, Entry],
+    mode: str,
+    ahead: ReadAhead | None,
+) -> None:
+    entry = listing.get(identity.MANIFEST)
+    ours = ctx.fingerprint
+    if entry is not None and entry.etag == meta.get("manifest_etag"):
+        return
+    if entry is None:
+        if not [k for k in listing if not is_ignored(k)]:
+            check_old_name(ctx)
+        if mode == "pull":
+            return  # a pull writes nothing to the remote; the next push or sync does
+        mine = identity.Identity(ctx.project, ctx.project_source, ours)
+        try:
+            etag = store.create(identity.MANIFEST, identity.manifest_bytes(mine, first_commit(ctx)))
+        except AlreadyExists:
+            pass  # another device wrote it first: read and check it below
+        else:
+            meta["manifest_etag"] = etag
+            return
+    try:
+        data, etag = _read_manifest(store, entry, ahead)
+    except NotFound:
+        return  # removed meanwhile: written again by the next push or sync
+    theirs = identity.manifest_fingerprint(data)
+    if theirs and ours and theirs != ours and not same_repository(ctx, theirs, data):
+        raise UserError(
+            f"the remote {display_remote(ctx)} holds the memory of another project "
+            f"({identity.describe(theirs)}; this one has {identity.describe(ours)}); "
+            "nothing was synced: give this project its own name with --project NAME "
+            "(or MEMSYNC_PROJECT), the same on every device"
+        )
+    if theirs is None and ours and mode != "pull":
+        mine = identity.Identity(ctx.project, ctx.project_source, ours)
+        try:
+            etag = store.replace(
+                identity.MANIFEST, identity.manifest_bytes(mine, first_commit(ctx)), etag
+            )
+        except PreconditionFailed:
+            return  # changed meanwhile: checked again next time
+    meta["manifest_etag"] = etag
+
+
+def _read_manifest(store: Store, entry: Entry | None, ahead: ReadAhead | None) -> tuple[bytes, str]:
+    """The manifest: the copy read alongside the listing if it is the one listed, else
+    read now."""
+    if ahead is not None and entry is not None:
+        got = ahead()
+        if got is not None and got[1] == entry.etag:
+            return got
+    return store.get(identity.MANIFEST)
+
+
+def first_commit(ctx: Context) -> str | None:
+    """This repository's first commit: the fingerprint's, else asked of git (a subprocess,
+    only when a manifest is written or differs)."""
+    ours = ctx.fingerprint or ""
+    if ours.startswith("commit:"):
+        return ours.removeprefix("commit:")
+    if ctx.git_root is None:
+        return None
+    return identity.first_commit(ctx.git_root)
+
+
+def same_repository(ctx: Context, theirs: str, data: bytes) -> bool:
+    """A manifest of another fingerprint is this project's if it names the same first
+    commit and the two do not name different origins (a fork, with an origin of its own,
+    is another project): written before the repository had an origin, or by a device
+    with the origin while this one has none (see `memsync sync --project ORIGIN`)."""
+    ours = ctx.fingerprint or ""
+    if theirs.startswith("origin:") and ours.startswith("origin:"):
+        return False
+    commit = identity.manifest_commit(data)
+    return commit is not None and commit == first_commit(ctx)
+
+
+def check_moved(ctx: Context, store: Store) -> None:
+    """A device moved this project's memory under its origin's name and left a marker
+    here: say where it went; upload nothing here, where the others no longer look."""
+    moved = moved_notice(ctx, store)
+    if moved:
+        raise UserError(moved)
+
+
+def moved_notice(ctx: Context, store: Store) -> str | None:
+    """The sentence for a marker saying this project's memory moved elsewhere, if any."""
+    try:
+        data, _ = store.get(identity.MOVED)
+    except NotFound:
+        return None
+    doc = identity.moved_to(data)
+    if doc is None or doc["to"] == ctx.project:
+        return None
+    return identity.moved_message(ctx.project, doc)
+
+
+def mark_moved(ctx: Context, before: str) -> str | None:
+    """This device synced under `before` and now under its origin's name (it followed
+    the origin note): leave a marker under `before`, if that holds this repository's
+    memory, so the devices still using it are told where it went. Other renames leave
+    none: only an origin and a first commit show the two names are one project."""
+    project = ctx.project
+    commit = first_commit(ctx) if ctx.fingerprint == f"origin:{project}" else None
+    if commit is None:
+        return None
+    old = open_store(ctx.remote, before)
+    payload = identity.moved_bytes(project, ctx.device, time.time())
+    try:
+        data, _ = old.get(identity.MANIFEST)
+        if identity.manifest_commit(data) != commit:
+            return None  # another project's memory: not this device's to redirect
+        try:
+            old.create(identity.MOVED, payload)
+        except AlreadyExists:
+            data, etag = old.get(identity.MOVED)
+            if (identity.moved_to(data) or {}).get("to") != project:
+                old.replace(identity.MOVED, payload, etag)
+    except StoreError:
+        return None  # unreachable or changed meanwhile: the note is not given either
+    return (
+        f"the memory under {before} is marked as moved to {project}: devices still "
+        f"syncing under {before} are told to run `memsync sync --project {project}`"
+    )
+
+
+def check_old_name(ctx: Context) -> None:
+    """A first sync under a name whose prefix is empty while the remote holds this same
+    repository's memory under an earlier name (identity.earlier_name): say so, upload
+    nothing."""
+    earlier = identity.earlier_name(ctx.identity, ctx.git_root)
+    if earlier is None:
+        return
+    old_name, expected = earlier
+    try:
+        data, _ = open_store(ctx.remote, old_name).get(identity.MANIFEST)
+    except (NotFound, StoreError):
+        return
+    if identity.manifest_fingerprint(data) == expected:
+        raise UserError(
+            f"this project's memory is on the remote under its earlier name {old_name!r}; "
+            f"nothing was synced: run `memsync sync --project {old_name}` once on this "
+            "device to keep using it (it is remembered)"
+        )
