@@ -617,60 +617,74 @@ def republish(engine: Engine) -> bool:
     left untouched since the purge takes the other device's version, not a conflict: the
     purging device has no merge base left, so the content hash it kept (`purge`) says which
     side changed."""
-    from memsync.sync.state import Record
-    from memsync.sync.walk import is_ignored
-
     with engine.locked():
         marker = engine.state.meta.pop("purged", None)
-        had = marker is not None
-        store = engine.store
-        store.project_known = False  # a folder remote: its project folder may be made
+        engine.store.project_known = False  # a folder remote: its project folder may be made
         try:
-            listing = store.list()
+            listing = engine.store.list()
         except NotFound:
             listing = {}
-        records = engine.state.records
-        # memsync's own records (the purge mark itself) are not memory
-        if all(is_ignored(key) for key in listing):
-            if records:
-                for name in list(records):
-                    engine.state.forget(name)
-                had = True
-        elif had:
-            for name in [n for n in records if n not in listing]:
-                engine.state.forget(name)  # erased by the purge, not deleted by anyone
-            synced = marker.get("synced") if isinstance(marker, dict) else None
-            for name, sha in (synced if isinstance(synced, dict) else {}).items():
-                if name in listing and name not in records and isinstance(sha, str):
-                    records[name] = Record("", sha, 0.0)  # etag unknown: the remote changed
+        had = _records_for_republish(engine, listing, marker)
         engine.state.save()
-        for _ in range(MAX_ATTEMPTS):
-            try:
-                data, etag = store.get(PURGED)
-                mark = json.loads(data)
-                if not isinstance(mark, dict):
-                    mark = {}
-                lifted = isinstance(mark.get("republished"), dict)
-                if lifted and not had and mark.get("id") == engine.state.meta.get("purge_seen"):
-                    break  # lifted long ago, with this device's knowledge: nothing to lift
-                mark["republished"] = {"device": engine.ctx.device, "at": time.time()}
-                new = store.replace(PURGED, json.dumps(mark, sort_keys=True).encode(), etag)
-            except NotFound:
-                break
-            except PreconditionFailed:
-                continue
-            except ValueError:  # not a mark memsync wrote: one of its own replaces it
-                mark = {"id": os.urandom(8).hex(), "at": time.time()}
-                mark["republished"] = {"device": engine.ctx.device, "at": time.time()}
-                try:
-                    new = store.replace(PURGED, json.dumps(mark, sort_keys=True).encode(), etag)
-                except PreconditionFailed:
-                    continue
-            engine.state.meta["purge_seen"] = mark.get("id")
-            engine.state.meta["purge_seen_etag"] = new
-            had = True
-            break
+        had = _lift_remote_mark(engine, had) or had
         engine.state.save_meta()
     if had:
         audit(engine, "republish")
     return had
+
+
+def _records_for_republish(engine: Engine, listing: dict, marker: Any) -> bool:
+    """What this device's records should say before it publishes again: nothing, before an
+    empty remote; before one another device filled, no record of the files the purge erased,
+    and for a file still synced here as it was, the content hash the purge kept. True if
+    there was a purge to lift here."""
+    from memsync.sync.state import Record
+    from memsync.sync.walk import is_ignored
+
+    records = engine.state.records
+    # memsync's own records (the purge mark itself) are not memory
+    if all(is_ignored(key) for key in listing):
+        had = marker is not None or bool(records)
+        for name in list(records):
+            engine.state.forget(name)
+        return had
+    if marker is None:
+        return False
+    for name in [n for n in records if n not in listing]:
+        engine.state.forget(name)  # erased by the purge, not deleted by anyone
+    synced = marker.get("synced") if isinstance(marker, dict) else None
+    for name, sha in (synced if isinstance(synced, dict) else {}).items():
+        if name in listing and name not in records and isinstance(sha, str):
+            records[name] = Record("", sha, 0.0)  # etag unknown: the remote changed
+    return True
+
+
+def _lift_remote_mark(engine: Engine, had: bool) -> bool:
+    """Note on the remote purge mark that this device published again (a mark memsync did
+    not write is replaced by one of its own). True if a mark was lifted now."""
+    store = engine.store
+    for _ in range(MAX_ATTEMPTS):
+        try:
+            data, etag = store.get(PURGED)
+        except NotFound:
+            return False
+        try:
+            mark = json.loads(data)
+        except ValueError:
+            mark = {"id": os.urandom(8).hex(), "at": time.time()}
+        if not isinstance(mark, dict):
+            mark = {}
+        lifted = isinstance(mark.get("republished"), dict)
+        if lifted and not had and mark.get("id") == engine.state.meta.get("purge_seen"):
+            return False  # lifted long ago, with this device's knowledge: nothing to lift
+        mark["republished"] = {"device": engine.ctx.device, "at": time.time()}
+        try:
+            new = store.replace(PURGED, json.dumps(mark, sort_keys=True).encode(), etag)
+        except NotFound:
+            return False
+        except PreconditionFailed:
+            continue
+        engine.state.meta["purge_seen"] = mark.get("id")
+        engine.state.meta["purge_seen_etag"] = new
+        return True
+    return False
