@@ -238,7 +238,7 @@ def hooks_check(settings_files: list[Path] | None = None) -> Check:
 
 def _settings_files(user: Path) -> list[Path]:
     """Where install writes hooks: the user's settings, and the repository's if in one."""
-    from memsync.context.config import find_git_root
+    from memsync.context.identity import find_git_root
 
     files = [user]
     root = find_git_root(Path.cwd())

@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memsync.context import config
+from memsync.context import config, identity
 from memsync.privacy.scanner import redact
 from memsync.util.errors import UserError
 
@@ -94,7 +94,7 @@ def projects_dir() -> Path:
 
 def project_transcripts_dir(cwd: Path) -> Path:
     """Where Claude Code keeps the transcripts of the project containing `cwd`."""
-    root = config.find_git_root(cwd) or cwd
+    root = identity.find_git_root(cwd) or cwd
     slug = config.project_slug(root)
     candidate = projects_dir() / slug
     if len(slug) > 200 and not candidate.is_dir():

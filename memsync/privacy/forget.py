@@ -431,7 +431,8 @@ def _matching_conflicts(engine: Engine, needle: str) -> set[str]:
     """The ids of the conflict records, here and on the remote, whose description holds the
     text (a heading or a commitment id it names); those here are cleared now. The remote's
     are taken off it with the job's remote part, and the other devices clear theirs by id."""
-    from memsync.sync.conflicts import REMOTE_KEY, recorded
+    from memsync.sync.conflicts import recorded
+    from memsync.sync.remote_keys import CONFLICTS
 
     def about(c: dict[str, Any]) -> bool:  # the description: a name holding it is no reason
         return _contains(str(c.get("detail")), needle)
@@ -441,7 +442,7 @@ def _matching_conflicts(engine: Engine, needle: str) -> set[str]:
     ids = {c["id"] for c in hit if isinstance(c.get("id"), str)}
     state.meta["conflicts"] = [c for c in state.conflicts if not about(c)]
     with contextlib.suppress(MemsyncError):
-        data, _ = engine.store.get(REMOTE_KEY)
+        data, _ = engine.store.get(CONFLICTS)
         ids |= {c["id"] for c in recorded(data) if about(c)}
     return ids
 

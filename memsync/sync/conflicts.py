@@ -30,9 +30,6 @@ if TYPE_CHECKING:
     from memsync.sync.engine import Engine
     from memsync.sync.state import State
 
-# the one name is remote_keys.CONFLICTS; REMOTE_KEY stays only while tombstones.py and
-# forget.py (another change in flight) still import it from here
-REMOTE_KEY = CONFLICTS
 KEEP = 200  # entries on the remote
 KEEP_SEEN = 1000  # ids a device remembers having taken in
 SKEW = 300.0  # seconds: a conflict this much before our last sync may still be about our edit

@@ -237,12 +237,13 @@ def _take_conflicts(engine: Engine, job: dict[str, Any], ids: set[str] | None) -
     """The remote conflict record without the entries about the job's files or with the ids
     the job collected (a description naming a forgotten heading or id), conditional writes.
     With `ids` None, only add the ids of those entries to the job (before its tombstone)."""
-    from memsync.sync.conflicts import REMOTE_KEY, recorded, rewrite
+    from memsync.sync.conflicts import recorded, rewrite
+    from memsync.sync.remote_keys import CONFLICTS
 
     files = set(job["files"])
     for _ in range(MAX_ATTEMPTS):
         try:
-            data, etag = engine.store.get(REMOTE_KEY)
+            data, etag = engine.store.get(CONFLICTS)
         except NotFound:
             return
         gone = {c["id"] for c in recorded(data) if c.get("file") in files}
@@ -253,7 +254,7 @@ def _take_conflicts(engine: Engine, job: dict[str, Any], ids: set[str] | None) -
         if clean == data:
             return
         try:
-            engine.store.replace(REMOTE_KEY, clean, etag)
+            engine.store.replace(CONFLICTS, clean, etag)
             return
         except NotFound:
             return
