@@ -481,7 +481,7 @@ class DevicesMachine(RuleBasedStateMachine):
     @heavy
     def forget_file(self, device: int, name: str) -> None:
         self.edits = 0
-        from memsync.privacy.forget import forget_files
+        from memsync.admin.forget import forget_files
 
         self._everyone_synced()
         text = self.read(device, name)
@@ -515,7 +515,7 @@ class DevicesMachine(RuleBasedStateMachine):
     @rule(device=st.integers(0, DEVICES - 1), pick=st.integers(0, 10**6))
     @gated
     def forget_match(self, device: int, pick: int) -> None:
-        from memsync.privacy.forget import apply_match, plan_match
+        from memsync.admin.forget import apply_match, plan_match
 
         entries = self.entries_on(device)
         if not entries:
@@ -546,8 +546,8 @@ class DevicesMachine(RuleBasedStateMachine):
         """`purge --all --yes` here, then on the other devices as purge tells the user to, who
         also deletes the memory files purge leaves in place."""
         self.edits = 0
-        from memsync.privacy import forget
-        from memsync.privacy.forget import purge
+        from memsync.admin import forget
+        from memsync.admin.forget import purge
 
         tokens: set[str] = set()
         for d in [device, *(x for x in range(DEVICES) if x != device)]:

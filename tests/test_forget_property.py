@@ -21,9 +21,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from memsync.admin import forget
 from memsync.context.config import resolve
 from memsync.memory.index_links import link_targets
-from memsync.privacy import forget
 from memsync.sync.engine import Engine
 from tests.conftest import write_memory
 from tests.privacy_oracle import assert_forgotten, quarantine_dir

@@ -88,7 +88,7 @@ def test_an_index_conflict_names_the_link_never_the_line():
 def test_a_compacted_rule_is_forgotten_in_its_earlier_form_too():
     """Found by the machine's hunt: B's history held `- note` from before a compaction made
     it `- 2026-10-01: note`; the forget on A saw only the compacted form."""
-    from memsync.privacy.forget import _earlier_forms
+    from memsync.admin.forget import _earlier_forms
 
     forms = _earlier_forms(["- 2026-10-01: asked about Priya", "- 2026-10-02 (Missed): too long"])
     assert {"- asked about Priya", "- too long", "* too long"} <= set(forms)

@@ -15,8 +15,9 @@ TIERS = [
     {"util"},  # file system, platforms, errors, packaged resources
     {"stores", "memory"},  # remotes behind one protocol; what a memory file is
     {"context"},  # where this run stands: memory dir, remote, project identity, settings
-    {"privacy", "sync"},  # what may leave; making two sides the same
-    {"retention", "admin", "claude"},  # what uses a sync: compaction, archives, Claude Code
+    {"privacy"},  # what may leave the machine and what may land (the gate, the secret scanner)
+    {"sync"},  # making two sides the same
+    {"retention", "admin", "claude"},  # what uses a sync: compaction, archives, forget, Claude Code
     {"cli"},  # Typer and Rich: parse, call, render
     # the console script, `python -m memsync`, and memory_tool.py: the import path README gave
     # before issue 20, kept for code written against it
@@ -120,5 +121,5 @@ def test_the_graph_is_read():
     """The test above passes for the right reason: the imports are there to check."""
     engine = {target for target, _ in GRAPH["memsync.sync.engine"]}
     assert "memsync.sync.planner" in engine and "memsync.privacy.gate" in engine
-    assert ("memsync.sync.walk", True) in GRAPH["memsync.privacy.forget"]  # a lazy import
+    assert ("memsync.sync.walk", True) in GRAPH["memsync.admin.forget"]  # a lazy import
     assert ("memsync.sync.engine", False) in GRAPH["memsync.sync.tombstones"]  # TYPE_CHECKING

@@ -19,11 +19,11 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 from typing import Any, Literal
 
+from memsync.admin.forget import audit
 from memsync.context.config import Context
 from memsync.memory.frontmatter import FrontmatterError, decode, parse
 from memsync.memory.index_links import INDEX, without_links
 from memsync.memory.memtypes import TYPES, UNKNOWN, type_of
-from memsync.privacy.forget import audit
 from memsync.privacy.gate import check_inbound
 from memsync.stores import Entry, check_key
 from memsync.sync.engine import PURGED, TOMBSTONES, Engine, LocalScan

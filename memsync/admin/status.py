@@ -167,11 +167,11 @@ def _add_notices(engine: Engine, seen: _RemoteView, names: set[str], result: Sta
     """A purge, an unfinished forget, quarantined edits, and tombstones not yet read."""
     state = engine.state
     if seen.purged or state.meta.keys() & {"purged", "forgetting", "quarantined"}:
-        from memsync.privacy.forget import notices
+        from memsync.admin.forget import notices
 
         result.notices += notices(engine, seen.marker)
         state.save_meta()  # quarantined edits the user has dealt with are no longer listed
     if seen.tombstones:
-        from memsync.privacy.forget import incoming
+        from memsync.admin.forget import incoming
 
         result.notices += incoming(engine, names | set(state.records))

@@ -23,7 +23,7 @@ from memsync.memory.frontmatter import INDEX_NAME
 from memsync.util.errors import UsageError, UserError
 
 if TYPE_CHECKING:
-    from memsync.privacy.forget import ForgetReport
+    from memsync.admin.forget import ForgetReport
 
 
 def _known(engine, path: Path) -> str:
@@ -59,7 +59,7 @@ def forget(
     project: ProjectOpt = None,
 ) -> None:
     """Remove memory for real: here, on the remote, in local history, and on other devices."""
-    from memsync.privacy import forget as core
+    from memsync.admin import forget as core
 
     if bool(paths) == bool(match):
         raise UsageError("name the files to forget, or give --match TEXT (not both)")
@@ -119,7 +119,7 @@ def purge(
     project: ProjectOpt = None,
 ) -> None:
     """Hard-erase this project's remote prefix and all of memsync's local state for it."""
-    from memsync.privacy import forget as core
+    from memsync.admin import forget as core
 
     if not all_:
         raise UsageError("purge erases everything for this project; say so with --all")

@@ -66,7 +66,7 @@ def push(
 ) -> None:
     """Send local changes to the remote, merging where the remote changed too."""
     if republish:
-        from memsync.privacy.forget import republish as lift
+        from memsync.admin.forget import republish as lift
 
         if paths:
             raise UserError("--republish publishes the whole memory dir; give no files")

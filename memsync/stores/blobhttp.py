@@ -18,13 +18,13 @@ the work is queued. Token credentials and proxies go through the SDK (memsync.st
 
 from __future__ import annotations
 
+import base64
 import binascii
 import hashlib
 import hmac
 import http.client
-import re
+import random
 import socket
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -42,9 +42,6 @@ READ_PIECE = 65536  # a body is read at most this much per system call, the dead
 MAX_RETRY_AFTER = 10.0  # a longer Retry-After is an outage: give up and let the work queue
 DEFAULT_LIMIT = 8 * 1024 * 1024  # the largest answer body read when the caller sets no cap
 ROUND_TRIP_SAMPLES = 8  # small requests timed before the round trip is judged
-_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
-# base64.b64decode(validate=True) decodes strictly from 3.11 (no padding alone or mid-key)
-_STRICT = {"strict_mode": True} if sys.version_info >= (3, 11) else {}
 
 # the headers Shared Key signs by position, in the service's order
 _SIGNED = (
@@ -219,15 +216,9 @@ class SharedKey:
 
     def __init__(self, account: str, key: str) -> None:
         self.account = account
-        # base64.b64decode(key, validate=True), without importing base64 for it
         try:
-            # padding only at the end, and only to a multiple of four (strict_mode is 3.11+)
-            if not _BASE64.fullmatch(key) or ("=" in key and len(key) % 4):
-                raise binascii.Error("not base64")
-            if key.startswith("="):
-                raise binascii.Error("leading padding")
-            self.key = binascii.a2b_base64(key, **_STRICT)
-        except binascii.Error:
+            self.key = base64.b64decode(key, validate=True)
+        except ValueError:  # binascii.Error, or a key that is not ASCII
             raise ConfigError(f"the account key for {account!r} is not valid base64") from None
 
     def string_to_sign(
@@ -476,7 +467,6 @@ class BlobHTTP:
     def _pause_before_retry(self, failure: str, wait: float | None, deadline: float) -> None:
         """Sleep the backoff (with jitter), or as long as the service asked; Unreachable when
         that would pass the deadline."""
-        import random  # only a retry needs it
 
         pause = max(0.0, self.backoff + random.uniform(-self.jitter, self.jitter))
         pause = max(pause, wait or 0.0)

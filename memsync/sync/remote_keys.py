@@ -5,5 +5,5 @@ so that a sync which finds nothing to do imports none of the code that acts on t
 from __future__ import annotations
 
 TOMBSTONES = "_memsync/forgotten.json"  # forgotten files and line hashes (sync/tombstones.py)
-PURGED = "_memsync/purged.json"  # after `purge`: nobody republishes silently (privacy/forget.py)
+PURGED = "_memsync/purged.json"  # after `purge`: nobody republishes silently (admin/forget.py)
 CONFLICTS = "_memsync/conflicts.json"  # merge conflicts every device hears of (sync/conflicts.py)

@@ -1,4 +1,4 @@
-"""The remote record of forgetting, and what every sync does about it (privacy/forget.py starts
+"""The remote record of forgetting, and what every sync does about it (admin/forget.py starts
 the forgets and purges; this is the part a sync, push or pull runs, so it sits under the engine).
 
 A forget job saved in meta.json (`forgetting`) is finished here: its tombstone on the remote

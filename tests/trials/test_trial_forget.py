@@ -530,7 +530,7 @@ def test_an_edit_synced_while_a_forget_waited_for_the_remote_is_set_aside_not_er
 
 FAILING_FORGET = """
 import sys
-from memsync.privacy import forget
+from memsync.admin import forget
 from memsync.context import config
 from memsync.sync.engine import Engine
 from memsync.util.errors import Unreachable
