@@ -247,13 +247,24 @@ def _by_promise(
     """Entries of a split id take the identity id~promise, numbered by occurrence again."""
     if not split:
         return items
+    pairs = _bare_texts(items, base)
+    return _numbered((e, _promise_ident(e.ident.split("#")[0], text, split)) for e, text in pairs)
+
+
+def _promise_ident(cid: str, text: str, split: dict[str, list[str]]) -> str | None:
+    """id~promise for an entry of a split id (a text and those continuing it are one)."""
+    if cid not in split:
+        return None
+    rep = next((r for r in split[cid] if text.startswith(r) or r.startswith(text)), text)
+    return f"{cid}~{rep}"
+
+
+def _numbered(items: Iterable[tuple[Entry, str | None]]) -> list[Entry]:
+    """Each entry under its new identity (None: it keeps its own), numbered by occurrence."""
     seen: Counter[str] = Counter()
     out = []
-    for e, text in _bare_texts(items, base):
-        cid = e.ident.split("#")[0]
-        if cid in split:
-            rep = next((r for r in split[cid] if text.startswith(r) or r.startswith(text)), text)
-            ident = f"{cid}~{rep}"
+    for e, ident in items:
+        if ident is not None:
             n = seen[ident]
             seen[ident] += 1
             e = e._replace(ident=ident if n == 0 else f"{ident}#{n}")
@@ -271,22 +282,12 @@ def _like_sides(items: list[Entry], split: dict[str, list[str]], sides: tuple) -
         for e in sides
         if "~" in e.ident
     }
-    seen: Counter[str] = Counter()
-    out = []
-    for e in items:
-        cid = e.ident.split("#")[0]
-        if cid in split:
-            text = _bare_promise(e.text)
-            ident = known.get((cid, text))
-            if ident is None:
-                reps = split[cid]
-                rep = next((r for r in reps if text.startswith(r) or r.startswith(text)), text)
-                ident = f"{cid}~{rep}"
-            n = seen[ident]
-            seen[ident] += 1
-            e = e._replace(ident=ident if n == 0 else f"{ident}#{n}")
-        out.append(e)
-    return out
+
+    def ident(e: Entry) -> str | None:
+        cid, text = e.ident.split("#")[0], _bare_promise(e.text)
+        return known.get((cid, text)) or _promise_ident(cid, text, split)
+
+    return _numbered((e, ident(e)) for e in items)
 
 
 def _doubled_links(kind: str, *versions: list[Entry]) -> set[str]:
