@@ -29,11 +29,9 @@ from memsync.sync import localswap, planner
 from memsync.sync.durability import Durability, recover_landing
 from memsync.sync.localfiles import LocalFiles, settled, stat_key
 from memsync.sync.planner import Action, Kind
-from memsync.sync.project import check_moved, check_project, display_remote, mark_moved
 from memsync.sync.remote_files import classify
 from memsync.sync.remote_keys import CONFLICTS, PURGED, TOMBSTONES
 from memsync.sync.state import COMEBACKS, Record, State
-from memsync.sync.transfers import MAX_WORKERS, SLOW_ROUND_TRIP, GetAhead, run_daemons
 from memsync.sync.walk import MemoryWalk
 from memsync.util.errors import (
     AlreadyExists,
@@ -61,6 +59,7 @@ from memsync.util.fsutil import (
 
 if TYPE_CHECKING:
     from memsync.memory.merge import MergeResult
+    from memsync.sync.transfers import GetAhead
 
 # meta.json: conflicts of merges written whose answer may have been lost (_expect_conflict)
 _LANDING_CONFLICTS = "landing_conflicts"
@@ -347,6 +346,8 @@ class Engine:
         if not result.offline and not result.disabled:
             before = pin(self.ctx.home, self.ctx.memory_dir, self.ctx.identity)
             if before:
+                from memsync.sync.project import mark_moved
+
                 moved = mark_moved(self.ctx, before)
                 if moved:
                     result.notes.append(moved)
@@ -372,9 +373,17 @@ class Engine:
                 self.state.meta["purged"] = marker
                 raise purged_here(self)
         if MOVED in listing:
+            from memsync.sync.project import check_moved
+
             check_moved(self.ctx, self.store)
-        early = None if self._manifest_ahead is None else self._manifest_ahead.result
-        check_project(self.ctx, self.store, self.state.meta, listing, mode, early)
+        manifest = listing.get(MANIFEST)
+        if manifest is None or manifest.etag != self.state.meta.get("manifest_etag"):
+            # the project's manifest is new or changed since this device checked it (project.py
+            # is loaded only then: on most runs it is not)
+            from memsync.sync.project import check_project
+
+            early = None if self._manifest_ahead is None else self._manifest_ahead.result
+            check_project(self.ctx, self.store, self.state.meta, listing, mode, early)
         if self.state.meta.get("forgetting"):
             from memsync.sync.tombstones import finish_pending
 
@@ -497,6 +506,8 @@ class Engine:
             # while the listing is in flight; a fresh pull reads the project's manifest
             # alongside the listing too, not one round trip after it
             if mode == "pull":
+                from memsync.sync.transfers import GetAhead
+
                 self._manifest_ahead = GetAhead(self.store, MANIFEST)
             self.store.warm(int(self.ctx.setting("concurrency")))
         listing = self._list(result, mode, dict(local.content.hashes), records, pending)
@@ -720,7 +731,7 @@ class Engine:
         point is an empty folder), a container emptied or made anew. Syncing would delete
         every file here; nothing is done until the user says which it is."""
         return (
-            f"the remote {display_remote(self.ctx)} is empty, but this device synced {count} "
+            f"the remote {_display_remote(self.ctx)} is empty, but this device synced {count} "
             "file(s) with it; nothing was changed here or there: if it is a drive or a share, "
             "mount it; if it was emptied on purpose, `memsync push --republish` publishes this "
             "device's memory to it again"
@@ -762,7 +773,7 @@ class Engine:
                 raise GuardError(self._remote_lost_message(len(records))) from None
             if mode == "pull":
                 raise UserError(
-                    f"the remote {display_remote(self.ctx)} does not exist yet; "
+                    f"the remote {_display_remote(self.ctx)} does not exist yet; "
                     f"{self.store.create_advice()}"
                 ) from None
             try:
@@ -872,6 +883,8 @@ class Engine:
             for action in actions:
                 one(action)
         else:
+            from memsync.sync.transfers import run_daemons
+
             run_daemons(one, actions, workers, lambda: self._workers(len(actions)))
         for attr in ("uploaded", "downloaded", "merged", "deleted_remote", "deleted_local"):
             getattr(result, attr).sort()
@@ -883,23 +896,30 @@ class Engine:
         handshake away. One request is only a guess (on a loopback Azurite, which serves one
         request at a time, it can wait behind a long listing), so it opens idle connections
         and no more: a wrong guess costs a few milliseconds of handshakes."""
-        ahead = self._manifest_ahead
+        took = None if self._manifest_ahead is None else self._manifest_ahead.took
+        if took is None:
+            return
+        from memsync.sync.transfers import MAX_WORKERS, SLOW_ROUND_TRIP
+
         base = int(self.ctx.setting("concurrency"))
-        took = None if ahead is None else ahead.took
-        if took is not None and took >= SLOW_ROUND_TRIP and len(actions) > base:
+        if took >= SLOW_ROUND_TRIP and len(actions) > base:
             self.store.warm(min(MAX_WORKERS, len(actions)) - base)
 
     def _workers(self, count: int) -> int:
         """Parallel transfers for `count` actions: the `concurrency` setting, widened over a
         slow network so the run is a few round trips, not count / concurrency of them."""
         base = int(self.ctx.setting("concurrency"))
+        if count <= base:
+            return count
+        from memsync.sync.transfers import MAX_WORKERS, SLOW_ROUND_TRIP
+
         rtt = self.store.round_trip
         ahead = self._manifest_ahead
         if rtt is None and ahead is not None and ahead.took is not None:
             rtt = ahead.took / 2  # until requests are timed: the manifest's connect and GET
-        if rtt is not None and rtt >= SLOW_ROUND_TRIP and count > base:
+        if rtt is not None and rtt >= SLOW_ROUND_TRIP:
             return min(MAX_WORKERS, count)
-        return min(base, count)
+        return base
 
     def _record(self, name: str, etag: str, content: bytes) -> None:
         with self._lock:
@@ -1324,3 +1344,9 @@ def _merge_copies(
     from memsync.memory.merge import merge
 
     return merge(name, base, ours, theirs, ours_mtime=mtime, theirs_mtime=theirs_mtime)
+
+
+def _display_remote(ctx: Context) -> str:
+    from memsync.sync.project import display_remote  # only for these messages
+
+    return display_remote(ctx)
