@@ -231,7 +231,7 @@ def test_memory_dir_on_windows_and_macos(config_dir, root, expected, monkeypatch
 )
 def test_auto_memory_directory_is_honoured_only_absolute_or_home(value, windows, expected):
     home = "C:\\Users\\me" if windows else "/home/u"
-    assert config.auto_memory_value(value, home, windows=windows) == expected
+    assert config.check_auto_memory(value, home, windows=windows)[0] == expected
 
 
 @pytest.mark.parametrize(

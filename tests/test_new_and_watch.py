@@ -8,6 +8,7 @@ import sys
 import threading
 import time
 from datetime import date
+from pathlib import Path
 
 import pytest
 
@@ -20,7 +21,7 @@ from tests.devices import make_device
 
 
 def test_every_type_has_a_template_that_parses_and_declares_its_type():
-    names = set(resources.template_names())
+    names = {p.name for p in (Path(__file__).parent.parent / "templates").glob("*.md")}
     assert "MEMORY.md" in names
     for filename in names - {"MEMORY.md"}:
         doc = memory.parse(resources.template_text(filename))

@@ -341,7 +341,7 @@ def test_the_cheap_pre_checks_never_hide_a_finding(text: str) -> None:
 def _cards_reference(text: str) -> list[tuple[int, int]]:
     """Every window of up to 19 digit groups, longest first, as the scanner used to search
     (quadratic in a long run of groups: ~15 s on a megabyte of them)."""
-    from memsync.privacy.scanner import _CARD, _card_brand_ok, _luhn
+    from memsync.privacy.scanner import _CARD, _brand_lengths, _luhn
 
     found = []
     for m in _CARD.finditer(text):
@@ -355,7 +355,7 @@ def _cards_reference(text: str) -> list[tuple[int, int]]:
                 start, end = m.start() + groups[i][0], m.start() + groups[j - 1][1]
                 digits = re.sub(r"[ -]", "", text[start:end])
                 plausible = 13 <= len(digits) <= 19 and len(set(digits)) > 1
-                if plausible and _card_brand_ok(digits) and _luhn(digits):
+                if plausible and len(digits) in _brand_lengths(digits[:4]) and _luhn(digits):
                     found.append((start, end))
                     i = j - 1
                     break

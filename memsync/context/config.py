@@ -245,17 +245,13 @@ def project_dir_name() -> str | None:
     return name
 
 
-def auto_memory_value(value: object, home: str, windows: bool = os.name == "nt") -> str | None:
-    """An `autoMemoryDirectory` value as Claude Code accepts it, else None: `~/` (or `~\\`)
-    expands to the home directory and may not climb out of it; the result must be absolute,
-    not a bare drive (`C:`), not a network path, with no NUL."""
-    return check_auto_memory(value, home, windows)[0]
-
-
 def check_auto_memory(
     value: object, home: str, windows: bool = os.name == "nt"
 ) -> tuple[str | None, str]:
-    """(the accepted path, "") or (None, why Claude Code ignores the value)."""
+    """An `autoMemoryDirectory` value as Claude Code reads it: (the accepted path, "") or
+    (None, why Claude Code ignores it). `~/` (or `~\\`) expands to the home directory and may
+    not climb out of it; the result must be absolute, not a bare drive (`C:`), not a network
+    path, with no NUL."""
     import ntpath
     import posixpath
 

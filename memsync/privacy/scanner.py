@@ -124,11 +124,6 @@ def _brand_lengths(head: str) -> tuple[int, ...]:
     return ()
 
 
-def _card_brand_ok(digits: str) -> bool:
-    """Only numbers with a real issuer prefix and a length that issuer uses."""
-    return len(digits) in _brand_lengths(digits[:4])
-
-
 def _looks_secret(value: str) -> bool:
     value = value.rstrip(".,;:)")
     if len(value) < 6 or _PLACEHOLDER.match(value) or _KEBAB_WORDS.match(value):

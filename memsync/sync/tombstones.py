@@ -25,6 +25,7 @@ from memsync.stores import MAX_ATTEMPTS
 from memsync.sync.forgotten import identity, line_hash, line_hashes, scrub
 from memsync.sync.remote_keys import PURGED, TOMBSTONES
 from memsync.sync.state import COMEBACKS, history_folder
+from memsync.util.dates import local_time
 from memsync.util.errors import MemsyncError, NotFound, PreconditionFailed, Unreachable, UserError
 from memsync.util.fsutil import atomic_write, private_dir, sha256
 
@@ -725,10 +726,6 @@ def quarantine_notices(engine: Engine) -> list[str]:
     ]
 
 
-def _when(ts: Any) -> str:
-    return time.strftime("%Y-%m-%d %H:%M", time.localtime(_number(ts)))
-
-
 def purged_here(engine: Engine) -> Purged:
     """The sentence for a device that purged, or saw the purge of, this project."""
     marker = engine.state.meta.get("purged") or {}
@@ -736,15 +733,17 @@ def purged_here(engine: Engine) -> Purged:
     where = "from this device" if by == engine.ctx.device else f"from the remote by {by}"
     again = marker.get("republished")
     if isinstance(again, dict):  # lifted by another device before this one heard of it
+        when = local_time(_number(again.get("at")))
         since = (
-            f" and published again by {again.get('device')} on {_when(again.get('at'))}, after "
-            "this device last synced"
+            f" and published again by {again.get('device')} on {when}, after this device last "
+            "synced"
         )
     else:
         since = ""
+    when = local_time(_number(marker.get("at")))
     return Purged(
         f"this project's memory was purged {where if by else 'from the remote'} on "
-        f"{_when(marker.get('at'))}{since}, so memsync uploads nothing from here; run "
+        f"{when}{since}, so memsync uploads nothing from here; run "
         f"`{REPUBLISH}` to publish this device's memory again"
     )
 

@@ -19,11 +19,6 @@ def _root(name: str) -> Traversable:
         return Path(__file__).resolve().parents[2] / name
 
 
-def template_names() -> list[str]:
-    """Template file names, e.g. ['MEMORY.md', 'callbacks.md', ...]."""
-    return sorted(p.name for p in _root("templates").iterdir() if p.name.endswith(".md"))
-
-
 def template_text(filename: str) -> str:
     return _root("templates").joinpath(filename).read_text(encoding="utf-8")
 
