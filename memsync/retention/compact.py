@@ -694,66 +694,86 @@ def _retire(entry: str, today: date) -> str:
 
 
 def _plan_callbacks(text: str, now: date, policy: Policy) -> tuple[bytes, str] | None:
+    """Callbacks unmentioned for too long retire (dated today); retired ones past their time
+    are pruned; one retired by hand without a date gets today's, so its clock starts."""
     source, body = memory.split(text)
     root = sections.parse(body)
     active = root.find("Active")
     retired = root.find("Retired")
-    moving: list[int] = []
-    if active is not None:
-        for i, entry in enumerate(active.entries):
-            dates = _dates_in(entry) if _BULLET.match(entry) else []
-            if dates and (now - max(dates)).days > policy.callback_idle_days:
-                moving.append(i)
-    pruning: list[int] = []
-    dating: list[int] = []  # retired by hand, without a date: the clock starts today
+    moving = _idle_callbacks(active, now, policy)
+    pruning, dating = _expired_and_undated(retired, now, policy)
     if retired is not None:
-        for i, entry in enumerate(retired.entries):
-            marks = [sections.parse_date(m.group(1)) for m in _RETIRED.finditer(entry)]
-            marked = [d for d in marks if d is not None]
-            if marked and (now - max(marked)).days > policy.retired_days:
-                pruning.append(i)
-            elif not marked and _BULLET.match(entry):
-                dating.append(i)
         for i in dating:
             retired.entries[i] = _retire(retired.entries[i], now)
     if not moving and not pruning and not dating:
         return None
-    if moving:
-        assert active is not None
+    moved = []
+    if active is not None and moving:
         if retired is None:
             retired = Section(_heading("Retired", 2), 2)
             root.children.insert(root.children.index(active) + 1, retired)
         moved = [_retire(active.entries[i], now) for i in moving]
-        blank_active = _ends_blank(active) or bool(active.children)
-        blank_active = blank_active or active is not root.children[-1]
         active.entries = _tail(
-            [e for i, e in enumerate(active.entries) if i not in moving], blank_active
+            [e for i, e in enumerate(active.entries) if i not in moving],
+            _ends_blank(active) or bool(active.children) or active is not root.children[-1],
         )
-    else:
-        moved = []
     assert retired is not None
-    blank_retired = _ends_blank(retired) or bool(retired.children)
-    blank_retired = blank_retired or retired is not root.children[-1]
     kept = [e for i, e in enumerate(retired.entries) if i not in pruning]
-    retired.entries = _tail([*kept, *moved], blank_retired)
+    retired.entries = _tail(
+        [*kept, *moved],
+        _ends_blank(retired) or bool(retired.children) or retired is not root.children[-1],
+    )
+    reason = _callbacks_reason(len(moving), len(pruning), len(dating), policy)
+    return _with_frontmatter(source, _space(root).render()), reason
+
+
+def _idle_callbacks(active: Section | None, now: date, policy: Policy) -> list[int]:
+    """The Active entries whose last date is more than `callback_idle_days` ago."""
+    if active is None:
+        return []
+    idle = []
+    for i, entry in enumerate(active.entries):
+        dates = _dates_in(entry) if _BULLET.match(entry) else []
+        if dates and (now - max(dates)).days > policy.callback_idle_days:
+            idle.append(i)
+    return idle
+
+
+def _expired_and_undated(
+    retired: Section | None, now: date, policy: Policy
+) -> tuple[list[int], list[int]]:
+    """The Retired entries retired more than `retired_days` ago, and those with no
+    retirement date at all (retired by hand)."""
+    expired: list[int] = []
+    undated: list[int] = []
+    for i, entry in enumerate(retired.entries if retired is not None else []):
+        marks = [sections.parse_date(m.group(1)) for m in _RETIRED.finditer(entry)]
+        marked = [d for d in marks if d is not None]
+        if marked and (now - max(marked)).days > policy.retired_days:
+            expired.append(i)
+        elif not marked and _BULLET.match(entry):
+            undated.append(i)
+    return expired, undated
+
+
+def _callbacks_reason(moving: int, pruning: int, dating: int, policy: Policy) -> str:
     said = []
     if moving:
         said.append(
-            f"retires {_count(len(moving), 'callback')} unmentioned for over "
+            f"retires {_count(moving, 'callback')} unmentioned for over "
             f"{policy.callback_idle_days} days"
         )
     if pruning:
         said.append(
-            f"prunes {_count(len(pruning), 'callback')} retired more than "
+            f"prunes {_count(pruning, 'callback')} retired more than "
             f"{policy.retired_days} days ago"
         )
     if dating:
         said.append(
-            f"dates {_count(len(dating), 'retired callback')} that had no retirement date, "
+            f"dates {_count(dating, 'retired callback')} that had no retirement date, "
             f"to be pruned {policy.retired_days} days from now"
         )
-    reason = " and ".join(said) + "."
-    return _with_frontmatter(source, _space(root).render()), reason
+    return " and ".join(said) + "."
 
 
 _STATUS_LINE = re.compile(r"^status:[^\n]*\n", re.M)
