@@ -162,6 +162,29 @@ def test_two_digests_on_the_same_day_are_both_kept_by_session():
     assert "shipped the filter" in out and "fixed the scheduler" in out
 
 
+def test_two_roll_ups_of_one_month_made_on_two_devices_merge_day_by_day():
+    """Two devices that each rolled October up (both offline) hold the same days: a roll-up's
+    sections are days, not sessions, so each day and entry is there once and a line one
+    device added is kept (the session rule wrapped each side whole: the month twice)."""
+    day = "## 2026-10-0{d}\n\n### Session 09:00 s0{d}\n\n#### Arcs\n- ARC0{d} worked.\n"
+    month = "\n".join(day.format(d=d) for d in (1, 2))
+    ours = doc(month, type="session_digest")
+    theirs = doc(
+        month.replace("- ARC02 worked.\n", "- ARC02 worked.\n- NEW02 added.\n"),
+        type="session_digest",
+    )
+    out = body_of(checked("session_digest_2026-10.md", None, ours, theirs).content)
+    assert "Session " not in out.replace("### Session 09:00", "")
+    for text in (
+        "## 2026-10-01",
+        "## 2026-10-02",
+        "- ARC01 worked.",
+        "- ARC02 worked.",
+        "- NEW02 added.",
+    ):
+        assert out.count(text) == 1, out
+
+
 def test_fact_file_changed_on_both_sides_newer_wins_and_the_other_is_reported():
     base = doc("old\n", type="feedback", modified="2026-04-01")
     ours = doc("ours\n", type="feedback", modified="2026-04-03")

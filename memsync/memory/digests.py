@@ -22,6 +22,12 @@ def digest_name(label: str | date) -> str:
     return f"session_digest_{label.isoformat() if isinstance(label, date) else label}.md"
 
 
+def is_rollup(path: str) -> bool:
+    """A week's, month's or year's digest (compaction's roll-up), by its file name."""
+    m = NAME.fullmatch(path.rsplit("/", 1)[-1])
+    return m is not None and m.group("day") is None
+
+
 def digest_day(basename: str) -> str | None:
     """The day (ISO date) of a daily digest's file name; None for any other name."""
     m = NAME.fullmatch(basename)

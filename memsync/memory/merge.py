@@ -23,6 +23,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from memsync.memory import frontmatter as memory
 from memsync.memory import sections
+from memsync.memory.digests import is_rollup
 from memsync.memory.memtypes import type_of
 from memsync.memory.sections import Section
 from memsync.util import resources
@@ -993,6 +994,11 @@ def _merge_text(v: _Versions) -> MergeResult:
     if strategy == "index":
         body = _merge_index(b_doc, o_doc, t_doc, notes)
     elif strategy in STRATEGIES:
+        if strategy == "digest" and is_rollup(v.path):
+            # a roll-up's sections are days, not sessions: two devices that rolled up the same
+            # month hold the same days, merged day by day (compaction makes it from dailies)
+            strategy = "sections"
+            b_doc = b_doc if base is not None else None
         body = _merge_sections(strategy, base is not None, b_doc, o_doc, t_doc, notes)
     else:
         return _merge_unknown(v, o_meta, t_meta, b_meta)

@@ -547,3 +547,40 @@ def test_a_digest_reworded_while_another_device_compacted_it_is_rolled_up_reword
         assert text.count("- REL05") == 1
         assert "- REL04 Pat was fine." in text
     assert "session_digest_2026-10-05.md" not in a.files()
+
+
+def test_two_devices_rolling_up_the_same_month_offline_hold_each_entry_once(pair):
+    """Both laptops' scheduled compaction ran while the remote was away and each rolled
+    October up; B had added a line to one day first. The two roll-ups merge day by day:
+    every entry once, B's line once, no session of the month twice (fresh-eyes re-trial of
+    issue 16: the whole month came back twice, then three times after the next compaction)."""
+    a, b, remote = pair
+    _october_digests(a, range(1, 10))
+    start_synced(a, b)
+    edit(
+        b,
+        "session_digest_2026-10-05.md",
+        lambda t: t.replace("- REL05 Pat was fine.\n", "- REL05 Pat was fine.\n- BNEW05 Riley.\n"),
+    )
+    away = remote.with_name("remote-away")
+    remote.rename(away)
+    a.run("compact", "--now", "2026-11-26", check=3)
+    b.run("compact", "--now", "2026-11-26", check=3)
+    away.rename(remote)
+    a.run("sync")
+    b.run("sync")
+    a.run("sync")
+    a.run("compact", "--now", "2026-11-26")
+    a.run("sync")
+    b.run("sync")
+    assert a.files() == b.files()
+    for text in (
+        a.files()["session_digest_2026-10.md"].decode(),
+        remote_text(remote, "session_digest_2026-10.md"),
+    ):
+        for day in range(1, 10):
+            assert text.count(f"- REL{day:02d} Pat was fine.") == 1, text
+            assert text.count(f"- ARC{day:02d} worked") == 1, text
+            assert text.count(f"## 2026-10-{day:02d}") == 1, text
+        assert text.count("- BNEW05 Riley.") == 1, text
+    assert not [n for n in a.files() if n.startswith("session_digest_2026-10-")]
