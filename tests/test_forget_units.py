@@ -112,3 +112,20 @@ def test_a_rule_compacted_from_a_forgotten_entry_is_that_entry():
     assert scrub(b"- Joking about the deadline fell flat, again.\n", forgotten) == (
         b"- Joking about the deadline fell flat, again.\n"
     )
+
+
+def test_a_reword_of_a_forgotten_line_is_found_whenever_it_was_made():
+    """Report 27, finding 17: the reword's time no longer matters (the function takes none):
+    the device had not heard of the forget, before or after it."""
+    from memsync.sync.tombstones import _rewords_of_forgotten
+
+    base = ["## Pending", "- Check whether the staging migration finished.", "- Book the venue"]
+    here = [
+        "## Pending",
+        "- Check whether the staging migration finished also R2.",
+        "- Book the venue",
+    ]
+    fresh = {line_hash(base[1]): 1.0}
+    assert _rewords_of_forgotten(here, base, fresh) == {line_hash(here[1])}
+    other = ["## Pending", "- Book the venue", "- Call the plumber about the sink."]
+    assert _rewords_of_forgotten(other, base, fresh) == set()

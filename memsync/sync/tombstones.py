@@ -482,7 +482,7 @@ def _scrub_local(engine: Engine, fresh: dict[str, float], local: LocalScan) -> N
         old = {
             h for h, ids in known.items() if ids & in_base or mtime <= min(fresh[i] for i in ids)
         }
-        old |= _rewords_of_forgotten(lines, base_lines, fresh, mtime)
+        old |= _rewords_of_forgotten(lines, base_lines, fresh)
         clean = scrub(data, old) if old else data
         if clean == data:
             continue
@@ -590,20 +590,17 @@ def _drop_from_rollups(engine: Engine, name: str, local: LocalScan) -> list[str]
 
 
 def _rewords_of_forgotten(
-    lines: list[str], base_lines: list[str], fresh: dict[str, float], mtime: float
+    lines: list[str], base_lines: list[str], fresh: dict[str, float]
 ) -> set[str]:
-    """The hashes of lines here that reword a forgotten line of the base, in an edit made
-    before the forget: the same entry, which a merge would otherwise keep over the removal
-    (an item reworded here while another device forgot it). An entry reworded after the
-    forget is new content and stays."""
+    """The hashes of lines here that reword a forgotten line of the base: the same entry,
+    which a merge would otherwise keep over the removal (an item reworded here while another
+    device forgot it). When the edit was made does not matter: this device had not heard of
+    the forget (`fresh` holds only tombstones not applied here yet), so a reword made after
+    the user asked is as much the forgotten entry as one made before (report 27, finding 17)."""
     from memsync.memory.merge import SIMILAR, similarity
 
     here = set(lines)
-    gone = [
-        line
-        for line in base_lines
-        if (h := line_hash(line)) in fresh and line not in here and mtime <= fresh[h]
-    ]
+    gone = [line for line in base_lines if line_hash(line) in fresh and line not in here]
     if not gone:
         return set()
     added = [line for line in lines if line not in set(base_lines) and line_hash(line)]

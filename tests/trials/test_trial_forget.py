@@ -316,9 +316,7 @@ def test_after_a_purge_republish_raises_no_false_conflicts_and_a_device_that_nev
     assert all("conflict" not in d.run("status").stdout for d in (a, b, c))
 
 
-def test_purge_while_the_remote_is_unreachable_deletes_nothing_and_says_so(
-    pair, remote, tmp_path
-):
+def test_purge_while_the_remote_is_unreachable_deletes_nothing_and_says_so(pair, remote, tmp_path):
     """Exit 3 means "queued" elsewhere; a purge is not queued (carried out later it could
     erase what other devices wrote meanwhile): it deletes nothing and says to run it again."""
     a, b = pair
@@ -383,8 +381,12 @@ def prune_while_edited(a: Device, b: Device) -> tuple[str, str]:
     a.write("user_role.md", "Staff engineer.\n", type="user")
     a.run("push")
     b.run("pull")
-    b.write(old, "## Arcs\n- old\n- B adds what it still needs\n", type="session_digest",
-            date="2020-01-01")
+    b.write(
+        old,
+        "## Arcs\n- old\n- B adds what it still needs\n",
+        type="session_digest",
+        date="2020-01-01",
+    )
     proc = a.run("prune", "--older-than", "30d", "--type", "session_digest", "--yes")
     assert "removed 1 MEMORY.md line(s)" in proc.stdout
     return old, line
@@ -961,3 +963,52 @@ def test_the_note_says_lines_were_taken_out_only_where_they_stayed_out(pair, rem
         proc.stderr
     ), proc.stderr
     assert "taken out of voice_calibration.md\n" not in proc.stderr
+
+
+# --- fresh-eyes re-trial of issue 16 (report 27): a forget another device had not heard of --
+
+
+def _post_tool_use(device: Device, path: Path) -> subprocess.CompletedProcess[str]:
+    """Claude Code's PostToolUse hook after an Edit of `path` on `device`."""
+    payload = {
+        "session_id": "s-1",
+        "cwd": str(device.root),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Edit",
+        "tool_input": {"file_path": str(path)},
+        "tool_response": {"filePath": str(path), "success": True},
+    }
+    return device.run("hook", "post-tool-use", input=json.dumps(payload))
+
+
+@pytest.mark.parametrize("route", ["sync", "post-tool-use"])
+def test_an_item_reworded_on_the_other_device_after_the_forget_is_set_aside(pair, remote, route):
+    """Finding 17: B (not synced since) rewords the item A forgot *after* the forget. B had
+    not heard of the forget, just as when it reworded before it: the reword is set aside in
+    quarantine with the notice, never republished (by a sync or by the PostToolUse push)."""
+    a, b = pair
+    a.write(
+        "carry_forward.md",
+        "## Pending\n- Check whether the staging migration finished.\n- Book the venue\n\n"
+        "## Consumed\n",
+        type="carry_forward",
+    )
+    a.run("push")
+    b.run("pull")
+    a.run("forget", "--match", "staging migration", "--yes")
+    time.sleep(0.05)
+    path = b.memory / "carry_forward.md"
+    path.write_text(path.read_text().replace("migration finished.", "migration finished also R2."))
+    if route == "post-tool-use":
+        _post_tool_use(b, path)
+    said = ""
+    for device in (b, a, b):
+        proc = device.run("sync")
+        said += proc.stdout + proc.stderr if device is b else ""
+    held = list(quarantine_dir(b.home).rglob("*carry_forward.md"))
+    assert len(held) == 1 and "also R2" in held[0].read_text(), said
+    assert "rewording" in said + b.run("status").stdout
+    for device in (a, b):
+        text = (device.memory / "carry_forward.md").read_text()
+        assert "- Book the venue" in text and "staging migration" not in text, device.name
+    assert_forgotten(["staging migration"], everywhere(pair, remote), [quarantine_dir(b.home)])
