@@ -54,6 +54,7 @@ from memsync.sync.tombstones import (
     purged_here,
     quarantine_notices,
     read_tombstones,
+    share_job,
 )
 from memsync.util.errors import MemsyncError, NotFound, PreconditionFailed, Unreachable, UserError
 
@@ -141,6 +142,7 @@ def _start(
     meta = engine.state.meta
     meta["forgetting"] = [*meta.get("forgetting", []), job]
     meta["tombstones_applied"] = sorted({*meta.get("tombstones_applied", []), job["id"]})
+    share_job(engine, job)  # beside the state folder too: it survives a new URL or meta.json
     engine.state.save_meta()
     audit(engine, action, id=job["id"], files=job["files"], **details)
     return job

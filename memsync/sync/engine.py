@@ -31,7 +31,7 @@ from memsync.sync.localfiles import LocalFiles, settled, stat_key
 from memsync.sync.planner import Action, Kind
 from memsync.sync.remote_files import classify
 from memsync.sync.remote_keys import CONFLICTS, PURGED, TOMBSTONES
-from memsync.sync.state import COMEBACKS, Record, State
+from memsync.sync.state import COMEBACKS, Record, State, pending_forgets_file
 from memsync.sync.walk import MemoryWalk
 from memsync.util.errors import (
     AlreadyExists,
@@ -416,6 +416,7 @@ class Engine:
 
             raise purged_here(self)
         recover_landing(self.state, self.ctx.memory_dir, self.local_path, self._keep)
+        self.adopt_pending_forgets()
         local = self._look_here(result, mode, names, allow)
         pending = self.state.pending  # read after a lost dir's restore, which empties it
         self._records_run = mode == "push" and names is not None
@@ -439,6 +440,16 @@ class Engine:
             # was forgotten) and only then merges and uploads (report 27, finding 17)
             deferred, self._deferred = sorted(self._deferred), set()
             self._run_locked(result, "sync", deferred, force, allow, deadline, progress)
+
+    def adopt_pending_forgets(self) -> None:
+        """Forgets started under another remote URL or a meta.json since moved aside (see
+        state.pending_forgets_file): one stat when there are none."""
+        ctx = self.ctx
+        shared = pending_forgets_file(ctx.home, ctx.project, ctx.memory_dir)
+        if self.state.meta.get("forgetting") or shared.exists():
+            from memsync.sync.tombstones import adopt_pending
+
+            adopt_pending(self)
 
     def _tell_taken_out(self, result: SyncResult) -> None:
         """Say which files forgotten lines were taken out of, once the run is done and only

@@ -1012,3 +1012,45 @@ def test_an_item_reworded_on_the_other_device_after_the_forget_is_set_aside(pair
         text = (device.memory / "carry_forward.md").read_text()
         assert "- Book the venue" in text and "staging migration" not in text, device.name
     assert_forgotten(["staging migration"], everywhere(pair, remote), [quarantine_dir(b.home)])
+
+
+@pytest.mark.parametrize("change", ["remote-url", "meta-moved-aside"])
+def test_a_forget_that_waited_for_the_remote_is_finished_whatever_the_state_folder(
+    pair, remote, tmp_path, change
+):
+    """Finding 14: a forget made while the remote could not be reached (exit 3, "the next
+    `memsync sync` finishes it") is finished by the next sync even when that sync names the
+    remote by another URL (the user fixed a wrong mount path: state is kept per remote URL)
+    or runs after meta.json was moved aside as memsync's own message advises."""
+    a, b = pair
+    a.write(
+        "carry_forward.md",
+        "## Pending\n- Ask Pat about ZTOKEN the layoffs.\n- Book the venue\n\n## Consumed\n",
+        type="carry_forward",
+    )
+    a.run("sync")
+    b.run("sync")
+    if change == "remote-url":
+        wrong = Device(a.name, a.root, (tmp_path / "nowhere").as_uri())
+        proc = wrong.run("forget", "--match", "ZTOKEN", "--yes", check=3)
+    else:
+        away = tmp_path / "remote-away"
+        remote.rename(away)
+        proc = a.run("forget", "--match", "ZTOKEN", "--yes", check=3)
+        away.rename(remote)
+        (meta,) = (a.home / "state").glob("*/meta.json")
+        meta.rename(meta.with_name("meta.json.bad"))
+        meta.with_name("meta.json.bad").unlink()  # the user deletes what was moved aside
+    assert "the next `memsync sync` finishes it" in proc.stderr, proc.stderr
+    assert "is not finished on the remote" in a.run("status").stdout
+    proc = a.run("sync")
+    assert "finished forgetting" in proc.stderr, proc.stderr
+    assert "is not finished" not in a.run("status").stdout
+    b.run("sync")
+    a.run("sync")
+    for device in (a, b):
+        text = (device.memory / "carry_forward.md").read_text()
+        assert "- Book the venue" in text and "ZTOKEN" not in text, device.name
+    assert (remote / PROJECT / "_memsync" / "forgotten.json").exists()
+    assert_forgotten(["ZTOKEN"], [p for p in everywhere(pair, remote) if p != a.home])
+    assert_forgotten(["ZTOKEN"], [a.memory, *(a.home / "state").glob("*")])
