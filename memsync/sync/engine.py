@@ -87,6 +87,8 @@ class SyncResult:
         self.queued: list[str] = []
         self.skipped: list[str] = []  # not started before the deadline
         self.quarantined: list[str] = []  # forgotten elsewhere, edited here: what to do
+        # this device's copy lost to another device's later edit (kept in local history)
+        self.replaced: dict[str, str] = {}
         self.offline: str | None = None
         self.disabled = False
         self.stats = Stats()
@@ -1052,6 +1054,9 @@ class Engine:
             if again is not None:
                 base, ours, mtime = again
                 continue
+            if outcome is not None and outcome.conflict and outcome.discarded == ours:
+                with self._lock:
+                    result.replaced[name] = outcome.conflict
             self._settle_merge(result, name, outcome, merged, etag)
             return
         with self._lock:

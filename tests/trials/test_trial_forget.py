@@ -1054,3 +1054,55 @@ def test_a_forget_that_waited_for_the_remote_is_finished_whatever_the_state_fold
     assert (remote / PROJECT / "_memsync" / "forgotten.json").exists()
     assert_forgotten(["ZTOKEN"], [p for p in everywhere(pair, remote) if p != a.home])
     assert_forgotten(["ZTOKEN"], [a.memory, *(a.home / "state").glob("*")])
+
+
+def _told(proc: subprocess.CompletedProcess[str]) -> str:
+    """What the PostToolUse hook told Claude (its additionalContext), or ""."""
+    if not proc.stdout.strip():
+        return ""
+    doc = json.loads(proc.stdout)
+    assert doc["hookSpecificOutput"]["hookEventName"] == "PostToolUse"
+    return doc["hookSpecificOutput"]["additionalContext"]
+
+
+def _log(device: Device) -> str:
+    path = device.home / "logs" / "memsync.log"
+    return path.read_text() if path.exists() else ""
+
+
+def test_claude_is_told_when_the_file_it_edited_was_forgotten_on_another_device(pair, remote):
+    """Finding 8 (t19b): Claude edits a file another device forgot; the PostToolUse hook said
+    nothing and logged nothing. Now Claude is told the file was not synced and why, and where
+    the edit went; the log says so too."""
+    a, b = pair
+    seed_sam(a, b)
+    a.run("forget", "relationship_sam.md", "--yes")
+    path = b.memory / "relationship_sam.md"
+    path.write_text(path.read_text() + "- Sam starts a new job in May.\n")
+    told = _told(_post_tool_use(b, path))
+    assert "relationship_sam.md was NOT synced" in told, told
+    assert "forgotten on another device" in told and "quarantine" in told, told
+    assert "relationship_sam.md" in _log(b) and "forgotten" in _log(b)
+    held = list(quarantine_dir(b.home).rglob("*relationship_sam.md"))
+    assert len(held) == 1 and str(held[0]) in told
+    assert "relationship_sam.md" not in on_remote(remote)
+
+
+def test_claude_is_told_when_its_write_was_replaced_by_a_later_edit_from_another_device(
+    pair, remote
+):
+    """Finding 19's variant (t55): Claude writes a fact file, another device writes it later
+    and syncs first; the PostToolUse push rightly keeps the later version, but Claude was not
+    told its write was reverted. Now it is, and where its version is kept."""
+    a, b = pair
+    a.write("user_pat.md", "Pat takes coffee black.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    path = b.write("user_pat.md", "Pat takes coffee with oat milk (B).\n", type="user")
+    os.utime(path, (time.time() - 5, time.time() - 5))
+    a.write("user_pat.md", "Pat switched to tea (A, later).\n", type="user")
+    a.run("sync")
+    told = _told(_post_tool_use(b, path))
+    assert "tea (A, later)" in path.read_text()
+    assert "user_pat.md" in told and "replaced" in told and "history" in told, told
+    assert "replaced" in _log(b)
