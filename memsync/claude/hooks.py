@@ -185,8 +185,11 @@ def push_unsynced(payload: dict[str, Any], stdout: Any) -> None:
     ctx = _context(payload)
     event = str(payload.get("hook_event_name") or "stop")
     engine, known = _engine(ctx)
+    held_before = {q.get("path") for q in engine.state.meta.get("quarantined", [])}
     result = engine.run("push")
     _after(ctx, known, result)
+    for name, why in _set_aside(engine, held_before).items():
+        _log(ctx.home).warning("%s: %s not pushed: %s", event, name, why)
     for verb, names in (
         ("pushed", result.uploaded),
         ("merged with the remote's version", result.merged),

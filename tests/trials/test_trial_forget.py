@@ -1082,10 +1082,24 @@ def test_claude_is_told_when_the_file_it_edited_was_forgotten_on_another_device(
     told = _told(_post_tool_use(b, path))
     assert "relationship_sam.md was NOT synced" in told, told
     assert "forgotten on another device" in told and "quarantine" in told, told
-    assert "relationship_sam.md" in _log(b) and "forgotten" in _log(b)
+    assert "post-tool-use: relationship_sam.md not pushed" in _log(b)
     held = list(quarantine_dir(b.home).rglob("*relationship_sam.md"))
     assert len(held) == 1 and str(held[0]) in told
     assert "relationship_sam.md" not in on_remote(remote)
+
+
+def test_the_stop_hook_logs_an_edit_it_set_aside(pair, remote):
+    """Finding 8: the Stop hook moved an edit of a forgotten file to quarantine without a
+    log line."""
+    a, b = pair
+    seed_sam(a, b)
+    a.run("forget", "relationship_sam.md", "--yes")
+    path = b.memory / "relationship_sam.md"
+    path.write_text(path.read_text() + "- Sam starts a new job in May.\n")
+    stop = {"session_id": "s-1", "cwd": str(b.root), "hook_event_name": "Stop"}
+    b.run("hook", "stop", input=json.dumps(stop))
+    assert len(list(quarantine_dir(b.home).rglob("*relationship_sam.md"))) == 1
+    assert "Stop: relationship_sam.md not pushed" in _log(b), _log(b)
 
 
 def test_claude_is_told_when_its_write_was_replaced_by_a_later_edit_from_another_device(
