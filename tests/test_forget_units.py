@@ -129,3 +129,14 @@ def test_a_reword_of_a_forgotten_line_is_found_whenever_it_was_made():
     assert _rewords_of_forgotten(here, base, fresh) == {line_hash(here[1])}
     other = ["## Pending", "- Book the venue", "- Call the plumber about the sink."]
     assert _rewords_of_forgotten(other, base, fresh) == set()
+
+
+def test_forget_match_keeps_the_blank_line_between_sections():
+    """Report 27, finding 5: the last entry of a section carries the blank line before the
+    next heading; removing the entry leaves that line."""
+    from memsync.admin.forget import _without_entries
+
+    text = "## Pending\n- Book the venue\n- Remind Pat about the dentist\n\n## Consumed\n- Done\n"
+    out, removed = _without_entries("carry_forward.md", text, "dentist")
+    assert removed == 1
+    assert out == "## Pending\n- Book the venue\n\n## Consumed\n- Done\n"

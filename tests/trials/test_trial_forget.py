@@ -1120,3 +1120,27 @@ def test_claude_is_told_when_its_write_was_replaced_by_a_later_edit_from_another
     assert "tea (A, later)" in path.read_text()
     assert "user_pat.md" in told and "replaced" in told and "history" in told, told
     assert "replaced" in _log(b)
+
+
+def test_forget_match_removes_only_the_matched_lines(pair, remote, tmp_path):
+    """Finding 5 (t12): forget --match took the blank line that separated the sections with
+    the last item of Pending, so importing a backup made just before it said the remote had
+    different content (exit 1, "run again with --force") though nothing changed since."""
+    a, b = pair
+    body = (
+        "## Pending\n- Ask Pat about the budget for the offsite.\n"
+        "- Remind Pat about the dentist on Friday.\n\n"
+        "## Consumed\n- Told Pat the release slipped.\n"
+    )
+    a.write("carry_forward.md", body, type="carry_forward")
+    a.run("sync")
+    archive = tmp_path / "bk.tar.gz"
+    a.run("export", str(archive))
+    a.run("forget", "--match", "dentist", "--yes")
+    want = body.replace("- Remind Pat about the dentist on Friday.\n", "")
+    assert (a.memory / "carry_forward.md").read_text().endswith(want)
+    proc = a.run("import", str(archive))
+    assert "skipped" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    b.run("sync")
+    assert (b.memory / "carry_forward.md").read_text().endswith(want)
+    assert_forgotten(["dentist"], everywhere(pair, remote))
