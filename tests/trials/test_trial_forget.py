@@ -1046,6 +1046,8 @@ def test_a_forget_that_waited_for_the_remote_is_finished_whatever_the_state_fold
     proc = a.run("sync")
     assert "finished forgetting" in proc.stderr, proc.stderr
     assert "is not finished" not in a.run("status").stdout
+    if change == "remote-url":  # finished under the right URL: not pending under the old one
+        assert "is not finished" not in wrong.run("status", check=None).stdout
     b.run("sync")
     a.run("sync")
     for device in (a, b):
