@@ -112,3 +112,31 @@ def test_a_rule_compacted_from_a_forgotten_entry_is_that_entry():
     assert scrub(b"- Joking about the deadline fell flat, again.\n", forgotten) == (
         b"- Joking about the deadline fell flat, again.\n"
     )
+
+
+def test_a_reword_of_a_forgotten_line_is_found_whenever_it_was_made():
+    """Report 27, finding 17: the reword's time no longer matters (the function takes none):
+    the device had not heard of the forget, before or after it."""
+    from memsync.sync.tombstones import _rewords_of_forgotten
+
+    base = ["## Pending", "- Check whether the staging migration finished.", "- Book the venue"]
+    here = [
+        "## Pending",
+        "- Check whether the staging migration finished also R2.",
+        "- Book the venue",
+    ]
+    fresh = {line_hash(base[1]): 1.0}
+    assert _rewords_of_forgotten(here, base, fresh) == {line_hash(here[1])}
+    other = ["## Pending", "- Book the venue", "- Call the plumber about the sink."]
+    assert _rewords_of_forgotten(other, base, fresh) == set()
+
+
+def test_forget_match_keeps_the_blank_line_between_sections():
+    """Report 27, finding 5: the last entry of a section carries the blank line before the
+    next heading; removing the entry leaves that line."""
+    from memsync.admin.forget import _without_entries
+
+    text = "## Pending\n- Book the venue\n- Remind Pat about the dentist\n\n## Consumed\n- Done\n"
+    out, removed = _without_entries("carry_forward.md", text, "dentist")
+    assert removed == 1
+    assert out == "## Pending\n- Book the venue\n\n## Consumed\n- Done\n"

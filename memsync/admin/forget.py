@@ -54,6 +54,7 @@ from memsync.sync.tombstones import (
     purged_here,
     quarantine_notices,
     read_tombstones,
+    share_job,
 )
 from memsync.util.errors import MemsyncError, NotFound, PreconditionFailed, Unreachable, UserError
 
@@ -141,6 +142,7 @@ def _start(
     meta = engine.state.meta
     meta["forgetting"] = [*meta.get("forgetting", []), job]
     meta["tombstones_applied"] = sorted({*meta.get("tombstones_applied", []), job["id"]})
+    share_job(engine, job)  # beside the state folder too: it survives a new URL or meta.json
     engine.state.save_meta()
     audit(engine, action, id=job["id"], files=job["files"], **details)
     return job
@@ -326,13 +328,30 @@ def _without_entries(name: str, text: str, needle: str) -> tuple[str, int] | Non
     for section in tree.walk():
         if section.heading and _contains(section.heading, needle):
             return None
-        kept = [e for e in section.entries if not _contains(e, needle)]
-        removed += len(section.entries) - len(kept)
+        kept = []
+        for entry in section.entries:
+            if not _contains(entry, needle):
+                kept.append(entry)
+                continue
+            removed += 1
+            # the last entry of a section carries the blank line before the next heading:
+            # only the matched lines go, the file's layout stays (report 27, finding 5)
+            if tail := _blank_tail(entry):
+                kept.append(tail)
         section.entries = kept
     body = tree.render()
     if _contains(body, needle):
         return None
     return memory.render(doc.meta, body) if doc.meta is not None else body, removed
+
+
+def _blank_tail(entry: str) -> str:
+    """The blank lines an entry ends with (none if it is blank throughout)."""
+    lines = entry.splitlines(keepends=True)
+    tail: list[str] = []
+    while lines and not lines[-1].strip():
+        tail.insert(0, lines.pop())
+    return "".join(tail) if lines else ""
 
 
 _LINKED = re.compile(r"^(\s*(?:[-*+]\s+)?)\[([^\]]*)\]\(<?([^)<>\s]+)>?\)")

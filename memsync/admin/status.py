@@ -166,6 +166,7 @@ def _sort_actions(
 def _add_notices(engine: Engine, seen: _RemoteView, names: set[str], result: Status) -> None:
     """A purge, an unfinished forget, quarantined edits, and tombstones not yet read."""
     state = engine.state
+    engine.adopt_pending_forgets()  # one started under another remote URL is pending here too
     if seen.purged or state.meta.keys() & {"purged", "forgetting", "quarantined"}:
         from memsync.admin.forget import notices
 

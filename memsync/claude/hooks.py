@@ -137,16 +137,29 @@ def post_tool_use(payload: dict[str, Any], stdout: Any) -> None:
     path = memory_file_of(payload, ctx)
     if path is None:
         return
-    problems = _push_one(ctx, path, "post-tool-use")
+    problems, replaced = _push_one(ctx, path, "post-tool-use")
+    told = []
     if problems:
         # the model wrote the file and would believe it synced: say it was not, and why (the
         # reasons name a line and a kind, never the secret)
         said = "; ".join(f"{name} was NOT synced: {why}" for name, why in problems.items())
+        told.append(
+            f"memsync: {said}. It stays only on this machine until that is fixed; tell the user."
+        )
+    if replaced:
+        # the push kept another device's later version: the model's write is no longer there
+        said = "; ".join(
+            f"your write to {name} was replaced by a later edit made on another device ({why}); "
+            f"your version is in local history (`memsync history {name}`, `memsync restore "
+            f"{name}`)"
+            for name, why in replaced.items()
+        )
+        told.append(f"memsync: {said}. Read the file again before relying on it; tell the user.")
+    if told:
         doc = {
             "hookSpecificOutput": {
                 "hookEventName": "PostToolUse",
-                "additionalContext": f"memsync: {said}. It stays only on this machine until "
-                "that is fixed; tell the user.",
+                "additionalContext": " ".join(told),
             }
         }
         stdout.write(json.dumps(doc) + "\n")
@@ -172,8 +185,11 @@ def push_unsynced(payload: dict[str, Any], stdout: Any) -> None:
     ctx = _context(payload)
     event = str(payload.get("hook_event_name") or "stop")
     engine, known = _engine(ctx)
+    held_before = {q.get("path") for q in engine.state.meta.get("quarantined", [])}
     result = engine.run("push")
     _after(ctx, known, result)
+    for name, why in _set_aside(engine, held_before).items():
+        _log(ctx.home).warning("%s: %s not pushed: %s", event, name, why)
     for verb, names in (
         ("pushed", result.uploaded),
         ("merged with the remote's version", result.merged),
@@ -187,26 +203,37 @@ def push_unsynced(payload: dict[str, Any], stdout: Any) -> None:
         )
 
 
-def _push_one(ctx: config.Context, path: Path, event: str) -> dict[str, str]:
-    """Push one file; returns {name: why} for what was refused or failed."""
+def _push_one(ctx: config.Context, path: Path, event: str) -> tuple[dict[str, str], dict[str, str]]:
+    """Push one file; returns {name: why} for what was refused or failed (a file another
+    device forgot, set aside, included), and {name: why} for a write a later edit from
+    another device replaced."""
     log = _log(ctx.home)
     engine, known = _engine(ctx)  # only now: the fast path never pays for the engine
     name = engine.name_of(path)
+    held_before = {q.get("path") for q in engine.state.meta.get("quarantined", [])}
     # a stalled or trickling remote fails at the cutoff and the file is queued: the agent
     # waits for this hook after every memory write
     try:
         result = engine.run("push", [str(path)], cutoff=time.monotonic() + PUSH_BUDGET)
     except GuardError as exc:  # a lost memory dir: nothing goes out until it is pulled back
         log.warning("%s: %s not pushed: %s", event, name, exc)
-        return {name: str(exc)}
+        return {name: str(exc)}, {}
     _after(ctx, known, result)
     if result.disabled:
         log.info("%s: %s not pushed, sync is off", event, name)
     elif result.offline:
         log.warning("%s: %s queued, the remote is unreachable: %s", event, name, result.offline)
-    problems = {**result.refused, **result.errors}
+    problems = {**result.refused, **result.errors, **_set_aside(engine, held_before)}
     for refused, reason in problems.items():
         log.warning("%s: %s not pushed: %s", event, refused, reason)
+    for lost, why in result.replaced.items():
+        log.warning(
+            "%s: %s: this write was replaced by a later edit from another device (%s); "
+            "it is in local history",
+            event,
+            lost,
+            why,
+        )
     for conflict in result.conflicts:
         log.warning("%s: conflict: %s", event, conflict)
     if result.uploaded:
@@ -215,7 +242,29 @@ def _push_one(ctx: config.Context, path: Path, event: str) -> dict[str, str]:
         log.info("%s: merged with the remote's version %s", event, ", ".join(result.merged))
     if result.deleted_remote:
         log.info("%s: deleted on the remote %s", event, ", ".join(result.deleted_remote))
-    return problems
+    return problems, dict(result.replaced)
+
+
+def _set_aside(engine: Any, before: set[Any]) -> dict[str, str]:
+    """{name: why} for the edits this run set aside in quarantine: files (or lines) another
+    device forgot, which the push therefore did not upload (see sync/tombstones.py)."""
+    out = {}
+    for q in engine.state.meta.get("quarantined", []):
+        if q.get("path") in before:
+            continue
+        if q.get("lines"):
+            out[q["file"]] = (
+                "lines of it were forgotten on another device (`memsync forget`), so your "
+                f"rewording of them was taken out of it; the file as it was is in quarantine at "
+                f"{q['path']}"
+            )
+        else:
+            out[q["file"]] = (
+                "it was forgotten on another device (`memsync forget`), so the edit was moved "
+                f"out of the memory dir to quarantine at {q['path']}; write what is still needed "
+                "into a new memory file"
+            )
+    return out
 
 
 # --- session-start -------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from memsync.sync.localfiles import LocalFiles, settled, stat_key
 from memsync.sync.planner import Action, Kind
 from memsync.sync.remote_files import classify
 from memsync.sync.remote_keys import CONFLICTS, PURGED, TOMBSTONES
-from memsync.sync.state import COMEBACKS, Record, State
+from memsync.sync.state import COMEBACKS, Record, State, pending_forgets_file
 from memsync.sync.walk import MemoryWalk
 from memsync.util.errors import (
     AlreadyExists,
@@ -87,6 +87,8 @@ class SyncResult:
         self.queued: list[str] = []
         self.skipped: list[str] = []  # not started before the deadline
         self.quarantined: list[str] = []  # forgotten elsewhere, edited here: what to do
+        # this device's copy lost to another device's later edit (kept in local history)
+        self.replaced: dict[str, str] = {}
         self.offline: str | None = None
         self.disabled = False
         self.stats = Stats()
@@ -138,6 +140,10 @@ class Engine:
         # files this run took forgotten lines out of, and those lines' hashes: told at the end
         self._taken_out: tuple[list[str], set[str]] = ([], set())
         self._index_read = False
+        # `push FILE` (no listing): the files whose remote copy changed while the remote's
+        # tombstone list moved since this device applied it; a listing sync of them follows
+        self._records_run = False
+        self._deferred: set[str] = set()
         self._manifest_ahead: GetAhead | None = None  # a fresh pull's manifest, read early
         self.state = State(ctx.state_dir, int(ctx.setting("history_versions")))
         # told once when the state lock is not free at once (the CLI says it is waiting)
@@ -412,9 +418,11 @@ class Engine:
 
             raise purged_here(self)
         recover_landing(self.state, self.ctx.memory_dir, self.local_path, self._keep)
+        self.adopt_pending_forgets()
         local = self._look_here(result, mode, names, allow)
         pending = self.state.pending  # read after a lost dir's restore, which empties it
-        if mode == "push" and names is not None:
+        self._records_run = mode == "push" and names is not None
+        if self._records_run:
             run = self._plan_from_records(result, local, names, pending)
         else:
             planned = self._plan_from_listing(result, mode, local, names, pending)
@@ -427,6 +435,23 @@ class Engine:
             settle = names is None and mode != "push" and not result.offline
             self._index_comebacks(result, self._index_before, settle)
         self._settle(result, run, pending, full=names is None)
+        self._records_run = False
+        if self._deferred and not result.offline:
+            # another device forgot something since this device last listed: a listing
+            # sync of those files takes the forget in first (sets aside an edit of what
+            # was forgotten) and only then merges and uploads (report 27, finding 17)
+            deferred, self._deferred = sorted(self._deferred), set()
+            self._run_locked(result, "sync", deferred, force, allow, deadline, progress)
+
+    def adopt_pending_forgets(self) -> None:
+        """Forgets started under another remote URL or a meta.json since moved aside (see
+        state.pending_forgets_file): one stat when there are none."""
+        ctx = self.ctx
+        shared = pending_forgets_file(ctx.home, ctx.project, ctx.memory_dir)
+        if self.state.meta.get("forgetting") or shared.exists():
+            from memsync.sync.tombstones import adopt_pending
+
+            adopt_pending(self)
 
     def _tell_taken_out(self, result: SyncResult) -> None:
         """Say which files forgotten lines were taken out of, once the run is done and only
@@ -964,7 +989,7 @@ class Engine:
             else:
                 etag = self.store.replace(name, ours, remote_etag, mtime)
         except PreconditionFailed:
-            if self._purge_blocked(result, name):
+            if self._purge_blocked(result, name) or self._forgotten_since(name):
                 return
             self._merge(result, name, ours, mtime)  # `push FILE` too: the edit times decide
             return
@@ -1029,6 +1054,9 @@ class Engine:
             if again is not None:
                 base, ours, mtime = again
                 continue
+            if outcome is not None and outcome.conflict and outcome.discarded == ours:
+                with self._lock:
+                    result.replaced[name] = outcome.conflict
             self._settle_merge(result, name, outcome, merged, etag)
             return
         with self._lock:
@@ -1194,6 +1222,24 @@ class Engine:
                 f"this project was purged, so {name} was not uploaded; `{REPUBLISH}` publishes "
                 "again"
             )
+        return True
+
+    def _forgotten_since(self, name: str) -> bool:
+        """`push FILE` found the file changed on the remote: whether the remote's tombstone
+        list moved since this device applied it (one GET, on this rare path). Then the file
+        is not merged here but left to the listing sync that follows (`_deferred`): a merge
+        keeps an edit over a concurrent removal, so an edit of a line another device forgot
+        would otherwise go up before this device heard of the forget."""
+        if not self._records_run:
+            return False
+        try:
+            _, etag = self.store.get(TOMBSTONES)
+        except NotFound:
+            return False
+        with self._lock:
+            if etag == self.state.meta.get("tombstones_etag"):
+                return False
+            self._deferred.add(name)
         return True
 
     def _recreate_blocked(self, result: SyncResult, name: str) -> bool:

@@ -21,6 +21,16 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+def pending_forgets_file(home: Path, project: str, memory_dir: Path) -> Path:
+    """The forgets started here whose remote part is not finished, for one project's memory
+    dir: kept beside the state folders, not in one. A state folder is per remote URL, and its
+    meta.json is what memsync asks the user to move aside when it is damaged: a forget waiting
+    there would be lost to a sync naming the remote another way, or to that move (report 27,
+    finding 14), and what it forgot published again (see sync/tombstones.py `adopt_pending`)."""
+    digest = hashlib.sha256(f"{project}\n{memory_dir}".encode()).hexdigest()[:10]
+    return home / "forgetting" / f"{project}-{digest}.json"
+
+
 class Record(NamedTuple):
     """What a file looked like when it was last in sync on both sides."""
 

@@ -24,7 +24,7 @@ from memsync.memory.index_links import INDEX, without_links
 from memsync.stores import MAX_ATTEMPTS
 from memsync.sync.forgotten import identity, line_hash, line_hashes, scrub
 from memsync.sync.remote_keys import PURGED, TOMBSTONES
-from memsync.sync.state import COMEBACKS, history_folder
+from memsync.sync.state import COMEBACKS, history_folder, pending_forgets_file
 from memsync.util.dates import local_time
 from memsync.util.errors import MemsyncError, NotFound, PreconditionFailed, Unreachable, UserError
 from memsync.util.fsutil import atomic_write, private_dir, sha256
@@ -351,6 +351,72 @@ def drop_job(engine: Engine, job: dict[str, Any]) -> None:
     meta["forgetting"] = [j for j in meta.get("forgetting", []) if j.get("id") != job["id"]]
     if not meta["forgetting"]:
         del meta["forgetting"]
+    shared = _shared_jobs(engine)
+    if shared is not None and any(j.get("id") == job["id"] for j in shared):
+        _write_shared(engine, [j for j in shared if j.get("id") != job["id"]])
+
+
+def _shared_path(engine: Engine) -> Path:
+    ctx = engine.ctx
+    return pending_forgets_file(ctx.home, ctx.project, ctx.memory_dir)
+
+
+def _shared_jobs(engine: Engine) -> list[dict[str, Any]] | None:
+    """The unfinished forgets kept beside the state folders; None when the file cannot be
+    read (then nothing is taken for finished)."""
+    try:
+        jobs = json.loads(_shared_path(engine).read_bytes())
+    except FileNotFoundError:
+        return []
+    except (OSError, ValueError):
+        return None
+    if not isinstance(jobs, list):
+        return None
+    return [j for j in jobs if isinstance(j, dict) and isinstance(j.get("id"), str)]
+
+
+def _write_shared(engine: Engine, jobs: list[dict[str, Any]]) -> None:
+    path = _shared_path(engine)
+    if not jobs:
+        path.unlink(missing_ok=True)
+        return
+    private_dir(path.parent)
+    atomic_write(path, json.dumps(jobs, indent=1, sort_keys=True).encode())
+
+
+def share_job(engine: Engine, job: dict[str, Any]) -> None:
+    """Keep a new forget job beside the state folders too (`pending_forgets_file`), until its
+    remote part is done: whatever remote URL or meta.json the next sync has, it finishes it."""
+    job["shared"] = True
+    jobs = _shared_jobs(engine) or []
+    _write_shared(engine, [*[j for j in jobs if j.get("id") != job["id"]], job])
+
+
+def adopt_pending(engine: Engine) -> None:
+    """Bring this state's list of unfinished forgets in step with the one kept beside the
+    state folders: a job started under another remote URL, or listed in a meta.json moved
+    aside since, is taken in (its own tombstone counted as applied here); a shared job gone
+    from that list was finished by a sync under another URL, and is dropped here (finishing
+    it again could delete a file created anew since)."""
+    shared = _shared_jobs(engine)
+    if shared is None:
+        return
+    meta = engine.state.meta
+    ids = {j["id"] for j in shared}
+    mine = meta.get("forgetting", [])
+    kept = [j for j in mine if not j.get("shared") or j.get("id") in ids]
+    known = {j.get("id") for j in kept}
+    adopted = [j for j in shared if j["id"] not in known]
+    if not adopted and len(kept) == len(mine):
+        return
+    if kept or adopted:
+        meta["forgetting"] = [*kept, *adopted]
+    else:
+        meta.pop("forgetting", None)
+    if adopted:
+        applied = {*meta.get("tombstones_applied", []), *(j["id"] for j in adopted)}
+        meta["tombstones_applied"] = sorted(applied)
+    engine.state.save_meta()
 
 
 def finish_pending(engine: Engine, listing: dict[str, Entry]) -> list[list[str]]:
@@ -482,7 +548,7 @@ def _scrub_local(engine: Engine, fresh: dict[str, float], local: LocalScan) -> N
         old = {
             h for h, ids in known.items() if ids & in_base or mtime <= min(fresh[i] for i in ids)
         }
-        old |= _rewords_of_forgotten(lines, base_lines, fresh, mtime)
+        old |= _rewords_of_forgotten(lines, base_lines, fresh)
         clean = scrub(data, old) if old else data
         if clean == data:
             continue
@@ -590,20 +656,17 @@ def _drop_from_rollups(engine: Engine, name: str, local: LocalScan) -> list[str]
 
 
 def _rewords_of_forgotten(
-    lines: list[str], base_lines: list[str], fresh: dict[str, float], mtime: float
+    lines: list[str], base_lines: list[str], fresh: dict[str, float]
 ) -> set[str]:
-    """The hashes of lines here that reword a forgotten line of the base, in an edit made
-    before the forget: the same entry, which a merge would otherwise keep over the removal
-    (an item reworded here while another device forgot it). An entry reworded after the
-    forget is new content and stays."""
+    """The hashes of lines here that reword a forgotten line of the base: the same entry,
+    which a merge would otherwise keep over the removal (an item reworded here while another
+    device forgot it). When the edit was made does not matter: this device had not heard of
+    the forget (`fresh` holds only tombstones not applied here yet), so a reword made after
+    the user asked is as much the forgotten entry as one made before (report 27, finding 17)."""
     from memsync.memory.merge import SIMILAR, similarity
 
     here = set(lines)
-    gone = [
-        line
-        for line in base_lines
-        if (h := line_hash(line)) in fresh and line not in here and mtime <= fresh[h]
-    ]
+    gone = [line for line in base_lines if line_hash(line) in fresh and line not in here]
     if not gone:
         return set()
     added = [line for line in lines if line not in set(base_lines) and line_hash(line)]

@@ -316,9 +316,7 @@ def test_after_a_purge_republish_raises_no_false_conflicts_and_a_device_that_nev
     assert all("conflict" not in d.run("status").stdout for d in (a, b, c))
 
 
-def test_purge_while_the_remote_is_unreachable_deletes_nothing_and_says_so(
-    pair, remote, tmp_path
-):
+def test_purge_while_the_remote_is_unreachable_deletes_nothing_and_says_so(pair, remote, tmp_path):
     """Exit 3 means "queued" elsewhere; a purge is not queued (carried out later it could
     erase what other devices wrote meanwhile): it deletes nothing and says to run it again."""
     a, b = pair
@@ -383,8 +381,12 @@ def prune_while_edited(a: Device, b: Device) -> tuple[str, str]:
     a.write("user_role.md", "Staff engineer.\n", type="user")
     a.run("push")
     b.run("pull")
-    b.write(old, "## Arcs\n- old\n- B adds what it still needs\n", type="session_digest",
-            date="2020-01-01")
+    b.write(
+        old,
+        "## Arcs\n- old\n- B adds what it still needs\n",
+        type="session_digest",
+        date="2020-01-01",
+    )
     proc = a.run("prune", "--older-than", "30d", "--type", "session_digest", "--yes")
     assert "removed 1 MEMORY.md line(s)" in proc.stdout
     return old, line
@@ -961,3 +963,186 @@ def test_the_note_says_lines_were_taken_out_only_where_they_stayed_out(pair, rem
         proc.stderr
     ), proc.stderr
     assert "taken out of voice_calibration.md\n" not in proc.stderr
+
+
+# --- fresh-eyes re-trial of issue 16 (report 27): a forget another device had not heard of --
+
+
+def _post_tool_use(device: Device, path: Path) -> subprocess.CompletedProcess[str]:
+    """Claude Code's PostToolUse hook after an Edit of `path` on `device`."""
+    payload = {
+        "session_id": "s-1",
+        "cwd": str(device.root),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Edit",
+        "tool_input": {"file_path": str(path)},
+        "tool_response": {"filePath": str(path), "success": True},
+    }
+    return device.run("hook", "post-tool-use", input=json.dumps(payload))
+
+
+@pytest.mark.parametrize("route", ["sync", "post-tool-use"])
+def test_an_item_reworded_on_the_other_device_after_the_forget_is_set_aside(pair, remote, route):
+    """Finding 17: B (not synced since) rewords the item A forgot *after* the forget. B had
+    not heard of the forget, just as when it reworded before it: the reword is set aside in
+    quarantine with the notice, never republished (by a sync or by the PostToolUse push)."""
+    a, b = pair
+    a.write(
+        "carry_forward.md",
+        "## Pending\n- Check whether the staging migration finished.\n- Book the venue\n\n"
+        "## Consumed\n",
+        type="carry_forward",
+    )
+    a.run("push")
+    b.run("pull")
+    a.run("forget", "--match", "staging migration", "--yes")
+    time.sleep(0.05)
+    path = b.memory / "carry_forward.md"
+    path.write_text(path.read_text().replace("migration finished.", "migration finished also R2."))
+    if route == "post-tool-use":
+        _post_tool_use(b, path)
+    said = ""
+    for device in (b, a, b):
+        proc = device.run("sync")
+        said += proc.stdout + proc.stderr if device is b else ""
+    held = list(quarantine_dir(b.home).rglob("*carry_forward.md"))
+    assert len(held) == 1 and "also R2" in held[0].read_text(), said
+    assert "rewording" in said + b.run("status").stdout
+    for device in (a, b):
+        text = (device.memory / "carry_forward.md").read_text()
+        assert "- Book the venue" in text and "staging migration" not in text, device.name
+    assert_forgotten(["staging migration"], everywhere(pair, remote), [quarantine_dir(b.home)])
+
+
+@pytest.mark.parametrize("change", ["remote-url", "meta-moved-aside"])
+def test_a_forget_that_waited_for_the_remote_is_finished_whatever_the_state_folder(
+    pair, remote, tmp_path, change
+):
+    """Finding 14: a forget made while the remote could not be reached (exit 3, "the next
+    `memsync sync` finishes it") is finished by the next sync even when that sync names the
+    remote by another URL (the user fixed a wrong mount path: state is kept per remote URL)
+    or runs after meta.json was moved aside as memsync's own message advises."""
+    a, b = pair
+    a.write(
+        "carry_forward.md",
+        "## Pending\n- Ask Pat about ZTOKEN the layoffs.\n- Book the venue\n\n## Consumed\n",
+        type="carry_forward",
+    )
+    a.run("sync")
+    b.run("sync")
+    if change == "remote-url":
+        wrong = Device(a.name, a.root, (tmp_path / "nowhere").as_uri())
+        proc = wrong.run("forget", "--match", "ZTOKEN", "--yes", check=3)
+    else:
+        away = tmp_path / "remote-away"
+        remote.rename(away)
+        proc = a.run("forget", "--match", "ZTOKEN", "--yes", check=3)
+        away.rename(remote)
+        (meta,) = (a.home / "state").glob("*/meta.json")
+        meta.rename(meta.with_name("meta.json.bad"))
+        meta.with_name("meta.json.bad").unlink()  # the user deletes what was moved aside
+    assert "the next `memsync sync` finishes it" in proc.stderr, proc.stderr
+    assert "is not finished on the remote" in a.run("status").stdout
+    proc = a.run("sync")
+    assert "finished forgetting" in proc.stderr, proc.stderr
+    assert "is not finished" not in a.run("status").stdout
+    if change == "remote-url":  # finished under the right URL: not pending under the old one
+        assert "is not finished" not in wrong.run("status", check=None).stdout
+    b.run("sync")
+    a.run("sync")
+    for device in (a, b):
+        text = (device.memory / "carry_forward.md").read_text()
+        assert "- Book the venue" in text and "ZTOKEN" not in text, device.name
+    assert (remote / PROJECT / "_memsync" / "forgotten.json").exists()
+    assert_forgotten(["ZTOKEN"], [p for p in everywhere(pair, remote) if p != a.home])
+    assert_forgotten(["ZTOKEN"], [a.memory, *(a.home / "state").glob("*")])
+
+
+def _told(proc: subprocess.CompletedProcess[str]) -> str:
+    """What the PostToolUse hook told Claude (its additionalContext), or ""."""
+    if not proc.stdout.strip():
+        return ""
+    doc = json.loads(proc.stdout)
+    assert doc["hookSpecificOutput"]["hookEventName"] == "PostToolUse"
+    return doc["hookSpecificOutput"]["additionalContext"]
+
+
+def _log(device: Device) -> str:
+    path = device.home / "logs" / "memsync.log"
+    return path.read_text() if path.exists() else ""
+
+
+def test_claude_is_told_when_the_file_it_edited_was_forgotten_on_another_device(pair, remote):
+    """Finding 8 (t19b): Claude edits a file another device forgot; the PostToolUse hook said
+    nothing and logged nothing. Now Claude is told the file was not synced and why, and where
+    the edit went; the log says so too."""
+    a, b = pair
+    seed_sam(a, b)
+    a.run("forget", "relationship_sam.md", "--yes")
+    path = b.memory / "relationship_sam.md"
+    path.write_text(path.read_text() + "- Sam starts a new job in May.\n")
+    told = _told(_post_tool_use(b, path))
+    assert "relationship_sam.md was NOT synced" in told, told
+    assert "forgotten on another device" in told and "quarantine" in told, told
+    assert "post-tool-use: relationship_sam.md not pushed" in _log(b)
+    held = list(quarantine_dir(b.home).rglob("*relationship_sam.md"))
+    assert len(held) == 1 and str(held[0]) in told
+    assert "relationship_sam.md" not in on_remote(remote)
+
+
+def test_the_stop_hook_logs_an_edit_it_set_aside(pair, remote):
+    """Finding 8: the Stop hook moved an edit of a forgotten file to quarantine without a
+    log line."""
+    a, b = pair
+    seed_sam(a, b)
+    a.run("forget", "relationship_sam.md", "--yes")
+    path = b.memory / "relationship_sam.md"
+    path.write_text(path.read_text() + "- Sam starts a new job in May.\n")
+    stop = {"session_id": "s-1", "cwd": str(b.root), "hook_event_name": "Stop"}
+    b.run("hook", "stop", input=json.dumps(stop))
+    assert len(list(quarantine_dir(b.home).rglob("*relationship_sam.md"))) == 1
+    assert "Stop: relationship_sam.md not pushed" in _log(b), _log(b)
+
+
+def test_claude_is_told_when_its_write_was_replaced_by_a_later_edit_from_another_device(
+    pair, remote
+):
+    """Finding 19's variant (t55): Claude writes a fact file, another device writes it later
+    and syncs first; the PostToolUse push rightly keeps the later version, but Claude was not
+    told its write was reverted. Now it is, and where its version is kept."""
+    a, b = pair
+    a.write("user_pat.md", "Pat takes coffee black.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    path = b.write("user_pat.md", "Pat takes coffee with oat milk (B).\n", type="user")
+    os.utime(path, (time.time() - 5, time.time() - 5))
+    a.write("user_pat.md", "Pat switched to tea (A, later).\n", type="user")
+    a.run("sync")
+    told = _told(_post_tool_use(b, path))
+    assert "tea (A, later)" in path.read_text()
+    assert "user_pat.md" in told and "replaced" in told and "history" in told, told
+    assert "replaced" in _log(b)
+
+
+def test_forget_match_removes_only_the_matched_lines(pair, remote, tmp_path):
+    """Finding 5 (t12): forget --match took the blank line that separated the sections with
+    the last item of Pending, so importing a backup made just before it said the remote had
+    different content (exit 1, "run again with --force") though nothing changed since."""
+    a, b = pair
+    body = (
+        "## Pending\n- Ask Pat about the budget for the offsite.\n"
+        "- Remind Pat about the dentist on Friday.\n\n"
+        "## Consumed\n- Told Pat the release slipped.\n"
+    )
+    a.write("carry_forward.md", body, type="carry_forward")
+    a.run("sync")
+    archive = tmp_path / "bk.tar.gz"
+    a.run("export", str(archive))
+    a.run("forget", "--match", "dentist", "--yes")
+    want = body.replace("- Remind Pat about the dentist on Friday.\n", "")
+    assert (a.memory / "carry_forward.md").read_text().endswith(want)
+    proc = a.run("import", str(archive))
+    assert "skipped" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    b.run("sync")
+    assert (b.memory / "carry_forward.md").read_text().endswith(want)
+    assert_forgotten(["dentist"], everywhere(pair, remote))
