@@ -422,7 +422,7 @@ class Engine:
         local = self._look_here(result, mode, names, allow)
         pending = self.state.pending  # read after a lost dir's restore, which empties it
         self._records_run = mode == "push" and names is not None
-        if self._records_run:
+        if mode == "push" and names is not None:
             run = self._plan_from_records(result, local, names, pending)
         else:
             planned = self._plan_from_listing(result, mode, local, names, pending)
