@@ -306,6 +306,8 @@ def transfer(
         if done is not None:
             done_lines(done)
         raise
+    finally:
+        engine.close()
     if engine.ctx.other_origin and identity.origin_note(engine.ctx.identity) in result.notes:
         identity.noted(engine.ctx.home, engine.ctx.memory_dir, engine.ctx.identity)
     report(result, stats, engine.ctx.memory_dir)

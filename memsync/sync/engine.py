@@ -191,6 +191,13 @@ class Engine:
             self._store.project_known = bool(self.state.records)
         return self._store
 
+    def close(self) -> None:
+        """Close the remote's connections, if it was opened: at a command's end, instead of
+        leaving each one to the interpreter's exit, which closes them one by one (and formats
+        a ResourceWarning for each, shown or not)."""
+        if self._store is not None:
+            self._store.close()
+
     # --- the local side -------------------------------------------------------------------
 
     def local_path(self, name: str) -> Path:
