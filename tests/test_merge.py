@@ -49,6 +49,33 @@ def test_voice_calibration_keeps_entries_both_sides_added_under_the_same_date():
     assert out.count("- too formal") == 1
 
 
+@pytest.mark.parametrize(
+    ("path", "meta", "block"),
+    [
+        ("voice_calibration.md", {"type": "voice_calibration"}, "## 2026-11-25\n\n### Landed\n"),
+        ("voice_calibration.md", {"type": "voice_calibration"}, "## 2026-11-25\n\n### {sub}\n"),
+        ("session_digest_2026-11-25.md", {"type": "session_digest"}, "## Session 15:00 cccc\n\n"),
+    ],
+)
+def test_two_blocks_with_the_same_heading_each_keep_their_entries(path, meta, block):
+    """A second session the same day appends its own `## 2026-11-25` block (or a resumed
+    session its own `## Session` block) while the other device changes the file elsewhere:
+    each block keeps its entry, none is replaced by the other and doubled (fresh-eyes
+    re-trial of issue 16, finding 18)."""
+    top = "## Rules learned\n\n- 2026-09-01: numbers first.\n\n"
+    first = block.format(sub="Landed") + "- First session: the joke landed.\n\n"
+    second = block.format(sub="Missed") + "- Second session: numbers first worked.\n"
+    base = doc(top, **meta)
+    ours = doc(top.replace("first.\n", "first.\n- 2026-09-02: short answers.\n"), **meta)
+    theirs = doc(top + first + second, **meta)
+    for o, t in ((ours, theirs), (theirs, ours)):
+        out = body_of(checked(path, base, o, t).content)
+        assert out.count("- First session: the joke landed.") == 1, out
+        assert out.count("- Second session: numbers first worked.") == 1, out
+        assert out.count(block.format(sub="Landed").split("\n")[0]) == 2, out
+        assert "- 2026-09-02: short answers." in out
+
+
 def test_section_merge_keeps_a_removal_made_on_one_side():
     base = doc("## Active\n- a\n- b\n", type="callbacks")
     ours = doc("## Active\n- a\n", type="callbacks")  # b removed here

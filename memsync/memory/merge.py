@@ -504,7 +504,8 @@ def _short(text: str, limit: int = 60) -> str:
 def merge_tree(
     base: Section | None, ours: Section, theirs: Section, notes: list[str] | None = None
 ) -> Section:
-    """Sections by heading, entries within a section by the rule in `merge_items`. A section
+    """Sections by heading (a repeated heading by occurrence), entries within a section by the
+    rule in `merge_items`. A section
     removed on one side loses the entries the other side left alone and keeps what it added
     or changed (so compaction folding a section away never brings its old entries back)."""
     notes = [] if notes is None else notes
@@ -517,15 +518,10 @@ def merge_tree(
     entries = _merge_entries(
         base.entries if base else None, ours.entries, theirs.entries, notes, ours.title
     )
-    base_children = {c.key: c for c in base.children} if base else {}
-    ours_children = {c.key: c for c in ours.children}
-    theirs_children = {c.key: c for c in theirs.children}
-    keys = union(
-        None,
-        [c.key for c in ours.children],
-        [c.key for c in theirs.children],
-        key=lambda k: k,
-    )
+    base_children = _by_heading(base.children) if base else {}
+    ours_children = _by_heading(ours.children)
+    theirs_children = _by_heading(theirs.children)
+    keys = union(None, list(ours_children), list(theirs_children), key=lambda k: k)
     children = []
     for k in keys:
         o, t, b = ours_children.get(k), theirs_children.get(k), base_children.get(k)
@@ -548,6 +544,17 @@ def merge_tree(
             children.append(kept)
     heading = ours.heading if ours.heading is not None else theirs.heading
     return _space_headings(Section(heading, ours.level, _tidy_blanks(entries), children))
+
+
+def _by_heading(children: list[Section]) -> dict[tuple[str, int], Section]:
+    """Sections by heading, a heading written twice (a second session the same day appending
+    its own `## <date>` block) told apart by occurrence: each block merges with its own."""
+    seen: Counter[str] = Counter()
+    out = {}
+    for child in children:
+        out[(child.key, seen[child.key])] = child
+        seen[child.key] += 1
+    return out
 
 
 def _tidy_blanks(entries: list[str]) -> list[str]:

@@ -584,3 +584,39 @@ def test_two_devices_rolling_up_the_same_month_offline_hold_each_entry_once(pair
             assert text.count(f"## 2026-10-{day:02d}") == 1, text
         assert text.count("- BNEW05 Riley.") == 1, text
     assert not [n for n in a.files() if n.startswith("session_digest_2026-10-")]
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "top", "heading"),
+    [
+        ("voice_calibration.md", "voice_calibration", "Rules learned", "2026-11-25\n\n### Landed"),
+        ("session_digest_2026-11-25.md", "session_digest", "Session 09:00 aa", "Session 15:00 cc"),
+    ],
+)
+def test_two_blocks_with_the_same_heading_on_one_device_keep_both_entries(
+    pair, name, kind, top, heading
+):
+    """B's second session the same day appends its own block under the same heading (a
+    resumed session keeps its id) while A changes the file elsewhere: after the merge each
+    block keeps its own entry on both devices and the remote (fresh-eyes re-trial of issue
+    16, finding 18: the first entry was lost and the second doubled, with no conflict)."""
+    a, b, remote = pair
+    a.write(name, f"## {top}\n\n- Short lines beat long ones in banter.\n", type=kind)
+    start_synced(a, b)
+    edit(a, name, lambda t: t.replace("banter.\n", "banter.\n- Numbers before opinions.\n"))
+    edit(
+        b,
+        name,
+        lambda t: t
+        + f"\n## {heading}\n\n- First session: the joke about Mondays landed.\n"
+        + f"\n## {heading}\n\n- Second session: numbers first worked.\n",
+    )
+    a.run("sync")
+    b.run("sync")
+    a.run("sync")
+    assert a.files() == b.files()
+    for text in (a.files()[name].decode(), remote_text(remote, name)):
+        assert text.count("- First session: the joke about Mondays landed.") == 1, text
+        assert text.count("- Second session: numbers first worked.") == 1, text
+        assert text.count(f"## {heading}\n") == 2, text
+        assert "- Numbers before opinions." in text
