@@ -22,7 +22,7 @@ from datetime import date, datetime, timezone
 from typing import Any, NamedTuple, TypeVar
 
 from memsync.memory import frontmatter as memory
-from memsync.memory import sections
+from memsync.memory import sections, voice
 from memsync.memory.digests import is_rollup
 from memsync.memory.memtypes import type_of
 from memsync.memory.sections import Section
@@ -948,12 +948,17 @@ def _merge_sections(
     o_doc: memory.Document,
     t_doc: memory.Document,
     notes: list[str],
+    kind: str = "",
 ) -> str:
     """The merged body of a file made of sections, by its type's strategy (a digest's sessions
-    compared as blocks); `has_base`: the base is a synced version, not a template."""
+    compared as blocks, a voice_calibration section one side folded into its rules folded on
+    all three first: `voice.rebase_folds`); `has_base`: the base is a synced version, not a
+    template."""
     o_meta, t_meta = o_doc.meta or {}, t_doc.meta or {}
     b_tree = sections.parse(b_doc.body) if b_doc else None
     o_tree, t_tree = sections.parse(o_doc.body), sections.parse(t_doc.body)
+    if kind == "voice_calibration" and has_base and b_tree is not None:
+        b_tree, o_tree, t_tree = voice.rebase_folds(b_tree, o_tree, t_tree)
     blocks = [x for x in (b_tree, o_tree, t_tree) if x is not None]
     if strategy == "digest" and has_base and not any(map(_has_sessions, blocks)):
         pass  # one session in three versions, none in blocks: merged as it is
@@ -1006,7 +1011,9 @@ def _merge_text(v: _Versions) -> MergeResult:
             # month hold the same days, merged day by day (compaction makes it from dailies)
             strategy = "sections"
             b_doc = b_doc if base is not None else None
-        body = _merge_sections(strategy, base is not None, b_doc, o_doc, t_doc, notes)
+        body = _merge_sections(
+            strategy, base is not None, b_doc, o_doc, t_doc, notes, mtype.name
+        )
     else:
         return _merge_unknown(v, o_meta, t_meta, b_meta)
     newer = _newer(o_time, t_time, ours, theirs)

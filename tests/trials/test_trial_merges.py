@@ -620,3 +620,84 @@ def test_two_blocks_with_the_same_heading_on_one_device_keep_both_entries(
         assert text.count("- Second session: numbers first worked.") == 1, text
         assert text.count(f"## {heading}\n") == 2, text
         assert "- Numbers before opinions." in text
+
+
+SEPT = """
+## Rules learned
+- Keep status updates under five lines.
+
+## 2026-09-01
+
+### Missed
+- A long preamble before the answer annoyed Pat.
+
+### Landed
+- Leading with the number worked.
+"""
+
+
+@pytest.mark.parametrize(
+    ("change", "offline", "kept", "gone"),
+    [
+        # finding 19: B adds an entry next to a similar one while A compacts
+        (
+            "- Leading with the number worked.\n- Leading with the chart worked for Riley.\n",
+            False,
+            ["Leading with the number worked.", "Leading with the chart worked for Riley."],
+            [],
+        ),
+        # B rewords the entry while A compacts
+        (
+            "- Leading with the number worked in standup.\n",
+            False,
+            ["Leading with the number worked in standup."],
+            ["Leading with the number worked.\n"],
+        ),
+        # finding 4: B rewords it, then both compact offline (both laptops' scheduled job)
+        (
+            "- Leading with the number worked in standup BVOICE.\n",
+            True,
+            ["Leading with the number worked in standup BVOICE."],
+            ["Leading with the number worked.\n"],
+        ),
+    ],
+)
+def test_a_voice_section_compacted_while_the_other_device_changed_it(
+    pair, change, offline, kept, gone
+):
+    """A folds 2026-09-01 into Rules learned while B adds an entry there or rewords one (and
+    maybe compacts too, the remote away): after the syncs and another compaction, an added
+    entry is one more rule and a rewording replaces its rule, once, on both devices and the
+    remote, no conflict (fresh-eyes re-trial of issue 16, findings 19 and 4: the added entry
+    replaced "Leading with the number worked.", a rewording compacted on both devices stood
+    next to the old wording)."""
+    a, b, remote = pair
+    name = "voice_calibration.md"
+    a.write(name, SEPT, type="voice_calibration")
+    start_synced(a, b)
+    edit(b, name, lambda t: t.replace("- Leading with the number worked.\n", change))
+    away = remote.with_name("remote-away")
+    if offline:
+        remote.rename(away)
+        b.run("compact", "--now", "2026-11-26", check=3)
+    a.run("compact", "--now", "2026-11-26", check=3 if offline else 0)
+    if offline:
+        away.rename(remote)
+        a.run("sync")
+    b.run("sync")
+    a.run("sync")
+    a.run("compact", "--now", "2026-11-26")
+    a.run("sync")
+    b.run("sync")
+    assert a.files() == b.files()
+    assert not conflict_files(a) and not conflict_files(b)
+    for text in (a.files()[name].decode(), remote_text(remote, name)):
+        rules = sections.parse(memory.parse(text).body).find("Rules learned").entries
+        lines = [sections.normalise(e) for e in rules if e.strip()]
+        assert len(lines) == len(set(lines)) == 2 + len(kept), lines
+        for entry in kept:
+            assert text.count(entry) == 1, text
+        for entry in gone:
+            assert entry not in text, text
+        assert "## 2026-09-01" not in text
+        assert "- 2026-09-01 (Missed): A long preamble before the answer annoyed Pat." in text
