@@ -330,6 +330,16 @@ def test_a_carry_forward_item_consumed_here_and_reworded_there_is_consumed():
         assert "thank Ana" in "".join(tree.find("Consumed").entries)
 
 
+def test_each_side_removing_the_section_the_other_kept_leaves_no_blank_line():
+    """Found by the generated test: A removes section A, B removes section B."""
+    kind = "voice_calibration"
+    b = render(kind, {"A": ["alpha alpha alpha"], "B": ["alpha alpha alpha", "beta"]})
+    o = render(kind, {"B": ["alpha alpha alpha", "beta"]})
+    t = render(kind, {"A": ["alpha alpha alpha"]})
+    for ours, theirs in ((o, t), (t, o)):
+        assert not _merge_and_check("voice_calibration.md", b, ours, theirs).endswith(b"\n\n")
+
+
 def test_compaction_then_a_merge_then_compaction_again_adds_no_rule_twice():
     """Issue 16, defect 10: A compacts while B adds a note to an old dated section."""
     from datetime import date

@@ -974,6 +974,8 @@ def _merge_sections(
     body = STRATEGIES[strategy](b_tree, o_tree, t_tree, notes).render()
     if body.endswith("\n\n") and not any(x.endswith("\n\n") for x in (o_doc.body, t_doc.body)):
         body = body.rstrip("\n") + "\n"  # no blank line at the end that neither side had
+    if not body.strip() and all(x.strip() for x in (o_doc.body, t_doc.body)):
+        body = ""  # each side removed what the other kept: no blank line left under the fields
     return body
 
 
