@@ -26,7 +26,9 @@ from memsync/memory/merge.py, so the two can disagree:
   (Consumed is final);
 - section files and digests: an entry within its heading path, identified by its text (a
   digest's `Session <id>` level is left out: the merge wraps a digest without one);
-- frontmatter: each field (list fields: each element); `modified` is left to the merge.
+- frontmatter: each field (list fields: each element); `modified` is left to the merge;
+- voice_calibration.md: a dated section one side folded into Rules learned (compaction) is
+  read as folded on the base and the other side too: its entries as the rules they make.
 
 A reword is an entry whose text changed but kept most of its words: an entry gone from a side
 and a new entry of that side whose words overlap by at least half (twice the shared words over
@@ -158,6 +160,51 @@ def _entries(path: str, data: bytes, kind: str) -> list[Entry]:
                 where = rest
         text = _norm(entry)
         out.append(Entry(f"{where}|{text}", where, text))
+    return out
+
+
+_DATED = re.compile(r"^(\d{4}-\d{2}-\d{2})(.*)$")
+_RULES = "Rules learned"
+
+
+def _as_folded(version: list[Entry], *three: list[Entry]) -> list[Entry]:
+    """voice_calibration.md: a dated section one side folded (compaction): gone there, and
+    that side's Rules learned holds an entry of its date the base's does not. On every
+    version still holding it, its entries read as the rules they fold into,
+    `- <date> (<what the heading says after the date / subsection path>): <entry>`, so an
+    entry changed there meanwhile is compared with the rules (unless a side dropped the
+    section without folding it)."""
+    base, *sides = three
+
+    def dated(entries: list[Entry]) -> set[str]:
+        return {e.where.split(">")[0] for e in entries if _DATED.match(e.where.split(">")[0])}
+
+    base_rules = {e.text for e in base if e.where == _RULES}
+
+    def folded(side: list[Entry], heading: str) -> bool:
+        day = heading[:10]
+        return heading not in dated(side) and any(
+            e.where == _RULES and e.text not in base_rules and re.match(rf"- {day}\b", e.text)
+            for e in side
+        )
+
+    due = {
+        h
+        for h in dated(base)
+        if any(folded(s, h) for s in sides) and all(folded(s, h) or h in dated(s) for s in sides)
+    }
+    out = []
+    for e in version:
+        first, *rest = e.where.split(">")
+        if first not in due:
+            out.append(e)
+            continue
+        m = _DATED.match(first)
+        assert m is not None
+        path = [x for x in (m.group(2).strip(" \t-—–:,"), *rest) if x]
+        context = f" ({' / '.join(path)})" if path else ""
+        text = _norm(f"- {m.group(1)}{context}: {_ITEM.sub('', e.text, count=1)}")
+        out.append(Entry(f"{_RULES}|{text}", _RULES, text))
     return out
 
 
@@ -366,6 +413,10 @@ def violations(
     kind = kind_of(path, ours, theirs, base)
     b = b_raw = entries(path, base, kind) if base is not None else []
     o_raw, t_raw = entries(path, ours, kind), entries(path, theirs, kind)
+    if base is not None and type_of(path).name == "voice_calibration":
+        three = (b_raw, o_raw, t_raw)
+        b = b_raw = _as_folded(b_raw, *three)
+        o_raw, t_raw = _as_folded(o_raw, *three), _as_folded(t_raw, *three)
     split = _promises(kind, b, o_raw, t_raw)
     b, o_raw, t_raw = (_by_promise(v, split, b_raw) for v in (b_raw, o_raw, t_raw))
     doubled = _doubled_links(kind, b, o_raw, t_raw)

@@ -347,6 +347,62 @@ def test_a_rewording_after_roll_up_replaces_the_old_line() -> None:
     assert plan(final, NOW) == []
 
 
+SEPT = """
+## Rules learned
+- Keep status updates under five lines.
+
+## 2026-09-01
+
+### Missed
+- A long preamble before the answer annoyed Pat.
+
+### Landed
+- Leading with the number worked.
+"""
+
+
+@pytest.mark.parametrize(
+    ("change", "kept", "gone"),
+    [
+        # another device added an entry of its own next to a similar one: a rule of its own
+        (
+            "- Leading with the number worked.\n- Leading with the chart worked for Riley.\n",
+            ["Leading with the number worked.", "Leading with the chart worked for Riley."],
+            [],
+        ),
+        # another device reworded the entry: its wording replaces the rule
+        (
+            "- Leading with the number worked in standup.\n",
+            ["Leading with the number worked in standup."],
+            ["Leading with the number worked.\n"],
+        ),
+    ],
+)
+def test_a_rule_folded_while_another_device_changed_its_section(change, kept, gone) -> None:
+    """A compacts (folds 2026-09-01 into Rules learned) while B adds an entry to that section
+    or rewords one; B's merge, then A's next compaction: an added entry is one more rule, a
+    rewording replaces its rule, nothing twice (fresh-eyes re-trial of issue 16, finding 19:
+    the added entry was taken for a rewording and "Leading with the number worked." was lost)."""
+    from memsync.memory.merge import merge
+
+    base = md(SEPT, type="voice_calibration")
+    name = "voice_calibration.md"
+    ours = applied({name: base}, plan({name: base}, date(2026, 11, 26)))[name]
+    theirs = base.replace(b"- Leading with the number worked.\n", change.encode())
+    for merged in (merge(name, base, ours, theirs), merge(name, base, theirs, ours)):
+        assert merged.conflict is None
+        final = applied({name: merged.content}, plan({name: merged.content}, date(2026, 11, 26)))
+        text = final[name].decode()
+        rules = sections.parse(memory.parse(text).body).find("Rules learned")
+        lines = [sections.normalise(e) for e in rules.entries if e.strip()]
+        assert len(lines) == len(set(lines)) == 2 + len(kept), lines
+        for entry in kept:
+            assert text.count(f"- 2026-09-01 (Landed): {entry}") == 1, text
+        for entry in gone:
+            assert f"- 2026-09-01 (Landed): {entry}" not in text, text
+        assert "## 2026-09-01" not in text
+
+
 def test_plan_is_pure_and_ordered() -> None:
     files = golden_files()
     assert plan_to_dict(plan(files, NOW)) == plan_to_dict(plan(dict(files), NOW))

@@ -3,6 +3,8 @@ for every input (nothing either side added is lost, merging is deterministic).""
 
 from __future__ import annotations
 
+from datetime import date
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -47,6 +49,95 @@ def test_voice_calibration_keeps_entries_both_sides_added_under_the_same_date():
         assert line in out
     assert out.count("## 2026-04-17") == 1
     assert out.count("- too formal") == 1
+
+
+@pytest.mark.parametrize(
+    ("path", "meta", "block"),
+    [
+        ("voice_calibration.md", {"type": "voice_calibration"}, "## 2026-11-25\n\n### Landed\n"),
+        ("voice_calibration.md", {"type": "voice_calibration"}, "## 2026-11-25\n\n### {sub}\n"),
+        ("session_digest_2026-11-25.md", {"type": "session_digest"}, "## Session 15:00 cccc\n\n"),
+    ],
+)
+def test_two_blocks_with_the_same_heading_each_keep_their_entries(path, meta, block):
+    """A second session the same day appends its own `## 2026-11-25` block (or a resumed
+    session its own `## Session` block) while the other device changes the file elsewhere:
+    each block keeps its entry, none is replaced by the other and doubled (fresh-eyes
+    re-trial of issue 16, finding 18)."""
+    top = "## Rules learned\n\n- 2026-09-01: numbers first.\n\n"
+    first = block.format(sub="Landed") + "- First session: the joke landed.\n\n"
+    second = block.format(sub="Missed") + "- Second session: numbers first worked.\n"
+    base = doc(top, **meta)
+    ours = doc(top.replace("first.\n", "first.\n- 2026-09-02: short answers.\n"), **meta)
+    theirs = doc(top + first + second, **meta)
+    for o, t in ((ours, theirs), (theirs, ours)):
+        out = body_of(checked(path, base, o, t).content)
+        assert out.count("- First session: the joke landed.") == 1, out
+        assert out.count("- Second session: numbers first worked.") == 1, out
+        assert out.count(block.format(sub="Landed").split("\n")[0]) == 2, out
+        assert "- 2026-09-02: short answers." in out
+
+
+SEPT_VOICE = """
+## Rules learned
+- Keep status updates under five lines.
+
+## 2026-09-01
+
+### Landed
+- Leading with the number worked.
+
+## 2026-11-20
+
+### Missed
+- A pun in a serious thread.
+"""
+
+
+def _folded(body: str) -> bytes:
+    from memsync.retention.compact import plan
+
+    data = doc(body, type="voice_calibration")
+    (action,) = plan({"voice_calibration.md": data}, date(2026, 11, 26))
+    assert action.content is not None
+    return action.content
+
+
+@pytest.mark.parametrize("both_folded", [False, True])
+@pytest.mark.parametrize(
+    ("change", "rules"),
+    [
+        (
+            "- Leading with the number worked.\n- Leading with the chart worked for Riley.\n",
+            ["Leading with the number worked.", "Leading with the chart worked for Riley."],
+        ),
+        (
+            "- Leading with the number worked in standup.\n",
+            ["Leading with the number worked in standup."],
+        ),
+    ],
+)
+def test_a_section_folded_on_one_side_takes_the_other_sides_change_as_rules(
+    change, rules, both_folded
+):
+    """One device's compaction folded 2026-09-01 into Rules learned while the other added an
+    entry there (or reworded one, and maybe compacted too, offline): the merge folds the
+    other side's section as well and compares rule with rule, so an added entry is a rule of
+    its own and a rewording replaces the old rule; the section does not come back (fresh-eyes
+    re-trial of issue 16, findings 19 and 4)."""
+    base = doc(SEPT_VOICE, type="voice_calibration")
+    ours = _folded(SEPT_VOICE)
+    changed = SEPT_VOICE.replace("- Leading with the number worked.\n", change)
+    theirs = _folded(changed) if both_folded else doc(changed, type="voice_calibration")
+    for o, t in ((ours, theirs), (theirs, ours)):
+        result = merge("voice_calibration.md", base, o, t)
+        assert result.conflict is None
+        out = body_of(result.content)
+        found = [e for e in sections.parse(out).find("Rules learned").entries if e.strip()]
+        expected = ["Keep status updates under five lines."]
+        expected += [f"2026-09-01 (Landed): {r}" for r in rules]
+        assert [sections.normalise(e)[2:] for e in found] == expected, out
+        assert "## 2026-09-01" not in out and "- A pun in a serious thread." in out
 
 
 def test_section_merge_keeps_a_removal_made_on_one_side():

@@ -298,15 +298,24 @@ def test_two_relationship_files_made_from_the_template_merge_without_placeholder
     oracle.check("relationship_riley.md", virtual, ours, theirs, result.content, [result.conflict])
 
 
-def test_a_section_compacted_away_keeps_only_what_the_other_side_added():
+def test_a_section_compacted_away_takes_only_what_the_other_side_added_as_a_rule():
+    """The section folded on one side does not come back with the other side's addition:
+    the addition is folded too, one more rule (findings 19 and 4 of issue 16's re-trial)."""
     kind = "voice_calibration"
     b = render(kind, {"Rules learned": [], "2026-10-01": ["too formal", "one-liner landed"]})
     o = render(kind, {"Rules learned": ["2026-10-01: too formal", "2026-10-01: one-liner landed"]})
     late = ["too formal", "one-liner landed", "late"]
     t = render(kind, {"Rules learned": [], "2026-10-01": late})
-    out = _merge_and_check("voice_calibration.md", b, o, t).decode()
-    tree = sections.parse(memory.parse(out).body)
-    assert "".join(tree.find("2026-10-01").entries).strip() == "- late"
+    for ours, theirs in ((o, t), (t, o)):
+        out = _merge_and_check("voice_calibration.md", b, ours, theirs).decode()
+        tree = sections.parse(memory.parse(out).body)
+        assert tree.find("2026-10-01") is None, out
+        rules = [sections.normalise(e) for e in tree.find("Rules learned").entries if e.strip()]
+        assert rules == [
+            "- 2026-10-01: too formal",
+            "- 2026-10-01: one-liner landed",
+            "- 2026-10-01: late",
+        ], out
 
 
 def test_a_carry_forward_item_consumed_here_and_reworded_there_is_consumed():
@@ -319,6 +328,16 @@ def test_a_carry_forward_item_consumed_here_and_reworded_there_is_consumed():
         tree = sections.parse(memory.parse(out).body)
         assert "thank Ana" not in "".join(tree.find("Pending").entries)
         assert "thank Ana" in "".join(tree.find("Consumed").entries)
+
+
+def test_each_side_removing_the_section_the_other_kept_leaves_no_blank_line():
+    """Found by the generated test: A removes section A, B removes section B."""
+    kind = "voice_calibration"
+    b = render(kind, {"A": ["alpha alpha alpha"], "B": ["alpha alpha alpha", "beta"]})
+    o = render(kind, {"B": ["alpha alpha alpha", "beta"]})
+    t = render(kind, {"A": ["alpha alpha alpha"]})
+    for ours, theirs in ((o, t), (t, o)):
+        assert not _merge_and_check("voice_calibration.md", b, ours, theirs).endswith(b"\n\n")
 
 
 def test_compaction_then_a_merge_then_compaction_again_adds_no_rule_twice():
@@ -334,8 +353,9 @@ def test_compaction_then_a_merge_then_compaction_again_adds_no_rule_twice():
         kind, {"Rules learned": ["keep it short"], "2026-09-01": ["too formal", "pun", "late"]}
     )
     merged = _merge_and_check("voice_calibration.md", base, compacted, added)
-    again, _ = _plan_voice(merged.decode(), date(2026, 11, 25), Policy())
-    rules = sections.parse(memory.parse(again.decode()).body).find("Rules learned").entries
+    # the merge folded the note already (as the compaction did the rest): nothing left to do
+    assert _plan_voice(merged.decode(), date(2026, 11, 25), Policy()) is None
+    rules = sections.parse(memory.parse(merged.decode()).body).find("Rules learned").entries
     texts = [sections.normalise(e) for e in rules]
     assert len(texts) == len(set(texts)) == 4, texts
     # and a compaction run on a file whose rules are already there is a no-op on them
@@ -621,7 +641,7 @@ def test_compacting_a_crlf_voice_file_keeps_crlf_and_adds_no_blank_lines():
 
 def test_a_rule_reworded_on_one_device_while_the_other_folds_it_stays_one_rule():
     """Re-trial item 7: A compacts; B rewords an entry of the old section; after the merge
-    and another compaction Rules learned holds the reworded rule only."""
+    Rules learned holds the reworded rule only."""
     from datetime import date
 
     from memsync.retention.compact import Policy, _plan_voice
@@ -632,8 +652,9 @@ def test_a_rule_reworded_on_one_device_while_the_other_folds_it_stays_one_rule()
     compacted, _ = _plan_voice(base.decode(), date(2026, 11, 24), Policy())
     reworded = render(kind, {**old, "2026-09-01": ["Joked during an outage; it fell flat.", "pun"]})
     merged = _merge_and_check("voice_calibration.md", base, compacted, reworded)
-    again, _ = _plan_voice(merged.decode(), date(2026, 11, 25), Policy())
-    rules = sections.parse(memory.parse(again.decode()).body).find("Rules learned").entries
+    # the merge folds the rewording in place of its rule: no compaction left to do
+    assert _plan_voice(merged.decode(), date(2026, 11, 25), Policy()) is None
+    rules = sections.parse(memory.parse(merged.decode()).body).find("Rules learned").entries
     text = "".join(rules)
     assert "it fell flat" in text and "Joked during an outage.\n" not in text, text
     assert len([e for e in rules if e.strip()]) == 3, rules

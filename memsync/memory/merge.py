@@ -22,7 +22,7 @@ from datetime import date, datetime, timezone
 from typing import Any, NamedTuple, TypeVar
 
 from memsync.memory import frontmatter as memory
-from memsync.memory import sections
+from memsync.memory import sections, voice
 from memsync.memory.digests import is_rollup
 from memsync.memory.memtypes import type_of
 from memsync.memory.sections import Section
@@ -504,7 +504,8 @@ def _short(text: str, limit: int = 60) -> str:
 def merge_tree(
     base: Section | None, ours: Section, theirs: Section, notes: list[str] | None = None
 ) -> Section:
-    """Sections by heading, entries within a section by the rule in `merge_items`. A section
+    """Sections by heading (a repeated heading by occurrence), entries within a section by the
+    rule in `merge_items`. A section
     removed on one side loses the entries the other side left alone and keeps what it added
     or changed (so compaction folding a section away never brings its old entries back)."""
     notes = [] if notes is None else notes
@@ -517,15 +518,10 @@ def merge_tree(
     entries = _merge_entries(
         base.entries if base else None, ours.entries, theirs.entries, notes, ours.title
     )
-    base_children = {c.key: c for c in base.children} if base else {}
-    ours_children = {c.key: c for c in ours.children}
-    theirs_children = {c.key: c for c in theirs.children}
-    keys = union(
-        None,
-        [c.key for c in ours.children],
-        [c.key for c in theirs.children],
-        key=lambda k: k,
-    )
+    base_children = _by_heading(base.children) if base else {}
+    ours_children = _by_heading(ours.children)
+    theirs_children = _by_heading(theirs.children)
+    keys = union(None, list(ours_children), list(theirs_children), key=lambda k: k)
     children = []
     for k in keys:
         o, t, b = ours_children.get(k), theirs_children.get(k), base_children.get(k)
@@ -548,6 +544,17 @@ def merge_tree(
             children.append(kept)
     heading = ours.heading if ours.heading is not None else theirs.heading
     return _space_headings(Section(heading, ours.level, _tidy_blanks(entries), children))
+
+
+def _by_heading(children: list[Section]) -> dict[tuple[str, int], Section]:
+    """Sections by heading, a heading written twice (a second session the same day appending
+    its own `## <date>` block) told apart by occurrence: each block merges with its own."""
+    seen: Counter[str] = Counter()
+    out = {}
+    for child in children:
+        out[(child.key, seen[child.key])] = child
+        seen[child.key] += 1
+    return out
 
 
 def _tidy_blanks(entries: list[str]) -> list[str]:
@@ -941,12 +948,17 @@ def _merge_sections(
     o_doc: memory.Document,
     t_doc: memory.Document,
     notes: list[str],
+    kind: str = "",
 ) -> str:
     """The merged body of a file made of sections, by its type's strategy (a digest's sessions
-    compared as blocks); `has_base`: the base is a synced version, not a template."""
+    compared as blocks, a voice_calibration section one side folded into its rules folded on
+    all three first: `voice.rebase_folds`); `has_base`: the base is a synced version, not a
+    template."""
     o_meta, t_meta = o_doc.meta or {}, t_doc.meta or {}
     b_tree = sections.parse(b_doc.body) if b_doc else None
     o_tree, t_tree = sections.parse(o_doc.body), sections.parse(t_doc.body)
+    if kind == "voice_calibration" and has_base and b_tree is not None:
+        b_tree, o_tree, t_tree = voice.rebase_folds(b_tree, o_tree, t_tree)
     blocks = [x for x in (b_tree, o_tree, t_tree) if x is not None]
     if strategy == "digest" and has_base and not any(map(_has_sessions, blocks)):
         pass  # one session in three versions, none in blocks: merged as it is
@@ -962,6 +974,8 @@ def _merge_sections(
     body = STRATEGIES[strategy](b_tree, o_tree, t_tree, notes).render()
     if body.endswith("\n\n") and not any(x.endswith("\n\n") for x in (o_doc.body, t_doc.body)):
         body = body.rstrip("\n") + "\n"  # no blank line at the end that neither side had
+    if not body.strip() and all(x.strip() for x in (o_doc.body, t_doc.body)):
+        body = ""  # each side removed what the other kept: no blank line left under the fields
     return body
 
 
@@ -999,7 +1013,9 @@ def _merge_text(v: _Versions) -> MergeResult:
             # month hold the same days, merged day by day (compaction makes it from dailies)
             strategy = "sections"
             b_doc = b_doc if base is not None else None
-        body = _merge_sections(strategy, base is not None, b_doc, o_doc, t_doc, notes)
+        body = _merge_sections(
+            strategy, base is not None, b_doc, o_doc, t_doc, notes, mtype.name
+        )
     else:
         return _merge_unknown(v, o_meta, t_meta, b_meta)
     newer = _newer(o_time, t_time, ours, theirs)

@@ -26,7 +26,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memsync.memory import digests, sections
+from memsync.memory import digests, sections, voice
 from memsync.memory import frontmatter as memory
 from memsync.memory.memtypes import type_of
 from memsync.memory.merge import merge_tree
@@ -549,24 +549,6 @@ def _plan_digests(
 # --- the rolling single files -------------------------------------------------------------
 
 
-def _rule_entry(day: date, context: str, entry: str) -> str:
-    lines = entry.rstrip("\n").split("\n")
-    prefix = f"- {day.isoformat()}" + (f" ({context})" if context else "") + ":"
-    first = lines[0]
-    if _BULLET.match(first):
-        head = _BULLET.sub("", first, count=1)
-        rest = lines[1:]
-    elif len(lines) == 1:
-        head, rest = first.strip(), []
-    else:
-        head, rest = "", lines
-    out = [f"{prefix} {head}".rstrip()]
-    out += [
-        line if not line.strip() or line.startswith((" ", "\t")) else "  " + line for line in rest
-    ]
-    return "\n".join(out) + "\n"
-
-
 _RULE_PREFIX = re.compile(r"^-\s+(\d{4}-\d{2}-\d{2}(?: \([^)]*\))?):\s*")
 
 
@@ -597,26 +579,11 @@ def _plan_voice(text: str, now: date, policy: Policy) -> tuple[bytes, str] | Non
     ]
     if not old:
         return None
-    rules = root.find("Rules learned")
-    if rules is None:
-        rules = Section(_heading("Rules learned", 2), 2)
-        first_dated = next(i for i, c in enumerate(root.children) if c.date is not None)
-        root.children.insert(first_dated, rules)
+    rules = voice.rules_section(root)
     blank = _ends_blank(rules) or bool(rules.children) or rules is not root.children[-1]
     added: list[str] = []
     for section in sorted(old, key=lambda c: c.date or date.min):
-        day = section.date
-        assert day is not None
-        remainder = section.title[10:].strip(" \t-—–:,")
-
-        def visit(node: Section, path: list[str], day: date = day) -> None:
-            for entry in node.entries:
-                if entry.strip():
-                    added.append(_rule_entry(day, " / ".join(path), entry))
-            for child in node.children:
-                visit(child, [*path, child.title])
-
-        visit(section, [remainder] if remainder else [])
+        added.extend(voice.section_rules(section))
         root.children.remove(section)
     # a rule already there (folded by an earlier run, then the section came back with a
     # merge) is not added twice: compaction stays idempotent under merges

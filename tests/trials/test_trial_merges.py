@@ -584,3 +584,120 @@ def test_two_devices_rolling_up_the_same_month_offline_hold_each_entry_once(pair
             assert text.count(f"## 2026-10-{day:02d}") == 1, text
         assert text.count("- BNEW05 Riley.") == 1, text
     assert not [n for n in a.files() if n.startswith("session_digest_2026-10-")]
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "top", "heading"),
+    [
+        ("voice_calibration.md", "voice_calibration", "Rules learned", "2026-11-25\n\n### Landed"),
+        ("session_digest_2026-11-25.md", "session_digest", "Session 09:00 aa", "Session 15:00 cc"),
+    ],
+)
+def test_two_blocks_with_the_same_heading_on_one_device_keep_both_entries(
+    pair, name, kind, top, heading
+):
+    """B's second session the same day appends its own block under the same heading (a
+    resumed session keeps its id) while A changes the file elsewhere: after the merge each
+    block keeps its own entry on both devices and the remote (fresh-eyes re-trial of issue
+    16, finding 18: the first entry was lost and the second doubled, with no conflict)."""
+    a, b, remote = pair
+    a.write(name, f"## {top}\n\n- Short lines beat long ones in banter.\n", type=kind)
+    start_synced(a, b)
+    edit(a, name, lambda t: t.replace("banter.\n", "banter.\n- Numbers before opinions.\n"))
+    edit(
+        b,
+        name,
+        lambda t: t
+        + f"\n## {heading}\n\n- First session: the joke about Mondays landed.\n"
+        + f"\n## {heading}\n\n- Second session: numbers first worked.\n",
+    )
+    a.run("sync")
+    b.run("sync")
+    a.run("sync")
+    assert a.files() == b.files()
+    for text in (a.files()[name].decode(), remote_text(remote, name)):
+        assert text.count("- First session: the joke about Mondays landed.") == 1, text
+        assert text.count("- Second session: numbers first worked.") == 1, text
+        assert text.count(f"## {heading}\n") == 2, text
+        assert "- Numbers before opinions." in text
+
+
+SEPT = """
+## Rules learned
+- Keep status updates under five lines.
+
+## 2026-09-01
+
+### Missed
+- A long preamble before the answer annoyed Pat.
+
+### Landed
+- Leading with the number worked.
+"""
+
+
+@pytest.mark.parametrize(
+    ("change", "offline", "kept", "gone"),
+    [
+        # finding 19: B adds an entry next to a similar one while A compacts
+        (
+            "- Leading with the number worked.\n- Leading with the chart worked for Riley.\n",
+            False,
+            ["Leading with the number worked.", "Leading with the chart worked for Riley."],
+            [],
+        ),
+        # B rewords the entry while A compacts
+        (
+            "- Leading with the number worked in standup.\n",
+            False,
+            ["Leading with the number worked in standup."],
+            ["Leading with the number worked.\n"],
+        ),
+        # finding 4: B rewords it, then both compact offline (both laptops' scheduled job)
+        (
+            "- Leading with the number worked in standup BVOICE.\n",
+            True,
+            ["Leading with the number worked in standup BVOICE."],
+            ["Leading with the number worked.\n"],
+        ),
+    ],
+)
+def test_a_voice_section_compacted_while_the_other_device_changed_it(
+    pair, change, offline, kept, gone
+):
+    """A folds 2026-09-01 into Rules learned while B adds an entry there or rewords one (and
+    maybe compacts too, the remote away): after the syncs and another compaction, an added
+    entry is one more rule and a rewording replaces its rule, once, on both devices and the
+    remote, no conflict (fresh-eyes re-trial of issue 16, findings 19 and 4: the added entry
+    replaced "Leading with the number worked.", a rewording compacted on both devices stood
+    next to the old wording)."""
+    a, b, remote = pair
+    name = "voice_calibration.md"
+    a.write(name, SEPT, type="voice_calibration")
+    start_synced(a, b)
+    edit(b, name, lambda t: t.replace("- Leading with the number worked.\n", change))
+    away = remote.with_name("remote-away")
+    if offline:
+        remote.rename(away)
+        b.run("compact", "--now", "2026-11-26", check=3)
+    a.run("compact", "--now", "2026-11-26", check=3 if offline else 0)
+    if offline:
+        away.rename(remote)
+        a.run("sync")
+    b.run("sync")
+    a.run("sync")
+    a.run("compact", "--now", "2026-11-26")
+    a.run("sync")
+    b.run("sync")
+    assert a.files() == b.files()
+    assert not conflict_files(a) and not conflict_files(b)
+    for text in (a.files()[name].decode(), remote_text(remote, name)):
+        rules = sections.parse(memory.parse(text).body).find("Rules learned").entries
+        lines = [sections.normalise(e) for e in rules if e.strip()]
+        assert len(lines) == len(set(lines)) == 2 + len(kept), lines
+        for entry in kept:
+            assert text.count(entry) == 1, text
+        for entry in gone:
+            assert entry not in text, text
+        assert "## 2026-09-01" not in text
+        assert "- 2026-09-01 (Missed): A long preamble before the answer annoyed Pat." in text
