@@ -1,0 +1,70 @@
+"""Trials of what a user is told and what stays true on two devices (issue 16, fresh-eyes
+re-trial s27): one remote under two spellings, a project named before its first commit,
+and the smaller truthfulness findings. The installed console script, one folder remote."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.trials.test_trial_state import User, user
+
+
+@pytest.fixture
+def share(tmp_path: Path) -> Path:
+    folder = tmp_path / "remote"
+    folder.mkdir()
+    return folder
+
+
+def index(*names: str) -> str:
+    return "# Memory\n" + "".join(f"- [{n}]({n}.md) — about {n}\n" for n in names)
+
+
+def two_synced(tmp_path: Path, share: Path) -> tuple[User, User]:
+    a, b = user(tmp_path, "laptop", share), user(tmp_path, "desktop", share)
+    (a.memory / "MEMORY.md").write_text(index("user_pat", "user_riley"))
+    a.write("user_pat.md", "Pat takes coffee black.\n", type="user")
+    a.write("user_riley.md", "Riley manages Pat.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    return a, b
+
+
+# --- finding 15: one remote, one state, however its URL is spelled -------------------------
+
+
+@pytest.mark.parametrize("spelling", ["{}/", "file:{path}", "file://localhost{path}/./"])
+def test_the_same_remote_spelled_another_way_keeps_this_devices_state(tmp_path, share, spelling):
+    a, b = two_synced(tmp_path, share)
+    b.write("user_pat.md", "Pat takes coffee black, no sugar.\n", type="user")
+    b.run("sync")
+    (a.memory / "MEMORY.md").write_text(index("user_pat"))  # the Riley line deleted on A
+    a.remote = spelling.format(share.as_uri(), path=share.as_posix())
+    status = a.run("status").stdout
+    assert "never" not in status and "changed on both sides" not in status, status
+    synced = a.run("sync")
+    assert "conflict" not in (synced.stdout + synced.stderr).lower(), synced
+    assert "user_riley" not in (a.memory / "MEMORY.md").read_text()
+    assert "no sugar" in (a.memory / "user_pat.md").read_text()
+    assert len(list((a.home / "state").iterdir())) == 1
+    b.run("sync")
+    assert a.files() == b.files()
+
+
+def test_a_state_kept_under_a_trailing_slash_before_is_still_used(tmp_path, share):
+    """A user who always wrote the slash keeps the state memsync made for that spelling."""
+    import hashlib
+
+    a, b = two_synced(tmp_path, share)
+    (state,) = (a.home / "state").iterdir()
+    key = f"{share.as_uri()}/\ne2e-project\n{a.memory.resolve()}"
+    old = state.with_name(f"e2e-project-{hashlib.sha256(key.encode()).hexdigest()[:10]}")
+    state.rename(old)  # what memsync 0.x left for `file:///…/remote/`
+    a.remote = share.as_uri() + "/"
+    (a.memory / "MEMORY.md").write_text(index("user_pat"))
+    a.run("sync")
+    assert sorted(p.name for p in (a.home / "state").iterdir()) == [old.name]
+    b.run("sync")
+    assert "user_riley" not in (b.memory / "MEMORY.md").read_text()
