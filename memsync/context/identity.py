@@ -127,6 +127,20 @@ def first_commit(root: Path) -> str | None:
     return commits[0] if proc.returncode == 0 and commits else None
 
 
+def may_have_commits(root: Path) -> bool:
+    """False when the repository's HEAD names a branch that has no commit yet (read from
+    `.git` directly: no subprocess on every run of a project pinned before its first
+    commit); True when that cannot be told without git."""
+    git = root / ".git"
+    try:
+        head = (git / "HEAD").read_text(encoding="utf-8").strip()
+    except OSError:
+        return True  # a worktree's or submodule's `.git` file: ask git
+    if not head.startswith("ref: "):
+        return True  # a detached HEAD names a commit
+    return (git / head.removeprefix("ref: ")).exists() or (git / "packed-refs").exists()
+
+
 def read_pins(home: Path) -> dict[str, dict]:
     try:
         data = json.loads((home / PINS).read_text(encoding="utf-8"))
@@ -234,7 +248,12 @@ def resolve_identity(
             return Identity(remembered, "pinned", pinned.get("fingerprint"), origin_id)
         return Identity(folder, "legacy", commit_print(), origin_id)
     if pinned:
-        return Identity(str(pinned["project"]), "pinned", pinned.get("fingerprint"))
+        # a name pinned before the repository's first commit takes that commit once there
+        # is one, so the manifest written without a fingerprint gets this project's
+        fingerprint = pinned.get("fingerprint")
+        if not fingerprint and root is not None and may_have_commits(root):
+            fingerprint = commit_print()
+        return Identity(str(pinned["project"]), "pinned", fingerprint)
     fingerprint = commit_print()
     if used_before(folder):
         return Identity(folder, "legacy", fingerprint)

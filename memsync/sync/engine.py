@@ -377,13 +377,20 @@ class Engine:
 
             check_moved(self.ctx, self.store)
         manifest = listing.get(MANIFEST)
-        if manifest is None or manifest.etag != self.state.meta.get("manifest_etag"):
-            # the project's manifest is new or changed since this device checked it (project.py
-            # is loaded only then: on most runs it is not)
+        meta = self.state.meta
+        if (
+            manifest is None
+            or manifest.etag != meta.get("manifest_etag")
+            or (meta.get("manifest_unstamped") and self.ctx.fingerprint)
+        ):
+            # the project's manifest is new or changed since this device checked it, or it has
+            # no fingerprint and this device now has one to stamp (project.py is loaded only
+            # then: on most runs it is not)
             from memsync.sync.project import check_project
 
             early = None if self._manifest_ahead is None else self._manifest_ahead.result
-            check_project(self.ctx, self.store, self.state.meta, listing, mode, early)
+            known = bool(self.state.records)
+            check_project(self.ctx, self.store, meta, listing, mode, early, known)
         if self.state.meta.get("forgetting"):
             from memsync.sync.tombstones import finish_pending
 

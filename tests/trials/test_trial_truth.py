@@ -68,3 +68,79 @@ def test_a_state_kept_under_a_trailing_slash_before_is_still_used(tmp_path, shar
     assert sorted(p.name for p in (a.home / "state").iterdir()) == [old.name]
     b.run("sync")
     assert "user_riley" not in (b.memory / "MEMORY.md").read_text()
+
+
+# --- finding 1: a project named before its first commit ------------------------------------
+
+
+def git(repo: Path, *args: str) -> None:
+    import os
+    import subprocess
+
+    from tests.test_identity import GIT_ENV
+
+    subprocess.run(["git", "-C", str(repo), *args], check=True, env={**os.environ, **GIT_ENV})
+
+
+def manifest(share: Path) -> dict:
+    import json
+
+    return json.loads((share / "app" / "_memsync" / "project.json").read_text())
+
+
+def test_a_project_named_before_its_first_commit_is_stamped_by_its_device_then_guarded(
+    tmp_path, share
+):
+    from tests.test_identity import git_repo
+
+    a = user(tmp_path, "client-a", share, named=False)
+    d = user(tmp_path, "client-d", share, named=False)
+    a.cwd = tmp_path / "work-a" / "app"
+    a.cwd.mkdir(parents=True)
+    git(a.cwd, "init", "-q")
+    a.write("user_acme_client.md", "Acme pays 40k.\n", type="user")
+    a.run("sync", "--project", "app")
+    assert manifest(share)["fingerprint"] is None
+    (a.cwd / "README").write_text("client A")
+    git(a.cwd, "add", "README")
+    git(a.cwd, "commit", "-qm", "first")
+    a.run("sync")  # its first sync with a commit records it
+    assert manifest(share)["fingerprint"].startswith("commit:")
+    stamped = manifest(share)
+
+    d.cwd = git_repo(tmp_path / "work-d" / "app", "client D's app")
+    d.write("user_delta_secret.md", "Delta's secret.\n", type="user")
+    refused = d.run("sync", "--project", "app", check=1)
+    assert "holds the memory of another project" in refused.stderr
+    assert not (d.memory / "user_acme_client.md").exists()
+    assert manifest(share) == stamped
+    a.run("sync")
+    assert not (a.memory / "user_delta_secret.md").exists()
+
+
+def test_a_stranger_at_an_unstamped_manifest_is_refused_and_stamps_nothing(tmp_path, share):
+    """The device that named the project has not synced since its first commit: a device
+    arriving with a commit of its own cannot tell whose memory it is, so it takes none."""
+    from tests.test_identity import git_repo
+
+    a = user(tmp_path, "client-a", share, named=False)
+    d = user(tmp_path, "client-d", share, named=False)
+    a.cwd = tmp_path / "work-a" / "app"
+    a.cwd.mkdir(parents=True)
+    git(a.cwd, "init", "-q")
+    a.write("user_acme_client.md", "Acme pays 40k.\n", type="user")
+    a.run("sync", "--project", "app")
+    d.cwd = git_repo(tmp_path / "work-d" / "app", "client D's app")
+    d.write("user_delta_secret.md", "Delta's secret.\n", type="user")
+    for command in ("sync", "pull"):
+        refused = d.run(command, "--project", "app", check=1)
+        assert "before its project had a first commit" in refused.stderr, refused.stderr
+    assert not (d.memory / "user_acme_client.md").exists()
+    assert manifest(share)["fingerprint"] is None
+    assert sorted(p.name for p in (share / "app").glob("*.md")) == ["user_acme_client.md"]
+    (a.cwd / "README").write_text("client A")
+    git(a.cwd, "add", "README")
+    git(a.cwd, "commit", "-qm", "first")
+    a.run("sync")
+    assert manifest(share)["fingerprint"].startswith("commit:")
+    assert "another project" in d.run("sync", "--project", "app", check=1).stderr
