@@ -23,7 +23,7 @@ from memsync.cli.common import (
 )
 from memsync.cli.plain import transfer
 from memsync.util.dates import local_time
-from memsync.util.errors import RefusedFile, UserError
+from memsync.util.errors import KeptLocal, RefusedFile, UserError
 
 
 @app.command()
@@ -188,12 +188,16 @@ def validate(
 
     # names macOS or Windows could not keep apart from a synced one (as far as this device knows)
     clashes = refuse_colliding_names(engine.scan_local(), engine.state.records)
-    problems = 0
+    problems = kept = 0
     for name, path in files.items():
         try:
             check_outbound(name, path.read_bytes(), int(ctx.setting("max_file_bytes")))
             if name in clashes:
                 raise RefusedFile(name, clashes[name])
+        except KeptLocal:  # the user's choice, as sync reports it: not a problem
+            kept += 1
+            shown = shown_name(name)
+            out.print(f"kept local (sensitivity: high, no consent): {shown}", markup=False)
         except RefusedFile as exc:
             problems += 1
             out.print(f"{shown_name(name)}: {exc.reason}", markup=False)
@@ -202,6 +206,9 @@ def validate(
             out.print(f"{name}: it cannot be read ({exc.strerror})", markup=False)
     if problems:
         fail(f"{problems} of {len(files)} file(s) have problems", 1)
+    if kept:
+        out.print(f"{len(files) - kept} file(s) OK; {kept} kept local by choice.")
+        return
     out.print(f"{len(files)} file(s) OK.")
 
 

@@ -144,3 +144,17 @@ def test_a_stranger_at_an_unstamped_manifest_is_refused_and_stamps_nothing(tmp_p
     a.run("sync")
     assert manifest(share)["fingerprint"].startswith("commit:")
     assert "another project" in d.run("sync", "--project", "app", check=1).stderr
+
+
+# --- smaller findings: what validate, status and the primer say ----------------------------
+
+
+def test_validate_lists_a_file_kept_local_by_choice_and_exits_0(tmp_path, share):
+    a, _ = two_synced(tmp_path, share)
+    a.write("user_health.md", "Pat's diagnosis.\n", type="user", sensitivity="high")
+    assert "kept local" in a.run("sync").stderr + a.run("sync").stdout
+    checked = a.run("validate")  # exit 0: the user's choice, as sync says
+    assert "kept local (sensitivity: high, no consent): user_health.md" in checked.stdout
+    assert "3 file(s) OK; 1 kept local by choice." in checked.stdout
+    a.write("user_key.md", "token ghp_" + "a1B2" * 9 + "\n", type="user")
+    assert "1 of 5 file(s) have problems" in a.run("validate", check=1).stderr
