@@ -158,3 +158,23 @@ def test_validate_lists_a_file_kept_local_by_choice_and_exits_0(tmp_path, share)
     assert "3 file(s) OK; 1 kept local by choice." in checked.stdout
     a.write("user_key.md", "token ghp_" + "a1B2" * 9 + "\n", type="user")
     assert "1 of 5 file(s) have problems" in a.run("validate", check=1).stderr
+
+
+@pytest.mark.parametrize("shape", ["project folder removed", "empty mount point"])
+def test_status_on_an_emptied_remote_says_so_and_that_nothing_is_deleted_here(
+    tmp_path, share, shape
+):
+    import shutil
+
+    a, _ = two_synced(tmp_path, share)
+    if shape == "project folder removed":
+        shutil.rmtree(share / "e2e-project")
+    else:
+        share.rename(share.with_name("share.away"))
+        share.mkdir()
+    status = a.run("status").stdout
+    assert "the remote is empty, but this device synced 3 file(s)" in status, status
+    assert "nothing will be deleted here" in status and "mount it" in status
+    assert "deleted on the remote" not in status and "3 file(s) in sync." in status
+    assert "is empty" in a.run("sync", check=1).stderr
+    assert len(a.files()) == 3
