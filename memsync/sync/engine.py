@@ -84,6 +84,7 @@ class SyncResult:
         self.ignored_remote: dict[str, str] = {}  # foreign blobs under the prefix, not fetched
         self.errors: dict[str, str] = {}
         self.notes: list[str] = []
+        self.restored: str | None = None  # the note of a lost memory dir a pull restored
         self.queued: list[str] = []
         self.skipped: list[str] = []  # not started before the deadline
         self.quarantined: list[str] = []  # forgotten elsewhere, edited here: what to do
@@ -768,9 +769,10 @@ class Engine:
         for name in list(self.state.records):
             self.state.forget(name)  # what is on the remote lands again as new files
         self.state.unqueue(self.state.pending)  # queued deletions of the lost files
-        result.notes.append(
+        result.restored = (
             f"the memory dir {where} was {gone}; restoring the {count} file(s) synced from it"
         )
+        result.notes.append(result.restored)
 
     def _list(self, result, mode, local_hashes, records, pending):
         try:

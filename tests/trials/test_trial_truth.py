@@ -178,3 +178,17 @@ def test_status_on_an_emptied_remote_says_so_and_that_nothing_is_deleted_here(
     assert "deleted on the remote" not in status and "3 file(s) in sync." in status
     assert "is empty" in a.run("sync", check=1).stderr
     assert len(a.files()) == 3
+
+
+def test_the_session_start_primer_says_it_restored_a_lost_memory_dir(tmp_path, share):
+    import json
+    import shutil
+
+    _, b = two_synced(tmp_path, share)
+    shutil.rmtree(b.memory)
+    hook = b.run("hook", "session-start", input=json.dumps({"session_id": "s", "cwd": str(b.root)}))
+    context = json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "was missing; restoring the 3 file(s) synced from it" in context, context
+    assert len(b.files()) == 3
+    log = (b.home / "logs" / "memsync.log").read_text()
+    assert "was missing; restoring the 3 file(s)" in log, log
