@@ -192,3 +192,49 @@ def test_the_session_start_primer_says_it_restored_a_lost_memory_dir(tmp_path, s
     assert len(b.files()) == 3
     log = (b.home / "logs" / "memsync.log").read_text()
     assert "was missing; restoring the 3 file(s)" in log, log
+
+
+# --- finding 13: an index line edited elsewhere goes with the file prune/compact deleted --------
+
+
+def digests(device: User) -> None:
+    lines = []
+    for day in ("01", "02", "05", "08"):
+        device.write(
+            f"session_digest_2026-10-{day}.md",
+            f"## Session 10:00 s{day}\n\n### Arcs\n- ARC{day} worked on item {day}.\n",
+            type="session_digest",
+            date=f"2026-10-{day}",
+        )
+        lines.append(f"- [Digest 2026-10-{day}](session_digest_2026-10-{day}.md) — Oct {day}\n")
+    (device.memory / "MEMORY.md").write_text("# Memory\n" + "".join(lines))
+
+
+@pytest.mark.parametrize(
+    "deletion",
+    [
+        ("prune", "--older-than", "30d", "--type", "session_digest", "-y"),
+        ("compact", "--now", "2026-11-26"),
+    ],
+)
+def test_an_index_line_edited_elsewhere_goes_with_the_file_that_was_deleted(
+    tmp_path, share, deletion
+):
+    a, b = user(tmp_path, "laptop", share), user(tmp_path, "desktop", share)
+    digests(a)
+    a.run("sync")
+    b.run("sync")
+    index = b.memory / "MEMORY.md"
+    index.write_text(index.read_text().replace("— Oct 05", "— Oct 05, Pat was fine BIDX"))
+    a.run(*deletion, check=None)
+    assert not (a.memory / "session_digest_2026-10-05.md").exists()
+    synced = b.run("sync")
+    assert not (b.memory / "session_digest_2026-10-05.md").exists()
+    assert "session_digest_2026-10-05.md" not in index.read_text(), index.read_text()
+    assert "MEMORY.md no longer lists session_digest_2026-10-05.md" in synced.stderr + synced.stdout
+    assert "BIDX" in "".join(
+        p.read_text() for p in (b.home / "state").rglob("*") if p.is_file() and "history" in p.parts
+    )
+    a.run("sync")
+    assert a.files() == b.files()
+    assert "session_digest_2026-10-05.md" not in (a.memory / "MEMORY.md").read_text()
