@@ -292,9 +292,11 @@ def describe(fingerprint: str | None) -> str:
     return f"origin {value}" if kind == "origin" else f"first commit {value[:12]}"
 
 
-def manifest_bytes(identity: Identity, commit: str | None = None) -> bytes:
+def manifest_bytes(identity: Identity, commit: str | None = None, unborn: bool = False) -> bytes:
     """The manifest: the fingerprint, and the repository's first commit beside an origin, so
-    a device of the same repository without that origin is still recognised."""
+    a device of the same repository without that origin is still recognised. `unborn`: no
+    fingerprint yet because the repository has no commit yet (the device that wrote it
+    stamps it after its first commit; see project.py)."""
     doc: dict[str, object] = {
         "version": 1,
         "project": identity.name,
@@ -302,6 +304,8 @@ def manifest_bytes(identity: Identity, commit: str | None = None) -> bytes:
     }
     if commit:
         doc["commit"] = commit
+    if unborn and not identity.fingerprint:
+        doc["unborn"] = True
     return json.dumps(doc, indent=1, sort_keys=True).encode()
 
 
@@ -353,6 +357,16 @@ def moved_to(data: bytes) -> dict | None:
     if isinstance(doc, dict) and isinstance(doc.get("to"), str) and doc["to"]:
         return doc
     return None
+
+
+def manifest_unborn(data: bytes) -> bool:
+    """Whether a manifest without a fingerprint was written in a repository before its first
+    commit (not in a folder without git, which never has one)."""
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return False
+    return isinstance(doc, dict) and doc.get("unborn") is True
 
 
 def manifest_fingerprint(data: bytes) -> str | None:

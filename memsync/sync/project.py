@@ -73,8 +73,11 @@ def _check_manifest(
         if mode == "pull":
             return  # a pull writes nothing to the remote; the next push or sync does
         mine = identity.Identity(ctx.project, ctx.project_source, ours)
+        unborn = ours is None and ctx.git_root is not None  # a repository before its first commit
         try:
-            etag = store.create(identity.MANIFEST, identity.manifest_bytes(mine, first_commit(ctx)))
+            etag = store.create(
+                identity.MANIFEST, identity.manifest_bytes(mine, first_commit(ctx), unborn)
+            )
         except AlreadyExists:
             pass  # another device wrote it first: read and check it below
         else:
@@ -94,12 +97,14 @@ def _check_manifest(
             "(or MEMSYNC_PROJECT), the same on every device"
         )
     if theirs is None and ours:
-        if not known and [k for k in listing if not is_ignored(k)]:
-            # memory synced before its project had a first commit or origin, and this device
-            # never synced it: only a device that did may say whose it is (it stamps below)
+        strange = not known and identity.manifest_unborn(data)
+        if strange and [k for k in listing if not is_ignored(k)]:
+            # memory synced in a repository before its first commit, and this device never
+            # synced it: only a device that did may say whose it is (it stamps below). A
+            # manifest written in a folder without git is claimed by the first fingerprint.
             raise UserError(
                 f"the remote {display_remote(ctx)} holds memory synced before its project "
-                f"had a first commit or origin, and this one has {identity.describe(ours)}; "
+                f"had a first commit, and this one has {identity.describe(ours)}; "
                 "nothing was synced: sync once on a device that synced it (it records its "
                 "first commit), then here again; if it is another project, give this one its "
                 "own name with --project NAME (or MEMSYNC_PROJECT)"
