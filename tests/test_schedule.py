@@ -77,6 +77,7 @@ def test_cron_job_runs_against_the_installing_remote_and_project(tmp_path):
     assert argv[argv.index("--project") + 1] == "e2e-project"
     assert argv[argv.index("--memory-dir") + 1] == str(device.memory)
     assert argv[argv.index("--home") + 1] == str(device.home)
+    assert argv[argv.index("--device") + 1] == "laptop"  # MEMSYNC_DEVICE, not the host name
     assert Path(argv[0]).is_absolute()
 
     # cron runs the line through sh with its own small environment

@@ -46,6 +46,7 @@ class Status:
     sync_enabled: bool = True
     notices: list[str] = field(default_factory=list)  # purge, unfinished forget, quarantine
     memory_dir_lost: bool = False  # missing or empty while files were synced from it
+    remote_lost: int = 0  # the remote is empty, but this device synced this many files with it
     project_note: str = ""  # the git origin differs from the name the project keeps
 
     def as_dict(self) -> dict[str, Any]:
@@ -79,7 +80,11 @@ def status(engine: Engine) -> Status:
     local = engine.scan_local()
     _read_local(engine, local, result)
     seen = _read_remote(engine, result)
-    if not engine.ctx.sync_enabled or (result.remote_error and not seen.etags):
+    if (
+        not engine.ctx.sync_enabled
+        or result.remote_lost
+        or (result.remote_error and not seen.etags)
+    ):
         # the remote was not asked: assume it unchanged, so only local changes show
         seen.etags = {n: r.etag for n, r in engine.state.records.items()}
     actions = _sort_actions(engine, local, seen.etags, result)
@@ -142,8 +147,13 @@ def _read_remote(engine: Engine, result: Status) -> _RemoteView:
         result.refused.update(files.unsafe)
         result.ignored.update(files.ignored)
         seen.etags = {key: entry.etag for key, entry in files.memory.items()}
+        if not listing and state.records:  # an unmounted share: sync refuses, deletes nothing
+            result.remote_lost = len(state.records)
     except NotFound:
-        result.remote_error = "the remote does not exist yet (a push creates it)"
+        if state.records:
+            result.remote_lost = len(state.records)
+        else:
+            result.remote_error = "the remote does not exist yet (a push creates it)"
     except Unreachable as exc:
         result.remote_error = str(exc)
     return seen

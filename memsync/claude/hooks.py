@@ -392,6 +392,8 @@ def session_start(payload: dict[str, Any], stdout: Any) -> None:
     if offline:
         log.warning("session-start: %s", offline)
     elif result is not None:
+        if result.restored:
+            log.warning("session-start: %s", result.restored)
         log.info(
             "session-start: pulled %d, merged %d, pushed %d",
             len(result.downloaded),
@@ -409,6 +411,7 @@ def session_start(payload: dict[str, Any], stdout: Any) -> None:
         data.crashed = _crash_note(result, offline, ended)
     if result is not None:
         data.refused = {**data.refused, **result.refused_remote}
+        data.restored = result.restored
     context = build(data, int(ctx.setting("primer_max_chars")))
     if os.environ.get("CLAUDE_PLUGIN_ROOT"):  # the plugin form names its skills /memsync:...
         from memsync.claude.install import skill_name

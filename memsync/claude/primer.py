@@ -47,6 +47,7 @@ class PrimerInput:
     offline: str | None = None  # why the pull did not happen (timeout, outage, sync off)
     last_sync: float | None = None
     crashed: str | None = None  # the previous session ended without a clean stop
+    restored: str | None = None  # the session-start pull restored a lost memory dir
     include_index: bool = False
     today: date = field(default_factory=date.today)
     now: float = field(default_factory=time.time)
@@ -106,24 +107,7 @@ def parts(data: PrimerInput) -> list[tuple[str, str]]:
                 "\n".join(attention),
             )
         )
-    warnings = []
-    if data.offline:
-        warnings.append(
-            f"- memory was not refreshed from the remote ({data.offline}); "
-            "these are this machine's copies and may be behind other devices"
-        )
-    elif data.last_sync is None:
-        warnings.append("- this memory has never been synced with the remote")
-    elif data.now - data.last_sync > STALE_AFTER:
-        days = int((data.now - data.last_sync) // 86400)
-        warnings.append(f"- last successful sync was {days} days ago")
-    if data.queued:
-        warnings.append(
-            f"- {len(data.queued)} change(s) wait to be pushed: "
-            + ", ".join(sorted(data.queued)[:10])
-        )
-    if data.crashed:
-        warnings.append(f"- {data.crashed}")
+    warnings = _sync_warnings(data)
     if warnings:
         out.append(("Sync", "\n".join(warnings)))
     if data.include_index:
@@ -147,6 +131,31 @@ def parts(data: PrimerInput) -> list[tuple[str, str]]:
     if commitments:
         out.append(("Open commitments (running_commitments.md)", "\n".join(commitments)))
     return out
+
+
+def _sync_warnings(data: PrimerInput) -> list[str]:
+    """The Sync section: a stale or missed pull, queued changes, a crash, a restored dir."""
+    warnings: list[str] = []
+    if data.offline:
+        warnings.append(
+            f"- memory was not refreshed from the remote ({data.offline}); "
+            "these are this machine's copies and may be behind other devices"
+        )
+    elif data.last_sync is None:
+        warnings.append("- this memory has never been synced with the remote")
+    elif data.now - data.last_sync > STALE_AFTER:
+        days = int((data.now - data.last_sync) // 86400)
+        warnings.append(f"- last successful sync was {days} days ago")
+    if data.queued:
+        warnings.append(
+            f"- {len(data.queued)} change(s) wait to be pushed: "
+            + ", ".join(sorted(data.queued)[:10])
+        )
+    if data.crashed:
+        warnings.append(f"- {data.crashed}")
+    if data.restored:
+        warnings.append(f"- {data.restored} (from the remote, at this session's start)")
+    return warnings
 
 
 def _fit(text: str, room: int, source: str) -> str:

@@ -47,6 +47,14 @@ def compact(
             help="memsync's state folder (as MEMSYNC_HOME); what the schedule runs passes it.",
         ),
     ] = None,
+    device: Annotated[
+        str | None,
+        typer.Option(
+            "--device",
+            hidden=True,  # written by `schedule install`; users set MEMSYNC_DEVICE
+            help="this device's name (as MEMSYNC_DEVICE); what the schedule runs passes it.",
+        ),
+    ] = None,
 ) -> None:
     """Apply the retention rules: roll old digests up, fold old calibration into rules, trim."""
     import os
@@ -57,6 +65,8 @@ def compact(
     today = checks.day("--now", now) or date.today()
     if home is not None:  # a scheduler's environment has no MEMSYNC_HOME (Task Scheduler none)
         os.environ["MEMSYNC_HOME"] = str(home)
+    if device:  # nor the device's name: its merges and conflicts would name the host instead
+        os.environ["MEMSYNC_DEVICE"] = device
 
     engine = Engine(context(memory_dir, remote, project))
     offline = None

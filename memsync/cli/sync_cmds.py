@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -23,7 +23,10 @@ from memsync.cli.common import (
 )
 from memsync.cli.plain import transfer
 from memsync.util.dates import local_time
-from memsync.util.errors import RefusedFile, UserError
+from memsync.util.errors import KeptLocal, RefusedFile, UserError
+
+if TYPE_CHECKING:
+    from memsync.admin.status import Status
 
 
 @app.command()
@@ -115,15 +118,7 @@ def status(
     out.print(f"last sync:  {last}", markup=False)
     if not st.sync_enabled:
         out.print("sync is off (MEMSYNC_SYNC=off)")
-    if st.remote_error:
-        out.print(f"remote:     not reachable: {st.remote_error}", markup=False)
-    if st.memory_dir_lost:
-        out.print(
-            "the memory dir is missing or empty, or left with none of the "
-            f"{len(st.deleted_local)} memory file(s) synced from it: `memsync pull` brings "
-            "them back",
-            markup=False,
-        )
+    _say_what_is_missing(st)
     groups = (
         ("new here", st.local_only),
         ("new on the remote", st.remote_only),
@@ -154,6 +149,27 @@ def status(
     for notice in st.notices:
         out.print(f"  note: {notice}.", markup=False)
     out.print(f"{st.in_sync} file(s) in sync.")
+
+
+def _say_what_is_missing(st: Status) -> None:
+    """An unreachable or emptied remote, a lost memory dir: what `status` says first."""
+    if st.remote_error:
+        out.print(f"remote:     not reachable: {st.remote_error}", markup=False)
+    if st.remote_lost:
+        out.print(
+            f"the remote is empty, but this device synced {st.remote_lost} file(s) with it: "
+            "nothing will be deleted here (sync refuses until it is back); if it is a drive or "
+            "a share, mount it; if it was emptied on purpose, `memsync push --republish` "
+            "publishes this device's memory to it again",
+            markup=False,
+        )
+    if st.memory_dir_lost:
+        out.print(
+            "the memory dir is missing or empty, or left with none of the "
+            f"{len(st.deleted_local)} memory file(s) synced from it: `memsync pull` brings "
+            "them back",
+            markup=False,
+        )
 
 
 @app.command()
@@ -188,12 +204,16 @@ def validate(
 
     # names macOS or Windows could not keep apart from a synced one (as far as this device knows)
     clashes = refuse_colliding_names(engine.scan_local(), engine.state.records)
-    problems = 0
+    problems = kept = 0
     for name, path in files.items():
         try:
             check_outbound(name, path.read_bytes(), int(ctx.setting("max_file_bytes")))
             if name in clashes:
                 raise RefusedFile(name, clashes[name])
+        except KeptLocal:  # the user's choice, as sync reports it: not a problem
+            kept += 1
+            shown = shown_name(name)
+            out.print(f"kept local (sensitivity: high, no consent): {shown}", markup=False)
         except RefusedFile as exc:
             problems += 1
             out.print(f"{shown_name(name)}: {exc.reason}", markup=False)
@@ -202,6 +222,9 @@ def validate(
             out.print(f"{name}: it cannot be read ({exc.strerror})", markup=False)
     if problems:
         fail(f"{problems} of {len(files)} file(s) have problems", 1)
+    if kept:
+        out.print(f"{len(files) - kept} file(s) OK; {kept} kept local by choice.")
+        return
     out.print(f"{len(files)} file(s) OK.")
 
 

@@ -383,10 +383,44 @@ def host_name() -> str:
 
 
 def state_dir_for(home: Path, remote: str, project: str, memory_dir: Path) -> Path:
-    """This device's state for one (remote, project, memory dir)."""
-    key = f"{strip_query(remote)}\n{project}\n{memory_dir}"
+    """This device's state for one (remote, project, memory dir). One remote has one state
+    however its URL is spelled (`file:///x/remote/`, `file:/x/remote`, `…/./remote`): the
+    key is the canonical spelling's. A state kept under another spelling before memsync
+    normalised URLs is still used while the canonical one has none, so no user's key moves."""
+    canonical = canonical_remote(remote)
+    state = _state_dir(home, canonical, project, memory_dir)
+    spelled = strip_query(remote)
+    if spelled != canonical and not (state / "records.json").exists():
+        legacy = _state_dir(home, spelled, project, memory_dir)
+        if legacy.is_dir():
+            return legacy
+    return state
+
+
+def _state_dir(home: Path, remote_key: str, project: str, memory_dir: Path) -> Path:
+    key = f"{remote_key}\n{project}\n{memory_dir}"
     digest = hashlib.sha256(key.encode()).hexdigest()[:10]
     return home / "state" / f"{project}-{digest}"
+
+
+def canonical_remote(url: str) -> str:
+    """One spelling per remote, without its query: a folder as `Path.as_uri()` writes it
+    (the embedded remote's own spelling), with no trailing slash, `.` or doubled `/`; a
+    blob URL with its scheme and host in lower case and no trailing slash."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme == "file":
+        from memsync.util.portable import file_url_path
+
+        try:
+            path = file_url_path(parts.netloc, parts.path)
+        except ValueError:
+            return strip_query(url)
+        if os.path.isabs(path):
+            return Path(os.path.normpath(path)).as_uri()
+        return strip_query(url)
+    path = parts.path.rstrip("/")
+    return urlunsplit((scheme, parts.netloc.lower(), path, "", ""))
 
 
 # --- the resolved context ----------------------------------------------------------------

@@ -127,6 +127,20 @@ def first_commit(root: Path) -> str | None:
     return commits[0] if proc.returncode == 0 and commits else None
 
 
+def may_have_commits(root: Path) -> bool:
+    """False when the repository's HEAD names a branch that has no commit yet (read from
+    `.git` directly: no subprocess on every run of a project pinned before its first
+    commit); True when that cannot be told without git."""
+    git = root / ".git"
+    try:
+        head = (git / "HEAD").read_text(encoding="utf-8").strip()
+    except OSError:
+        return True  # a worktree's or submodule's `.git` file: ask git
+    if not head.startswith("ref: "):
+        return True  # a detached HEAD names a commit
+    return (git / head.removeprefix("ref: ")).exists() or (git / "packed-refs").exists()
+
+
 def read_pins(home: Path) -> dict[str, dict]:
     try:
         data = json.loads((home / PINS).read_text(encoding="utf-8"))
@@ -234,7 +248,12 @@ def resolve_identity(
             return Identity(remembered, "pinned", pinned.get("fingerprint"), origin_id)
         return Identity(folder, "legacy", commit_print(), origin_id)
     if pinned:
-        return Identity(str(pinned["project"]), "pinned", pinned.get("fingerprint"))
+        # a name pinned before the repository's first commit takes that commit once there
+        # is one, so the manifest written without a fingerprint gets this project's
+        fingerprint = pinned.get("fingerprint")
+        if not fingerprint and root is not None and may_have_commits(root):
+            fingerprint = commit_print()
+        return Identity(str(pinned["project"]), "pinned", fingerprint)
     fingerprint = commit_print()
     if used_before(folder):
         return Identity(folder, "legacy", fingerprint)
@@ -273,9 +292,11 @@ def describe(fingerprint: str | None) -> str:
     return f"origin {value}" if kind == "origin" else f"first commit {value[:12]}"
 
 
-def manifest_bytes(identity: Identity, commit: str | None = None) -> bytes:
+def manifest_bytes(identity: Identity, commit: str | None = None, unborn: bool = False) -> bytes:
     """The manifest: the fingerprint, and the repository's first commit beside an origin, so
-    a device of the same repository without that origin is still recognised."""
+    a device of the same repository without that origin is still recognised. `unborn`: no
+    fingerprint yet because the repository has no commit yet (the device that wrote it
+    stamps it after its first commit; see project.py)."""
     doc: dict[str, object] = {
         "version": 1,
         "project": identity.name,
@@ -283,6 +304,8 @@ def manifest_bytes(identity: Identity, commit: str | None = None) -> bytes:
     }
     if commit:
         doc["commit"] = commit
+    if unborn and not identity.fingerprint:
+        doc["unborn"] = True
     return json.dumps(doc, indent=1, sort_keys=True).encode()
 
 
@@ -334,6 +357,16 @@ def moved_to(data: bytes) -> dict | None:
     if isinstance(doc, dict) and isinstance(doc.get("to"), str) and doc["to"]:
         return doc
     return None
+
+
+def manifest_unborn(data: bytes) -> bool:
+    """Whether a manifest without a fingerprint was written in a repository before its first
+    commit (not in a folder without git, which never has one)."""
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return False
+    return isinstance(doc, dict) and doc.get("unborn") is True
 
 
 def manifest_fingerprint(data: bytes) -> str | None:

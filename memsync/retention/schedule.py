@@ -6,9 +6,10 @@
 
 `MEMSYNC_SCHEDULER=cron|systemd|launchd|schtasks` picks one explicitly. One entry per project,
 marked, so install is idempotent and remove exact. Every entry runs one exec-form command with
-everything the installing command resolved — `MEMSYNC_HOME`, the memory dir, the remote and
-the project identity — as arguments, never read again from an environment the scheduler does
-not have (issue 16, defect 15: the job compacted against the embedded remote instead)."""
+everything the installing command resolved — `MEMSYNC_HOME`, the memory dir, the remote,
+the project identity and the device's name — as arguments, never read again from an
+environment the scheduler does not have (issue 16, defect 15: the job compacted against the
+embedded remote instead; a device named by MEMSYNC_DEVICE merged as the host name)."""
 
 from __future__ import annotations
 
@@ -54,7 +55,7 @@ class Job:
 
 def job(ctx: Context) -> Job:
     """The compaction command for this context: absolute executable, and the home, memory
-    dir, remote and project the installing command resolved."""
+    dir, remote, project and device name the installing command resolved."""
     argv = [
         *_executable(),
         "compact",
@@ -66,6 +67,8 @@ def job(ctx: Context) -> Job:
         ctx.remote,
         "--project",
         ctx.project,
+        "--device",  # a name from MEMSYNC_DEVICE, which the scheduler does not have either
+        ctx.device,
     ]
     return Job(ctx.project, argv, ctx.logs_dir / "compact.log")
 

@@ -84,6 +84,7 @@ class SyncResult:
         self.ignored_remote: dict[str, str] = {}  # foreign blobs under the prefix, not fetched
         self.errors: dict[str, str] = {}
         self.notes: list[str] = []
+        self.restored: str | None = None  # the note of a lost memory dir a pull restored
         self.queued: list[str] = []
         self.skipped: list[str] = []  # not started before the deadline
         self.quarantined: list[str] = []  # forgotten elsewhere, edited here: what to do
@@ -390,13 +391,20 @@ class Engine:
 
             check_moved(self.ctx, self.store)
         manifest = listing.get(MANIFEST)
-        if manifest is None or manifest.etag != self.state.meta.get("manifest_etag"):
-            # the project's manifest is new or changed since this device checked it (project.py
-            # is loaded only then: on most runs it is not)
+        meta = self.state.meta
+        if (
+            manifest is None
+            or manifest.etag != meta.get("manifest_etag")
+            or (meta.get("manifest_unstamped") and self.ctx.fingerprint)
+        ):
+            # the project's manifest is new or changed since this device checked it, or it has
+            # no fingerprint and this device now has one to stamp (project.py is loaded only
+            # then: on most runs it is not)
             from memsync.sync.project import check_project
 
             early = None if self._manifest_ahead is None else self._manifest_ahead.result
-            check_project(self.ctx, self.store, self.state.meta, listing, mode, early)
+            known = bool(self.state.records)
+            check_project(self.ctx, self.store, meta, listing, mode, early, known)
         if self.state.meta.get("forgetting"):
             from memsync.sync.tombstones import finish_pending
 
@@ -441,6 +449,8 @@ class Engine:
         if self._came_back or self.state.meta.get(COMEBACKS):
             settle = names is None and mode != "push" and not result.offline
             self._index_comebacks(result, self._index_before, settle)
+        if names is None and (result.deleted_local or result.deleted_remote):
+            self._index_departures(result, run)
         self._settle(result, run, pending, full=names is None)
         self._records_run = False
         if self._deferred and not result.offline:
@@ -704,6 +714,15 @@ class Engine:
         if self._replace(path, data, current.encode("utf-8", "surrogateescape")) is not None:
             self.state.meta[COMEBACKS] = waiting  # written here meanwhile: the next sync
             return
+        self._upload_index(result, data, path)
+        for name, _ in missing:
+            result.notes.append(
+                f"{name} is back (deleted on one device while edited on another: the edit "
+                f"wins), so MEMORY.md lists it again"
+            )
+
+    def _upload_index(self, result: SyncResult, data: bytes, path: Path) -> None:
+        """Send MEMORY.md as this run rewrote it after the plan; queued if that fails."""
         rec = self.state.records.get(INDEX)
         try:
             self._upload(result, INDEX, data, rec.etag if rec else None, _mtime(path))
@@ -713,11 +732,40 @@ class Engine:
         except StoreError as exc:
             result.errors[INDEX] = str(exc)
             self.state.queue([INDEX])
-        for name, _ in missing:
-            result.notes.append(
-                f"{name} is back (deleted on one device while edited on another: the edit "
-                f"wins), so MEMORY.md lists it again"
-            )
+
+    def _index_departures(self, result: SyncResult, run: _Run) -> None:
+        """MEMORY.md lines linking to a file this run deleted (here, as another device deleted,
+        pruned, compacted it; or on the remote) go too: a line edited on one device while
+        the file was deleted on another is an edit to the merge, which keeps it, and it
+        would link to nothing on every device. The index as it was is kept in history and
+        the change said in a note (`forget FILE` does the same through its tombstone)."""
+        failed = result.errors.keys() | result.refused.keys() | set(result.skipped)
+        if result.offline or INDEX in failed:
+            return
+        gone = {
+            n
+            for n in (*result.deleted_local, *result.deleted_remote)
+            if n != INDEX and n not in self.state.records and self._text_of(n) is None
+        }
+        current = self._index_text()
+        if not gone or current is None:
+            return
+        text, removed = index_links.without_links(current, gone)
+        if not removed:
+            return
+        before = current.encode("utf-8", "surrogateescape")
+        data = text.encode("utf-8", "surrogateescape")
+        path = self.local_path(INDEX)
+        self._keep(INDEX, before, "lines linking to deleted files taken out")
+        if self._replace(path, data, before) is not None:
+            return  # written here meanwhile: left for the next sync to find
+        self._upload_index(result, data, path)
+        names = sorted({t for line in removed for t in index_links.link_targets(line)} & gone)
+        result.notes.append(
+            f"MEMORY.md no longer lists {', '.join(names)}: the file was deleted (on this or "
+            "another device) and a line for it, kept by a merge, linked to nothing (the index "
+            "as it was is in `memsync history MEMORY.md`)"
+        )
 
     def _text_of(self, name: str) -> str | None:
         try:
@@ -793,9 +841,10 @@ class Engine:
         for name in list(self.state.records):
             self.state.forget(name)  # what is on the remote lands again as new files
         self.state.unqueue(self.state.pending)  # queued deletions of the lost files
-        result.notes.append(
+        result.restored = (
             f"the memory dir {where} was {gone}; restoring the {count} file(s) synced from it"
         )
+        result.notes.append(result.restored)
 
     def _list(self, result, mode, local_hashes, records, pending):
         try:

@@ -38,14 +38,17 @@ def check_project(
     listing: dict[str, Entry],
     mode: str,
     ahead: ReadAhead | None = None,
+    known: bool = False,
 ) -> None:
     """Refuse to mix this project's memory with another's under the same prefix: the
     remote keeps the project's fingerprint (origin or first commit) in a small manifest,
     read only when its ETag moved (a no-op sync still sends one request). A remote that
     stops answering here is checked again by the next run (the transfers will find it
-    unreachable themselves). `meta` is the state's meta (its "manifest_etag")."""
+    unreachable themselves). `meta` is the state's meta (its "manifest_etag", and
+    "manifest_unstamped" while the manifest holds no fingerprint); `known`: this device
+    synced under this prefix before (it has records)."""
     try:
-        _check_manifest(ctx, store, meta, listing, mode, ahead)
+        _check_manifest(ctx, store, meta, listing, mode, ahead, known)
     except Unreachable:
         return
 
@@ -57,10 +60,12 @@ def _check_manifest(
     listing: dict[str, Entry],
     mode: str,
     ahead: ReadAhead | None,
+    known: bool,
 ) -> None:
     entry = listing.get(identity.MANIFEST)
     ours = ctx.fingerprint
-    if entry is not None and entry.etag == meta.get("manifest_etag"):
+    unstamped = meta.get("manifest_unstamped") and ours  # ours to stamp, though no ETag moved
+    if entry is not None and entry.etag == meta.get("manifest_etag") and not unstamped:
         return
     if entry is None:
         if not [k for k in listing if not is_ignored(k)]:
@@ -68,12 +73,16 @@ def _check_manifest(
         if mode == "pull":
             return  # a pull writes nothing to the remote; the next push or sync does
         mine = identity.Identity(ctx.project, ctx.project_source, ours)
+        unborn = ours is None and ctx.git_root is not None  # a repository before its first commit
         try:
-            etag = store.create(identity.MANIFEST, identity.manifest_bytes(mine, first_commit(ctx)))
+            etag = store.create(
+                identity.MANIFEST, identity.manifest_bytes(mine, first_commit(ctx), unborn)
+            )
         except AlreadyExists:
             pass  # another device wrote it first: read and check it below
         else:
             meta["manifest_etag"] = etag
+            _unstamped(meta, ours is None)
             return
     try:
         data, etag = _read_manifest(store, entry, ahead)
@@ -87,7 +96,21 @@ def _check_manifest(
             "nothing was synced: give this project its own name with --project NAME "
             "(or MEMSYNC_PROJECT), the same on every device"
         )
-    if theirs is None and ours and mode != "pull":
+    if theirs is None and ours:
+        strange = not known and identity.manifest_unborn(data)
+        if strange and [k for k in listing if not is_ignored(k)]:
+            # memory synced in a repository before its first commit, and this device never
+            # synced it: only a device that did may say whose it is (it stamps below). A
+            # manifest written in a folder without git is claimed by the first fingerprint.
+            raise UserError(
+                f"the remote {display_remote(ctx)} holds memory synced before its project "
+                f"had a first commit, and this one has {identity.describe(ours)}; "
+                "nothing was synced: sync once on a device that synced it (it records its "
+                "first commit), then here again; if it is another project, give this one its "
+                "own name with --project NAME (or MEMSYNC_PROJECT)"
+            )
+        if mode == "pull":
+            return  # stamped by the next push or sync
         mine = identity.Identity(ctx.project, ctx.project_source, ours)
         try:
             etag = store.replace(
@@ -95,7 +118,18 @@ def _check_manifest(
             )
         except PreconditionFailed:
             return  # changed meanwhile: checked again next time
+        theirs = ours
     meta["manifest_etag"] = etag
+    _unstamped(meta, theirs is None)
+
+
+def _unstamped(meta: dict, unstamped: bool) -> None:
+    """Remember a manifest without a fingerprint, so the first run here that has one stamps
+    it even though the manifest's ETag has not moved."""
+    if unstamped:
+        meta["manifest_unstamped"] = True
+    else:
+        meta.pop("manifest_unstamped", None)
 
 
 def _read_manifest(store: Store, entry: Entry | None, ahead: ReadAhead | None) -> tuple[bytes, str]:

@@ -1,0 +1,240 @@
+"""Trials of what a user is told and what stays true on two devices (issue 16, fresh-eyes
+re-trial s27): one remote under two spellings, a project named before its first commit,
+and the smaller truthfulness findings. The installed console script, one folder remote."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.trials.test_trial_state import User, user
+
+
+@pytest.fixture
+def share(tmp_path: Path) -> Path:
+    folder = tmp_path / "remote"
+    folder.mkdir()
+    return folder
+
+
+def index(*names: str) -> str:
+    return "# Memory\n" + "".join(f"- [{n}]({n}.md) — about {n}\n" for n in names)
+
+
+def two_synced(tmp_path: Path, share: Path) -> tuple[User, User]:
+    a, b = user(tmp_path, "laptop", share), user(tmp_path, "desktop", share)
+    (a.memory / "MEMORY.md").write_text(index("user_pat", "user_riley"))
+    a.write("user_pat.md", "Pat takes coffee black.\n", type="user")
+    a.write("user_riley.md", "Riley manages Pat.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    return a, b
+
+
+# --- finding 15: one remote, one state, however its URL is spelled -------------------------
+
+
+@pytest.mark.parametrize("spelling", ["{}/", "file:{path}", "file://localhost{path}/./"])
+def test_the_same_remote_spelled_another_way_keeps_this_devices_state(tmp_path, share, spelling):
+    a, b = two_synced(tmp_path, share)
+    b.write("user_pat.md", "Pat takes coffee black, no sugar.\n", type="user")
+    b.run("sync")
+    (a.memory / "MEMORY.md").write_text(index("user_pat"))  # the Riley line deleted on A
+    a.remote = spelling.format(share.as_uri(), path=share.as_posix())
+    status = a.run("status").stdout
+    assert "never" not in status and "changed on both sides" not in status, status
+    synced = a.run("sync")
+    assert "conflict" not in (synced.stdout + synced.stderr).lower(), synced
+    assert "user_riley" not in (a.memory / "MEMORY.md").read_text()
+    assert "no sugar" in (a.memory / "user_pat.md").read_text()
+    assert len(list((a.home / "state").iterdir())) == 1
+    b.run("sync")
+    assert a.files() == b.files()
+
+
+def test_a_state_kept_under_a_trailing_slash_before_is_still_used(tmp_path, share):
+    """A user who always wrote the slash keeps the state memsync made for that spelling."""
+    import hashlib
+
+    a, b = two_synced(tmp_path, share)
+    (state,) = (a.home / "state").iterdir()
+    key = f"{share.as_uri()}/\ne2e-project\n{a.memory.resolve()}"
+    old = state.with_name(f"e2e-project-{hashlib.sha256(key.encode()).hexdigest()[:10]}")
+    state.rename(old)  # what memsync 0.x left for `file:///…/remote/`
+    a.remote = share.as_uri() + "/"
+    (a.memory / "MEMORY.md").write_text(index("user_pat"))
+    a.run("sync")
+    assert sorted(p.name for p in (a.home / "state").iterdir()) == [old.name]
+    b.run("sync")
+    assert "user_riley" not in (b.memory / "MEMORY.md").read_text()
+
+
+# --- finding 1: a project named before its first commit ------------------------------------
+
+
+def git(repo: Path, *args: str) -> None:
+    import os
+    import subprocess
+
+    from tests.test_identity import GIT_ENV
+
+    subprocess.run(["git", "-C", str(repo), *args], check=True, env={**os.environ, **GIT_ENV})
+
+
+def manifest(share: Path) -> dict:
+    import json
+
+    return json.loads((share / "app" / "_memsync" / "project.json").read_text())
+
+
+def test_a_project_named_before_its_first_commit_is_stamped_by_its_device_then_guarded(
+    tmp_path, share
+):
+    from tests.test_identity import git_repo
+
+    a = user(tmp_path, "client-a", share, named=False)
+    d = user(tmp_path, "client-d", share, named=False)
+    a.cwd = tmp_path / "work-a" / "app"
+    a.cwd.mkdir(parents=True)
+    git(a.cwd, "init", "-q")
+    a.write("user_acme_client.md", "Acme pays 40k.\n", type="user")
+    a.run("sync", "--project", "app")
+    assert manifest(share)["fingerprint"] is None
+    (a.cwd / "README").write_text("client A")
+    git(a.cwd, "add", "README")
+    git(a.cwd, "commit", "-qm", "first")
+    a.run("sync")  # its first sync with a commit records it
+    assert manifest(share)["fingerprint"].startswith("commit:")
+    stamped = manifest(share)
+
+    d.cwd = git_repo(tmp_path / "work-d" / "app", "client D's app")
+    d.write("user_delta_secret.md", "Delta's secret.\n", type="user")
+    refused = d.run("sync", "--project", "app", check=1)
+    assert "holds the memory of another project" in refused.stderr
+    assert not (d.memory / "user_acme_client.md").exists()
+    assert manifest(share) == stamped
+    a.run("sync")
+    assert not (a.memory / "user_delta_secret.md").exists()
+
+
+def test_a_stranger_at_an_unstamped_manifest_is_refused_and_stamps_nothing(tmp_path, share):
+    """The device that named the project has not synced since its first commit: a device
+    arriving with a commit of its own cannot tell whose memory it is, so it takes none."""
+    from tests.test_identity import git_repo
+
+    a = user(tmp_path, "client-a", share, named=False)
+    d = user(tmp_path, "client-d", share, named=False)
+    a.cwd = tmp_path / "work-a" / "app"
+    a.cwd.mkdir(parents=True)
+    git(a.cwd, "init", "-q")
+    a.write("user_acme_client.md", "Acme pays 40k.\n", type="user")
+    a.run("sync", "--project", "app")
+    d.cwd = git_repo(tmp_path / "work-d" / "app", "client D's app")
+    d.write("user_delta_secret.md", "Delta's secret.\n", type="user")
+    for command in ("sync", "pull"):
+        refused = d.run(command, "--project", "app", check=1)
+        assert "before its project had a first commit" in refused.stderr, refused.stderr
+    assert not (d.memory / "user_acme_client.md").exists()
+    assert manifest(share)["fingerprint"] is None
+    assert sorted(p.name for p in (share / "app").glob("*.md")) == ["user_acme_client.md"]
+    (a.cwd / "README").write_text("client A")
+    git(a.cwd, "add", "README")
+    git(a.cwd, "commit", "-qm", "first")
+    a.run("sync")
+    assert manifest(share)["fingerprint"].startswith("commit:")
+    assert "another project" in d.run("sync", "--project", "app", check=1).stderr
+
+
+# --- smaller findings: what validate, status and the primer say ----------------------------
+
+
+def test_validate_lists_a_file_kept_local_by_choice_and_exits_0(tmp_path, share):
+    a, _ = two_synced(tmp_path, share)
+    a.write("user_health.md", "Pat's diagnosis.\n", type="user", sensitivity="high")
+    assert "kept local" in a.run("sync").stderr + a.run("sync").stdout
+    checked = a.run("validate")  # exit 0: the user's choice, as sync says
+    assert "kept local (sensitivity: high, no consent): user_health.md" in checked.stdout
+    assert "3 file(s) OK; 1 kept local by choice." in checked.stdout
+    a.write("user_key.md", "token ghp_" + "a1B2" * 9 + "\n", type="user")
+    assert "1 of 5 file(s) have problems" in a.run("validate", check=1).stderr
+
+
+@pytest.mark.parametrize("shape", ["project folder removed", "empty mount point"])
+def test_status_on_an_emptied_remote_says_so_and_that_nothing_is_deleted_here(
+    tmp_path, share, shape
+):
+    import shutil
+
+    a, _ = two_synced(tmp_path, share)
+    if shape == "project folder removed":
+        shutil.rmtree(share / "e2e-project")
+    else:
+        share.rename(share.with_name("share.away"))
+        share.mkdir()
+    status = a.run("status").stdout
+    assert "the remote is empty, but this device synced 3 file(s)" in status, status
+    assert "nothing will be deleted here" in status and "mount it" in status
+    assert "deleted on the remote" not in status and "3 file(s) in sync." in status
+    assert "is empty" in a.run("sync", check=1).stderr
+    assert len(a.files()) == 3
+
+
+def test_the_session_start_primer_says_it_restored_a_lost_memory_dir(tmp_path, share):
+    import json
+    import shutil
+
+    _, b = two_synced(tmp_path, share)
+    shutil.rmtree(b.memory)
+    hook = b.run("hook", "session-start", input=json.dumps({"session_id": "s", "cwd": str(b.root)}))
+    context = json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "was missing; restoring the 3 file(s) synced from it" in context, context
+    assert len(b.files()) == 3
+    log = (b.home / "logs" / "memsync.log").read_text()
+    assert "was missing; restoring the 3 file(s)" in log, log
+
+
+# --- finding 13: an index line edited elsewhere goes with the file prune/compact deleted --------
+
+
+def digests(device: User) -> None:
+    lines = []
+    for day in ("01", "02", "05", "08"):
+        device.write(
+            f"session_digest_2026-10-{day}.md",
+            f"## Session 10:00 s{day}\n\n### Arcs\n- ARC{day} worked on item {day}.\n",
+            type="session_digest",
+            date=f"2026-10-{day}",
+        )
+        lines.append(f"- [Digest 2026-10-{day}](session_digest_2026-10-{day}.md) — Oct {day}\n")
+    (device.memory / "MEMORY.md").write_text("# Memory\n" + "".join(lines))
+
+
+@pytest.mark.parametrize(
+    "deletion",
+    [
+        ("prune", "--older-than", "30d", "--type", "session_digest", "-y"),
+        ("compact", "--now", "2026-11-26"),
+    ],
+)
+def test_an_index_line_edited_elsewhere_goes_with_the_file_that_was_deleted(
+    tmp_path, share, deletion
+):
+    a, b = user(tmp_path, "laptop", share), user(tmp_path, "desktop", share)
+    digests(a)
+    a.run("sync")
+    b.run("sync")
+    index = b.memory / "MEMORY.md"
+    index.write_text(index.read_text().replace("— Oct 05", "— Oct 05, Pat was fine BIDX"))
+    a.run(*deletion, check=None)
+    assert not (a.memory / "session_digest_2026-10-05.md").exists()
+    synced = b.run("sync")
+    assert not (b.memory / "session_digest_2026-10-05.md").exists()
+    assert "session_digest_2026-10-05.md" not in index.read_text(), index.read_text()
+    assert "MEMORY.md no longer lists session_digest_2026-10-05.md" in synced.stderr + synced.stdout
+    assert "BIDX" in "".join(
+        p.read_text() for p in (b.home / "state").rglob("*") if p.is_file() and "history" in p.parts
+    )
+    a.run("sync")
+    assert a.files() == b.files()
+    assert "session_digest_2026-10-05.md" not in (a.memory / "MEMORY.md").read_text()
