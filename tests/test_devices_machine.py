@@ -811,3 +811,23 @@ def test_an_id_minted_twice_on_one_device_after_a_lost_folder_merges_by_promise(
         machine.converge()
     finally:
         machine.teardown()
+
+
+def test_a_promise_reworded_after_its_delivery_is_not_back_open_after_a_reword_elsewhere():
+    """Found by the machine once a reword kept the entry's subject: one device delivered a
+    promise and then reworded it in Delivered, another reworded it in Open. The merge asked
+    that the delivered text continue the base's, read the two as different promises and kept
+    the promise Open as well as Delivered (tests/test_merge.py has the merge on its own)."""
+    machine = DevicesMachine()
+    try:
+        machine.same_id_on_two_devices(first=1, second=0)
+        machine.sync(device=0, mode="sync")
+        machine.finalise(device=0, name="running_commitments.md", pick=0)
+        machine.change_entry(action="reword", device=0, pick=0)
+        machine.lose_memory_dir(device=2)
+        machine.sync(device=0, mode="sync")
+        machine.change_entry(action="reword", device=2, pick=0)
+        machine.lose_memory_dir(device=2)
+        machine.converge()
+    finally:
+        machine.teardown()

@@ -275,16 +275,14 @@ def _one_entry(base: Item | None, done: Item, other: Item) -> bool:
     are one entry: an id can stand for two promises (ids minted on two devices before ids were
     unique), and delivering one must not consume the other. Without a base the texts must be
     the same (the delivered one may have a note appended); with one, the id was one promise
-    when both sides last agreed, so `done` (the base entry moved) and `other` (however much
-    reworded, as the design table says: anything -> Delivered only) are that promise."""
-
-    def continues(a: str, b: str) -> bool:
-        return a == b or a.startswith(b) or b.startswith(a)
-
+    when both sides last agreed (`_split_collisions` keys each of an id's promises apart), so
+    `done` (the base entry moved, with a note or reworded as it was delivered) and `other`
+    (however much reworded, as the design table says: anything -> Delivered only) are that
+    promise."""
+    if base is not None:
+        return True
     d, o = _bare(done.text), _bare(other.text)
-    if base is None:
-        return continues(d, o)
-    return continues(d, _bare(base.text))
+    return d == o or d.startswith(o) or o.startswith(d)
 
 
 def _split_collisions(
