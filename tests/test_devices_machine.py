@@ -831,3 +831,27 @@ def test_a_promise_reworded_after_its_delivery_is_not_back_open_after_a_reword_e
         machine.converge()
     finally:
         machine.teardown()
+
+
+def test_a_new_promise_is_kept_when_another_device_forgets_one_this_device_removed():
+    """Found by the machine: one device removed a promise and wrote a new one under another id,
+    and another device forgot the old one with forget --match. Taking the rewordings of the
+    forgotten line out, the first device's sync read the new promise (the same date in its id,
+    a few words of a promise in common) as one and set it aside."""
+    machine = DevicesMachine()
+    try:
+        machine.add_index_line(device=0)
+        machine.same_id_on_two_devices(first=0, second=1)
+        machine.change_entry(action="remove", device=0, pick=0)
+        machine.add_index_line(device=1)
+        machine.add_index_line(device=0)
+        machine.sigterm_mid_sync(after=3, device=1)
+        machine.forget_match(device=1, pick=362881)
+        machine.lose_memory_dir(device=0)
+        machine.change_entry(action="remove", device=0, pick=3959)
+        machine.same_id_on_two_devices(first=0, second=2)
+        machine.change_entry(action="remove", device=0, pick=1011)
+        machine.forget_match(device=1, pick=25576)
+        machine.converge()
+    finally:
+        machine.teardown()

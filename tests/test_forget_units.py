@@ -112,3 +112,25 @@ def test_a_rule_compacted_from_a_forgotten_entry_is_that_entry():
     assert scrub(b"- Joking about the deadline fell flat, again.\n", forgotten) == (
         b"- Joking about the deadline fell flat, again.\n"
     )
+
+
+def test_a_new_promise_is_not_taken_for_the_rewording_of_a_forgotten_one():
+    """Found by the devices machine: B removed a promise and wrote a new one under another id;
+    A forgot the old one. Read by its words, the new line (the same date in its id, the same
+    few words of a promise) passed for a rewording of the forgotten one, and B's next sync took
+    it out of the file. A line with an id or a link of its own is only ever the line with the
+    same one; a rewording under the same id still goes."""
+    from memsync.sync.tombstones import _rewords_of_forgotten
+
+    old = "- [c-2026-11-25-a] send Ana the deck by friday"
+    base = ["## Open", old, "- [Topic](topic_a.md) — how we ship"]
+    fresh = {line_hash(old): 2.0}
+    new_promise = "- [c-2026-11-25-b] send Bo the deck by friday"
+    assert _rewords_of_forgotten(["## Open", new_promise], base, fresh, 1.0) == set()
+    reworded = "- [c-2026-11-25-a] send Ana the deck by monday"
+    assert _rewords_of_forgotten(["## Open", reworded], base, fresh, 1.0) == {line_hash(reworded)}
+    plain = "- send Ana the deck by monday"  # no id: by its words, as before
+    fresh_plain = {line_hash("- send Ana the deck by friday"): 2.0}
+    assert _rewords_of_forgotten([plain], ["- send Ana the deck by friday"], fresh_plain, 1.0) == {
+        line_hash(plain)
+    }

@@ -1097,6 +1097,17 @@ def _index_key(line: str) -> str:
     return f"link:{m.group(1)}" if m else f"line:{' '.join(line.split())}"
 
 
+def own_identity(line: str) -> str | None:
+    """A line's identity of its own, where it has one: a commitment's id or an index line's
+    link. Such lines are one entry only with a line of the same id or link, never by their
+    words (see `pair_rewords`'s `fixed`)."""
+    m = _COMMIT_ID.search(line)
+    if m:
+        return m.group(1)
+    m = _LINK.search(line)
+    return f"link:{m.group(1)}" if m else None
+
+
 def _index_label(item: Item) -> str:
     """Names where, never what (see `_merge_entries`): a link line by its target, any other
     line by its position only; its text would outlive a `forget --match` in logs."""

@@ -595,7 +595,7 @@ def _rewords_of_forgotten(
     before the forget: the same entry, which a merge would otherwise keep over the removal
     (an item reworded here while another device forgot it). An entry reworded after the
     forget is new content and stays."""
-    from memsync.memory.merge import SIMILAR, similarity
+    from memsync.memory.merge import SIMILAR, own_identity, similarity
 
     here = set(lines)
     gone = [
@@ -607,12 +607,15 @@ def _rewords_of_forgotten(
         return set()
     added = [line for line in lines if line not in set(base_lines) and line_hash(line)]
     # one rewording a forgotten line, the closest: a new entry that merely resembles it (the
-    # same template, a few words in common) is not the forgotten one moved or reworded
+    # same template, a few words in common) is not the forgotten one moved or reworded, and a
+    # line with an id or a link of its own is only ever the line with the same one (a new
+    # promise shares its id's date and the words of a promise with the forgotten one)
     pairs = sorted(
         (
             (similarity(line, old), i, j)
             for i, line in enumerate(added)
             for j, old in enumerate(gone)
+            if own_identity(line) == own_identity(old)
         ),
         reverse=True,
     )
