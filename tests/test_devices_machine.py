@@ -855,3 +855,31 @@ def test_a_new_promise_is_kept_when_another_device_forgets_one_this_device_remov
         machine.converge()
     finally:
         machine.teardown()
+
+
+def test_two_rewordings_set_aside_within_a_second_are_both_kept(monkeypatch):
+    """Found by the machine: a device's unsynced rewording of an index line was set aside when
+    another device forgot the line, and later its edit of another line, when a third device
+    forgot that one. The second copy set aside was named by the same second as the first and
+    replaced it, so the first rewording was nowhere. The clock is held still here, as a fast
+    run made it."""
+    from memsync.sync import tombstones
+
+    monkeypatch.setattr(tombstones.time, "strftime", lambda fmt, *a: "20261126-120000")
+    machine = DevicesMachine()
+    try:
+        machine.same_id_on_two_devices(first=0, second=1)
+        machine.change_entry(action="remove", device=0, pick=0)
+        machine.add_index_line(device=1)
+        machine.add_index_line(device=0)
+        machine.sigterm_mid_sync(after=5, device=0)
+        machine.sigterm_mid_sync(after=3, device=1)
+        machine.change_entry(action="reword", device=0, pick=61)
+        machine.forget_match(device=1, pick=362881)
+        machine.sync(device=0, mode="sync")
+        machine.edit_index_description(device=0, pick=2013)
+        machine.sync(device=2, mode="sync")
+        machine.forget_match(device=2, pick=510511)
+        machine.converge()
+    finally:
+        machine.teardown()

@@ -134,3 +134,26 @@ def test_a_new_promise_is_not_taken_for_the_rewording_of_a_forgotten_one():
     assert _rewords_of_forgotten([plain], ["- send Ana the deck by friday"], fresh_plain, 1.0) == {
         line_hash(plain)
     }
+
+
+def test_a_file_set_aside_twice_within_a_second_keeps_both_copies(tmp_path, monkeypatch):
+    """Found by the devices machine: two forgets each took an unsynced rewording out of this
+    device's MEMORY.md, and the sync that applied the second one ran within the same second
+    as the first. The quarantine copy was named by the second, so the second copy replaced
+    the first and the first rewording was gone."""
+    from types import SimpleNamespace
+
+    from memsync.sync import tombstones
+
+    monkeypatch.setattr(tombstones.time, "strftime", lambda fmt, *a: "20261126-120000")
+    engine = SimpleNamespace(
+        ctx=SimpleNamespace(home=tmp_path, state_dir=tmp_path / "state" / "proj"),
+        state=SimpleNamespace(meta={}),
+        local_path=lambda name: tmp_path / "mem" / name,
+    )
+    first = tombstones.quarantine(engine, "MEMORY.md", b"- first rewording\n", lines=True)
+    second = tombstones.quarantine(engine, "MEMORY.md", b"- second rewording\n", lines=True)
+    assert first != second
+    assert first.read_bytes() == b"- first rewording\n"
+    assert second.read_bytes() == b"- second rewording\n"
+    assert [q["path"] for q in engine.state.meta["quarantined"]] == [str(first), str(second)]

@@ -700,7 +700,12 @@ def quarantine(engine: Engine, name: str, data: bytes, lines: bool = False) -> P
     flat = name.replace("/", "__")
     if len(flat.encode("utf-8")) > 180:
         flat = history_folder(name) + ".md"
-    path = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{flat}"
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = folder / f"{stamp}-{flat}"
+    n = 1
+    while path.exists():  # set aside twice within a second: never over the first copy
+        n += 1
+        path = folder / f"{stamp}-{n}-{flat}"
     atomic_write(path, data)
     if not lines:
         engine.local_path(name).unlink(missing_ok=True)
