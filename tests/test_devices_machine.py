@@ -20,8 +20,9 @@ Checked:
 
 Each entry carries a unique token (`k00042z`); a reword gives it a new token in the same
 lineage. The token is the machine's handle, not what the entry is about: each lineage also has
-three subject words of its own (`subject`), kept across rewords, and a reword changes one more
-word (`reworded`), as a person's reword changes a few words and keeps most. Before, a reword
+four subject words of its own (`subject`), kept across rewords, and a reword changes one more
+word (`reworded`), as a person's reword changes a few words and keeps most; two lineages share
+less than half their words. Before, a reword
 only swapped the token and put "reworded" before "note", so a reworded line shared nothing
 with its old self but the words every entry has: a merge (which pairs a reword with the removed
 entry it resembles most) could not tell it from another device's similar entry removed on the
@@ -113,8 +114,11 @@ def new_token() -> str:
 
 
 # what an entry is about: one word from each list, by the lineage's number. The lengths are
-# coprime, so lineages fewer than 31 * 29 apart share no two words, and those fewer than 23
-# apart none at all; none holds a secret scanner's needle ("pass", "api", "token", ...)
+# coprime, so lineages fewer than 19 * 23 apart share no two words, and those fewer than 19
+# apart none at all; none holds a secret scanner's needle ("pass", "api", "token", ...). Two
+# lineages' lines share less than half their words (merge.SIMILAR), a reword and its lineage
+# more: the same-words-as-most rules (merge.pair_rewords, compaction's reworded rule, forget's
+# rewording of a forgotten line) then read them as a person's entries would be read
 _SUBJECT_WORDS = (
     "budget launch hiring roadmap invoice offsite pricing survey release audit onboarding "
     "migration contract training backlog forecast outage rollout partner vendor demo "
@@ -123,6 +127,8 @@ _SUBJECT_WORDS = (
     "priya quinn rosa sven tara umar vera wendell ximena yusuf zoe amara bastian ines",
     "monday tuesday wednesday thursday friday weekend morning evening noon january february "
     "march april june july august september october november december spring summer winter",
+    "berlin lisbon oslo porto quito lima cairo dakar accra nairobi seoul osaka hanoi manila perth "
+    "hobart denver boston austin",
 )
 SUBJECTS = tuple(tuple(words.split()) for words in _SUBJECT_WORDS)
 # the word a reword changes, each to the next (the subject words stay)
@@ -349,7 +355,11 @@ class DevicesMachine(RuleBasedStateMachine):
             f"- [c-2026-11-25-{token[1:-1]}] {token} ship it"
             + (f", the {about}note" if self.subjects else "")
             if name == COMMITMENTS
-            else (f"- {token} {about}note from device {device}")
+            else (
+                f"- {token} {about}note"
+                if self.subjects
+                else f"- {token} note from device {device}"
+            )
         )
         for h, entries in parts:
             if h == heading:
