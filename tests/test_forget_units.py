@@ -140,3 +140,47 @@ def test_forget_match_keeps_the_blank_line_between_sections():
     out, removed = _without_entries("carry_forward.md", text, "dentist")
     assert removed == 1
     assert out == "## Pending\n- Book the venue\n\n## Consumed\n- Done\n"
+
+def test_a_new_promise_is_not_taken_for_the_rewording_of_a_forgotten_one():
+    """Found by the devices machine: B removed a promise and wrote a new one under another id;
+    A forgot the old one. Read by its words, the new line (the same date in its id, the same
+    few words of a promise) passed for a rewording of the forgotten one, and B's next sync took
+    it out of the file. A line with an id or a link of its own is only ever the line with the
+    same one; a rewording under the same id still goes."""
+    from memsync.sync.tombstones import _rewords_of_forgotten
+
+    old = "- [c-2026-11-25-a] send Ana the deck by friday"
+    base = ["## Open", old, "- [Topic](topic_a.md) — how we ship"]
+    fresh = {line_hash(old): 2.0}
+    new_promise = "- [c-2026-11-25-b] send Bo the deck by friday"
+    assert _rewords_of_forgotten(["## Open", new_promise], base, fresh) == set()
+    reworded = "- [c-2026-11-25-a] send Ana the deck by monday"
+    assert _rewords_of_forgotten(["## Open", reworded], base, fresh) == {line_hash(reworded)}
+    plain = "- send Ana the deck by monday"  # no id: by its words, as before
+    fresh_plain = {line_hash("- send Ana the deck by friday"): 2.0}
+    assert _rewords_of_forgotten([plain], ["- send Ana the deck by friday"], fresh_plain) == {
+        line_hash(plain)
+    }
+
+
+def test_a_file_set_aside_twice_within_a_second_keeps_both_copies(tmp_path, monkeypatch):
+    """Found by the devices machine: two forgets each took an unsynced rewording out of this
+    device's MEMORY.md, and the sync that applied the second one ran within the same second
+    as the first. The quarantine copy was named by the second, so the second copy replaced
+    the first and the first rewording was gone."""
+    from types import SimpleNamespace
+
+    from memsync.sync import tombstones
+
+    monkeypatch.setattr(tombstones.time, "strftime", lambda fmt, *a: "20261126-120000")
+    engine = SimpleNamespace(
+        ctx=SimpleNamespace(home=tmp_path, state_dir=tmp_path / "state" / "proj"),
+        state=SimpleNamespace(meta={}),
+        local_path=lambda name: tmp_path / "mem" / name,
+    )
+    first = tombstones.quarantine(engine, "MEMORY.md", b"- first rewording\n", lines=True)
+    second = tombstones.quarantine(engine, "MEMORY.md", b"- second rewording\n", lines=True)
+    assert first != second
+    assert first.read_bytes() == b"- first rewording\n"
+    assert second.read_bytes() == b"- second rewording\n"
+    assert [q["path"] for q in engine.state.meta["quarantined"]] == [str(first), str(second)]

@@ -181,6 +181,29 @@ def test_commitments_both_sides_change_status_delivered_wins():
 
 
 @pytest.mark.parametrize("delivered_ours", [True, False])
+def test_a_promise_reworded_as_it_is_delivered_and_reworded_on_the_other_side_is_delivered(
+    delivered_ours,
+):
+    """One device delivers a promise and rewords it as it does; the other reschedules it. One
+    id the base holds once is one promise: Delivered only, with the conflict reported (design
+    table: moved to Delivered / changed). The merge had asked that the delivered text continue
+    the base's and kept the rescheduled one Open too (found by tests/test_devices_machine.py)."""
+    base = doc("## Open\n- [c-1] send Ana the deck by Friday\n\n## Delivered\n", type="commitments")
+    done = doc(
+        "## Open\n\n## Delivered\n- [c-1] sent Ana the deck on Thursday\n", type="commitments"
+    )
+    moved = doc(
+        "## Open\n- [c-1] send Ana the deck by Monday\n\n## Delivered\n", type="commitments"
+    )
+    ours, theirs = (done, moved) if delivered_ours else (moved, done)
+    result = checked("running_commitments.md", base, ours, theirs)
+    tree = sections.parse(body_of(result.content))
+    assert "[c-1]" not in "".join(tree.find("Open").entries)
+    assert "".join(tree.find("Delivered").entries).count("[c-1]") == 1
+    assert result.conflict and "[c-1]" in result.conflict
+
+
+@pytest.mark.parametrize("delivered_ours", [True, False])
 @pytest.mark.parametrize("with_base", [False, True])
 def test_delivering_a_colliding_commitment_id_keeps_the_other_devices_promise(
     delivered_ours, with_base

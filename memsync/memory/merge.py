@@ -276,16 +276,14 @@ def _one_entry(base: Item | None, done: Item, other: Item) -> bool:
     are one entry: an id can stand for two promises (ids minted on two devices before ids were
     unique), and delivering one must not consume the other. Without a base the texts must be
     the same (the delivered one may have a note appended); with one, the id was one promise
-    when both sides last agreed, so `done` (the base entry moved) and `other` (however much
-    reworded, as the design table says: anything -> Delivered only) are that promise."""
-
-    def continues(a: str, b: str) -> bool:
-        return a == b or a.startswith(b) or b.startswith(a)
-
+    when both sides last agreed (`_split_collisions` keys each of an id's promises apart), so
+    `done` (the base entry moved, with a note or reworded as it was delivered) and `other`
+    (however much reworded, as the design table says: anything -> Delivered only) are that
+    promise."""
+    if base is not None:
+        return True
     d, o = _bare(done.text), _bare(other.text)
-    if base is None:
-        return continues(d, o)
-    return continues(d, _bare(base.text))
+    return d == o or d.startswith(o) or o.startswith(d)
 
 
 def _split_collisions(
@@ -1119,6 +1117,17 @@ _LINK = re.compile(r"\]\(([^)\s]+)")
 def _index_key(line: str) -> str:
     m = _LINK.search(line)
     return f"link:{m.group(1)}" if m else f"line:{' '.join(line.split())}"
+
+
+def own_identity(line: str) -> str | None:
+    """A line's identity of its own, where it has one: a commitment's id or an index line's
+    link. Such lines are one entry only with a line of the same id or link, never by their
+    words (see `pair_rewords`'s `fixed`)."""
+    m = _COMMIT_ID.search(line)
+    if m:
+        return m.group(1)
+    m = _LINK.search(line)
+    return f"link:{m.group(1)}" if m else None
 
 
 def _index_label(item: Item) -> str:

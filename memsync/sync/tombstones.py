@@ -663,7 +663,7 @@ def _rewords_of_forgotten(
     device forgot it). When the edit was made does not matter: this device had not heard of
     the forget (`fresh` holds only tombstones not applied here yet), so a reword made after
     the user asked is as much the forgotten entry as one made before (report 27, finding 17)."""
-    from memsync.memory.merge import SIMILAR, similarity
+    from memsync.memory.merge import SIMILAR, own_identity, similarity
 
     here = set(lines)
     gone = [line for line in base_lines if line_hash(line) in fresh and line not in here]
@@ -671,12 +671,15 @@ def _rewords_of_forgotten(
         return set()
     added = [line for line in lines if line not in set(base_lines) and line_hash(line)]
     # one rewording a forgotten line, the closest: a new entry that merely resembles it (the
-    # same template, a few words in common) is not the forgotten one moved or reworded
+    # same template, a few words in common) is not the forgotten one moved or reworded, and a
+    # line with an id or a link of its own is only ever the line with the same one (a new
+    # promise shares its id's date and the words of a promise with the forgotten one)
     pairs = sorted(
         (
             (similarity(line, old), i, j)
             for i, line in enumerate(added)
             for j, old in enumerate(gone)
+            if own_identity(line) == own_identity(old)
         ),
         reverse=True,
     )
@@ -761,7 +764,12 @@ def quarantine(engine: Engine, name: str, data: bytes, lines: bool = False) -> P
     flat = name.replace("/", "__")
     if len(flat.encode("utf-8")) > 180:
         flat = history_folder(name) + ".md"
-    path = folder / f"{time.strftime('%Y%m%d-%H%M%S')}-{flat}"
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    path = folder / f"{stamp}-{flat}"
+    n = 1
+    while path.exists():  # set aside twice within a second: never over the first copy
+        n += 1
+        path = folder / f"{stamp}-{n}-{flat}"
     atomic_write(path, data)
     if not lines:
         engine.local_path(name).unlink(missing_ok=True)
