@@ -403,6 +403,29 @@ def test_a_rule_folded_while_another_device_changed_its_section(change, kept, go
         assert "## 2026-09-01" not in text
 
 
+def test_two_rewordings_of_one_folded_rule_are_both_kept() -> None:
+    """A section folded earlier came back (an older merge) with two entries that each reword
+    the same rule: the first replaces it, the second is a rule of its own. Before, the
+    second replaced the first, which was then nowhere."""
+    folded = """
+## Rules learned
+- 2026-09-01 (Landed): Leading with the number worked.
+
+## 2026-09-01
+
+### Landed
+- Leading with the number worked in standup.
+- Leading with the number worked in the review.
+"""
+    name = "voice_calibration.md"
+    files = {name: md(folded, type="voice_calibration")}
+    text = applied(files, plan(files, date(2026, 11, 26)))[name].decode()
+    assert text.count("- 2026-09-01 (Landed): Leading with the number worked in standup.") == 1
+    assert text.count("- 2026-09-01 (Landed): Leading with the number worked in the review.") == 1
+    assert "- 2026-09-01 (Landed): Leading with the number worked.\n" not in text
+    assert "## 2026-09-01" not in text
+
+
 def test_plan_is_pure_and_ordered() -> None:
     files = golden_files()
     assert plan_to_dict(plan(files, NOW)) == plan_to_dict(plan(dict(files), NOW))

@@ -552,9 +552,11 @@ def _plan_digests(
 _RULE_PREFIX = re.compile(r"^-\s+(\d{4}-\d{2}-\d{2}(?: \([^)]*\))?):\s*")
 
 
-def _reworded_rule(rules: list[str], rule: str) -> int | None:
+def _reworded_rule(rules: list[str], rule: str, taken: set[int]) -> int | None:
     """The index of the earlier rule `rule` rewords: same date and context, most words alike
-    (merge.similarity, as merges tell a reword from a new entry); None if there is none."""
+    (merge.similarity, as merges tell a reword from a new entry), not one already `taken` by
+    another rewording (two of one rule are a rewording and a rule of its own, never two
+    replacements of which the first is lost); None if there is none."""
     from memsync.memory.merge import SIMILAR, similarity
 
     m = _RULE_PREFIX.match(rule.strip())
@@ -563,6 +565,8 @@ def _reworded_rule(rules: list[str], rule: str) -> int | None:
     best, best_score = None, SIMILAR
     for i, old in enumerate(rules):
         o = _RULE_PREFIX.match(old.strip())
+        if i in taken:
+            continue
         if o is None or o.group(1) != m.group(1):
             continue
         score = similarity(old.strip()[o.end() :], rule.strip()[m.end() :])
@@ -591,14 +595,16 @@ def _plan_voice(text: str, now: date, policy: Policy) -> tuple[bytes, str] | Non
     added = [a for a in added if sections.normalise(a) not in known]
     entries = list(rules.entries)
     earlier = len(entries)
+    taken: set[int] = set()
     for rule in dict.fromkeys(added):
         # the section came back because the other device reworded an entry this compaction
         # had already folded: the reworded rule replaces the old one instead of joining it
-        i = _reworded_rule(entries[:earlier], rule)
+        i = _reworded_rule(entries[:earlier], rule, taken)
         if i is None:
             entries.append(rule)
         else:
             entries[i] = rule
+            taken.add(i)
     rules.entries = _tail(entries, blank)
     dates = sorted(c.date.isoformat() for c in old if c.date is not None)
     span = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
