@@ -88,9 +88,9 @@ def manifest(share: Path) -> dict:
     return json.loads((share / "app" / "_memsync" / "project.json").read_text())
 
 
-def test_a_project_named_before_its_first_commit_is_stamped_by_its_device_then_guarded(
-    tmp_path, share
-):
+def unborn_app(tmp_path: Path, share: Path) -> tuple[User, User]:
+    """Client A's `app`, a repository without a commit yet, synced under `--project app`, and
+    client D's unrelated `app`, with a commit and a secret of its own, not synced."""
     from tests.test_identity import git_repo
 
     a = user(tmp_path, "client-a", share, named=False)
@@ -100,16 +100,27 @@ def test_a_project_named_before_its_first_commit_is_stamped_by_its_device_then_g
     git(a.cwd, "init", "-q")
     a.write("user_acme_client.md", "Acme pays 40k.\n", type="user")
     a.run("sync", "--project", "app")
-    assert manifest(share)["fingerprint"] is None
+    d.cwd = git_repo(tmp_path / "work-d" / "app", "client D's app")
+    d.write("user_delta_secret.md", "Delta's secret.\n", type="user")
+    return a, d
+
+
+def first_commit(a: User) -> None:
     (a.cwd / "README").write_text("client A")
     git(a.cwd, "add", "README")
     git(a.cwd, "commit", "-qm", "first")
+
+
+def test_a_project_named_before_its_first_commit_is_stamped_by_its_device_then_guarded(
+    tmp_path, share
+):
+    a, d = unborn_app(tmp_path, share)
+    assert manifest(share)["fingerprint"] is None
+    first_commit(a)
     a.run("sync")  # its first sync with a commit records it
     assert manifest(share)["fingerprint"].startswith("commit:")
     stamped = manifest(share)
 
-    d.cwd = git_repo(tmp_path / "work-d" / "app", "client D's app")
-    d.write("user_delta_secret.md", "Delta's secret.\n", type="user")
     refused = d.run("sync", "--project", "app", check=1)
     assert "holds the memory of another project" in refused.stderr
     assert not (d.memory / "user_acme_client.md").exists()
@@ -121,26 +132,14 @@ def test_a_project_named_before_its_first_commit_is_stamped_by_its_device_then_g
 def test_a_stranger_at_an_unstamped_manifest_is_refused_and_stamps_nothing(tmp_path, share):
     """The device that named the project has not synced since its first commit: a device
     arriving with a commit of its own cannot tell whose memory it is, so it takes none."""
-    from tests.test_identity import git_repo
-
-    a = user(tmp_path, "client-a", share, named=False)
-    d = user(tmp_path, "client-d", share, named=False)
-    a.cwd = tmp_path / "work-a" / "app"
-    a.cwd.mkdir(parents=True)
-    git(a.cwd, "init", "-q")
-    a.write("user_acme_client.md", "Acme pays 40k.\n", type="user")
-    a.run("sync", "--project", "app")
-    d.cwd = git_repo(tmp_path / "work-d" / "app", "client D's app")
-    d.write("user_delta_secret.md", "Delta's secret.\n", type="user")
+    a, d = unborn_app(tmp_path, share)
     for command in ("sync", "pull"):
         refused = d.run(command, "--project", "app", check=1)
         assert "before its project had a first commit" in refused.stderr, refused.stderr
     assert not (d.memory / "user_acme_client.md").exists()
     assert manifest(share)["fingerprint"] is None
     assert sorted(p.name for p in (share / "app").glob("*.md")) == ["user_acme_client.md"]
-    (a.cwd / "README").write_text("client A")
-    git(a.cwd, "add", "README")
-    git(a.cwd, "commit", "-qm", "first")
+    first_commit(a)
     a.run("sync")
     assert manifest(share)["fingerprint"].startswith("commit:")
     assert "another project" in d.run("sync", "--project", "app", check=1).stderr
