@@ -283,8 +283,11 @@ def _bare_texts(items: list[Entry], base: list[Entry]) -> list[tuple[Entry, str]
     out = []
     for e in items:
         cid = e.ident.split("#")[0]
-        text = promise[cid] if here[cid] == 1 and cid in promise else _bare_promise(e.text)
-        out.append((e, text))
+        own = _bare_promise(e.text)
+        # held more than once here, an entry with most of the base promise's words is that
+        # promise reworded (an earlier merge kept two rewordings side by side)
+        same = cid in promise and (here[cid] == 1 or _overlap(own, promise[cid]) >= 0.5)
+        out.append((e, promise[cid] if same else own))
     return out
 
 
@@ -383,6 +386,36 @@ def _one_promise(other: str, done: str, base: list[tuple[str, str]]) -> bool:
     )
 
 
+def _gone_with_final(kind: str, b: list[Entry], o: list[Entry], t: list[Entry]) -> set[str]:
+    """Entries one side added that are more versions of an entry the other side moved to
+    Consumed/Delivered while this side changed it (two rewordings an earlier merge kept side
+    by side, or a second copy under the same commitment id): they go with it, reported."""
+    final = FINAL.get(kind)
+    if final is None:
+        return set()
+    base = {e.ident: e for e in b}
+    out = set()
+    for e in b:
+        if e.where == final:
+            continue
+        for mine, other in ((o, t), (t, o)):
+            moved = [x for x in other if x.ident == e.ident]
+            here = [x for x in mine if x.ident == e.ident]
+            if not moved or moved[0].where != final or [(x.where, x.text) for x in here] == [
+                (e.where, e.text)
+            ]:
+                continue
+            if here and here[0].where == final:
+                continue
+            for x in mine:
+                if x.ident in base or x.ident in {y.ident for y in other} or x.where == final:
+                    continue
+                same_id = x.ident.split("#")[0] == e.ident and kind == "commitments"
+                if same_id or (not _own_identity(x.ident) and _overlap(x.text, e.text) >= 0.5):
+                    out.add(x.ident)
+    return out
+
+
 def _values(items: list[Entry], ident: str) -> list[tuple[str, str]]:
     return sorted((e.where, e.text) for e in items if e.ident == ident)
 
@@ -447,9 +480,12 @@ def violations(
         return bool(conflicts) and (value in kept_texts or value[1] in kept_texts)
 
     idents = dict.fromkeys(e.ident for e in (*b, *o, *t))
+    gone_with = _gone_with_final(kind, b, o, t) if conflicts else set()
     for ident in idents:
         bv, ov, tv = _values(b, ident), _values(o, ident), _values(t, ident)
         rv = _values(r, ident)
+        if ident in gone_with and not rv:
+            continue  # another version of an entry the other side consumed: reported
         if ov == tv:
             if ov and not all(present(ident, v) for v in ov):
                 problems.append(f"{ident!r}: both sides hold {ov}, the result {rv}")
@@ -470,6 +506,13 @@ def violations(
             continue
         # changed on both sides, differently
         both_final = bool(ov and tv) and all(w == final for w, _ in ov + tv)
+        moved_only = [v for v in (ov, tv) if len(bv) == 1 and v == [(final, bv[0][1])]]
+        if both_final and len(ov) == len(tv) == 1 and moved_only and bv[0][0] != final:
+            # both moved it, one left its words: the other's words are the only change to them
+            changed = tv if ov == moved_only[0] else ov
+            if not all(present(ident, v) for v in changed):
+                problems.append(f"{ident!r}: moved on both sides, reworded on one, result {rv}")
+            continue
         if final and any(w == final for w, _ in ov + tv) and not both_final:
             done = [v for v in ov + tv if v[0] == final]
             strays = [  # another promise under the same id: not consumed by this delivery

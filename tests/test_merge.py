@@ -268,6 +268,79 @@ def test_an_item_consumed_on_one_side_and_reworded_on_the_other_is_consumed_and_
     assert "both versions are in the file" not in result.conflict
 
 
+CARRY = "## Pending\n{pending}\n## Consumed\n{consumed}"
+REMIND = "- Remind Pat about the dentist on Friday.\n"
+MORNING = "- Remind Pat about the dentist on Friday morning.\n"
+GENTLY = "- Remind Pat gently about the dentist on Friday.\n"
+
+
+def carry(pending: str = "", consumed: str = "") -> bytes:
+    return doc(CARRY.format(pending=pending, consumed=consumed), type="carry_forward")
+
+
+@pytest.mark.parametrize("consumer", ["ours", "theirs"])
+def test_two_rewordings_kept_side_by_side_go_with_the_item_a_third_device_consumed(consumer):
+    """Three devices: A and B reworded the item (their merge kept both wordings, with a
+    conflict), C consumed it. C's merge consumes both wordings, whichever side C is; before,
+    one wording stayed Pending next to the consumed item (fresh-eyes re-trial, finding 21)."""
+    base = carry(REMIND)
+    kept_both = carry(MORNING + GENTLY)
+    consumed = carry(consumed=REMIND)
+    ours, theirs = (consumed, kept_both) if consumer == "ours" else (kept_both, consumed)
+    result = checked("carry_forward.md", base, ours, theirs)
+    tree = sections.parse(body_of(result.content))
+    assert "dentist" not in "".join(tree.find("Pending").entries)
+    assert "".join(tree.find("Consumed").entries) == REMIND
+    assert result.conflict and "consumed or delivered on the other" in result.conflict
+
+
+@pytest.mark.parametrize("consumer", ["ours", "theirs"])
+def test_a_promise_held_twice_by_a_conflict_is_delivered_once(consumer):
+    """The commitments' form of the above: one id, two rewordings kept Open by an earlier
+    merge, delivered on a third device: Delivered only, never one id in Open and Delivered."""
+    promise = "- [c-2026-11-20-ab12] 2026-11-20: draft the quarterly memo for Pat.\n"
+    monday = "- [c-2026-11-20-ab12] 2026-11-20: draft the quarterly memo for Pat by Monday.\n"
+    short = "- [c-2026-11-20-ab12] 2026-11-20: draft the short quarterly memo for Pat.\n"
+    body = "## Open\n{}\n## Delivered\n{}"
+    base = doc(body.format(promise, ""), type="commitments")
+    kept_both = doc(body.format(monday + short, ""), type="commitments")
+    delivered = doc(body.format("", promise), type="commitments")
+    ours, theirs = (delivered, kept_both) if consumer == "ours" else (kept_both, delivered)
+    result = checked("running_commitments.md", base, ours, theirs)
+    tree = sections.parse(body_of(result.content))
+    assert "ab12" not in "".join(tree.find("Open").entries)
+    assert "".join(tree.find("Delivered").entries) == promise
+    assert result.conflict
+
+
+@pytest.mark.parametrize("noter", ["ours", "theirs"])
+def test_both_consume_an_item_and_one_adds_a_note_the_note_stands_alone(noter):
+    """Both devices consumed the item, one adding how it went: that is the only change to its
+    words, so it is taken, without a conflict (fresh-eyes re-trial, finding 6)."""
+    budget = "- Ask Pat about the budget for the offsite.\n"
+    noted = "- Ask Pat about the budget for the offsite. (approved)\n"
+    base = carry(budget)
+    plain, with_note = carry(consumed=budget), carry(consumed=noted)
+    ours, theirs = (with_note, plain) if noter == "ours" else (plain, with_note)
+    result = checked("carry_forward.md", base, ours, theirs)
+    assert "".join(sections.parse(body_of(result.content)).find("Consumed").entries) == noted
+    assert result.conflict is None
+
+
+def test_both_rewrite_one_item_in_other_words_both_stay_and_the_user_is_told():
+    """Each device replaced the item with one of other words (too unlike it to be called a
+    rewording): both stay, and a conflict says so (fresh-eyes re-trial, finding 10)."""
+    base = carry(REMIND + "- Check the staging migration.\n")
+    ours = carry("- Remind Pat: dentist moved to Monday 9am.\n- Check the staging migration.\n")
+    theirs = carry(
+        "- Dentist for Pat is now Thursday, remind him.\n- Check the staging migration.\n"
+    )
+    result = checked("carry_forward.md", base, ours, theirs)
+    pending = "".join(sections.parse(body_of(result.content)).find("Pending").entries)
+    assert "Monday 9am" in pending and "Thursday" in pending and "Friday" not in pending
+    assert result.conflict and "both devices changed the same entries" in result.conflict
+
+
 def test_two_digests_on_the_same_day_are_both_kept_by_session():
     ours = doc("## Arcs\n- shipped the filter\n", type="session_digest", session_id="aaa")
     theirs = doc("## Arcs\n- fixed the scheduler\n", type="session_digest", session_id="bbb")

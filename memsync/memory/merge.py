@@ -293,6 +293,7 @@ def _split_collisions(
     fixed: Callable[[Hashable], bool],
     notes: list[str],
     label: Callable[[Item], str],
+    moves: bool = False,
 ) -> tuple[Sequence[Item] | None, Sequence[Item], Sequence[Item]]:
     """An id minted on two devices for two promises (ids that collided before they were
     unique) names two entries: each gets the identity (id, its promise's text), one promise
@@ -300,12 +301,19 @@ def _split_collisions(
     delivering or rewording one never takes the other, whatever order they sit in. When the
     sides differ on such an id the collision is reported."""
     # an id the base holds once and a side holds once is that one promise on that side, however
-    # reworded (one id, one promise, since both sides last agreed)
+    # reworded (one id, one promise, since both sides last agreed); in a file whose entries
+    # move (commitments), held more than once, each of its entries much like the promise is a
+    # rewording of it
     in_base = Counter(x.key for x in base or () if fixed(x.key))
     promise = {x.key: _bare(x.text) for x in base or () if in_base[x.key] == 1}
 
     def bare_of(x: Item, counts: Counter) -> str:
-        if counts[x.key] == 1 and x.key in promise:
+        # held more than once on a side, an entry most of whose words are the base promise's
+        # is that promise reworded (an earlier merge kept two rewordings side by side)
+        if x.key in promise and (
+            counts[x.key] == 1
+            or (moves and similarity(_bare(x.text), promise[x.key]) >= SIMILAR)
+        ):
             return promise[x.key]
         return _bare(x.text)
 
@@ -377,7 +385,9 @@ def merge_items(
     Order: ours, with theirs' additions after the entry they follow on their side.
     """
     if fixed is not None:
-        base, ours, theirs = _split_collisions(base, ours, theirs, fixed, notes, label)
+        base, ours, theirs = _split_collisions(
+            base, ours, theirs, fixed, notes, label, final is not None
+        )
         fixed = _or_its_promise(fixed)
     b_items = _unique(base or ())
     o_items = pair_rewords(b_items, _unique(ours), fixed)
@@ -386,10 +396,14 @@ def merge_items(
     o = {x.key: x for x in o_items}
     t = {x.key: x for x in t_items}
     order = union(None, [x.key for x in o_items], [x.key for x in t_items], key=lambda k: k)
+    gone_with = _gone_with_final(b, o, t, final, fixed)
     out: list[Item] = []
     for k in order:
         bi, oi, ti = b.get(k), o.get(k), t.get(k)
-        chosen = _one_side(bi, oi, ti)
+        if k in gone_with:
+            notes.append(Superseded(label(gone_with[k])))
+            continue
+        chosen = _one_side(bi, oi, ti) or _moved_on_both(bi, oi, ti, final)
         if chosen is not None:
             out.extend(x for x in chosen if x is not None)
             continue
@@ -397,6 +411,93 @@ def merge_items(
         kept, named, superseded = _both_changed(k, bi, oi, ti, final, fixed)
         notes.append(Superseded(label(named)) if superseded else label(named))
         out.extend(kept)
+    replaced = _replaced_on_both(b_items, o_items, t_items) if base is not None else None
+    if replaced is not None:
+        notes.append(label(replaced))
+    return out
+
+
+def _gone_with_final(
+    b: dict[Hashable, Item],
+    o: dict[Hashable, Item],
+    t: dict[Hashable, Item],
+    final: str | None,
+    fixed: Callable[[Hashable], bool] | None,
+) -> dict[Hashable, Item]:
+    """Entries one side added that are more versions of an entry the other side moved to
+    `final` while this side changed it: two rewordings an earlier merge kept side by side (a
+    third device consumed the item), or a second copy under the same commitment id. They go
+    with the moved entry, as its rewording does (and are reported), whatever order the
+    devices synced in; before, one rewording stayed Pending next to the consumed item."""
+    if final is None:
+        return {}
+    out: dict[Hashable, Item] = {}
+    for k, bi in b.items():
+        if bi.place == final:
+            continue
+        for mine, other in ((o, t), (t, o)):
+            moved, here = other.get(k), mine.get(k)
+            if moved is None or moved.place != final or _value(here) == _value(bi):
+                continue
+            if here is not None and here.place == final:
+                continue
+            words = _words(bi.text)
+            for key, item in mine.items():
+                if key in b or key in other or item.place == final:
+                    continue
+                own = fixed is not None and fixed(_root_key(key))
+                if (own and _root_key(key) == k) or (
+                    not own and _dice(words, _words(item.text)) >= SIMILAR
+                ):
+                    out[key] = item
+    return out
+
+
+def _moved_on_both(
+    bi: Item | None, oi: Item | None, ti: Item | None, final: str | None
+) -> list[Item | None] | None:
+    """Both sides moved the entry to `final` and one left its words as they were: the other
+    side's words (a note of how it was done) are the only change to them, so they stand
+    alone, without a conflict."""
+    if final is None or bi is None or oi is None or ti is None:
+        return None
+    if bi.place == final or oi.place != final or ti.place != final:
+        return None
+    words = sections.normalise(bi.text)
+    if sections.normalise(oi.text) == words:
+        return [ti]
+    if sections.normalise(ti.text) == words:
+        return [oi]
+    return None
+
+
+def _replaced_on_both(base: list[Item], ours: list[Item], theirs: list[Item]) -> Item | None:
+    """Our new entry where both sides replaced the same entry with new ones of other words
+    (too unlike it to be rewordings): both stay, as additions, but the user is told, as for
+    an entry changed differently on both sides. An entry is replaced where a new one sits
+    right after the entry that preceded the removed one."""
+    keys = [x.key for x in base]
+    mine, yours = _replacements(keys, ours), _replacements(keys, theirs)
+    for k, o_new in mine.items():
+        t_new = yours.get(k)
+        if t_new is not None and sections.normalise(o_new.text) != sections.normalise(t_new.text):
+            old = next(x for x in base if x.key == k)
+            if " ".join(old.text.split()) not in resources.template_lines():
+                return o_new  # a template's example line is replaced on every device
+    return None
+
+
+def _replacements(keys: list[Hashable], side: list[Item]) -> dict[Hashable, Item]:
+    """Base entries gone from `side`, each with the new entry of the side in its place."""
+    held = {x.key for x in side}
+    known = set(keys)
+    after = {(side[j - 1].key if j else None): x for j, x in enumerate(side) if x.key not in known}
+    out = {}
+    for i, key in enumerate(keys):
+        if key not in held:
+            new = after.get(keys[i - 1] if i else None)
+            if new is not None:
+                out[key] = new
     return out
 
 
@@ -462,8 +563,9 @@ def _conflict(path: str, notes: list[str], discarded: bool) -> str | None:
         listed = _short(", ".join(dict.fromkeys(moved)), 200)
         said.append(
             f"an entry changed on one device was consumed or delivered on the other ({listed}); "
-            "it is kept as consumed or delivered and the change is in local history on the "
-            f"device that made it (`memsync history {path}`): move it back if it still matters"
+            "it is kept as consumed or delivered and the change (a rewording, or a new entry "
+            "much like it written in its place) is in local history on the device that made "
+            f"it (`memsync history {path}`): move it back if it still matters"
         )
     if not said:
         return None

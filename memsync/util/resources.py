@@ -7,6 +7,7 @@ editable install or a source checkout reads them from the repository itself.
 
 from __future__ import annotations
 
+from functools import cache
 from importlib import resources
 from importlib.abc import Traversable
 from pathlib import Path
@@ -21,6 +22,18 @@ def _root(name: str) -> Traversable:
 
 def template_text(filename: str) -> str:
     return _root("templates").joinpath(filename).read_text(encoding="utf-8")
+
+
+@cache
+def template_lines() -> frozenset[str]:
+    """Every line of every memory template, whitespace-normalised: the example lines a
+    device replaces with its own when it fills a template in."""
+    lines: set[str] = set()
+    for entry in _root("templates").iterdir():
+        if entry.name.endswith(".md"):
+            text = entry.read_text(encoding="utf-8")
+            lines.update(" ".join(x.split()) for x in text.splitlines() if x.strip())
+    return frozenset(lines)
 
 
 def skill_texts() -> dict[str, str]:

@@ -701,3 +701,100 @@ def test_a_voice_section_compacted_while_the_other_device_changed_it(
             assert entry not in text, text
         assert "## 2026-09-01" not in text
         assert "- 2026-09-01 (Missed): A long preamble before the answer annoyed Pat." in text
+
+
+@pytest.mark.parametrize("order", ["ABCAB", "CABCA"])
+@pytest.mark.parametrize("kind", ["carry_forward", "commitments"])
+def test_two_rewordings_and_a_consumption_on_three_devices_end_consumed(tmp_path, order, kind):
+    """Fresh-eyes re-trial of issue 16, finding 21: A and B reword an item, C consumes (or
+    delivers) it. Whatever order they sync in, it ends consumed only, on every device, and
+    the next primer does not raise it; before, in one order a rewording stayed Pending (for
+    commitments: one id both Open and Delivered)."""
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    devices = {n: make_device(tmp_path, n, remote.as_uri()) for n in "ABC"}
+    if kind == "carry_forward":
+        name, places = "carry_forward.md", ("Pending", "Consumed")
+        item = "- Remind Pat about the dentist on Friday.\n"
+        words = {"A": "on Friday morning.", "B": "on Friday, gently."}
+        old = "on Friday."
+    else:
+        name, places = "running_commitments.md", ("Open", "Delivered")
+        item = "- [c-2026-11-20-ab12] 2026-11-20: draft the quarterly memo for Pat.\n"
+        words = {"A": "memo for Pat by Monday.", "B": "memo for Pat, the short one."}
+        old = "memo for Pat."
+    first, final = places
+    keep = "- Check whether the staging migration finished.\n"
+    devices["A"].write(name, f"\n## {first}\n{item}{keep}\n## {final}\n", type=kind)
+    for n in "ABC":
+        devices[n].run("sync")
+    for n in "AB":
+        edit(devices[n], name, lambda t, w=words[n]: t.replace(old, w))
+    edit(
+        devices["C"],
+        name,
+        lambda t: t.replace(item, "").replace(f"## {final}\n", f"## {final}\n{item}"),
+    )
+    for n in order:
+        devices[n].run("sync")
+    for n in "ABC":
+        devices[n].run("sync")
+    texts = {n: d.files()[name].decode() for n, d in devices.items()}
+    assert len(set(texts.values())) == 1, texts
+    tree = sections.parse(memory.parse(texts["A"]).body)
+    assert "".join(tree.find(first).entries).strip() == keep.strip()
+    assert "".join(tree.find(final).entries).strip() == item.strip()
+    assert name in conflict_files(devices["C"])
+    raised = [x for x in primer(devices["A"]).splitlines() if x.startswith("- ")]
+    assert "- Check whether the staging migration finished." in raised
+    assert not [x for x in raised if "dentist" in x or "quarterly memo" in x], raised
+
+
+def test_both_deliver_a_promise_and_one_says_how_the_note_stands_alone(pair):
+    """Fresh-eyes re-trial, finding 6: A delivers the promise as it was, B delivers it and
+    appends how (as the template asks): B's line alone, no conflict."""
+    a, b, remote = pair
+    promise = "- [c-2026-11-20-ab12] 2026-11-20: draft the quarterly memo for Pat.\n"
+    noted = promise.rstrip("\n") + " Sent on 11-26.\n"
+    a.write("running_commitments.md", f"\n## Open\n{promise}\n## Delivered\n", type="commitments")
+    start_synced(a, b)
+    for device, line in ((a, promise), (b, noted)):
+        edit(
+            device,
+            "running_commitments.md",
+            lambda t, d=line: t.replace(promise, "").replace(
+                "## Delivered\n", "## Delivered\n" + d
+            ),
+        )
+    a.run("sync")
+    b.run("sync")
+    a.run("sync")
+    delivered = remote_text(remote, "running_commitments.md").split("## Delivered")[1]
+    assert delivered.strip() == noted.strip()
+    assert a.files() == b.files()
+    for device in (a, b):
+        assert conflict_files(device) == []
+
+
+def test_both_rewrite_one_item_in_other_words_both_stay_and_both_devices_hear(pair):
+    """Fresh-eyes re-trial, finding 10: two rewrites too unlike the item to be rewordings
+    of it both stay, and the conflict is recorded on both devices (before: none)."""
+    a, b, remote = pair
+    a.write(
+        "carry_forward.md",
+        "\n## Pending\n- Remind Pat about the dentist on Friday.\n- Check the migration.\n"
+        "\n## Consumed\n",
+        type="carry_forward",
+    )
+    start_synced(a, b)
+    old = "Remind Pat about the dentist on Friday."
+    for device, new in ((a, "Remind Pat: moved to Monday 9am."), (b, "Dentist is Thursday.")):
+        edit(device, "carry_forward.md", lambda t, n=new: t.replace(old, n))
+    a.run("sync")
+    b.run("sync")
+    a.run("sync")
+    text = remote_text(remote, "carry_forward.md")
+    assert "Monday 9am" in text and "Dentist is Thursday" in text and "on Friday" not in text
+    assert a.files() == b.files()
+    for device in (a, b):
+        assert conflict_files(device) == ["carry_forward.md"]
