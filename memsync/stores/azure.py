@@ -457,7 +457,7 @@ class AzureStore(Store):
         """The prefix the remote URL names, under which each project is one "folder"."""
         return f"{self.blob_url.prefix}/" if self.blob_url.prefix else ""
 
-    def projects(self) -> list[str] | None:
+    def projects(self) -> tuple[str, ...] | None:
         """The project prefixes beside this one: List Blobs with a delimiter, one entry per
         project (a request per 5000 projects)."""
         from xml.etree import ElementTree
@@ -486,7 +486,7 @@ class AzureStore(Store):
                     names.append(name[len(root) : -1])
             marker = page.findtext("NextMarker") or ""
             if not marker:
-                return sorted(names)
+                return tuple(sorted(names))
 
     def verify(self, key: str, data: bytes, etag: str, md5: str | None) -> str | None:
         """Why a downloaded body is not the blob (None if it is): its MD5 against the one the

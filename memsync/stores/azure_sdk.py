@@ -249,7 +249,7 @@ class AzureSDKStore(AzureStore):
             return entries
         raise AssertionError("unreachable")
 
-    def projects(self) -> list[str] | None:
+    def projects(self) -> tuple[str, ...] | None:
         root = self._projects_root
         names: list[str] = []
         with self._translate():
@@ -259,7 +259,7 @@ class AzureSDKStore(AzureStore):
                 name = item.name or ""
                 if isinstance(item, BlobPrefix) and name.startswith(root):
                     names.append(name[len(root) :].rstrip("/"))
-        return sorted(names)
+        return tuple(sorted(names))
 
     def _fetch(self, key: str) -> tuple[bytes, str, str | None, float | None]:
         import base64

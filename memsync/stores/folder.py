@@ -87,12 +87,14 @@ class FolderStore(Store):
             self._sweep(leftovers)
         return entries
 
-    def projects(self) -> list[str] | None:
+    def projects(self) -> tuple[str, ...] | None:
         self.stats.count("list")
         if not self.root.is_dir():
             raise Unreachable(f"the folder remote {self.root} is not there (is the drive mounted?)")
         try:
-            return sorted(p.name for p in self.root.iterdir() if p.is_dir() and p.name[0] != ".")
+            return tuple(
+                sorted(p.name for p in self.root.iterdir() if p.is_dir() and p.name[0] != ".")
+            )
         except OSError as exc:
             raise StoreError(f"cannot list the folder remote {self.root}: {exc}") from None
 

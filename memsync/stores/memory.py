@@ -31,15 +31,18 @@ class MemoryStore(Store):
         self._lock = threading.Lock()
         self.remote_name: str | None = None  # set by `named`: its projects can be listed
 
-    def projects(self) -> list[str] | None:
+    def projects(self) -> tuple[str, ...] | None:
         if self.remote_name is None:
             return None
         self.stats.count("list")
         start = f"{self.remote_name}/"
-        return sorted(
-            key[len(start) :]
-            for key, objects in list(self._named.items())
-            if key.startswith(start) and objects and "/" not in key[len(start) :]
+        named = list(self._named.items())
+        return tuple(
+            sorted(
+                key[len(start) :]
+                for key, objects in named
+                if key.startswith(start) and objects and "/" not in key[len(start) :]
+            )
         )
 
     @classmethod
