@@ -46,6 +46,29 @@ def test_prefixes_keep_projects_apart(azure_url):
     assert b.get("x.md")[0] == b"b"
 
 
+@pytest.mark.parametrize("sdk", [False, True])
+@pytest.mark.parametrize("under", ["", "/team"])
+def test_projects_lists_the_prefixes_beside_this_one(azure_url, sdk, under):
+    """One delimiter listing: each project once, however many blobs it holds (a first
+    sync asks, to find this repository's memory under another folder's name)."""
+    from memsync.stores.azure_sdk import AzureSDKStore
+
+    def opened(prefix):
+        url = azure_url + under
+        return AzureSDKStore(url, prefix) if sdk else open_store(url, prefix)
+
+    opened("alpha").ensure()
+    opened("alpha").create("x.md", b"a")
+    opened("alpha").create("_memsync/project.json", b"{}")
+    opened("beta-4f72ac06b2b5").create("sub/y.md", b"b")
+    if under:
+        open_store(azure_url, "outside").create("z.md", b"c")
+    store = opened("gamma")
+    assert store.projects() == ("alpha", "beta-4f72ac06b2b5")
+    if not sdk:
+        assert store.stats.requests == {"list": 1}
+
+
 def test_missing_container_is_not_found_then_ensure_creates_it(azure_url):
     store = open_store(azure_url, "proj")
     assert store.exists() is False

@@ -30,6 +30,18 @@ class TestFolderStore(StoreContract):
         return FolderStore(tmp_path / "remote", "proj")
 
 
+def test_projects_are_the_prefixes_beside_this_one(tmp_path):
+    """What a first sync lists to find this repository's memory under another name."""
+    (tmp_path / "remote").mkdir()
+    for name in ("alpha", "beta-4f72ac06b2b5"):
+        FolderStore(tmp_path / "remote", name).create("x.md", b"x")
+    (tmp_path / "remote" / ".hidden").mkdir()
+    assert FolderStore(tmp_path / "remote", "gamma").projects() == ("alpha", "beta-4f72ac06b2b5")
+    MemoryStore.named("projects-test", "alpha").create("x.md", b"x")
+    assert MemoryStore.named("projects-test", "gamma").projects() == ("alpha",)
+    assert MemoryStore("proj").projects() is None  # not a named remote: cannot tell
+
+
 def test_folder_writes_are_private_and_leave_no_temp_files(tmp_path):
     store = FolderStore(tmp_path / "remote", "proj")
     store.ensure()

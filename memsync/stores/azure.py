@@ -452,6 +452,42 @@ class AzureStore(Store):
                 self._listed = entries
                 return entries
 
+    @property
+    def _projects_root(self) -> str:
+        """The prefix the remote URL names, under which each project is one "folder"."""
+        return f"{self.blob_url.prefix}/" if self.blob_url.prefix else ""
+
+    def projects(self) -> tuple[str, ...] | None:
+        """The project prefixes beside this one: List Blobs with a delimiter, one entry per
+        project (a request per 5000 projects)."""
+        from xml.etree import ElementTree
+
+        root = self._projects_root
+        names: list[str] = []
+        marker = ""
+        while True:
+            query = {"restype": "container", "comp": "list", "delimiter": "/"}
+            if root:
+                query["prefix"] = root
+            if marker:
+                query["marker"] = marker
+            response = self._request("list", "GET", query=query, limit=LISTING_LIMIT)
+            try:
+                page = ElementTree.fromstring(response.body)
+            except ElementTree.ParseError:
+                raise Unreachable(
+                    f"{self.blob_url.account_url} sent a listing cut short; try again later"
+                ) from None
+            for node in page.iterfind("Blobs/BlobPrefix/Name"):
+                name = node.text or ""
+                if node.get("Encoded") == "true":
+                    name = unquote(name, errors="surrogateescape")
+                if name.startswith(root) and name.endswith("/"):
+                    names.append(name[len(root) : -1])
+            marker = page.findtext("NextMarker") or ""
+            if not marker:
+                return tuple(sorted(names))
+
     def verify(self, key: str, data: bytes, etag: str, md5: str | None) -> str | None:
         """Why a downloaded body is not the blob (None if it is): its MD5 against the one the
         service keeps, else its size against the listing's for that very version."""

@@ -22,7 +22,7 @@ from azure.core.exceptions import (
     ServiceRequestError,
     ServiceResponseError,
 )
-from azure.storage.blob import ContainerClient, ContentSettings, LinearRetry
+from azure.storage.blob import BlobPrefix, ContainerClient, ContentSettings, LinearRetry
 from azure.storage.blob._shared.authentication import AzureSigningError
 from azure.storage.blob._shared.policies import is_retry
 
@@ -248,6 +248,18 @@ class AzureSDKStore(AzureStore):
             self._listed = entries
             return entries
         raise AssertionError("unreachable")
+
+    def projects(self) -> tuple[str, ...] | None:
+        root = self._projects_root
+        names: list[str] = []
+        with self._translate():
+            for item in self.client.walk_blobs(
+                name_starts_with=root or None, delimiter="/", **self._timeout()
+            ):
+                name = item.name or ""
+                if isinstance(item, BlobPrefix) and name.startswith(root):
+                    names.append(name[len(root) :].rstrip("/"))
+        return tuple(sorted(names))
 
     def _fetch(self, key: str) -> tuple[bytes, str, str | None, float | None]:
         import base64

@@ -125,6 +125,12 @@ class Store(Protocol):
         """Whether this credential may create the container/folder."""
         return True
 
+    def projects(self) -> tuple[str, ...] | None:
+        """The names of the projects in this remote, this one's and those beside it (one
+        request: the prefixes one level up); None where the store cannot list them. Asked only
+        by a project's first sync (see sync/project.py check_old_name)."""
+        return None
+
     def create_advice(self) -> str:
         """What to tell a user whose remote does not exist yet."""
         return "run `memsync push` to create it"

@@ -87,6 +87,17 @@ class FolderStore(Store):
             self._sweep(leftovers)
         return entries
 
+    def projects(self) -> tuple[str, ...] | None:
+        self.stats.count("list")
+        if not self.root.is_dir():
+            raise Unreachable(f"the folder remote {self.root} is not there (is the drive mounted?)")
+        try:
+            return tuple(
+                sorted(p.name for p in self.root.iterdir() if p.is_dir() and p.name[0] != ".")
+            )
+        except OSError as exc:
+            raise StoreError(f"cannot list the folder remote {self.root}: {exc}") from None
+
     def _sweep(self, leftovers: Iterable[Path]) -> None:
         """Remove temp files of writers killed mid-write. Every writer holds the lock from its
         temp file to its rename, so under the lock a temp file is always a leftover."""

@@ -29,11 +29,28 @@ class MemoryStore(Store):
         self.edited: dict[str, float] = self._edited.setdefault(id(self.objects), {})
         self.stats = Stats()
         self._lock = threading.Lock()
+        self.remote_name: str | None = None  # set by `named`: its projects can be listed
+
+    def projects(self) -> tuple[str, ...] | None:
+        if self.remote_name is None:
+            return None
+        self.stats.count("list")
+        start = f"{self.remote_name}/"
+        named = list(self._named.items())
+        return tuple(
+            sorted(
+                key[len(start) :]
+                for key, objects in named
+                if key.startswith(start) and objects and "/" not in key[len(start) :]
+            )
+        )
 
     @classmethod
     def named(cls, name: str, prefix: str) -> MemoryStore:
         """A store shared by every opener of the same name within this process."""
-        return cls(prefix, cls._named.setdefault(f"{name}/{prefix}", {}))
+        store = cls(prefix, cls._named.setdefault(f"{name}/{prefix}", {}))
+        store.remote_name = name
+        return store
 
     def _etag(self) -> str:
         return f'"m{next(self._counter)}"'

@@ -69,7 +69,7 @@ def _check_manifest(
         return
     if entry is None:
         if not [k for k in listing if not is_ignored(k)]:
-            check_old_name(ctx)
+            check_old_name(ctx, store)
         if mode == "pull":
             return  # a pull writes nothing to the remote; the next push or sync does
         mine = identity.Identity(ctx.project, ctx.project_source, ours)
@@ -214,21 +214,78 @@ def mark_moved(ctx: Context, before: str) -> str | None:
     )
 
 
-def check_old_name(ctx: Context) -> None:
+def check_old_name(ctx: Context, store: Store | None = None) -> None:
     """A first sync under a name whose prefix is empty while the remote holds this same
-    repository's memory under an earlier name (identity.earlier_name): say so, upload
-    nothing."""
+    repository's memory under another name: its earlier name (identity.earlier_name), or,
+    for a project known by its first commit, a name with the same first commit made in a
+    folder named differently (a copy, a renamed folder: `my-app-4f72ac06b2b5` beside
+    `app-4f72ac06b2b5`). Say which and how to use it, upload nothing: one project's memory
+    stays under one name unless the user chooses otherwise (`--project`)."""
     earlier = identity.earlier_name(ctx.identity, ctx.git_root)
     if earlier is None:
         return
     old_name, expected = earlier
-    try:
-        data, _ = open_store(ctx.remote, old_name).get(identity.MANIFEST)
-    except (NotFound, StoreError):
-        return
-    if identity.manifest_fingerprint(data) == expected:
+    if _manifest_says(ctx, old_name, expected):
         raise UserError(
             f"this project's memory is on the remote under its earlier name {old_name!r}; "
             f"nothing was synced: run `memsync sync --project {old_name}` once on this "
             "device to keep using it (it is remembered)"
         )
+    if ctx.project_source == "first-commit":
+        found = same_first_commit(ctx, store, expected)
+        if found:
+            raise UserError(elsewhere_message(ctx, found))
+
+
+def _manifest_says(ctx: Context, name: str, expected: str) -> bool:
+    """Whether the manifest under `name` holds fingerprint `expected` (False if it cannot
+    be read)."""
+    try:
+        data, _ = open_store(ctx.remote, name).get(identity.MANIFEST)
+    except (NotFound, StoreError):
+        return False
+    return identity.manifest_fingerprint(data) == expected
+
+
+def same_first_commit(ctx: Context, store: Store | None, expected: str) -> list[str]:
+    """The other names on the remote that hold this repository's memory: those ending in
+    this first commit's twelve characters whose manifest records the same first commit.
+    One listing of the remote's projects, then one read per such name (none on most
+    remotes); a store that cannot list its projects finds none."""
+    commit = expected.removeprefix("commit:")
+    lister = getattr(store, "projects", None)
+    if lister is None or not commit:
+        return []
+    try:
+        names = lister()
+    except StoreError:
+        return []
+    suffix = "-" + commit[:12]
+    found = []
+    for name in names or []:
+        if name == ctx.project or not name.endswith(suffix):
+            continue
+        try:
+            data, _ = open_store(ctx.remote, name).get(identity.MANIFEST)
+        except (NotFound, StoreError):
+            continue
+        if identity.manifest_commit(data) == commit:
+            found.append(name)
+    return found
+
+
+def elsewhere_message(ctx: Context, names: list[str]) -> str:
+    """The one sentence for a first sync whose repository's memory is under other names."""
+    commit = (ctx.fingerprint or "").removeprefix("commit:")[:12]
+    if len(names) == 1:
+        where = f"under {names[0]!r}"
+        use = f"run `memsync sync --project {names[0]}` once on this device to use it"
+    else:
+        listed = ", ".join(repr(n) for n in names[:-1]) + f" and {names[-1]!r}"
+        where = f"under {len(names)} names, {listed}"
+        use = "run `memsync sync --project NAME` once on this device with the one to use"
+    return (
+        f"this repository's memory (first commit {commit}) is on the remote {where}, synced "
+        f"from a folder with another name; nothing was synced: {use} (it is remembered), or "
+        f"`memsync sync --project {ctx.project}` to keep this folder's memory apart"
+    )

@@ -192,3 +192,94 @@ def test_projects_still_never_cross_after_a_move(pair, tmp_path):
         assert "holds the memory of another project" in proc.stderr, proc.stderr
         assert "user_pat.md" not in device.files()
     assert sorted(p.name for p in (remote / "github.com-me-app").glob("*.md")) == ["user_pat.md"]
+
+
+# --- fresh-eyes finding 7: one repository (no origin) in a folder named differently ---------
+
+
+def repository(path) -> None:
+    git("init", "-q", str(path))
+    (path / "README").write_text("the app\n")
+    git("-C", str(path), "add", "README")
+    git("-C", str(path), "commit", "-qm", "first")
+
+
+def test_a_copy_in_a_differently_named_folder_is_told_where_its_memory_is(tmp_path):
+    """B holds the same repository (same first commit) as `my-app`: its first sync and pull
+    name A's project and the `--project` that uses it, instead of "Everything is in sync."
+    under a second, empty prefix."""
+    import shutil
+
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    repo_a, repo_b = tmp_path / "a" / "app", tmp_path / "b" / "my-app"
+    repository(repo_a)
+    shutil.copytree(repo_a, repo_b)
+    a = Device("a", repo_a, remote.as_uri(), {"MEMSYNC_PROJECT": ""})
+    b = Device("b", repo_b, remote.as_uri(), {"MEMSYNC_PROJECT": ""})
+    a.memory.mkdir()
+    b.memory.mkdir()
+    a.write("user_acme.md", "Acme pays on the 5th.\n", type="user")
+    a.run("sync")
+    [name] = prefixes(remote)
+    assert name.startswith("app-")
+
+    b.write("user_bo.md", "Bo reviews on Fridays.\n", type="user")
+    for command in ("pull", "sync"):
+        told = b.run(command, check=1)
+        assert "in sync" not in told.stdout, told.stdout
+        assert f"'{name}'" in told.stderr and f"memsync sync --project {name}" in told.stderr
+        assert len(told.stderr.strip().splitlines()) == 1, told.stderr
+    assert prefixes(remote) == [name]  # no second project started
+    assert sorted(p.name for p in (remote / name).glob("*.md")) == ["user_acme.md"]
+    hook = b.run("hook", "session-start", input=json.dumps({"session_id": "s", "cwd": str(b.root)}))
+    context = json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert f"memsync sync --project {name}" in context, context
+
+    assert b.run("sync", "--project", name).returncode == 0  # as the sentence says
+    assert (b.memory / "user_acme.md").exists()
+    b.run("sync")  # remembered
+    assert prefixes(remote) == [name]
+    a.run("sync")
+    assert (a.memory / "user_bo.md").exists()
+
+
+def test_a_folder_renamed_on_its_own_device_is_told_where_its_memory_is(tmp_path):
+    """`mv app app-renamed` on A: Claude Code's memory dir (and so the pin) changes with the
+    path; the first pull under the new name names the old one, and a second and a third
+    prefix (two copies named differently) are both named."""
+    import shutil
+
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    repo = tmp_path / "a" / "app"
+    repository(repo)
+    a = Device("a", repo, remote.as_uri(), {"MEMSYNC_PROJECT": ""})
+    a.memory.mkdir()
+    a.write("user_acme.md", "Acme pays on the 5th.\n", type="user")
+    a.run("sync")
+    [name] = prefixes(remote)
+
+    renamed = repo.with_name("app-renamed")
+    repo.rename(renamed)
+    a = Device("a", renamed, remote.as_uri(), {"MEMSYNC_PROJECT": ""})
+    shutil.rmtree(a.memory)  # the new path's memory dir is a new, empty one
+    a.memory.mkdir()
+    told = a.run("pull", check=1)
+    assert "Nothing to sync" not in told.stdout, told.stdout
+    assert f"memsync sync --project {name}" in told.stderr, told.stderr
+    a.write("user_new.md", "A new fact.\n", type="user")
+    assert f"'{name}'" in a.run("sync", check=1).stderr
+    assert prefixes(remote) == [name]
+
+    # a second name of the same repository, chosen on purpose: both are named from now on
+    other = f"app-copy-{name.rsplit('-', 1)[1]}"
+    a.run("sync", "--project", other)
+    c = Device("c", tmp_path / "c" / "app-third", remote.as_uri(), {"MEMSYNC_PROJECT": ""})
+    shutil.copytree(renamed, c.root, ignore=shutil.ignore_patterns("memory", "memsync-home"))
+    c.memory.mkdir()
+    told = c.run("sync", check=1)
+    first, second = sorted([name, other])  # named in order
+    assert f"under 2 names, '{first}' and '{second}'" in told.stderr, told.stderr
+    assert "memsync sync --project NAME" in told.stderr
+    assert prefixes(remote) == sorted([name, other])
