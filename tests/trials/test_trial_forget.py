@@ -1154,9 +1154,10 @@ PAT = "- [User Pat](user_pat.md) — Pat is the user, works at Zephyr"
 PATRICIA = "- [User Pat](user_patricia.md) — Pat is the user, works at Zephyr"
 
 
+@pytest.mark.parametrize("how", ["mv", "write"])
 @pytest.mark.parametrize("route", ["sync", "post-tool-use"])
 def test_a_forgotten_file_renamed_on_another_device_is_set_aside_not_synced_back(
-    tmp_path, remote, route
+    tmp_path, remote, route, how
 ):
     """Finding 16: B (unsynced) renames user_pat.md to user_patricia.md and fixes its index
     line, as Claude does; A forgets user_pat.md. B's next sync pushed the renamed copy, byte
@@ -1170,7 +1171,11 @@ def test_a_forgotten_file_renamed_on_another_device_is_set_aside_not_synced_back
     a.write("user_role.md", "Staff engineer.\n", type="user")
     for device in (a, b, c):
         device.run("sync")
-    (b.memory / "user_pat.md").rename(b.memory / "user_patricia.md")
+    if how == "mv":
+        (b.memory / "user_pat.md").rename(b.memory / "user_patricia.md")
+    else:  # written anew, its frontmatter naming it after its new name
+        b.write("user_patricia.md", "Pat takes coffee black. Pat works at Zephyr.\n", type="user")
+        (b.memory / "user_pat.md").unlink()
     (b.memory / "MEMORY.md").write_text(index(PATRICIA, ROLE))
     a.run("forget", "user_pat.md", "--yes")
     told = ""
