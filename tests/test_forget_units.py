@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from memsync.memory.merge import merge
 from memsync.sync.conflicts import recorded, rewrite
-from memsync.sync.forgotten import line_hash, scrub
+from memsync.sync.forgotten import body_hash, line_hash, scrub
 from memsync.sync.state import State, history_folder
 from memsync.sync.tombstones import read_tombstones
 
@@ -25,6 +25,22 @@ def test_version_1_tombstones_are_read_with_an_id_each():
     empty = {"version": 2, "files": {}, "lines": {}, "conflicts": {}}
     assert read_tombstones(b"not json") == empty
     assert read_tombstones(b'{"files": [1], "lines": {"x": 3}}')["files"] == {}
+
+
+def test_a_forgotten_file_is_known_by_its_body_under_any_name_or_frontmatter():
+    """Finding 16: the tombstone of `forget FILE` carries its versions' body hashes (never
+    the text), which a renamed copy shares whatever its frontmatter says now."""
+    body = "Pat takes coffee black. Pat works at Zephyr.\n"
+    before = f"---\nname: user_pat\ntype: user\n---\n{body}".encode()
+    renamed = f"---\nname: user_patricia\nmetadata:\n  type: user\n---\n\n{body}".encode()
+    assert body_hash(before) == body_hash(renamed) == body_hash(body.encode())
+    assert body_hash(before) != body_hash(before.replace(b"black", b"with milk"))
+    assert body_hash(b"---\nname: empty\n---\n\n") is None  # in every new file: no identity
+    assert body in before.decode() and body_hash(before) not in before.decode()
+    doc = {"files": {"user_pat.md": {"id": "j", "at": 1.0, "bodies": [body_hash(before), 3]}}}
+    assert read_tombstones(json.dumps(doc).encode())["files"]["user_pat.md"]["bodies"] == [
+        body_hash(before)
+    ]
 
 
 def test_scrub_takes_out_only_the_forgotten_lines():

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from memsync.memory.index_links import INDEX
 from memsync.stores import MAX_ATTEMPTS
-from memsync.sync.forgotten import earlier_forms, line_hashes
+from memsync.sync.forgotten import body_hashes, earlier_forms, line_hashes
 from memsync.sync.tombstones import (
     PURGED,
     REPUBLISH,
@@ -138,6 +138,7 @@ def _start(
         # the copies this device knew when the user asked: a different one on the remote when
         # the job finishes (after an outage) is another device's later edit
         "known": {n: r.etag for n in files if (r := engine.state.records.get(n)) is not None},
+        "bodies": _bodies(engine, files),
     }
     meta = engine.state.meta
     meta["forgetting"] = [*meta.get("forgetting", []), job]
@@ -160,6 +161,21 @@ def _start(
 
 
 
+
+
+def _bodies(engine: Engine, files: Iterable[str]) -> dict[str, list[str]]:
+    """The body hashes (never the text) of every version of each file this device holds:
+    the file, its synced copy, its history. A device that has not heard of the forget sets
+    aside a new file with one of them (the file renamed there) instead of uploading it."""
+    state = engine.state
+    out = {}
+    for name in sorted(set(files)):
+        versions = [engine.read_local(name), state.base(name)]
+        versions += [v.path.read_bytes() for v in state.history(name)]
+        hashes = body_hashes(versions)
+        if hashes:
+            out[name] = sorted(hashes)
+    return out
 
 
 def _run_job(engine: Engine, job: dict[str, Any], report: ForgetReport) -> None:

@@ -252,7 +252,13 @@ def _set_aside(engine: Any, before: set[Any]) -> dict[str, str]:
     for q in engine.state.meta.get("quarantined", []):
         if q.get("path") in before:
             continue
-        if q.get("lines"):
+        if q.get("was"):
+            out[q["file"]] = (
+                f"it is {q['was']} under a new name, and {q['was']} was forgotten on another "
+                "device (`memsync forget`), so it was moved out of the memory dir to quarantine "
+                f"at {q['path']}; write what is still needed into a new memory file"
+            )
+        elif q.get("lines"):
             out[q["file"]] = (
                 "lines of it were forgotten on another device (`memsync forget`), so your "
                 f"rewording of them was taken out of it; the file as it was is in quarantine at "

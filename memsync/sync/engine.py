@@ -1037,6 +1037,11 @@ class Engine:
             if remote_etag is None:
                 if name in self.state.records:
                     self._came_back_here(name)  # synced, gone on the remote, edited here
+                elif self._forgotten_since(name):
+                    # a new file: another device may have forgotten its content under the
+                    # name it had before a rename here (the listing sync that follows
+                    # sets it aside then; finding 16)
+                    return
                 try:
                     etag = self.store.create(name, ours, mtime)
                 except NotFound:  # a push that trusted its records found no container
@@ -1281,8 +1286,9 @@ class Engine:
         return True
 
     def _forgotten_since(self, name: str) -> bool:
-        """`push FILE` found the file changed on the remote: whether the remote's tombstone
-        list moved since this device applied it (one GET, on this rare path). Then the file
+        """`push FILE` found the file changed on the remote, or is about to create a new one:
+        whether the remote's tombstone list moved since this device applied it (one GET, on
+        these rarer paths: a memory write is mostly an edit of a file synced before). Then the file
         is not merged here but left to the listing sync that follows (`_deferred`): a merge
         keeps an edit over a concurrent removal, so an edit of a line another device forgot
         would otherwise go up before this device heard of the forget."""

@@ -53,3 +53,22 @@ def scrub(content: bytes, forgotten: Container[str]) -> bytes:
         return content
     return "".join(kept).encode("utf-8", "surrogateescape")
 
+
+_FRONTMATTER = re.compile(r"\A\ufeff?---[ \t]*\r?\n.*?^---[ \t]*(?:\r?\n|\Z)", re.S | re.M)
+
+
+def body_hash(content: bytes) -> str | None:
+    """The hash a `forget FILE` tombstone carries for each forgotten version of the file: of
+    its text after the frontmatter, surrounding whitespace left out (None for a body with no
+    word in it: those are in every new file). A copy under another name, its frontmatter
+    rewritten or not (a rename, as Claude does one), is the same forgotten content."""
+    text = content.decode("utf-8", "surrogateescape")
+    body = _FRONTMATTER.sub("", text, count=1).strip()
+    if not _WORD.search(body):
+        return None
+    digest = hashlib.sha256(b"memsync-forgotten-file\n" + body.encode("utf-8", "surrogateescape"))
+    return digest.hexdigest()[:32]
+
+
+def body_hashes(versions: Iterable[bytes | None]) -> set[str]:
+    return {h for h in map(body_hash, (v for v in versions if v)) if h is not None}

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from memsync.context.config import strip_query
 from memsync.memory.index_links import INDEX, without_links
 from memsync.stores import MAX_ATTEMPTS
-from memsync.sync.forgotten import identity, line_hash, line_hashes, scrub
+from memsync.sync.forgotten import body_hash, identity, line_hash, line_hashes, scrub
 from memsync.sync.remote_keys import PURGED, TOMBSTONES
 from memsync.sync.state import COMEBACKS, history_folder, pending_forgets_file
 from memsync.util.dates import local_time
@@ -115,9 +115,10 @@ def read_tombstones(data: bytes | None) -> dict[str, Any]:
             "device": str(t.get("device") or ""),
             "etags": sorted(e for e in etags if isinstance(e, str)),
         }
-        late = t.get("late") if isinstance(t.get("late"), list) else []
-        if late:
-            out["files"][name]["late"] = sorted(e for e in late if isinstance(e, str))
+        for kind in ("late", "bodies"):  # copies written late; body hashes of the versions
+            found = t.get(kind) if isinstance(t.get(kind), list) else []
+            if found:
+                out["files"][name][kind] = sorted(e for e in found if isinstance(e, str))
     for kind in ("lines", "conflicts"):  # line hashes; ids of conflict records taken off
         items = doc.get(kind)
         for key, t in items.items() if isinstance(items, dict) else ():
@@ -156,6 +157,10 @@ def _write_tombstones(
                 "device": job["device"],
                 "etags": sorted(known | set(etags.get(name, []))),
             }
+            bodies = set(old.get("bodies", [])) if old else set()
+            bodies |= set(job.get("bodies", {}).get(name, []))
+            if bodies:
+                doc["files"][name]["bodies"] = sorted(bodies)
             was_late = set(old.get("late", [])) if old else set()
             if was_late or (late or {}).get(name):
                 doc["files"][name]["late"] = sorted(was_late | set((late or {}).get(name, [])))
@@ -471,21 +476,56 @@ def apply_tombstones(
             failed.add(t["id"])  # tried again at the next sync
             continue
         applied.add(t["id"])
+    renamed = _set_aside_copies(engine, doc["files"], before, local)
     _scrub_local(engine, fresh, local)  # after the files: a forgotten one is not edited first
     gone = {n: t["at"] for n, t in doc["files"].items() if t["id"] not in before}
-    _drop_index_lines(engine, gone, local)
+    _drop_index_lines(engine, gone, local, renamed)
     meta["tombstones_applied"] = sorted(applied - failed)
     changed = [n for n, h in local.content.hashes.items() if before_scrub.get(n, h) != h]
     return sorted(changed), set(fresh)
 
 
-def _drop_index_lines(engine: Engine, gone: dict[str, float], local: LocalScan) -> None:
+def _set_aside_copies(
+    engine: Engine, files: dict[str, Any], before: set[str], local: LocalScan
+) -> set[str]:
+    """New files here (never synced) whose body is that of a version of a file another device
+    just forgot: that file under another name, renamed here before this device heard of the
+    forget (finding 16). Each is set aside in quarantine like an unsynced edit of the
+    forgotten file, never uploaded. Returns their names (their index lines go too)."""
+    bodies = {
+        h: name for name, t in files.items() if t["id"] not in before for h in t.get("bodies", ())
+    }
+    if not bodies:
+        return set()
+    records = engine.state.records
+    out = set()
+    for name in sorted(local.content.hashes):
+        if name == INDEX or name in records or name in files:
+            continue  # synced, or the forgotten name itself (`_apply_file_tombstone`)
+        try:
+            data = local.content[name]
+        except (MemsyncError, OSError):
+            continue
+        was = bodies.get(body_hash(data) or "")
+        if was is None:
+            continue
+        quarantine(engine, name, data, was=was)
+        local.content.discard(name)
+        engine.state.unqueue([name])
+        out.add(name)
+    return out
+
+
+def _drop_index_lines(
+    engine: Engine, gone: dict[str, float], local: LocalScan, renamed: set[str]
+) -> None:
     """The MEMORY.md lines here that link to files another device just forgot, in an index
-    written before the forget. The tombstone's line hashes take the lines that device knew;
-    a line edited here meanwhile (its description, the forgotten file's words) is another
-    line to them, and a merge would keep it pointing at a deleted file: it goes too, and the
-    index as it was is set aside when such an edit was the user's."""
-    if not gone or INDEX not in local.content.hashes:
+    written before the forget, and those linking to a copy of one set aside (`renamed`). The
+    tombstone's line hashes take the lines that device knew; a line edited here meanwhile
+    (its description, the forgotten file's words) is another line to them, and a merge would
+    keep it pointing at a deleted file: it goes too, and the index as it was is set aside
+    when such an edit was the user's."""
+    if not (gone or renamed) or INDEX not in local.content.hashes:
         return
     data = local.content[INDEX]
     path = engine.local_path(INDEX)
@@ -493,7 +533,7 @@ def _drop_index_lines(engine: Engine, gone: dict[str, float], local: LocalScan) 
         mtime = local.mtimes.get(INDEX) or path.stat().st_mtime
     except OSError:
         return
-    names = {n for n, at in gone.items() if mtime <= at}
+    names = {n for n, at in gone.items() if mtime <= at} | renamed
     if not names:
         return  # an index written since: lines for those names are new content
     text, removed = without_links(data.decode("utf-8", "surrogateescape"), names)
@@ -756,10 +796,12 @@ def recreate_blocked(engine: Engine, name: str) -> str | None:
     return f"this project was purged, so {name} was not uploaded; `{REPUBLISH}` publishes again"
 
 
-def quarantine(engine: Engine, name: str, data: bytes, lines: bool = False) -> Path:
+def quarantine(
+    engine: Engine, name: str, data: bytes, lines: bool = False, was: str | None = None
+) -> Path:
     """Move an unsynced edit of a forgotten file out of the memory dir, keeping it whole.
     `lines`: only lines of it were forgotten: the file stays (its caller takes them out) and
-    the copy set aside is the file as it was."""
+    the copy set aside is the file as it was. `was`: the forgotten file `name` is a copy of."""
     folder = private_dir(engine.ctx.home / "quarantine" / engine.ctx.state_dir.name)
     flat = name.replace("/", "__")
     if len(flat.encode("utf-8")) > 180:
@@ -774,6 +816,8 @@ def quarantine(engine: Engine, name: str, data: bytes, lines: bool = False) -> P
     if not lines:
         engine.local_path(name).unlink(missing_ok=True)
     entry = {"file": name, "path": str(path), "at": time.time(), "lines": lines}
+    if was is not None:
+        entry["was"] = was
     engine.state.meta["quarantined"] = [*engine.state.meta.get("quarantined", []), entry]
     return path
 
@@ -786,9 +830,13 @@ def quarantine_notices(engine: Engine) -> list[str]:
     else:
         engine.state.meta.pop("quarantined", None)
     return [
-        f"{q['file']} was forgotten on another device; your copy, with the edit this device made "
-        f"to it, was moved to {q['path']} and is not synced: copy what you still need into a "
-        "new memory file, then delete that file"
+        f"{q['file']} is {q['was']} under a new name, and {q['was']} was forgotten on another "
+        f"device; your copy was moved to {q['path']} and is not synced: copy what you still "
+        "need into a new memory file, then delete that file"
+        if q.get("was")
+        else f"{q['file']} was forgotten on another device; your copy, with the edit this "
+        f"device made to it, was moved to {q['path']} and is not synced: copy what you still "
+        "need into a new memory file, then delete that file"
         if not q.get("lines")
         else f"lines of {q['file']} were forgotten on another device, and your unsynced "
         f"rewording of them was taken out of it; the file as it was is in {q['path']}: copy "

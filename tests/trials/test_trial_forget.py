@@ -1146,3 +1146,58 @@ def test_forget_match_removes_only_the_matched_lines(pair, remote, tmp_path):
     b.run("sync")
     assert (b.memory / "carry_forward.md").read_text().endswith(want)
     assert_forgotten(["dentist"], everywhere(pair, remote))
+
+
+# --- fresh-eyes trial, finding 16: a forgotten file renamed on a device that had not heard --
+
+PAT = "- [User Pat](user_pat.md) — Pat is the user, works at Zephyr"
+PATRICIA = "- [User Pat](user_patricia.md) — Pat is the user, works at Zephyr"
+
+
+@pytest.mark.parametrize("how", ["mv", "write"])
+@pytest.mark.parametrize("route", ["sync", "post-tool-use"])
+def test_a_forgotten_file_renamed_on_another_device_is_set_aside_not_synced_back(
+    tmp_path, remote, route, how
+):
+    """Finding 16: B (unsynced) renames user_pat.md to user_patricia.md and fixes its index
+    line, as Claude does; A forgets user_pat.md. B's next sync pushed the renamed copy, byte
+    for byte the forgotten content, to every device, and quarantined its index line: the
+    forgotten file came back everywhere and in no MEMORY.md. Content identical to a forgotten
+    copy is that file: B sets it aside with the notice an unsynced edit of it gets, nothing
+    uploads it, and no index line is left pointing at it."""
+    a, b, c = (make_device(tmp_path, n, remote.as_uri()) for n in ("a", "b", "c"))
+    (a.memory / "MEMORY.md").write_text(index(PAT, ROLE))
+    a.write("user_pat.md", "Pat takes coffee black. Pat works at Zephyr.\n", type="user")
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    for device in (a, b, c):
+        device.run("sync")
+    if how == "mv":
+        (b.memory / "user_pat.md").rename(b.memory / "user_patricia.md")
+    else:  # written anew, its frontmatter naming it after its new name
+        b.write("user_patricia.md", "Pat takes coffee black. Pat works at Zephyr.\n", type="user")
+        (b.memory / "user_pat.md").unlink()
+    (b.memory / "MEMORY.md").write_text(index(PATRICIA, ROLE))
+    a.run("forget", "user_pat.md", "--yes")
+    told = ""
+    if route == "post-tool-use":  # Claude renamed it: the hook pushes the new name first
+        told = _told(_post_tool_use(b, b.memory / "user_patricia.md"))
+        assert "user_patricia.md was NOT synced" in told, told
+        assert "user_patricia.md" not in on_remote(remote)
+    said = ""
+    for device in (b, c, a, b):
+        proc = device.run("sync")
+        said += f"[{device.name}] {proc.stdout}{proc.stderr}"
+    held = list(quarantine_dir(b.home).rglob("*user_patricia.md"))
+    assert len(held) == 1, said
+    assert "coffee black" in held[0].read_text()
+    assert "user_patricia.md is user_pat.md under a new name" in said, said
+    assert "pulled: user_patricia.md" not in said, said
+    for device in (a, b, c):
+        assert sorted(device.files()) == ["MEMORY.md", "user_role.md"], device.name
+        assert (device.memory / "MEMORY.md").read_text() == index(ROLE), device.name
+    assert sorted(on_remote(remote)) == ["MEMORY.md", "user_role.md"]
+    assert_forgotten(
+        ["coffee black", "Zephyr"],
+        [a.home, a.memory, b.home, b.memory, c.home, c.memory, remote],
+        [quarantine_dir(b.home)],
+    )
