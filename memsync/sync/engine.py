@@ -436,9 +436,11 @@ class Engine:
         self.adopt_pending_forgets()
         local = self._look_here(result, mode, names, allow)
         pending = self.state.pending  # read after a lost dir's restore, which empties it
-        self._records_run = mode == "push" and names is not None
-        if mode == "push" and names is not None:
-            run = self._plan_from_records(result, local, names, pending)
+        # `push FILE` trusts the records; a device without any (it never synced this project)
+        # lists first, so the project's manifest is checked before its first upload
+        self._records_run = mode == "push" and names is not None and bool(self.state.records)
+        if self._records_run:
+            run = self._plan_from_records(result, local, names or [], pending)
         else:
             planned = self._plan_from_listing(result, mode, local, names, pending)
             if planned is None:
@@ -571,7 +573,7 @@ class Engine:
             actions = planner.plan(local_hashes, remote, records, only=names, skip=skip)
         elif mode == "push":
             actions = planner.plan(
-                local_hashes, remote, records, kinds=planner.PUSH_KINDS, skip=skip
+                local_hashes, remote, records, kinds=planner.PUSH_KINDS, only=names, skip=skip
             )
         else:  # a pull, which also sends what this device queued while offline
             actions = planner.plan(

@@ -129,6 +129,20 @@ def test_a_project_named_before_its_first_commit_is_stamped_by_its_device_then_g
     assert not (a.memory / "user_delta_secret.md").exists()
 
 
+def test_a_fresh_devices_first_push_of_one_file_checks_the_project_first(tmp_path, share):
+    """The PostToolUse hook's `push FILE` on a device that never synced this project: it lists
+    first, so another repository's manifest refuses it as a sync would. Before, it trusted
+    its (empty) records and uploaded client D's secret into client A's project."""
+    a, d = unborn_app(tmp_path, share)
+    first_commit(a)
+    a.run("sync")
+    refused = d.run("push", str(d.memory / "user_delta_secret.md"), "--project", "app", check=1)
+    assert "holds the memory of another project" in refused.stderr, refused.stderr
+    assert sorted(p.name for p in (share / "app").glob("*.md")) == ["user_acme_client.md"]
+    a.run("sync")
+    assert not (a.memory / "user_delta_secret.md").exists()
+
+
 def test_a_stranger_at_an_unstamped_manifest_is_refused_and_stamps_nothing(tmp_path, share):
     """The device that named the project has not synced since its first commit: a device
     arriving with a commit of its own cannot tell whose memory it is, so it takes none."""
