@@ -147,9 +147,10 @@ def post_tool_use(payload: dict[str, Any], stdout: Any) -> None:
             f"memsync: {said}. It stays only on this machine until that is fixed; tell the user."
         )
     if replaced:
-        # the push kept another device's later version: the model's write is no longer there
+        # the push kept another device's version (a later edit of a fact file, an entry it
+        # consumed or delivered): the model's write is no longer there
         said = "; ".join(
-            f"your write to {name} was replaced by a later edit made on another device ({why}); "
+            f"your write to {name} was replaced by another device's version ({why}); "
             f"your version is in local history (`memsync history {name}`, `memsync restore "
             f"{name}`)"
             for name, why in replaced.items()
@@ -228,7 +229,7 @@ def _push_one(ctx: config.Context, path: Path, event: str) -> tuple[dict[str, st
         log.warning("%s: %s not pushed: %s", event, refused, reason)
     for lost, why in result.replaced.items():
         log.warning(
-            "%s: %s: this write was replaced by a later edit from another device (%s); "
+            "%s: %s: this write was replaced by another device's version (%s); "
             "it is in local history",
             event,
             lost,

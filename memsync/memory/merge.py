@@ -39,6 +39,7 @@ class MergeResult:
     ours_won: bool | None = None  # fact files: whether this device's edit was kept
     edited: float | None = None  # when the kept content was edited, where known
     tied: bool = False  # fact files: the edit times could not be told apart
+    ours_set_aside: bool = False  # an entry this side changed went as the other side moved it
 
 
 # --- generic three-way list union ---------------------------------------------------------
@@ -358,7 +359,15 @@ def _continues(a: str, b: str) -> bool:
 class Superseded(str):
     """A merge note for an entry changed on one side and moved to Consumed or Delivered on the
     other: only the moved version is kept (the change is in the history of the device that
-    made it, where the merge replaced its file)."""
+    made it, where the merge replaced its file). `ours`: the change set aside was ours."""
+
+    ours = False
+
+    @classmethod
+    def of(cls, text: str, ours: bool) -> Superseded:
+        note = cls(text)
+        note.ours = ours
+        return note
 
 
 def merge_items(
@@ -401,7 +410,7 @@ def merge_items(
     for k in order:
         bi, oi, ti = b.get(k), o.get(k), t.get(k)
         if k in gone_with:
-            notes.append(Superseded(label(gone_with[k])))
+            notes.append(Superseded.of(label(gone_with[k]), k in o))
             continue
         chosen = _one_side(bi, oi, ti) or _moved_on_both(bi, oi, ti, final)
         if chosen is not None:
@@ -409,7 +418,7 @@ def merge_items(
             continue
         assert oi is not None and ti is not None  # _one_side took every removal
         kept, named, superseded = _both_changed(k, bi, oi, ti, final, fixed)
-        notes.append(Superseded(label(named)) if superseded else label(named))
+        notes.append(Superseded.of(label(named), named is oi) if superseded else label(named))
         out.extend(kept)
     replaced = _replaced_on_both(b_items, o_items, t_items) if base is not None else None
     if replaced is not None:
@@ -1037,7 +1046,14 @@ def merge(
     )
     if result.ours_won is None and eol == "\r\n":
         content = result.content.decode("utf-8").replace("\r\n", "\n").replace("\n", "\r\n")
-        return MergeResult(content.encode(), result.conflict, result.discarded, None, result.edited)
+        return MergeResult(
+            content.encode(),
+            result.conflict,
+            result.discarded,
+            None,
+            result.edited,
+            ours_set_aside=result.ours_set_aside,
+        )
     return result
 
 
@@ -1123,7 +1139,8 @@ def _merge_text(v: _Versions) -> MergeResult:
     discarded = (v.theirs_raw if newer else v.ours_raw) if lost else None  # the value not kept
     conflict = _conflict(v.path, notes, discarded is not None)
     edited = max((x for x in (o_time, t_time) if x is not None), default=None)
-    return MergeResult(text.encode(), conflict, discarded, None, edited)
+    set_aside = any(isinstance(n, Superseded) and n.ours for n in notes)
+    return MergeResult(text.encode(), conflict, discarded, None, edited, ours_set_aside=set_aside)
 
 
 def _template_doc(type_name: str, ours: str, theirs: str) -> memory.Document | None:

@@ -1117,7 +1117,9 @@ class Engine:
             if again is not None:
                 base, ours, mtime = again
                 continue
-            if outcome is not None and outcome.conflict and outcome.discarded == ours:
+            if outcome is not None and outcome.conflict and (
+                outcome.discarded == ours or outcome.ours_set_aside
+            ):
                 with self._lock:
                     result.replaced[name] = outcome.conflict
             self._settle_merge(result, name, outcome, merged, etag)

@@ -1124,6 +1124,30 @@ def test_claude_is_told_when_its_write_was_replaced_by_a_later_edit_from_another
     assert "replaced" in _log(b)
 
 
+def test_claude_is_told_when_its_new_task_went_with_an_item_consumed_elsewhere(pair, remote):
+    """Fresh-eyes re-trial of issue 16, finding 9: A consumes an item; on B, Claude writes the
+    next task in its place, much like it ("budget" -> "catering"), which the merge takes for a
+    rewording of the consumed item and sets aside. Claude is told, and where its version is."""
+    a, b = pair
+    budget = "- Ask Pat about the budget for the offsite.\n"
+    body = "## Pending\n{}- Check the staging migration.\n\n## Consumed\n{}"
+    a.write("carry_forward.md", body.format(budget, ""), type="carry_forward")
+    a.run("sync")
+    b.run("sync")
+    path = a.memory / "carry_forward.md"
+    path.write_text(path.read_text().replace(body.format(budget, ""), body.format("", budget)))
+    a.run("sync")
+    path = b.memory / "carry_forward.md"
+    catering = budget.replace("budget", "catering")
+    path.write_text(path.read_text().replace(budget, catering))
+    told = _told(_post_tool_use(b, path))
+    assert "carry_forward.md" in told and "replaced" in told and "history" in told, told
+    assert "consumed or delivered" in told
+    assert "replaced" in _log(b)
+    kept = [p for p in b.home.rglob("*") if p.is_file() and "history" in p.parts]
+    assert any(b"catering" in p.read_bytes() for p in kept), kept
+
+
 def test_forget_match_removes_only_the_matched_lines(pair, remote, tmp_path):
     """Finding 5 (t12): forget --match took the blank line that separated the sections with
     the last item of Pending, so importing a backup made just before it said the remote had
