@@ -333,3 +333,29 @@ def test_session_start_in_an_unnamed_project_tells_the_agent_what_to_do(tmp_path
     assert "memsync could not start" in context
     assert "--project NAME" in context
     assert "Memory was not synced this session." in context
+
+
+def test_a_write_in_an_unnamed_project_tells_claude_it_was_not_synced(tmp_path):
+    """The PostToolUse push in a folder with no git and no project name: Claude is told its
+    write stays here and how to name the project; the log says so without a traceback
+    (fresh-eyes re-trial s28, finding 2b)."""
+    import subprocess
+    import sys
+
+    device = folder_device(tmp_path)
+    path = device.write("user_role.md", "Engineer.\n", type="user")
+    env = device.env()
+    del env["MEMSYNC_PROJECT"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "memsync", "hook", "post-tool-use"],
+        env=env,
+        cwd=device.root,
+        input=json.dumps(write_payload(device, path)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    told = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "user_role.md was NOT synced" in told and "--project NAME" in told, told
+    assert "Traceback" not in log_text(device) and "not pushed" in log_text(device)

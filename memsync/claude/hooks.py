@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from memsync.context import config
-from memsync.util.errors import GuardError
+from memsync.util.errors import UserError
 
 EVENTS = (
     "session-start",
@@ -209,14 +209,20 @@ def _push_one(ctx: config.Context, path: Path, event: str) -> tuple[dict[str, st
     device forgot, set aside, included), and {name: why} for a write a later edit from
     another device replaced."""
     log = _log(ctx.home)
-    engine, known = _engine(ctx)  # only now: the fast path never pays for the engine
+    try:
+        engine, known = _engine(ctx)  # only now: the fast path never pays for the engine
+    except UserError as exc:  # e.g. a folder without a project name: nothing can go out
+        log.warning("%s: %s not pushed: %s", event, path.name, exc)
+        return {path.name: str(exc)}, {}
     name = engine.name_of(path)
     held_before = {q.get("path") for q in engine.state.meta.get("quarantined", [])}
     # a stalled or trickling remote fails at the cutoff and the file is queued: the agent
     # waits for this hook after every memory write
     try:
         result = engine.run("push", [str(path)], cutoff=time.monotonic() + PUSH_BUDGET)
-    except GuardError as exc:  # a lost memory dir: nothing goes out until it is pulled back
+    except UserError as exc:
+        # a lost memory dir (nothing goes out until it is pulled back), another project's
+        # memory under this name, a purge: the model is told, as for a refused file
         log.warning("%s: %s not pushed: %s", event, name, exc)
         return {name: str(exc)}, {}
     _after(ctx, known, result)

@@ -235,6 +235,17 @@ def test_a_copy_in_a_differently_named_folder_is_told_where_its_memory_is(tmp_pa
     hook = b.run("hook", "session-start", input=json.dumps({"session_id": "s", "cwd": str(b.root)}))
     context = json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]
     assert f"memsync sync --project {name}" in context, context
+    # Claude's next memory write: the after-write hook tells it the write stays here, and why
+    # (fresh-eyes re-trial s28, finding 2: it said nothing and logged a traceback)
+    written = str(b.memory / "user_bo.md")
+    payload = {"hook_event_name": "PostToolUse", "tool_name": "Edit", "cwd": str(b.root)}
+    payload["tool_input"] = {"file_path": written}
+    hook = b.run("hook", "post-tool-use", input=json.dumps(payload))
+    told = json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "user_bo.md was NOT synced" in told and f"--project {name}" in told, told
+    log = (b.home / "logs" / "memsync.log").read_text()
+    assert "Traceback" not in log and "not pushed" in log, log
+    assert prefixes(remote) == [name]
 
     assert b.run("sync", "--project", name).returncode == 0  # as the sentence says
     assert (b.memory / "user_acme.md").exists()
