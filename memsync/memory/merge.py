@@ -348,8 +348,14 @@ def _split_collisions(
     for k in sorted(split, key=str):
         bv, ov, tv = values(base, k), values(ours, k), values(theirs, k)
         if ov != tv and bv not in (ov, tv):
-            notes.append(label(next(x for x in (*ours, *theirs) if x.key == k)))
+            notes.append(Collided(label(next(x for x in (*ours, *theirs) if x.key == k))))
     return (None if base is None else rekey(base)), rekey(ours), rekey(theirs)
+
+
+class Collided(str):
+    """A merge note for an id two devices minted for two different promises (ids that
+    collided before they were unique): both promises are kept, each its own entry; the user
+    should give one a new id, never pick one."""
 
 
 def _continues(a: str, b: str) -> bool:
@@ -559,9 +565,16 @@ def _both_changed(
 
 def _conflict(path: str, notes: list[str], discarded: bool) -> str | None:
     """One sentence for the user about what the merge could not keep apart, or None."""
-    both = [n for n in notes if not isinstance(n, Superseded)]
+    both = [n for n in notes if not isinstance(n, (Superseded, Collided))]
     moved = [n for n in notes if isinstance(n, Superseded)]
+    collided = [n for n in notes if isinstance(n, Collided)]
     said = []
+    if collided:
+        listed = _short(", ".join(dict.fromkeys(collided)), 200)
+        said.append(
+            f"two devices gave two different promises the same id ({listed}); both are kept "
+            "as separate promises: give one of them a new id (keep both)"
+        )
     if both:
         listed = _short(", ".join(dict.fromkeys(both)), 200)
         said.append(

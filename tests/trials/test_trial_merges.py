@@ -81,6 +81,9 @@ def test_same_commitment_id_minted_on_two_devices_keeps_both_promises(pair):
     for device in (a, b):
         assert conflict_files(device) == ["running_commitments.md"]
         assert "conflict in running_commitments.md" in primer(device)
+        # never "keep the right one": both are real promises (fresh-eyes s28, finding 6)
+        [detail] = [c["detail"] for c in status(device)["conflicts"]]
+        assert "same id" in detail and "keep the right one" not in detail, detail
     # a new promise through the template now gets an id no other device mints
     a.run("new", "commitments", check=1)  # the file exists: one sentence, nothing overwritten
     assert "send Ana the deck" in a.files()["running_commitments.md"].decode()
