@@ -90,6 +90,8 @@ def status(engine: Engine) -> Status:
     actions = _sort_actions(engine, local, seen.etags, result)
     hashes = local.content.hashes
     _add_notices(engine, seen, set(hashes), result)
+    if seen.purged or engine.state.meta.get("purged"):
+        result.memory_dir_lost = False  # no pull brings it back: the purge notice says why
     acted = {a.name for a in actions}
     records = engine.state.records
     result.in_sync = len([n for n in hashes if n not in acted and n in records])

@@ -117,6 +117,18 @@ def test_republish_after_a_purge_works_the_first_time(pair):
     a.run("sync", check=1)  # the purging device's own mark is its own to lift
 
 
+def test_status_of_a_lost_memory_dir_after_a_purge_does_not_promise_a_pull(pair):
+    """Fresh-eyes re-trial s28, finding 4: A purges, B's memory dir is then lost: B's status
+    said `memsync pull` brings back "the 0 memory file(s)", and pull refuses (purged). It
+    says the project was purged instead."""
+    a, b, remote = pair
+    a.run("purge", "--all", "--yes")
+    shutil.rmtree(b.memory)
+    proc = b.run("status", check=None)
+    said = proc.stdout + proc.stderr
+    assert "memsync pull" not in said and "purge" in said, said
+
+
 def test_a_small_memory_dir_made_again_with_a_new_file_is_restored_not_deleted(tmp_path):
     """Below the few files a user may delete by hand, the index gives a lost folder away."""
     remote = tmp_path / "share"
