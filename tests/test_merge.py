@@ -527,3 +527,20 @@ def test_carry_forward_never_loses_a_pending_item(pending, ours_new, theirs_new,
         assert f"- {item}\n" in pending_text
     for item in used:
         assert f"- {item}\n" not in pending_text and f"- {item}\n" in consumed_text
+
+
+def test_a_conflict_of_versions_kept_side_by_side_names_them_by_marks_only():
+    """Both versions stay: the conflict carries a hash of each one's first line (never the
+    text), by which a device sees it is over once neither is in the file. A conflict whose
+    change went to history carries none: it stays until resolved."""
+    from memsync.memory.merge import entry_mark, marks_of
+
+    base = carry(REMIND)
+    result = checked("carry_forward.md", base, carry(MORNING), carry(GENTLY))
+    assert sorted(result.marks) == sorted({entry_mark(MORNING), entry_mark(GENTLY)})
+    assert set(result.marks) <= marks_of(result.content)
+    assert not any("dentist" in m for m in result.marks)
+    later = carry(consumed=REMIND)
+    assert not set(result.marks) & marks_of(later)
+    consumed = checked("carry_forward.md", base, carry(consumed=REMIND), carry(MORNING))
+    assert consumed.conflict and consumed.marks == ()

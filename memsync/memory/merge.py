@@ -40,6 +40,7 @@ class MergeResult:
     edited: float | None = None  # when the kept content was edited, where known
     tied: bool = False  # fact files: the edit times could not be told apart
     ours_set_aside: bool = False  # an entry this side changed went as the other side moved it
+    marks: tuple[str, ...] = ()  # a conflict of versions kept side by side: them (entry_mark)
 
 
 # --- generic three-way list union ---------------------------------------------------------
@@ -348,11 +349,39 @@ def _split_collisions(
     for k in sorted(split, key=str):
         bv, ov, tv = values(base, k), values(ours, k), values(theirs, k)
         if ov != tv and bv not in (ov, tv):
-            notes.append(Collided(label(next(x for x in (*ours, *theirs) if x.key == k))))
+            versions = [x for x in (*ours, *theirs) if x.key == k]
+            notes.append(Collided.of(label(versions[0]), [x.text for x in versions]))
     return (None if base is None else rekey(base)), rekey(ours), rekey(theirs)
 
 
-class Collided(str):
+class Both(str):
+    """A merge note for an entry both sides changed differently: both versions stay in the
+    file. `marks`: the versions by `entry_mark`, by which a device sees that the conflict is
+    over once neither is in the file (a third device consumed the entry, say)."""
+
+    marks: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, text: str, versions: Sequence[str]) -> Both:
+        note = cls(text)
+        note.marks = tuple(entry_mark(v) for v in versions)
+        return note
+
+
+def entry_mark(text: str) -> str:
+    """A hash of an entry's first line, whitespace-normalised: conflict records name the
+    entries they are about by it, never by their text."""
+    first = " ".join(next((x for x in text.splitlines() if x.strip()), "").split())
+    return hashlib.sha256(first.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+def marks_of(content: bytes) -> set[str]:
+    """`entry_mark` of every line of a file: which entries it holds."""
+    text = content.decode("utf-8", "surrogateescape")
+    return {entry_mark(line) for line in text.splitlines() if line.strip()}
+
+
+class Collided(Both):
     """A merge note for an id two devices minted for two different promises (ids that
     collided before they were unique): both promises are kept, each its own entry; the user
     should give one a new id, never pick one."""
@@ -424,11 +453,14 @@ def merge_items(
             continue
         assert oi is not None and ti is not None  # _one_side took every removal
         kept, named, superseded = _both_changed(k, bi, oi, ti, final, fixed)
-        notes.append(Superseded.of(label(named), named is oi) if superseded else label(named))
+        if superseded:
+            notes.append(Superseded.of(label(named), named is oi))
+        else:
+            notes.append(Both.of(label(named), [x.text for x in kept]))
         out.extend(kept)
     replaced = _replaced_on_both(b_items, o_items, t_items) if base is not None else None
     if replaced is not None:
-        notes.append(label(replaced))
+        notes.append(Both.of(label(replaced[0]), [x.text for x in replaced]))
     return out
 
 
@@ -486,8 +518,10 @@ def _moved_on_both(
     return None
 
 
-def _replaced_on_both(base: list[Item], ours: list[Item], theirs: list[Item]) -> Item | None:
-    """Our new entry where both sides replaced the same entry with new ones of other words
+def _replaced_on_both(
+    base: list[Item], ours: list[Item], theirs: list[Item]
+) -> tuple[Item, Item] | None:
+    """Both new entries where both sides replaced the same entry with new ones of other words
     (too unlike it to be rewordings): both stay, as additions, but the user is told, as for
     an entry changed differently on both sides. An entry is replaced where a new one sits
     right after the entry that preceded the removed one."""
@@ -498,7 +532,7 @@ def _replaced_on_both(base: list[Item], ours: list[Item], theirs: list[Item]) ->
         if t_new is not None and sections.normalise(o_new.text) != sections.normalise(t_new.text):
             old = next(x for x in base if x.key == k)
             if " ".join(old.text.split()) not in resources.template_lines():
-                return o_new  # a template's example line is replaced on every device
+                return o_new, t_new  # a template's example line is replaced on every device
     return None
 
 
@@ -1066,6 +1100,7 @@ def merge(
             None,
             result.edited,
             ours_set_aside=result.ours_set_aside,
+            marks=result.marks,
         )
     return result
 
@@ -1153,7 +1188,13 @@ def _merge_text(v: _Versions) -> MergeResult:
     conflict = _conflict(v.path, notes, discarded is not None)
     edited = max((x for x in (o_time, t_time) if x is not None), default=None)
     set_aside = any(isinstance(n, Superseded) and n.ours for n in notes)
-    return MergeResult(text.encode(), conflict, discarded, None, edited, ours_set_aside=set_aside)
+    # a conflict only about versions kept side by side is over once none of them is left
+    marks: tuple[str, ...] = ()
+    if conflict and discarded is None and all(isinstance(n, Both) for n in notes):
+        marks = tuple(sorted({m for n in notes if isinstance(n, Both) for m in n.marks}))
+    return MergeResult(
+        text.encode(), conflict, discarded, None, edited, ours_set_aside=set_aside, marks=marks
+    )
 
 
 def _template_doc(type_name: str, ours: str, theirs: str) -> memory.Document | None:

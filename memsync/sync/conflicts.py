@@ -23,7 +23,7 @@ from memsync.sync.remote_keys import CONFLICTS
 from memsync.util.errors import AlreadyExists, NotFound, PreconditionFailed, StoreError
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import Any
 
     from memsync.stores import Store
@@ -35,16 +35,49 @@ KEEP_SEEN = 1000  # ids a device remembers having taken in
 SKEW = 300.0  # seconds: a conflict this much before our last sync may still be about our edit
 
 
-def entry(name: str, detail: str, device: str) -> dict[str, Any]:
+def entry(name: str, detail: str, device: str, marks: Sequence[str] = ()) -> dict[str, Any]:
+    """A conflict as the remote record holds it; `marks` as in State.add_conflict."""
     import secrets  # only when there is a conflict to record
 
-    return {
+    record: dict[str, Any] = {
         "id": secrets.token_hex(8),
         "file": name,
         "detail": detail,
         "device": device,
         "at": time.time(),
     }
+    if marks:
+        record["marks"] = list(marks)
+    return record
+
+
+def _marks(item: dict[str, Any]) -> list[str]:
+    marks = item.get("marks")
+    return [m for m in marks if isinstance(m, str)] if isinstance(marks, list) else []
+
+
+def outlived(state: State, read: Callable[[str], bytes | None]) -> int:
+    """Clear the conflicts of versions kept side by side (those with marks) none of which is
+    in the file any more: a third device consumed or delivered the entry, the user removed
+    both, the file went. "Both versions are in the file" is then no longer true, and there is
+    nothing left to pick. Each device clears its own, from its own copy; returns how many."""
+    from memsync.memory.merge import marks_of
+
+    before = state.conflicts
+    held: dict[str, set[str]] = {}
+    kept = []
+    for conflict in before:
+        marks = _marks(conflict)
+        name = str(conflict.get("file"))
+        if marks and name not in held:
+            data = read(name)
+            held[name] = marks_of(data) if data is not None else set()
+        if marks and not held[name] & set(marks):
+            continue
+        kept.append(conflict)
+    if len(kept) != len(before):
+        state.meta["conflicts"] = kept
+    return len(before) - len(kept)
 
 
 def _records(data: bytes, field: str = "conflicts") -> list[dict[str, Any]]:
@@ -206,7 +239,7 @@ def receive(store: Store, state: State, device: str) -> list[dict[str, Any]]:
         detail = f"{item.get('detail')} (merged on {item.get('device')})"
         if any(item["id"] in (r.get("ids") or ()) for r in resolutions):
             continue  # recorded and already resolved on another device
-        state.add_conflict(str(item.get("file")), detail, item["id"])
+        state.add_conflict(str(item.get("file")), detail, item["id"], _marks(item))
         added.append({"file": str(item.get("file")), "detail": detail})
     for record in resolutions:
         _apply_resolution(state, record)

@@ -663,6 +663,10 @@ class Engine:
                 for name in {c["file"] for c in self.state.conflicts} - set(self.state.records):
                     if name not in remote and not self.local_path(name).exists():
                         self.state.resolve_conflicts(name)
+                if any("marks" in c for c in self.state.conflicts):
+                    from memsync.sync.conflicts import outlived
+
+                    outlived(self.state, self.read_local)
 
     def _index_text(self) -> str | None:
         try:
@@ -1231,7 +1235,7 @@ class Engine:
 
     def _report_conflict(self, result: SyncResult, name: str, detail: str, shared: dict) -> None:
         with self._lock:
-            self.state.add_conflict(name, detail, shared["id"])
+            self.state.add_conflict(name, detail, shared["id"], shared.get("marks", ()))
             result.conflicts.append(f"{name}: {detail}")
             self._published.append(shared)
 
@@ -1270,7 +1274,7 @@ class Engine:
         from memsync.memory.merge import describe_for_others
         from memsync.sync.conflicts import entry
 
-        return entry(name, describe_for_others(name, outcome), self.ctx.device)
+        return entry(name, describe_for_others(name, outcome), self.ctx.device, outcome.marks)
 
     def _purge_blocked(self, result: SyncResult, name: str) -> bool:
         """A known file changed on the remote since this device synced it: `push FILE` (which

@@ -254,12 +254,21 @@ class State:
     def conflicts(self) -> list[dict[str, Any]]:
         return list(self.meta.get("conflicts", []))
 
-    def add_conflict(self, name: str, detail: str, conflict_id: str | None = None) -> None:
+    def add_conflict(
+        self,
+        name: str,
+        detail: str,
+        conflict_id: str | None = None,
+        marks: Iterable[str] = (),
+    ) -> None:
         """`conflict_id`: the id of its entry in the remote record (memsync/sync/conflicts.py), by
-        which a `resolve` on another device clears it here too."""
+        which a `resolve` on another device clears it here too; `marks`: the versions kept side
+        by side, by merge.entry_mark (the conflict is over once none is in the file)."""
         entry: dict[str, Any] = {"file": name, "detail": detail, "at": time.time()}
         if conflict_id is not None:
             entry["id"] = conflict_id
+        if marks:
+            entry["marks"] = list(marks)
         self.meta["conflicts"] = [*self.conflicts, entry]
 
     def resolve_conflicts(self, name: str | None = None) -> int:

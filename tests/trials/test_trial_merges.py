@@ -748,6 +748,13 @@ def test_two_rewordings_and_a_consumption_on_three_devices_end_consumed(tmp_path
     assert "".join(tree.find(first).entries).strip() == keep.strip()
     assert "".join(tree.find(final).entries).strip() == item.strip()
     assert name in conflict_files(devices["C"])
+    for device in devices.values():
+        # A's and B's rewordings stood side by side for a while, with a conflict saying so;
+        # neither is in the file now: that conflict is over on every device (fresh-eyes
+        # re-trial s28, finding 5), the one saying the rewordings went to history is not
+        details = [c["detail"] for c in status(device)["conflicts"]]
+        assert not [d for d in details if "both versions are in the file" in d], details
+        assert [d for d in details if "consumed or delivered on the other" in d], details
     raised = [x for x in primer(devices["A"]).splitlines() if x.startswith("- ")]
     assert "- Check whether the staging migration finished." in raised
     assert not [x for x in raised if "dentist" in x or "quarterly memo" in x], raised
