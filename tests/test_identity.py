@@ -69,7 +69,15 @@ def test_the_same_repo_on_two_devices_gets_the_same_name(tmp_path) -> None:
     assert a.ctx.project == b.ctx.project
     write_memory(a.ctx.memory_dir, "user_pat.md", "Pat likes tea.\n")
     a.run("sync")
-    assert b.run("sync").downloaded == ["user_pat.md"]
+    # a clone and another project made from the same template cannot be told apart: B, which
+    # never synced it, joins once the user says it is the same project (then it is pinned)
+    with pytest.raises(UserError, match="same template"):
+        b.run("sync")
+    joined = engine(tmp_path, "b", clone, project=a.ctx.project)
+    assert joined.run("sync").downloaded == ["user_pat.md"]
+    again = engine(tmp_path, "b", clone)
+    assert (again.ctx.project, again.ctx.project_source) == (a.ctx.project, "pinned")
+    assert again.run("sync").changes == 0
 
 
 def test_a_folder_without_git_needs_a_name_once_and_keeps_it(tmp_path) -> None:

@@ -19,7 +19,9 @@ gave.
 
 The fingerprint (the origin, else the first commit) goes into a small manifest on the remote
 (`_memsync/project.json`, see sync/project.py): a sync that finds memory of a different
-origin under its prefix refuses instead of mixing the two.
+origin under its prefix refuses instead of mixing the two. A first-commit name is shared by a
+copy of the repository and by another project cloned from the same template: a device that
+never synced it and finds memory under it is refused until `--project` says which.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """A project's identity, tried through the CLI on two devices with no `project` set.
 
 The same repository (`app`, no git origin) is on devices A and B; both sync under
-`app-<first commit>`. Then A gets an origin (`git remote add origin ...`), the moment a
+`app-<first commit>` (B joins with `--project` once: a copy and another project made from
+the same template look alike). Then A gets an origin (`git remote add origin ...`), the moment a
 repository is pushed to GitHub for the first time. A keeps syncing under the name it synced
 under, so B still sees A's edits; A is told once, in one sentence, that the origin differs and
 how to move the memory under it."""
@@ -54,11 +55,20 @@ def prefixes(remote) -> list[str]:
     return sorted(p.name for p in remote.iterdir())
 
 
+def join(device: Device, remote):
+    """A device that never synced this project, known only by its folder and first commit,
+    is refused (a copy and another project from the same template look alike) and joins the
+    memory under that name once told to."""
+    [name] = prefixes(remote)
+    assert f"memsync sync --project {name}" in device.run("sync", check=1).stderr
+    return device.run("sync", "--project", name)
+
+
 def test_an_origin_added_after_syncing_does_not_fork_the_project(pair):
     a, b, remote = pair
     a.write("user_pat.md", "Pat leads the storage team.\n", type="user")
     a.run("sync")
-    assert b.run("sync").stdout == "pulled: user_pat.md\n"
+    assert join(b, remote).stdout == "pulled: user_pat.md\n"
     [name] = prefixes(remote)
     assert name.startswith("app-")
 
@@ -90,7 +100,7 @@ def test_moving_under_the_origin_as_the_note_says(pair):
     a, b, remote = pair
     a.write("user_pat.md", "Pat leads the storage team.\n", type="user")
     a.run("sync")
-    b.run("sync")
+    join(b, remote)
     for device in (a, b):
         git("-C", str(device.root), "remote", "add", "origin", ORIGIN)
         device.run("sync", "--project", "github.com-me-app")
@@ -131,7 +141,7 @@ def test_a_device_without_the_origin_follows_a_move_under_it(pair, tmp_path):
     a, b, remote = pair
     a.write("user_pat.md", "Pat leads the storage team.\n", type="user")
     a.run("sync")
-    b.run("sync")
+    join(b, remote)
     [old] = prefixes(remote)
 
     git("-C", str(a.root), "remote", "add", "origin", ORIGIN)
@@ -294,3 +304,63 @@ def test_a_folder_renamed_on_its_own_device_is_told_where_its_memory_is(tmp_path
     assert f"under 2 names, '{first}' and '{second}'" in told.stderr, told.stderr
     assert "memsync sync --project NAME" in told.stderr
     assert prefixes(remote) == sorted([name, other])
+
+
+# --- fresh-eyes finding 3 (s28): two projects cloned from one template repository ----------
+
+
+def test_two_projects_from_one_template_never_cross(tmp_path):
+    """Laptop 1 and laptop 2 each `git clone template app; git remote remove origin` for a
+    different client: both are `app-<template's first commit>`. Laptop 2, which never synced
+    that project, is refused in one sentence naming both ways out, nothing is pulled or
+    uploaded, and `--project NEW-NAME` keeps the two apart. A true copy (device 3) joins with
+    `--project <that name>` once and syncs plainly from then on."""
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    template = tmp_path / "template"
+    repository(template)
+    devices = []
+    for name in ("l1", "l2", "l3"):
+        repo = tmp_path / name / "app"
+        git("clone", "-q", str(template), str(repo))
+        git("-C", str(repo), "remote", "remove", "origin")
+        device = Device(name, repo, remote.as_uri(), {"MEMSYNC_PROJECT": ""})
+        device.memory.mkdir()
+        devices.append(device)
+    l1, l2, l3 = devices
+    l1.write("project_l1.md", "Client one's confidential rates.\n", type="project")
+    l1.run("sync")
+    [name] = prefixes(remote)
+    assert name.startswith("app-")
+
+    path = l2.write("project_l2.md", "Client two's launch date.\n", type="project")
+    for args in (("sync",), ("pull",), ("push",), ("push", str(path))):
+        told = l2.run(*args, check=1)  # the code of the other refusals of another project
+        lines = told.stderr.strip().splitlines()
+        assert len(lines) == 1, told.stderr
+        assert f"memsync sync --project {name}" in lines[0] and "--project NEW-NAME" in lines[0]
+        assert "template" in lines[0], lines[0]
+    assert sorted(l2.files()) == ["project_l2.md"]  # nothing pulled
+    assert sorted(p.name for p in (remote / name).glob("*.md")) == ["project_l1.md"]  # nor sent
+    start = json.dumps({"session_id": "s", "cwd": str(l2.root)})
+    hook = l2.run("hook", "session-start", input=start)
+    context = json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert f"memsync sync --project {name}" in context and "NEW-NAME" in context, context
+    assert sorted(l2.files()) == ["project_l2.md"]
+
+    # another project: a name of its own keeps the two apart, and is remembered
+    assert l2.run("sync", "--project", "client2-app").stdout == "pushed: project_l2.md\n"
+    l2.write("project_l2.md", "Client two's launch date.\nMoved to May.\n", type="project")
+    assert l2.run("sync").stdout == "pushed: project_l2.md\n"
+    assert l1.run("sync").stdout.strip() in ("", "Everything is in sync.")
+    assert sorted(l1.files()) == ["project_l1.md"]
+    assert sorted(l2.files()) == ["project_l2.md"]
+    assert sorted(p.name for p in (remote / "client2-app").glob("*.md")) == ["project_l2.md"]
+
+    # a copy of client one's repository: joins once told to, then syncs without being asked
+    l3.run("sync", check=1)
+    assert l3.run("sync", "--project", name).stdout == "pulled: project_l1.md\n"
+    l3.write("project_l1.md", "Client one's confidential rates.\nUp 5%.\n", type="project")
+    assert l3.run("sync").stdout == "pushed: project_l1.md\n"
+    assert l1.run("sync").stdout == "pulled: project_l1.md\n"
+    assert "Up 5%." in (l1.memory / "project_l1.md").read_text()
