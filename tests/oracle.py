@@ -167,32 +167,36 @@ _DATED = re.compile(r"^(\d{4}-\d{2}-\d{2})(.*)$")
 _RULES = "Rules learned"
 
 
-def _as_folded(version: list[Entry], *three: list[Entry]) -> list[Entry]:
-    """voice_calibration.md: a dated section one side folded (compaction): gone there, and
-    that side's Rules learned holds an entry of its date the base's does not. On every
-    version still holding it, its entries read as the rules they fold into,
-    `- <date> (<what the heading says after the date / subsection path>): <entry>`, so an
-    entry changed there meanwhile is compared with the rules (unless a side dropped the
-    section without folding it)."""
-    base, *sides = three
+def _folded_sections(three: Sequence[list[Entry]], headings: Sequence[set[str]]) -> set[str]:
+    """voice_calibration.md: the dated sections one side folded (compaction): gone there, and
+    that side's Rules learned holds an entry of its date the base's does not. A version holds
+    a section by its entries or by its heading alone (an empty section: as the merge reads a
+    section held, voice.rebase_folds); `headings` are each version's dated headings."""
+    held = [
+        {e.where.split(">")[0] for e in v if _DATED.match(e.where.split(">")[0])} | h
+        for v, h in zip(three, headings, strict=True)
+    ]
+    base_rules = {e.text for e in three[0] if e.where == _RULES}
 
-    def dated(entries: list[Entry]) -> set[str]:
-        return {e.where.split(">")[0] for e in entries if _DATED.match(e.where.split(">")[0])}
-
-    base_rules = {e.text for e in base if e.where == _RULES}
-
-    def folded(side: list[Entry], heading: str) -> bool:
+    def folded(side: int, heading: str) -> bool:
         day = heading[:10]
-        return heading not in dated(side) and any(
+        return heading not in held[side] and any(
             e.where == _RULES and e.text not in base_rules and re.match(rf"- {day}\b", e.text)
-            for e in side
+            for e in three[side]
         )
 
-    due = {
+    return {
         h
-        for h in dated(base)
-        if any(folded(s, h) for s in sides) and all(folded(s, h) or h in dated(s) for s in sides)
+        for h in held[0]
+        if any(folded(s, h) for s in (1, 2)) and all(folded(s, h) or h in held[s] for s in (1, 2))
     }
+
+
+def _as_folded(version: list[Entry], due: set[str]) -> list[Entry]:
+    """A version with the entries of the sections in `due` (_folded_sections) read as the
+    rules they fold into, `- <date> (<what the heading says after the date / subsection
+    path>): <entry>`, so an entry changed there meanwhile is compared with the rules (unless a
+    side dropped the section without folding it)."""
     out = []
     for e in version:
         first, *rest = e.where.split(">")
@@ -206,6 +210,11 @@ def _as_folded(version: list[Entry], *three: list[Entry]) -> list[Entry]:
         text = _norm(f"- {m.group(1)}{context}: {_ITEM.sub('', e.text, count=1)}")
         out.append(Entry(f"{_RULES}|{text}", _RULES, text))
     return out
+
+
+def _dated_headings(data: bytes) -> set[str]:
+    """The dated top-level headings a voice_calibration.md version holds, entries or none."""
+    return {c.title for c in sections.parse(_decode(data)[1]).children if c.date}
 
 
 def _words(text: str) -> Counter[str]:
@@ -448,8 +457,9 @@ def violations(
     o_raw, t_raw = entries(path, ours, kind), entries(path, theirs, kind)
     if base is not None and type_of(path).name == "voice_calibration":
         three = (b_raw, o_raw, t_raw)
-        b = b_raw = _as_folded(b_raw, *three)
-        o_raw, t_raw = _as_folded(o_raw, *three), _as_folded(t_raw, *three)
+        due = _folded_sections(three, [_dated_headings(v) for v in (base, ours, theirs)])
+        b = b_raw = _as_folded(b_raw, due)
+        o_raw, t_raw = _as_folded(o_raw, due), _as_folded(t_raw, due)
     split = _promises(kind, b, o_raw, t_raw)
     b, o_raw, t_raw = (_by_promise(v, split, b_raw) for v in (b_raw, o_raw, t_raw))
     doubled = _doubled_links(kind, b, o_raw, t_raw)

@@ -568,6 +568,12 @@ class Engine:
         remote = {key: entry.etag for key, entry in files.memory.items()}
         entries = {key: entry.modified for key, entry in files.memory.items()}
         result.refused.update(refuse_colliding_names(local, records, remote))
+        if mode == "push" and names is not None:
+            # `push FILE` on a device without records: it speaks of those files only, as
+            # when it plans from the records
+            only = set(names) | set(pending)
+            result.refused = {n: r for n, r in result.refused.items() if n in only}
+            result.kept_local = {n: r for n, r in result.kept_local.items() if n in only}
         skip = set(local.refused) | set(result.refused_remote)
         if mode == "sync":
             actions = planner.plan(local_hashes, remote, records, only=names, skip=skip)
