@@ -96,15 +96,11 @@ def _check_manifest(
             "nothing was synced: give this project its own name with --project NAME "
             "(or MEMSYNC_PROJECT), the same on every device"
         )
-    if (
-        theirs
-        and ctx.project_source == "first-commit"
-        and not known
-        and [k for k in listing if not is_ignored(k)]
-    ):
+    if theirs and ctx.project_source == "first-commit" and not known:
         # a name made of the folder and its first commit is shared by a copy of this
         # repository and by another project cloned from the same template: a device that
-        # never synced it joins only when the user says which (the pin then remembers)
+        # never synced it joins only when the user says which (the pin then remembers),
+        # even before any memory is there (both would write theirs under one name)
         raise UserError(template_message(ctx))
     if theirs is None and ours:
         strange = not known and identity.manifest_unborn(data)
@@ -303,12 +299,13 @@ def elsewhere_message(ctx: Context, names: list[str]) -> str:
 
 def template_message(ctx: Context) -> str:
     """The one sentence for a device that never synced this project, known only by its
-    folder and first commit, finding memory under that name synced by another device."""
+    folder and first commit, finding that name synced by another device."""
     commit = (ctx.fingerprint or "").removeprefix("commit:")[:12]
     return (
-        f"the remote {display_remote(ctx)} already holds memory synced from another device "
-        f"of a folder named like this one with the same first commit {commit}, which a copy "
-        "of this repository and another project made from the same template both have; "
+        f"the remote {display_remote(ctx)} already holds the project {ctx.project!r}, synced "
+        f"from another device's folder named like this one with the same first commit {commit}, "
+        "which a copy of this repository and another project made from the same template both "
+        "have; "
         "nothing was synced: if this folder is a copy of that repository, run `memsync sync "
         f"--project {ctx.project}` once to join it (it is remembered); if it is another "
         "project, run `memsync sync --project NEW-NAME` with a name of its own"

@@ -364,3 +364,31 @@ def test_two_projects_from_one_template_never_cross(tmp_path):
     assert l3.run("sync").stdout == "pushed: project_l1.md\n"
     assert l1.run("sync").stdout == "pulled: project_l1.md\n"
     assert "Up 5%." in (l1.memory / "project_l1.md").read_text()
+
+
+def test_a_template_clone_is_asked_even_before_the_other_wrote_any_memory(tmp_path):
+    """Laptop 1 synced its clone before writing any memory (the manifest only): laptop 2, a
+    different client's clone of the same template, is still asked which it is. Joining
+    silently would have put both clients' memory under one name from their next writes on."""
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    template = tmp_path / "template"
+    repository(template)
+    devices = []
+    for name in ("l1", "l2"):
+        repo = tmp_path / name / "app"
+        git("clone", "-q", str(template), str(repo))
+        git("-C", str(repo), "remote", "remove", "origin")
+        device = Device(name, repo, remote.as_uri(), {"MEMSYNC_PROJECT": ""})
+        device.memory.mkdir()
+        devices.append(device)
+    l1, l2 = devices
+    l1.write("project_l1.md", "Client one's rates.\n", type="project")
+    l1.run("push")  # creates the project and its manifest
+    l1.run("forget", "project_l1.md", "--yes")  # and takes its only memory away again
+    [name] = prefixes(remote)
+    assert not list((remote / name).glob("*.md"))  # no memory there, only the manifest
+    l2.write("project_l2.md", "Client two's launch date.\n", type="project")
+    told = l2.run("sync", check=1)
+    assert "--project NEW-NAME" in told.stderr, told.stderr
+    assert not list((remote / name).glob("*.md"))
