@@ -1049,11 +1049,6 @@ class Engine:
                 except NotFound:  # a push that trusted its records found no container
                     self.store.ensure()
                     etag = self.store.create(name, ours, mtime)
-            elif self._forgotten_since(name):
-                # an edit of a synced file: a line of a file another device forgot may have
-                # been merged into it here before this device heard of the forget (one GET
-                # per `push FILE`; the listing sync that follows takes the line out)
-                return
             else:
                 etag = self.store.replace(name, ours, remote_etag, mtime)
         except PreconditionFailed:
@@ -1295,9 +1290,9 @@ class Engine:
         return True
 
     def _forgotten_since(self, name: str) -> bool:
-        """`push FILE` is about to upload an edit or create a new file, or found the file
-        changed on the remote: whether the remote's tombstone list moved since this device
-        applied it (one GET; a listing sync reads the list only when its ETag moves). Then the file
+        """`push FILE` found the file changed on the remote, or is about to create a new one:
+        whether the remote's tombstone list moved since this device applied it (one GET, on
+        these rarer paths: a memory write is mostly an edit of a file synced before). Then the file
         is not merged here but left to the listing sync that follows (`_deferred`): a merge
         keeps an edit over a concurrent removal, so an edit of a line another device forgot
         would otherwise go up before this device heard of the forget."""

@@ -353,7 +353,11 @@ def erase_here(engine: Engine, job: dict[str, Any], *, first: bool) -> None:
         text, removed = without_links(index.decode("utf-8", "surrogateescape"), set(job["files"]))
         if removed:  # no history copy: that copy is what is forgotten
             engine.write_local(INDEX, text.encode("utf-8", "surrogateescape"))
-    _remember_lines(engine, dict.fromkeys(job["lines"], job["at"]))
+    # the files' body lines too: a copy of one that another device merged into a file and
+    # pushed before it heard of the forget (an edit's `push FILE` is one conditional PUT)
+    # may come down here before that device takes it out; history keeps none of them
+    body = [h for hashes in job.get("body_lines", {}).values() for h in hashes]
+    _remember_lines(engine, dict.fromkeys([*job["lines"], *body], job["at"]))
 
 
 def drop_job(engine: Engine, job: dict[str, Any]) -> None:
