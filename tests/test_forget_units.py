@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from memsync.memory.merge import merge
 from memsync.sync.conflicts import recorded, rewrite
-from memsync.sync.forgotten import body_hash, line_hash, scrub
+from memsync.sync.forgotten import body_hash, body_line_hashes, line_hash, scrub
 from memsync.sync.state import State, history_folder
 from memsync.sync.tombstones import read_tombstones
 
@@ -41,6 +41,22 @@ def test_a_forgotten_file_is_known_by_its_body_under_any_name_or_frontmatter():
     assert read_tombstones(json.dumps(doc).encode())["files"]["user_pat.md"]["bodies"] == [
         body_hash(before)
     ]
+
+
+def test_a_forgotten_files_body_lines_are_hashed_without_what_identifies_nothing():
+    """The lines a `forget FILE` tombstone carries: a sentence of the body, in any version
+    given, but no frontmatter, heading, wordless line or memory template line (those are in
+    files that never held the forgotten content); hashes, never the text."""
+    template = "- [Carry-forward](carry_forward.md) — what to raise next session; read first"
+    v1 = "---\nname: user_pat\ndescription: Pat's dentist\n---\n\n## Health\nPat sees Dr. Molar.\n"
+    v2 = v1 + f"---\n\n{template}\nAlso prefers mornings.\n"
+    got = body_line_hashes([v1.encode(), None, v2.encode()])
+    assert got == {line_hash("Pat sees Dr. Molar."), line_hash("Also prefers mornings.")}
+    assert not any("Molar" in h for h in got)
+    doc = {"files": {"user_pat.md": {"id": "j", "at": 1.0, "lines": sorted(got)}}}
+    assert read_tombstones(json.dumps(doc).encode())["files"]["user_pat.md"]["lines"] == sorted(
+        got
+    )
 
 
 def test_scrub_takes_out_only_the_forgotten_lines():

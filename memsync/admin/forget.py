@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from memsync.memory.index_links import INDEX
 from memsync.stores import MAX_ATTEMPTS
-from memsync.sync.forgotten import body_hashes, earlier_forms, line_hashes
+from memsync.sync.forgotten import body_hashes, body_line_hashes, earlier_forms, line_hashes
 from memsync.sync.tombstones import (
     PURGED,
     REPUBLISH,
@@ -139,6 +139,7 @@ def _start(
         # the job finishes (after an outage) is another device's later edit
         "known": {n: r.etag for n in files if (r := engine.state.records.get(n)) is not None},
         "bodies": _bodies(engine, files),
+        "body_lines": _body_lines(engine, files),
     }
     meta = engine.state.meta
     meta["forgetting"] = [*meta.get("forgetting", []), job]
@@ -176,6 +177,36 @@ def _bodies(engine: Engine, files: Iterable[str]) -> dict[str, list[str]]:
         if hashes:
             out[name] = sorted(hashes)
     return out
+
+
+def _body_lines(engine: Engine, files: Iterable[str]) -> dict[str, list[str]]:
+    """The line hashes (never the text) of the body lines of every version of each file this
+    device holds (`forgotten.body_line_hashes`), but those also in another memory file here:
+    forgetting a file does not forget a sentence that stays elsewhere. A device that held
+    the file takes these lines out of what it wrote since without having heard of the forget
+    (a sentence merged into another file, the file renamed and edited) instead of uploading
+    them."""
+    from memsync.sync.walk import MemoryWalk
+
+    state = engine.state
+    names = sorted(set(files))
+    out = {}
+    for name in names:
+        versions = [engine.read_local(name), state.base(name)]
+        versions += [v.path.read_bytes() for v in state.history(name)]
+        hashes = body_line_hashes(versions)
+        if hashes:
+            out[name] = hashes
+    if not out:
+        return {}
+    elsewhere: set[str] = set()
+    for other, path, _ in MemoryWalk(engine.ctx.memory_dir):
+        if other in out or other in names:
+            continue
+        with contextlib.suppress(OSError):
+            text = Path(path).read_bytes().decode("utf-8", "surrogateescape")
+            elsewhere |= line_hashes(text.splitlines())
+    return {n: sorted(h - elsewhere) for n, h in out.items() if h - elsewhere}
 
 
 def _run_job(engine: Engine, job: dict[str, Any], report: ForgetReport) -> None:

@@ -259,7 +259,19 @@ def _set_aside(engine: Any, before: set[Any]) -> dict[str, str]:
     for q in engine.state.meta.get("quarantined", []):
         if q.get("path") in before:
             continue
-        if q.get("was"):
+        if q.get("was") and q.get("lines"):
+            out[q["file"]] = (
+                f"lines of it came from {q['was']}, which was forgotten on another device "
+                "(`memsync forget`), so they were taken out of it; the file as it was is in "
+                f"quarantine at {q['path']}"
+            )
+        elif q.get("was") and q.get("part"):
+            out[q["file"]] = (
+                f"it holds text of {q['was']}, which was forgotten on another device (`memsync "
+                f"forget`), so it was moved out of the memory dir to quarantine at {q['path']}; "
+                "write what is still needed, without that text, into a new memory file"
+            )
+        elif q.get("was"):
             out[q["file"]] = (
                 f"it is {q['was']} under a new name, and {q['was']} was forgotten on another "
                 "device (`memsync forget`), so it was moved out of the memory dir to quarantine "

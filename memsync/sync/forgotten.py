@@ -7,6 +7,8 @@ import hashlib
 import re
 from collections.abc import Container, Iterable
 
+from memsync.util.resources import template_lines
+
 _WORD = re.compile(r"\w")
 
 
@@ -72,3 +74,28 @@ def body_hash(content: bytes) -> str | None:
 
 def body_hashes(versions: Iterable[bytes | None]) -> set[str]:
     return {h for h in map(body_hash, (v for v in versions if v)) if h is not None}
+
+
+_HEADING = re.compile(r"^\s*#")
+
+
+def body_line_hashes(versions: Iterable[bytes | None]) -> set[str]:
+    """The line hashes a `forget FILE` tombstone carries for the body lines of the forgotten
+    versions: the lines that can say what the file said once moved elsewhere (a sentence
+    merged into another file, a copy renamed and edited). Left out: the frontmatter,
+    headings, lines without a word, and the memory templates' lines, which are in files
+    that never held the forgotten content."""
+    templates = template_lines()
+    out = set()
+    for content in versions:
+        if not content:
+            continue
+        text = content.decode("utf-8", "surrogateescape")
+        body = _FRONTMATTER.sub("", text, count=1)
+        for line in body.splitlines():
+            if _HEADING.match(line) or " ".join(line.split()) in templates:
+                continue
+            h = line_hash(line)
+            if h is not None:
+                out.add(h)
+    return out

@@ -115,7 +115,8 @@ def read_tombstones(data: bytes | None) -> dict[str, Any]:
             "device": str(t.get("device") or ""),
             "etags": sorted(e for e in etags if isinstance(e, str)),
         }
-        for kind in ("late", "bodies"):  # copies written late; body hashes of the versions
+        # copies written late; body hashes of the versions; hashes of their body lines
+        for kind in ("late", "bodies", "lines"):
             found = t.get(kind) if isinstance(t.get(kind), list) else []
             if found:
                 out["files"][name][kind] = sorted(e for e in found if isinstance(e, str))
@@ -161,6 +162,10 @@ def _write_tombstones(
             bodies |= set(job.get("bodies", {}).get(name, []))
             if bodies:
                 doc["files"][name]["bodies"] = sorted(bodies)
+            body_lines = set(old.get("lines", [])) if old else set()
+            body_lines |= set(job.get("body_lines", {}).get(name, []))
+            if body_lines:
+                doc["files"][name]["lines"] = sorted(body_lines)
             was_late = set(old.get("late", [])) if old else set()
             if was_late or (late or {}).get(name):
                 doc["files"][name]["late"] = sorted(was_late | set((late or {}).get(name, [])))
@@ -348,7 +353,11 @@ def erase_here(engine: Engine, job: dict[str, Any], *, first: bool) -> None:
         text, removed = without_links(index.decode("utf-8", "surrogateescape"), set(job["files"]))
         if removed:  # no history copy: that copy is what is forgotten
             engine.write_local(INDEX, text.encode("utf-8", "surrogateescape"))
-    _remember_lines(engine, dict.fromkeys(job["lines"], job["at"]))
+    # the files' body lines too: a copy of one that another device merged into a file and
+    # pushed before it heard of the forget (an edit's `push FILE` is one conditional PUT)
+    # may come down here before that device takes it out; history keeps none of them
+    body = [h for hashes in job.get("body_lines", {}).values() for h in hashes]
+    _remember_lines(engine, dict.fromkeys([*job["lines"], *body], job["at"]))
 
 
 def drop_job(engine: Engine, job: dict[str, Any]) -> None:
@@ -467,6 +476,7 @@ def apply_tombstones(
     applied |= {t["id"] for t in (*doc["lines"].values(), *doc["conflicts"].values())}
     failed = set()
     before_scrub = dict(local.content.hashes)
+    held = _held_lines(engine, doc["files"], before)  # read before the files' bases go
     for name, t in sorted(doc["files"].items()):
         if t["id"] in before:
             continue
@@ -477,6 +487,7 @@ def apply_tombstones(
             continue
         applied.add(t["id"])
     renamed = _set_aside_copies(engine, doc["files"], before, local)
+    renamed |= _set_aside_moved(engine, held, doc["files"], local)
     _scrub_local(engine, fresh, local)  # after the files: a forgotten one is not edited first
     gone = {n: t["at"] for n, t in doc["files"].items() if t["id"] not in before}
     _drop_index_lines(engine, gone, local, renamed)
@@ -513,6 +524,78 @@ def _set_aside_copies(
         local.content.discard(name)
         engine.state.unqueue([name])
         out.add(name)
+    return out
+
+
+def _held_lines(engine: Engine, files: dict[str, Any], before: set[str]) -> dict[str, str]:
+    """{line hash: forgotten file} for the body lines of files another device just forgot
+    that this device held (in the file, its synced copy or its history here): only a device
+    that held the forgotten text can have moved it into another file without having heard
+    of the forget. A line written anew on a device that never held it is not taken. The
+    hashes are remembered like `forget --match` lines: history here leaves them out."""
+    state = engine.state
+    out: dict[str, str] = {}
+    at: dict[str, float] = {}
+    for name, t in sorted(files.items()):
+        if t["id"] in before or not t.get("lines"):
+            continue
+        versions = [engine.read_local(name)]
+        if name in state.records:
+            versions.append(state.base(name))
+        versions += [v.path.read_bytes() for v in state.history(name)]
+        found: set[str] = set()
+        for v in versions:
+            if v:
+                found |= line_hashes(v.decode("utf-8", "surrogateescape").splitlines())
+        for h in found & set(t["lines"]):
+            out.setdefault(h, name)
+            at.setdefault(h, t["at"])
+    _remember_lines(engine, at)
+    return out
+
+
+def _set_aside_moved(
+    engine: Engine, held: dict[str, str], files: dict[str, Any], local: LocalScan
+) -> set[str]:
+    """Files here holding a body line of a file another device just forgot, a line this
+    device held (`_held_lines`): the forgotten text moved before this device heard of the
+    forget (report 16-s28, finding 1). A new file (never synced: the forgotten file renamed
+    and edited, or one it was merged into) is set aside whole in quarantine, its index
+    lines going too (its frontmatter and index line may say what the forgotten file said);
+    a synced file (a sentence merged into it) loses those lines and the file as it was is
+    set aside. Nothing of it is uploaded, nothing is lost. Returns the files set aside."""
+    if not held:
+        return set()
+    records = engine.state.records
+    out = set()
+    for name in sorted(local.content.hashes):
+        if name in files:
+            continue  # the forgotten name itself (`_apply_file_tombstone`)
+        try:
+            data = local.content[name]
+        except (MemsyncError, OSError):
+            continue
+        found = line_hashes(data.decode("utf-8", "surrogateescape").splitlines()) & set(held)
+        if not found:
+            continue
+        was = held[min(found)]
+        if name not in records and name != INDEX:
+            quarantine(engine, name, data, was=was, part=True)
+            local.content.discard(name)
+            engine.state.unqueue([name])
+            out.add(name)
+            continue
+        path = engine.local_path(name)
+        try:
+            mtime = local.mtimes.get(name) or path.stat().st_mtime
+        except OSError:
+            continue
+        quarantine(engine, name, data, lines=True, was=was)
+        clean = scrub(data, found)
+        engine.write_local(name, clean)  # no history copy: that copy is what is forgotten
+        with contextlib.suppress(OSError):
+            os.utime(path, (mtime, mtime))  # still the time of the user's edit
+        local.content.add(name, sha256(clean), clean)
     return out
 
 
@@ -797,11 +880,17 @@ def recreate_blocked(engine: Engine, name: str) -> str | None:
 
 
 def quarantine(
-    engine: Engine, name: str, data: bytes, lines: bool = False, was: str | None = None
+    engine: Engine,
+    name: str,
+    data: bytes,
+    lines: bool = False,
+    was: str | None = None,
+    part: bool = False,
 ) -> Path:
     """Move an unsynced edit of a forgotten file out of the memory dir, keeping it whole.
     `lines`: only lines of it were forgotten: the file stays (its caller takes them out) and
-    the copy set aside is the file as it was. `was`: the forgotten file `name` is a copy of."""
+    the copy set aside is the file as it was. `was`: the forgotten file `name` is a copy of
+    (`part`: holds text of), or, with `lines`, the one the lines taken out came from."""
     folder = private_dir(engine.ctx.home / "quarantine" / engine.ctx.state_dir.name)
     flat = name.replace("/", "__")
     if len(flat.encode("utf-8")) > 180:
@@ -818,6 +907,8 @@ def quarantine(
     entry = {"file": name, "path": str(path), "at": time.time(), "lines": lines}
     if was is not None:
         entry["was"] = was
+    if part:
+        entry["part"] = True
     engine.state.meta["quarantined"] = [*engine.state.meta.get("quarantined", []), entry]
     return path
 
@@ -830,9 +921,17 @@ def quarantine_notices(engine: Engine) -> list[str]:
     else:
         engine.state.meta.pop("quarantined", None)
     return [
-        f"{q['file']} is {q['was']} under a new name, and {q['was']} was forgotten on another "
-        f"device; your copy was moved to {q['path']} and is not synced: copy what you still "
-        "need into a new memory file, then delete that file"
+        f"lines of {q['file']} came from {q['was']}, which was forgotten on another device, so "
+        f"they were taken out of it; the file as it was is in {q['path']}: copy what you still "
+        "need back, then delete that file"
+        if q.get("was") and q.get("lines")
+        else f"{q['file']} holds text of {q['was']}, which was forgotten on another device; "
+        f"your file was moved to {q['path']} and is not synced: copy what you still need into "
+        "a new memory file, then delete that file"
+        if q.get("was") and q.get("part")
+        else f"{q['file']} is {q['was']} under a new name, and {q['was']} was forgotten on "
+        f"another device; your copy was moved to {q['path']} and is not synced: copy what you "
+        "still need into a new memory file, then delete that file"
         if q.get("was")
         else f"{q['file']} was forgotten on another device; your copy, with the edit this "
         f"device made to it, was moved to {q['path']} and is not synced: copy what you still "

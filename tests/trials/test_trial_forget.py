@@ -1225,3 +1225,77 @@ def test_a_forgotten_file_renamed_on_another_device_is_set_aside_not_synced_back
         [a.home, a.memory, b.home, b.memory, c.home, c.memory, remote],
         [quarantine_dir(b.home)],
     )
+
+
+HEALTH = "- [User Pat](user_pat_health.md) — Pat is the user, works at Zephyr"
+
+
+@pytest.mark.parametrize("how", ["rename-and-edit", "merge"])
+@pytest.mark.parametrize("route", ["sync", "post-tool-use"])
+def test_a_forgotten_file_renamed_and_edited_or_merged_elsewhere_is_set_aside(
+    tmp_path, remote, route, how
+):
+    """Fresh-eyes s28, finding 1: A forgets user_pat.md; B, not synced since, renames it and
+    adds a sentence (what Claude does when it "renames and updates" a memory), or merges its
+    sentence into another file and deletes it. Only an exact copy was caught: B's next sync
+    (or the PostToolUse push of its write) put the forgotten sentence and its index line back
+    on the remote and on A, with no note. B held that sentence, so it is the forgotten text
+    wherever B moved it: a new file holding it is set aside whole with its index line, a
+    synced file it went into loses it (the file as it was set aside), B is told, and the
+    sentence ends on no device and not on the remote."""
+    a, b, c = (make_device(tmp_path, n, remote.as_uri()) for n in ("a", "b", "c"))
+    (a.memory / "MEMORY.md").write_text(index(PAT, ROLE))
+    a.write("user_pat.md", "## Health\nPat sees Dr. Molar for a root canal.\n", type="user")
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    for device in (a, b, c):
+        device.run("sync")
+    a.run("forget", "user_pat.md", "--yes")
+    if how == "rename-and-edit":
+        (b.memory / "user_pat.md").rename(b.memory / "user_pat_health.md")
+        with (b.memory / "user_pat_health.md").open("a") as fh:
+            fh.write("Also prefers morning slots.\n")
+        (b.memory / "MEMORY.md").write_text(index(HEALTH, ROLE))
+        written = "user_pat_health.md"
+    else:  # the sentence consolidated into another file, the forgotten one removed
+        with (b.memory / "user_role.md").open("a") as fh:
+            fh.write("Pat sees Dr. Molar for a root canal.\n")
+        (b.memory / "user_pat.md").unlink()
+        (b.memory / "MEMORY.md").write_text(index(ROLE))
+        written = "user_role.md"
+    said = ""
+    if route == "post-tool-use":
+        told = _told(_post_tool_use(b, b.memory / written))
+        if how == "rename-and-edit":  # a new file's push reads the tombstone list first
+            assert f"{written} was NOT synced" in told, told
+            assert "holds text of user_pat.md" in told, told
+            assert_forgotten(["Molar"], [remote])
+        # an edit of a synced file is pushed with one conditional PUT, before B has heard of
+        # the forget: A and C may pull it before the Stop hook's sync at the end of the turn
+        # takes the sentence out again, and their history must not keep it
+        a.run("sync")
+        c.run("sync")
+        stop = {"session_id": "s-1", "cwd": str(b.root), "hook_event_name": "Stop"}
+        b.run("hook", "stop", input=json.dumps(stop))
+        assert f"{written} not pushed" in _log(b), _log(b)
+    for device in (b, c, a, b):
+        proc = device.run("sync")
+        said += f"[{device.name}] {proc.stdout}{proc.stderr}"
+    held = list(quarantine_dir(b.home).rglob(f"*{written}"))
+    assert len(held) == 1, said
+    assert "Molar" in held[0].read_text()
+    if how == "rename-and-edit":
+        assert "user_pat_health.md holds text of user_pat.md" in said, said
+        assert "morning slots" in held[0].read_text()  # B's sentence kept, for B to copy
+        for device in (a, b, c):
+            assert sorted(device.files()) == ["MEMORY.md", "user_role.md"], device.name
+            assert (device.memory / "MEMORY.md").read_text() == index(ROLE), device.name
+    else:
+        assert "lines of user_role.md came from user_pat.md" in said, said
+        for device in (a, b, c):
+            assert "Staff engineer." in (device.memory / "user_role.md").read_text()
+    assert sorted(on_remote(remote)) == ["MEMORY.md", "user_role.md"]
+    assert_forgotten(
+        ["Molar", "Zephyr"],
+        [a.home, a.memory, b.home, b.memory, c.home, c.memory, remote],
+        [quarantine_dir(b.home)],
+    )
