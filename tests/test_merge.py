@@ -544,3 +544,16 @@ def test_a_conflict_of_versions_kept_side_by_side_names_them_by_marks_only():
     assert not set(result.marks) & marks_of(later)
     consumed = checked("carry_forward.md", base, carry(consumed=REMIND), carry(MORNING))
     assert consumed.conflict and consumed.marks == ()
+
+
+def test_an_index_line_changed_on_three_devices_is_reported_as_a_line_not_as_an_id():
+    """A MEMORY.md line held twice after an earlier conflict, changed again on a third
+    device: the conflict speaks of the line, never of "two promises with the same id"
+    (fresh-eyes re-trial s28b, F7)."""
+    line = "- [Pat](user_pat.md) — {}\n"
+    base = ("# Memory\n" + line.format("who Pat is")).encode()
+    ours = ("# Memory\n" + line.format("Pat, the PM") + line.format("Pat prefers email")).encode()
+    theirs = ("# Memory\n" + line.format("Pat, based in Oslo")).encode()
+    result = checked("MEMORY.md", base, ours, theirs)
+    assert result.conflict and "same id" not in result.conflict
+    assert "both devices changed the same entries" in result.conflict

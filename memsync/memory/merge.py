@@ -350,7 +350,10 @@ def _split_collisions(
         bv, ov, tv = values(base, k), values(ours, k), values(theirs, k)
         if ov != tv and bv not in (ov, tv):
             versions = [x for x in (*ours, *theirs) if x.key == k]
-            notes.append(Collided.of(label(versions[0]), [x.text for x in versions]))
+            # an id is a promise's (commitments); an index link held twice is one line that
+            # both sides changed differently
+            kind = Collided if moves else Both
+            notes.append(kind.of(label(versions[0]), [x.text for x in versions]))
     return (None if base is None else rekey(base)), rekey(ours), rekey(theirs)
 
 
