@@ -383,9 +383,14 @@ class Engine:
 
             marker = blocking_purge(self, listing[PURGED].etag)
             if marker is not None:
-                # remembered: this device stays out until it is told to publish again
+                # remembered: this device stays out until it is told to publish again; one
+                # with nothing synced has nothing to publish again, so it asks the remote
+                # next time and joins once another device has published
                 self.state.meta["purged"] = marker
-                raise purged_here(self)
+                refusal = purged_here(self)
+                if not self.state.records:
+                    del self.state.meta["purged"]
+                raise refusal
         if MOVED in listing:
             from memsync.sync.project import check_moved
 

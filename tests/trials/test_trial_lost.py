@@ -129,6 +129,23 @@ def test_status_of_a_lost_memory_dir_after_a_purge_does_not_promise_a_pull(pair)
     assert "memsync pull" not in said and "purge" in said, said
 
 
+def test_a_new_device_refused_during_a_purge_joins_once_another_device_published(
+    pair, tmp_path
+):
+    """Fresh-eyes re-trial s28b, F9: a device that never synced was refused while the project
+    stood purged; after another device republished, it stayed refused and was never told.
+    With nothing synced it has nothing to publish again: it joins as the README says."""
+    a, b, remote = pair
+    c = make_device(tmp_path, "c", remote.as_uri())
+    c.write("user_new.md", "C's first memory.\n", type="user")
+    a.run("purge", "--all", "--yes")
+    assert "purged" in c.run("sync", check=1).stderr
+    b.run("push", "--republish")
+    c.run("sync")
+    assert (c.memory / "project_fact0.md").exists()
+    assert (remote / "e2e-project" / "user_new.md").exists()
+
+
 def test_a_small_memory_dir_made_again_with_a_new_file_is_restored_not_deleted(tmp_path):
     """Below the few files a user may delete by hand, the index gives a lost folder away."""
     remote = tmp_path / "share"
