@@ -618,7 +618,9 @@ def purge(engine: Engine) -> PurgeReport:
         try:
             _put_purge_mark(engine, json.dumps(marker, sort_keys=True).encode())
             for key, entry in sorted(listing.items()):
-                if key == PURGED:
+                if key in (PURGED, TOMBSTONES):
+                    # the forget records stay (hashes and names, never content): a device
+                    # that publishes again before it heard of a forget still takes it in
                     continue
                 try:
                     store.delete(key, entry.etag)

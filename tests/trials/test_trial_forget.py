@@ -1299,3 +1299,22 @@ def test_a_forgotten_file_renamed_and_edited_or_merged_elsewhere_is_set_aside(
         [a.home, a.memory, b.home, b.memory, c.home, c.memory, remote],
         [quarantine_dir(b.home)],
     )
+
+
+def test_a_forget_stays_final_through_a_purge_and_a_republish(pair, remote):
+    """Fresh-eyes re-trial s28b, F8: A forgets relationship_sam.md, then purges and publishes
+    again; B, which had not synced since the forget, is told to publish again and did so with
+    the forgotten file. The purge now keeps the forget records (hashes and names, no content),
+    so B takes the forget in before it publishes."""
+    a, b = pair
+    seed_sam(a, b)
+    a.run("forget", "relationship_sam.md", "--yes")
+    a.run("purge", "--all", "--yes")
+    a.run("push", "--republish")
+    b.run("sync", check=1)  # told of the purge
+    b.run("push", "--republish")
+    a.run("sync")
+    assert "relationship_sam.md" not in on_remote(remote)
+    assert "divorce" not in "".join(on_remote(remote).values())
+    assert not (a.memory / "relationship_sam.md").exists()
+    assert not (b.memory / "relationship_sam.md").exists()
