@@ -839,7 +839,12 @@ def _apply_file_tombstone(
     data = engine.read_local(name)
     if data is not None:
         if rec is None:
-            from_before = local.mtimes.get(name, path.stat().st_mtime) <= t["at"]
+            # never synced here: the forgotten content itself (a backup restored with `cp -r`,
+            # its times new) is from before, whatever its mtime; other content by its mtime
+            from_before = (
+                local.mtimes.get(name, path.stat().st_mtime) <= t["at"]
+                or body_hash(data) in t.get("bodies", ())
+            )
         if from_before:
             written_late = rec is not None and rec.etag in t.get("late", ())
             if rec is not None and sha256(data) == rec.sha and not written_late:

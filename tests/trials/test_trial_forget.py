@@ -1318,3 +1318,22 @@ def test_a_forget_stays_final_through_a_purge_and_a_republish(pair, remote):
     assert "divorce" not in "".join(on_remote(remote).values())
     assert not (a.memory / "relationship_sam.md").exists()
     assert not (b.memory / "relationship_sam.md").exists()
+
+
+def test_a_forgotten_file_restored_from_a_backup_on_a_new_device_is_set_aside(
+    pair, remote, tmp_path
+):
+    """Fresh-eyes re-trial s28b, F9: a new laptop filled from a backup made before a forget
+    (`cp -r`, so every mtime is new) uploaded the forgotten file as new content. Its text is
+    a forgotten version's, so it is set aside whatever its time."""
+    a, b = pair
+    seed_sam(a, b)
+    backup = (a.memory / "relationship_sam.md").read_bytes()
+    a.run("forget", "relationship_sam.md", "--yes")
+    c = make_device(tmp_path, "new-laptop", remote.as_uri())
+    (c.memory / "relationship_sam.md").write_bytes(backup)
+    c.run("sync")
+    assert "relationship_sam.md" not in on_remote(remote)
+    assert not (c.memory / "relationship_sam.md").exists()
+    kept = [p for p in quarantine_dir(c.home).rglob("*") if p.is_file()]
+    assert any(b"divorce" in p.read_bytes() for p in kept), kept
