@@ -654,12 +654,15 @@ def test_forget_and_purge_against_azurite(tmp_path, azure_url):
     )
 
     a.run("purge", "--all", "--yes")
-    assert set(blobs()) == {"_memsync/purged.json"}
+    # the purge mark and the forget records (hashes and names, no content) are all it leaves
+    left = {"_memsync/purged.json", "_memsync/forgotten.json"}
+    assert set(blobs()) == left
+    assert b"divorce" not in blobs()["_memsync/forgotten.json"]
     b.write("user_role.md", "Principal engineer.\n", type="user")
     assert "not uploaded" in b.run("push", "user_role.md").stderr
     b.run("sync", check=1)
     a.run("sync", check=1)
-    assert set(blobs()) == {"_memsync/purged.json"}
+    assert set(blobs()) == left
     a.run("push", "--republish")
     assert "user_role.md" in blobs()
     mark = json.loads(blobs()["_memsync/purged.json"])  # kept, lifted: for devices not told yet
