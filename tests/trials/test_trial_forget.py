@@ -567,7 +567,8 @@ def test_an_edit_synced_by_a_third_device_while_a_forget_waited_is_set_aside_the
     assert len(held) == 1 and "B EDIT after forget" in held[0].read_text(), said
     assert str(held[0]) in said
     assert str(held[0]) in b.run("status").stdout, "the notice stays until the user acts"
-    c.run("sync")
+    c.run("sync")  # C pulled B's copy: it cannot tell it from an edit of its own, and keeps it
+    assert len(list(quarantine_dir(c.home).rglob("*user_x.md"))) == 1
     a.run("sync")
     for device in (a, b, c):
         assert "user_x.md" not in device.files(), device.name
