@@ -216,3 +216,29 @@ def test_a_file_set_aside_twice_within_a_second_keeps_both_copies(tmp_path, monk
     assert first.read_bytes() == b"- first rewording\n"
     assert second.read_bytes() == b"- second rewording\n"
     assert [q["path"] for q in engine.state.meta["quarantined"]] == [str(first), str(second)]
+
+
+def test_a_job_that_knew_no_copy_names_a_remote_copy_it_never_held_late():
+    """Finding F14: a forget run while the remote was out of reach under another URL knew no
+    copy of the file (that URL's state had no records). When it finishes, a remote copy that
+    is no version the forgetting device held (another device's later edit) is named late,
+    so its writer sets it aside; one that is such a version is the forgotten copy itself.
+    A job saved before memsync noted what it knew names nothing late."""
+    from types import SimpleNamespace
+
+    from memsync.sync import tombstones
+
+    held = b"---\nname: user_x\ntype: user\n---\nX likes tea.\n"
+    copies = {"user_x.md": (held + b"B EDIT\n", '"e2"'), "user_y.md": (held, '"e3"')}
+    engine = SimpleNamespace(store=SimpleNamespace(get=lambda name: copies[name]))
+    job = {
+        "files": ["user_x.md", "user_y.md", "user_z.md"],
+        "known": {},
+        "bodies": {"user_x.md": [body_hash(held)], "user_y.md": [body_hash(held)]},
+    }
+    etags = {"user_x.md": ['"e2"'], "user_y.md": ['"e3"'], "user_z.md": ['"e4"']}
+    assert tombstones._late_copies(engine, job, etags) == {"user_x.md": ['"e2"']}
+    job["known"] = {"user_x.md": '"e2"', "user_y.md": '"e1"'}  # the ETags, where it noted them
+    assert tombstones._late_copies(engine, job, etags) == {"user_y.md": ['"e3"']}
+    del job["known"]
+    assert tombstones._late_copies(engine, job, etags) == {}

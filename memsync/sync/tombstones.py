@@ -207,12 +207,7 @@ def finish_remote(
         except NotFound:
             listing = {}
     etags = {n: [listing[n].etag] for n in job["files"] if n in listing}
-    known = job.get("known")
-    late = (
-        {n: e for n, e in etags.items() if known.get(n) not in (None, e[0])}
-        if known is not None
-        else {}
-    )
+    late = _late_copies(engine, job, etags)
     index = _remote_index(engine, job) if job["files"] and INDEX in listing else None
     _take_conflicts(engine, job, None)  # their ids go into the tombstone
     _write_tombstones(engine, job, etags, late)
@@ -242,6 +237,31 @@ def finish_remote(
         _scrub_remote(engine, name, set(job["lines"]))
     _take_conflicts(engine, job, set(job.get("conflicts", [])))
     return deleted
+
+
+def _late_copies(
+    engine: Engine, job: dict[str, Any], etags: dict[str, list[str]]
+) -> dict[str, list[str]]:
+    """The remote copies (of `etags`, name -> [etag]) this device did not know when the user
+    asked: another device's edit synced while the job waited for the remote. By the ETag the
+    job noted; where it noted none (the job was started under another remote URL, whose
+    state held no records of these files, finding F14), by the copy's body: one that is no
+    version this device held is another device's (one GET each, only then)."""
+    known = job.get("known")
+    if known is None:  # a job saved before memsync noted what it knew
+        return {}
+    late = {n: e for n, e in etags.items() if known.get(n) not in (None, e[0])}
+    bodies = job.get("bodies", {})
+    for name, found in etags.items():
+        if name in known or not bodies.get(name):
+            continue  # a file this device held nothing of: the remote copy is what it forgot
+        try:
+            data, etag = engine.store.get(name)
+        except NotFound:
+            continue
+        if body_hash(data) not in bodies[name]:
+            late[name] = sorted({*found, etag})
+    return late
 
 
 def _take_conflicts(engine: Engine, job: dict[str, Any], ids: set[str] | None) -> None:
@@ -427,6 +447,14 @@ def adopt_pending(engine: Engine) -> None:
         meta["forgetting"] = [*kept, *adopted]
     else:
         meta.pop("forgetting", None)
+    records = engine.state.records
+    for job in adopted:
+        # a job started under another remote URL knew no copy of this remote: the copies
+        # this state synced are the ones the user meant; another is a later edit (F14)
+        known = job.setdefault("known", {})
+        for name in job.get("files", []):
+            if name not in known and (rec := records.get(name)) is not None and rec.etag:
+                known[name] = rec.etag
     if adopted:
         applied = {*meta.get("tombstones_applied", []), *(j["id"] for j in adopted)}
         meta["tombstones_applied"] = sorted(applied)

@@ -530,6 +530,54 @@ def test_an_edit_synced_while_a_forget_waited_for_the_remote_is_set_aside_not_er
     assert "relationship_sam.md" not in on_remote(remote)
 
 
+@pytest.mark.parametrize("outage", ["remote-moved-away", "another-url"])
+def test_an_edit_synced_by_a_third_device_while_a_forget_waited_is_set_aside_there(
+    tmp_path, remote, outage
+):
+    """Finding F14 (report 16): three devices hold a file; A forgets it while the remote is
+    out of reach, either the folder unmounted or the forget run against another URL (the
+    job is adopted under the right one through $MEMSYNC_HOME/forgetting/, with no records of
+    the right remote). B, which cannot know, edits the file and syncs. A's next sync finishes
+    the forget; B's edit must land in B's quarantine with a notice, never erased, and the
+    original text stays nowhere outside quarantine."""
+    a, b, c = (make_device(tmp_path, n, remote.as_uri()) for n in ("lap", "desk", "tablet"))
+    a.write("user_x.md", "X likes ZORIGINAL tea.\n", type="user")
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    c.run("sync")
+    if outage == "another-url":
+        down = Device(a.name, a.root, (tmp_path / "remote-down").as_uri())
+        down.run("forget", "--yes", "user_x.md", check=3)
+    else:
+        away = tmp_path / "remote-away"
+        remote.rename(away)
+        a.run("forget", "--yes", "user_x.md", check=3)
+        away.rename(remote)
+    path = b.memory / "user_x.md"
+    path.write_text(path.read_text() + "B EDIT after forget\n")
+    assert "pushed: user_x.md" in b.run("sync").stdout
+    c.run("sync")  # C pulls B's copy
+
+    assert "finished forgetting user_x.md" in a.run("sync").stderr
+    assert "user_x.md" not in on_remote(remote)
+    proc = b.run("sync")
+    said = proc.stdout + proc.stderr
+    held = list(quarantine_dir(b.home).rglob("*user_x.md"))
+    assert len(held) == 1 and "B EDIT after forget" in held[0].read_text(), said
+    assert str(held[0]) in said
+    assert str(held[0]) in b.run("status").stdout, "the notice stays until the user acts"
+    c.run("sync")  # C pulled B's copy: it cannot tell it from an edit of its own, and keeps it
+    assert len(list(quarantine_dir(c.home).rglob("*user_x.md"))) == 1
+    a.run("sync")
+    for device in (a, b, c):
+        assert "user_x.md" not in device.files(), device.name
+    assert "user_x.md" not in on_remote(remote)
+    roots = [d.home for d in (a, b, c)] + [d.memory for d in (a, b, c)] + [remote]
+    allowed = [quarantine_dir(d.home) for d in (a, b, c)]
+    assert_forgotten(["ZORIGINAL"], roots, allowed)
+
+
 FAILING_FORGET = """
 import sys
 from memsync.admin import forget
