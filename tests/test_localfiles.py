@@ -137,3 +137,36 @@ def test_content_the_scan_did_not_read_is_refused_if_it_changed_since(tmp_path):
     path.write_bytes(b"changed after the scan\n")
     with pytest.raises(UserError, match="project_x.md changed while memsync was syncing it"):
         files["project_x.md"]
+
+
+def test_a_pulled_file_gets_the_remote_edit_time_and_a_later_edit_is_still_seen(tmp_path, reads):
+    """A download lands with the edit time the remote carries as its mtime (an untouched
+    pulled copy is no edit made at pull time; finding F5, s28b). The quick check is not
+    fooled by the old mtime: the stat it caches is the one after it was set (the ctime is
+    the pull's), and an edit that keeps size and mtime still moves the ctime."""
+    edited = time.time() - 3 * 3600
+    path_a = write_memory(tmp_path / "memory", "user_role.md", "Role: AAAA\n", type="user")
+    os.utime(path_a, (edited, edited))
+    make_engine(tmp_path).run("sync")
+    there = config.resolve(
+        memory_dir=tmp_path / "other", remote=(tmp_path / "remote").as_uri(), project="p"
+    )
+    there.memory_dir.mkdir()
+    assert Engine(there).run("sync").downloaded == ["user_role.md"]
+    path_b = there.memory_dir / "user_role.md"
+    assert abs(path_b.stat().st_mtime - edited) < 0.01
+    settle()
+    Engine(there).run("sync")  # read again (written within the margin), then remembered
+    assert "user_role.md" in Engine(there).state.seen
+    reads.clear()
+    assert Engine(there).run("sync").changes == 0 and reads == []
+    before = path_b.stat()
+    settle()
+    with open(path_b, "r+b") as f:  # same inode, same size, the pulled mtime put back
+        data = f.read()
+        f.seek(0)
+        f.write(data.replace(b"AAAA", b"BBBB"))
+    os.utime(path_b, ns=(before.st_atime_ns, before.st_mtime_ns))
+    result = Engine(there).run("sync")
+    assert result.uploaded == ["user_role.md"] and reads == ["user_role.md"]
+    assert b"BBBB" in (tmp_path / "remote" / "p" / "user_role.md").read_bytes()

@@ -247,15 +247,23 @@ class Engine:
             self._durability.wrote_in(path.parent)
 
     def _replace(
-        self, path: Path, data: bytes, expected: bytes | None, *, sync: bool = True
+        self,
+        path: Path,
+        data: bytes,
+        expected: bytes | None,
+        *,
+        sync: bool = True,
+        edited: float | None = None,
     ) -> bytes | None:
         """Put a download or a merge where `expected` was read (see localswap.py): None when
         done, else the bytes written here in the meantime, left in place for another merge.
-        The directory's fsync is left to `_make_durable`."""
+        The directory's fsync is left to `_make_durable`. `edited`: the edit time the remote
+        copy carries, which becomes the file's mtime (`_edit_time_here`)."""
         mode = 0o600
         with contextlib.suppress(FileNotFoundError):
             mode = path.stat().st_mode & 0o777  # keep the mode the user gave the file
-        landed = localswap.replace(path, data, expected, mode, sync=sync)
+        mtime = _edit_time_here(edited)
+        landed = localswap.replace(path, data, expected, mode, sync=sync, mtime=mtime)
         self._durability.wrote_in(path.parent)
         return landed
 
@@ -1077,7 +1085,7 @@ class Engine:
 
     def _download(self, result: SyncResult, name: str, expected_sha: str | None) -> None:
         try:
-            theirs, etag = self.store.get(name)
+            theirs, etag, edited = self.store.fetch(name)
         except NotFound:
             return  # deleted meanwhile; the next sync sees it
         check_inbound(name, theirs, self.max_bytes)
@@ -1091,7 +1099,8 @@ class Engine:
                 self._keep(name, current, "replaced by a newer version from the remote")
             elif (rec := self.state.records.get(name)) is not None and rec.etag != etag:
                 self._came_back_here(name)  # deleted here, edited on another device
-            landed = self._replace(path, theirs, current, sync=name not in self._durability.landing)
+            sync = name not in self._durability.landing
+            landed = self._replace(path, theirs, current, sync=sync, edited=edited)
             if landed is not None:
                 self._merge(result, name, landed, _mtime(path))  # written here in the meantime
                 return
@@ -1123,12 +1132,14 @@ class Engine:
             if theirs_ok:
                 outcome = _merge_copies(name, base, ours, theirs, mtime, theirs_mtime)
                 merged = outcome.content
+            edited = theirs_mtime  # the edit time the remote copy carries, which lands here
             if merged != theirs:
-                sent = self._send_merge(name, merged, etag, outcome, mtime)
+                edited = _merge_edited(outcome, mtime)
+                sent = self._send_merge(name, merged, etag, outcome, edited)
                 if sent is None:
                     continue
                 etag = sent
-            again = self._land_merge(name, base, ours, merged)
+            again = self._land_merge(name, base, ours, merged, edited)
             if again is not None:
                 base, ours, mtime = again
                 continue
@@ -1194,12 +1205,11 @@ class Engine:
         return True
 
     def _send_merge(
-        self, name: str, merged: bytes, etag: str, outcome: MergeResult | None, mtime: float | None
+        self, name: str, merged: bytes, etag: str, outcome: MergeResult | None, edited: float | None
     ) -> str | None:
-        """Write the merge over the remote copy read (`etag`): its new ETag, or None when the
-        remote changed meanwhile (another attempt). Its conflict is noted first (see
-        _expect_conflict); its edit time is the merge's, else this copy's."""
-        edited = outcome.edited if outcome is not None and outcome.edited else mtime
+        """Write the merge over the remote copy read (`etag`), with its edit time `edited`
+        (`_merge_edited`): its new ETag, or None when the remote changed meanwhile (another
+        attempt). Its conflict is noted first (see _expect_conflict)."""
         self._expect_conflict(name, merged, outcome)
         try:
             return self.store.replace(name, merged, etag, edited)
@@ -1207,9 +1217,10 @@ class Engine:
             return None
 
     def _land_merge(
-        self, name: str, base: bytes | None, ours: bytes, merged: bytes
+        self, name: str, base: bytes | None, ours: bytes, merged: bytes, edited: float | None
     ) -> tuple[bytes | None, bytes, float | None] | None:
-        """Write the merge here, the copy it replaces kept in history. None when it stands;
+        """Write the merge here, the copy it replaces kept in history, with the edit time the
+        remote copy carries (`edited`) as its mtime, as a download gets. None when it stands;
         else this copy changed since `ours` was read, and the next attempt merges that edit
         with what the remote holds now: (base, ours, mtime) for it."""
         current = self.read_local(name)
@@ -1218,7 +1229,7 @@ class Engine:
         if merged != ours or current is None:
             if current is not None:
                 self._keep(name, current, "replaced by a merge with the remote version")
-            landed = self._replace(self.local_path(name), merged, current)
+            landed = self._replace(self.local_path(name), merged, current, edited=edited)
             if landed is not None:
                 # written here between the re-read and the rename, over what we had read
                 # (`ours`), which becomes the base
@@ -1400,6 +1411,24 @@ class _Run:
 
     def mtime(self, name: str) -> float | None:
         return self.local.mtimes.get(name)
+
+
+def _merge_edited(outcome: MergeResult | None, mtime: float | None) -> float | None:
+    """The edit time a merge written to the remote carries: the merge's (the kept edit's,
+    the later of two merged), else this copy's."""
+    return outcome.edited if outcome is not None and outcome.edited else mtime
+
+
+def _edit_time_here(edited: float | None) -> float | None:
+    """The mtime a file memsync writes from the remote gets: the edit time the remote copy
+    carries (its writer's mtime), so an untouched pulled copy is never taken for an edit made
+    when it was pulled (a merge with no base, after a project move, a new remote folder or
+    the records moved aside, decides by edit times). None (the remote gave none): the write's
+    own time. Never later than now: a writer's clock running ahead would make a pulled copy
+    look edited after every real edit here."""
+    if edited is None:
+        return None
+    return min(edited, time.time())
 
 
 def _mtime(path: Path) -> float | None:

@@ -89,8 +89,12 @@ def _flagged_rename(src: str, dst: Path, flag: str) -> bool | None:
     raise OSError(code, os.strerror(code), str(dst))
 
 
-def _temp_beside(path: Path, data: bytes, mode: int, sync: bool) -> str:
-    """A temp file next to `path` named as fsutil names them (a killed writer's is swept)."""
+def _temp_beside(
+    path: Path, data: bytes, mode: int, sync: bool, mtime: float | None = None
+) -> str:
+    """A temp file next to `path` named as fsutil names them (a killed writer's is swept),
+    with `mtime` as its modification time if given (set by path: portable, and the temp file
+    is no one else's before the rename, which keeps it)."""
     while True:
         tmp = temp_path(path, next(_ids))
         try:
@@ -112,6 +116,12 @@ def _temp_beside(path: Path, data: bytes, mode: int, sync: bool) -> str:
         os.unlink(tmp)
         raise
     os.close(fd)
+    if mtime is not None:
+        try:
+            os.utime(tmp, (mtime, mtime))
+        except BaseException:
+            os.unlink(tmp)
+            raise
     return tmp
 
 
@@ -121,11 +131,18 @@ def _drop(tmp: str) -> None:
 
 
 def replace(
-    path: Path, data: bytes, expected: bytes | None, mode: int = 0o600, *, sync: bool = True
+    path: Path,
+    data: bytes,
+    expected: bytes | None,
+    mode: int = 0o600,
+    *,
+    sync: bool = True,
+    mtime: float | None = None,
 ) -> bytes | None:
     """Put `data` at `path`, which was last read as `expected` (None: absent). None when done;
-    else what was found there instead, left in place."""
-    tmp = _temp_beside(path, data, mode, sync)
+    else what was found there instead, left in place. `mtime`: the new file's modification
+    time (set before the rename: a write landing after it keeps its own)."""
+    tmp = _temp_beside(path, data, mode, sync, mtime)
     try:
         if expected is not None:
             swapped = _flagged_rename(tmp, path, "exchange")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -610,9 +611,11 @@ def test_two_blocks_with_the_same_heading_on_one_device_keep_both_entries(
     edit(
         b,
         name,
-        lambda t: t
-        + f"\n## {heading}\n\n- First session: the joke about Mondays landed.\n"
-        + f"\n## {heading}\n\n- Second session: numbers first worked.\n",
+        lambda t: (
+            t
+            + f"\n## {heading}\n\n- First session: the joke about Mondays landed.\n"
+            + f"\n## {heading}\n\n- Second session: numbers first worked.\n"
+        ),
     )
     a.run("sync")
     b.run("sync")
@@ -808,3 +811,62 @@ def test_both_rewrite_one_item_in_other_words_both_stay_and_both_devices_hear(pa
     assert a.files() == b.files()
     for device in (a, b):
         assert conflict_files(device) == ["carry_forward.md"]
+
+
+def _hours_ago(hours: float) -> float:
+    return time.time() - hours * 3600
+
+
+def test_a_copy_only_pulled_keeps_its_edit_time_when_both_devices_follow_a_new_remote_folder(
+    tmp_path,
+):
+    """Finding F5b (s28b): a copy this device only pulled is not an edit made when it was
+    pulled. A writes a fact 3 h ago and syncs, B pulls it; A edits it 1 h ago, unsynced; the
+    share moves to a new folder, which B fills first (no records there: every file goes up
+    with its edit time). A's one-sided edit must win everywhere, not B's pulled copy, which
+    once carried the pull time as its edit time."""
+    old, new = tmp_path / "remote", tmp_path / "remote2"
+    old.mkdir()
+    new.mkdir()
+    a, b = (
+        make_device(tmp_path, "laptop", old.as_uri()),
+        make_device(tmp_path, "desktop", old.as_uri()),
+    )
+    a.write("user_n1.md", "b1\n", type="user")
+    os.utime(a.memory / "user_n1.md", (_hours_ago(3),) * 2)
+    start_synced(a, b)
+    pulled = (b.memory / "user_n1.md").stat().st_mtime
+    assert abs(pulled - _hours_ago(3)) < 60  # the edit time the remote carries, not now
+    edit(a, "user_n1.md", lambda t: t.replace("b1", "b1\nA offline edit"), _hours_ago(1))
+    a.remote = b.remote = new.as_uri()
+    b.run("sync")
+    a.run("sync")
+    b.run("sync")
+    for device in (a, b):
+        assert "A offline edit" in device.files()["user_n1.md"].decode()
+    assert "A offline edit" in (new / "e2e-project" / "user_n1.md").read_text()
+
+
+def test_records_moved_aside_on_a_device_that_only_pulled_keep_the_other_devices_edit(tmp_path):
+    """Finding F5c (s28b): memsync's own advice for a damaged records.json (move it aside;
+    every file is then compared with the remote) must not revert another device's edit with
+    a copy this device only pulled: that copy carries the edit time the remote gave it."""
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    a, b = (
+        make_device(tmp_path, "laptop", remote.as_uri()),
+        make_device(tmp_path, "desktop", remote.as_uri()),
+    )
+    a.write("user_n1.md", "b1\n", type="user")
+    os.utime(a.memory / "user_n1.md", (_hours_ago(3),) * 2)
+    start_synced(a, b)
+    edit(a, "user_n1.md", lambda t: t.replace("b1", "b1\nA edit"), _hours_ago(1))
+    a.run("sync")
+    (records,) = b.home.rglob("records.json")
+    records.rename(records.with_name("records.json.bad"))
+    out = b.run("sync")
+    a.run("sync")
+    for device in (a, b):
+        assert "A edit" in device.files()["user_n1.md"].decode(), out.stdout + out.stderr
+    assert "A edit" in remote_text(remote, "user_n1.md")
+    assert "kept this device's version" not in out.stdout + out.stderr
