@@ -45,11 +45,11 @@ def _land_a_write_just_before_the_swap(monkeypatch, path: Path, text: str) -> li
     real = localswap.replace
     fired: list[int] = []
 
-    def racing(target, data, expected, mode=0o600, *, sync=True):
+    def racing(target, data, expected, mode=0o600, *, sync=True, mtime=None):
         if Path(target) == path and not fired:
             fired.append(1)
             path.write_text(text)  # Claude writes, after the engine's last read of the file
-        return real(target, data, expected, mode, sync=sync)
+        return real(target, data, expected, mode, sync=sync, mtime=mtime)
 
     monkeypatch.setattr(localswap, "replace", racing)
     return fired
