@@ -449,9 +449,16 @@ class Engine:
         self.adopt_pending_forgets()
         local = self._look_here(result, mode, names, allow)
         pending = self.state.pending  # read after a lost dir's restore, which empties it
-        # `push FILE` trusts the records; a device without any (it never synced this project)
-        # lists first, so the project's manifest is checked before its first upload
-        self._records_run = mode == "push" and names is not None and bool(self.state.records)
+        # `push FILE` of files synced before trusts the records: one conditional PUT each. A
+        # new file (or a device that never synced) lists first, one request as the check it
+        # replaces: what the remote says before a first upload (a purge or moved mark, the
+        # manifest, forgotten content, a name differing only by case) is taken in
+        self._records_run = (
+            mode == "push"
+            and names is not None
+            and bool(self.state.records)
+            and all(n in self.state.records for n in [*names, *pending])
+        )
         if self._records_run:
             run = self._plan_from_records(result, local, names or [], pending)
         else:
@@ -581,18 +588,18 @@ class Engine:
         remote = {key: entry.etag for key, entry in files.memory.items()}
         entries = {key: entry.modified for key, entry in files.memory.items()}
         result.refused.update(refuse_colliding_names(local, records, remote))
-        if mode == "push" and names is not None:
-            # `push FILE` on a device without records: it speaks of those files only, as
-            # when it plans from the records
-            only = set(names) | set(pending)
-            result.refused = {n: r for n, r in result.refused.items() if n in only}
-            result.kept_local = {n: r for n, r in result.kept_local.items() if n in only}
+        named = None if names is None else {*names, *pending}
+        if mode == "push" and named is not None:
+            # `push FILE` of a new file: it speaks of those files only, as when it plans
+            # from the records
+            result.refused = {n: r for n, r in result.refused.items() if n in named}
+            result.kept_local = {n: r for n, r in result.kept_local.items() if n in named}
         skip = set(local.refused) | set(result.refused_remote)
         if mode == "sync":
             actions = planner.plan(local_hashes, remote, records, only=names, skip=skip)
         elif mode == "push":
             actions = planner.plan(
-                local_hashes, remote, records, kinds=planner.PUSH_KINDS, only=names, skip=skip
+                local_hashes, remote, records, kinds=planner.PUSH_KINDS, only=named, skip=skip
             )
         else:  # a pull, which also sends what this device queued while offline
             actions = planner.plan(

@@ -146,6 +146,38 @@ def test_a_new_device_refused_during_a_purge_joins_once_another_device_published
     assert (remote / "e2e-project" / "user_new.md").exists()
 
 
+@pytest.mark.parametrize("how", ["push FILE", "hook"])
+def test_a_new_file_pushed_by_name_after_a_purge_is_not_uploaded(pair, how):
+    """Fresh-eyes re-trial s28c, F1: after A's purge, B (not told yet) wrote a new file and
+    pushed it by name, or Claude's after-write hook did: it went up next to the purge mark.
+    A new file's push now lists first, sees the mark and uploads nothing."""
+    a, b, remote = pair
+    a.run("purge", "--all", "--yes")
+    path = b.write("user_new.md", "Something new.\n", type="user")
+    if how == "push FILE":
+        assert "purged" in b.run("push", str(path), check=1).stderr
+    else:
+        payload = {"hook_event_name": "PostToolUse", "tool_name": "Write", "cwd": str(b.root)}
+        payload["tool_input"] = {"file_path": str(path)}
+        told = json.loads(b.run("hook", "post-tool-use", input=json.dumps(payload)).stdout)
+        assert "NOT synced" in told["hookSpecificOutput"]["additionalContext"]
+    assert not (remote / "e2e-project" / "user_new.md").exists()
+
+
+def test_a_new_file_pushed_by_name_is_refused_beside_a_name_differing_by_case(pair):
+    """Fresh-eyes re-trial s28c, F5: B synced User_Pat.md; A, not synced since, wrote
+    user_pat.md and pushed it by name: both names reached the remote (one file on macOS and
+    Windows). The push lists first and refuses it with the sentence `sync` gives."""
+    a, b, remote = pair
+    b.write("User_Pat.md", "Pat, by B.\n", type="user")
+    b.run("sync")
+    path = a.write("user_pat.md", "Pat, by A.\n", type="user")
+    refused = a.run("push", str(path), check=1)
+    assert "letter case" in refused.stderr, refused.stderr
+    names = sorted(p.name for p in (remote / "e2e-project").glob("*.md"))
+    assert "user_pat.md" not in names and "User_Pat.md" in names
+
+
 def test_a_small_memory_dir_made_again_with_a_new_file_is_restored_not_deleted(tmp_path):
     """Below the few files a user may delete by hand, the index gives a lost folder away."""
     remote = tmp_path / "share"
