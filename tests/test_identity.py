@@ -215,3 +215,87 @@ def test_a_folder_name_synced_under_before_wins_over_a_new_origin(tmp_path) -> N
     later = engine(tmp_path, "a", repo)
     assert (later.ctx.project, later.ctx.project_source) == ("app", "legacy")
     assert later.ctx.other_origin == "github.com-me-app"
+
+
+# --- fresh-eyes s28c finding 4: two origins that make one name ------------------------------
+
+
+def test_the_manifest_origin_keeps_what_the_name_folds_together() -> None:
+    from memsync.context.identity import exact_origin, normalise_origin
+
+    same = (
+        "git@github.com:Me/App.git",
+        "https://github.com/me/app",
+        "https://github.com/me/app.git/",
+        "ssh://git@github.com/me/app.git",
+    )
+    assert {exact_origin(url) for url in same} == {"github.com/me/app"}
+    for one, two in (
+        ("git@github.com:me-x/proj.git", "https://github.com/me/x-proj.git"),
+        ("https://github.com/me/proj%20x", "https://github.com/me/proj-20x"),
+    ):
+        assert normalise_origin(one) == normalise_origin(two)  # one name, as before
+        assert exact_origin(one) != exact_origin(two)
+
+
+def manifest(tmp_path: Path, name: str) -> Path:
+    return tmp_path / "remote" / name / "_memsync" / "project.json"
+
+
+def test_two_repos_whose_origins_make_one_name_never_share_memory(tmp_path) -> None:
+    repo_a = git_repo(tmp_path / "a" / "proj", "A's", origin="git@github.com:me-x/proj.git")
+    repo_b = git_repo(tmp_path / "b" / "proj", "B's", origin="https://github.com/me/x-proj.git")
+    a, b = engine(tmp_path, "a", repo_a), engine(tmp_path, "b", repo_b)
+    assert a.ctx.project == b.ctx.project == "github.com-me-x-proj"
+    write_memory(a.ctx.memory_dir, "user_secret.md", "A's confidential note.\n")
+    a.run("sync")
+    assert '"origin": "github.com/me-x/proj"' in manifest(tmp_path, a.ctx.project).read_text()
+    write_memory(b.ctx.memory_dir, "user_other.md", "B's own note.\n")
+    for mode in ("sync", "pull", "push"):
+        with pytest.raises(UserError) as caught:
+            b.run(mode)
+        message = str(caught.value)
+        assert "holds the memory of another project" in message and "--project NAME" in message
+        assert "github.com/me-x/proj" in message and "github.com/me/x-proj" in message
+        assert "\n" not in message
+    assert not (b.ctx.memory_dir / "user_secret.md").exists()
+    assert not (tmp_path / "remote" / a.ctx.project / "user_other.md").exists()
+
+
+def test_the_same_repo_over_ssh_and_https_still_shares_memory(tmp_path) -> None:
+    repo = git_repo(tmp_path / "one" / "app", "the app", origin="git@github.com:me/app.git")
+    clone = tmp_path / "two" / "app"
+    subprocess.run(["git", "clone", "-q", str(repo), str(clone)], check=True)
+    subprocess.run(
+        ["git", "-C", str(clone), "remote", "set-url", "origin", "https://github.com/me/app"],
+        check=True,
+    )
+    a, b = engine(tmp_path, "a", repo), engine(tmp_path, "b", clone)
+    write_memory(a.ctx.memory_dir, "user_pat.md", "Pat likes tea.\n")
+    a.run("sync")
+    assert b.run("sync").downloaded == ["user_pat.md"]
+    assert engine(tmp_path, "b", clone).run("sync").stats.total() == 1  # no-op: one request
+
+
+def test_a_manifest_from_an_earlier_memsync_gets_the_origin_from_its_own_repo(tmp_path) -> None:
+    """A manifest without the origin (an earlier memsync) lets in an origin of its name as
+    before; the repository that wrote it (its first commit) records its origin, and another
+    repository whose origin makes the same name is told apart from then on."""
+    import json
+
+    repo_a = git_repo(tmp_path / "a" / "proj", "A's", origin="git@github.com:me-x/proj.git")
+    repo_b = git_repo(tmp_path / "b" / "proj", "B's", origin="https://github.com/me/x-proj.git")
+    a = engine(tmp_path, "a", repo_a)
+    write_memory(a.ctx.memory_dir, "user_secret.md", "A's note.\n")
+    a.run("sync")
+    path = manifest(tmp_path, a.ctx.project)
+    doc = json.loads(path.read_text())
+    del doc["origin"]
+    path.write_text(json.dumps(doc))  # as an earlier memsync wrote it
+    b = engine(tmp_path, "b", repo_b)
+    assert b.run("sync").downloaded == ["user_secret.md"]  # as before: nothing tells them apart
+    assert "origin" not in json.loads(path.read_text())  # and B does not claim it
+    engine(tmp_path, "a", repo_a).run("sync")
+    assert json.loads(path.read_text())["origin"] == "github.com/me-x/proj"
+    with pytest.raises(UserError, match="holds the memory of another project"):
+        engine(tmp_path, "b", repo_b).run("sync")

@@ -18,8 +18,9 @@ its origin before pins were kept for it stays where it is), unless the pin is a 
 gave.
 
 The fingerprint (the origin, else the first commit) goes into a small manifest on the remote
-(`_memsync/project.json`, see sync/project.py): a sync that finds memory of a different
-origin under its prefix refuses instead of mixing the two. A first-commit name is shared by a
+(`_memsync/project.json`, see sync/project.py), with the origin itself (two origins can
+make one name: `me-x/proj` and `me/x-proj`): a sync that finds memory of a different origin
+under its prefix refuses instead of mixing the two. A first-commit name is shared by a
 copy of the repository and by another project cloned from the same template: a device that
 never synced it and finds memory under it is refused until `--project` says which.
 """
@@ -30,7 +31,7 @@ import json
 import re
 from pathlib import Path
 from typing import NamedTuple
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 PINS = "projects.json"
 MANIFEST = "_memsync/project.json"
@@ -85,17 +86,34 @@ def git_origin(root: Path) -> str | None:
     return None
 
 
-def normalise_origin(url: str) -> str:
-    """`git@github.com:Me/Proj.git` and `https://github.com/Me/Proj` → `github.com-me-proj`."""
+def _origin_parts(url: str) -> tuple[str, str, bool]:
+    """(host, path without `.git`, whether the path is URL-encoded) of an origin URL."""
     url = url.strip()
     scp = re.match(r"^(?:[^@/]+@)?([^:/]+):(?!//)(.+)$", url)
     if scp:
-        host, path = scp.group(1), scp.group(2)
+        host, path, encoded = scp.group(1), scp.group(2), False
     else:
         parts = urlsplit(url)
-        host, path = (parts.hostname or ""), parts.path
-    path = re.sub(r"\.git/?$", "", path.strip("/"))
+        host, path, encoded = (parts.hostname or ""), parts.path, True
+    return host, re.sub(r"\.git/?$", "", path.strip("/")), encoded
+
+
+def normalise_origin(url: str) -> str:
+    """`git@github.com:Me/Proj.git` and `https://github.com/Me/Proj` → `github.com-me-proj`."""
+    host, path, _ = _origin_parts(url)
     return safe_segment(f"{host}/{path}".strip("/").lower())
+
+
+def exact_origin(url: str) -> str:
+    """The origin as the manifest records it beside its name: `github.com/me/proj` for
+    `git@github.com:Me/Proj.git` and `https://github.com/Me/Proj` alike, with the separators
+    and characters `normalise_origin` folds into `-` kept, so two repositories whose origins
+    make one name (`me-x/proj` and `me/x-proj`, `proj%20x` and `proj-20x`) are told apart."""
+    host, path, encoded = _origin_parts(url)
+    if encoded:
+        path = unquote(path)
+    path = re.sub(r"/+", "/", path)
+    return f"{host}/{path}".strip("/").lower()
 
 
 def safe_segment(text: str) -> str:
@@ -294,11 +312,14 @@ def describe(fingerprint: str | None) -> str:
     return f"origin {value}" if kind == "origin" else f"first commit {value[:12]}"
 
 
-def manifest_bytes(identity: Identity, commit: str | None = None, unborn: bool = False) -> bytes:
+def manifest_bytes(
+    identity: Identity, commit: str | None = None, unborn: bool = False, origin: str | None = None
+) -> bytes:
     """The manifest: the fingerprint, and the repository's first commit beside an origin, so
-    a device of the same repository without that origin is still recognised. `unborn`: no
-    fingerprint yet because the repository has no commit yet (the device that wrote it
-    stamps it after its first commit; see project.py)."""
+    a device of the same repository without that origin is still recognised, and the origin
+    itself (`exact_origin`), which the fingerprint's name cannot always tell apart from
+    another. `unborn`: no fingerprint yet because the repository has no commit yet (the
+    device that wrote it stamps it after its first commit; see project.py)."""
     doc: dict[str, object] = {
         "version": 1,
         "project": identity.name,
@@ -306,6 +327,8 @@ def manifest_bytes(identity: Identity, commit: str | None = None, unborn: bool =
     }
     if commit:
         doc["commit"] = commit
+    if origin:
+        doc["origin"] = origin
     if unborn and not identity.fingerprint:
         doc["unborn"] = True
     return json.dumps(doc, indent=1, sort_keys=True).encode()
@@ -369,6 +392,17 @@ def manifest_unborn(data: bytes) -> bool:
     except ValueError:
         return False
     return isinstance(doc, dict) and doc.get("unborn") is True
+
+
+def manifest_origin(data: bytes) -> str | None:
+    """The origin a manifest records (`exact_origin`), or None: written by a memsync from
+    before it recorded one, or by a device without an origin."""
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return None
+    value = doc.get("origin") if isinstance(doc, dict) else None
+    return value if isinstance(value, str) and value else None
 
 
 def manifest_fingerprint(data: bytes) -> str | None:

@@ -76,7 +76,8 @@ def _check_manifest(
         unborn = ours is None and ctx.git_root is not None  # a repository before its first commit
         try:
             etag = store.create(
-                identity.MANIFEST, identity.manifest_bytes(mine, first_commit(ctx), unborn)
+                identity.MANIFEST,
+                identity.manifest_bytes(mine, first_commit(ctx), unborn, exact_origin(ctx)),
             )
         except AlreadyExists:
             pass  # another device wrote it first: read and check it below
@@ -90,12 +91,12 @@ def _check_manifest(
         return  # removed meanwhile: written again by the next push or sync
     theirs = identity.manifest_fingerprint(data)
     if theirs and ours and theirs != ours and not same_repository(ctx, theirs, data):
-        raise UserError(
-            f"the remote {display_remote(ctx)} holds the memory of another project "
-            f"({identity.describe(theirs)}; this one has {identity.describe(ours)}); "
-            "nothing was synced: give this project its own name with --project NAME "
-            "(or MEMSYNC_PROJECT), the same on every device"
-        )
+        raise another_project(ctx, identity.describe(theirs), identity.describe(ours))
+    if theirs and theirs == ours:
+        checked = _check_origin(ctx, store, data, etag, mode, known)
+        if checked is None:
+            return  # changed meanwhile: checked again next time
+        etag = checked
     if theirs and ctx.project_source == "first-commit" and not known:
         # a name made of the folder and its first commit is shared by a copy of this
         # repository and by another project cloned from the same template: a device that
@@ -118,10 +119,9 @@ def _check_manifest(
         if mode == "pull":
             return  # stamped by the next push or sync
         mine = identity.Identity(ctx.project, ctx.project_source, ours)
+        manifest = identity.manifest_bytes(mine, first_commit(ctx), origin=exact_origin(ctx))
         try:
-            etag = store.replace(
-                identity.MANIFEST, identity.manifest_bytes(mine, first_commit(ctx)), etag
-            )
+            etag = store.replace(identity.MANIFEST, manifest, etag)
         except PreconditionFailed:
             return  # changed meanwhile: checked again next time
         theirs = ours
@@ -146,6 +146,64 @@ def _read_manifest(store: Store, entry: Entry | None, ahead: ReadAhead | None) -
         if got is not None and got[1] == entry.etag:
             return got
     return store.get(identity.MANIFEST)
+
+
+def another_project(ctx: Context, theirs: str, ours: str) -> UserError:
+    """The one sentence for a prefix that holds another project's memory."""
+    return UserError(
+        f"the remote {display_remote(ctx)} holds the memory of another project "
+        f"({theirs}; this one has {ours}); "
+        "nothing was synced: give this project its own name with --project NAME "
+        "(or MEMSYNC_PROJECT), the same on every device"
+    )
+
+
+def exact_origin(ctx: Context) -> str | None:
+    """This repository's origin as the manifest records it (identity.exact_origin), if the
+    fingerprint is that origin's (read from .git/config: no subprocess, no request)."""
+    ours = ctx.fingerprint or ""
+    if not ours.startswith("origin:") or ctx.git_root is None:
+        return None
+    url = identity.git_origin(ctx.git_root)
+    if not url or f"origin:{identity.normalise_origin(url)}" != ours:
+        return None  # a fingerprint pinned under an earlier origin
+    return identity.exact_origin(url)
+
+
+def _check_origin(
+    ctx: Context, store: Store, data: bytes, etag: str, mode: str, known: bool
+) -> str | None:
+    """A manifest of this project's fingerprint, an origin's name: refuse it if it records
+    another origin of that name (`me-x/proj` and `me/x-proj` are both
+    `github.com-me-x-proj`); record this one in it if it has none and this is the
+    repository that wrote it. Returns the manifest's ETag (None: it changed meanwhile)."""
+    origin = exact_origin(ctx)
+    if origin is None:
+        return etag
+    recorded = identity.manifest_origin(data)
+    if recorded is not None:
+        if recorded != origin:
+            raise another_project(ctx, f"origin {recorded}", f"origin {origin}")
+        return etag
+    if mode == "pull" or not _stamps_origin(ctx, data, known):
+        return etag  # written by an earlier memsync: let in as before
+    mine = identity.Identity(ctx.project, ctx.project_source, ctx.fingerprint)
+    manifest = identity.manifest_bytes(mine, first_commit(ctx), origin=origin)
+    try:
+        return store.replace(identity.MANIFEST, manifest, etag)
+    except PreconditionFailed:
+        return None
+
+
+def _stamps_origin(ctx: Context, data: bytes, known: bool) -> bool:
+    """Whether this device may record its origin in a manifest that has none: the manifest
+    names this repository's first commit, or none and this device synced here before. A
+    device of another repository with an origin of the same name adds nothing (it would
+    lock out the project that wrote it) and is let in as before."""
+    commit = identity.manifest_commit(data)
+    if commit is None:
+        return known
+    return commit == first_commit(ctx)
 
 
 def first_commit(ctx: Context) -> str | None:

@@ -392,3 +392,63 @@ def test_a_template_clone_is_asked_even_before_the_other_wrote_any_memory(tmp_pa
     told = l2.run("sync", check=1)
     assert "--project NEW-NAME" in told.stderr, told.stderr
     assert not list((remote / name).glob("*.md"))
+
+
+# --- fresh-eyes s28c finding 4: two unrelated origins that normalise to one name ------------
+
+
+@pytest.mark.parametrize(
+    "origin_a, origin_b",
+    [
+        ("git@github.com:me-x/proj.git", "https://github.com/me/x-proj.git"),
+        ("https://github.com/me/proj%20x", "https://github.com/me/proj-20x"),
+    ],
+)
+def test_two_origins_that_make_one_name_never_share_memory(tmp_path, origin_a, origin_b):
+    """A's repository syncs under its origin's name; B, an unrelated repository (another first
+    commit) whose origin makes the same name, never synced. Claude's write on B (PostToolUse),
+    B's sync, pull and push are all refused in one sentence naming both origins: nothing of
+    A's is pulled, nothing of B's is uploaded. B's own name keeps the two apart."""
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    devices = []
+    for name, origin in (("a", origin_a), ("b", origin_b)):
+        repo = tmp_path / name / "proj"
+        git("init", "-q", str(repo))
+        (repo / "README").write_text(f"{name}'s project\n")
+        git("-C", str(repo), "add", "README")
+        git("-C", str(repo), "commit", "-qm", f"{name} first")
+        git("-C", str(repo), "remote", "add", "origin", origin)
+        device = Device(name, repo, remote.as_uri(), {"MEMSYNC_PROJECT": ""})
+        device.memory.mkdir()
+        devices.append(device)
+    a, b = devices
+    a.write("user_secret.md", "A's confidential memory.\n", type="user")
+    assert a.run("sync").stdout == "pushed: user_secret.md\n"
+    [name] = prefixes(remote)
+    assert name.startswith("github.com-me-")
+
+    written = b.write("user_other.md", "B's own memory.\n", type="user")
+    payload = {
+        "session_id": "s",
+        "cwd": str(b.root),
+        "hook_event_name": "PostToolUse",
+        "tool_name": "Write",
+        "tool_input": {"file_path": str(written)},
+    }
+    hook = b.run("hook", "post-tool-use", input=json.dumps(payload))
+    told = json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "user_other.md was NOT synced" in told and "--project" in told, told
+    for args in (("sync",), ("pull",), ("push",), ("push", str(written))):
+        proc = b.run(*args, check=1)
+        lines = proc.stderr.strip().splitlines()
+        assert len(lines) == 1, proc.stderr
+        assert "holds the memory of another project" in lines[0], lines[0]
+        assert "--project NAME" in lines[0], lines[0]
+    assert sorted(b.files()) == ["user_other.md"]  # nothing of A's pulled
+    assert sorted(p.name for p in (remote / name).glob("*.md")) == ["user_secret.md"]  # nor sent
+
+    assert b.run("sync", "--project", "b-proj").stdout == "pushed: user_other.md\n"
+    assert a.run("sync").stdout.strip() in ("", "Everything is in sync.")
+    assert sorted(a.files()) == ["user_secret.md"]
+    assert sorted(p.name for p in (remote / "b-proj").glob("*.md")) == ["user_other.md"]
