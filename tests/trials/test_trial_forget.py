@@ -1363,8 +1363,11 @@ def test_a_forget_stays_final_through_a_purge_and_a_republish(pair, remote):
     a.run("purge", "--all", "--yes")
     a.run("push", "--republish")
     b.run("sync", check=1)  # told of the purge
-    b.run("push", "--republish")
+    said = b.run("push", "--republish")
+    # B never edited it: forgotten there too, not set aside as an edit (s28c, F2)
+    assert "edit this device made" not in said.stdout + said.stderr
     a.run("sync")
+    assert_forgotten(["divorce"], [a.home, a.memory, b.home, b.memory, remote])
     assert "relationship_sam.md" not in on_remote(remote)
     assert "divorce" not in "".join(on_remote(remote).values())
     assert not (a.memory / "relationship_sam.md").exists()
@@ -1376,15 +1379,16 @@ def test_a_forgotten_file_restored_from_a_backup_on_a_new_device_is_set_aside(
 ):
     """Fresh-eyes re-trial s28b, F9: a new laptop filled from a backup made before a forget
     (`cp -r`, so every mtime is new) uploaded the forgotten file as new content. Its text is
-    a forgotten version's, so it is set aside whatever its time."""
+    a forgotten version's, so it is forgotten there too whatever its time: no edit to keep
+    (s28c, F2: it was set aside as "the edit this device made")."""
     a, b = pair
     seed_sam(a, b)
     backup = (a.memory / "relationship_sam.md").read_bytes()
     a.run("forget", "relationship_sam.md", "--yes")
     c = make_device(tmp_path, "new-laptop", remote.as_uri())
     (c.memory / "relationship_sam.md").write_bytes(backup)
-    c.run("sync")
+    said = c.run("sync")
     assert "relationship_sam.md" not in on_remote(remote)
     assert not (c.memory / "relationship_sam.md").exists()
-    kept = [p for p in quarantine_dir(c.home).rglob("*") if p.is_file()]
-    assert any(b"divorce" in p.read_bytes() for p in kept), kept
+    assert "edit this device made" not in said.stdout + said.stderr
+    assert_forgotten(["divorce"], [c.home, c.memory, remote], [])
