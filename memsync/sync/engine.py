@@ -827,7 +827,9 @@ class Engine:
         when those were more than a few (deleting a handful by hand is an ordinary edit) or
         included MEMORY.md (Claude Code's index, which nobody deletes with its files). A
         folder left with MEMORY.md alone, of more than a few synced files, is lost the same
-        way: the index is what Claude Code writes first into a new folder."""
+        way: the index is what Claude Code writes first into a new folder, and so is one
+        left with MEMORY.md alone written anew, linking to none of the files synced from it,
+        whatever their number (a user deleting a few by hand leaves the index's other lines)."""
         records = self.state.records
         if not records or local.refused:
             return False
@@ -835,8 +837,17 @@ class Engine:
         if synced_here - {INDEX}:
             return False
         if synced_here:  # only MEMORY.md: kept, or written again by Claude Code in a new folder
-            return len(records) - 1 > LOST_DIR_MIN
+            index_sha = local.content.hashes[INDEX]
+            return len(records) - 1 > LOST_DIR_MIN or self._index_written_anew(records, index_sha)
         return not local.content.hashes or len(records) > LOST_DIR_MIN or INDEX in records
+
+    def _index_written_anew(self, records: dict, index_sha: str) -> bool:
+        """MEMORY.md changed since it was synced and links to none of the other files synced
+        from this folder: the index of a new folder, not the old one edited."""
+        if index_sha == records[INDEX].sha or len(records) < 2:
+            return False
+        text = self._index_text()
+        return not any(index_links.links_to(text, name) for name in records if name != INDEX)
 
     def _remote_lost_message(self, count: int) -> str:
         """An empty remote where this device synced files: an unmounted share (its mount

@@ -271,3 +271,37 @@ def test_a_memory_dir_left_with_only_its_index_is_restored_not_deleted(pair):
     b.run("pull")
     assert b.files() == a.files()
     assert len(a.files()) == 9  # nothing deleted on the remote
+
+
+@pytest.mark.parametrize("index", ["written anew", "edited by hand"])
+def test_a_small_memory_dir_left_with_a_new_index_is_restored_not_deleted(tmp_path, index):
+    """Fresh-eyes re-trial s28c, F3: four synced files, the folder lost and made again, and
+    Claude Code writing MEMORY.md first: `sync` deleted the three others everywhere (below six
+    files, a few gone were taken for a hand deletion). An index written anew links to none of
+    them: a lost folder, whatever the count. Deleting one by hand and its line is still an
+    edit."""
+    remote = tmp_path / "share"
+    remote.mkdir()
+    a, b = make_device(tmp_path, "a", remote.as_uri()), make_device(tmp_path, "b", remote.as_uri())
+    links = "".join(f"- [f{i}](user_f{i}.md) — fact {i}\n" for i in range(3))
+    (a.memory / "MEMORY.md").write_text(f"# Memory\n{links}")
+    for i in range(3):
+        a.write(f"user_f{i}.md", f"fact {i}\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    if index == "written anew":
+        shutil.rmtree(b.memory)
+        b.memory.mkdir()
+        (b.memory / "MEMORY.md").write_text("# Memory\n")
+        assert "run `memsync pull`" in b.run("sync", check=1).stderr
+        b.run("pull")
+        assert sorted(b.files()) == sorted(a.files())
+    else:
+        (b.memory / "user_f0.md").unlink()
+        kept = "".join(links.splitlines(keepends=True)[1:])
+        (b.memory / "MEMORY.md").write_text(f"# Memory\n{kept}")
+        b.run("sync")
+    a.run("sync")
+    on_remote = sorted(p.name for p in (remote / "e2e-project").glob("*.md"))
+    gone = {"edited by hand": ["user_f0.md"], "written anew": []}[index]
+    assert on_remote == sorted({"MEMORY.md", "user_f0.md", "user_f1.md", "user_f2.md"} - set(gone))
