@@ -94,7 +94,8 @@ def status(engine: Engine) -> Status:
         result.memory_dir_lost = False  # no pull brings it back: the purge notice says why
     acted = {a.name for a in actions}
     records = engine.state.records
-    result.in_sync = len([n for n in hashes if n not in acted and n in records])
+    if not result.remote_lost:  # an empty remote holds none of them, whatever was assumed
+        result.in_sync = len([n for n in hashes if n not in acted and n in records])
     return result
 
 
