@@ -196,10 +196,17 @@ def finish_remote(
     job: dict[str, Any],
     listing: dict[str, Entry] | None,
     deleted: list[str] | None = None,
+    *,
+    first: bool = False,
 ) -> list[str]:
     """The job's remote part: the tombstone first, then the deletions (If-Match), each added
     to `deleted` as it happens. A copy that changed meanwhile is added to the tombstone and
-    deleted too. Raises Unreachable."""
+    deleted too. Raises Unreachable.
+
+    `first`: run as the user asks (`forget`), not held up: the remote copies listed now are
+    the ones the user forgot, whatever this device knew of them (its copy may be older than
+    another device's upload, finding s28c F8); they are noted in the job (`seen`), so a run
+    that finishes it after an outage does not take them for late edits."""
     store = engine.store
     if listing is None:
         try:
@@ -207,6 +214,8 @@ def finish_remote(
         except NotFound:
             listing = {}
     etags = {n: [listing[n].etag] for n in job["files"] if n in listing}
+    if first:
+        job["seen"] = {n: e[0] for n, e in etags.items()}
     late = _late_copies(engine, job, etags)
     index = _remote_index(engine, job) if job["files"] and INDEX in listing else None
     _take_conflicts(engine, job, None)  # their ids go into the tombstone
@@ -250,6 +259,11 @@ def _late_copies(
     known = job.get("known")
     if known is None:  # a job saved before memsync noted what it knew
         return {}
+    # the copies on the remote when the user asked are what the user forgot, not late edits
+    seen = job.get("seen")
+    if not isinstance(seen, dict):
+        seen = {}
+    etags = {n: e for n, e in etags.items() if seen.get(n) != e[0]}
     late = {n: e for n, e in etags.items() if known.get(n) not in (None, e[0])}
     bodies = job.get("bodies", {})
     for name, found in etags.items():
