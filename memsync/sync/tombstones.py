@@ -291,7 +291,7 @@ def _take_conflicts(engine: Engine, job: dict[str, Any], ids: set[str] | None) -
             data, etag = engine.store.get(CONFLICTS)
         except NotFound:
             return
-        gone = {c["id"] for c in recorded(data) if c.get("file") in files}
+        gone = {c["id"] for c in recorded(data) if names_forgotten(c, files)}
         if ids is None:
             job["conflicts"] = sorted(set(job.get("conflicts", [])) | gone)
             return
@@ -306,6 +306,37 @@ def _take_conflicts(engine: Engine, job: dict[str, Any], ids: set[str] | None) -
         except PreconditionFailed:
             continue
     raise UserError("the remote conflict record kept changing; run `memsync sync` to finish")
+
+
+def names_forgotten(conflict: dict[str, Any], files: Iterable[str]) -> bool:
+    """Whether a conflict record is about a forgotten file: on it, or on its MEMORY.md line
+    (merge.py's "the index line for NAME", which names the file; s28c F9)."""
+    names = set(files)
+    detail = str(conflict.get("detail") or "")
+    return conflict.get("file") in names or any(
+        re.search(rf"the index line for (?:\./)?{re.escape(n)}(?![\w./-])", detail) for n in names
+    )
+
+
+def _scrub_index_history(engine: Engine, names: Iterable[str], before: float | None) -> None:
+    """Take the lines linking to forgotten files out of this device's history copies of
+    MEMORY.md saved before the forget (`before`; None: all of them): such a line holds the
+    file's description, and the tombstone's hashes reach only the wordings the forgetting
+    device knew (another device's own, or the one before a reword, would stay; s28c F9)."""
+    wanted = set(names)
+    for version in engine.state.history(INDEX):
+        if before is not None and version.saved_at > before:
+            continue
+        data = version.path.read_bytes()
+        lines = linking_lines(data, wanted)
+        if not lines:
+            continue
+        clean = scrub(data, line_hashes(lines))
+        if clean.strip():
+            atomic_write(version.path, clean)
+        else:
+            version.path.unlink(missing_ok=True)
+            version.path.with_suffix(".reason").unlink(missing_ok=True)
 
 
 def _scrub_remote(engine: Engine, name: str, forgotten: set[str]) -> None:
@@ -382,6 +413,15 @@ def erase_here(engine: Engine, job: dict[str, Any], *, first: bool) -> None:
         state.forget(name)
         state.unqueue([name])
         state.resolve_conflicts(name)  # a conflict about a forgotten file is moot
+    if job["files"]:  # its index line's conflicts and history copies, from before the job
+        kept = [
+            c
+            for c in state.conflicts
+            if not names_forgotten(c, job["files"]) or c.get("at", 0) > job["at"]
+        ]
+        if len(kept) != len(state.conflicts):
+            state.meta["conflicts"] = kept
+        _scrub_index_history(engine, job["files"], job["at"])
     index = engine.read_local(INDEX)
     if index is not None and job["files"]:
         text, removed = without_links(index.decode("utf-8", "surrogateescape"), set(job["files"]))
@@ -904,6 +944,13 @@ def _apply_file_tombstone(
     # history of the forgotten lineage goes whole (a merge may have kept a copy after the
     # forget, when its tombstone was late); beside content from after it, the older copies
     state.drop_history(name, before=None if from_before else t["at"])
+    _scrub_index_history(engine, [name], t["at"])
+    # a conflict about its index line from before the forget: the forget settled it
+    kept = [
+        c for c in state.conflicts if not names_forgotten(c, [name]) or c.get("at", 0) > t["at"]
+    ]
+    if len(kept) != len(state.conflicts):
+        state.meta["conflicts"] = kept
 
 
 def recreate_blocked(engine: Engine, name: str) -> str | None:

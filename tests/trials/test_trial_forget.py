@@ -1445,3 +1445,34 @@ def test_an_edit_made_after_the_remote_copy_a_stale_device_forgot_is_still_set_a
         assert "user_dentist.md" not in device.files(), device.name
     assert "user_dentist.md" not in on_remote(remote)
 
+
+def test_forget_after_an_index_line_conflict_leaves_no_record_or_history_of_the_line(
+    tmp_path, remote
+):
+    """Fresh-eyes s28c F9: A and B both reworded a file's MEMORY.md line (a conflict, both
+    kept), then A forgets the file. The remote conflict record naming "the index line for"
+    it goes, and no device keeps the line (with its description) in a history copy."""
+    a, b, c = (make_device(tmp_path, n, remote.as_uri()) for n in ("lap", "desk", "tablet"))
+    line = "- [Dentist](user_dentist.md) — Zorblax molar"
+    (a.memory / "MEMORY.md").write_text(index(line, ROLE))
+    a.write("user_dentist.md", "Root canal at Dr Zorblax.\n", type="user")
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    for device in (a, b, c):
+        device.run("sync")
+    (a.memory / "MEMORY.md").write_text(index(line + ", Tuesdays", ROLE))
+    reworded = "- [Dentist](user_dentist.md) — Zorblax clinic"
+    (b.memory / "MEMORY.md").write_text(index(reworded, ROLE))
+    for device in (a, b, c, a, b, c):
+        device.run("sync")
+    record = remote / PROJECT / "_memsync" / "conflicts.json"
+    assert "the index line for user_dentist.md" in record.read_text()
+
+    assert "removed 2 MEMORY.md line(s)" in a.run("forget", "user_dentist.md", "-y").stdout
+    for device in (c, b, a, c, b, a):
+        device.run("sync")
+    assert "user_dentist.md" not in record.read_text()
+    for device in (a, b, c):
+        assert "user_dentist.md" not in device.files(), device.name
+        assert "user_dentist" not in device.run("status").stdout, device.name
+    roots = [d.home for d in (a, b, c)] + [d.memory for d in (a, b, c)] + [remote]
+    assert_forgotten(["Zorblax"], roots, [quarantine_dir(d.home) for d in (a, b, c)])
