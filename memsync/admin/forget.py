@@ -214,7 +214,7 @@ def _run_job(engine: Engine, job: dict[str, Any], report: ForgetReport) -> None:
     (the job then stays listed for the next run)."""
     finished = False
     try:
-        finish_remote(engine, job, None, report.remote_deleted)
+        finish_remote(engine, job, None, report.remote_deleted, first=True)
         finished = True
     except Unreachable as exc:
         report.offline = str(exc)

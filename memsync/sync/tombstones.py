@@ -196,10 +196,17 @@ def finish_remote(
     job: dict[str, Any],
     listing: dict[str, Entry] | None,
     deleted: list[str] | None = None,
+    *,
+    first: bool = False,
 ) -> list[str]:
     """The job's remote part: the tombstone first, then the deletions (If-Match), each added
     to `deleted` as it happens. A copy that changed meanwhile is added to the tombstone and
-    deleted too. Raises Unreachable."""
+    deleted too. Raises Unreachable.
+
+    `first`: run as the user asks (`forget`), not held up: the remote copies listed now are
+    the ones the user forgot, whatever this device knew of them (its copy may be older than
+    another device's upload, finding s28c F8); they are noted in the job (`seen`), so a run
+    that finishes it after an outage does not take them for late edits."""
     store = engine.store
     if listing is None:
         try:
@@ -207,6 +214,8 @@ def finish_remote(
         except NotFound:
             listing = {}
     etags = {n: [listing[n].etag] for n in job["files"] if n in listing}
+    if first:
+        job["seen"] = {n: e[0] for n, e in etags.items()}
     late = _late_copies(engine, job, etags)
     index = _remote_index(engine, job) if job["files"] and INDEX in listing else None
     _take_conflicts(engine, job, None)  # their ids go into the tombstone
@@ -250,6 +259,11 @@ def _late_copies(
     known = job.get("known")
     if known is None:  # a job saved before memsync noted what it knew
         return {}
+    # the copies on the remote when the user asked are what the user forgot, not late edits
+    seen = job.get("seen")
+    if not isinstance(seen, dict):
+        seen = {}
+    etags = {n: e for n, e in etags.items() if seen.get(n) != e[0]}
     late = {n: e for n, e in etags.items() if known.get(n) not in (None, e[0])}
     bodies = job.get("bodies", {})
     for name, found in etags.items():
@@ -277,7 +291,7 @@ def _take_conflicts(engine: Engine, job: dict[str, Any], ids: set[str] | None) -
             data, etag = engine.store.get(CONFLICTS)
         except NotFound:
             return
-        gone = {c["id"] for c in recorded(data) if c.get("file") in files}
+        gone = {c["id"] for c in recorded(data) if names_forgotten(c, files)}
         if ids is None:
             job["conflicts"] = sorted(set(job.get("conflicts", [])) | gone)
             return
@@ -292,6 +306,37 @@ def _take_conflicts(engine: Engine, job: dict[str, Any], ids: set[str] | None) -
         except PreconditionFailed:
             continue
     raise UserError("the remote conflict record kept changing; run `memsync sync` to finish")
+
+
+def names_forgotten(conflict: dict[str, Any], files: Iterable[str]) -> bool:
+    """Whether a conflict record is about a forgotten file: on it, or on its MEMORY.md line
+    (merge.py's "the index line for NAME", which names the file; s28c F9)."""
+    names = set(files)
+    detail = str(conflict.get("detail") or "")
+    return conflict.get("file") in names or any(
+        re.search(rf"the index line for (?:\./)?{re.escape(n)}(?![\w./-])", detail) for n in names
+    )
+
+
+def _scrub_index_history(engine: Engine, names: Iterable[str], before: float | None) -> None:
+    """Take the lines linking to forgotten files out of this device's history copies of
+    MEMORY.md saved before the forget (`before`; None: all of them): such a line holds the
+    file's description, and the tombstone's hashes reach only the wordings the forgetting
+    device knew (another device's own, or the one before a reword, would stay; s28c F9)."""
+    wanted = set(names)
+    for version in engine.state.history(INDEX):
+        if before is not None and version.saved_at > before:
+            continue
+        data = version.path.read_bytes()
+        lines = linking_lines(data, wanted)
+        if not lines:
+            continue
+        clean = scrub(data, line_hashes(lines))
+        if clean.strip():
+            atomic_write(version.path, clean)
+        else:
+            version.path.unlink(missing_ok=True)
+            version.path.with_suffix(".reason").unlink(missing_ok=True)
 
 
 def _scrub_remote(engine: Engine, name: str, forgotten: set[str]) -> None:
@@ -368,6 +413,15 @@ def erase_here(engine: Engine, job: dict[str, Any], *, first: bool) -> None:
         state.forget(name)
         state.unqueue([name])
         state.resolve_conflicts(name)  # a conflict about a forgotten file is moot
+    if job["files"]:  # its index line's conflicts and history copies, from before the job
+        kept = [
+            c
+            for c in state.conflicts
+            if not names_forgotten(c, job["files"]) or c.get("at", 0) > job["at"]
+        ]
+        if len(kept) != len(state.conflicts):
+            state.meta["conflicts"] = kept
+        _scrub_index_history(engine, job["files"], job["at"])
     index = engine.read_local(INDEX)
     if index is not None and job["files"]:
         text, removed = without_links(index.decode("utf-8", "surrogateescape"), set(job["files"]))
@@ -897,6 +951,13 @@ def _apply_file_tombstone(
     # history of the forgotten lineage goes whole (a merge may have kept a copy after the
     # forget, when its tombstone was late); beside content from after it, the older copies
     state.drop_history(name, before=None if from_before else t["at"])
+    _scrub_index_history(engine, [name], t["at"])
+    # a conflict about its index line from before the forget: the forget settled it
+    kept = [
+        c for c in state.conflicts if not names_forgotten(c, [name]) or c.get("at", 0) > t["at"]
+    ]
+    if len(kept) != len(state.conflicts):
+        state.meta["conflicts"] = kept
 
 
 def recreate_blocked(engine: Engine, name: str) -> str | None:

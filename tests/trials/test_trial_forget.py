@@ -1392,3 +1392,91 @@ def test_a_forgotten_file_restored_from_a_backup_on_a_new_device_is_set_aside(
     assert not (c.memory / "relationship_sam.md").exists()
     assert "edit this device made" not in said.stdout + said.stderr
     assert_forgotten(["divorce"], [c.home, c.memory, remote], [])
+
+
+def test_forget_on_a_stale_device_forgets_the_remote_copy_it_deletes(tmp_path, remote):
+    """Fresh-eyes s28c F8: A, B, C synced a file; B edited it and synced, C pulled B's copy;
+    A, not synced since, forgets it. The copy A's forget deleted from the remote is forgotten
+    too: B (its edit was uploaded before the forget) and C (never edited it) delete theirs and
+    its history, nothing is quarantined, and no one is told of an edit it did not make."""
+    a, b, c = (make_device(tmp_path, n, remote.as_uri()) for n in ("lap", "desk", "tablet"))
+    a.write("user_dentist.md", "Root canal at Dr Zorblax.\n", type="user")
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    for device in (a, b, c):
+        device.run("sync")
+    path = b.memory / "user_dentist.md"
+    path.write_text(path.read_text() + "Follow-up with Zorblax in March.\n")
+    assert "pushed: user_dentist.md" in b.run("sync").stdout
+    assert "pulled: user_dentist.md" in c.run("sync").stdout
+
+    assert "Forgotten here and on the remote" in a.run("forget", "user_dentist.md", "-y").stdout
+    for device in (c, b, a, c, b):
+        said = device.run("sync")
+        assert "moved to" not in said.stdout + said.stderr, device.name
+    for device in (a, b, c):
+        assert "user_dentist.md" not in device.files(), device.name
+        assert "user_dentist.md" not in device.run("status").stdout, device.name
+        assert not list(quarantine_dir(device.home).rglob("*user_dentist.md")), device.name
+    assert sorted(on_remote(remote)) == ["user_role.md"]
+    roots = [d.home for d in (a, b, c)] + [d.memory for d in (a, b, c)] + [remote]
+    assert_forgotten(["Zorblax"], roots, [])
+
+
+def test_an_edit_made_after_the_remote_copy_a_stale_device_forgot_is_still_set_aside(
+    tmp_path, remote
+):
+    """The other side of F8: an edit B made after the copy A's forget deleted, never uploaded,
+    is set aside on B, not erased; C, which only pulled the forgotten copy, deletes its own."""
+    a, b, c = (make_device(tmp_path, n, remote.as_uri()) for n in ("lap", "desk", "tablet"))
+    a.write("user_dentist.md", "Root canal at Dr Zorblax.\n", type="user")
+    for device in (a, b, c):
+        device.run("sync")
+    path = b.memory / "user_dentist.md"
+    path.write_text(path.read_text() + "Follow-up with Zorblax in March.\n")
+    b.run("sync")
+    c.run("sync")
+    path.write_text(path.read_text() + "B EDIT not uploaded\n")
+
+    a.run("forget", "user_dentist.md", "-y")
+    said = c.run("sync")
+    assert "moved to" not in said.stdout + said.stderr
+    assert not list(quarantine_dir(c.home).rglob("*user_dentist.md"))
+    said = b.run("sync")
+    held = list(quarantine_dir(b.home).rglob("*user_dentist.md"))
+    assert len(held) == 1 and "B EDIT not uploaded" in held[0].read_text()
+    assert str(held[0]) in said.stdout + said.stderr
+    for device in (a, b, c):
+        assert "user_dentist.md" not in device.files(), device.name
+    assert "user_dentist.md" not in on_remote(remote)
+
+
+def test_forget_after_an_index_line_conflict_leaves_no_record_or_history_of_the_line(
+    tmp_path, remote
+):
+    """Fresh-eyes s28c F9: A and B both reworded a file's MEMORY.md line (a conflict, both
+    kept), then A forgets the file. The remote conflict record naming "the index line for"
+    it goes, and no device keeps the line (with its description) in a history copy."""
+    a, b, c = (make_device(tmp_path, n, remote.as_uri()) for n in ("lap", "desk", "tablet"))
+    line = "- [Dentist](user_dentist.md) — Zorblax molar"
+    (a.memory / "MEMORY.md").write_text(index(line, ROLE))
+    a.write("user_dentist.md", "Root canal at Dr Zorblax.\n", type="user")
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    for device in (a, b, c):
+        device.run("sync")
+    (a.memory / "MEMORY.md").write_text(index(line + ", Tuesdays", ROLE))
+    reworded = "- [Dentist](user_dentist.md) — Zorblax clinic"
+    (b.memory / "MEMORY.md").write_text(index(reworded, ROLE))
+    for device in (a, b, c, a, b, c):
+        device.run("sync")
+    record = remote / PROJECT / "_memsync" / "conflicts.json"
+    assert "the index line for user_dentist.md" in record.read_text()
+
+    assert "removed 2 MEMORY.md line(s)" in a.run("forget", "user_dentist.md", "-y").stdout
+    for device in (c, b, a, c, b, a):
+        device.run("sync")
+    assert "user_dentist.md" not in record.read_text()
+    for device in (a, b, c):
+        assert "user_dentist.md" not in device.files(), device.name
+        assert "user_dentist" not in device.run("status").stdout, device.name
+    roots = [d.home for d in (a, b, c)] + [d.memory for d in (a, b, c)] + [remote]
+    assert_forgotten(["Zorblax"], roots, [quarantine_dir(d.home) for d in (a, b, c)])
