@@ -309,27 +309,33 @@ def test_a_deleted_memory_file_is_logged_as_a_deletion(tmp_path):
     assert "pushed quick.md" not in log_text(device)
 
 
-def test_session_start_in_an_unnamed_project_tells_the_agent_what_to_do(tmp_path):
-    """A folder with no git origin or commit and no project name: the session still gets a
-    primer saying memory was not synced and how to name the project, and the hook exits 0."""
+def unnamed_hook(device: Device, event: str, payload: dict) -> str:
+    """Run hook `event` in a folder with no git origin or commit and no project name; its
+    exit code is 0 and what it tells Claude (its additionalContext) is returned."""
     import subprocess
     import sys
 
-    device = folder_device(tmp_path)
-    device.write("user_role.md", "Engineer.\n", type="user")
     env = device.env()
     del env["MEMSYNC_PROJECT"]
     proc = subprocess.run(
-        [sys.executable, "-m", "memsync", "hook", "session-start"],
+        [sys.executable, "-m", "memsync", "hook", event],
         env=env,
         cwd=device.root,
-        input=json.dumps(start_payload(device)),
+        input=json.dumps(payload),
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
-    context = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    return json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_session_start_in_an_unnamed_project_tells_the_agent_what_to_do(tmp_path):
+    """A folder with no git origin or commit and no project name: the session still gets a
+    primer saying memory was not synced and how to name the project, and the hook exits 0."""
+    device = folder_device(tmp_path)
+    device.write("user_role.md", "Engineer.\n", type="user")
+    context = unnamed_hook(device, "session-start", start_payload(device))
     assert "memsync could not start" in context
     assert "--project NAME" in context
     assert "Memory was not synced this session." in context
@@ -339,23 +345,8 @@ def test_a_write_in_an_unnamed_project_tells_claude_it_was_not_synced(tmp_path):
     """The PostToolUse push in a folder with no git and no project name: Claude is told its
     write stays here and how to name the project; the log says so without a traceback
     (fresh-eyes re-trial s28, finding 2b)."""
-    import subprocess
-    import sys
-
     device = folder_device(tmp_path)
     path = device.write("user_role.md", "Engineer.\n", type="user")
-    env = device.env()
-    del env["MEMSYNC_PROJECT"]
-    proc = subprocess.run(
-        [sys.executable, "-m", "memsync", "hook", "post-tool-use"],
-        env=env,
-        cwd=device.root,
-        input=json.dumps(write_payload(device, path)),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert proc.returncode == 0, proc.stderr
-    told = json.loads(proc.stdout)["hookSpecificOutput"]["additionalContext"]
+    told = unnamed_hook(device, "post-tool-use", write_payload(device, path))
     assert "user_role.md was NOT synced" in told and "--project NAME" in told, told
     assert "Traceback" not in log_text(device) and "not pushed" in log_text(device)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -309,25 +310,31 @@ def test_a_folder_renamed_on_its_own_device_is_told_where_its_memory_is(tmp_path
 # --- fresh-eyes finding 3 (s28): two projects cloned from one template repository ----------
 
 
-def test_two_projects_from_one_template_never_cross(tmp_path):
-    """Laptop 1 and laptop 2 each `git clone template app; git remote remove origin` for a
-    different client: both are `app-<template's first commit>`. Laptop 2, which never synced
-    that project, is refused in one sentence naming both ways out, nothing is pulled or
-    uploaded, and `--project NEW-NAME` keeps the two apart. A true copy (device 3) joins with
-    `--project <that name>` once and syncs plainly from then on."""
+def template_clones(tmp_path, names: tuple[str, ...]) -> tuple[Path, list[Device]]:
+    """One folder remote and a device per name, each holding its own `git clone template app`
+    with the origin removed: the same folder name and first commit on every device."""
     remote = tmp_path / "remote"
     remote.mkdir()
     template = tmp_path / "template"
     repository(template)
     devices = []
-    for name in ("l1", "l2", "l3"):
+    for name in names:
         repo = tmp_path / name / "app"
         git("clone", "-q", str(template), str(repo))
         git("-C", str(repo), "remote", "remove", "origin")
         device = Device(name, repo, remote.as_uri(), {"MEMSYNC_PROJECT": ""})
         device.memory.mkdir()
         devices.append(device)
-    l1, l2, l3 = devices
+    return remote, devices
+
+
+def test_two_projects_from_one_template_never_cross(tmp_path):
+    """Laptop 1 and laptop 2 each `git clone template app; git remote remove origin` for a
+    different client: both are `app-<template's first commit>`. Laptop 2, which never synced
+    that project, is refused in one sentence naming both ways out, nothing is pulled or
+    uploaded, and `--project NEW-NAME` keeps the two apart. A true copy (device 3) joins with
+    `--project <that name>` once and syncs plainly from then on."""
+    remote, (l1, l2, l3) = template_clones(tmp_path, ("l1", "l2", "l3"))
     l1.write("project_l1.md", "Client one's confidential rates.\n", type="project")
     l1.run("sync")
     [name] = prefixes(remote)
@@ -370,19 +377,7 @@ def test_a_template_clone_is_asked_even_before_the_other_wrote_any_memory(tmp_pa
     """Laptop 1 synced its clone before writing any memory (the manifest only): laptop 2, a
     different client's clone of the same template, is still asked which it is. Joining
     silently would have put both clients' memory under one name from their next writes on."""
-    remote = tmp_path / "remote"
-    remote.mkdir()
-    template = tmp_path / "template"
-    repository(template)
-    devices = []
-    for name in ("l1", "l2"):
-        repo = tmp_path / name / "app"
-        git("clone", "-q", str(template), str(repo))
-        git("-C", str(repo), "remote", "remove", "origin")
-        device = Device(name, repo, remote.as_uri(), {"MEMSYNC_PROJECT": ""})
-        device.memory.mkdir()
-        devices.append(device)
-    l1, l2 = devices
+    remote, (l1, l2) = template_clones(tmp_path, ("l1", "l2"))
     l1.write("project_l1.md", "Client one's rates.\n", type="project")
     l1.run("push")  # creates the project and its manifest
     l1.run("forget", "project_l1.md", "--yes")  # and takes its only memory away again
