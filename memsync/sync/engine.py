@@ -842,9 +842,10 @@ class Engine:
         return not local.content.hashes or len(records) > LOST_DIR_MIN or INDEX in records
 
     def _index_written_anew(self, records: dict, index_sha: str) -> bool:
-        """MEMORY.md changed since it was synced and links to none of the other files synced
-        from this folder: the index of a new folder, not the old one edited."""
-        if index_sha == records[INDEX].sha or len(records) < 2:
+        """MEMORY.md changed since it was synced and links to none of the other files (two
+        or more) synced from this folder: the index of a new folder, not the old one edited.
+        A single file deleted with its index line (the memory tool's delete) is an edit."""
+        if index_sha == records[INDEX].sha or len(records) < 3:
             return False
         text = self._index_text()
         return not any(index_links.links_to(text, name) for name in records if name != INDEX)
