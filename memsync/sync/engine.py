@@ -427,6 +427,10 @@ class Engine:
                     "waited for the remote)"
                 )
         self._apply_tombstones(listing, local, result)
+        if any(name not in listing for name in self.state.records):
+            from memsync.sync.case_renames import follow_case_renames
+
+            result.notes += follow_case_renames(self, listing, local)
         self._receive_conflicts(result, listing)
 
     def _run_locked(

@@ -136,3 +136,39 @@ def test_claude_codes_team_folder_is_not_synced_in_any_letter_case(pair, folder)
     assert remote_names(remote) == ["user_ok.md"]
     proc = a.run("push", f"{folder}/user_shared.md", check=1)
     assert "team/ folder" in proc.stderr and "in sync" not in proc.stdout.lower(), proc.stderr
+
+
+@pytest.mark.parametrize("renamed_edit", [False, True], ids=["rename-only", "rename-and-edit"])
+def test_an_edit_racing_a_letter_case_rename_follows_the_rename(pair, renamed_edit):
+    """Fresh-eyes s28c, F10: A renames user_pat.md to User_Pat.md while B edits user_pat.md.
+    B's edit used to come back as user_pat.md beside User_Pat.md on the remote and on every
+    device (one file on macOS and Windows), with nothing said. The edit now goes into the
+    renamed file: one name everywhere, B's words in it, B told where they went."""
+    a, b, remote = pair
+    a.write("user_pat.md", "Pat leads the storage team.\n", type="user")
+    (a.memory / "MEMORY.md").write_text("# Memory\n- [Pat](user_pat.md) — Pat\n")
+    a.run("sync")
+    b.run("sync")
+    (a.memory / "user_pat.md").rename(a.memory / "User_Pat.md")
+    (a.memory / "MEMORY.md").write_text("# Memory\n- [Pat](User_Pat.md) — Pat\n")
+    if renamed_edit:
+        path = a.memory / "User_Pat.md"
+        path.write_text(path.read_text() + "Pat is on call in December.\n")
+    a.run("sync")
+    path = b.memory / "user_pat.md"
+    path.write_text(path.read_text() + "Pat prefers short answers.\n")
+
+    said = b.run("sync")
+    assert "renamed to User_Pat.md" in said.stdout + said.stderr, said
+    a.run("sync")
+    for device in (a, b):
+        assert sorted(device.files()) == ["MEMORY.md", "User_Pat.md"], device.name
+        assert b"Pat prefers short answers." in device.files()["User_Pat.md"], device.name
+        assert b"user_pat.md" not in device.files()["MEMORY.md"], device.name
+    assert remote_names(remote) == ["MEMORY.md", "User_Pat.md"]
+    if renamed_edit:  # both edits: the later one is the file, the other is kept and said
+        status = a.run("status").stdout + b.run("status").stdout
+        assert "User_Pat.md" in status and "conflict" in status.lower(), status
+    else:
+        assert a.files()["User_Pat.md"] == b.files()["User_Pat.md"]
+        assert "conflict" not in b.run("status").stdout.lower()
