@@ -309,6 +309,35 @@ def test_a_deleted_memory_file_is_logged_as_a_deletion(tmp_path):
     assert "pushed quick.md" not in log_text(device)
 
 
+def test_files_deleted_one_at_a_time_meet_the_same_guard_as_one_sync(tmp_path):
+    """Fresh-eyes s28c, F6: FileChanged `unlink` events, one a file as 12 of 13 files were
+    removed one at a time, deleted all 12 from the remote, where one `sync` deleting them
+    takes --force. The count now runs from the last full sync: the 7th deletion is refused
+    and logged, `sync` says why, and `sync --force` carries it out."""
+    device = folder_device(tmp_path)
+    paths = [device.write(f"user_n{i:02}.md", f"Note {i}.\n", type="user") for i in range(13)]
+    device.run("push")
+    base = {"session_id": "s-1", "cwd": str(device.root), "hook_event_name": "FileChanged"}
+    remote = tmp_path / "remote" / "e2e-project"
+    for path in paths[:12]:
+        path.unlink()
+        hook(device, "file-changed", {**base, "event": "unlink", "file_path": str(path)})
+    assert len(list(remote.glob("user_n*.md"))) == 7  # 6 went, as one sync could delete
+    assert "one at a time" in log_text(device)
+    said = device.run("sync", check=1).stderr
+    assert "12 of 13" in said and "one at a time" in said and "--force" in said, said
+    assert len(list(remote.glob("user_n*.md"))) == 7  # nothing more went
+    device.run("sync", "--force")  # the user means it
+    assert [p.name for p in remote.glob("user_n*.md")] == ["user_n12.md"]
+    # a deletion after a full sync that went through counts from there
+    device.write("user_a.md", "A.\n", type="user")
+    device.write("user_b.md", "B.\n", type="user")
+    device.run("sync")
+    paths[12].unlink()
+    hook(device, "file-changed", {**base, "event": "unlink", "file_path": str(paths[12])})
+    assert not (remote / "user_n12.md").exists()
+
+
 def unnamed_hook(device: Device, event: str, payload: dict) -> str:
     """Run hook `event` in a folder with no git origin or commit and no project name; its
     exit code is 0 and what it tells Claude (its additionalContext) is returned."""

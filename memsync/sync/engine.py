@@ -31,7 +31,7 @@ from memsync.sync.localfiles import LocalFiles, settled, stat_key
 from memsync.sync.planner import Action, Kind
 from memsync.sync.remote_files import classify
 from memsync.sync.remote_keys import CONFLICTS, PURGED, TOMBSTONES
-from memsync.sync.state import COMEBACKS, Record, State, pending_forgets_file
+from memsync.sync.state import COMEBACKS, SINGLY, Record, State, pending_forgets_file
 from memsync.sync.walk import MemoryWalk
 from memsync.util.errors import (
     AlreadyExists,
@@ -472,6 +472,7 @@ class Engine:
             run = planned
         self._refuse_mass_deletion(mode, run, force)
         self._carry_out(result, run, deadline, progress)
+        self._count_singly(result, mode, names)
         if self._came_back or self.state.meta.get(COMEBACKS):
             settle = names is None and mode != "push" and not result.offline
             self._index_comebacks(result, self._index_before, settle)
@@ -618,13 +619,35 @@ class Engine:
         return _Run(local, local_hashes, remote, entries, actions)
 
     def _refuse_mass_deletion(self, mode: str, run: _Run, force: bool) -> None:
-        total = len(set(run.local_hashes) | set(run.remote) | set(self.state.records))
-        if not force and planner.mass_deletion(run.actions, total):
-            count = len(planner.deletions(run.actions))
+        """More than half of the files and more than 5 deleted take --force, whether in one
+        run or one `push FILE` at a time (FileChanged and PostToolUse hooks, the watcher) since
+        the last full sync: those are counted in meta `deleted_singly`."""
+        singly = [n for n in self.state.meta.get(SINGLY, []) if n not in self.state.records]
+        planned = {a.name for a in planner.deletions(run.actions)}
+        count = len(planned | set(singly))
+        total = len(set(run.local_hashes) | set(run.remote) | set(self.state.records) | set(singly))
+        if force or not (count > 5 and count * 2 > total):
+            return
+        if not singly:
             raise GuardError(
                 f"this {mode} would delete {count} of {total} memory files; "
                 "if that is what you want, run it again with --force"
             )
+        raise GuardError(
+            f"this {mode} would make {count} of {total} memory files deleted from the remote "
+            f"since the last full sync ({len(singly)} already, one at a time); if that is "
+            "what you want, run `memsync sync --force`"
+        )
+
+    def _count_singly(self, result: SyncResult, mode: str, names: list[str] | None) -> None:
+        """Keep the count `_refuse_mass_deletion` reads: `push FILE` deletions add to it, a
+        full sync or push that went through starts it again."""
+        meta = self.state.meta
+        if names is not None and mode == "push":
+            if result.deleted_remote:
+                meta[SINGLY] = sorted({*meta.get(SINGLY, []), *result.deleted_remote})
+        elif mode in ("sync", "push") and not result.offline and not result.errors:
+            meta.pop(SINGLY, None)
 
     def _carry_out(
         self,

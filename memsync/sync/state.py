@@ -53,6 +53,7 @@ _FIX = "check its permissions, then run the command again"
 # kept apart from meta.json, in a file written without a flush (see State.save_meta)
 _TIMES = "times.json"
 _TIME_KEYS = ("last_sync", "last_attempt", "last_interrupted")
+SINGLY = "deleted_singly"  # meta: files `push FILE` deleted from the remote since a full sync
 COMEBACKS = "index_comebacks"  # meta: files an edit brought back -> their MEMORY.md line
 # the type of each meta.json field, checked when it is read
 _META_KINDS: dict[str, type | tuple[type, ...]] = {
@@ -66,6 +67,7 @@ _META_KINDS: dict[str, type | tuple[type, ...]] = {
     "last_interrupted": (int, float),
     "tombstones_etag": (str, type(None)),
     "manifest_etag": str,
+    SINGLY: list,
 }
 _JSON_KINDS = {
     dict: "object",
