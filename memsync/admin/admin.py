@@ -110,6 +110,7 @@ def _remote_listing(engine: Engine, create: bool = False) -> dict[str, Entry]:
     else:
         if create and not store.exists():
             store.ensure()
+    engine.confirm_project(listing)
     if create and PURGED in listing:
         from memsync.sync.tombstones import blocking_purge, purged_here
 
@@ -417,6 +418,7 @@ def _collect_remote(
         raise UserError(
             f"the remote {store.url} does not exist yet; there is nothing to export"
         ) from None
+    engine.confirm_project(listing)
     files: dict[str, tuple[bytes, float]] = {}
     refused: dict[str, str] = {}
     names = sorted(n for n in listing if not is_ignored(n))  # memsync's own files too

@@ -56,7 +56,14 @@ from memsync.sync.tombstones import (
     read_tombstones,
     share_job,
 )
-from memsync.util.errors import MemsyncError, NotFound, PreconditionFailed, Unreachable, UserError
+from memsync.util.errors import (
+    GuardError,
+    MemsyncError,
+    NotFound,
+    PreconditionFailed,
+    Unreachable,
+    UserError,
+)
 
 if TYPE_CHECKING:
     from memsync.sync.engine import Engine
@@ -266,6 +273,7 @@ def _known_index_lines(engine: Engine, names: Iterable[str], before: list[bytes]
 
 def forget_files(engine: Engine, names: list[str]) -> ForgetReport:
     """Forget whole files, and their index lines, everywhere this device can reach."""
+    engine.confirm_project()  # another project's memory under this name is not this one's
     before = _indexes_before(engine)
     _sync_index(engine)
     report = ForgetReport(files=sorted(set(names)))
@@ -449,8 +457,15 @@ def plan_match(engine: Engine, needle: str) -> MatchPlan:
 
     if len(needle.strip()) < 3:
         raise UserError("--match needs at least 3 characters, so it cannot match everything")
+    engine.confirm_project()
     before = _indexes_before(engine)
-    engine.run("pull")
+    try:
+        engine.run("pull")
+    except GuardError as exc:  # forget has no --force: say which command takes it
+        raise GuardError(
+            f"{str(exc).split('; ')[0]}, and forget pulls first; run `memsync pull --force` "
+            "if that is what you want, then the forget again"
+        ) from None
     plan = MatchPlan(needle, indexes_before=before)
     contents: dict[str, str] = {}
     indexes: list[str] = []
@@ -615,6 +630,7 @@ def purge(engine: Engine) -> PurgeReport:
                 f"{exc}; nothing was deleted; run `memsync purge --all` again when the remote "
                 "is reachable"
             ) from exc
+        engine.confirm_project(listing)  # never erase another project's memory
         try:
             _put_purge_mark(engine, json.dumps(marker, sort_keys=True).encode())
             for key, entry in sorted(listing.items()):

@@ -18,7 +18,7 @@ from memsync.sync.engine import (
 from memsync.sync.planner import Kind
 from memsync.sync.project import moved_notice
 from memsync.sync.remote_files import classify
-from memsync.util.errors import NotFound, Unreachable
+from memsync.util.errors import NotFound, Unreachable, UserError
 
 
 @dataclass
@@ -73,6 +73,7 @@ class _RemoteView:
     purged: bool = False
     marker: dict | None = None  # the blocking purge marker, when there is one
     tombstones: bool = False  # a tombstone file this device has not read yet
+    foreign: bool = False  # another project's memory is under this name: sync refuses
 
 
 def status(engine: Engine) -> Status:
@@ -84,6 +85,7 @@ def status(engine: Engine) -> Status:
         not engine.ctx.sync_enabled
         or result.remote_lost
         or (result.remote_error and not seen.etags)
+        or seen.foreign
     ):
         # the remote was not asked: assume it unchanged, so only local changes show
         seen.etags = {n: r.etag for n, r in engine.state.records.items()}
@@ -135,6 +137,12 @@ def _read_remote(engine: Engine, result: Status) -> _RemoteView:
     state = engine.state
     try:
         listing = engine.store.list()
+        try:
+            engine.confirm_project(listing)
+        except UserError as exc:  # another project's memory: none of its names is shown
+            result.notices.append(f"sync is refused here: {exc}")
+            seen.foreign = True
+            return seen
         if PURGED in listing:
             from memsync.sync.tombstones import blocking_purge
 

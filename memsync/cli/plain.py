@@ -156,12 +156,12 @@ def progress_runner(engine: Engine, **kwargs) -> SyncResult:
 
 
 _DONE = (
+    ("forgotten", "forgotten here (another device ran `memsync forget`)"),
     ("uploaded", "pushed"),
     ("downloaded", "pulled"),
     ("merged", "merged"),
     ("deleted_remote", "deleted on the remote"),
     ("deleted_local", "deleted here (kept in history)"),
-    ("forgotten", "forgotten here (another device ran `memsync forget`)"),
 )
 
 
@@ -172,6 +172,26 @@ def done_lines(result: SyncResult) -> None:
     if lines:
         out.file.write("".join(lines))
         out.file.flush()
+
+
+def _nothing_done(result: SyncResult, memory_dir: Path | None) -> str:
+    """The one line of a run that changed nothing: "in sync" only when nothing waits."""
+    if memory_dir is not None and not memory_dir.is_dir():
+        return (
+            f"Nothing to sync yet: the memory dir {memory_dir} does not exist (Claude Code "
+            "creates it with its first memory; to sync another folder, pass --memory-dir)."
+        )
+    if result.other_way and result.mode == "push":
+        return (
+            f"Nothing to push; {len(result.other_way)} file(s) changed on the remote: "
+            "`memsync pull` or `memsync sync` brings them here."
+        )
+    if result.other_way:
+        return (
+            f"Nothing to pull; {len(result.other_way)} file(s) changed here wait for "
+            "`memsync push` or `memsync sync`."
+        )
+    return "Everything is in sync."
 
 
 def report(result: SyncResult, stats: bool, memory_dir: Path | None = None) -> None:
@@ -208,14 +228,7 @@ def report(result: SyncResult, stats: bool, memory_dir: Path | None = None) -> N
         or result.quarantined
     )
     if not result.changes and not attention:
-        if memory_dir is not None and not memory_dir.is_dir():
-            out.print(
-                f"Nothing to sync yet: the memory dir {memory_dir} does not exist (Claude Code "
-                "creates it with its first memory; to sync another folder, pass --memory-dir).",
-                markup=False,
-            )
-        else:
-            out.print("Everything is in sync.")
+        out.print(_nothing_done(result, memory_dir), markup=False)
     if stats:
         s = result.stats
         kinds = ", ".join(f"{k} {v}" for k, v in sorted(s.requests.items())) or "none"

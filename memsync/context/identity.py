@@ -98,6 +98,15 @@ def _origin_parts(url: str) -> tuple[str, str, bool]:
     return host, re.sub(r"\.git/?$", "", path.strip("/")), encoded
 
 
+def local_origin(url: str) -> bool:
+    """Whether the origin is a folder on this machine (`../template`, `/srv/git/app.git`,
+    `file:///srv/git/app`, `C:\\repos\\app`), not a host's repository: any two clones of two
+    folders named alike would share its name, so it names no project (a project an earlier
+    memsync synced under such a name keeps it)."""
+    host, _, _ = _origin_parts(url)
+    return len(host) <= 1 or host == "localhost"
+
+
 def normalise_origin(url: str) -> str:
     """`git@github.com:Me/Proj.git` and `https://github.com/Me/Proj` → `github.com-me-proj`."""
     host, path, _ = _origin_parts(url)
@@ -237,6 +246,8 @@ def resolve_identity(
 ) -> Identity:
     root = find_git_root(cwd)
     origin = git_origin(root) if root is not None else None
+    if origin and local_origin(origin) and not used_before(normalise_origin(origin)):
+        origin = None  # a folder on one machine names no project: known by its first commit
     origin_id = normalise_origin(origin) if origin else None
     pinned = read_pins(home).get(str(memory_dir))
     pinned = pinned if isinstance(pinned, dict) and pinned.get("project") else None

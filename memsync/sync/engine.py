@@ -91,6 +91,9 @@ class SyncResult:
         # this device's copy lost to another device's later edit (kept in local history)
         self.replaced: dict[str, str] = {}
         self.offline: str | None = None
+        # a push's files waiting to be pulled, a pull's waiting to be pushed: "in sync" is not
+        # said while there are any
+        self.other_way: list[str] = []
         self.disabled = False
         self.stats = Stats()
         self.seconds = 0.0
@@ -350,6 +353,12 @@ class Engine:
             try:
                 self._run_locked(result, mode, names, force, allow or {}, deadline, progress)
                 self._tell_taken_out(result)
+                again = set(result.forgotten) & {*result.downloaded, *result.merged}
+                if again:  # the forgotten copy went; a file made since under its name came
+                    result.notes.append(
+                        f"{', '.join(sorted(again))}: the copy forgotten here was replaced by "
+                        "a new file of that name, written after the forget"
+                    )
             except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM (see entry.py)
                 stop.done = result  # type: ignore[attr-defined]  # what it did, for the CLI
                 # `status` says when, instead of "never" after a first run that did push
@@ -472,7 +481,7 @@ class Engine:
             run = planned
         self._refuse_mass_deletion(mode, run, force)
         self._carry_out(result, run, deadline, progress)
-        self._count_singly(result, mode, names)
+        self._count_singly(result, mode, names, force)
         if self._came_back or self.state.meta.get(COMEBACKS):
             settle = names is None and mode != "push" and not result.offline
             self._index_comebacks(result, self._index_before, settle)
@@ -486,6 +495,13 @@ class Engine:
             # was forgotten) and only then merges and uploads (report 27, finding 17)
             deferred, self._deferred = sorted(self._deferred), set()
             self._run_locked(result, "sync", deferred, force, allow, deadline, progress)
+
+    def confirm_project(self, listing: dict[str, Entry] | None = None) -> None:
+        """Refuse as a sync would when the remote holds another project's memory under this
+        name: for commands that reach the remote outside a sync (see project.py)."""
+        from memsync.sync.project import confirm_project
+
+        confirm_project(self.ctx, self.store, self.state.meta, bool(self.state.records), listing)
 
     def adopt_pending_forgets(self) -> None:
         """Forgets started under another remote URL or a meta.json since moved aside (see
@@ -615,6 +631,10 @@ class Engine:
             )
             seen = {a.name for a in actions}
             actions += [a for a in drain if a.name not in seen]
+        if mode != "sync" and names is None:
+            planned = {a.name for a in actions}
+            every = planner.plan(local_hashes, remote, records, skip=skip)
+            result.other_way = sorted(a.name for a in every if a.name not in planned)
         self._warm_for(actions)
         return _Run(local, local_hashes, remote, entries, actions)
 
@@ -628,6 +648,13 @@ class Engine:
         total = len(set(run.local_hashes) | set(run.remote) | set(self.state.records) | set(singly))
         if force or not (count > 5 and count * 2 > total):
             return
+        # digests a roll-up here or on the remote covers: a compaction's work, not a loss
+        from memsync.retention.compact import rolled_up
+
+        planned -= rolled_up(planned, {*run.local_hashes, *run.remote})
+        count = len(planned | set(singly))
+        if not (count > 5 and count * 2 > total):
+            return
         if not singly:
             raise GuardError(
                 f"this {mode} would delete {count} of {total} memory files; "
@@ -639,12 +666,14 @@ class Engine:
             "what you want, run `memsync sync --force`"
         )
 
-    def _count_singly(self, result: SyncResult, mode: str, names: list[str] | None) -> None:
+    def _count_singly(
+        self, result: SyncResult, mode: str, names: list[str] | None, force: bool
+    ) -> None:
         """Keep the count `_refuse_mass_deletion` reads: `push FILE` deletions add to it, a
         full sync or push that went through starts it again."""
         meta = self.state.meta
         if names is not None and mode == "push":
-            if result.deleted_remote:
+            if result.deleted_remote and not force:  # forced: a command's (compaction's) own
                 meta[SINGLY] = sorted({*meta.get(SINGLY, []), *result.deleted_remote})
         elif mode in ("sync", "push") and not result.offline and not result.errors:
             meta.pop(SINGLY, None)

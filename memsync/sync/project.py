@@ -53,6 +53,19 @@ def check_project(
         return
 
 
+def confirm_project(ctx: Context, store: Store, meta: dict, known: bool, listing=None) -> None:
+    """The refusal a sync gives when this prefix holds another project's memory (or a
+    template clone's not yet named), for the commands that read or change the remote outside
+    a sync: ls, export, import, prune, forget, purge. Nothing is written; a remote that cannot
+    be reached is left to the command, which queues or says so."""
+    if listing is None:
+        try:
+            listing = store.list()
+        except (NotFound, Unreachable):
+            return
+    check_project(ctx, store, meta, listing, "pull", None, known)
+
+
 def _check_manifest(
     ctx: Context,
     store: Store,

@@ -570,7 +570,7 @@ def apply_tombstones(
         applied.add(t["id"])
     renamed = _set_aside_copies(engine, doc["files"], before, local)
     renamed |= _set_aside_moved(engine, held, doc["files"], local)
-    _scrub_local(engine, fresh, local)  # after the files: a forgotten one is not edited first
+    _scrub_local(engine, fresh, local, listing)  # after the files: none is edited first
     gone = {n: t["at"] for n, t in doc["files"].items() if t["id"] not in before}
     _drop_index_lines(engine, gone, local, renamed)
     meta["tombstones_applied"] = sorted(applied - failed)
@@ -715,15 +715,23 @@ def _drop_index_lines(
     local.content.add(INDEX, sha256(clean), clean)
 
 
-def _scrub_local(engine: Engine, fresh: dict[str, float], local: LocalScan) -> None:
+def _scrub_local(
+    engine: Engine, fresh: dict[str, float], local: LocalScan, listing: dict[str, Entry]
+) -> None:
     """Take lines another device just forgot out of the memory files here, where they are old
     content: in the file's base (synced before), or in a file last written before the forget.
     An edit made here before the forget can hold a forgotten line unchanged (an item moved to
     Consumed/Delivered, a line carried to another section), and a merge keeps an edit over a
     concurrent removal: without this, that edit would bring the line back everywhere. A line
-    written again after the forget, in a file changed since, is new content and stays."""
+    written again after the forget, in a file changed since, is new content and stays.
+
+    A copy unchanged here since it was synced, whose remote copy changed or went since (the
+    forgetting device scrubbed it; a compaction deleted it), is not edited by the scrub: its
+    record takes the scrubbed content, so the plan pulls the remote's change or deletion
+    instead of pushing the copy back as "an edit" (fresh-eyes s29a, finding 3)."""
     if not fresh:
         return
+    rebased: dict[str, tuple[str, bytes]] = {}
     for name in sorted(local.content.hashes):
         try:
             data = local.content[name]
@@ -762,7 +770,17 @@ def _scrub_local(engine: Engine, fresh: dict[str, float], local: LocalScan) -> N
         engine.write_local(name, clean)  # no history copy: that copy is what is forgotten
         with contextlib.suppress(OSError):
             os.utime(path, (mtime, mtime))  # still the time of the user's edit
+        rec = engine.state.records.get(name)
+        entry = listing.get(name)
+        if (
+            rec is not None
+            and local.content.hashes[name] == rec.sha
+            and (entry is None or entry.etag != rec.etag)
+        ):
+            rebased[name] = (rec.etag, clean)
         local.content.add(name, sha256(clean), clean)
+    for name, (etag, clean) in rebased.items():  # after the loop: roll-ups read these bases
+        engine.state.set_synced(name, etag, clean)
 
 
 # a session digest's name and its label: a day, or the week, month or year of a roll-up

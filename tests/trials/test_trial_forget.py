@@ -174,7 +174,13 @@ def test_forget_then_create_again_reports_no_index_conflict_on_the_other_device(
     again = "- [Sam](relationship_sam.md) — Sam from the climbing gym"
     (a.memory / "MEMORY.md").write_text(index(ROLE, again))
     a.run("sync")
-    b.run("sync")
+    said = b.run("sync")
+    # the old copy forgotten first, the new file then pulled, and said so (s29a, finding 6)
+    lines = [line.split(":")[0] for line in said.stdout.splitlines()]
+    assert lines.index("forgotten here (another device ran `memsync forget`)") < lines.index(
+        "pulled"
+    ), said.stdout
+    assert "replaced by a new file of that name, written after the forget" in said.stderr
     a.run("sync")
     for device in (a, b):
         assert not json.loads(device.run("status", "--json").stdout)["data"]["conflicts"]
@@ -1480,3 +1486,80 @@ def test_forget_after_an_index_line_conflict_leaves_no_record_or_history_of_the_
         assert "user_dentist" not in device.run("status").stdout, device.name
     roots = [d.home for d in (a, b, c)] + [d.memory for d in (a, b, c)] + [remote]
     assert_forgotten(["Zorblax"], roots, [quarantine_dir(d.home) for d in (a, b, c)])
+
+
+def test_a_line_forgotten_in_a_digest_compacted_meanwhile_does_not_bring_the_digest_back(
+    pair, remote, tmp_path
+):
+    """Fresh-eyes s29a, finding 3: A forgets a line of an October digest; B, having heard of it,
+    rolls October up and deletes the digests; C, which never edited the digest, takes the
+    forgotten line out of its copy and took that for its own edit: "the edit wins", the digest
+    and its index line came back everywhere beside the roll-up. A line taken out for a forget
+    made elsewhere is nobody's edit: C deletes the digest as B did."""
+    a, b = pair
+    c = make_device(tmp_path, "tablet", remote.as_uri())
+    for day in range(1, 10):
+        a.write(
+            f"session_digest_2026-10-{day:02d}.md",
+            f"## Session 09:00 s{day:02d}\n\n### Relational notes\n- REL{day:02d} Pat was fine.\n",
+            type="session_digest",
+        )
+    for n in range(8):  # other memory: compaction deleting 9 digests is not a mass deletion
+        a.write(f"user_fact_{n}.md", f"Fact {n}.\n", type="user")
+    for device in (a, b, c):
+        device.run("sync")
+    a.run("forget", "--match", "REL05 Pat", "--yes")
+    b.run("sync")
+    b.run("compact", "--now", "2026-11-26")
+    said = c.run("sync")
+    assert "pushed: session_digest_2026-10-05.md" not in said.stdout, said.stdout
+    assert "the edit wins" not in said.stderr, said.stderr
+    for device in (a, b, c):
+        device.run("sync")
+    assert not [n for n in on_remote(remote) if n.startswith("session_digest_2026-10-")]
+    assert a.files() == b.files() == c.files()
+    assert_forgotten(["REL05 Pat"], [*everywhere(pair, remote), c.home, c.memory])
+
+
+def test_a_compaction_elsewhere_is_no_mass_deletion_for_sync_or_forget(pair, remote):
+    """Fresh-eyes s29a, finding 4: A's compaction rolled 9 October digests up and deleted them;
+    on B, which holds little else, every plain `sync` and `forget --match` then refused ("this
+    pull would delete 9 of 11 memory files ... run it again with --force", and forget has no
+    --force). Digests a roll-up covers are a compaction's work, not a loss: nothing refuses."""
+    a, b = pair
+    for day in range(1, 10):
+        a.write(
+            f"session_digest_2026-10-{day:02d}.md",
+            f"## Session 09:00 s{day:02d}\n\n### Relational notes\n- REL{day:02d} Pat was fine.\n",
+            type="session_digest",
+        )
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    a.run("compact", "--now", "2026-11-26")
+    assert "session_digest_2026-10.md" in on_remote(remote)
+    b.run("forget", "--match", "REL05 Pat", "--yes")
+    b.run("sync")
+    a.run("sync")
+    assert a.files() == b.files()
+    assert sorted(a.files()) == ["session_digest_2026-10.md", "user_role.md"]
+    assert_forgotten(["REL05 Pat"], everywhere(pair, remote))
+
+
+def test_forget_refused_by_the_deletion_guard_names_the_command_that_takes_force(pair, remote):
+    """Fresh-eyes s29a, finding 4: forget --match pulls first; refused by the mass-deletion
+    guard it said "run it again with --force", an option forget does not have."""
+    a, b = pair
+    for n in range(8):
+        a.write(f"user_fact_{n}.md", f"Fact {n}.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    for n in range(7):
+        (a.memory / f"user_fact_{n}.md").unlink()
+    a.run("sync", "--force")
+    said = one_line(b.run("forget", "--match", "Fact 7", "--yes", check=1).stderr)
+    assert "memsync pull --force" in said and "then the forget again" in said, said
+    b.run("pull", "--force")
+    b.run("forget", "--match", "Fact 7", "--yes")
+    a.run("sync")
+    assert_forgotten(["Fact 7"], everywhere(pair, remote))

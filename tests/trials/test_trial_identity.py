@@ -392,6 +392,25 @@ def test_a_template_clone_is_asked_even_before_the_other_wrote_any_memory(tmp_pa
 # --- fresh-eyes s28c finding 4: two unrelated origins that normalise to one name ------------
 
 
+def unrelated_origins(tmp_path, *origins: str) -> tuple[Path, list[Device]]:
+    """One folder remote and a device per origin, each with its own repository (another first
+    commit) named `proj`."""
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    devices = []
+    for name, origin in zip("ab", origins, strict=True):
+        repo = tmp_path / name / "proj"
+        git("init", "-q", str(repo))
+        (repo / "README").write_text(f"{name}'s project\n")
+        git("-C", str(repo), "add", "README")
+        git("-C", str(repo), "commit", "-qm", f"{name} first")
+        git("-C", str(repo), "remote", "add", "origin", origin)
+        device = Device(name, repo, remote.as_uri(), {"MEMSYNC_PROJECT": ""})
+        device.memory.mkdir()
+        devices.append(device)
+    return remote, devices
+
+
 @pytest.mark.parametrize(
     "origin_a, origin_b",
     [
@@ -404,20 +423,7 @@ def test_two_origins_that_make_one_name_never_share_memory(tmp_path, origin_a, o
     commit) whose origin makes the same name, never synced. Claude's write on B (PostToolUse),
     B's sync, pull and push are all refused in one sentence naming both origins: nothing of
     A's is pulled, nothing of B's is uploaded. B's own name keeps the two apart."""
-    remote = tmp_path / "remote"
-    remote.mkdir()
-    devices = []
-    for name, origin in (("a", origin_a), ("b", origin_b)):
-        repo = tmp_path / name / "proj"
-        git("init", "-q", str(repo))
-        (repo / "README").write_text(f"{name}'s project\n")
-        git("-C", str(repo), "add", "README")
-        git("-C", str(repo), "commit", "-qm", f"{name} first")
-        git("-C", str(repo), "remote", "add", "origin", origin)
-        device = Device(name, repo, remote.as_uri(), {"MEMSYNC_PROJECT": ""})
-        device.memory.mkdir()
-        devices.append(device)
-    a, b = devices
+    remote, (a, b) = unrelated_origins(tmp_path, origin_a, origin_b)
     a.write("user_secret.md", "A's confidential memory.\n", type="user")
     assert a.run("sync").stdout == "pushed: user_secret.md\n"
     [name] = prefixes(remote)
@@ -447,3 +453,71 @@ def test_two_origins_that_make_one_name_never_share_memory(tmp_path, origin_a, o
     assert a.run("sync").stdout.strip() in ("", "Everything is in sync.")
     assert sorted(a.files()) == ["user_secret.md"]
     assert sorted(p.name for p in (remote / "b-proj").glob("*.md")) == ["user_other.md"]
+
+
+@pytest.mark.parametrize("how", ["origins", "template"])
+def test_no_command_reaches_into_another_projects_memory(tmp_path, how):
+    """Fresh-eyes s29a, findings 1, 2 and 7: B's sync was refused (another project's memory
+    under its name), yet `forget` deleted A's file, `purge` erased A's project, `ls` and
+    `export` showed and copied A's memory, `import` put B's into A's project, and `status`
+    did not say the sync was refused. Each is now refused with the sync's sentence, and A's
+    memory is as it was."""
+    if how == "origins":
+        remote, (a, b) = unrelated_origins(
+            tmp_path, "git@github.com:me-x/proj.git", "https://github.com/me/x-proj.git"
+        )
+    else:
+        remote, (a, b) = template_clones(tmp_path, ("a", "b"))
+    a.write("user_secret.md", "A's confidential memory.\n", type="user")
+    a.run("sync")
+    [name] = prefixes(remote)
+    b.write("user_other.md", "B's own memory.\n", type="user")
+    sentence = b.run("sync", check=1).stderr.strip()
+    b.run("export", str(tmp_path / "b-local.tar.gz"), "--from", "local")
+    for args in (
+        ("forget", "user_secret.md", "--yes"),
+        ("forget", "--match", "confidential", "--yes"),
+        ("purge", "--all", "--yes"),
+        ("ls",),
+        ("export", str(tmp_path / "b.tar.gz")),
+        ("import", str(tmp_path / "b-local.tar.gz")),
+    ):
+        proc = b.run(*args, check=1)
+        assert proc.stderr.strip() == sentence, (args, proc.stderr)
+        assert "confidential" not in proc.stdout, args
+    assert not (tmp_path / "b.tar.gz").exists()
+    status = b.run("status")
+    assert sentence.removeprefix("memsync: ") in status.stdout, status.stdout
+    assert "user_secret.md" not in status.stdout
+    assert sorted(p.name for p in (remote / name).glob("*.md")) == ["user_secret.md"]
+    said = a.run("sync")
+    assert "forgotten" not in said.stdout + said.stderr and "purged" not in said.stderr
+    assert sorted(a.files()) == ["user_secret.md"]
+
+
+def test_clones_of_two_local_folders_named_alike_never_share_memory(tmp_path):
+    """Fresh-eyes s28c, finding 4 (addendum): an origin that is a folder on the machine
+    (`../template`) made the project name `template` for every repository cloned from any
+    folder of that name. Such an origin names no project: each is known by its first commit,
+    so two unrelated templates' clones keep their memory apart."""
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    devices = []
+    for name in ("a", "b"):
+        template = tmp_path / name / "template"
+        git("init", "-q", str(template))
+        (template / "README").write_text(f"{name}'s template\n")
+        git("-C", str(template), "add", "README")
+        git("-C", str(template), "commit", "-qm", "first")
+        repo = tmp_path / name / "app"
+        git("clone", "-q", str(tmp_path / name / "template"), str(repo))
+        git("-C", str(repo), "remote", "set-url", "origin", "../template")
+        device = Device(name, repo, remote.as_uri(), {"MEMSYNC_PROJECT": ""})
+        device.memory.mkdir()
+        device.write(f"user_{name}.md", f"{name}'s client.\n", type="user")
+        devices.append(device)
+    a, b = devices
+    assert a.run("sync").stdout == "pushed: user_a.md\n"
+    assert b.run("sync").stdout == "pushed: user_b.md\n"
+    assert len(prefixes(remote)) == 2 and all(p.startswith("app-") for p in prefixes(remote))
+    assert sorted(a.files()) == ["user_a.md"] and sorted(b.files()) == ["user_b.md"]

@@ -252,3 +252,24 @@ def test_an_index_line_edited_elsewhere_goes_with_the_file_that_was_deleted(
     a.run("sync")
     assert a.files() == b.files()
     assert "session_digest_2026-10-05.md" not in (a.memory / "MEMORY.md").read_text()
+
+
+def test_a_push_or_pull_that_leaves_changes_the_other_way_does_not_say_in_sync(tmp_path, share):
+    """Fresh-eyes s29a, finding 5: `push` on a device whose remote had changed printed
+    "Everything is in sync."; so did a `pull` with changes made here. Each now says what waits
+    and which command takes it."""
+    a, b = two_synced(tmp_path, share)
+    path = a.memory / "user_pat.md"
+    path.write_text(path.read_text() + "Pat moved to Lisbon.\n")
+    a.run("sync")
+    said = b.run("push").stdout
+    assert "in sync" not in said and "1 file(s) changed on the remote" in said, said
+    path = b.memory / "user_riley.md"
+    path.write_text(path.read_text() + "Riley is on leave in May.\n")
+    said = a.run("pull").stdout
+    assert said == "Everything is in sync.\n", said
+    b.run("pull")
+    said = b.run("pull").stdout
+    assert "in sync" not in said and "1 file(s) changed here" in said, said
+    b.run("push")
+    assert b.run("push").stdout == "Everything is in sync.\n"
