@@ -920,9 +920,9 @@ class Engine:
     def _restore_lost_dir(self, result: SyncResult, mode: str) -> None:
         """A lost memory dir is restored by a pull and refused by a push or sync (which would
         otherwise delete every file on the remote, --force or not)."""
-        count = len(self.state.records)
         where = self.ctx.memory_dir
         here = self.scan_local().content.hashes if where.is_dir() else {}
+        count = len([n for n in self.state.records if n not in here])  # as status counts
         gone = (
             "missing"
             if not where.is_dir()

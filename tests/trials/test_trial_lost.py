@@ -268,6 +268,9 @@ def test_a_memory_dir_left_with_only_its_index_is_restored_not_deleted(pair):
     assert status["data"]["memory_dir_lost"] is True
     proc = b.run("sync", check=1)
     assert "run `memsync pull`" in proc.stderr and "--force" not in proc.stderr, proc.stderr
+    # one count in every message: the 8 files that are gone (s28c, F6: 8 here, 9 there)
+    assert "8 file(s) were synced from it" in proc.stderr, proc.stderr
+    assert "none of the 8 memory file(s)" in b.run("status").stdout
     b.run("pull")
     assert b.files() == a.files()
     assert len(a.files()) == 9  # nothing deleted on the remote
