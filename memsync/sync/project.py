@@ -374,7 +374,7 @@ def template_message(ctx: Context) -> str:
     commit = (ctx.fingerprint or "").removeprefix("commit:")[:12]
     return (
         f"the remote {display_remote(ctx)} already holds the project {ctx.project!r}, synced "
-        f"from another device's folder named like this one with the same first commit {commit}, "
+        f"from another folder named like this one with the same first commit {commit}, "
         "which a copy of this repository and another project made from the same template both "
         "have; "
         "nothing was synced: if this folder is a copy of that repository, run `memsync sync "
