@@ -1206,6 +1206,8 @@ class Engine:
             merged = ours  # a corrupt remote copy never replaces a good local one: overwritten
             if theirs_ok:
                 outcome = _merge_copies(name, base, ours, theirs, mtime, theirs_mtime)
+                if base is None and self.state.records_lost:
+                    outcome = _without_record(name, outcome, ours, theirs)
                 merged = outcome.content
             edited = theirs_mtime  # the edit time the remote copy carries, which lands here
             if merged != theirs:
@@ -1560,6 +1562,26 @@ def refuse_colliding_names(
     refused = collisions(new, known)
     local.refused.update(refused)
     return refused
+
+
+def _without_record(name: str, outcome: MergeResult, ours: bytes, theirs: bytes) -> MergeResult:
+    """A merge on a device that synced before but holds no record of this file (records.json
+    moved aside, as memsync advises for a damaged one): with no base, a line one side removed
+    reads as a line the other side added, and the union brings it back. Unless the merge
+    already reports a conflict, it is reported as one, so the user can remove it again.
+    (The copies differ: equal ones are recorded without a merge.)"""
+    if outcome.conflict:
+        return outcome
+    import dataclasses
+
+    return dataclasses.replace(
+        outcome,
+        conflict=(
+            f"merged with no record here of the copy last synced (records.json moved aside "
+            f"or lost), so every line either copy of {name} had was kept: a line another "
+            "device removed may be back; remove it again, then `memsync resolve`"
+        ),
+    )
 
 
 def _merge_copies(

@@ -155,6 +155,7 @@ class State:
             reason = f"{path} holds a record memsync did not write"
             raise StateError(f"{reason}; {_move_aside(path)}") from None
         self._saved = dict(self.records)
+        records_missing = not path.exists()
         path = self.dir / "meta.json"
         self.meta = _expect(path, self._json("meta.json", {}), dict)
         self._meta_saved = json.dumps(self.meta, sort_keys=True)
@@ -163,6 +164,9 @@ class State:
             self.meta.update(
                 (k, v) for k, v in times.items() if k in _TIME_KEYS and _is_time(v)
             )
+        # synced before, yet no records.json (moved aside, as a damaged one's message advises):
+        # merges this run have no base to tell a removal from an addition
+        self.records_lost = records_missing and bool(self.meta.get("last_sync"))
         for key, kind in _META_KINDS.items():
             if key in self.meta and not isinstance(self.meta[key], kind):
                 raise StateError(

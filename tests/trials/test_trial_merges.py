@@ -870,3 +870,34 @@ def test_records_moved_aside_on_a_device_that_only_pulled_keep_the_other_devices
         assert "A edit" in device.files()["user_n1.md"].decode(), out.stdout + out.stderr
     assert "A edit" in remote_text(remote, "user_n1.md")
     assert "kept this device's version" not in out.stdout + out.stderr
+
+
+def test_a_line_removed_elsewhere_that_comes_back_without_records_is_reported(tmp_path):
+    """Fresh-eyes s28c, F11: with records.json moved aside (memsync's own advice for a damaged
+    one), a line another device removed came back in the merge with nothing said: with no base
+    the removal reads as the other side's addition. It may still come back, but it is now a
+    recorded conflict on both devices, saying what to do."""
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    a, b = (
+        make_device(tmp_path, "laptop", remote.as_uri()),
+        make_device(tmp_path, "desktop", remote.as_uri()),
+    )
+    a.write(
+        "self_observations.md",
+        "## 2026-11-20\n- Old lesson to remove.\n- A lesson to keep.\n",
+        type="self_observations",
+    )
+    start_synced(a, b)
+    edit(a, "self_observations.md", lambda t: t.replace("- Old lesson to remove.\n", ""))
+    a.run("sync")
+    (records,) = b.home.rglob("records.json")
+    records.rename(records.with_name("records.json.aside"))
+    said = b.run("sync")
+    a.run("sync")
+    text = remote_text(remote, "self_observations.md")
+    if "Old lesson to remove." in text:  # back: then both devices are told
+        assert "records.json moved aside" in said.stderr, said.stderr
+        for device in (a, b):
+            assert "self_observations.md" in conflict_files(device), device.name
+    assert "A lesson to keep." in text
