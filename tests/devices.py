@@ -81,6 +81,18 @@ class Device:
             text=True,
         )
 
+    def post_tool_use(self, path: Path, tool: str = "Edit") -> subprocess.CompletedProcess[str]:
+        """Claude Code's PostToolUse hook after a `tool` (Edit, Write) of `path` here."""
+        payload = {
+            "session_id": "s-1",
+            "cwd": str(self.root),
+            "hook_event_name": "PostToolUse",
+            "tool_name": tool,
+            "tool_input": {"file_path": str(path)},
+            "tool_response": {"filePath": str(path), "success": True},
+        }
+        return self.run("hook", "post-tool-use", input=json.dumps(payload))
+
     def write(self, name: str, body: str = "", **meta: object) -> Path:
         return write_memory(self.memory, name, body, **meta)
 

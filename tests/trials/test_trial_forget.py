@@ -1025,19 +1025,6 @@ def test_the_note_says_lines_were_taken_out_only_where_they_stayed_out(pair, rem
 # --- fresh-eyes re-trial of issue 16 (report 27): a forget another device had not heard of --
 
 
-def _post_tool_use(device: Device, path: Path) -> subprocess.CompletedProcess[str]:
-    """Claude Code's PostToolUse hook after an Edit of `path` on `device`."""
-    payload = {
-        "session_id": "s-1",
-        "cwd": str(device.root),
-        "hook_event_name": "PostToolUse",
-        "tool_name": "Edit",
-        "tool_input": {"file_path": str(path)},
-        "tool_response": {"filePath": str(path), "success": True},
-    }
-    return device.run("hook", "post-tool-use", input=json.dumps(payload))
-
-
 @pytest.mark.parametrize("route", ["sync", "post-tool-use"])
 def test_an_item_reworded_on_the_other_device_after_the_forget_is_set_aside(pair, remote, route):
     """Finding 17: B (not synced since) rewords the item A forgot *after* the forget. B had
@@ -1057,7 +1044,7 @@ def test_an_item_reworded_on_the_other_device_after_the_forget_is_set_aside(pair
     path = b.memory / "carry_forward.md"
     path.write_text(path.read_text().replace("migration finished.", "migration finished also R2."))
     if route == "post-tool-use":
-        _post_tool_use(b, path)
+        b.post_tool_use(path)
     said = ""
     for device in (b, a, b):
         proc = device.run("sync")
@@ -1138,7 +1125,7 @@ def test_claude_is_told_when_the_file_it_edited_was_forgotten_on_another_device(
     a.run("forget", "relationship_sam.md", "--yes")
     path = b.memory / "relationship_sam.md"
     path.write_text(path.read_text() + "- Sam starts a new job in May.\n")
-    told = _told(_post_tool_use(b, path))
+    told = _told(b.post_tool_use(path))
     assert "relationship_sam.md was NOT synced" in told, told
     assert "forgotten on another device" in told and "quarantine" in told, told
     assert "post-tool-use: relationship_sam.md not pushed" in _log(b)
@@ -1175,7 +1162,7 @@ def test_claude_is_told_when_its_write_was_replaced_by_a_later_edit_from_another
     os.utime(path, (time.time() - 5, time.time() - 5))
     a.write("user_pat.md", "Pat switched to tea (A, later).\n", type="user")
     a.run("sync")
-    told = _told(_post_tool_use(b, path))
+    told = _told(b.post_tool_use(path))
     assert "tea (A, later)" in path.read_text()
     assert "user_pat.md" in told and "replaced" in told and "history" in told, told
     assert "replaced" in _log(b)
@@ -1197,7 +1184,7 @@ def test_claude_is_told_when_its_new_task_went_with_an_item_consumed_elsewhere(p
     path = b.memory / "carry_forward.md"
     catering = budget.replace("budget", "catering")
     path.write_text(path.read_text().replace(budget, catering))
-    told = _told(_post_tool_use(b, path))
+    told = _told(b.post_tool_use(path))
     assert "carry_forward.md" in told and "replaced" in told and "history" in told, told
     assert "consumed or delivered" in told
     assert "replaced" in _log(b)
@@ -1261,7 +1248,7 @@ def test_a_forgotten_file_renamed_on_another_device_is_set_aside_not_synced_back
     a.run("forget", "user_pat.md", "--yes")
     told = ""
     if route == "post-tool-use":  # Claude renamed it: the hook pushes the new name first
-        told = _told(_post_tool_use(b, b.memory / "user_patricia.md"))
+        told = _told(b.post_tool_use(b.memory / "user_patricia.md"))
         assert "user_patricia.md was NOT synced" in told, told
         assert "user_patricia.md" not in on_remote(remote)
     said = ""
@@ -1321,7 +1308,7 @@ def test_a_forgotten_file_renamed_and_edited_or_merged_elsewhere_is_set_aside(
         written = "user_role.md"
     said = ""
     if route == "post-tool-use":
-        told = _told(_post_tool_use(b, b.memory / written))
+        told = _told(b.post_tool_use(b.memory / written))
         if how == "rename-and-edit":  # a new file's push reads the tombstone list first
             assert f"{written} was NOT synced" in told, told
             assert "holds text of user_pat.md" in told, told

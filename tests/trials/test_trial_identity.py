@@ -430,14 +430,7 @@ def test_two_origins_that_make_one_name_never_share_memory(tmp_path, origin_a, o
     assert name.startswith("github.com-me-")
 
     written = b.write("user_other.md", "B's own memory.\n", type="user")
-    payload = {
-        "session_id": "s",
-        "cwd": str(b.root),
-        "hook_event_name": "PostToolUse",
-        "tool_name": "Write",
-        "tool_input": {"file_path": str(written)},
-    }
-    hook = b.run("hook", "post-tool-use", input=json.dumps(payload))
+    hook = b.post_tool_use(written, "Write")
     told = json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "user_other.md was NOT synced" in told and "--project" in told, told
     for args in (("sync",), ("pull",), ("push",), ("push", str(written))):

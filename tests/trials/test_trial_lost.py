@@ -88,14 +88,7 @@ def test_writes_to_an_unmounted_share_wait_for_it_and_nothing_is_lost_once_it_is
         assert "mount" in proc.stderr, (args, proc.stderr)
     proc = b.run("forget", "project_fact1.md", "--yes", check=None)
     assert proc.returncode == 3, proc.stderr
-    payload = {
-        "session_id": "s",
-        "cwd": str(b.root),
-        "hook_event_name": "PostToolUse",
-        "tool_name": "Write",
-        "tool_input": {"file_path": str(b.memory / "project_new.md")},
-    }
-    assert b.run("hook", "post-tool-use", input=json.dumps(payload)).returncode == 0
+    assert b.post_tool_use(b.memory / "project_new.md", "Write").returncode == 0
     doctor = b.run("doctor", check=1)  # not "the first push creates it"
     assert "is missing, though this device synced" in doctor.stdout + doctor.stderr
     assert sorted(p for p in remote.rglob("*")) == []  # nothing made at the mount point
@@ -239,14 +232,7 @@ def test_the_agent_is_told_its_write_into_a_lost_memory_dir_was_not_synced(tmp_p
     shutil.rmtree(a.memory)
     a.memory.mkdir()
     a.write("user_new.md", "the agent's first new file\n", type="user")
-    payload = {
-        "session_id": "s",
-        "cwd": str(a.root),
-        "hook_event_name": "PostToolUse",
-        "tool_name": "Write",
-        "tool_input": {"file_path": str(a.memory / "user_new.md")},
-    }
-    hook = a.run("hook", "post-tool-use", input=json.dumps(payload))
+    hook = a.post_tool_use(a.memory / "user_new.md", "Write")
     context = json.loads(hook.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "user_new.md was NOT synced" in context and "memsync pull" in context, context
     log = (a.home / "logs" / "memsync.log").read_text()

@@ -817,6 +817,21 @@ def _hours_ago(hours: float) -> float:
     return time.time() - hours * 3600
 
 
+def _two_with_an_old_fact(tmp_path) -> tuple[Device, Device]:
+    """Two devices on one folder remote (`tmp_path/remote`), both synced with `user_n1.md`,
+    which A wrote 3 h ago."""
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    a, b = (
+        make_device(tmp_path, "laptop", remote.as_uri()),
+        make_device(tmp_path, "desktop", remote.as_uri()),
+    )
+    a.write("user_n1.md", "b1\n", type="user")
+    os.utime(a.memory / "user_n1.md", (_hours_ago(3),) * 2)
+    start_synced(a, b)
+    return a, b
+
+
 def test_a_copy_only_pulled_keeps_its_edit_time_when_both_devices_follow_a_new_remote_folder(
     tmp_path,
 ):
@@ -825,16 +840,9 @@ def test_a_copy_only_pulled_keeps_its_edit_time_when_both_devices_follow_a_new_r
     share moves to a new folder, which B fills first (no records there: every file goes up
     with its edit time). A's one-sided edit must win everywhere, not B's pulled copy, which
     once carried the pull time as its edit time."""
-    old, new = tmp_path / "remote", tmp_path / "remote2"
-    old.mkdir()
+    a, b = _two_with_an_old_fact(tmp_path)
+    new = tmp_path / "remote2"
     new.mkdir()
-    a, b = (
-        make_device(tmp_path, "laptop", old.as_uri()),
-        make_device(tmp_path, "desktop", old.as_uri()),
-    )
-    a.write("user_n1.md", "b1\n", type="user")
-    os.utime(a.memory / "user_n1.md", (_hours_ago(3),) * 2)
-    start_synced(a, b)
     pulled = (b.memory / "user_n1.md").stat().st_mtime
     assert abs(pulled - _hours_ago(3)) < 60  # the edit time the remote carries, not now
     edit(a, "user_n1.md", lambda t: t.replace("b1", "b1\nA offline edit"), _hours_ago(1))
@@ -851,15 +859,8 @@ def test_records_moved_aside_on_a_device_that_only_pulled_keep_the_other_devices
     """Finding F5c (s28b): memsync's own advice for a damaged records.json (move it aside;
     every file is then compared with the remote) must not revert another device's edit with
     a copy this device only pulled: that copy carries the edit time the remote gave it."""
+    a, b = _two_with_an_old_fact(tmp_path)
     remote = tmp_path / "remote"
-    remote.mkdir()
-    a, b = (
-        make_device(tmp_path, "laptop", remote.as_uri()),
-        make_device(tmp_path, "desktop", remote.as_uri()),
-    )
-    a.write("user_n1.md", "b1\n", type="user")
-    os.utime(a.memory / "user_n1.md", (_hours_ago(3),) * 2)
-    start_synced(a, b)
     edit(a, "user_n1.md", lambda t: t.replace("b1", "b1\nA edit"), _hours_ago(1))
     a.run("sync")
     (records,) = b.home.rglob("records.json")
