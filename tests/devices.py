@@ -93,6 +93,16 @@ class Device:
         }
         return self.run("hook", "post-tool-use", input=json.dumps(payload))
 
+    def hook(self, hook: str, **fields: object) -> subprocess.CompletedProcess[str]:
+        """Claude Code's hook `hook` (`stop`, `session-end`...) with a payload of `fields`."""
+        payload = {"session_id": "s-1", "cwd": str(self.root), **fields}
+        return self.run("hook", hook, input=json.dumps(payload))
+
+    def file_changed(self, path: Path, event: str) -> subprocess.CompletedProcess[str]:
+        """Claude Code's FileChanged hook: `event` (add, change, unlink) of `path`."""
+        fields = {"hook_event_name": "FileChanged", "event": event, "file_path": str(path)}
+        return self.hook("file-changed", **fields)
+
     def write(self, name: str, body: str = "", **meta: object) -> Path:
         return write_memory(self.memory, name, body, **meta)
 

@@ -1,4 +1,4 @@
-"""An edit racing another device's letter-case rename follows the rename.
+"""An edit racing a letter-case rename follows the rename, whichever device renamed.
 
 Device A renames `user_pat.md` to `User_Pat.md` (a case-only rename: one file on macOS and
 Windows) while device B edits `user_pat.md`. Read name by name, B's edit brings `user_pat.md`
@@ -16,8 +16,11 @@ from typing import TYPE_CHECKING
 
 from memsync.memory.names import fold
 from memsync.sync.state import Record
+from memsync.util.errors import NotFound
+from memsync.util.fsutil import sha256
 
 if TYPE_CHECKING:
+    from memsync.stores import Entry
     from memsync.sync.engine import Engine, LocalScan
 
 
@@ -51,5 +54,52 @@ def follow_case_renames(engine: Engine, listed: Iterable[str], local: LocalScan)
         del records[old]
         notes.append(
             f"{old} was renamed to {new} on another device; the edit made here went into {new}"
+        )
+    return notes
+
+
+def carry_into_case_renames(
+    engine: Engine, listing: dict[str, Entry], local: LocalScan
+) -> list[str]:
+    """The other way round: this device renamed `user_pat.md` to `User_Pat.md` while another
+    device's edit of `user_pat.md` reached the remote. Read name by name, the edit comes back
+    as `user_pat.md` and the rename is refused as a name differing only by case. Here the
+    remote copy is merged into the renamed file (the old name's base), and the old name's
+    record takes the remote copy's ETag, so the plan deletes it there (If-Match) and uploads
+    the rename in the same run. The notes that say so."""
+    from memsync.sync.engine import _merge_copies
+
+    records = engine.state.records
+    new_here = [n for n in local.content.hashes if n not in records and n not in listing]
+    if not new_here:
+        return []
+    notes = []
+    for old, rec in list(records.items()):
+        entry = listing.get(old)
+        if old in local.content.hashes or entry is None or entry.etag == rec.etag:
+            continue  # not renamed here, or the remote copy is the one synced: the plan handles it
+        found = [n for n in new_here if fold(n) == fold(old)]
+        if len(found) != 1:
+            continue
+        new = found[0]
+        try:
+            theirs, etag, theirs_mtime = engine.store.fetch(old)
+        except NotFound:
+            continue
+        ours = local.content[new]
+        outcome = _merge_copies(
+            new, engine.state.base(old), ours, theirs, local.mtimes.get(new), theirs_mtime
+        )
+        if outcome.content != ours:
+            engine.state.keep(new, ours, f"before the edit of {old} made elsewhere joined it")
+            engine.write_local(new, outcome.content)
+            local.content.add(new, sha256(outcome.content), outcome.content)
+        if outcome.discarded is not None and outcome.discarded != ours:
+            engine.state.keep(new, outcome.discarded, f"lost a merge conflict: {outcome.conflict}")
+        records[old] = Record(etag, rec.sha, rec.synced_at)  # the copy merged: deleted there
+        said = f" ({outcome.conflict})" if outcome.conflict else ""
+        notes.append(
+            f"{old} was edited on another device while this device renamed it to {new}; "
+            f"that edit went into {new}{said}"
         )
     return notes

@@ -436,10 +436,15 @@ class Engine:
                     "waited for the remote)"
                 )
         self._apply_tombstones(listing, local, result)
-        if any(name not in listing for name in self.state.records):
+        records = self.state.records
+        if any(name not in listing for name in records):
             from memsync.sync.case_renames import follow_case_renames
 
             result.notes += follow_case_renames(self, listing, local)
+        if any(name not in local.content.hashes for name in records):
+            from memsync.sync.case_renames import carry_into_case_renames
+
+            result.notes += carry_into_case_renames(self, listing, local)
         self._receive_conflicts(result, listing)
 
     def _run_locked(
@@ -610,6 +615,14 @@ class Engine:
         entries = {key: entry.modified for key, entry in files.memory.items()}
         result.refused.update(refuse_colliding_names(local, records, remote))
         named = None if names is None else {*names, *pending}
+        if named is not None:
+            # a letter-case rename pushed by its new name (the FileChanged or PostToolUse
+            # hook) takes the old name off the remote in the same run, as a sync would:
+            # another device's edit of the old name in between would bring both names back
+            folds = {fold(n) for n in named}
+            named |= {
+                n for n in records if fold(n) in folds and n not in local.content.hashes
+            }
         if mode == "push" and named is not None:
             # `push FILE` of a new file: it speaks of those files only, as when it plans
             # from the records
@@ -1257,6 +1270,12 @@ class Engine:
         deletion blocks that (`_recreate_blocked`). False when another device created the file
         first: another attempt merges with that."""
         if name in self.state.records and self._recreate_blocked(result, name):
+            return True
+        if self._records_run and name in self.state.records:
+            # `push FILE` planned from the records: a listing sync of it decides whether it
+            # comes back, or goes into another device's letter-case rename of it
+            with self._lock:
+                self._deferred.add(name)
             return True
         try:
             etag = self.store.create(name, ours, mtime)

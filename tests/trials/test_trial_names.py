@@ -172,3 +172,90 @@ def test_an_edit_racing_a_letter_case_rename_follows_the_rename(pair, renamed_ed
     else:
         assert a.files()["User_Pat.md"] == b.files()["User_Pat.md"]
         assert "conflict" not in b.run("status").stdout.lower()
+
+
+def _index_of(device, *names: str) -> None:
+    (device.memory / "MEMORY.md").write_text(
+        "# Memory\n" + "".join(f"- [{n}]({n}) — {n}\n" for n in names)
+    )
+
+
+def _synced_facts(pair) -> None:
+    a, b, _ = pair
+    for n in (1, 2, 5):
+        a.write(f"user_f{n}.md", f"Fact {n}.\n", type="user")
+    _index_of(a, "user_f1.md", "user_f2.md", "user_f5.md")
+    a.run("sync")
+    b.run("sync")
+
+
+def _rename(device, old: str, new: str) -> None:
+    (device.memory / old).rename(device.memory / new)
+    text = (device.memory / "MEMORY.md").read_text()
+    (device.memory / "MEMORY.md").write_text(text.replace(f"({old})", f"({new})"))
+
+
+def _append(device, name: str, line: str):
+    path = device.memory / name
+    path.write_text(path.read_text() + line)
+    return path
+
+
+def _one_name_everywhere(pair, new: str, words: str) -> None:
+    a, b, remote = pair
+    for device in (a, b):
+        assert new in device.files() and new.lower() not in device.files(), device.name
+        assert words.encode() in device.files()[new], device.name
+        assert f"({new.lower()})".encode() not in device.files()["MEMORY.md"], device.name
+    assert new in remote_names(remote) and new.lower() not in remote_names(remote)
+    assert a.files() == b.files()
+
+
+def test_a_case_rename_and_an_edit_of_the_old_name_through_the_hooks_keep_one_name(pair):
+    """Fresh-eyes s29b, finding 1: B renames user_f5.md to User_F5.md, pushed by FileChanged
+    as a new file while the old name stayed on the remote; A's PostToolUse hook pushed an edit
+    of the old name in between, and every device ended with both names. The rename now takes
+    the old name off the remote in the same push, and A's edit follows the rename."""
+    a, b, remote = pair
+    _synced_facts(pair)
+    _rename(b, "user_f5.md", "User_F5.md")
+    b.file_changed(b.memory / "User_F5.md", "add")
+    a.post_tool_use(_append(a, "user_f5.md", "A's edit of f5.\n"))
+    b.file_changed(b.memory / "user_f5.md", "unlink")
+    b.file_changed(b.memory / "MEMORY.md", "change")
+    for device in (a, b):
+        device.hook("stop", hook_event_name="Stop")
+    for device in (b, a, b):
+        device.run("sync")
+    _one_name_everywhere(pair, "User_F5.md", "A's edit of f5.")
+
+
+def test_an_edit_pushed_by_the_hook_after_a_case_rename_synced_follows_it(pair):
+    """Fresh-eyes s29b, finding 1 (second route): A's case rename is on the remote; B's
+    PostToolUse hook pushes an edit of the old name, planned from the records: it put the old
+    name back ("merged with the remote's version"). A listing sync of it now follows the
+    rename."""
+    a, b, remote = pair
+    _synced_facts(pair)
+    _rename(a, "user_f2.md", "User_F2.md")
+    a.run("sync")
+    b.post_tool_use(_append(b, "user_f2.md", "B's edit of f2.\n"))
+    assert remote_names(remote).count("user_f2.md") == 0, remote_names(remote)
+    b.run("sync")
+    a.run("sync")
+    _one_name_everywhere(pair, "User_F2.md", "B's edit of f2.")
+
+
+def test_a_case_rename_after_the_other_device_pushed_an_edit_goes_through(pair):
+    """Fresh-eyes s29b, finding 2: B's edit of user_f1.md is on the remote; A renames it to
+    User_F1.md and syncs. The rename was refused as a name differing only by case, the old
+    name pulled back beside it, and MEMORY.md linked User_F1.md everywhere, where no device
+    had it. The remote's edit now goes into the renamed file, which goes out in one sync."""
+    a, b, remote = pair
+    _synced_facts(pair)
+    b.post_tool_use(_append(b, "user_f1.md", "B's edit of f1.\n"))
+    _rename(a, "user_f1.md", "User_F1.md")
+    said = a.run("sync")
+    assert "refused" not in said.stderr and "edit went into User_F1.md" in said.stderr, said
+    b.run("sync")
+    _one_name_everywhere(pair, "User_F1.md", "B's edit of f1.")
