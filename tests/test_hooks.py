@@ -323,7 +323,9 @@ def test_files_deleted_one_at_a_time_meet_the_same_guard_as_one_sync(tmp_path):
         path.unlink()
         hook(device, "file-changed", {**base, "event": "unlink", "file_path": str(path)})
     assert len(list(remote.glob("user_n*.md"))) == 7  # 6 went, as one sync could delete
+    hook(device, "stop", {**base, "hook_event_name": "Stop"})
     assert "one at a time" in log_text(device)
+    assert "Traceback" not in log_text(device)  # a refusal is one line (s29b, finding 4)
     said = device.run("sync", check=1).stderr
     assert "12 of 13" in said and "one at a time" in said and "--force" in said, said
     assert len(list(remote.glob("user_n*.md"))) == 7  # nothing more went

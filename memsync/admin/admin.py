@@ -103,14 +103,15 @@ def _remote_listing(engine: Engine, create: bool = False) -> dict[str, Entry]:
     try:
         listing = store.list()  # first: an unmounted folder remote is unreachable, not made
     except NotFound:
+        engine.confirm_project({})  # a project moved or renamed: refused before anything is made
         if not create:
             return {}
         store.ensure()
         listing = {}
     else:
+        engine.confirm_project(listing)
         if create and not store.exists():
             store.ensure()
-    engine.confirm_project(listing)
     if create and PURGED in listing:
         from memsync.sync.tombstones import blocking_purge, purged_here
 
@@ -447,6 +448,11 @@ def _collect_remote(
 def _collect_local(
     engine: Engine, progress: Progress | None
 ) -> tuple[dict[str, tuple[bytes, float]], dict[str, str]]:
+    if not engine.ctx.memory_dir.is_dir():
+        raise UserError(
+            f"the memory dir {engine.ctx.memory_dir} does not exist; there is nothing to "
+            "export from here (pass --memory-dir, or export --from remote)"
+        )
     scan = engine.scan_local()
     files: dict[str, tuple[bytes, float]] = {}
     refused = dict(scan.refused)

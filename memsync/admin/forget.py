@@ -122,6 +122,7 @@ class ForgetReport:
     remote_deleted: list[str] = field(default_factory=list)
     index_lines: int = 0  # MEMORY.md lines removed with the files
     offline: str | None = None  # the remote part waits for the next sync
+    purged: bool = False  # the project is purged: only the forget records went to the remote
 
 
 def _start(
@@ -244,7 +245,13 @@ def _push(engine: Engine, names: Iterable[str], report: ForgetReport) -> None:
     paths = [str(engine.local_path(n)) for n in sorted(set(names)) if engine.read_local(n)]
     if not paths:
         return
-    result = engine.run("push", paths)
+    from memsync.sync.tombstones import Purged
+
+    try:
+        result = engine.run("push", paths)
+    except Purged:  # nothing is uploaded until the user republishes; the forget stands
+        report.purged = True
+        return
     if result.offline and report.offline is None:
         report.offline = result.offline
 
@@ -459,8 +466,12 @@ def plan_match(engine: Engine, needle: str) -> MatchPlan:
         raise UserError("--match needs at least 3 characters, so it cannot match everything")
     engine.confirm_project()
     before = _indexes_before(engine)
+    from memsync.sync.tombstones import Purged
+
     try:
         engine.run("pull")
+    except Purged:
+        pass  # nothing to pull: what this device holds is what there is to forget
     except GuardError as exc:  # forget has no --force: say which command takes it
         raise GuardError(
             f"{str(exc).split('; ')[0]}, and forget pulls first; run `memsync pull --force` "

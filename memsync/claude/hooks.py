@@ -92,7 +92,10 @@ def main(argv: list[str], stdin: Any = None, stdout: Any = None) -> int:
         if isinstance(exc, KeyboardInterrupt):
             return 0
         with contextlib.suppress(Exception):  # not even a broken log may fail the session
-            _log().exception("hook %s failed: %s", event, exc)
+            if isinstance(exc, UserError):  # a refusal with its one sentence: no traceback
+                _log().warning("hook %s: nothing synced: %s", event, exc)
+            else:
+                _log().exception("hook %s failed: %s", event, exc)
     return 0
 
 

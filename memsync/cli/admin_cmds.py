@@ -160,8 +160,8 @@ def import_cmd(
     out.print(
         f"Copied: {len(result.copied)}, Replaced: {len(result.replaced)}, "
         f"Unchanged: {len(result.unchanged)}, Skipped: {len(result.skipped)}, "
-        f"Left out (forgotten): {len(result.forgotten)}. "
-        "Run `memsync pull` to bring them here."
+        f"Left out (forgotten): {len(result.forgotten)}."
+        + (" Run `memsync pull` to bring them here." if result.copied or result.replaced else "")
     )
     if result.skipped and not force:
         n = len(result.skipped)

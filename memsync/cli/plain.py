@@ -183,8 +183,9 @@ def _nothing_done(result: SyncResult, memory_dir: Path | None) -> str:
         )
     if result.other_way and result.mode == "push":
         return (
-            f"Nothing to push; {len(result.other_way)} file(s) changed on the remote: "
-            "`memsync pull` or `memsync sync` brings them here."
+            f"Nothing to push; {len(result.other_way)} file(s) on the remote were written since "
+            "this device last pulled them: `memsync pull` or `memsync sync` brings any change "
+            "here."
         )
     if result.other_way:
         return (

@@ -107,6 +107,12 @@ def _finish(report: ForgetReport) -> None:
             "`memsync sync` finishes it there, and other devices follow when they sync",
             3,
         )
+    if report.purged:
+        out.print(
+            "Forgotten here; the project is purged, so the remote got only the forget record "
+            "(no content): other devices apply it when they sync or publish again."
+        )
+        return
     out.print("Forgotten here and on the remote; other devices apply it on their next sync.")
 
 

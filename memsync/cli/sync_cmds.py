@@ -268,6 +268,11 @@ def restore(
     engine = engine_for(memory_dir, remote, project)
     name = engine.name_of(file)
     versions = {v.version: v for v in engine.state.history(name)}
+    if not versions:
+        raise UserError(
+            f"no earlier version of {name} is kept on this device (history keeps what a pull, "
+            "merge or restore replaced; a forget erases it)"
+        )
     if version not in versions:
         raise UserError(f"{name} has no version {version}; see `memsync history {name}`")
     data = versions[version].path.read_bytes()

@@ -1080,7 +1080,7 @@ def purged_here(engine: Engine) -> Purged:
     when = local_time(_number(marker.get("at")))
     return Purged(
         f"this project's memory was purged {where if by else 'from the remote'} on "
-        f"{when}{since}, so memsync uploads nothing from here; run "
+        f"{when}{since}, so memsync syncs nothing here (no pull, no upload); run "
         f"`{REPUBLISH}` to publish this device's memory again"
     )
 

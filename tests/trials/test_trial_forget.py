@@ -1550,3 +1550,26 @@ def test_forget_refused_by_the_deletion_guard_names_the_command_that_takes_force
     b.run("forget", "--match", "Fact 7", "--yes")
     a.run("sync")
     assert_forgotten(["Fact 7"], everywhere(pair, remote))
+
+
+def test_forget_on_a_purged_device_says_it_worked_and_stays_final_through_a_republish(
+    pair, remote
+):
+    """Fresh-eyes s29b, finding 3: after a purge, `forget FILE` said the project was purged
+    (exit 1, "run push --republish") yet had forgotten the file and recorded it on the remote,
+    and following that advice first would have uploaded the file. It now says what it did
+    (exit 0): forgotten here, only the forget record went to the remote. B, publishing again,
+    forgets the file too."""
+    a, b = pair
+    seed_sam(a, b)
+    a.run("purge", "--all", "--yes")
+    said = a.run("forget", "relationship_sam.md", "--yes")
+    assert "the project is purged" in said.stdout and "forget record" in said.stdout, said
+    assert not (a.memory / "relationship_sam.md").exists()
+    said = a.run("forget", "--match", "staff engineer", "--yes")
+    assert "the project is purged" in said.stdout, said
+    b.run("sync", check=1)  # told of the purge
+    b.run("push", "--republish")
+    assert "relationship_sam.md" not in on_remote(remote)
+    assert not (b.memory / "relationship_sam.md").exists()
+    assert_forgotten(["divorce", "Staff engineer"], everywhere(pair, remote))

@@ -293,6 +293,10 @@ def test_a_folder_renamed_on_its_own_device_is_told_where_its_memory_is(tmp_path
     a.write("user_new.md", "A new fact.\n", type="user")
     assert f"'{name}'" in a.run("sync", check=1).stderr
     assert prefixes(remote) == [name]
+    # an import is refused the same way, and makes no empty folder first (s29b, finding 6)
+    a.run("export", str(tmp_path / "a.tar.gz"), "--from", "local")
+    assert f"'{name}'" in a.run("import", str(tmp_path / "a.tar.gz"), check=1).stderr
+    assert prefixes(remote) == [name]
 
     # a second name of the same repository, chosen on purpose: both are named from now on
     other = f"app-copy-{name.rsplit('-', 1)[1]}"

@@ -4,6 +4,7 @@ and the smaller truthfulness findings. The installed console script, one folder 
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -263,7 +264,7 @@ def test_a_push_or_pull_that_leaves_changes_the_other_way_does_not_say_in_sync(t
     path.write_text(path.read_text() + "Pat moved to Lisbon.\n")
     a.run("sync")
     said = b.run("push").stdout
-    assert "in sync" not in said and "1 file(s) changed on the remote" in said, said
+    assert "in sync" not in said and "1 file(s) on the remote were written since" in said, said
     path = b.memory / "user_riley.md"
     path.write_text(path.read_text() + "Riley is on leave in May.\n")
     said = a.run("pull").stdout
@@ -273,3 +274,21 @@ def test_a_push_or_pull_that_leaves_changes_the_other_way_does_not_say_in_sync(t
     assert "in sync" not in said and "1 file(s) changed here" in said, said
     b.run("push")
     assert b.run("push").stdout == "Everything is in sync.\n"
+
+
+def test_admin_commands_say_what_is_true_when_there_is_nothing_to_do(tmp_path, share):
+    """Fresh-eyes s29b, finding 6: `restore` of a forgotten file pointed at `history`, which
+    knows no such file; an `import` that copied nothing said "Run `memsync pull` to bring
+    them here."; `export --from local` of a missing memory dir exported 0 files, exit 0."""
+    a, b = two_synced(tmp_path, share)
+    a.run("forget", "user_riley.md", "--yes")
+    said = a.run("restore", "user_riley.md", check=1).stderr
+    assert "no earlier version of user_riley.md is kept" in said, said
+    assert "see `memsync history" not in said, said
+    archive = tmp_path / "b.tar.gz"
+    b.run("export", str(archive))
+    said = b.run("import", str(archive)).stdout
+    assert "Copied: 0" in said and "memsync pull" not in said, said
+    shutil.rmtree(a.memory)
+    said = a.run("export", str(tmp_path / "none.tar.gz"), "--from", "local", check=1).stderr
+    assert "does not exist" in said and not (tmp_path / "none.tar.gz").exists(), said
