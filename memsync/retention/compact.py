@@ -132,28 +132,6 @@ def digest_period(name: str) -> Period | None:
     return period if period is not None and period.label == m.group(1) else None
 
 
-def rolled_up(deleted: Iterable[str], present: Iterable[str]) -> set[str]:
-    """The digests among `deleted` that a roll-up among `present` covers (same folder, the
-    digest's period inside the roll-up's): what a compaction deletes once it rolled them up,
-    not a loss. Read from the names alone."""
-    rollups: dict[str, list[Period]] = {}
-    for name in present:
-        period = digest_period(name)
-        if period is not None and period.tier != "day":
-            rollups.setdefault(name.rpartition("/")[0], []).append(period)
-    found = set()
-    for name in deleted:
-        period = digest_period(name)
-        if period is None:
-            continue
-        for rollup in rollups.get(name.rpartition("/")[0], []):
-            inside = rollup.start <= period.start <= period.end <= rollup.end
-            if inside and rollup.label != period.label:
-                found.add(name)
-                break
-    return found
-
-
 def rollup_name(prefix: str, period: Period) -> str:
     return prefix + digests.digest_name(period.label)
 

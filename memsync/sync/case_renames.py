@@ -67,7 +67,7 @@ def carry_into_case_renames(
     remote copy is merged into the renamed file (the old name's base), and the old name's
     record takes the remote copy's ETag, so the plan deletes it there (If-Match) and uploads
     the rename in the same run. The notes that say so."""
-    from memsync.sync.engine import _merge_copies
+    from memsync.memory.merge import merge
 
     records = engine.state.records
     new_here = [n for n in local.content.hashes if n not in records and n not in listing]
@@ -87,8 +87,13 @@ def carry_into_case_renames(
         except NotFound:
             continue
         ours = local.content[new]
-        outcome = _merge_copies(
-            new, engine.state.base(old), ours, theirs, local.mtimes.get(new), theirs_mtime
+        outcome = merge(
+            new,
+            engine.state.base(old),
+            ours,
+            theirs,
+            ours_mtime=local.mtimes.get(new),
+            theirs_mtime=theirs_mtime,
         )
         if outcome.content != ours:
             engine.state.keep(new, ours, f"before the edit of {old} made elsewhere joined it")

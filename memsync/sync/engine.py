@@ -662,7 +662,7 @@ class Engine:
         if force or not (count > 5 and count * 2 > total):
             return
         # digests a roll-up here or on the remote covers: a compaction's work, not a loss
-        from memsync.retention.compact import rolled_up
+        from memsync.memory.digests import rolled_up
 
         planned -= rolled_up(planned, {*run.local_hashes, *run.remote})
         count = len(planned | set(singly))
