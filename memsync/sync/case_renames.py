@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from memsync.memory.index_links import INDEX
 from memsync.memory.names import fold
 from memsync.sync.state import Record
 from memsync.util.errors import NotFound
@@ -52,6 +53,7 @@ def follow_case_renames(engine: Engine, listed: Iterable[str], local: LocalScan)
             local.mtimes[new] = local.mtimes.pop(old)
         records[new] = Record("", rec.sha, rec.synced_at)  # the old name's base, no ETag: merge
         del records[old]
+        _relink(engine, local, old, new)
         notes.append(
             f"{old} was renamed to {new} on another device; the edit made here went into {new}"
         )
@@ -108,3 +110,19 @@ def carry_into_case_renames(
             f"that edit went into {new}{said}"
         )
     return notes
+
+
+def _relink(engine: Engine, local: LocalScan, old: str, new: str) -> None:
+    """MEMORY.md here links the renamed file by its new name, as the renaming device's does:
+    a push (the Stop hook) sends the rename without pulling the index, which would otherwise
+    link a file this device no longer has until its next sync."""
+    if INDEX not in local.content.hashes:
+        return
+    data = local.content[INDEX]
+    text = data.decode("utf-8", "surrogateescape")
+    relinked = text.replace(f"]({old})", f"]({new})")
+    if relinked == text:
+        return
+    clean = relinked.encode("utf-8", "surrogateescape")
+    engine.write_local(INDEX, clean)
+    local.content.add(INDEX, sha256(clean), clean)

@@ -476,6 +476,7 @@ class Engine:
             and names is not None
             and bool(self.state.records)
             and all(n in self.state.records for n in [*names, *pending])
+            and not _case_renamed_here(names, local, self.state.records)
         )
         if self._records_run:
             run = self._plan_from_records(result, local, names or [], pending)
@@ -620,9 +621,9 @@ class Engine:
             # hook) takes the old name off the remote in the same run, as a sync would:
             # another device's edit of the old name in between would bring both names back
             folds = {fold(n) for n in named}
-            named |= {
-                n for n in records if fold(n) in folds and n not in local.content.hashes
-            }
+            here = local.content.hashes
+            named |= {n for n in records if fold(n) in folds and n not in here}
+            named |= {n for n in here if fold(n) in folds and n not in records}
         if mode == "push" and named is not None:
             # `push FILE` of a new file: it speaks of those files only, as when it plans
             # from the records
@@ -1532,6 +1533,16 @@ def _mtime(path: Path) -> float | None:
         return path.stat().st_mtime
     except OSError:
         return None
+
+
+def _case_renamed_here(names: list[str], local: LocalScan, records: dict[str, Record]) -> bool:
+    """Whether a named file is one side of a letter-case rename made here: its old name
+    recorded and gone, its new one here and not recorded. A `push FILE` of either side (the
+    FileChanged hook's `unlink` of the old name) then lists, and takes both sides in one run."""
+    here = local.content.hashes
+    gone = {fold(n) for n in records if n not in here}
+    new = {fold(n) for n in here if n not in records}
+    return any(fold(n) in gone and fold(n) in new for n in names)
 
 
 def _base_by_hash(

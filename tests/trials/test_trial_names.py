@@ -259,3 +259,40 @@ def test_a_case_rename_after_the_other_device_pushed_an_edit_goes_through(pair):
     assert "refused" not in said.stderr and "edit went into User_F1.md" in said.stderr, said
     b.run("sync")
     _one_name_everywhere(pair, "User_F1.md", "B's edit of f1.")
+
+
+def test_a_case_rename_through_the_hooks_after_the_other_devices_edit_reached_the_remote(pair):
+    """Fresh-eyes s29c, finding 1: B's edit of user_f5.md is on the remote (PostToolUse);
+    A renames it to User_F5.md, and the FileChanged hook pushes the old name's `unlink`
+    first: planned from the records, it pulled B's edit back as user_f5.md, and the new name
+    was then refused (in the log only) beside it. The unlink now lists and takes both sides
+    of the rename, B's edit merged in."""
+    a, b, remote = pair
+    _synced_facts(pair)
+    b.post_tool_use(_append(b, "user_f5.md", "B's edit of f5.\n"))
+    _rename(a, "user_f5.md", "User_F5.md")
+    a.file_changed(a.memory / "user_f5.md", "unlink")
+    a.file_changed(a.memory / "User_F5.md", "add")
+    a.file_changed(a.memory / "MEMORY.md", "change")
+    a.hook("stop", hook_event_name="Stop")
+    assert "refused" not in (a.home / "logs" / "memsync.log").read_text()
+    b.hook("stop", hook_event_name="Stop")
+    for device in (b, a):
+        device.run("sync")
+    _one_name_everywhere(pair, "User_F5.md", "B's edit of f5.")
+
+
+def test_the_stop_hook_that_follows_a_case_rename_relinks_the_index_here(pair):
+    """Fresh-eyes s29c, finding 7: A's case rename is on the remote; B's edit of the old
+    name, pushed by the hooks, goes into User_F2.md, and B's own MEMORY.md kept linking
+    user_f2.md (a file B no longer had) until its next sync: a push does not pull the
+    index. It now links the new name at once."""
+    a, b, remote = pair
+    _synced_facts(pair)
+    _rename(a, "user_f2.md", "User_F2.md")
+    a.run("sync")
+    b.post_tool_use(_append(b, "user_f2.md", "B's edit of f2.\n"))
+    b.hook("stop", hook_event_name="Stop")
+    index = (b.memory / "MEMORY.md").read_text()
+    assert "(User_F2.md)" in index and "(user_f2.md)" not in index, index
+    assert sorted(b.files()) == ["MEMORY.md", "User_F2.md", "user_f1.md", "user_f5.md"]
