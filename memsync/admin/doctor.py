@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from memsync.context.config import SETTINGS_FILE, Context, strip_query
-from memsync.util.errors import AuthError, MemsyncError, NotFound, Unreachable
+from memsync.util.errors import AuthError, MemsyncError, NotFound, Unreachable, UserError
 
 MAX_SKEW = 300.0  # seconds; Azure rejects shared-key requests beyond 15 minutes
 
@@ -143,7 +143,22 @@ def _remote_checks(ctx: Context, store: Any) -> list[Check]:
             detail += "; the first `memsync push` or `memsync sync` creates it"
         return [*checks, Check("container", creatable, detail, store.create_advice())]
     checks.append(Check("container", True, f"{_container(store)} present"))
-    return [*checks, _remote_files(ctx, store), _probe(store), _skew(store)]
+    project = _project(ctx, store, synced)
+    if not project.ok:  # nothing is written under another project's name, not even a probe
+        return [*checks, project]
+    return [*checks, project, _remote_files(ctx, store), _probe(store), _skew(store)]
+
+
+def _project(ctx: Context, store: Any, synced: int) -> Check:
+    """Whether the prefix holds this project's memory: the check every sync makes against
+    the project's manifest (read only: nothing is written)."""
+    from memsync.sync.project import confirm_project
+
+    try:
+        confirm_project(ctx, store, {}, synced > 0)
+    except UserError as exc:
+        return Check("project", False, str(exc), "see the message")
+    return Check("project", True, f"{ctx.project} ({ctx.project_source})")
 
 
 _NO_CREDENTIAL = "none needed (folder remote)"

@@ -379,7 +379,7 @@ def moved_message(name: str, doc: dict) -> str:
     by = doc.get("device") or "another device"
     return (
         f"this project's memory moved from {name} to {doc['to']} (by {by}{when}, under its "
-        f"git origin's name); nothing was synced: run `memsync sync --project "
+        f"git origin's name); no memory was read or written: run `memsync sync --project "
         f"{doc['to']}` once on this device to follow it (it is remembered)"
     )
 

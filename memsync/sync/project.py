@@ -125,9 +125,9 @@ def _check_manifest(
             raise UserError(
                 f"the remote {display_remote(ctx)} holds memory synced before its project "
                 f"had a first commit, and this one has {identity.describe(ours)}; "
-                "nothing was synced: sync once on a device that synced it (it records its "
-                "first commit), then here again; if it is another project, give this one its "
-                "own name with --project NAME (or MEMSYNC_PROJECT)"
+                "no memory was read or written: sync once on a device that synced it (it "
+                "records its first commit), then here again; if it is another project, give this "
+                "one its own name with --project NAME (or MEMSYNC_PROJECT)"
             )
         if mode == "pull":
             return  # stamped by the next push or sync
@@ -166,7 +166,7 @@ def another_project(ctx: Context, theirs: str, ours: str) -> UserError:
     return UserError(
         f"the remote {display_remote(ctx)} holds the memory of another project "
         f"({theirs}; this one has {ours}); "
-        "nothing was synced: give this project its own name with --project NAME "
+        "no memory was read or written: give this project its own name with --project NAME "
         "(or MEMSYNC_PROJECT), the same on every device"
     )
 
@@ -305,8 +305,8 @@ def check_old_name(ctx: Context, store: Store | None = None) -> None:
     if _manifest_says(ctx, old_name, expected):
         raise UserError(
             f"this project's memory is on the remote under its earlier name {old_name!r}; "
-            f"nothing was synced: run `memsync sync --project {old_name}` once on this "
-            "device to keep using it (it is remembered)"
+            f"no memory was read or written: run `memsync sync --project {old_name}` once on "
+            "this device to keep using it (it is remembered)"
         )
     if ctx.project_source == "first-commit":
         found = same_first_commit(ctx, store, expected)
@@ -363,7 +363,8 @@ def elsewhere_message(ctx: Context, names: list[str]) -> str:
         use = "run `memsync sync --project NAME` once on this device with the one to use"
     return (
         f"this repository's memory (first commit {commit}) is on the remote {where}, synced "
-        f"from a folder with another name; nothing was synced: {use} (it is remembered), or "
+        f"from a folder with another name; no memory was read or written: {use} (it is "
+        "remembered), or "
         f"`memsync sync --project {ctx.project}` to keep this folder's memory apart"
     )
 
@@ -377,7 +378,7 @@ def template_message(ctx: Context) -> str:
         f"from another folder named like this one with the same first commit {commit}, "
         "which a copy of this repository and another project made from the same template both "
         "have; "
-        "nothing was synced: if this folder is a copy of that repository, run `memsync sync "
-        f"--project {ctx.project}` once to join it (it is remembered); if it is another "
-        "project, run `memsync sync --project NEW-NAME` with a name of its own"
+        "no memory was read or written: if this folder is a copy of that repository, run "
+        f"`memsync sync --project {ctx.project}` once to join it (it is remembered); if it is "
+        "another project, run `memsync sync --project NEW-NAME` with a name of its own"
     )
