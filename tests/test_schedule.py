@@ -343,3 +343,25 @@ def test_an_entry_is_found_after_linux_changes_scheduler(tmp_path, monkeypatch):
     assert schedule.install(ctx)[0] is False
     assert schedule.remove(ctx) == ["crontab entry"]
     assert schedule.show(ctx) == []
+
+
+@pytest.mark.parametrize(
+    ("remote", "env", "warned"),
+    [
+        ("https://acct.blob.core.windows.net/c/p", {"AZURE_STORAGE_KEY": "k"}, True),
+        ("https://acct.blob.core.windows.net/c/p", {"AZURE_STORAGE_CONNECTION_STRING": "x"}, True),
+        ("https://acct.blob.core.windows.net/c/p?sv=1&sig=s", {"AZURE_STORAGE_KEY": "k"}, False),
+        ("https://acct.blob.core.windows.net/c/p", {}, False),  # DefaultAzureCredential's
+        ("file:///srv/share", {"AZURE_STORAGE_KEY": "k"}, False),
+    ],
+)
+def test_install_warns_when_the_job_will_lack_this_shells_azure_credential(
+    tmp_path, remote, env, warned
+):
+    """Fresh-eyes s29c, finding 5: with the key only in the environment, `schedule install`
+    said only "Scheduled", and the job failed every day (schedulers pass no environment)."""
+    ctx = config.resolve(memory_dir=tmp_path / "m", remote=remote, project="proj")
+    said = schedule.credential_warning(ctx, env)
+    assert (said is not None) is warned
+    if said:
+        assert next(iter(env)) in said and "SAS token" in said

@@ -86,8 +86,10 @@ def status(engine: Engine) -> Status:
         or result.remote_lost
         or (result.remote_error and not seen.etags)
         or seen.foreign
+        or seen.purged
     ):
-        # the remote was not asked: assume it unchanged, so only local changes show
+        # the remote was not asked, or holds nothing of this project's to show (another
+        # project's memory, a purge: the notice says so): only local changes show
         seen.etags = {n: r.etag for n, r in engine.state.records.items()}
     actions = _sort_actions(engine, local, seen.etags, result)
     hashes = local.content.hashes

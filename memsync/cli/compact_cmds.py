@@ -135,6 +135,9 @@ def schedule(
         out.print(
             ("Scheduled" if changed else "Already scheduled") + f" daily compaction ({where})."
         )
+        warning = core.credential_warning(ctx)
+        if warning:
+            err.print(f"note: {warning}", markup=False)
     elif action == "show":
         entries = core.show(ctx)
         if not entries:

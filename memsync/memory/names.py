@@ -94,7 +94,16 @@ def collisions(new: Iterable[str], known: Iterable[str]) -> dict[str, str]:
             next((n for n in group if is_nfc(n)), group[0]),
         )
         for name in group:
-            if name in new_set and name != keep:
+            if name in new_set and name != keep and nfc(name) == nfc(keep):
+                # the two names print alike: say which is which by how they are spelled
+                this = "decomposed (Unicode NFD)" if not is_nfc(name) else "composed (NFC)"
+                other = "composed (NFC)" if is_nfc(keep) else "decomposed (NFD)"
+                refused[name] = (
+                    f"this is {keep} spelled with its accents {this}, the other file's "
+                    f"{other}: macOS and Windows keep the two as one file; merge this one "
+                    "into the other and delete it"
+                )
+            elif name in new_set and name != keep:
                 refused[name] = (
                     f"its name differs from {keep} only by letter case or Unicode form, and "
                     "macOS and Windows keep such names as one file; rename it, or merge it "

@@ -19,6 +19,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -111,6 +112,24 @@ def _family() -> list[str]:
     if chosen in _UNIX:
         return [chosen, *(b for b in _UNIX if b != chosen)]
     return [chosen]
+
+
+def credential_warning(ctx: Context, environ: Mapping[str, str] | None = None) -> str | None:
+    """What to say when the scheduled job will lack the Azure credential this shell has:
+    schedulers pass none of the environment, so a key or connection string there is not the
+    job's (a SAS token in the URL is written into the job)."""
+    environ = os.environ if environ is None else environ
+    if not ctx.remote.startswith(("http://", "https://")) or "?" in ctx.remote:
+        return None
+    found = [k for k in ("AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_KEY") if environ.get(k)]
+    if not found:
+        return None
+    return (
+        f"the scheduled job does not get {' or '.join(found)} (schedulers pass no environment), "
+        "so it will fail with \"no Azure credential found\" unless `az login` works for it "
+        "(DefaultAzureCredential); give the remote with a SAS token in its URL instead, or "
+        "read $MEMSYNC_HOME/logs/compact.log after its first run"
+    )
 
 
 def install(ctx: Context) -> tuple[bool, str]:

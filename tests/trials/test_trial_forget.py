@@ -262,7 +262,9 @@ def test_purge_is_not_undone_by_the_next_sync_or_session(pair, remote):
     b.run("push", "user_role.md", check=1)
     b.run("hook", "session-start", input=json.dumps(payload | {"cwd": str(b.root)}))
     assert on_remote(remote) == {}
-    assert "purged" in b.run("status").stdout
+    shown = b.run("status").stdout
+    assert "purged" in shown
+    assert "deleted on the remote" not in shown, shown  # the purge says it (s29c, finding 4)
     assert sorted(b.files()) == ["MEMORY.md", "relationship_sam.md", "user_role.md"]
 
     proc = a.run("push", "--republish")
