@@ -181,3 +181,27 @@ def test_offline_hooks_queue_without_waiting_and_a_probe_retries_later(tmp_path)
     renewed = offline.read(state_dir)
     assert renewed["reason"] == "old" and time.time() - renewed["at"] < 60
     assert os.stat(marker).st_size > 0
+
+
+def test_a_lost_memory_dir_is_restored_at_the_start_after_a_crash(tmp_path, sessions):
+    """Fresh-eyes s29d, finding 1: after a session that did not end cleanly, SessionStart
+    syncs (to push what the crash left) instead of pulling, and a sync refuses a lost memory
+    dir: the folder Claude had started anew stayed without the synced files. It now pulls
+    when the folder is lost, restores them and says so."""
+    import shutil
+
+    device = folder_device(tmp_path)
+    for n in range(8):
+        device.write(f"user_fact{n}.md", f"Fact {n}.\n", type="user")
+    device.run("push")
+    sessions(device, "s-1").kill()
+    shutil.rmtree(device.memory)
+    device.memory.mkdir()
+    (device.memory / "MEMORY.md").write_text("# Memory\n- [Dog](user_dog.md) — the dog\n")
+    device.write("user_dog.md", "The user has a dog named Rex.\n", type="user")
+    context = sessions(device, "s-2").primer
+    assert "did not end cleanly" in context
+    assert "restoring the 8 file(s)" in context, context
+    assert "had already been synced" not in context and "were pushed now" not in context
+    assert len(device.files()) == 10  # the 8 back, the index and Claude's new file kept
+    assert len(list((tmp_path / "remote" / "e2e-project").glob("user_fact*.md"))) == 8

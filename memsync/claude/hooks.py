@@ -346,6 +346,8 @@ def _crash_note(result: Any, offline: str | None, ended: list[Any]) -> str:
         return said + "its unsynced memory writes could not be pushed yet; the next sync does it"
     if offline:
         return said + "its unsynced memory writes could not be pushed now and stay queued here"
+    if result.restored:  # a pull, not a sync: what it wrote in the lost folder is lost with it
+        return said + "its memory dir was lost since, and the synced files are restored (below)"
     pushed = len(result.uploaded) + len(result.merged) + len(result.deleted_remote)
     if pushed:
         return said + f"{pushed} memory file(s) it left unsynced were pushed now"
@@ -414,8 +416,10 @@ def session_start(payload: dict[str, Any], stdout: Any) -> None:
     budget = float(ctx.setting("pull_timeout"))
     sessions = Sessions(ctx.state_dir)
     ended = sessions.ended_uncleanly(session_id)
-    # after an unclean end a sync, not a pull: writes no hook pushed (a crash, a kill) go out now
-    result, offline = pull_within(engine, budget, "sync" if ended else "pull")
+    # after an unclean end a sync, not a pull: writes no hook pushed (a crash, a kill) go out
+    # now; unless the memory dir is lost, which only a pull restores (a sync refuses)
+    mode = "sync" if ended and not engine.memory_dir_lost(engine.scan_local()) else "pull"
+    result, offline = pull_within(engine, budget, mode)
     _after(ctx, known, result)
     if offline:
         log.warning("session-start: %s", offline)

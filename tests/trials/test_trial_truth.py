@@ -196,6 +196,7 @@ def test_status_on_an_emptied_remote_says_so_and_that_nothing_is_deleted_here(
 
 
 def test_the_session_start_primer_says_it_restored_a_lost_memory_dir(tmp_path, share):
+    """(After an unclean end too: tests/test_hook_sessions.py.)"""
     import json
     import shutil
 
