@@ -239,9 +239,13 @@ def report(result: SyncResult, stats: bool, memory_dir: Path | None = None) -> N
             markup=False,
         )
     if result.offline:
+        queued = (
+            f"{len(result.queued)} change(s) queued, they go out with the next pull, push or sync"
+            if result.queued
+            else "nothing here needed sending"
+        )
         fail(
-            f"the remote is unreachable ({result.offline}); {len(result.queued)} change(s) "
-            "queued, they go out with the next pull, push or sync",
+            f"the remote is unreachable ({result.offline}); {queued}",
             3,
         )
     if result.refused or result.refused_remote or result.errors:

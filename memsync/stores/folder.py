@@ -40,12 +40,19 @@ class FolderStore(Store):
         # mounted (the mount point is an empty folder) and a write there would be lost.
         self.project_known = False
 
+    def _missing(self) -> str:
+        return (
+            f"the folder remote {self.root} is not there (is the drive mounted? a new one is "
+            f"made with `mkdir -p {self.root}`: memsync never makes it, so an unmounted drive's "
+            "mount point is never written to)"
+        )
+
     def _path(self, key: str) -> Path:
         return self.base / check_key(key)
 
     def _lock(self):  # a context manager
         if not self.root.is_dir():
-            raise Unreachable(f"the folder remote {self.root} is not there (is the drive mounted?)")
+            raise Unreachable(self._missing())
         if self.project_known and not self.base.is_dir():
             raise Unreachable(
                 f"the folder remote {self.root} has no folder {self.base.name} for this project, "
@@ -64,7 +71,7 @@ class FolderStore(Store):
     def list(self) -> dict[str, Entry]:
         self.stats.count("list")
         if not self.root.is_dir():
-            raise Unreachable(f"the folder remote {self.root} is not there (is the drive mounted?)")
+            raise Unreachable(self._missing())
         entries: dict[str, Entry] = {}
         if not self.base.is_dir():
             return entries
@@ -90,7 +97,7 @@ class FolderStore(Store):
     def projects(self) -> tuple[str, ...] | None:
         self.stats.count("list")
         if not self.root.is_dir():
-            raise Unreachable(f"the folder remote {self.root} is not there (is the drive mounted?)")
+            raise Unreachable(self._missing())
         try:
             return tuple(
                 sorted(p.name for p in self.root.iterdir() if p.is_dir() and p.name[0] != ".")

@@ -293,3 +293,17 @@ def test_admin_commands_say_what_is_true_when_there_is_nothing_to_do(tmp_path, s
     shutil.rmtree(a.memory)
     said = a.run("export", str(tmp_path / "none.tar.gz"), "--from", "local", check=1).stderr
     assert "does not exist" in said and not (tmp_path / "none.tar.gz").exists(), said
+
+
+def test_a_first_sync_to_a_folder_remote_not_made_yet_says_how_to_make_it(tmp_path):
+    """Fresh-eyes s29d, finding 3: a folder remote that does not exist yet was "unreachable
+    (is the drive mounted?); 0 change(s) queued, they go out with the next pull, push or
+    sync". memsync never makes it (an unmounted drive's mount point stays untouched), so it
+    says how to, and no "0 queued"."""
+    missing = tmp_path / "nas" / "memsync"
+    a = user(tmp_path, "laptop", missing)
+    said = a.run("pull", check=3).stderr
+    assert f"mkdir -p {missing}" in said and "0 change(s)" not in said, said
+    missing.mkdir(parents=True)
+    a.write("user_pat.md", "Pat takes coffee black.\n", type="user")
+    assert "pushed: user_pat.md" in a.run("sync").stdout
