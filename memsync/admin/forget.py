@@ -702,10 +702,11 @@ def purge(engine: Engine) -> PurgeReport:
 
 
 
-def republish(engine: Engine) -> bool:
+def republish(engine: Engine) -> str | None:
     """Lift the purge marks (here and on the remote); before an empty remote (emptied on
     purpose, made anew), forget what was synced with it, so that everything here goes up as
-    new. True if there was something to lift.
+    new. The device that lifted the remote mark (this one, or one that published again
+    first), or None if there was nothing to lift.
 
     The remote mark is not removed but notes who lifted it (see `blocking_purge`). Before a
     remote another device has published again: a file synced before the purge and gone from
@@ -723,10 +724,11 @@ def republish(engine: Engine) -> bool:
         had = _records_for_republish(engine, listing, marker)
         engine.state.save()
         had = _lift_remote_mark(engine, had) or had
+        by = engine.state.meta.pop("lifted_by", None)
         engine.state.save_meta()
     if had:
         audit(engine, "republish")
-    return had
+    return (by or engine.ctx.device) if had else None
 
 
 def _records_for_republish(engine: Engine, listing: dict, marker: Any) -> bool:
@@ -773,6 +775,11 @@ def _lift_remote_mark(engine: Engine, had: bool) -> bool:
         lifted = isinstance(mark.get("republished"), dict)
         if lifted and not had and mark.get("id") == engine.state.meta.get("purge_seen"):
             return False  # lifted long ago, with this device's knowledge: nothing to lift
+        if lifted:  # another device published again first: the mark keeps saying so
+            engine.state.meta["purge_seen"] = mark.get("id")
+            engine.state.meta["purge_seen_etag"] = etag
+            engine.state.meta["lifted_by"] = mark["republished"].get("device")
+            return False
         mark["republished"] = {"device": engine.ctx.device, "at": time.time()}
         try:
             new = store.replace(PURGED, json.dumps(mark, sort_keys=True).encode(), etag)

@@ -73,8 +73,16 @@ def push(
 
         if paths:
             raise UserError("--republish publishes the whole memory dir; give no files")
-        if lift(engine_for(memory_dir, remote, project)):
+        engine = engine_for(memory_dir, remote, project)
+        by = lift(engine)
+        if by == engine.ctx.device:
             out.print("The purge mark is lifted; publishing this device's memory again.")
+        elif by:
+            out.print(
+                f"The purge mark was lifted by {by}, which published first; publishing this "
+                "device's memory again.",
+                markup=False,
+            )
     transfer("push", memory_dir, remote, project, force, stats, paths, allow)
 
 

@@ -310,7 +310,8 @@ def test_after_a_purge_republish_raises_no_false_conflicts_and_a_device_that_nev
     proc = c.run("sync", check=1)
     sentence = one_line(proc.stderr)
     assert "purged from the remote by laptop" in sentence, sentence
-    assert "published again by laptop" in sentence and "push --republish" in sentence, sentence
+    # the device that published first, B (s29d, finding 2: the last one used to overwrite it)
+    assert "published again by desktop" in sentence and "push --republish" in sentence, sentence
     assert "purged" in c.run("status").stdout
     assert on_remote(remote) == before  # nothing of C's went up unasked
 
@@ -1575,3 +1576,20 @@ def test_forget_on_a_purged_device_says_it_worked_and_stays_final_through_a_repu
     assert "relationship_sam.md" not in on_remote(remote)
     assert not (b.memory / "relationship_sam.md").exists()
     assert_forgotten(["divorce", "Staff engineer"], everywhere(pair, remote))
+
+
+def test_the_device_that_published_first_is_the_one_named(pair, remote, tmp_path):
+    """Fresh-eyes s29d, finding 2: A purges and publishes again, then B: B said "The purge
+    mark is lifted" and overwrote who lifted it, so C, which never saw the purge, was told B
+    published again. The mark keeps the first; B says A lifted it."""
+    a, b = pair
+    c = make_device(tmp_path, "tablet", remote.as_uri())
+    seed_sam(a, b)
+    c.run("sync")
+    a.run("purge", "--all", "--yes")
+    assert "The purge mark is lifted" in a.run("push", "--republish").stdout
+    b.run("sync", check=1)
+    said = b.run("push", "--republish").stdout
+    assert "lifted by laptop, which published first" in said, said
+    told = c.run("sync", check=1).stderr
+    assert "published again by laptop" in told, told
