@@ -278,8 +278,8 @@ def restore(
     versions = {v.version: v for v in engine.state.history(name)}
     if not versions:
         raise UserError(
-            f"no earlier version of {name} is kept on this device (history keeps what a pull, "
-            "merge or restore replaced; a forget erases it)"
+            f"{name} has no version {version}: no earlier version of it is kept on this device "
+            "(history keeps what a pull, merge or restore replaced; a forget erases it)"
         )
     if version not in versions:
         raise UserError(f"{name} has no version {version}; see `memsync history {name}`")

@@ -284,7 +284,7 @@ def test_admin_commands_say_what_is_true_when_there_is_nothing_to_do(tmp_path, s
     a, b = two_synced(tmp_path, share)
     a.run("forget", "user_riley.md", "--yes")
     said = a.run("restore", "user_riley.md", check=1).stderr
-    assert "no earlier version of user_riley.md is kept" in said, said
+    assert "no earlier version of it is kept on this device" in said, said
     assert "see `memsync history" not in said, said
     archive = tmp_path / "b.tar.gz"
     b.run("export", str(archive))
