@@ -7,12 +7,15 @@ import re
 from urllib.parse import unquote
 
 INDEX = "MEMORY.md"
-_LINK = re.compile(r"\]\(<?([^)<>\s]+)>?\)")
+# `[title](file.md)`, `(<file.md>)`, `(file.md "a title")`, `(file.md#part)`
+_LINK = re.compile(r"""\]\(\s*(?:<([^<>]+)>|([^)<>\s]+))(?:\s+(?:"[^"]*"|'[^']*'))?\s*\)""")
 
 
 def link_targets(line: str) -> set[str]:
-    """The memory files a Markdown line links to (`[title](file.md)`, `<...>` or %-encoded)."""
-    return {unquote(t).removeprefix("./") for t in _LINK.findall(line)}
+    """The memory files a Markdown line links to (`[title](file.md)`, `<...>` or %-encoded,
+    with a `#part` or a `"title"`: the file is the same)."""
+    found = (a or b for a, b in _LINK.findall(line))
+    return {unquote(t.split("#", 1)[0]).removeprefix("./") for t in found}
 
 
 def without_links(text: str, names: set[str]) -> tuple[str, list[str]]:

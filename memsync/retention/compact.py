@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from memsync.memory import digests, sections, voice
 from memsync.memory import frontmatter as memory
+from memsync.memory.index_links import link_targets
 from memsync.memory.memtypes import type_of
 from memsync.memory.merge import merge_tree
 from memsync.memory.sections import Section
@@ -835,7 +836,6 @@ def plan(files: Mapping[str, bytes], now: date, policy: Policy = DEFAULT_POLICY)
 
 
 _INDEX = "MEMORY.md"
-_LINK = re.compile(r"\]\(<?([^)<>\s]+)>?\)")
 
 
 def _plan_index(files: Mapping[str, bytes], actions: list[Action]) -> Action | None:
@@ -852,11 +852,11 @@ def _plan_index(files: Mapping[str, bytes], actions: list[Action]) -> Action | N
         return None
     contents = dict(files) | {a.name: a.content for a in actions if a.content is not None}
     lines = text.splitlines(keepends=True)
-    linked = {target for line in lines for target in _LINK.findall(line)}
+    linked = {target for line in lines for target in link_targets(line)}
     out: list[str] = []
     dropped = 0
     for line in lines:
-        targets = _LINK.findall(line)
+        targets = sorted(link_targets(line))
         if not targets or not all(t in deleted for t in targets):
             out.append(line)
             continue

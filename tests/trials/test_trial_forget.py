@@ -1593,3 +1593,27 @@ def test_the_device_that_published_first_is_the_one_named(pair, remote, tmp_path
     assert "lifted by laptop, which published first" in said, said
     told = c.run("sync", check=1).stderr
     assert "published again by laptop" in told, told
+
+
+def test_forget_takes_index_lines_that_link_with_a_part_or_a_title(pair, remote):
+    """Fresh-eyes s29e, finding 2: `[Sam](relationship_sam.md#notes)` and
+    `[Sam](relationship_sam.md "Sam")` link the file as surely as `(relationship_sam.md)`,
+    yet stayed in every index after the forget, descriptions and all."""
+    a, b = pair
+    (a.memory / "MEMORY.md").write_text(
+        index(
+            ROLE,
+            "- [Sam](relationship_sam.md#notes) — Sam, going through a divorce",
+            '- [Sam again](relationship_sam.md "Sam") — the divorce papers',
+            "- [Sam's notes](<relationship_sam.md>) — divorce lawyer",
+        )
+    )
+    a.write("relationship_sam.md", "## Notes\n- Sam mentioned a divorce.\n", type="relationship")
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    a.run("push")
+    b.run("pull")
+    said = a.run("forget", "relationship_sam.md", "--yes")
+    assert "removed 3 MEMORY.md line(s)" in said.stdout, said.stdout
+    b.run("sync")
+    assert_forgotten(["divorce"], everywhere(pair, remote))
+    assert ROLE in (b.memory / "MEMORY.md").read_text()
