@@ -101,6 +101,14 @@ def forget(
 
 
 def _finish(report: ForgetReport) -> None:
+    from memsync.sync.engine import SYNC_OFF
+
+    if report.offline == SYNC_OFF:
+        out.print(
+            f"Forgotten here; {SYNC_OFF}, so the remote and the other devices follow with the "
+            "first sync once it is on again."
+        )
+        return
     if report.offline:
         fail(
             f"forgotten here, but the remote is unreachable ({report.offline}); the next "

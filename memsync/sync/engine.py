@@ -113,6 +113,9 @@ class SyncResult:
         )
 
 
+SYNC_OFF = "sync is off (MEMSYNC_SYNC=off)"
+
+
 class LocalScan:
     def __init__(
         self, content: LocalFiles, refused: dict[str, str], mtimes: dict[str, float]
@@ -187,6 +190,12 @@ class Engine:
 
     @property
     def store(self) -> Store:
+        if self._store is None and not self.ctx.sync_enabled:
+            # MEMSYNC_SYNC=off: no command reaches the remote (forget and purge included);
+            # each says what it left for later, as when the remote is unreachable
+            from memsync.sync.offline import OfflineStore
+
+            self._store = OfflineStore(SYNC_OFF, self.ctx.remote)
         if self._store is None:
             if self.ctx.embedded_remote:  # ours to create; a configured folder may be unmounted
                 private_dir(self.ctx.home / "remote")

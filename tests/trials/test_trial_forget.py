@@ -1617,3 +1617,22 @@ def test_forget_takes_index_lines_that_link_with_a_part_or_a_title(pair, remote)
     b.run("sync")
     assert_forgotten(["divorce"], everywhere(pair, remote))
     assert ROLE in (b.memory / "MEMORY.md").read_text()
+
+
+def test_with_sync_off_forget_and_purge_leave_the_remote_alone(pair, remote):
+    """Fresh-eyes s29e, finding 7: MEMSYNC_SYNC=off "turns every network action into a
+    no-op", yet forget and purge deleted on the remote. They now act here only and say so;
+    the forget reaches the remote and the other device with the first sync once it is on."""
+    a, b = pair
+    seed_sam(a, b)
+    before = on_remote(remote)
+    a.env_extra["MEMSYNC_SYNC"] = "off"
+    said = a.run("forget", "relationship_sam.md", "--yes")
+    assert "sync is off" in said.stdout, said
+    a.run("forget", "--match", "Staff engineer", "--yes")
+    assert a.run("purge", "--all", "--yes", check=3).stderr.count("nothing was deleted") == 1
+    assert on_remote(remote) == before
+    del a.env_extra["MEMSYNC_SYNC"]
+    a.run("sync")
+    b.run("sync")
+    assert_forgotten(["divorce", "Staff engineer"], everywhere(pair, remote))
