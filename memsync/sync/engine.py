@@ -995,7 +995,10 @@ class Engine:
         edited copy on this device cannot bring them back (an unsynced edit is set aside in
         quarantine). Each tombstone is applied once; see forget.py."""
         entry = listing.get(TOMBSTONES)
-        if entry is None or entry.etag == self.state.meta.get("tombstones_etag"):
+        if entry is None:
+            return
+        if entry.etag == self.state.meta.get("tombstones_etag"):
+            self._forget_restored(local, result)
             return
         from memsync.sync.tombstones import apply_tombstones
 
@@ -1009,6 +1012,24 @@ class Engine:
             n for n in known if n not in self.state.records and n not in local.content.hashes
         )
         self.state.meta["tombstones_etag"] = etag
+
+    def _forget_restored(self, local: LocalScan, result: SyncResult) -> None:
+        """Tombstones applied here before: a new file about to go up may still be a forgotten
+        one restored from a backup (tombstones.forget_restored). One GET, only when there are
+        new files."""
+        records = self.state.records
+        if not any(
+            n not in records and n not in local.refused and n != INDEX
+            for n in local.content.hashes
+        ):
+            return
+        from memsync.sync.tombstones import forget_restored
+
+        try:
+            data, _ = self.store.get(TOMBSTONES)
+        except NotFound:
+            return
+        result.forgotten += forget_restored(self, data, local)
 
     def _receive_conflicts(self, result: SyncResult, listing) -> None:
         """Conflicts other devices recorded while merging (maybe with our edit) become ours."""

@@ -578,6 +578,37 @@ def apply_tombstones(
     return sorted(changed), set(fresh)
 
 
+def forget_restored(engine: Engine, data: bytes, local: LocalScan) -> list[str]:
+    """New files here (no record) whose text is a forgotten version's, under a tombstone this
+    device applied before they were here: a backup restored after the forget (`cp`, its times
+    new). Each tombstone is applied once, so they are looked for whenever new files are about
+    to go up. Under the forgotten name it is that file, deleted; under another name it is set
+    aside in quarantine as a renamed copy is. Returns their names."""
+    doc = read_tombstones(data)
+    bodies = {h: name for name, t in doc["files"].items() for h in t.get("bodies", ())}
+    if not bodies:
+        return []
+    found = []
+    for name in sorted(local.content.hashes):
+        if name == INDEX or name in engine.state.records or name in local.refused:
+            continue
+        try:
+            content = local.content[name]
+        except (MemsyncError, OSError):
+            continue
+        was = bodies.get(body_hash(content) or "")
+        if was is None:
+            continue
+        if name == was:
+            engine.local_path(name).unlink()
+        else:
+            quarantine(engine, name, content, was=was)
+        local.content.discard(name)
+        engine.state.unqueue([name])
+        found.append(name)
+    return found
+
+
 def _set_aside_copies(
     engine: Engine, files: dict[str, Any], before: set[str], local: LocalScan
 ) -> set[str]:

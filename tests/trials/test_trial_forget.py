@@ -1636,3 +1636,30 @@ def test_with_sync_off_forget_and_purge_leave_the_remote_alone(pair, remote):
     a.run("sync")
     b.run("sync")
     assert_forgotten(["divorce", "Staff engineer"], everywhere(pair, remote))
+
+
+@pytest.mark.parametrize("where", ["other device", "forgetting device", "renamed"])
+def test_a_backup_of_a_forgotten_file_restored_later_is_forgotten_again(pair, remote, where):
+    """Fresh-eyes s29e, finding 1: after A's forget reached B, a copy of the forgotten file
+    restored from an old backup (`cp`: its times new) went up as new content and came back
+    everywhere; each tombstone is applied once, before the copy was there. Its text is a
+    forgotten version's: under the forgotten name it is forgotten again, under another name
+    it is set aside in quarantine, and nothing of it reaches the remote."""
+    a, b = pair
+    seed_sam(a, b)
+    backup = (b.memory / "relationship_sam.md").read_bytes()
+    a.run("forget", "relationship_sam.md", "--yes")
+    b.run("sync")
+    device = a if where == "forgetting device" else b
+    name = "relationship_sam_old.md" if where == "renamed" else "relationship_sam.md"
+    (device.memory / name).write_bytes(backup)
+    said = device.run("sync")
+    assert "pushed" not in said.stdout, said.stdout
+    assert name not in on_remote(remote)
+    a.run("sync")
+    b.run("sync")
+    assert "divorce" not in "".join(on_remote(remote).values())
+    for d in (a, b):
+        assert name not in d.files(), d.name
+    if where != "renamed":
+        assert_forgotten(["divorce"], everywhere(pair, remote))
