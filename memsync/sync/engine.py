@@ -440,6 +440,11 @@ class Engine:
             from memsync.sync.tombstones import finish_pending
 
             for names in finish_pending(self, listing):
+                for name in names:  # erased here by the finish: the scan still had them
+                    local.content.discard(name)
+                index = self.read_local(INDEX)  # and their index lines taken out of it
+                if index is not None:
+                    local.content.add(INDEX, sha256(index), index)
                 result.notes.append(
                     f"finished forgetting {', '.join(names)} here and on the remote (the forget "
                     "waited for the remote)"

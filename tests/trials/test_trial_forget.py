@@ -1663,3 +1663,33 @@ def test_a_backup_of_a_forgotten_file_restored_later_is_forgotten_again(pair, re
         assert name not in d.files(), d.name
     if where != "renamed":
         assert_forgotten(["divorce"], everywhere(pair, remote))
+
+
+KILLED_FORGET = FAILING_FORGET.replace(
+    'raise Unreachable("injected: the network went away")', "os._exit(9)  # kill -9"
+).replace("import sys\n", "import os\nimport sys\n", 1)
+
+
+def test_a_forget_killed_mid_way_is_finished_by_the_next_sync_without_false_errors(pair, remote):
+    """Fresh-eyes s29e, finding 3: `forget` of many files killed (-9) while deleting on the
+    remote, before it erased its local copies: the next sync finished it ("finished
+    forgetting ...") and then reported each file as an error (it planned them from its scan
+    made before the finish erased them), exit 1. It now exits 0 with the finish only."""
+    a, b = pair
+    seed_sam(a, b)
+    a.write("user_pat.md", "Pat, the manager.\n", type="user")
+    a.run("push")
+    proc = subprocess.run(
+        [sys.executable, "-c", KILLED_FORGET, "relationship_sam.md", "user_pat.md"],
+        env=a.env(),
+        cwd=a.root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 9, proc.stderr
+    said = a.run("sync")
+    assert "finished forgetting" in said.stderr and "error" not in said.stderr, said.stderr
+    assert not {"relationship_sam.md", "user_pat.md"} & set(a.files())
+    b.run("sync")
+    assert_forgotten(["divorce", "the manager"], everywhere(pair, remote))
