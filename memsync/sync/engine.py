@@ -882,6 +882,19 @@ class Engine:
             "another device) and a line for it, kept by a merge, linked to nothing (the index "
             "as it was is in `memsync history MEMORY.md`)"
         )
+        elsewhere = sorted(set(names) & set(result.deleted_local))
+        if elsewhere:
+            # deleted (or renamed) on another device, whose index let its line go: the line
+            # here outlived that only as an edit made to it, which is set aside: a conflict,
+            # so status, --json and the next primer say it, not only this run's note
+            detail = (
+                f"the line for {', '.join(elsewhere)}, edited here, was taken out: the file "
+                "was deleted or renamed on another device; the line as it was is in "
+                "`memsync history MEMORY.md`"
+            )
+            with self._lock:
+                self.state.add_conflict(INDEX, detail)
+                result.conflicts.append(f"{INDEX}: {detail}")
 
     def _text_of(self, name: str) -> str | None:
         try:

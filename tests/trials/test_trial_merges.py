@@ -902,3 +902,28 @@ def test_a_line_removed_elsewhere_that_comes_back_without_records_is_reported(tm
         for device in (a, b):
             assert "self_observations.md" in conflict_files(device), device.name
     assert "A lesson to keep." in text
+
+
+def test_an_index_line_edited_while_its_file_was_renamed_elsewhere_is_a_conflict(pair):
+    """Fresh-eyes s29e, finding 4: A renames user_pat.md to user_patricia.md (its index line
+    too) and syncs; Claude on B edits the old index line, pushed by the hooks. The merge
+    keeps the edited line, which then links to nothing and is taken out: B's words were only
+    in a hook's log line and in history. Now a conflict says so (status, --json, primer)."""
+    a, b, _ = pair
+    a.write("user_pat.md", "Pat leads the storage team.\n", type="user")
+    (a.memory / "MEMORY.md").write_text("# Memory\n- [Pat](user_pat.md) — Pat, storage lead\n")
+    start_synced(a, b)
+    (a.memory / "user_pat.md").rename(a.memory / "user_patricia.md")
+    (a.memory / "MEMORY.md").write_text(
+        "# Memory\n- [Patricia](user_patricia.md) — Patricia, storage lead\n"
+    )
+    a.run("sync")
+    index = b.memory / "MEMORY.md"
+    index.write_text(index.read_text().replace("storage lead", "storage lead, away in May"))
+    b.post_tool_use(index)
+    b.hook("stop", hook_event_name="Stop")
+    b.run("sync")
+    assert "MEMORY.md" in conflict_files(b), status(b)
+    said = [c["detail"] for c in status(b)["conflicts"] if c["file"] == "MEMORY.md"]
+    assert any("user_pat.md" in d and "history" in d for d in said), said
+    assert "away in May" not in index.read_text()  # the line links to nothing: it goes
