@@ -30,7 +30,7 @@ from memsync.util.errors import MemsyncError, NotFound, PreconditionFailed, Unre
 from memsync.util.fsutil import atomic_write, private_dir, sha256
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Container, Iterable
 
     from memsync.memory.frontmatter import Document
     from memsync.stores import Entry
@@ -589,16 +589,7 @@ def forget_restored(engine: Engine, data: bytes, local: LocalScan) -> list[str]:
     if not bodies:
         return []
     found = []
-    for name in sorted(local.content.hashes):
-        if name == INDEX or name in engine.state.records or name in local.refused:
-            continue
-        try:
-            content = local.content[name]
-        except (MemsyncError, OSError):
-            continue
-        was = bodies.get(body_hash(content) or "")
-        if was is None:
-            continue
+    for name, content, was in _new_copies(engine, local, bodies, local.refused):
         if name == was:
             engine.local_path(name).unlink()
         else:
@@ -606,6 +597,25 @@ def forget_restored(engine: Engine, data: bytes, local: LocalScan) -> list[str]:
         local.content.discard(name)
         engine.state.unqueue([name])
         found.append(name)
+    return found
+
+
+def _new_copies(
+    engine: Engine, local: LocalScan, bodies: dict[str, str], skip: Container[str]
+) -> list[tuple[str, bytes, str]]:
+    """The new files here (never synced, not in `skip`) whose body is a forgotten version's
+    (`bodies`: body hash -> the forgotten file): (name, content, the forgotten file)."""
+    found = []
+    for name in sorted(local.content.hashes):
+        if name == INDEX or name in engine.state.records or name in skip:
+            continue
+        try:
+            content = local.content[name]
+        except (MemsyncError, OSError):
+            continue
+        was = bodies.get(body_hash(content) or "")
+        if was is not None:
+            found.append((name, content, was))
     return found
 
 
@@ -621,18 +631,9 @@ def _set_aside_copies(
     }
     if not bodies:
         return set()
-    records = engine.state.records
     out = set()
-    for name in sorted(local.content.hashes):
-        if name == INDEX or name in records or name in files:
-            continue  # synced, or the forgotten name itself (`_apply_file_tombstone`)
-        try:
-            data = local.content[name]
-        except (MemsyncError, OSError):
-            continue
-        was = bodies.get(body_hash(data) or "")
-        if was is None:
-            continue
+    # the forgotten names themselves are `_apply_file_tombstone`'s
+    for name, data, was in _new_copies(engine, local, bodies, files):
         quarantine(engine, name, data, was=was)
         local.content.discard(name)
         engine.state.unqueue([name])
