@@ -613,20 +613,25 @@ print(report.remote_deleted, report.offline)
 """
 
 
+def _forget_by_script(device: Device, script: str, *names: str) -> subprocess.CompletedProcess:
+    """`forget FILE...` on `device` through `script` (a store that fails on cue)."""
+    return subprocess.run(
+        [sys.executable, "-c", script, *names],
+        env=device.env(),
+        cwd=device.root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
 def test_forget_cut_off_after_its_first_deletion_is_finished_by_any_device(pair, remote):
     a, b = pair
     seed_sam(a, b)
     a.write("user_pat.md", "Pat, the manager.\n", type="user")
     a.run("push")
     b.run("pull")
-    proc = subprocess.run(
-        [sys.executable, "-c", FAILING_FORGET, "relationship_sam.md", "user_pat.md"],
-        env=a.env(),
-        cwd=a.root,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = _forget_by_script(a, FAILING_FORGET, "relationship_sam.md", "user_pat.md")
     assert proc.returncode == 0, proc.stderr
     assert "['relationship_sam.md'] injected" in proc.stdout
     assert "user_pat.md" in on_remote(remote), "the outage left the second file"
@@ -1679,14 +1684,7 @@ def test_a_forget_killed_mid_way_is_finished_by_the_next_sync_without_false_erro
     seed_sam(a, b)
     a.write("user_pat.md", "Pat, the manager.\n", type="user")
     a.run("push")
-    proc = subprocess.run(
-        [sys.executable, "-c", KILLED_FORGET, "relationship_sam.md", "user_pat.md"],
-        env=a.env(),
-        cwd=a.root,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    proc = _forget_by_script(a, KILLED_FORGET, "relationship_sam.md", "user_pat.md")
     assert proc.returncode == 9, proc.stderr
     said = a.run("sync")
     assert "finished forgetting" in said.stderr and "error" not in said.stderr, said.stderr
