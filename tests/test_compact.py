@@ -18,6 +18,7 @@ from memsync.memory import frontmatter as memory
 from memsync.memory import sections
 from memsync.retention import compact
 from memsync.retention.compact import DELETE, UPDATE, WRITE, Action, Policy, plan, plan_to_dict
+from memsync.stores import open_store
 from memsync.sync.engine import Engine
 
 GOLDEN = Path(__file__).parent / "golden" / "compact"
@@ -495,7 +496,10 @@ def make_engine(tmp_path: Path, device: str = "a") -> Engine:
 
 
 def remote_files(engine: Engine) -> dict[str, bytes]:
-    return {k: engine.store.get(k)[0] for k in engine.store.list() if not k.startswith("_memsync")}
+    """What the remote holds, read with a store of its own: with sync off, the engine's
+    reaches nothing."""
+    store = open_store(engine.ctx.remote, engine.ctx.project)
+    return {k: store.get(k)[0] for k in store.list() if not k.startswith("_memsync")}
 
 
 def compact_once(engine: Engine, now: date = NOW, **kwargs: object) -> compact.CompactResult:
