@@ -26,7 +26,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memsync.memory import digests, sections, voice
+from memsync.memory import digests, rollups, sections, voice
 from memsync.memory import frontmatter as memory
 from memsync.memory.index_links import link_targets
 from memsync.memory.memtypes import type_of
@@ -160,7 +160,6 @@ def route(d: date, now: date, policy: Policy = DEFAULT_POLICY) -> Period:
 
 # --- section helpers ----------------------------------------------------------------------
 
-_HEADING_HASHES = re.compile(r"^#{1,6}")
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
 _ANY_DATE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
 _LEADING_DATE = re.compile(
@@ -168,33 +167,6 @@ _LEADING_DATE = re.compile(
     r"(\d{4}-\d{2}-\d{2})"
 )
 _RETIRED = re.compile(r"\(retired (\d{4}-\d{2}-\d{2})\)")
-
-
-def _heading(title: str, level: int) -> str:
-    return f"{'#' * level} {title}\n\n"
-
-
-def _shift(node: Section, shift: int) -> None:
-    """Move a subtree `shift` heading levels down (clamped to 1..6), in place."""
-    for sub in node.walk():
-        if sub.heading is None:
-            continue
-        level = min(6, max(1, sub.level + shift))
-        sub.heading = _HEADING_HASHES.sub("#" * level, sub.heading, count=1)
-        sub.level = level
-
-
-def _normalised(section: Section) -> Section:
-    """The section as it reads back from its rendering (so comparisons see what a file holds)."""
-    text = section.render()
-    if not text.endswith("\n"):
-        text += "\n"
-    root = sections.parse(text)
-    return root.children[0] if len(root.children) == 1 and not root.entries else section
-
-
-def _entries(node: Section) -> list[str]:
-    return [sections.ensure_newline(e) for e in node.entries if e.strip()]
 
 
 def _keys(section: Section) -> set[tuple[tuple[str, ...], str]]:
@@ -347,44 +319,11 @@ def _fold(root: Section, part: Section) -> bool:
     return True
 
 
-def _wrap(title: str, entries: list[str], children: list[Section]) -> Section:
-    """A level-2 section holding `entries` and `children`, the children moved below it."""
-    children = copy.deepcopy(children)
-    if children:
-        shift = 3 - min(c.level for c in children)
-        for child in children:
-            _shift(child, shift)
-    return _normalised(Section(_heading(title, 2), 2, entries, children))
-
-
 def _parts(
     period: Period, doc: memory.Document, now: date, policy: Policy
 ) -> list[tuple[Period, Section]]:
     """A due digest cut into `## <label>` sections, each with the roll-up it goes to."""
-    root = sections.parse(doc.body)
-    meta = doc.meta or {}
-    if period.tier == "day":
-        intro = []
-        description = meta.get("description")
-        if isinstance(description, str) and description.strip():
-            intro = ["".join(f"> {line}\n" for line in description.strip().splitlines())]
-        part = _wrap(period.label, intro + _entries(root), root.children)
-        return [(route(period.start, now, policy), part)]
-    parts: list[tuple[Period, Section]] = []
-    rest: list[Section] = []
-    for child in root.children:
-        day = parse_label(child.title)
-        if day is not None and day.tier == "day":
-            moved = copy.deepcopy(child)
-            _shift(moved, 2 - moved.level)
-            parts.append((route(day.start, now, policy), _normalised(moved)))
-        else:
-            rest.append(child)
-    extra = _entries(root)
-    if extra or rest:
-        home = period.start + timedelta(days=3) if period.tier == "week" else period.start
-        parts.append((route(home, now, policy), _wrap(period.label, extra, rest)))
-    return parts
+    return [(route(day, now, policy), part) for day, part in rollups.cut(period.label, doc)]
 
 
 def _new_meta(period: Period) -> dict[str, Any]:
@@ -684,7 +623,7 @@ def _plan_callbacks(text: str, now: date, policy: Policy) -> tuple[bytes, str] |
     moved = []
     if active is not None and moving:
         if retired is None:
-            retired = Section(_heading("Retired", 2), 2)
+            retired = Section(rollups.heading("Retired", 2), 2)
             root.children.insert(root.children.index(active) + 1, retired)
         moved = [_retire(active.entries[i], now) for i in moving]
         active.entries = _tail(
@@ -739,8 +678,7 @@ def _callbacks_reason(moving: int, pruning: int, dating: int, policy: Policy) ->
         )
     if pruning:
         said.append(
-            f"prunes {_count(pruning, 'callback')} retired more than "
-            f"{policy.retired_days} days ago"
+            f"prunes {_count(pruning, 'callback')} retired more than {policy.retired_days} days ago"
         )
     if dating:
         said.append(

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from memsync.context.config import Context
 from memsync.context.identity import MANIFEST, MOVED, pin, to_note, unnamed_message
 from memsync.memory import index_links
+from memsync.memory.digests import is_rollup
 from memsync.memory.index_links import INDEX
 from memsync.memory.names import collisions, fold
 from memsync.privacy.gate import check_inbound, check_outbound
@@ -151,6 +152,9 @@ class Engine:
         # tombstone list moved since this device applied it; a listing sync of them follows
         self._records_run = False
         self._deferred: set[str] = set()
+        # the records as this run found them: the synced copies a roll-up base is made of
+        # (`_rollup_base`), unchanged by what the run records meanwhile
+        self._records_at_start: dict[str, Record] = {}
         self._manifest_ahead: GetAhead | None = None  # a fresh pull's manifest, read early
         self.state = State(ctx.state_dir, int(ctx.setting("history_versions")))
         # told once when the state lock is not free at once (the CLI says it is waiting)
@@ -500,6 +504,7 @@ class Engine:
                 return
             run = planned
         self._refuse_mass_deletion(mode, run, force)
+        self._records_at_start = dict(self.state.records)
         self._carry_out(result, run, deadline, progress)
         self._count_singly(result, mode, names, force)
         if self._came_back or self.state.meta.get(COMEBACKS):
@@ -1037,8 +1042,7 @@ class Engine:
         new files."""
         records = self.state.records
         if not any(
-            n not in records and n not in local.refused and n != INDEX
-            for n in local.content.hashes
+            n not in records and n not in local.refused and n != INDEX for n in local.content.hashes
         ):
             return
         from memsync.sync.tombstones import forget_restored
@@ -1264,6 +1268,8 @@ class Engine:
                 self._conflict_that_landed(result, name, ours)
                 return
             base = _base_by_hash(base, self.state.records.get(name), ours, theirs)
+            if base is None and is_rollup(name) and not self.state.records_lost:
+                base = self._rollup_base(ours, theirs)
             outcome: MergeResult | None = None
             merged = ours  # a corrupt remote copy never replaces a good local one: overwritten
             if theirs_ok:
@@ -1282,8 +1288,10 @@ class Engine:
             if again is not None:
                 base, ours, mtime = again
                 continue
-            if outcome is not None and outcome.conflict and (
-                outcome.discarded == ours or outcome.ours_set_aside
+            if (
+                outcome is not None
+                and outcome.conflict
+                and (outcome.discarded == ours or outcome.ours_set_aside)
             ):
                 with self._lock:
                     result.replaced[name] = outcome.conflict
@@ -1300,8 +1308,27 @@ class Engine:
         forget took them off both sides; left in the base, a forgotten entry would be read as
         reworded by whatever new entry resembles it on each side (two new items, one of them
         consumed, merged as one item reworded and consumed: the other lost)."""
-        base = self.state.base(name)
-        rec = self.state.records.get(name)
+        return self._synced_copy(self.state.records.get(name))
+
+    def _rollup_base(self, ours: bytes, theirs: bytes) -> bytes | None:
+        """The base of two roll-ups of one period that two devices made apart (no version in
+        common): the synced copies of the digests both list as sources, rolled up as
+        compaction rolls them (memory/rollups.py). A line one of them reworded before its
+        compaction is then a rewording, not a new line beside the old one; a line both
+        reworded, a conflict."""
+        from memsync.memory import rollups
+
+        both = set(rollups.sources(ours)) & set(rollups.sources(theirs))
+        copies = {}
+        for source in both:
+            content = self._synced_copy(self._records_at_start.get(source))
+            if content is not None:
+                copies[source] = content
+        return rollups.base_of(copies)
+
+    def _synced_copy(self, rec: Record | None) -> bytes | None:
+        """The content `rec` names (the base), without the lines forgotten since."""
+        base = self.state.content(rec.sha) if rec is not None else None
         forgotten = self.state.meta.get("forgotten_lines")
         if base is None or rec is None or not forgotten:
             return base

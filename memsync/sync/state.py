@@ -161,9 +161,7 @@ class State:
         self._meta_saved = json.dumps(self.meta, sort_keys=True)
         times = self._json(_TIMES, {}, cache=True)
         if isinstance(times, dict):
-            self.meta.update(
-                (k, v) for k, v in times.items() if k in _TIME_KEYS and _is_time(v)
-            )
+            self.meta.update((k, v) for k, v in times.items() if k in _TIME_KEYS and _is_time(v))
         # synced before, yet no records.json (moved aside, as a damaged one's message advises):
         # merges this run have no base to tell a removal from an addition
         self.records_lost = records_missing and bool(self.meta.get("last_sync"))
@@ -238,11 +236,13 @@ class State:
 
     def base(self, name: str) -> bytes | None:
         rec = self.records.get(name)
-        if rec is None:
-            return None
-        if rec.sha in self._new_bases:
-            return self._new_bases[rec.sha]
-        return self.bases.get(rec.sha)
+        return None if rec is None else self.content(rec.sha)
+
+    def content(self, sha: str) -> bytes | None:
+        """A synced version kept as a base, by its sha256 (None: not kept)."""
+        if sha in self._new_bases:
+            return self._new_bases[sha]
+        return self.bases.get(sha)
 
     # --- pending queue, conflicts, refused files ------------------------------------------
 

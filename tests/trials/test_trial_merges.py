@@ -927,3 +927,82 @@ def test_an_index_line_edited_while_its_file_was_renamed_elsewhere_is_a_conflict
     said = [c["detail"] for c in status(b)["conflicts"] if c["file"] == "MEMORY.md"]
     assert any("user_pat.md" in d and "history" in d for d in said), said
     assert "away in May" not in index.read_text()  # the line links to nothing: it goes
+
+
+@pytest.mark.parametrize("a_offline", [False, True], ids=["A-online", "A-offline-too"])
+def test_a_digest_reworded_then_rolled_up_offline_while_the_other_rolled_it_up_is_reworded_once(
+    pair, a_offline
+):
+    """B rewords a line of one day's digest and its scheduled compaction rolls October up
+    while the remote is away; A rolls October up too. The two roll-ups meet with no common
+    version: their base is made from the synced copies of the digests both rolled up, so B's
+    rewording replaces the old line, once, everywhere, and no conflict is reported (fresh-eyes
+    trial of issue 16: both wordings stayed side by side, no conflict)."""
+    a, b, remote = pair
+    _october_digests(a, range(1, 10))
+    start_synced(a, b)
+    edit(
+        b,
+        "session_digest_2026-10-06.md",
+        lambda t: t.replace(
+            "- ARC06 worked on item 06.", "- ARC06 worked on item 06 and CSV BREW."
+        ),
+    )
+    away = remote.with_name("remote-away")
+    remote.rename(away)
+    b.run("compact", "--now", "2026-11-26", check=3)
+    if a_offline:
+        a.run("compact", "--now", "2026-11-26", check=3)
+    away.rename(remote)
+    if not a_offline:
+        a.run("compact", "--now", "2026-11-26")
+    else:
+        a.run("sync")
+    b.run("sync")
+    a.run("sync")
+    b.run("sync")
+    a.run("compact", "--now", "2026-11-26")
+    b.run("compact", "--now", "2026-11-26")
+    a.run("sync")
+    b.run("sync")
+    a.run("sync")
+    assert a.files() == b.files()
+    assert not conflict_files(a) and not conflict_files(b)
+    for text in (
+        a.files()["session_digest_2026-10.md"].decode(),
+        remote_text(remote, "session_digest_2026-10.md"),
+    ):
+        assert text.count("- ARC06 worked on item 06 and CSV BREW.") == 1, text
+        assert "- ARC06 worked on item 06.\n" not in text, text
+        for day in range(1, 10):
+            assert text.count(f"- REL{day:02d} Pat was fine.") == 1, text
+            assert text.count(f"## 2026-10-{day:02d}") == 1, text
+    assert not [n for n in a.files() if n.startswith("session_digest_2026-10-")]
+
+
+def test_a_digest_line_reworded_on_both_devices_then_rolled_up_apart_is_a_conflict(pair):
+    """Both devices reword the same digest line, each in its own words, and each rolls
+    October up while the remote is away: the merged roll-up keeps both wordings and both
+    devices report the conflict (the issue's rule: changed differently on both sides)."""
+    a, b, remote = pair
+    _october_digests(a, range(1, 10))
+    start_synced(a, b)
+    for device, words in ((a, "with the CSV export AREW"), (b, "and the retry logic BREW")):
+        edit(
+            device,
+            "session_digest_2026-10-06.md",
+            lambda t, w=words: t.replace("- ARC06 worked on item 06.", f"- ARC06 worked {w}."),
+        )
+    away = remote.with_name("remote-away")
+    remote.rename(away)
+    a.run("compact", "--now", "2026-11-26", check=3)
+    b.run("compact", "--now", "2026-11-26", check=3)
+    away.rename(remote)
+    a.run("sync")
+    b.run("sync")
+    a.run("sync")
+    text = remote_text(remote, "session_digest_2026-10.md")
+    assert "AREW" in text and "BREW" in text
+    assert "- ARC06 worked on item 06.\n" not in text, text
+    assert "session_digest_2026-10.md" in conflict_files(a)
+    assert "session_digest_2026-10.md" in conflict_files(b)
