@@ -115,8 +115,9 @@ def _start(engine: Engine) -> Status:
     )
     if ctx.other_origin:
         from memsync.context.identity import origin_note
+        from memsync.sync.project import shares_dir
 
-        result.project_note = origin_note(ctx.identity)
+        result.project_note = origin_note(ctx.identity, shares_dir(ctx, engine.store))
     return result
 
 

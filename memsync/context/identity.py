@@ -207,9 +207,19 @@ def _save_pins(home: Path, pins: dict[str, dict]) -> None:
     atomic_write(home / PINS, json.dumps(pins, indent=1, sort_keys=True).encode())
 
 
-def origin_note(identity: Identity) -> str:
-    """The one sentence that says a project keeps its name although its origin differs."""
+def origin_note(identity: Identity, shared: bool = False) -> str:
+    """The one sentence that says a project keeps its name although its origin differs;
+    `shared`: the repository here is another one (a first commit of its own), which Claude
+    Code's `autoMemoryDirectory` points at the same memory dir: no move of the memory."""
     other = identity.other_origin
+    if shared:
+        return (
+            f"this repository ({other}) shares this memory dir with another repository, "
+            f"whose memory it holds, synced as {identity.name}: Claude Code's "
+            "`autoMemoryDirectory` points both at it, so it is one memory; to keep this "
+            "repository's memory apart, give it a directory of its own (`autoMemoryDirectory` "
+            "in its `.claude/settings.local.json`)"
+        )
     return (
         f"this project's git origin is now {other}, but its memory stays under "
         f"{identity.name}, the name it synced under on this device, so every device keeps "
@@ -218,14 +228,14 @@ def origin_note(identity: Identity) -> str:
     )
 
 
-def to_note(home: Path, memory_dir: Path, identity: Identity) -> str | None:
+def to_note(home: Path, memory_dir: Path, identity: Identity, shared: bool = False) -> str | None:
     """`origin_note` if a sync has not said it yet for this origin on this device."""
     if not identity.other_origin:
         return None
     entry = read_pins(home).get(str(memory_dir))
     if isinstance(entry, dict) and entry.get("noted") == identity.other_origin:
         return None
-    return origin_note(identity)
+    return origin_note(identity, shared)
 
 
 def noted(home: Path, memory_dir: Path, identity: Identity) -> None:

@@ -395,7 +395,12 @@ class Engine:
                 moved = mark_moved(self.ctx, before)
                 if moved:
                     result.notes.append(moved)
-            note = to_note(self.ctx.home, self.ctx.memory_dir, self.ctx.identity)
+            note = None
+            if self.ctx.other_origin:
+                from memsync.sync.project import shares_dir
+
+                shared = shares_dir(self.ctx, self.store)
+                note = to_note(self.ctx.home, self.ctx.memory_dir, self.ctx.identity, shared)
             if note:
                 result.notes.append(note)  # the CLI records it as said (identity.noted)
         result.stats = self.store.stats

@@ -230,6 +230,21 @@ def first_commit(ctx: Context) -> str | None:
     return identity.first_commit(ctx.git_root)
 
 
+def shares_dir(ctx: Context, store: Store) -> bool:
+    """Whether the repository here is another one than the one whose memory this dir syncs
+    (its first commit is not the one the project's manifest records): Claude Code's
+    `autoMemoryDirectory` points both at one dir, and its origin differs because it is
+    another repository, not because the origin moved. Asked only when the origins differ."""
+    if ctx.git_root is None:
+        return False
+    try:
+        data, _ = store.get(identity.MANIFEST)
+    except StoreError:
+        return False
+    theirs = identity.manifest_commit(data)
+    return theirs is not None and theirs != identity.first_commit(ctx.git_root)
+
+
 def same_repository(ctx: Context, theirs: str, data: bytes) -> bool:
     """A manifest of another fingerprint is this project's if it names the same first
     commit and the two do not name different origins (a fork, with an origin of its own,

@@ -518,3 +518,36 @@ def test_clones_of_two_local_folders_named_alike_never_share_memory(tmp_path):
     assert b.run("sync").stdout == "pushed: user_b.md\n"
     assert len(prefixes(remote)) == 2 and all(p.startswith("app-") for p in prefixes(remote))
     assert sorted(a.files()) == ["user_a.md"] and sorted(b.files()) == ["user_b.md"]
+
+
+def test_two_repositories_sharing_one_memory_dir_are_told_so_not_to_move(tmp_path):
+    """Claude Code's `autoMemoryDirectory` points repositories x and y at one folder: it is
+    one memory, synced as the project it first synced under (x). In y, memsync says the dir is
+    shared with another repository and how to keep y's memory apart; it does not say y's
+    origin "is now" another and to move the memory under it, which would copy x's memory
+    under y's name (fresh-eyes trial of issue 16)."""
+    url = (tmp_path / "remote").as_uri()
+    (tmp_path / "remote").mkdir()
+    shared, home = tmp_path / "sharedmem", tmp_path / "memsync-home"
+    shared.mkdir()
+    devices = []
+    for name in ("x", "y"):
+        repo = tmp_path / name
+        git("init", "-q", str(repo))
+        (repo / "README").write_text(f"repository {name}\n")
+        git("-C", str(repo), "add", "README")
+        git("-C", str(repo), "commit", "-qm", f"first of {name}")
+        git("-C", str(repo), "remote", "add", "origin", f"git@github.com:me/{name}.git")
+        env = {"MEMSYNC_PROJECT": "", "MEMSYNC_MEMORY_DIR": str(shared), "MEMSYNC_HOME": str(home)}
+        devices.append(Device("laptop", repo, url, env))
+    x, y = devices
+    (shared / "user_x.md").write_text("---\nname: x\ndescription: d\ntype: user\n---\nX.\n")
+    x.run("sync")
+    assert prefixes(tmp_path / "remote") == ["github.com-me-x"]
+    proc = y.run("sync")
+    said = proc.stderr + y.run("status").stdout
+    assert "shares this memory dir" in said and "github.com-me-x" in said, said
+    assert "--project github.com-me-y" not in said and "origin is now" not in said, said
+    assert prefixes(tmp_path / "remote") == ["github.com-me-x"]
+    status = x.run("status").stdout
+    assert "shares" not in status and "origin is now" not in status, status
