@@ -181,18 +181,23 @@ def _nothing_done(result: SyncResult, memory_dir: Path | None) -> str:
             f"Nothing to sync yet: the memory dir {memory_dir} does not exist (Claude Code "
             "creates it with its first memory; to sync another folder, pass --memory-dir)."
         )
-    if result.other_way and result.mode == "push":
-        return (
-            f"Nothing to push; {len(result.other_way)} file(s) on the remote were written since "
-            "this device last pulled them: `memsync pull` or `memsync sync` brings any change "
-            "here."
-        )
-    if result.other_way:
-        return (
-            f"Nothing to pull; {len(result.other_way)} file(s) changed here wait for "
-            "`memsync push` or `memsync sync`."
-        )
+    waiting = _waiting(result)
+    if waiting:
+        return f"Nothing to {result.mode}; {waiting}"
     return "Everything is in sync."
+
+
+def _waiting(result: SyncResult) -> str | None:
+    """What a push or pull left for the other direction, in one clause (None: nothing)."""
+    if not result.other_way:
+        return None
+    count = len(result.other_way)
+    if result.mode == "push":
+        return (
+            f"{count} file(s) on the remote were written since this device last pulled them: "
+            "`memsync pull` or `memsync sync` brings any change here."
+        )
+    return f"{count} file(s) changed here wait for `memsync push` or `memsync sync`."
 
 
 def report(result: SyncResult, stats: bool, memory_dir: Path | None = None) -> None:
@@ -230,6 +235,8 @@ def report(result: SyncResult, stats: bool, memory_dir: Path | None = None) -> N
     )
     if not result.changes and not attention:
         out.print(_nothing_done(result, memory_dir), markup=False)
+    elif (waiting := _waiting(result)) is not None:
+        err.print(f"note: {waiting}", markup=False)
     if stats:
         s = result.stats
         kinds = ", ".join(f"{k} {v}" for k, v in sorted(s.requests.items())) or "none"
@@ -326,7 +333,8 @@ def transfer(
         raise
     finally:
         engine.close()
-    if engine.ctx.other_origin and identity.origin_note(engine.ctx.identity) in result.notes:
+    said = {identity.origin_note(engine.ctx.identity, shared) for shared in (False, True)}
+    if engine.ctx.other_origin and said & set(result.notes):
         identity.noted(engine.ctx.home, engine.ctx.memory_dir, engine.ctx.identity)
     report(result, stats, engine.ctx.memory_dir)
 

@@ -277,6 +277,27 @@ def test_a_push_or_pull_that_leaves_changes_the_other_way_does_not_say_in_sync(t
     assert b.run("push").stdout == "Everything is in sync.\n"
 
 
+def test_a_push_that_sends_something_still_says_what_waits_on_the_remote(tmp_path, share):
+    """Fresh-eyes s29e: a `push` that sent a file said only "pushed: ..." while another
+    device's edit waited on the remote; a `pull` that brought one said nothing of the edit
+    waiting here. Each names what waits the other way, and which command takes it."""
+    a, b = two_synced(tmp_path, share)
+    path = a.memory / "user_pat.md"
+    path.write_text(path.read_text() + "Pat moved to Lisbon.\n")
+    a.run("sync")
+    path = b.memory / "user_riley.md"
+    path.write_text(path.read_text() + "Riley is on leave in May.\n")
+    proc = b.run("push")
+    assert proc.stdout == "pushed: user_riley.md\n", proc.stdout
+    assert "1 file(s) on the remote were written since" in proc.stderr, proc.stderr
+    path.write_text(path.read_text() + "Riley prefers async updates.\n")
+    proc = b.run("pull")
+    assert proc.stdout == "pulled: user_pat.md\n", proc.stdout
+    assert "1 file(s) changed here wait for `memsync push`" in proc.stderr, proc.stderr
+    proc = b.run("sync")
+    assert "wait" not in proc.stderr and "written since" not in proc.stderr, proc.stderr
+
+
 def test_admin_commands_say_what_is_true_when_there_is_nothing_to_do(tmp_path, share):
     """Fresh-eyes s29b, finding 6: `restore` of a forgotten file pointed at `history`, which
     knows no such file; an `import` that copied nothing said "Run `memsync pull` to bring
