@@ -27,7 +27,7 @@ from memsync.sync.remote_keys import PURGED, TOMBSTONES
 from memsync.sync.state import COMEBACKS, history_folder, pending_forgets_file
 from memsync.util.dates import local_time
 from memsync.util.errors import MemsyncError, NotFound, PreconditionFailed, Unreachable, UserError
-from memsync.util.fsutil import atomic_write, private_dir, sha256
+from memsync.util.fsutil import atomic_write, file_lock, private_dir, sha256
 
 if TYPE_CHECKING:
     from collections.abc import Container, Iterable
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from memsync.memory.frontmatter import Document
     from memsync.stores import Entry
     from memsync.sync.engine import Engine, LocalScan
+    from memsync.sync.state import State
 
 
 REPUBLISH = "memsync push --republish"
@@ -63,9 +64,8 @@ def audit(engine: Engine, action: str, **details: Any) -> None:
         fh.write(json.dumps(record, sort_keys=True) + "\n")
 
 
-def _scrub_history(engine: Engine, forgotten: set[str]) -> None:
+def _scrub_history(state: State, forgotten: set[str]) -> None:
     """Take forgotten lines out of every local history copy (a copy left empty goes)."""
-    state = engine.state
     for name in state.history_names():
         for version in state.history(name):
             data = version.path.read_bytes()
@@ -85,7 +85,7 @@ def _remember_lines(engine: Engine, hashes: dict[str, float]) -> None:
         known = engine.state.meta.setdefault("forgotten_lines", {})
         for h, at in hashes.items():
             known.setdefault(h, at)
-        _scrub_history(engine, set(hashes))
+        _scrub_history(engine.state, set(hashes))
         waiting = engine.state.meta.get(COMEBACKS) or {}
         for name, line in list(waiting.items()):
             if line_hash(line) in hashes:
@@ -404,6 +404,8 @@ def erase_here(engine: Engine, job: dict[str, Any], *, first: bool) -> None:
     """The job's local part: files, history, records, index lines; forgotten lines out of
     history. On a later run (`first` False) a file written since the job is left alone."""
     state = engine.state
+    if first:
+        _erase_in_other_states(engine, job)
     for name in job["files"]:
         path = engine.local_path(name)
         with contextlib.suppress(FileNotFoundError):
@@ -432,6 +434,47 @@ def erase_here(engine: Engine, job: dict[str, Any], *, first: bool) -> None:
     # may come down here before that device takes it out; history keeps none of them
     body = [h for hashes in job.get("body_lines", {}).values() for h in hashes]
     _remember_lines(engine, dict.fromkeys([*job["lines"], *body], job["at"]))
+
+
+# a state folder's name (config.state_dir_for): the project, then a hash of remote and dir
+_STATE_FOLDER = r"-[0-9a-f]{10}"
+# the sha of a record whose synced copy was forgotten: none, so the copy here is an edit of it
+_NO_COPY = "forgotten"
+
+
+def _erase_in_other_states(engine: Engine, job: dict[str, Any]) -> None:
+    """The project's state kept here under another remote URL (the user moved to another
+    remote since: state is per URL) holds copies too. Its history of the forgotten files goes,
+    and the forgotten lines out of its other history; its synced copies holding them go, their
+    records kept (etag only), so that a sync back to that remote sends what is here over them
+    (the deletion, the file without the lines). Each under its own lock; one that is busy is
+    left as it is."""
+    from memsync.sync.state import State
+
+    ctx = engine.ctx
+    lines = {*job["lines"], *(h for hs in job.get("body_lines", {}).values() for h in hs)}
+    pattern = re.compile(re.escape(ctx.project) + _STATE_FOLDER)
+    for folder in sorted((ctx.home / "state").glob("*")):
+        if folder == ctx.state_dir or not pattern.fullmatch(folder.name):
+            continue
+        if not (folder / "records.json").is_file():
+            continue
+        try:
+            with file_lock(folder / "lock", timeout=1):
+                other = State(folder, engine.state.history_versions)
+                for name in job["files"]:
+                    other.drop_history(name)
+                    other.resolve_conflicts(name)
+                for name, rec in list(other.records.items()):
+                    base = other.content(rec.sha)
+                    gone = name in job["files"]
+                    if gone or (base is not None and lines and scrub(base, lines) != base):
+                        other.records[name] = rec._replace(sha=_NO_COPY)
+                if lines:
+                    _scrub_history(other, lines)
+                other.save()
+        except (TimeoutError, OSError, MemsyncError):
+            continue
 
 
 def drop_job(engine: Engine, job: dict[str, Any]) -> None:
@@ -973,10 +1016,9 @@ def _apply_file_tombstone(
         if rec is None:
             # never synced here: the forgotten content itself (a backup restored with `cp -r`,
             # its times new) is from before, whatever its mtime; other content by its mtime
-            from_before = (
-                local.mtimes.get(name, path.stat().st_mtime) <= t["at"]
-                or body_hash(data) in t.get("bodies", ())
-            )
+            from_before = local.mtimes.get(name, path.stat().st_mtime) <= t["at"] or body_hash(
+                data
+            ) in t.get("bodies", ())
         if from_before:
             written_late = rec is not None and rec.etag in t.get("late", ())
             unedited = (

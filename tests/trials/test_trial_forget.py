@@ -1560,9 +1560,7 @@ def test_forget_refused_by_the_deletion_guard_names_the_command_that_takes_force
     assert_forgotten(["Fact 7"], everywhere(pair, remote))
 
 
-def test_forget_on_a_purged_device_says_it_worked_and_stays_final_through_a_republish(
-    pair, remote
-):
+def test_forget_on_a_purged_device_says_it_worked_and_stays_final_through_a_republish(pair, remote):
     """Fresh-eyes s29b, finding 3: after a purge, `forget FILE` said the project was purged
     (exit 1, "run push --republish") yet had forgotten the file and recorded it on the remote,
     and following that advice first would have uploaded the file. It now says what it did
@@ -1691,3 +1689,34 @@ def test_a_forget_killed_mid_way_is_finished_by_the_next_sync_without_false_erro
     assert not {"relationship_sam.md", "user_pat.md"} & set(a.files())
     b.run("sync")
     assert_forgotten(["divorce", "the manager"], everywhere(pair, remote))
+
+
+def test_a_forget_after_switching_remotes_leaves_nothing_in_the_old_remotes_state(
+    pair, remote, tmp_path
+):
+    """Fresh-eyes s29e: the user moved to a new remote (state is kept per remote URL), then
+    forgot a line and a file there; the old remote's state folder on this device still held
+    them (its synced copies and history). A forget takes them out of every state folder of
+    the project here; a sync back to the old remote sends the forget's outcome over it."""
+    a, _ = pair
+    seed = "## Pending\n- Ask Pat about ZTOKEN the layoffs.\n- Book the venue\n\n## Consumed\n"
+    a.write("carry_forward.md", seed, type="carry_forward")
+    a.write(
+        "relationship_sam.md", "## Notes\n- Sam mentioned a QTOKEN divorce.\n", type="relationship"
+    )
+    a.run("sync")
+    edit = a.memory / "relationship_sam.md"
+    edit.write_text(edit.read_text().replace("divorce", "divorce (history copy)"))
+    a.run("sync")  # an older copy of the file in the old remote's history too
+    second = tmp_path / "remote-two"
+    second.mkdir()
+    moved = Device(a.name, a.root, second.as_uri())
+    moved.run("sync")
+    moved.run("forget", "--match", "ZTOKEN", "--yes")
+    moved.run("forget", "relationship_sam.md", "--yes")
+    assert len(list((a.home / "state").glob("*/records.json"))) == 2
+    assert_forgotten(["ZTOKEN", "QTOKEN"], [a.home, a.memory, second])
+    assert "- Book the venue" in (a.memory / "carry_forward.md").read_text()
+    a.run("sync")  # back on the old remote: what is here goes over what it held
+    assert_forgotten(["ZTOKEN", "QTOKEN"], [a.home, a.memory, second, remote])
+    assert "- Book the venue" in on_remote(remote)["carry_forward.md"]
