@@ -32,6 +32,7 @@ from memsync.memory import frontmatter as memory
 from memsync.memory.memtypes import TYPES, UNKNOWN, type_of
 from memsync.memory.names import unportable
 from memsync.privacy.gate import check_outbound, name_secret
+from memsync.sync.planner import too_many
 from memsync.util.errors import (
     MemsyncError,
     NotFound,
@@ -377,7 +378,7 @@ class ToolMemory:
                 else:
                     raise MemoryToolError(f"The path {path} does not exist.")
                 total = self._file_count()
-                if len(names) > 5 and len(names) * 2 > total:
+                if too_many(len(names), total):
                     raise MemoryToolError(
                         f"Deleting {path} would remove {len(names)} of the {total} memory files; "
                         "memsync refuses mass deletions from the tool. Nothing was deleted: ask "

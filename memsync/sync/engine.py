@@ -684,14 +684,14 @@ class Engine:
         planned = {a.name for a in planner.deletions(run.actions)}
         count = len(planned | set(singly))
         total = len(set(run.local_hashes) | set(run.remote) | set(self.state.records) | set(singly))
-        if force or not (count > 5 and count * 2 > total):
+        if force or not planner.too_many(count, total):
             return
         # digests a roll-up here or on the remote covers: a compaction's work, not a loss
         from memsync.memory.digests import rolled_up
 
         planned -= rolled_up(planned, {*run.local_hashes, *run.remote})
         count = len(planned | set(singly))
-        if not (count > 5 and count * 2 > total):
+        if not planner.too_many(count, total):
             return
         if not singly:
             raise GuardError(

@@ -99,5 +99,10 @@ def deletions(actions: Iterable[Action]) -> list[Action]:
 
 def mass_deletion(actions: list[Action], total: int) -> bool:
     """True when the plan would delete more than half of the files, and more than 5."""
-    count = len(deletions(actions))
+    return too_many(len(deletions(actions)), total)
+
+
+def too_many(count: int, total: int) -> bool:
+    """The deletion guard's one rule: `count` of `total` files is more than half, and more
+    than 5 (a sync, `push FILE` one at a time, the memory tool)."""
     return count > 5 and count * 2 > total
