@@ -101,11 +101,34 @@ def sources(data: bytes) -> list[str]:
     return [str(x) for x in value] if isinstance(value, list) else []
 
 
-def base_of(copies: Mapping[str, bytes]) -> bytes | None:
-    """The body of a roll-up of these digests (name: content), as compaction writes one: the
-    common version two roll-ups of the same digests, made apart, are merged against. Each
-    section once, in the order of its label; None when none of them is a dated digest."""
-    from memsync.memory.merge import _space_headings, merge_tree  # as compaction renders
+def base_of(copies: Mapping[str, bytes], ours: bytes, theirs: bytes) -> bytes | None:
+    """The body of a roll-up of these digests (name: synced content), as compaction writes
+    one, for the merge of two roll-ups `ours` and `theirs` made apart: the version they are
+    told to have in common. Only rewordings are read from it: an entry or section of it that
+    a side lacks stays only where that side has a rewording of it (`_trim`), since a roll-up
+    made from an older copy of a digest lacks lines it never removed. Each section once, in
+    the order of its label; None when none of them is a dated digest."""
+    root = _rolled(copies)
+    if root is None:
+        return None
+    sides = [_body(data) for data in (ours, theirs)]
+    if any(side is None for side in sides):
+        return None
+    _trim(root, [side for side in sides if side is not None])
+    from memsync.memory.merge import _space_headings  # as compaction renders
+
+    return _space_headings(root).render().encode("utf-8")
+
+
+def _body(data: bytes) -> Section | None:
+    try:
+        return sections.parse(memory.parse(memory.decode(data)).body)
+    except memory.FrontmatterError:
+        return None
+
+
+def _rolled(copies: Mapping[str, bytes]) -> Section | None:
+    from memsync.memory.merge import merge_tree  # the fold of two parts under one heading
 
     found: dict[str, tuple[tuple[date, int, str], Section]] = {}
     for name, data in copies.items():
@@ -124,8 +147,51 @@ def base_of(copies: Mapping[str, bytes]) -> bytes | None:
             found[part.key] = (order, part if held is None else merge_tree(None, held[1], part))
     if not found:
         return None
-    root = Section(None, 0, ["\n"], [part for _, part in sorted(found.values(), key=_first)])
-    return _space_headings(root).render().encode("utf-8")
+    return Section(None, 0, ["\n"], [part for _, part in sorted(found.values(), key=_first)])
+
+
+def _trim(base: Section, sides: list[Section]) -> None:
+    """In place: keep in `base` an entry that only some sides lack where each of them holds
+    a rewording of it (similar words, merge.pair_rewords, or another entry in its place),
+    and a section only where every side has it."""
+    from memsync.memory.merge import Item, pair_rewords
+
+    def items(node: Section) -> list[Item]:
+        return [Item(sections.entry_key(e), "", e) for e in node.entries if e.strip()]
+
+    old = items(base)
+    lacking = [{x.key for x in old} - {x.key for x in items(side)} for side in sides]
+    everywhere_gone = set.intersection(*lacking) if lacking else set()
+    drop: set[object] = set()
+    for side, gone in zip(sides, lacking, strict=True):
+        new = items(side)
+        replaced = _replaced(old, new) | ({x.key for x in pair_rewords(old, new)} & gone)
+        drop |= gone - replaced - everywhere_gone
+    base.entries = [e for e in base.entries if not e.strip() or sections.entry_key(e) not in drop]
+    kept = []
+    for child in base.children:
+        matches = [{c.key: c for c in side.children}.get(child.key) for side in sides]
+        if all(m is not None for m in matches):
+            _trim(child, [m for m in matches if m is not None])
+            kept.append(child)
+    base.children = kept
+
+
+def _replaced(old: list, new: list) -> set:
+    """The keys of `old` entries that `new` lacks and holds another new entry in place of:
+    between the same two neighbours that both kept."""
+    new_keys = [x.key for x in new]
+    old_keys = {x.key for x in old}
+    where = {k: i for i, k in enumerate(new_keys)}
+    out = set()
+    for i, item in enumerate(old):
+        if item.key in where:
+            continue
+        before = next((where[x.key] for x in reversed(old[:i]) if x.key in where), -1)
+        after = next((where[x.key] for x in old[i + 1 :] if x.key in where), len(new_keys))
+        if any(k not in old_keys for k in new_keys[before + 1 : after]):
+            out.add(item.key)
+    return out
 
 
 def _first(item: tuple[tuple[date, int, str], Section]) -> tuple[date, int, str]:

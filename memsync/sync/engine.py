@@ -1320,7 +1320,8 @@ class Engine:
         common): the synced copies of the digests both list as sources, rolled up as
         compaction rolls them (memory/rollups.py). A line one of them reworded before its
         compaction is then a rewording, not a new line beside the old one; a line both
-        reworded, a conflict."""
+        reworded, a conflict; a line one of them lacks (rolled from an older copy) is no
+        removal."""
         from memsync.memory import rollups
 
         both = set(rollups.sources(ours)) & set(rollups.sources(theirs))
@@ -1329,7 +1330,7 @@ class Engine:
             content = self._synced_copy(self._records_at_start.get(source))
             if content is not None:
                 copies[source] = content
-        return rollups.base_of(copies)
+        return rollups.base_of(copies, ours, theirs)
 
     def _synced_copy(self, rec: Record | None) -> bytes | None:
         """The content `rec` names (the base), without the lines forgotten since."""

@@ -1006,3 +1006,40 @@ def test_a_digest_line_reworded_on_both_devices_then_rolled_up_apart_is_a_confli
     assert "- ARC06 worked on item 06.\n" not in text, text
     assert "session_digest_2026-10.md" in conflict_files(a)
     assert "session_digest_2026-10.md" in conflict_files(b)
+
+
+def test_a_roll_up_made_offline_from_an_older_digest_loses_no_line_of_the_newer_one(tmp_path, pair):
+    """C adds a line to a digest; B syncs it, A does not. Both roll October up while the
+    remote is away: A's roll-up is made from the older copy, B's holds the line. A roll-up
+    that lacks a line has not removed it: after every sync and compaction the line is in the
+    roll-up once, everywhere (the base two roll-ups made apart are merged against tells
+    rewordings only, never removals)."""
+    a, b, remote = pair
+    c = make_device(tmp_path, "tablet", remote.as_uri())
+    _october_digests(a, range(1, 10))
+    start_synced(a, b)
+    c.run("sync")
+    edit(
+        c,
+        "session_digest_2026-10-06.md",
+        lambda t: t.replace("- REL06 Pat was fine.\n", "- REL06 Pat was fine.\n- CNEW06 Riley.\n"),
+    )
+    c.run("sync")
+    b.run("sync")
+    away = remote.with_name("remote-away")
+    remote.rename(away)
+    a.run("compact", "--now", "2026-11-26", check=3)
+    b.run("compact", "--now", "2026-11-26", check=3)
+    away.rename(remote)
+    for device in (a, b, a, b, c):
+        device.run("sync")
+    for device in (a, b):
+        device.run("compact", "--now", "2026-11-26")
+    for device in (a, b, a, c):
+        device.run("sync")
+    assert a.files() == b.files() == c.files()
+    text = remote_text(remote, "session_digest_2026-10.md")
+    assert text.count("- CNEW06 Riley.") == 1, text
+    for day in range(1, 10):
+        assert text.count(f"- REL{day:02d} Pat was fine.") == 1, text
+    assert not [n for n in a.files() if n.startswith("session_digest_2026-10-")]
