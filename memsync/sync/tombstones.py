@@ -405,7 +405,8 @@ def erase_here(engine: Engine, job: dict[str, Any], *, first: bool) -> None:
     history. On a later run (`first` False) a file written since the job is left alone."""
     state = engine.state
     if first:
-        _erase_in_other_states(engine, job)
+        lines = {*job["lines"], *(h for hs in job.get("body_lines", {}).values() for h in hs)}
+        _erase_in_other_states(engine, dict.fromkeys(job["files"]), lines, carry=job)
     for name in job["files"]:
         path = engine.local_path(name)
         with contextlib.suppress(FileNotFoundError):
@@ -442,17 +443,23 @@ _STATE_FOLDER = r"-[0-9a-f]{10}"
 _NO_COPY = "forgotten"
 
 
-def _erase_in_other_states(engine: Engine, job: dict[str, Any]) -> None:
-    """The project's state kept here under another remote URL (the user moved to another
-    remote since: state is per URL) holds copies too. Its history of the forgotten files goes,
-    and the forgotten lines out of its other history; its synced copies holding them go, their
-    records kept (etag only), so that a sync back to that remote sends what is here over them
-    (the deletion, the file without the lines). Each under its own lock; one that is busy is
-    left as it is."""
+def _erase_in_other_states(
+    engine: Engine,
+    files: dict[str, float | None],
+    lines: set[str],
+    carry: dict[str, Any] | None = None,
+) -> None:
+    """The project's state kept here under another remote URL (this device syncs another
+    remote too, or did before it moved: state is per URL) holds copies too. Its history of the
+    forgotten `files` goes (of those from before the time each maps to, None: all), and the
+    forgotten `lines` out of its other history; its synced copies holding them go, their
+    records kept (etag only), so that a sync with that remote sends what is here over them.
+    `carry`: a forget made here, which that state then finishes on its remote at its next
+    sync (tombstone and deletions there, as for a forget that waited for the remote), if it
+    synced any of the files. Each under its own lock; one that is busy is left as it is."""
     from memsync.sync.state import State
 
     ctx = engine.ctx
-    lines = {*job["lines"], *(h for hs in job.get("body_lines", {}).values() for h in hs)}
     pattern = re.compile(re.escape(ctx.project) + _STATE_FOLDER)
     for folder in sorted((ctx.home / "state").glob("*")):
         if folder == ctx.state_dir or not pattern.fullmatch(folder.name):
@@ -462,19 +469,37 @@ def _erase_in_other_states(engine: Engine, job: dict[str, Any]) -> None:
         try:
             with file_lock(folder / "lock", timeout=1):
                 other = State(folder, engine.state.history_versions)
-                for name in job["files"]:
-                    other.drop_history(name)
-                    other.resolve_conflicts(name)
+                for name, before in files.items():
+                    other.drop_history(name, before=before)
                 for name, rec in list(other.records.items()):
                     base = other.content(rec.sha)
-                    gone = name in job["files"]
+                    until = files.get(name)
+                    gone = name in files and (until is None or rec.synced_at <= until)
                     if gone or (base is not None and lines and scrub(base, lines) != base):
                         other.records[name] = rec._replace(sha=_NO_COPY)
                 if lines:
                     _scrub_history(other, lines)
+                if carry is not None:
+                    _carry_job(other, carry)
                 other.save()
         except (TimeoutError, OSError, MemsyncError):
             continue
+
+
+def _carry_job(other: State, job: dict[str, Any]) -> None:
+    """Give a forget made under another state to `other`, to finish on its remote: what it
+    knew of the files there (their ETags) is what the forget takes; anything newer there is
+    another device's late edit. Only where `other` synced one of the files or the text."""
+    meta = other.meta
+    known = {n: rec.etag for n in job["files"] if (rec := other.records.get(n)) is not None}
+    if not known and not job.get("scrub"):
+        return
+    if any(j.get("id") == job["id"] for j in meta.get("forgetting", [])):
+        return
+    copy = {k: v for k, v in job.items() if k not in ("shared", "seen")}
+    copy["known"] = known
+    meta["forgetting"] = [*meta.get("forgetting", []), copy]
+    meta["tombstones_applied"] = sorted({*meta.get("tombstones_applied", []), job["id"]})
 
 
 def drop_job(engine: Engine, job: dict[str, Any]) -> None:
@@ -616,6 +641,9 @@ def apply_tombstones(
     _scrub_local(engine, fresh, local, listing)  # after the files: none is edited first
     gone = {n: t["at"] for n, t in doc["files"].items() if t["id"] not in before}
     _drop_index_lines(engine, gone, local, renamed)
+    if gone or fresh:  # this device's state under another remote URL holds them too
+        body = {h for n in gone for h in doc["files"][n].get("lines", ())}
+        _erase_in_other_states(engine, dict(gone), {*fresh, *body})
     meta["tombstones_applied"] = sorted(applied - failed)
     changed = [n for n, h in local.content.hashes.items() if before_scrub.get(n, h) != h]
     return sorted(changed), set(fresh)

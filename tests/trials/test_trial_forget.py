@@ -1720,3 +1720,30 @@ def test_a_forget_after_switching_remotes_leaves_nothing_in_the_old_remotes_stat
     a.run("sync")  # back on the old remote: what is here goes over what it held
     assert_forgotten(["ZTOKEN", "QTOKEN"], [a.home, a.memory, second, remote])
     assert "- Book the venue" in on_remote(remote)["carry_forward.md"]
+
+
+def test_a_forget_reaches_every_remote_this_device_syncs(pair, remote, tmp_path):
+    """Fresh-eyes (the "is it done?" round): both devices sync two remotes, R1 and R2; A
+    forgets a file and a line while syncing R1. A's next sync of R2 finishes the forget there
+    (its tombstone and deletions), so B, which syncs R2, forgets them too, and takes them out
+    of its own R1 state as well: the text is nowhere, on any device or remote."""
+    a, b = pair
+    a.write("user_dentist.md", "Dentist on Tuesday, QTOKEN root canal.\n", type="user")
+    seed = "## Pending\n- Ask how the ZTOKEN diagnosis went.\n- Book the venue\n\n## Consumed\n"
+    a.write("carry_forward.md", seed, type="carry_forward")
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    second = tmp_path / "remote-two"
+    second.mkdir()
+    a2, b2 = (Device(d.name, d.root, second.as_uri()) for d in (a, b))
+    for device in (a, b, a2, b2):
+        device.run("sync")
+    a.run("forget", "user_dentist.md", "--yes")
+    a.run("forget", "--match", "ZTOKEN", "--yes")
+    proc = a2.run("sync")
+    assert "finished forgetting" in proc.stderr, proc.stderr
+    assert (second / PROJECT / "_memsync" / "forgotten.json").exists()
+    b2.run("sync")
+    a2.run("sync")
+    assert not (b.memory / "user_dentist.md").exists()
+    assert "- Book the venue" in (b.memory / "carry_forward.md").read_text()
+    assert_forgotten(["QTOKEN", "ZTOKEN"], [a.home, a.memory, b.home, b.memory, remote, second])
