@@ -22,7 +22,7 @@ from memsync.util.fsutil import sha256
 
 if TYPE_CHECKING:
     from memsync.stores import Entry
-    from memsync.sync.engine import Engine, LocalScan
+    from memsync.sync.engine import Engine, LocalScan, SyncResult
 
 
 def follow_case_renames(engine: Engine, listed: Iterable[str], local: LocalScan) -> list[str]:
@@ -61,14 +61,15 @@ def follow_case_renames(engine: Engine, listed: Iterable[str], local: LocalScan)
 
 
 def carry_into_case_renames(
-    engine: Engine, listing: dict[str, Entry], local: LocalScan
+    engine: Engine, listing: dict[str, Entry], local: LocalScan, result: SyncResult
 ) -> list[str]:
     """The other way round: this device renamed `user_pat.md` to `User_Pat.md` while another
     device's edit of `user_pat.md` reached the remote. Read name by name, the edit comes back
     as `user_pat.md` and the rename is refused as a name differing only by case. Here the
     remote copy is merged into the renamed file (the old name's base), and the old name's
     record takes the remote copy's ETag, so the plan deletes it there (If-Match) and uploads
-    the rename in the same run. The notes that say so."""
+    the rename in the same run. A conflict of that merge is reported as any merge's is. The
+    notes that say so."""
     from memsync.memory.merge import merge
 
     records = engine.state.records
@@ -103,6 +104,8 @@ def carry_into_case_renames(
             local.content.add(new, sha256(outcome.content), outcome.content)
         if outcome.discarded is not None and outcome.discarded != ours:
             engine.state.keep(new, outcome.discarded, f"lost a merge conflict: {outcome.conflict}")
+        if outcome.conflict:
+            engine.report_merge_conflict(result, new, outcome)
         records[old] = Record(etag, rec.sha, rec.synced_at)  # the copy merged: deleted there
         said = f" ({outcome.conflict})" if outcome.conflict else ""
         notes.append(

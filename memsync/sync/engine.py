@@ -467,7 +467,7 @@ class Engine:
         if any(name not in local.content.hashes for name in records):
             from memsync.sync.case_renames import carry_into_case_renames
 
-            result.notes += carry_into_case_renames(self, listing, local)
+            result.notes += carry_into_case_renames(self, listing, local, result)
         self._receive_conflicts(result, listing)
 
     def _run_locked(
@@ -486,6 +486,7 @@ class Engine:
             from memsync.sync.tombstones import purged_here
 
             raise purged_here(self)
+        self._published = []  # this run's conflicts, from the take-in (case renames) on
         recover_landing(self.state, self.ctx.memory_dir, self.local_path, self._keep)
         self.adopt_pending_forgets()
         local = self._look_here(result, mode, names, allow)
@@ -731,7 +732,6 @@ class Engine:
             a.name for a in actions if a.kind is Kind.DOWNLOAD and a.name not in run.local_hashes
         ]
         self._durability.land(sorted(new), self.state)
-        self._published = []
         self._came_back = set()
         # MEMORY.md as it was, for the index line of a file an edit brings back: read now only
         # when the plan says one comes back (the index may be merged before it is uploaded),
@@ -1428,10 +1428,15 @@ class Engine:
             if outcome.discarded is not None:
                 reason = f"lost a merge conflict: {outcome.conflict}"
                 self._keep(name, outcome.discarded, reason)
-            shared = self._shared_conflict(name, outcome)
-            self._report_conflict(result, name, outcome.conflict, shared)
+            self.report_merge_conflict(result, name, outcome)
         self._no_landing_conflict(name)
         self._finish_merge(result, name, merged, etag)
+
+    def report_merge_conflict(self, result: SyncResult, name: str, outcome: MergeResult) -> None:
+        """A merge's conflict, here (status, `--json`, the primer) and, at the end of the run,
+        on the remote record the other devices read."""
+        assert outcome.conflict is not None
+        self._report_conflict(result, name, outcome.conflict, self._shared_conflict(name, outcome))
 
     def _report_conflict(self, result: SyncResult, name: str, detail: str, shared: dict) -> None:
         with self._lock:

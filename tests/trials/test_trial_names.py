@@ -299,3 +299,25 @@ def test_the_stop_hook_that_follows_a_case_rename_relinks_the_index_here(pair):
     index = (b.memory / "MEMORY.md").read_text()
     assert "(User_F2.md)" in index and "(user_f2.md)" not in index, index
     assert sorted(b.files()) == ["MEMORY.md", "User_F2.md", "user_f1.md", "user_f5.md"]
+
+
+def test_a_case_rename_with_an_edit_after_the_other_devices_edit_is_a_conflict_on_both(pair):
+    """Fresh-eyes (the "is it done?" round), finding 2: A renames user_f1.md to User_F1.md
+    and adds a line; B adds another line to user_f1.md and syncs first. A's sync kept B's
+    version (a fact file: the later edit wins) and put A's in history, but said so only in a
+    note: no conflict in status, `--json` or the primer, as the same edits without the rename
+    give. It is now reported on both devices, like any merge's conflict."""
+    a, b, remote = pair
+    _synced_facts(pair)
+    _rename(a, "user_f1.md", "User_F1.md")
+    _append(a, "User_F1.md", "A's line.\n")
+    b.run("sync")  # nothing yet: B's edit comes a moment after A's
+    _append(b, "user_f1.md", "B's line.\n")
+    b.run("sync")
+    a.run("sync")
+    b.run("sync")
+    for device in (a, b):
+        data = json.loads(device.run("status", "--json").stdout)["data"]
+        assert [c["file"] for c in data["conflicts"]] == ["User_F1.md"], device.name
+        assert "User_F1.md" in device.run("context").stdout, device.name
+    _one_name_everywhere(pair, "User_F1.md", "B's line.")
