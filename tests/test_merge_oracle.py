@@ -686,3 +686,53 @@ def test_a_link_listed_twice_is_judged_line_by_line():
     assert lost
     out = merge("MEMORY.md", base, ours, theirs)
     assert oracle.violations("MEMORY.md", base, ours, theirs, out.content) == []
+
+
+@pytest.mark.parametrize("path", ["carry_forward.md", "session_digest_2026-11-20.md"])
+def test_an_entry_reworded_on_one_side_and_replaced_on_the_other_keeps_both_and_says_so(path):
+    """Fresh-eyes (merges round), findings 1 and 2: one device rewords an item, the other
+    replaces it in place with one of other words. Both stay (an edit beats a removal, an
+    addition is kept), and, as when both replace it, the user is told: a conflict."""
+    q3, linter, venue = _CF["Pending"]
+    reworded = q3[:-1] + " and the forecast."
+    replaced = "Book flights to Lisbon for the March offsite."
+    if path == "carry_forward.md":
+        b = _cf(_CF["Pending"], _CF["Consumed"])
+        o = _cf([reworded, linter, venue], _CF["Consumed"])
+        t = _cf([replaced, linter, venue], _CF["Consumed"])
+    else:
+
+        def day(items: list[str]) -> bytes:
+            return render("session_digest", {"Session 09:00 ab12": items})
+
+        b, o, t = (
+            day(_CF["Pending"]),
+            day([reworded, linter, venue]),
+            day([replaced, linter, venue]),
+        )
+    for ours, theirs in ((o, t), (t, o)):
+        out = _merge_and_check(path, b, ours, theirs)
+        assert reworded.encode() in out and replaced.encode() in out and q3.encode() not in out
+        assert merge(path, b, ours, theirs).conflict
+    # replaced on one side only, the other side untouched: a plain edit, no conflict
+    assert merge(path, b, b, t).conflict is None
+
+
+def test_an_entry_moved_to_another_section_while_the_other_side_rewords_it_is_said():
+    """Fresh-eyes (merges round), finding 3: A moves "Direct, prefers written summaries."
+    from Register to Patterns to keep; B rewords it where it was. Sections merge one by one,
+    so the old words stand under Patterns and the new under Register: both are kept (an edit
+    beats a removal, the move is an addition) and the user is told, a conflict."""
+    entry = "Direct, prefers written summaries."
+    b = render("relationship", {"Register": [entry, "Calm."], "Patterns to keep": ["Agenda."]})
+    o = render("relationship", {"Register": ["Calm."], "Patterns to keep": ["Agenda.", entry]})
+    reworded = "Direct, prefers short written summaries in Slack."
+    t = render("relationship", {"Register": [reworded, "Calm."], "Patterns to keep": ["Agenda."]})
+    for ours, theirs in ((o, t), (t, o)):
+        out = _merge_and_check("relationship_riley.md", b, ours, theirs)
+        assert entry.encode() in out and reworded.encode() in out
+        result = merge("relationship_riley.md", b, ours, theirs)
+        assert result.conflict and "Register" in result.conflict and entry not in result.conflict
+    # a move alone, or a rewording alone, is no conflict
+    assert merge("relationship_riley.md", b, o, b).conflict is None
+    assert merge("relationship_riley.md", b, b, t).conflict is None

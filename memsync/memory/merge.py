@@ -461,7 +461,7 @@ def merge_items(
         else:
             notes.append(Both.of(label(named), [x.text for x in kept]))
         out.extend(kept)
-    replaced = _replaced_on_both(b_items, o_items, t_items) if base is not None else None
+    replaced = _replaced_on_both(b_items, o_items, t_items, fixed) if base is not None else None
     if replaced is not None:
         notes.append(Both.of(label(replaced[0]), [x.text for x in replaced]))
     return out
@@ -522,20 +522,36 @@ def _moved_on_both(
 
 
 def _replaced_on_both(
-    base: list[Item], ours: list[Item], theirs: list[Item]
+    base: list[Item],
+    ours: list[Item],
+    theirs: list[Item],
+    fixed: Callable[[Hashable], bool] | None = None,
 ) -> tuple[Item, Item] | None:
     """Both new entries where both sides replaced the same entry with new ones of other words
-    (too unlike it to be rewordings): both stay, as additions, but the user is told, as for
-    an entry changed differently on both sides. An entry is replaced where a new one sits
-    right after the entry that preceded the removed one."""
+    (too unlike it to be rewordings), or one side replaced it and the other reworded it: both
+    stay, as an addition and an edit that beats a removal, but the user is told, as for an
+    entry changed differently on both sides. An entry is replaced where a new one sits right
+    after the entry that preceded the removed one; one with an identity of its own (`fixed`:
+    an index link, a commitment id) is another entry, never a replacement of an edited one."""
+    own = (lambda k: False) if fixed is None else (lambda k: fixed(_root_key(k)))
     keys = [x.key for x in base]
     mine, yours = _replacements(keys, ours), _replacements(keys, theirs)
+    olds = {x.key: x for x in base}
+    for replaced, other in ((mine, theirs), (yours, ours)):
+        edited = {x.key: x for x in other if x.key in olds and _value(x) != _value(olds[x.key])}
+        for k, new in replaced.items():
+            if k not in edited or own(k) or own(new.key):
+                continue
+            if " ".join(olds[k].text.split()) not in resources.template_lines():
+                return (new, edited[k]) if replaced is mine else (edited[k], new)
     for k, o_new in mine.items():
         t_new = yours.get(k)
-        if t_new is not None and sections.normalise(o_new.text) != sections.normalise(t_new.text):
-            old = next(x for x in base if x.key == k)
-            if " ".join(old.text.split()) not in resources.template_lines():
-                return o_new, t_new  # a template's example line is replaced on every device
+        if (
+            t_new is not None
+            and sections.normalise(o_new.text) != sections.normalise(t_new.text)
+            and " ".join(olds[k].text.split()) not in resources.template_lines()
+        ):
+            return o_new, t_new  # a template's example line is replaced on every device
     return None
 
 
@@ -1139,11 +1155,53 @@ def _merge_sections(
         if b_tree is not None and not has_base:  # the template: compare by session
             b_tree = None
     body = STRATEGIES[strategy](b_tree, o_tree, t_tree, notes).render()
+    if strategy in ("sections", "digest") and has_base and b_tree is not None:
+        moved = _moved_and_reworded(b_tree, o_tree, t_tree)
+        if moved is not None:
+            notes.append(moved)
     if body.endswith("\n\n") and not any(x.endswith("\n\n") for x in (o_doc.body, t_doc.body)):
         body = body.rstrip("\n") + "\n"  # no blank line at the end that neither side had
     if not body.strip() and all(x.strip() for x in (o_doc.body, t_doc.body)):
         body = ""  # each side removed what the other kept: no blank line left under the fields
     return body
+
+
+def _moved_and_reworded(base: Section, ours: Section, theirs: Section) -> Both | None:
+    """An entry one side moved, as it was, to another section while the other side reworded
+    it where it was. Sections merge one by one, so the old words stay where they went and the
+    new where they were: both are kept, and the user is told, as for an entry changed
+    differently on both sides."""
+    b, o, t = (_keys_by_section(tree) for tree in (base, ours, theirs))
+    for mover, other in ((o, t), (t, o)):
+        for path, held in b.items():
+            there = other.get(path, {})
+            for key, text in held.items():
+                if key in mover.get(path, {}) or key in there:
+                    continue  # not moved, or left as it was on the other side
+                if not any(key in keys and key not in b.get(p, {}) for p, keys in mover.items()):
+                    continue
+                for new in (x for k, x in there.items() if k not in held):
+                    if similarity(text, new) >= SIMILAR:
+                        where = _short(path[-1], 40) if path[-1] else ""
+                        label = f'an entry under "{where}"' if where else "an entry"
+                        return Both.of(label, [text, new])
+    return None
+
+
+def _keys_by_section(tree: Section) -> dict[tuple[str, ...], dict[str, str]]:
+    """Each section's entries (entry_key: text), by the headings down to it."""
+    out: dict[tuple[str, ...], dict[str, str]] = {}
+    for node, path in _with_paths(tree, ()):
+        out[path] = {sections.entry_key(e): e for e in node.entries if e.strip()}
+    return out
+
+
+def _with_paths(node: Section, path: tuple[str, ...]) -> list[tuple[Section, tuple[str, ...]]]:
+    here = (*path, node.key)
+    out = [(node, here)]
+    for child in node.children:
+        out.extend(_with_paths(child, here))
+    return out
 
 
 def _merge_text(v: _Versions) -> MergeResult:
