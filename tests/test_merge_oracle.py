@@ -736,3 +736,17 @@ def test_an_entry_moved_to_another_section_while_the_other_side_rewords_it_is_sa
     # a move alone, or a rewording alone, is no conflict
     assert merge("relationship_riley.md", b, o, b).conflict is None
     assert merge("relationship_riley.md", b, b, t).conflict is None
+
+
+def test_a_field_changed_on_both_sides_is_not_said_to_be_in_the_file_twice():
+    """Fresh-eyes (the "is it done?" round), finding 6: two `relationship_riley.md` with
+    `role: manager` and `role: peer` said "both versions are in the file (... the field
+    `role`)", but a field holds one value: the other is in local history, as it says now."""
+    b = render("relationship", {"Register": ["Calm."]}, {"role": "lead"})
+    o = render("relationship", {"Register": ["Calm."]}, {"role": "manager"})
+    t = render("relationship", {"Register": ["Calm."]}, {"role": "peer"})
+    result = merge("relationship_riley.md", b, o, t, ours_mtime=2.0, theirs_mtime=1.0)
+    assert result.conflict is not None and result.discarded == t
+    assert "the field `role`" in result.conflict, result.conflict
+    assert "both versions are in the file" not in result.conflict, result.conflict
+    assert "local history" in result.conflict

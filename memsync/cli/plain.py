@@ -194,8 +194,8 @@ def _waiting(result: SyncResult) -> str | None:
     count = len(result.other_way)
     if result.mode == "push":
         return (
-            f"{count} file(s) on the remote were written since this device last pulled them: "
-            "`memsync pull` or `memsync sync` brings any change here."
+            f"{count} file(s) changed on the remote (written or deleted) since this device last "
+            "pulled: `memsync pull` or `memsync sync` brings any change here."
         )
     return f"{count} file(s) changed here wait for `memsync push` or `memsync sync`."
 

@@ -618,9 +618,10 @@ def _both_changed(
 
 def _conflict(path: str, notes: list[str], discarded: bool) -> str | None:
     """One sentence for the user about what the merge could not keep apart, or None."""
-    both = [n for n in notes if not isinstance(n, (Superseded, Collided))]
+    both = [n for n in notes if not isinstance(n, (Superseded, Collided, ValueLost))]
     moved = [n for n in notes if isinstance(n, Superseded)]
     collided = [n for n in notes if isinstance(n, Collided)]
+    lost = [n for n in notes if isinstance(n, ValueLost)]
     said = []
     if collided:
         listed = _short(", ".join(dict.fromkeys(collided)), 200)
@@ -633,6 +634,11 @@ def _conflict(path: str, notes: list[str], discarded: bool) -> str | None:
         said.append(
             f"both devices changed the same entries differently ({listed}); both versions are "
             "in the file: keep the right one"
+        )
+    if lost:
+        listed = _short(", ".join(dict.fromkeys(lost)), 200)
+        said.append(
+            f"both devices changed {listed} differently; the file keeps the later edit's value"
         )
     if moved:
         listed = _short(", ".join(dict.fromkeys(moved)), 200)

@@ -265,7 +265,10 @@ def test_a_push_or_pull_that_leaves_changes_the_other_way_does_not_say_in_sync(t
     path.write_text(path.read_text() + "Pat moved to Lisbon.\n")
     a.run("sync")
     said = b.run("push").stdout
-    assert "in sync" not in said and "1 file(s) on the remote were written since" in said, said
+    assert (
+        "in sync" not in said
+        and "1 file(s) changed on the remote (written or deleted) since" in said
+    ), said
     path = b.memory / "user_riley.md"
     path.write_text(path.read_text() + "Riley is on leave in May.\n")
     said = a.run("pull").stdout
@@ -289,7 +292,7 @@ def test_a_push_that_sends_something_still_says_what_waits_on_the_remote(tmp_pat
     path.write_text(path.read_text() + "Riley is on leave in May.\n")
     proc = b.run("push")
     assert proc.stdout == "pushed: user_riley.md\n", proc.stdout
-    assert "1 file(s) on the remote were written since" in proc.stderr, proc.stderr
+    assert "1 file(s) changed on the remote (written or deleted) since" in proc.stderr, proc.stderr
     path.write_text(path.read_text() + "Riley prefers async updates.\n")
     proc = b.run("pull")
     assert proc.stdout == "pulled: user_pat.md\n", proc.stdout
