@@ -538,7 +538,12 @@ def _replaced_on_both(
     mine, yours = _replacements(keys, ours), _replacements(keys, theirs)
     olds = {x.key: x for x in base}
     for replaced, other in ((mine, theirs), (yours, ours)):
-        edited = {x.key: x for x in other if x.key in olds and _value(x) != _value(olds[x.key])}
+        edited = {  # reworded (a move alone, to Consumed say, is no rewording)
+            x.key: x
+            for x in other
+            if x.key in olds
+            and sections.normalise(x.text) != sections.normalise(olds[x.key].text)
+        }
         for k, new in replaced.items():
             if k not in edited or own(k) or own(new.key):
                 continue
