@@ -535,7 +535,7 @@ def _replaced_on_both(
     an index link, a commitment id) is another entry, never a replacement of an edited one."""
     own = (lambda k: False) if fixed is None else (lambda k: fixed(_root_key(k)))
     keys = [x.key for x in base]
-    mine, yours = _replacements(keys, ours), _replacements(keys, theirs)
+    mine, yours = replacements(keys, ours), replacements(keys, theirs)
     olds = {x.key: x for x in base}
     for replaced, other in ((mine, theirs), (yours, ours)):
         edited = {  # reworded (a move alone, to Consumed say, is no rewording)
@@ -560,7 +560,7 @@ def _replaced_on_both(
     return None
 
 
-def _replacements(keys: list[Hashable], side: list[Item]) -> dict[Hashable, Item]:
+def replacements(keys: list[Hashable], side: list[Item]) -> dict[Hashable, Item]:
     """Base entries gone from `side`, each with the new entry of the side in its place."""
     held = {x.key for x in side}
     known = set(keys)

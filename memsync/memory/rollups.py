@@ -154,7 +154,7 @@ def _trim(base: Section, sides: list[Section]) -> None:
     """In place: keep in `base` an entry that only some sides lack where each of them holds
     a rewording of it (similar words, merge.pair_rewords, or another entry in its place),
     and a section only where every side has it."""
-    from memsync.memory.merge import Item, pair_rewords
+    from memsync.memory.merge import Item, pair_rewords, replacements
 
     def items(node: Section) -> list[Item]:
         return [Item(sections.entry_key(e), "", e) for e in node.entries if e.strip()]
@@ -165,7 +165,8 @@ def _trim(base: Section, sides: list[Section]) -> None:
     drop: set[object] = set()
     for side, gone in zip(sides, lacking, strict=True):
         new = items(side)
-        replaced = _replaced(old, new) | ({x.key for x in pair_rewords(old, new)} & gone)
+        in_place = set(replacements([x.key for x in old], new))
+        replaced = in_place | ({x.key for x in pair_rewords(old, new)} & gone)
         drop |= gone - replaced - everywhere_gone
     base.entries = [e for e in base.entries if not e.strip() or sections.entry_key(e) not in drop]
     kept = []
@@ -175,23 +176,6 @@ def _trim(base: Section, sides: list[Section]) -> None:
             _trim(child, [m for m in matches if m is not None])
             kept.append(child)
     base.children = kept
-
-
-def _replaced(old: list, new: list) -> set:
-    """The keys of `old` entries that `new` lacks and holds another new entry in place of:
-    between the same two neighbours that both kept."""
-    new_keys = [x.key for x in new]
-    old_keys = {x.key for x in old}
-    where = {k: i for i, k in enumerate(new_keys)}
-    out = set()
-    for i, item in enumerate(old):
-        if item.key in where:
-            continue
-        before = next((where[x.key] for x in reversed(old[:i]) if x.key in where), -1)
-        after = next((where[x.key] for x in old[i + 1 :] if x.key in where), len(new_keys))
-        if any(k not in old_keys for k in new_keys[before + 1 : after]):
-            out.add(item.key)
-    return out
 
 
 def _first(item: tuple[tuple[date, int, str], Section]) -> tuple[date, int, str]:
