@@ -473,10 +473,7 @@ def plan_match(engine: Engine, needle: str) -> MatchPlan:
     except Purged:
         pass  # nothing to pull: what this device holds is what there is to forget
     except GuardError as exc:  # forget has no --force: say which command takes it
-        raise GuardError(
-            f"{str(exc).split('; ')[0]}, and forget pulls first; run `memsync pull --force` "
-            "if that is what you want, then the forget again"
-        ) from None
+        raise exc.within("forget", "pull") from None
     plan = MatchPlan(needle, indexes_before=before)
     contents: dict[str, str] = {}
     indexes: list[str] = []

@@ -59,8 +59,10 @@ def compact(
     """Apply the retention rules: roll old digests up, fold old calibration into rules, trim."""
     import os
 
+    from memsync.cli.plain import done_lines
     from memsync.retention import compact as core
     from memsync.sync.engine import Engine
+    from memsync.util.errors import GuardError
 
     today = checks.day("--now", now) or date.today()
     if home is not None:  # a scheduler's environment has no MEMSYNC_HOME (Task Scheduler none)
@@ -71,7 +73,16 @@ def compact(
     engine = Engine(context(memory_dir, remote, project))
     offline = None
     if not dry_run:  # compact the latest: what other devices wrote merges in first
-        synced = engine.run("sync")
+        try:
+            synced = engine.run("sync")
+        except GuardError as exc:  # compact has no --force: say which command takes it
+            raise exc.within("compaction", "sync") from None
+        if not json:  # what that sync sent, took in and deleted, as `sync` says it
+            done_lines(synced)
+        for note in synced.notes:
+            err.print(f"note: {note}", markup=False)
+        for conflict in synced.conflicts:
+            err.print(f"conflict: {conflict}", markup=False)
         offline = synced.offline
         if synced.offline:
             err.print(f"note: remote unreachable ({synced.offline}); compacting local files")

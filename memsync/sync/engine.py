@@ -448,16 +448,15 @@ class Engine:
         if self.state.meta.get("forgetting"):
             from memsync.sync.tombstones import finish_pending
 
-            for names in finish_pending(self, listing):
-                for name in names:  # erased here by the finish: the scan still had them
-                    local.content.discard(name)
-                index = self.read_local(INDEX)  # and their index lines taken out of it
+            finished = finish_pending(self, listing)
+            if finished:
+                for name in list(local.content.hashes):  # the finish erased some here
+                    if not self.local_path(name).exists():
+                        local.content.discard(name)
+                index = self.read_local(INDEX)  # and took their index lines out of it
                 if index is not None:
                     local.content.add(INDEX, sha256(index), index)
-                result.notes.append(
-                    f"finished forgetting {', '.join(names)} here and on the remote (the forget "
-                    "waited for the remote)"
-                )
+                result.notes += finished
         self._apply_tombstones(listing, local, result)
         records = self.state.records
         if any(name not in listing for name in records):

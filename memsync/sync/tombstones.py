@@ -498,6 +498,7 @@ def _carry_job(other: State, job: dict[str, Any]) -> None:
         return
     copy = {k: v for k, v in job.items() if k not in ("shared", "seen")}
     copy["known"] = known
+    copy["carried"] = True
     meta["forgetting"] = [*meta.get("forgetting", []), copy]
     meta["tombstones_applied"] = sorted({*meta.get("tombstones_applied", []), job["id"]})
 
@@ -583,9 +584,9 @@ def adopt_pending(engine: Engine) -> None:
     engine.state.save_meta()
 
 
-def finish_pending(engine: Engine, listing: dict[str, Entry]) -> list[list[str]]:
-    """Finish the forgets an outage or a kill interrupted (called by every listing run); the
-    files of each job finished, for the run to say so."""
+def finish_pending(engine: Engine, listing: dict[str, Entry]) -> list[str]:
+    """Finish the forgets an outage or a kill interrupted, or made while syncing another
+    remote (called by every listing run); the sentence for each job finished."""
     finished = []
     for job in list(engine.state.meta.get("forgetting", [])):
         try:
@@ -598,7 +599,13 @@ def finish_pending(engine: Engine, listing: dict[str, Entry]) -> list[list[str]]
         drop_job(engine, job)
         engine.state.save_meta()
         audit(engine, "forget-finished", id=job["id"], files=job["files"])
-        finished.append(list(job["files"]))
+        what = ", ".join(job["files"]) or "the text a `forget --match` found"
+        why = (
+            "it was made while this device synced another remote"
+            if job.get("carried")
+            else "the forget waited for the remote"
+        )
+        finished.append(f"finished forgetting {what} here and on the remote ({why})")
     return finished
 
 

@@ -48,6 +48,14 @@ class KeptLocal(RefusedFile):
 class GuardError(UserError):
     """A destructive outcome (mass deletion) refused without --force."""
 
+    def within(self, command: str, run: str) -> GuardError:
+        """The refusal of the `run` (pull, sync) that `command` (forget, compact) makes first:
+        `command` has no --force, so the sentence names the command that takes it."""
+        return GuardError(
+            f"{str(self).split('; ')[0]}, and {command} {run}s first; run `memsync {run} "
+            f"--force` if that is what you want, then the {command} again"
+        )
+
 
 class StateError(UserError):
     """memsync's own state under MEMSYNC_HOME cannot be read or written as it is (a damaged

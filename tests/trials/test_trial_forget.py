@@ -1740,7 +1740,9 @@ def test_a_forget_reaches_every_remote_this_device_syncs(pair, remote, tmp_path)
     a.run("forget", "user_dentist.md", "--yes")
     a.run("forget", "--match", "ZTOKEN", "--yes")
     proc = a2.run("sync")
-    assert "finished forgetting" in proc.stderr, proc.stderr
+    assert "finished forgetting user_dentist.md here" in proc.stderr, proc.stderr
+    assert "finished forgetting the text a `forget --match` found" in proc.stderr, proc.stderr
+    assert "synced another remote" in proc.stderr and "  " not in proc.stderr, proc.stderr
     assert (second / PROJECT / "_memsync" / "forgotten.json").exists()
     b2.run("sync")
     a2.run("sync")

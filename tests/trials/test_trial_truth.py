@@ -331,3 +331,27 @@ def test_a_first_sync_to_a_folder_remote_not_made_yet_says_how_to_make_it(tmp_pa
     missing.mkdir(parents=True)
     a.write("user_pat.md", "Pat takes coffee black.\n", type="user")
     assert "pushed: user_pat.md" in a.run("sync").stdout
+
+
+def test_compact_says_what_its_sync_did_and_which_command_takes_force(tmp_path, share):
+    """Fresh-eyes s30c, findings 2 and 3: `compact` syncs first and said only "Nothing to
+    compact." while it pushed, pulled and deleted; refused by the deletion guard, it said "run
+    it again with --force", an option compact does not have (so did the scheduled job, every
+    day). It now prints what the sync did, as `sync` does, and names `memsync sync --force`."""
+    a, b = two_synced(tmp_path, share)
+    path = b.memory / "user_riley.md"
+    path.write_text(path.read_text() + "Riley is on leave in May.\n")
+    b.run("sync")
+    path = a.memory / "user_pat.md"
+    path.write_text(path.read_text() + "Pat moved to Lisbon.\n")
+    proc = a.run("compact")
+    assert "pushed: user_pat.md" in proc.stdout and "pulled: user_riley.md" in proc.stdout, proc
+    assert "Nothing to compact." in proc.stdout
+    for n in range(6):
+        a.write(f"user_fact_{n}.md", f"Fact {n}.\n", type="user")
+    a.run("sync")
+    for name in [*(f"user_fact_{n}.md" for n in range(6)), "user_riley.md"]:
+        (a.memory / name).unlink()
+    said = a.run("compact", check=1).stderr
+    assert "`memsync sync --force`" in said and "then the compaction again" in said, said
+    assert "run it again with --force" not in said, said
