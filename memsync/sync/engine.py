@@ -901,9 +901,15 @@ class Engine:
                 "was deleted or renamed on another device; the line as it was is in "
                 "`memsync history MEMORY.md`"
             )
-            with self._lock:
-                self.state.add_conflict(INDEX, detail)
-                result.conflicts.append(f"{INDEX}: {detail}")
+            from memsync.sync.conflicts import entry
+
+            theirs = (  # as the other devices read it, on the remote record
+                f"the line for {', '.join(elsewhere)}, edited on {self.ctx.device}, was taken "
+                "out: the file was deleted or renamed on another device; the line as it was is "
+                f"in `memsync history MEMORY.md` on {self.ctx.device}"
+            )
+            self._report_conflict(result, INDEX, detail, entry(INDEX, theirs, self.ctx.device))
+            self._publish_conflicts(result)
 
     def _text_of(self, name: str) -> str | None:
         try:

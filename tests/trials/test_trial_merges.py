@@ -927,6 +927,10 @@ def test_an_index_line_edited_while_its_file_was_renamed_elsewhere_is_a_conflict
     said = [c["detail"] for c in status(b)["conflicts"] if c["file"] == "MEMORY.md"]
     assert any("user_pat.md" in d and "history" in d for d in said), said
     assert "away in May" not in index.read_text()  # the line links to nothing: it goes
+    a.run("sync")  # and A hears of it too (fresh-eyes s30d, finding 2: only B did)
+    said = [c["detail"] for c in status(a)["conflicts"] if c["file"] == "MEMORY.md"]
+    assert any("user_pat.md" in d and "desktop" in d for d in said), said
+    assert "MEMORY.md" in primer(a)
 
 
 @pytest.mark.parametrize("a_offline", [False, True], ids=["A-online", "A-offline-too"])
