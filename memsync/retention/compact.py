@@ -976,6 +976,22 @@ def _delete_sources(
         result.deleted.append(a.name)
 
 
+def _index_after(
+    engine: Engine, planned: Action, deleted: list[Action], result: CompactResult, step: Step
+) -> list[str]:
+    """The plan's MEMORY.md update, made again for the digests actually deleted: ([MEMORY.md])
+    when it was written, for the push that sends the deletions."""
+    current = engine.read_local(_INDEX)
+    if current is None or _sha(current) != planned.expected or not deleted:
+        return []  # changed since the plan (the next compaction sees it), or nothing went
+    homes = {n for a in deleted for n in a.into}
+    files = {_INDEX: current} | {n: d for n in homes if (d := engine.read_local(n)) is not None}
+    action = _plan_index(files, deleted)
+    if action is None or _write_rollups(engine, [action], result, step):
+        return []
+    return [_INDEX]
+
+
 def apply(
     engine: Engine,
     actions: list[Action],
@@ -995,8 +1011,11 @@ def apply(
         if on_step is not None:
             on_step(kind, name)
 
-    writes = [a for a in actions if a.kind in (WRITE, UPDATE)]
+    # the index update waits for the deletions: a digest kept (its roll-up not on the remote
+    # yet, the remote away) keeps its MEMORY.md line, so the index never misses a file
+    writes = [a for a in actions if a.kind in (WRITE, UPDATE) and a.name != _INDEX]
     deletes = [a for a in actions if a.kind == DELETE]
+    index = next((a for a in actions if a.kind == UPDATE and a.name == _INDEX), None)
     with engine.locked():
         failed = _write_rollups(engine, writes, result, step)
 
@@ -1023,6 +1042,9 @@ def apply(
         gone = sorted(
             {*result.deleted} | {n for n in records if n in listed and engine.read_local(n) is None}
         )
+        if index is not None:
+            done = [a for a in deletes if a.name in gone]
+            gone += _index_after(engine, index, done, result, step)
     if gone and not disabled:
         step("push", "")
         result.pushes.append(

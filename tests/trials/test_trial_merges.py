@@ -1047,3 +1047,38 @@ def test_a_roll_up_made_offline_from_an_older_digest_loses_no_line_of_the_newer_
     for day in range(1, 10):
         assert text.count(f"- REL{day:02d} Pat was fine.") == 1, text
     assert not [n for n in a.files() if n.startswith("session_digest_2026-10-")]
+
+
+def test_an_offline_compaction_keeps_the_index_lines_of_the_digests_it_kept(pair):
+    """Fresh-eyes s30d, finding 1: compaction with the remote away writes the roll-up but
+    keeps the digests (they go once the roll-up is on the remote); it had already pointed
+    their MEMORY.md lines at the roll-up, and the next syncs sent that index everywhere: files
+    that exist, unlisted, and an edit of such a line on the other device lost. The lines now
+    go with the digests, at the compaction that deletes them."""
+    a, b, remote = pair
+    _october_digests(a, range(1, 4))
+    (a.memory / "MEMORY.md").write_text(
+        "# Memory\n"
+        + "".join(
+            f"- [Oct {d}](session_digest_2026-10-0{d}.md) — the day {d} session\n"
+            for d in (1, 2, 3)
+        )
+    )
+    start_synced(a, b)
+    away = remote.with_name("remote-away")
+    remote.rename(away)
+    a.run("compact", "--now", "2026-11-26", check=3)
+    away.rename(remote)
+    a.run("sync")
+    b.run("sync")
+    for device in (a, b):
+        index = (device.memory / "MEMORY.md").read_text()
+        for d in (1, 2, 3):
+            assert (device.memory / f"session_digest_2026-10-0{d}.md").exists()
+            assert f"(session_digest_2026-10-0{d}.md)" in index, index
+    a.run("compact", "--now", "2026-11-26")
+    b.run("sync")
+    for device in (a, b):
+        index = (device.memory / "MEMORY.md").read_text()
+        assert "session_digest_2026-10-0" not in index and "(session_digest_2026-10.md)" in index
+        assert not (device.memory / "session_digest_2026-10-01.md").exists()
