@@ -242,10 +242,30 @@ def finish_remote(
             raise UserError(f"{name} kept changing on the remote; run `memsync sync` to finish")
     if index is not None:
         _drop_remote_index_lines(engine, job, index)
+    lines = set(job["lines"])
     for name in job.get("scrub", []):
-        _scrub_remote(engine, name, set(job["lines"]))
+        _scrub_remote(engine, name, lines)
+    if lines and not first:
+        _scrub_written_meanwhile(engine, job, listing, lines)
     _take_conflicts(engine, job, set(job.get("conflicts", [])))
     return deleted
+
+
+def _scrub_written_meanwhile(
+    engine: Engine, job: dict[str, Any], listing: dict[str, Entry], lines: set[str]
+) -> None:
+    """A forget that waited (an outage, or made while syncing another remote) takes the lines
+    out of the remote copies written since this device last synced them, too: another
+    device's roll-up or edit made before it heard of the forget holds them, and the remote's
+    copy when the forget runs is forgotten. One GET each, only on this path."""
+    records = engine.state.records
+    done = {*job["files"], *job.get("scrub", [])}
+    for name, found in sorted(listing.items()):
+        if name in done or name.startswith("_memsync/"):
+            continue
+        rec = records.get(name)
+        if rec is None or rec.etag != found.etag:
+            _scrub_remote(engine, name, lines)
 
 
 def _late_copies(

@@ -1749,3 +1749,38 @@ def test_a_forget_reaches_every_remote_this_device_syncs(pair, remote, tmp_path)
     assert not (b.memory / "user_dentist.md").exists()
     assert "- Book the venue" in (b.memory / "carry_forward.md").read_text()
     assert_forgotten(["QTOKEN", "ZTOKEN"], [a.home, a.memory, b.home, b.memory, remote, second])
+
+
+def test_a_forget_that_waited_scrubs_a_roll_up_made_meanwhile_elsewhere(pair, remote, tmp_path):
+    """Fresh-eyes s30d, finding 3: with the remote away, B rolls a week of digests up (one
+    line holds the token) and A forgets the token; B syncs first and pushes its roll-up,
+    not having heard of the forget; A's sync finishes the forget, then pulled the roll-up
+    with the line back into its own memory dir. The remote copies written while the forget
+    waited lose the lines too: nothing brings them back."""
+    a, b = pair
+    for day in range(2, 7):
+        a.write(
+            f"session_digest_2026-11-0{day}.md",
+            f"## Session 09:00 s{day}\n\n### Arcs\n- ARC{day} worked on the parser.\n"
+            + ("- Pat mentioned the ZTOKEN diagnosis.\n" if day == 4 else ""),
+            type="session_digest",
+        )
+    for n in range(8):
+        a.write(f"user_fact_{n}.md", f"Fact {n}.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    away = tmp_path / "remote-away"
+    remote.rename(away)
+    b.run("compact", "--now", "2026-11-26", check=3)
+    a.run("forget", "--match", "ZTOKEN", "--yes", check=3)
+    away.rename(remote)
+    b.run("sync")
+    assert "ZTOKEN" in on_remote(remote)["session_digest_2026-W45.md"]
+    proc = a.run("sync")
+    assert "finished forgetting" in proc.stderr, proc.stderr
+    assert all("ZTOKEN" not in text for text in on_remote(remote).values())
+    assert all(b"ZTOKEN" not in data for data in a.files().values())
+    for device in (b, a, b):
+        device.run("sync")
+    assert "- ARC4 worked on the parser." in on_remote(remote)["session_digest_2026-W45.md"]
+    assert_forgotten(["ZTOKEN"], everywhere(pair, remote))
