@@ -32,7 +32,14 @@ from memsync.sync.localfiles import LocalFiles, settled, stat_key
 from memsync.sync.planner import Action, Kind
 from memsync.sync.remote_files import classify
 from memsync.sync.remote_keys import CONFLICTS, PURGED, TOMBSTONES
-from memsync.sync.state import COMEBACKS, SINGLY, Record, State, pending_forgets_file
+from memsync.sync.state import (
+    COMEBACKS,
+    NO_COPY,
+    SINGLY,
+    Record,
+    State,
+    pending_forgets_file,
+)
 from memsync.sync.walk import MemoryWalk
 from memsync.util.errors import (
     AlreadyExists,
@@ -942,7 +949,10 @@ class Engine:
         way: the index is what Claude Code writes first into a new folder, and so is one
         left with MEMORY.md alone written anew, linking to none of the files synced from it,
         whatever their number (a user deleting a few by hand leaves the index's other lines)."""
-        records = self.state.records
+        forgetting = {n for job in self.state.meta.get("forgetting", []) for n in job["files"]}
+        records = {  # a file forgotten here, not finished on this remote yet, is no loss
+            n: r for n, r in self.state.records.items() if n not in forgetting and r.sha != NO_COPY
+        }
         if not records or local.refused:
             return False
         synced_here = records.keys() & local.content.hashes.keys()

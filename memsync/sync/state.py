@@ -31,6 +31,11 @@ def pending_forgets_file(home: Path, project: str, memory_dir: Path) -> Path:
     return home / "forgetting" / f"{project}-{digest}.json"
 
 
+# the sha of a record whose synced copy was forgotten (under another remote's state: see
+# sync/tombstones.py `_erase_in_other_states`): none kept, so the copy here is an edit of it
+NO_COPY = "forgotten"
+
+
 class Record(NamedTuple):
     """What a file looked like when it was last in sync on both sides."""
 

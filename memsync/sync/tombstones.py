@@ -24,7 +24,7 @@ from memsync.memory.index_links import INDEX, without_links
 from memsync.stores import MAX_ATTEMPTS
 from memsync.sync.forgotten import body_hash, identity, line_hash, line_hashes, scrub
 from memsync.sync.remote_keys import PURGED, TOMBSTONES
-from memsync.sync.state import COMEBACKS, history_folder, pending_forgets_file
+from memsync.sync.state import COMEBACKS, NO_COPY, history_folder, pending_forgets_file
 from memsync.util.dates import local_time
 from memsync.util.errors import MemsyncError, NotFound, PreconditionFailed, Unreachable, UserError
 from memsync.util.fsutil import atomic_write, file_lock, private_dir, sha256
@@ -426,7 +426,7 @@ def erase_here(engine: Engine, job: dict[str, Any], *, first: bool) -> None:
     state = engine.state
     if first:
         lines = {*job["lines"], *(h for hs in job.get("body_lines", {}).values() for h in hs)}
-        _erase_in_other_states(engine, dict.fromkeys(job["files"]), lines, carry=job)
+        _erase_in_other_states(engine, dict.fromkeys(job["files"]), lines, [job])
     for name in job["files"]:
         path = engine.local_path(name)
         with contextlib.suppress(FileNotFoundError):
@@ -459,24 +459,24 @@ def erase_here(engine: Engine, job: dict[str, Any], *, first: bool) -> None:
 
 # a state folder's name (config.state_dir_for): the project, then a hash of remote and dir
 _STATE_FOLDER = r"-[0-9a-f]{10}"
-# the sha of a record whose synced copy was forgotten: none, so the copy here is an edit of it
-_NO_COPY = "forgotten"
 
 
 def _erase_in_other_states(
     engine: Engine,
     files: dict[str, float | None],
     lines: set[str],
-    carry: dict[str, Any] | None = None,
+    carry: list[dict[str, Any]],
 ) -> None:
     """The project's state kept here under another remote URL (this device syncs another
     remote too, or did before it moved: state is per URL) holds copies too. Its history of the
     forgotten `files` goes (of those from before the time each maps to, None: all), and the
     forgotten `lines` out of its other history; its synced copies holding them go, their
     records kept (etag only), so that a sync with that remote sends what is here over them.
-    `carry`: a forget made here, which that state then finishes on its remote at its next
-    sync (tombstone and deletions there, as for a forget that waited for the remote), if it
-    synced any of the files. Each under its own lock; one that is busy is left as it is."""
+    `carry`: the forgets (made here, or another device's taken in), which that state then
+    finishes on its remote at its next sync (tombstone and deletions there, as for a forget
+    that waited for the remote), if it synced any of their files or lines: the devices that
+    sync only that remote forget too, and none of them can bring a copy back through this
+    device. Each under its own lock; one that is busy is left as it is."""
     from memsync.sync.state import State
 
     ctx = engine.ctx
@@ -491,33 +491,42 @@ def _erase_in_other_states(
                 other = State(folder, engine.state.history_versions)
                 for name, before in files.items():
                     other.drop_history(name, before=before)
+                held: set[str] = set()  # synced copies that held forgotten lines
                 for name, rec in list(other.records.items()):
                     base = other.content(rec.sha)
                     until = files.get(name)
                     gone = name in files and (until is None or rec.synced_at <= until)
-                    if gone or (base is not None and lines and scrub(base, lines) != base):
-                        other.records[name] = rec._replace(sha=_NO_COPY)
+                    if base is not None and lines and scrub(base, lines) != base:
+                        held.add(name)
+                    if gone or name in held:
+                        other.records[name] = rec._replace(sha=NO_COPY)
                 if lines:
                     _scrub_history(other, lines)
-                if carry is not None:
-                    _carry_job(other, carry)
+                for job in carry:
+                    _carry_job(other, job, held)
                 other.save()
         except (TimeoutError, OSError, MemsyncError):
             continue
 
 
-def _carry_job(other: State, job: dict[str, Any]) -> None:
+def _carry_job(other: State, job: dict[str, Any], held: set[str]) -> None:
     """Give a forget made under another state to `other`, to finish on its remote: what it
     knew of the files there (their ETags) is what the forget takes; anything newer there is
-    another device's late edit. Only where `other` synced one of the files or the text."""
+    another device's late edit. Only where `other` synced one of the files, or a copy that
+    held a forgotten line (`held`, whose remote copies then lose the lines), and had not
+    taken that forget in from its own remote."""
     meta = other.meta
     known = {n: rec.etag for n in job["files"] if (rec := other.records.get(n)) is not None}
-    if not known and not job.get("scrub"):
+    rewrite = held if job["lines"] else set()
+    if not known and not rewrite:
+        return
+    if job["id"] in meta.get("tombstones_applied", []):
         return
     if any(j.get("id") == job["id"] for j in meta.get("forgetting", [])):
         return
     copy = {k: v for k, v in job.items() if k not in ("shared", "seen")}
     copy["known"] = known
+    copy["scrub"] = sorted({*job.get("scrub", []), *rewrite})
     copy["carried"] = True
     meta["forgetting"] = [*meta.get("forgetting", []), copy]
     meta["tombstones_applied"] = sorted({*meta.get("tombstones_applied", []), job["id"]})
@@ -621,7 +630,7 @@ def finish_pending(engine: Engine, listing: dict[str, Entry]) -> list[str]:
         audit(engine, "forget-finished", id=job["id"], files=job["files"])
         what = ", ".join(job["files"]) or "the text a `forget --match` found"
         why = (
-            "it was made while this device synced another remote"
+            "the forget came from another remote this device syncs"
             if job.get("carried")
             else "the forget waited for the remote"
         )
@@ -670,10 +679,43 @@ def apply_tombstones(
     _drop_index_lines(engine, gone, local, renamed)
     if gone or fresh:  # this device's state under another remote URL holds them too
         body = {h for n in gone for h in doc["files"][n].get("lines", ())}
-        _erase_in_other_states(engine, dict(gone), {*fresh, *body})
+        _erase_in_other_states(engine, dict(gone), {*fresh, *body}, _jobs_of(doc, before))
     meta["tombstones_applied"] = sorted(applied - failed)
     changed = [n for n, h in local.content.hashes.items() if before_scrub.get(n, h) != h]
     return sorted(changed), set(fresh)
+
+
+def _jobs_of(doc: dict[str, Any], before: set[str]) -> list[dict[str, Any]]:
+    """The forgets a tombstone list holds that this device has not applied before, as the
+    jobs that made them (by id): what it carries to the other remotes it syncs."""
+    jobs: dict[str, dict[str, Any]] = {}
+
+    def job(t: dict[str, Any]) -> dict[str, Any]:
+        return jobs.setdefault(
+            t["id"],
+            {
+                "id": t["id"],
+                "at": t["at"],
+                "device": t.get("device", ""),
+                "files": [],
+                "lines": [],
+                "bodies": {},
+                "body_lines": {},
+            },
+        )
+
+    for name, t in sorted(doc["files"].items()):
+        if t["id"] not in before:
+            found = job(t)
+            found["files"].append(name)
+            if t.get("bodies"):
+                found["bodies"][name] = t["bodies"]
+            if t.get("lines"):
+                found["body_lines"][name] = t["lines"]
+    for digest, t in sorted(doc["lines"].items()):
+        if t["id"] not in before:
+            job(t)["lines"].append(digest)
+    return list(jobs.values())
 
 
 def forget_restored(engine: Engine, data: bytes, local: LocalScan) -> list[str]:

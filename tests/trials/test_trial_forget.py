@@ -1742,7 +1742,7 @@ def test_a_forget_reaches_every_remote_this_device_syncs(pair, remote, tmp_path)
     proc = a2.run("sync")
     assert "finished forgetting user_dentist.md here" in proc.stderr, proc.stderr
     assert "finished forgetting the text a `forget --match` found" in proc.stderr, proc.stderr
-    assert "synced another remote" in proc.stderr and "  " not in proc.stderr, proc.stderr
+    assert "came from another remote" in proc.stderr and "  " not in proc.stderr, proc.stderr
     assert (second / PROJECT / "_memsync" / "forgotten.json").exists()
     b2.run("sync")
     a2.run("sync")
@@ -1784,3 +1784,65 @@ def test_a_forget_that_waited_scrubs_a_roll_up_made_meanwhile_elsewhere(pair, re
         device.run("sync")
     assert "- ARC4 worked on the parser." in on_remote(remote)["session_digest_2026-W45.md"]
     assert_forgotten(["ZTOKEN"], everywhere(pair, remote))
+
+
+def test_a_forget_from_one_remote_is_carried_to_the_other_by_a_device_that_syncs_both(
+    tmp_path, remote
+):
+    """Fresh-eyes s30e, finding 1: A syncs R1, B syncs R1 and R2, C syncs R2 and has an
+    unsynced edit of the file A forgets. B took the forget in from R1, but R2 only saw a
+    plain deletion: C's edit beat it, came back to B from R2, went up to R1 and back to A.
+    B now finishes the forget on R2 too (its tombstone), so C sets its edit aside and the
+    text stays forgotten everywhere."""
+    second = tmp_path / "remote-two"
+    second.mkdir()
+    a = make_device(tmp_path, "laptop", remote.as_uri())
+    b1 = make_device(tmp_path, "desktop", remote.as_uri())
+    b2 = Device(b1.name, b1.root, second.as_uri())
+    c = make_device(tmp_path, "tablet", second.as_uri())
+    a.write("user_f1.md", "Fact 1 QTOKEN.\n", type="user")
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    for device in (a, b1, b2, c):
+        device.run("sync")
+    path = c.memory / "user_f1.md"
+    path.write_text(path.read_text() + "C's edit.\n")
+    a.run("forget", "user_f1.md", "--yes")
+    b1.run("sync")
+    proc = b2.run("sync")
+    assert "finished forgetting user_f1.md" in proc.stderr, proc.stderr
+    assert (second / PROJECT / "_memsync" / "forgotten.json").exists()
+    said = c.run("sync").stderr
+    assert "quarantine" in said, said
+    for device in (b2, b1, a, c):
+        device.run("sync")
+    homes = [a.home, a.memory, b1.home, b1.memory, c.home, c.memory, remote, second]
+    assert_forgotten(["QTOKEN"], homes, [quarantine_dir(c.home)])
+    assert all(not (d.memory / "user_f1.md").exists() for d in (a, b1, c))
+
+
+def test_a_forget_that_leaves_only_the_index_is_finished_on_the_second_remote(
+    pair, remote, tmp_path
+):
+    """Fresh-eyes s30e, finding 2: A syncs R1 and R2 and forgets every file but MEMORY.md
+    while syncing R1; its sync of R2 took the dir for a lost one ("run `memsync pull` to bring
+    them back") and could never finish the forget there. Files a forget is taking out are no
+    loss: the sync finishes it."""
+    a, _ = pair
+    (a.memory / "MEMORY.md").write_text(
+        "# Memory\n- [Secret](user_secret.md) — s\n- [Ok](user_ok.md) — o\n"
+    )
+    a.write("user_secret.md", "QTOKEN secret.\n", type="user")
+    a.write("user_ok.md", "The dentist on Tuesday ZTOKEN.\n", type="user")
+    second = tmp_path / "remote-two"
+    second.mkdir()
+    a2 = Device(a.name, a.root, second.as_uri())
+    a.run("sync")
+    a2.run("sync")
+    a.run("forget", "user_secret.md", "--yes")
+    a.run("forget", "--match", "ZTOKEN", "--yes")
+    assert sorted(a.files()) == ["MEMORY.md"]
+    proc = a2.run("sync")
+    assert "finished forgetting" in proc.stderr, proc.stderr
+    assert "memsync pull" not in proc.stderr, proc.stderr
+    assert sorted(on_remote(second)) == ["MEMORY.md"]
+    assert_forgotten(["QTOKEN", "ZTOKEN"], [a.home, a.memory, remote, second])
