@@ -750,3 +750,24 @@ def test_a_field_changed_on_both_sides_is_not_said_to_be_in_the_file_twice():
     assert "the field `role`" in result.conflict, result.conflict
     assert "both versions are in the file" not in result.conflict, result.conflict
     assert "local history" in result.conflict
+
+
+def test_an_entry_moved_to_two_different_sections_is_said():
+    """Fresh-eyes s30e, finding 3: A moves an entry, as it was, from Failure modes to What
+    has worked, B to Open questions. It stands in both places (each move is a removal and an
+    addition), and the user is told, a conflict; both moving it to the same place is none."""
+    entry = "Over-explains when unsure."
+    model = {"Failure modes": [entry, "Rushes."], "What has worked": [], "Open questions": []}
+    b = render("self_observations", model)
+    o = render(
+        "self_observations", {**model, "Failure modes": ["Rushes."], "What has worked": [entry]}
+    )
+    t = render(
+        "self_observations", {**model, "Failure modes": ["Rushes."], "Open questions": [entry]}
+    )
+    for ours, theirs in ((o, t), (t, o)):
+        _merge_and_check("self_observations.md", b, ours, theirs)
+        result = merge("self_observations.md", b, ours, theirs)
+        assert result.content.count(entry.encode()) == 2
+        assert result.conflict and entry not in result.conflict
+    assert merge("self_observations.md", b, o, o).conflict is None

@@ -1179,22 +1179,31 @@ def _merge_sections(
 
 def _moved_and_reworded(base: Section, ours: Section, theirs: Section) -> Both | None:
     """An entry one side moved, as it was, to another section while the other side reworded
-    it where it was. Sections merge one by one, so the old words stay where they went and the
-    new where they were: both are kept, and the user is told, as for an entry changed
-    differently on both sides."""
+    it where it was, or moved it to a third section. Sections merge one by one, so the entry
+    stays twice (the old words where they went and the new where they were, or in both new
+    places): both are kept, and the user is told, as for an entry changed differently on
+    both sides."""
     b, o, t = (_keys_by_section(tree) for tree in (base, ours, theirs))
+
+    def moved_to(side: dict[tuple[str, ...], dict[str, str]], key: str) -> set[tuple[str, ...]]:
+        return {p for p, keys in side.items() if key in keys and key not in b.get(p, {})}
+
     for mover, other in ((o, t), (t, o)):
         for path, held in b.items():
             there = other.get(path, {})
             for key, text in held.items():
                 if key in mover.get(path, {}) or key in there:
                     continue  # not moved, or left as it was on the other side
-                if not any(key in keys and key not in b.get(p, {}) for p, keys in mover.items()):
+                went = moved_to(mover, key)
+                if not went:
                     continue
+                where = _short(path[-1], 40) if path[-1] else ""
+                label = f'an entry under "{where}"' if where else "an entry"
+                elsewhere = moved_to(other, key)
+                if elsewhere and elsewhere != went:
+                    return Both.of(label, [text])
                 for new in (x for k, x in there.items() if k not in held):
                     if similarity(text, new) >= SIMILAR:
-                        where = _short(path[-1], 40) if path[-1] else ""
-                        label = f'an entry under "{where}"' if where else "an entry"
                         return Both.of(label, [text, new])
     return None
 
