@@ -59,7 +59,7 @@ def compact(
     """Apply the retention rules: roll old digests up, fold old calibration into rules, trim."""
     import os
 
-    from memsync.cli.plain import done_lines
+    from memsync.cli.plain import DONE, done_lines
     from memsync.retention import compact as core
     from memsync.sync.engine import Engine
     from memsync.util.errors import GuardError
@@ -72,6 +72,7 @@ def compact(
 
     engine = Engine(context(memory_dir, remote, project))
     offline = None
+    synced = None
     if not dry_run:  # compact the latest: what other devices wrote merges in first
         try:
             synced = engine.run("sync")
@@ -88,17 +89,24 @@ def compact(
             err.print(f"note: remote unreachable ({synced.offline}); compacting local files")
     actions = core.plan(core.read_memory(engine.ctx.memory_dir), today)
     if json:
-        emit_json(
-            "compact",
-            {"dry_run": dry_run, "today": today.isoformat(), **core.plan_to_dict(actions)},
-        )
+        doc = {"dry_run": dry_run, "today": today.isoformat(), **core.plan_to_dict(actions)}
+        if synced is not None:  # what the sync before it did, as `sync` says it
+            doc["sync"] = {attr: getattr(synced, attr) for attr, _ in DONE}
+            doc["sync"]["conflicts"] = list(synced.conflicts)
+        emit_json("compact", doc)
         if dry_run:
             return
     elif actions:
         table(("action", "file", "reason"), [(a.kind, a.name, a.reason) for a in actions])
     if not actions:
         if not json:
-            out.print("Nothing to compact.")
+            # a dry run does not sync: it sees this device's files only
+            out.print(
+                "Nothing to compact here (--dry-run reads this device's files; it does not "
+                "sync)."
+                if dry_run
+                else "Nothing to compact."
+            )
         _unreachable(offline)
         return
     if dry_run:

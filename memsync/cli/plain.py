@@ -155,7 +155,7 @@ def progress_runner(engine: Engine, **kwargs) -> SyncResult:
         return engine.run(progress=tick, **kwargs)
 
 
-_DONE = (
+DONE = (
     ("forgotten", "forgotten here (another device ran `memsync forget`)"),
     ("uploaded", "pushed"),
     ("downloaded", "pulled"),
@@ -168,7 +168,7 @@ _DONE = (
 def done_lines(result: SyncResult) -> None:
     """One line a file for what the run did; also for a run cut short by Ctrl-C or SIGTERM."""
     # one plain write: Rich per line costs a pull of thousands of files whole seconds
-    lines = [f"{verb}: {name}\n" for attr, verb in _DONE for name in getattr(result, attr)]
+    lines = [f"{verb}: {name}\n" for attr, verb in DONE for name in getattr(result, attr)]
     if lines:
         out.file.write("".join(lines))
         out.file.flush()

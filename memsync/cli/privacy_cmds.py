@@ -71,7 +71,8 @@ def forget(
         for name in report.files:
             out.print(f"forgotten: {name}", markup=False)
         if report.index_lines:
-            out.print(f"removed {report.index_lines} MEMORY.md line(s) linking to it")
+            them = "it" if len(report.files) == 1 else "them"
+            out.print(f"removed {report.index_lines} MEMORY.md line(s) linking to {them}")
         _finish(report)
         return
     assert match is not None

@@ -50,7 +50,10 @@ class GuardError(UserError):
 
     def within(self, command: str, run: str) -> GuardError:
         """The refusal of the `run` (pull, sync) that `command` (forget, compact) makes first:
-        `command` has no --force, so the sentence names the command that takes it."""
+        `command` has no --force, so the sentence names the command that takes it (one whose
+        way out is another command, a lost memory dir's `pull`, is kept as it is)."""
+        if "--force" not in str(self):
+            return GuardError(f"the {command} {run}s first, and {self}")
         return GuardError(
             f"{str(self).split('; ')[0]}, and {command} {run}s first; run `memsync {run} "
             f"--force` if that is what you want, then the {command} again"

@@ -4,6 +4,7 @@ and the smaller truthfulness findings. The installed console script, one folder 
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -347,6 +348,9 @@ def test_compact_says_what_its_sync_did_and_which_command_takes_force(tmp_path, 
     proc = a.run("compact")
     assert "pushed: user_pat.md" in proc.stdout and "pulled: user_riley.md" in proc.stdout, proc
     assert "Nothing to compact." in proc.stdout
+    path.write_text(path.read_text() + "Pat is back from Lisbon.\n")
+    doc = json.loads(a.run("compact", "--json").stdout)  # --json says it too (s30e, 4)
+    assert doc["data"]["sync"]["uploaded"] == ["user_pat.md"], doc
     for n in range(6):
         a.write(f"user_fact_{n}.md", f"Fact {n}.\n", type="user")
     a.run("sync")
@@ -355,3 +359,13 @@ def test_compact_says_what_its_sync_did_and_which_command_takes_force(tmp_path, 
     said = a.run("compact", check=1).stderr
     assert "`memsync sync --force`" in said and "then the compaction again" in said, said
     assert "run it again with --force" not in said, said
+
+
+def test_compact_in_a_lost_memory_dir_names_pull_not_force(tmp_path, share):
+    """Fresh-eyes s30e, finding 5: with the memory dir lost, `compact` said to run `memsync
+    sync --force`, which refuses in that state; the way out is `memsync pull`."""
+    a, _ = two_synced(tmp_path, share)
+    for path in a.memory.iterdir():
+        path.unlink()
+    said = a.run("compact", check=1).stderr
+    assert "memsync pull" in said and "--force" not in said, said
