@@ -106,6 +106,12 @@ class Device:
     def write(self, name: str, body: str = "", **meta: object) -> Path:
         return write_memory(self.memory, name, body, **meta)
 
+    def append(self, name: str, text: str) -> Path:
+        """Add `text` at the end of a memory file, as a person or an agent edits one."""
+        path = self.memory / name
+        path.write_text(path.read_text() + text)
+        return path
+
     def imports(self, snippet: str, prefixes: tuple[str, ...]) -> tuple[str, list[str]]:
         """Run Python `snippet` in a fresh interpreter with this device's environment:
         (its stdout, the modules it loaded whose names start with one of `prefixes`). Start-up

@@ -522,6 +522,16 @@ def _october_digests(device: Device, days: range) -> None:
         device.write(f"user_fact_{n}.md", f"Fact {n}.\n", type="user")
 
 
+def _compact_while_away(remote: Path, *devices: Device) -> None:
+    """Each device's (scheduled) compaction runs while the remote is away: exit 3, the
+    roll-ups written here, the digests kept until they are on the remote."""
+    away = remote.with_name("remote-away")
+    remote.rename(away)
+    for device in devices:
+        device.run("compact", "--now", "2026-11-26", check=3)
+    away.rename(remote)
+
+
 def test_a_digest_reworded_while_another_device_compacted_it_is_rolled_up_reworded(pair):
     """A rolls October's digests up while B rewords a line of one; B's edit beats the deletion
     and the digest comes back; the next compaction folds the rewording in place of the old
@@ -566,11 +576,7 @@ def test_two_devices_rolling_up_the_same_month_offline_hold_each_entry_once(pair
         "session_digest_2026-10-05.md",
         lambda t: t.replace("- REL05 Pat was fine.\n", "- REL05 Pat was fine.\n- BNEW05 Riley.\n"),
     )
-    away = remote.with_name("remote-away")
-    remote.rename(away)
-    a.run("compact", "--now", "2026-11-26", check=3)
-    b.run("compact", "--now", "2026-11-26", check=3)
-    away.rename(remote)
+    _compact_while_away(remote, a, b)
     a.run("sync")
     b.run("sync")
     a.run("sync")
@@ -997,11 +1003,7 @@ def test_a_digest_line_reworded_on_both_devices_then_rolled_up_apart_is_a_confli
             "session_digest_2026-10-06.md",
             lambda t, w=words: t.replace("- ARC06 worked on item 06.", f"- ARC06 worked {w}."),
         )
-    away = remote.with_name("remote-away")
-    remote.rename(away)
-    a.run("compact", "--now", "2026-11-26", check=3)
-    b.run("compact", "--now", "2026-11-26", check=3)
-    away.rename(remote)
+    _compact_while_away(remote, a, b)
     a.run("sync")
     b.run("sync")
     a.run("sync")
@@ -1030,11 +1032,7 @@ def test_a_roll_up_made_offline_from_an_older_digest_loses_no_line_of_the_newer_
     )
     c.run("sync")
     b.run("sync")
-    away = remote.with_name("remote-away")
-    remote.rename(away)
-    a.run("compact", "--now", "2026-11-26", check=3)
-    b.run("compact", "--now", "2026-11-26", check=3)
-    away.rename(remote)
+    _compact_while_away(remote, a, b)
     for device in (a, b, a, b, c):
         device.run("sync")
     for device in (a, b):

@@ -155,11 +155,9 @@ def test_an_edit_racing_a_letter_case_rename_follows_the_rename(pair, renamed_ed
     (a.memory / "user_pat.md").rename(a.memory / "User_Pat.md")
     (a.memory / "MEMORY.md").write_text("# Memory\n- [Pat](User_Pat.md) — Pat\n")
     if renamed_edit:
-        path = a.memory / "User_Pat.md"
-        path.write_text(path.read_text() + "Pat is on call in December.\n")
+        a.append("User_Pat.md", "Pat is on call in December.\n")
     a.run("sync")
-    path = b.memory / "user_pat.md"
-    path.write_text(path.read_text() + "Pat prefers short answers.\n")
+    b.append("user_pat.md", "Pat prefers short answers.\n")
 
     said = b.run("sync")
     assert "renamed to User_Pat.md" in said.stdout + said.stderr, said
@@ -198,12 +196,6 @@ def _rename(device, old: str, new: str) -> None:
     (device.memory / "MEMORY.md").write_text(text.replace(f"({old})", f"({new})"))
 
 
-def _append(device, name: str, line: str):
-    path = device.memory / name
-    path.write_text(path.read_text() + line)
-    return path
-
-
 def _one_name_everywhere(pair, new: str, words: str) -> None:
     a, b, remote = pair
     for device in (a, b):
@@ -223,7 +215,7 @@ def test_a_case_rename_and_an_edit_of_the_old_name_through_the_hooks_keep_one_na
     _synced_facts(pair)
     _rename(b, "user_f5.md", "User_F5.md")
     b.file_changed(b.memory / "User_F5.md", "add")
-    a.post_tool_use(_append(a, "user_f5.md", "A's edit of f5.\n"))
+    a.post_tool_use(a.append("user_f5.md", "A's edit of f5.\n"))
     b.file_changed(b.memory / "user_f5.md", "unlink")
     b.file_changed(b.memory / "MEMORY.md", "change")
     for device in (a, b):
@@ -242,7 +234,7 @@ def test_an_edit_pushed_by_the_hook_after_a_case_rename_synced_follows_it(pair):
     _synced_facts(pair)
     _rename(a, "user_f2.md", "User_F2.md")
     a.run("sync")
-    b.post_tool_use(_append(b, "user_f2.md", "B's edit of f2.\n"))
+    b.post_tool_use(b.append("user_f2.md", "B's edit of f2.\n"))
     assert remote_names(remote).count("user_f2.md") == 0, remote_names(remote)
     b.run("sync")
     a.run("sync")
@@ -256,7 +248,7 @@ def test_a_case_rename_after_the_other_device_pushed_an_edit_goes_through(pair):
     had it. The remote's edit now goes into the renamed file, which goes out in one sync."""
     a, b, remote = pair
     _synced_facts(pair)
-    b.post_tool_use(_append(b, "user_f1.md", "B's edit of f1.\n"))
+    b.post_tool_use(b.append("user_f1.md", "B's edit of f1.\n"))
     _rename(a, "user_f1.md", "User_F1.md")
     said = a.run("sync")
     assert "refused" not in said.stderr and "edit went into User_F1.md" in said.stderr, said
@@ -272,7 +264,7 @@ def test_a_case_rename_through_the_hooks_after_the_other_devices_edit_reached_th
     of the rename, B's edit merged in."""
     a, b, remote = pair
     _synced_facts(pair)
-    b.post_tool_use(_append(b, "user_f5.md", "B's edit of f5.\n"))
+    b.post_tool_use(b.append("user_f5.md", "B's edit of f5.\n"))
     _rename(a, "user_f5.md", "User_F5.md")
     a.file_changed(a.memory / "user_f5.md", "unlink")
     a.file_changed(a.memory / "User_F5.md", "add")
@@ -294,7 +286,7 @@ def test_the_stop_hook_that_follows_a_case_rename_relinks_the_index_here(pair):
     _synced_facts(pair)
     _rename(a, "user_f2.md", "User_F2.md")
     a.run("sync")
-    b.post_tool_use(_append(b, "user_f2.md", "B's edit of f2.\n"))
+    b.post_tool_use(b.append("user_f2.md", "B's edit of f2.\n"))
     b.hook("stop", hook_event_name="Stop")
     index = (b.memory / "MEMORY.md").read_text()
     assert "(User_F2.md)" in index and "(user_f2.md)" not in index, index
@@ -310,9 +302,9 @@ def test_a_case_rename_with_an_edit_after_the_other_devices_edit_is_a_conflict_o
     a, b, remote = pair
     _synced_facts(pair)
     _rename(a, "user_f1.md", "User_F1.md")
-    _append(a, "User_F1.md", "A's line.\n")
+    a.append("User_F1.md", "A's line.\n")
     b.run("sync")  # nothing yet: B's edit comes a moment after A's
-    _append(b, "user_f1.md", "B's line.\n")
+    b.append("user_f1.md", "B's line.\n")
     b.run("sync")
     a.run("sync")
     b.run("sync")

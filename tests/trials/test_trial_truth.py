@@ -262,16 +262,14 @@ def test_a_push_or_pull_that_leaves_changes_the_other_way_does_not_say_in_sync(t
     "Everything is in sync."; so did a `pull` with changes made here. Each now says what waits
     and which command takes it."""
     a, b = two_synced(tmp_path, share)
-    path = a.memory / "user_pat.md"
-    path.write_text(path.read_text() + "Pat moved to Lisbon.\n")
+    a.append("user_pat.md", "Pat moved to Lisbon.\n")
     a.run("sync")
     said = b.run("push").stdout
     assert (
         "in sync" not in said
         and "1 file(s) changed on the remote (written or deleted) since" in said
     ), said
-    path = b.memory / "user_riley.md"
-    path.write_text(path.read_text() + "Riley is on leave in May.\n")
+    b.append("user_riley.md", "Riley is on leave in May.\n")
     said = a.run("pull").stdout
     assert said == "Everything is in sync.\n", said
     b.run("pull")
@@ -286,11 +284,9 @@ def test_a_push_that_sends_something_still_says_what_waits_on_the_remote(tmp_pat
     device's edit waited on the remote; a `pull` that brought one said nothing of the edit
     waiting here. Each names what waits the other way, and which command takes it."""
     a, b = two_synced(tmp_path, share)
-    path = a.memory / "user_pat.md"
-    path.write_text(path.read_text() + "Pat moved to Lisbon.\n")
+    path = a.append("user_pat.md", "Pat moved to Lisbon.\n")
     a.run("sync")
-    path = b.memory / "user_riley.md"
-    path.write_text(path.read_text() + "Riley is on leave in May.\n")
+    path = b.append("user_riley.md", "Riley is on leave in May.\n")
     proc = b.run("push")
     assert proc.stdout == "pushed: user_riley.md\n", proc.stdout
     assert "1 file(s) changed on the remote (written or deleted) since" in proc.stderr, proc.stderr
@@ -340,11 +336,9 @@ def test_compact_says_what_its_sync_did_and_which_command_takes_force(tmp_path, 
     it again with --force", an option compact does not have (so did the scheduled job, every
     day). It now prints what the sync did, as `sync` does, and names `memsync sync --force`."""
     a, b = two_synced(tmp_path, share)
-    path = b.memory / "user_riley.md"
-    path.write_text(path.read_text() + "Riley is on leave in May.\n")
+    path = b.append("user_riley.md", "Riley is on leave in May.\n")
     b.run("sync")
-    path = a.memory / "user_pat.md"
-    path.write_text(path.read_text() + "Pat moved to Lisbon.\n")
+    path = a.append("user_pat.md", "Pat moved to Lisbon.\n")
     proc = a.run("compact")
     assert "pushed: user_pat.md" in proc.stdout and "pulled: user_riley.md" in proc.stdout, proc
     assert "Nothing to compact." in proc.stdout
