@@ -85,6 +85,7 @@ class SyncResult:
         self.deleted_remote: list[str] = []
         self.deleted_local: list[str] = []
         self.forgotten: list[str] = []  # removed here because another device forgot them
+        self.forgets_finished: list[str] = []  # this device's forgets it finished (sentences)
         self.conflicts: list[str] = []
         self.refused: dict[str, str] = {}
         self.kept_local: dict[str, str] = {}  # marked to stay here: skipped, not an error
@@ -117,6 +118,7 @@ class SyncResult:
                 self.deleted_remote,
                 self.deleted_local,
                 self.forgotten,
+                self.forgets_finished,
             )
         )
 
@@ -464,6 +466,7 @@ class Engine:
                 if index is not None:
                     local.content.add(INDEX, sha256(index), index)
                 result.notes += finished
+                result.forgets_finished += finished  # a change: never "in sync" after it
         self._apply_tombstones(listing, local, result)
         records = self.state.records
         if any(name not in listing for name in records):
@@ -949,9 +952,15 @@ class Engine:
         way: the index is what Claude Code writes first into a new folder, and so is one
         left with MEMORY.md alone written anew, linking to none of the files synced from it,
         whatever their number (a user deleting a few by hand leaves the index's other lines)."""
-        forgetting = {n for job in self.state.meta.get("forgetting", []) for n in job["files"]}
-        records = {  # a file forgotten here, not finished on this remote yet, is no loss
-            n: r for n, r in self.state.records.items() if n not in forgetting and r.sha != NO_COPY
+        from memsync.memory.digests import rolled_up
+
+        # no loss: a file forgotten here (not finished on this remote yet), or a digest a
+        # roll-up here covers (compaction with sync off deletes them before any sync)
+        gone = {n for job in self.state.meta.get("forgetting", []) for n in job["files"]}
+        here = local.content.hashes
+        gone |= rolled_up(self.state.records.keys() - here.keys(), here)
+        records = {
+            n: r for n, r in self.state.records.items() if n not in gone and r.sha != NO_COPY
         }
         if not records or local.refused:
             return False

@@ -1741,6 +1741,7 @@ def test_a_forget_reaches_every_remote_this_device_syncs(pair, remote, tmp_path)
     a.run("forget", "--match", "ZTOKEN", "--yes")
     proc = a2.run("sync")
     assert "finished forgetting user_dentist.md here" in proc.stderr, proc.stderr
+    assert "in sync" not in proc.stdout, proc.stdout  # fresh-eyes s30f: it said so
     assert "finished forgetting the text a `forget --match` found" in proc.stderr, proc.stderr
     assert "came from another remote" in proc.stderr and "  " not in proc.stderr, proc.stderr
     assert (second / PROJECT / "_memsync" / "forgotten.json").exists()

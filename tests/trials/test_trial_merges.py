@@ -1080,3 +1080,30 @@ def test_an_offline_compaction_keeps_the_index_lines_of_the_digests_it_kept(pair
         index = (device.memory / "MEMORY.md").read_text()
         assert "session_digest_2026-10-0" not in index and "(session_digest_2026-10.md)" in index
         assert not (device.memory / "session_digest_2026-10-01.md").exists()
+
+
+def test_a_compaction_with_sync_off_is_no_lost_memory_dir(pair):
+    """Fresh-eyes s30f, finding 4: with MEMSYNC_SYNC=off, compaction deletes the digests it
+    rolled up at once; on a device whose synced files were those digests and MEMORY.md (its
+    lines pointed at the roll-up), the next sync took the dir for a lost one and refused. The
+    digests a roll-up here covers are compaction's work, not a loss: the sync sends it."""
+    a, b, remote = pair
+    for day in (1, 2, 3):
+        a.write(
+            f"session_digest_2026-10-0{day}.md",
+            f"## Session 09:00 s{day}\n\n### Arcs\n- ARC{day} worked on item {day}.\n",
+            type="session_digest",
+        )
+    (a.memory / "MEMORY.md").write_text(
+        "# Memory\n"
+        + "".join(f"- [Oct {d}](session_digest_2026-10-0{d}.md) — day {d}\n" for d in (1, 2, 3))
+    )
+    start_synced(a, b)
+    off = Device(b.name, b.root, b.remote, {"MEMSYNC_SYNC": "off"})
+    off.run("compact", "--now", "2026-11-26")
+    assert not (b.memory / "session_digest_2026-10-01.md").exists()
+    said = b.run("sync")
+    assert "lost" not in said.stderr and "memsync pull" not in said.stderr, said.stderr
+    a.run("sync")
+    assert a.files() == b.files()
+    assert "ARC2 worked on item 2." in remote_text(remote, "session_digest_2026-10.md")
