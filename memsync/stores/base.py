@@ -109,6 +109,10 @@ class Store(Protocol):
     # A folder remote this device has synced with (the engine sets it): its project folder is
     # then never made anew, since its absence means the drive is not mounted (see folder.py).
     project_known: bool = False
+    # ETags that are a hash of the content (the folder store): a copy written again with the
+    # same bytes keeps its ETag, so a conditional write cannot tell it from the copy this
+    # device synced. `push FILE` then asks for the purge mark itself (see Engine._run_locked).
+    content_etags: bool = False
 
     @property
     def round_trip(self) -> float | None:

@@ -30,6 +30,8 @@ def _etag(data: bytes) -> str:
 
 
 class FolderStore(Store):
+    content_etags = True
+
     def __init__(self, root: str | os.PathLike[str], prefix: str = "") -> None:
         self.root = Path(root)
         self.base = self.root / prefix if prefix else self.root

@@ -511,6 +511,17 @@ class Engine:
             and all(n in self.state.records for n in [*names, *pending])
             and not _case_renamed_here(names, local, self.state.records)
         )
+        if (
+            self._records_run
+            and self.store.content_etags
+            and self._purge_blocked(result, [*(names or []), *pending])
+        ):
+            # ETags that are content hashes: a purge and another device's republish leave the
+            # copies this device synced byte for byte, so their ETags too, and the conditional
+            # write of an edit would succeed; the mark is asked for first (a folder remote:
+            # one local read; fresh-eyes s30f)
+            self._records_run = False
+            return
         if self._records_run:
             run = self._plan_from_records(result, local, names or [], pending)
         else:
@@ -1245,7 +1256,7 @@ class Engine:
             else:
                 etag = self.store.replace(name, ours, remote_etag, mtime)
         except PreconditionFailed:
-            if self._purge_blocked(result, name) or self._forgotten_since(name):
+            if self._purge_blocked(result, [name]) or self._forgotten_since(name):
                 return
             self._merge(result, name, ours, mtime)  # `push FILE` too: the edit times decide
             return
@@ -1505,21 +1516,21 @@ class Engine:
 
         return entry(name, describe_for_others(name, outcome), self.ctx.device, outcome.marks)
 
-    def _purge_blocked(self, result: SyncResult, name: str) -> bool:
-        """A known file changed on the remote since this device synced it: `push FILE` (which
-        does not list) checks that it was not because the project was purged and published
-        again by another device before this one heard of it (one GET, on this rare path)."""
-        from memsync.sync.tombstones import REPUBLISH, blocking_purge
+    def _purge_blocked(self, result: SyncResult, names: list[str]) -> bool:
+        """A known file changed on the remote since this device synced it (or, on a store
+        whose ETags are content hashes, any `push FILE`): `push FILE`, which does not list,
+        checks that it was not because the project was purged and published again by another
+        device before this one heard of it (one GET, on this rare path)."""
+        from memsync.sync.tombstones import blocking_purge, purged_here
 
         with self._lock:
             marker = blocking_purge(self)
             if marker is None:
                 return False
             self.state.meta["purged"] = marker
-            result.notes.append(
-                f"this project was purged, so {name} was not uploaded; `{REPUBLISH}` publishes "
-                "again"
-            )
+            # refused, not a note: the CLI exits 1 and the PostToolUse hook tells Claude
+            why = f"not uploaded: {purged_here(self)}"
+            result.refused.update(dict.fromkeys(names, why))
         return True
 
     def _forgotten_since(self, name: str) -> bool:

@@ -11,6 +11,7 @@ here too.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import re
@@ -85,11 +86,38 @@ def _remember_lines(engine: Engine, hashes: dict[str, float]) -> None:
         known = engine.state.meta.setdefault("forgotten_lines", {})
         for h, at in hashes.items():
             known.setdefault(h, at)
-        _scrub_history(engine.state, set(hashes))
+        _scrub_history(engine.state, _with_earlier_wordings(engine, set(hashes)))
         waiting = engine.state.meta.get(COMEBACKS) or {}
         for name, line in list(waiting.items()):
             if line_hash(line) in hashes:
                 del waiting[name]  # an index line kept for a file that came back: forgotten
+
+
+def _with_earlier_wordings(engine: Engine, forgotten: set[str]) -> set[str]:
+    """`forgotten`, and the hashes of the earlier wordings of those lines that this device's
+    history copies hold. A line reworded and then forgotten is one entry: the copies from before
+    the rewording hold it in its old words, which its hash cannot name (fresh-eyes s30f). Each
+    file's versions are walked from the newest (the file here, its synced copy) back through
+    its history; where a newer version holds a forgotten line and the older one, instead, a
+    line like it (the merge's similarity test, as for a rewording made here), that older line
+    is forgotten too, and so on back."""
+    state = engine.state
+    found = set(forgotten)
+    for name in state.history_names():
+        rec = state.records.get(name)
+        newest = [engine.read_local(name), state.content(rec.sha) if rec is not None else None]
+        try:
+            older = [v.path.read_bytes() for v in state.history(name)]  # newest first
+        except OSError:
+            continue
+        chain = [
+            data.decode("utf-8", "surrogateescape").splitlines()
+            for data in (*newest, *older)
+            if data
+        ]
+        for newer, old in itertools.pairwise(chain):
+            found |= _rewords_of_forgotten(old, newer, dict.fromkeys(found, 0.0))
+    return found
 
 
 def read_tombstones(data: bytes | None) -> dict[str, Any]:
@@ -676,7 +704,7 @@ def apply_tombstones(
     renamed |= _set_aside_moved(engine, held, doc["files"], local)
     _scrub_local(engine, fresh, local, listing)  # after the files: none is edited first
     gone = {n: t["at"] for n, t in doc["files"].items() if t["id"] not in before}
-    _drop_index_lines(engine, gone, local, renamed)
+    _drop_index_lines(engine, gone, local, renamed, listing)
     if gone or fresh:  # this device's state under another remote URL holds them too
         body = {h for n in gone for h in doc["files"][n].get("lines", ())}
         _erase_in_other_states(engine, dict(gone), {*fresh, *body}, _jobs_of(doc, before))
@@ -853,8 +881,30 @@ def _set_aside_moved(
     return out
 
 
+def _as_written_again(engine: Engine, name: str, local: LocalScan, listing) -> float | None:
+    """When the remote copy of `name` was written, where that copy is byte for byte the one
+    this device synced and still holds unchanged (so the two are one content) on a store whose
+    ETags are content hashes; None otherwise. Lines a forget made before then are in it as
+    written again after the forget: this device keeps them, as the remote does."""
+    rec = engine.state.records.get(name)
+    entry = listing.get(name)
+    if (
+        rec is None
+        or entry is None
+        or entry.etag != rec.etag
+        or local.content.hashes.get(name) != rec.sha
+        or not engine.store.content_etags
+    ):
+        return None
+    return entry.modified
+
+
 def _drop_index_lines(
-    engine: Engine, gone: dict[str, float], local: LocalScan, renamed: set[str]
+    engine: Engine,
+    gone: dict[str, float],
+    local: LocalScan,
+    renamed: set[str],
+    listing: dict[str, Entry],
 ) -> None:
     """The MEMORY.md lines here that link to files another device just forgot, in an index
     written before the forget, and those linking to a copy of one set aside (`renamed`). The
@@ -870,9 +920,11 @@ def _drop_index_lines(
         mtime = local.mtimes.get(INDEX) or path.stat().st_mtime
     except OSError:
         return
-    names = {n for n, at in gone.items() if mtime <= at} | renamed
+    again = _as_written_again(engine, INDEX, local, listing)
+    names = {n for n, at in gone.items() if mtime <= at and (again is None or again <= at)}
+    names |= renamed
     if not names:
-        return  # an index written since: lines for those names are new content
+        return  # an index written since (here, or again on the remote): its lines are new
     text, removed = without_links(data.decode("utf-8", "surrogateescape"), names)
     if not removed:
         return
@@ -934,6 +986,9 @@ def _scrub_local(
             h for h, ids in known.items() if ids & in_base or mtime <= min(fresh[i] for i in ids)
         }
         old |= _rewords_of_forgotten(lines, base_lines, fresh)
+        again = _as_written_again(engine, name, local, listing)
+        if again is not None:  # written again on the remote after those forgets: new there
+            old = {h for h in old if h not in known or any(fresh[i] >= again for i in known[h])}
         clean = scrub(data, old) if old else data
         if clean == data:
             continue

@@ -254,8 +254,8 @@ def test_purge_is_not_undone_by_the_next_sync_or_session(pair, remote):
 
     # B, before it has synced: the PostToolUse push of a synced file gone from the remote
     b.write("user_role.md", "Principal engineer.\n", type="user")
-    proc = b.run("push", "user_role.md")
-    assert "project was purged, so user_role.md was not uploaded" in proc.stderr
+    proc = b.run("push", "user_role.md", check=1)
+    assert "refused: user_role.md: not uploaded: this project's memory was purged" in proc.stderr
     assert on_remote(remote) == {}
     proc = b.run("sync", check=1)
     assert "purged from the remote by laptop" in proc.stderr and "push --republish" in proc.stderr
@@ -305,8 +305,8 @@ def test_after_a_purge_republish_raises_no_false_conflicts_and_a_device_that_nev
     sam = c.memory / "relationship_sam.md"
     sam.write_text(sam.read_text() + "- Sam starts a new job in May.\n")
     before = on_remote(remote)
-    proc = c.run("push", "relationship_sam.md")  # the PostToolUse hook's push: no listing
-    assert "purged, so relationship_sam.md was not uploaded" in proc.stderr, proc.stderr
+    proc = c.run("push", "relationship_sam.md", check=1)  # the PostToolUse hook's: no listing
+    assert "relationship_sam.md: not uploaded: this project's memory was purged" in proc.stderr
     proc = c.run("sync", check=1)
     sentence = one_line(proc.stderr)
     assert "purged from the remote by laptop" in sentence, sentence
@@ -323,6 +323,35 @@ def test_after_a_purge_republish_raises_no_false_conflicts_and_a_device_that_nev
     assert "Principal engineer." in on_remote(remote)["user_role.md"]
     assert a.files() == b.files() == c.files()
     assert all("conflict" not in d.run("status").stdout for d in (a, b, c))
+
+
+@pytest.mark.parametrize("route", ["push FILE", "post-tool-use"])
+def test_an_edit_of_a_republished_copy_waits_for_the_device_to_hear_of_the_purge(
+    pair, remote, route
+):
+    """Fresh-eyes s30f: A purges and publishes again at once; B, which has not heard of the
+    purge, edits a file whose republished copy is byte for byte what B last synced. The folder
+    remote's ETag is the content's hash, so B's conditional write used to succeed: the edit went
+    up without B ever saying to publish again. Now it waits, and B is told why."""
+    a, b = pair
+    seed_sam(a, b)
+    a.run("purge", "--all", "--yes")
+    a.run("push", "--republish")
+    before = on_remote(remote)
+    role = b.memory / "user_role.md"
+    role.write_text(role.read_text().replace("Staff engineer.", "Principal engineer."))
+    if route == "push FILE":
+        said = b.run("push", "user_role.md", check=1).stderr
+    else:
+        said = _told(b.post_tool_use(role)) + _log(b)
+    assert "purged" in said and "user_role.md" in said, said
+    assert on_remote(remote) == before
+    proc = b.run("sync", check=1)
+    assert "published again" in proc.stderr and "push --republish" in proc.stderr, proc.stderr
+    assert on_remote(remote) == before
+    b.run("push", "--republish")  # B says so: its edit goes up
+    a.run("sync")
+    assert "Principal engineer." in (a.memory / "user_role.md").read_text()
 
 
 def test_purge_while_the_remote_is_unreachable_deletes_nothing_and_says_so(pair, remote, tmp_path):
@@ -721,7 +750,7 @@ def test_forget_and_purge_against_azurite(tmp_path, azure_url):
     assert set(blobs()) == left
     assert b"divorce" not in blobs()["_memsync/forgotten.json"]
     b.write("user_role.md", "Principal engineer.\n", type="user")
-    assert "not uploaded" in b.run("push", "user_role.md").stderr
+    assert "not uploaded" in b.run("push", "user_role.md", check=1).stderr
     b.run("sync", check=1)
     a.run("sync", check=1)
     assert set(blobs()) == left
@@ -1847,3 +1876,76 @@ def test_a_forget_that_leaves_only_the_index_is_finished_on_the_second_remote(
     assert "memsync pull" not in proc.stderr, proc.stderr
     assert sorted(on_remote(second)) == ["MEMORY.md"]
     assert_forgotten(["QTOKEN", "ZTOKEN"], [a.home, a.memory, remote, second])
+
+
+def test_an_index_line_written_again_word_for_word_after_the_forget_stays(pair, remote):
+    """Fresh-eyes s30f: A forgets a file, then writes a new file of that name with the very
+    index line it had. B applies the forget later: it took the old line out of its index, and
+    as the remote's index was byte for byte B's synced copy (a folder remote's ETag is the
+    content's hash) B's index looked edited and went up without the line, everywhere. Content
+    written after a forget is not what it took out. (The forgotten text itself, written again
+    word for word, is the forgotten version: the README's rule.)"""
+    body = "Pat likes green tea."
+    a, b = pair
+    seed_sam(a, b)
+    a.run("forget", "user_role.md", "--yes")
+    time.sleep(0.01)
+    a.write("user_role.md", f"{body}\n", type="user")
+    (a.memory / "MEMORY.md").write_text(index(SAM, ROLE))
+    a.run("sync")
+    b.run("sync")
+    a.run("sync")
+    b.run("sync")
+    for device in (a, b):
+        assert ROLE in (device.memory / "MEMORY.md").read_text(), device.name
+        assert body in (device.memory / "user_role.md").read_text(), device.name
+    assert ROLE in on_remote(remote)["MEMORY.md"] and body in on_remote(remote)["user_role.md"]
+
+
+def test_a_line_written_again_word_for_word_after_a_forget_match_stays(pair, remote):
+    """The `--match` form of the above: the forgotten line, written again by the forgetting
+    device into a copy that is then byte for byte the one B synced before the forget, is new
+    content; B applying the forget later keeps it, as the remote and A do."""
+    a, b = pair
+    text = "## Pending\n- Call Dana about the offsite.\n- Book the venue\n\n## Consumed\n"
+    a.write("carry_forward.md", text, type="carry_forward")
+    a.run("sync")
+    b.run("sync")
+    before = (a.memory / "carry_forward.md").read_bytes()
+    a.run("forget", "--match", "Call Dana", "--yes")
+    time.sleep(0.01)
+    (a.memory / "carry_forward.md").write_bytes(before)
+    for device in (a, b, a, b):
+        device.run("sync")
+    for device in (a, b):
+        assert "Call Dana" in (device.memory / "carry_forward.md").read_text(), device.name
+    assert "Call Dana" in on_remote(remote)["carry_forward.md"]
+
+
+def test_forget_match_takes_the_earlier_wording_out_of_other_devices_history(pair, remote):
+    """Fresh-eyes s30f: A reworded a line and synced (B's pull kept B's copy from before the
+    rewording in its history), then forgot the new wording. The tombstone carries the hash of
+    the line A forgot, not of its old words: B's history copy kept them, `memsync history`
+    listed it and a `restore` published it again. The older wording of a forgotten line is the
+    same entry: it leaves B's history too, and nothing of it comes back."""
+    a, b = pair
+    name = "session_digest_2026-11-25.md"
+    a.write(
+        name,
+        "## Notes\n- Pat has a dentist appointment friday.\n- Ship the report.\n",
+        type="session_digest",
+    )
+    a.run("sync")
+    b.run("sync")
+    path = a.memory / name
+    path.write_text(path.read_text().replace("friday.", "friday at nine."))
+    a.run("sync")
+    b.run("sync")
+    held = [p.read_text() for p in (b.home / "state").glob("*/history/*/*.md")]
+    assert any("appointment friday.\n" in text for text in held), held
+    a.run("forget", "--match", "dentist", "--yes")
+    for device in (b, a, b):
+        device.run("sync")
+    for device in (a, b):
+        assert "Ship the report." in (device.memory / name).read_text(), device.name
+    assert_forgotten(["dentist"], everywhere(pair, remote))
