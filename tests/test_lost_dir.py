@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from memsync.admin.forget import forget_files
 from memsync.admin.status import status
 from memsync.context import config
 from memsync.sync.engine import Engine
@@ -68,6 +69,20 @@ def test_a_pull_restores_a_lost_memory_dir_and_says_so(tmp_path, synced) -> None
     assert not status(again).memory_dir_lost
     assert again.run("sync").changes == 0
     assert _remote(tmp_path) == synced
+
+
+def test_a_restore_counts_only_the_files_still_on_the_remote(tmp_path, synced) -> None:
+    """Fresh-eyes s30f: a file another device forgot (or deleted) while this memory dir was
+    lost does not come back, and the restore's note no longer counts it."""
+    other = _engine(tmp_path, "b")
+    other.run("pull")
+    forget_files(other, ["project_00.md"])
+    other.run("sync")
+    shutil.rmtree(tmp_path / "a")
+    result = _engine(tmp_path).run("pull")
+    assert "project_00.md" not in result.downloaded and len(result.downloaded) == N - 1
+    assert any(f"was missing; restoring the {N - 1} file(s)" in n for n in result.notes), result
+    assert result.restored is not None and f"the {N - 1} file(s)" in result.restored
 
 
 def test_deleting_some_files_is_still_a_deletion(tmp_path, synced) -> None:

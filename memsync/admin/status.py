@@ -98,7 +98,9 @@ def status(engine: Engine) -> Status:
         result.memory_dir_lost = False  # no pull brings it back: the purge notice says why
     acted = {a.name for a in actions}
     records = engine.state.records
-    if not result.remote_lost:  # an empty remote holds none of them, whatever was assumed
+    purged = seen.purged or bool(engine.state.meta.get("purged"))
+    # an empty remote holds none of them, whatever was assumed; a purged one syncs none
+    if not (result.remote_lost or purged):
         result.in_sync = len([n for n in hashes if n not in acted and n in records])
     return result
 

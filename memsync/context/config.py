@@ -399,8 +399,21 @@ def state_dir_for(home: Path, remote: str, project: str, memory_dir: Path) -> Pa
 
 def _state_dir(home: Path, remote_key: str, project: str, memory_dir: Path) -> Path:
     key = f"{remote_key}\n{project}\n{memory_dir}"
-    digest = hashlib.sha256(key.encode()).hexdigest()[:10]
+    digest = hashlib.sha256(key.encode()).hexdigest()[:_DIGITS]
     return home / "state" / f"{project}-{digest}"
+
+
+_DIGITS = 10
+
+
+def state_folders(home: Path, project: str) -> list[Path]:
+    """Every state folder of `project` on this device, one per remote (and memory dir) it
+    synced the project with, by `_state_dir`'s naming."""
+    pattern = re.compile(re.escape(project) + f"-[0-9a-f]{{{_DIGITS}}}")
+    folder = home / "state"
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if pattern.fullmatch(p.name) and p.is_dir())
 
 
 def canonical_remote(url: str) -> str:

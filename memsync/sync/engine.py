@@ -85,7 +85,9 @@ class SyncResult:
         self.deleted_remote: list[str] = []
         self.deleted_local: list[str] = []
         self.forgotten: list[str] = []  # removed here because another device forgot them
-        self.forgets_finished: list[str] = []  # this device's forgets it finished (sentences)
+        # new files here holding a forgotten version's text (a backup restored): removed again
+        self.forgotten_again: list[str] = []
+        self.forgets_finished = 0  # this device's forgets it finished (each said in notes)
         self.conflicts: list[str] = []
         self.refused: dict[str, str] = {}
         self.kept_local: dict[str, str] = {}  # marked to stay here: skipped, not an error
@@ -109,18 +111,16 @@ class SyncResult:
 
     @property
     def changes(self) -> int:
-        return sum(
-            len(x)
-            for x in (
-                self.uploaded,
-                self.downloaded,
-                self.merged,
-                self.deleted_remote,
-                self.deleted_local,
-                self.forgotten,
-                self.forgets_finished,
-            )
+        done = (
+            self.uploaded,
+            self.downloaded,
+            self.merged,
+            self.deleted_remote,
+            self.deleted_local,
+            self.forgotten,
+            self.forgotten_again,
         )
+        return sum(map(len, done)) + self.forgets_finished
 
 
 SYNC_OFF = "sync is off (MEMSYNC_SYNC=off)"
@@ -164,6 +164,8 @@ class Engine:
         # the records as this run found them: the synced copies a roll-up base is made of
         # (`_rollup_base`), unchanged by what the run records meanwhile
         self._records_at_start: dict[str, Record] = {}
+        # a lost memory dir this run restores: where, how it was found, the files it expects
+        self._restoring: tuple[Path, str, set[str]] | None = None
         self._manifest_ahead: GetAhead | None = None  # a fresh pull's manifest, read early
         self.state = State(ctx.state_dir, int(ctx.setting("history_versions")))
         # told once when the state lock is not free at once (the CLI says it is waiting)
@@ -374,6 +376,7 @@ class Engine:
         with self.locked():
             try:
                 self._run_locked(result, mode, names, force, allow or {}, deadline, progress)
+                self._recount_restored(result)
                 self._tell_taken_out(result)
                 again = set(result.forgotten) & {*result.downloaded, *result.merged}
                 if again:  # the forgotten copy went; a file made since under its name came
@@ -466,7 +469,7 @@ class Engine:
                 if index is not None:
                     local.content.add(INDEX, sha256(index), index)
                 result.notes += finished
-                result.forgets_finished += finished  # a change: never "in sync" after it
+                result.forgets_finished += len(finished)  # a change: never "in sync" after
         self._apply_tombstones(listing, local, result)
         records = self.state.records
         if any(name not in listing for name in records):
@@ -1008,7 +1011,7 @@ class Engine:
         otherwise delete every file on the remote, --force or not)."""
         where = self.ctx.memory_dir
         here = self.scan_local().content.hashes if where.is_dir() else {}
-        count = len([n for n in self.state.records if n not in here])  # as status counts
+        lost = {n for n in self.state.records if n not in here}  # as status counts them
         gone = (
             "missing"
             if not where.is_dir()
@@ -1020,17 +1023,29 @@ class Engine:
         )
         if mode != "pull":
             raise GuardError(
-                f"the memory dir {where} is {gone} but {count} file(s) were synced from it; "
+                f"the memory dir {where} is {gone} but {len(lost)} file(s) were synced from it; "
                 "nothing was deleted on the remote: run `memsync pull` to bring them back "
                 "(to delete them everywhere instead, `memsync forget FILE...`)"
             )
         for name in list(self.state.records):
             self.state.forget(name)  # what is on the remote lands again as new files
         self.state.unqueue(self.state.pending)  # queued deletions of the lost files
-        result.restored = (
-            f"the memory dir {where} was {gone}; restoring the {count} file(s) synced from it"
-        )
+        self._restoring = (where, gone, lost)
+        result.restored = _restored_note(where, gone, len(lost))
         result.notes.append(result.restored)
+
+    def _recount_restored(self, result: SyncResult) -> None:
+        """The restore's count without the files no longer on the remote: forgotten or deleted
+        by another device since this one synced them (the count was made before the listing)."""
+        if self._restoring is None or result.restored is None or result.offline:
+            return
+        where, gone, lost = self._restoring
+        self._restoring = None
+        waiting = {*result.downloaded, *result.errors, *result.refused_remote, *result.skipped}
+        if lost - waiting:
+            note = _restored_note(where, gone, len(lost & waiting))
+            result.notes[result.notes.index(result.restored)] = note
+            result.restored = note
 
     def _list(self, result, mode, local_hashes, records, pending):
         try:
@@ -1091,7 +1106,7 @@ class Engine:
             data, _ = self.store.get(TOMBSTONES)
         except NotFound:
             return
-        result.forgotten += forget_restored(self, data, local)
+        result.forgotten_again += forget_restored(self, data, local)
 
     def _receive_conflicts(self, result: SyncResult, listing) -> None:
         """Conflicts other devices recorded while merging (maybe with our edit) become ours."""
@@ -1754,3 +1769,7 @@ def _display_remote(ctx: Context) -> str:
     from memsync.sync.project import display_remote  # only for these messages
 
     return display_remote(ctx)
+
+
+def _restored_note(where: Path, gone: str, count: int) -> str:
+    return f"the memory dir {where} was {gone}; restoring the {count} file(s) synced from it"

@@ -62,11 +62,16 @@ _FRONTMATTER = re.compile(r"\A\ufeff?---[ \t]*\r?\n.*?^---[ \t]*(?:\r?\n|\Z)", r
 def body_hash(content: bytes) -> str | None:
     """The hash a `forget FILE` tombstone carries for each forgotten version of the file: of
     its text after the frontmatter, surrounding whitespace left out (None for a body with no
-    word in it: those are in every new file). A copy under another name, its frontmatter
-    rewritten or not (a rename, as Claude does one), is the same forgotten content."""
+    word in it, or none but a memory template's lines: those are in every new file, `memsync
+    new` writes them). A copy under another name, its frontmatter rewritten or not (a rename,
+    as Claude does one), is the same forgotten content."""
     text = content.decode("utf-8", "surrogateescape")
     body = _FRONTMATTER.sub("", text, count=1).strip()
-    if not _WORD.search(body):
+    templates = template_lines()
+    if not any(
+        _WORD.search(line) and " ".join(line.split()) not in templates
+        for line in body.splitlines()
+    ):
         return None
     digest = hashlib.sha256(b"memsync-forgotten-file\n" + body.encode("utf-8", "surrogateescape"))
     return digest.hexdigest()[:32]

@@ -20,7 +20,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memsync.context.config import strip_query
+from memsync.context.config import state_folders, strip_query
 from memsync.memory.index_links import INDEX, without_links
 from memsync.stores import MAX_ATTEMPTS
 from memsync.sync.forgotten import body_hash, identity, line_hash, line_hashes, scrub
@@ -452,8 +452,11 @@ def erase_here(engine: Engine, job: dict[str, Any], *, first: bool) -> None:
     """The job's local part: files, history, records, index lines; forgotten lines out of
     history. On a later run (`first` False) a file written since the job is left alone."""
     state = engine.state
+    # the lines removed, and the forgotten files' body lines: a copy of one that another
+    # device merged into a file and pushed before it heard of the forget (an edit's `push
+    # FILE` is one conditional PUT) may come down here before that device takes it out
+    lines = {*job["lines"], *(h for hs in job.get("body_lines", {}).values() for h in hs)}
     if first:
-        lines = {*job["lines"], *(h for hs in job.get("body_lines", {}).values() for h in hs)}
         _erase_in_other_states(engine, dict.fromkeys(job["files"]), lines, [job])
     for name in job["files"]:
         path = engine.local_path(name)
@@ -478,15 +481,7 @@ def erase_here(engine: Engine, job: dict[str, Any], *, first: bool) -> None:
         text, removed = without_links(index.decode("utf-8", "surrogateescape"), set(job["files"]))
         if removed:  # no history copy: that copy is what is forgotten
             engine.write_local(INDEX, text.encode("utf-8", "surrogateescape"))
-    # the files' body lines too: a copy of one that another device merged into a file and
-    # pushed before it heard of the forget (an edit's `push FILE` is one conditional PUT)
-    # may come down here before that device takes it out; history keeps none of them
-    body = [h for hashes in job.get("body_lines", {}).values() for h in hashes]
-    _remember_lines(engine, dict.fromkeys([*job["lines"], *body], job["at"]))
-
-
-# a state folder's name (config.state_dir_for): the project, then a hash of remote and dir
-_STATE_FOLDER = r"-[0-9a-f]{10}"
+    _remember_lines(engine, dict.fromkeys(lines, job["at"]))  # history keeps none of them
 
 
 def _erase_in_other_states(
@@ -508,9 +503,8 @@ def _erase_in_other_states(
     from memsync.sync.state import State
 
     ctx = engine.ctx
-    pattern = re.compile(re.escape(ctx.project) + _STATE_FOLDER)
-    for folder in sorted((ctx.home / "state").glob("*")):
-        if folder == ctx.state_dir or not pattern.fullmatch(folder.name):
+    for folder in state_folders(ctx.home, ctx.project):
+        if folder == ctx.state_dir:
             continue
         if not (folder / "records.json").is_file():
             continue
@@ -751,7 +745,8 @@ def forget_restored(engine: Engine, data: bytes, local: LocalScan) -> list[str]:
     device applied before they were here: a backup restored after the forget (`cp`, its times
     new). Each tombstone is applied once, so they are looked for whenever new files are about
     to go up. Under the forgotten name it is that file, deleted; under another name it is set
-    aside in quarantine as a renamed copy is. Returns their names."""
+    aside in quarantine as a renamed copy is (its quarantine notice says so). Returns the names
+    of those deleted."""
     doc = read_tombstones(data)
     bodies = {h: name for name, t in doc["files"].items() for h in t.get("bodies", ())}
     if not bodies:
@@ -760,11 +755,11 @@ def forget_restored(engine: Engine, data: bytes, local: LocalScan) -> list[str]:
     for name, content, was in _new_copies(engine, local, bodies, local.refused):
         if name == was:
             engine.local_path(name).unlink()
+            found.append(name)
         else:
             quarantine(engine, name, content, was=was)
         local.content.discard(name)
         engine.state.unqueue([name])
-        found.append(name)
     return found
 
 

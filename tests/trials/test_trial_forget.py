@@ -265,6 +265,7 @@ def test_purge_is_not_undone_by_the_next_sync_or_session(pair, remote):
     shown = b.run("status").stdout
     assert "purged" in shown
     assert "deleted on the remote" not in shown, shown  # the purge says it (s29c, finding 4)
+    assert "0 file(s) in sync." in shown, shown  # none are: nothing syncs (s30f)
     assert sorted(b.files()) == ["MEMORY.md", "relationship_sam.md", "user_role.md"]
 
     proc = a.run("push", "--republish")
@@ -1687,6 +1688,15 @@ def test_a_backup_of_a_forgotten_file_restored_later_is_forgotten_again(pair, re
     (device.memory / name).write_bytes(backup)
     said = device.run("sync")
     assert "pushed" not in said.stdout, said.stdout
+    # said as what it is (s30f: "another device ran forget" on the device that ran it; "forgotten
+    # here" for a renamed copy that was set aside, which its quarantine notice tells)
+    if where == "renamed":
+        assert "forgotten" not in said.stdout and "quarantine" in said.stderr, said
+    else:
+        assert (
+            f"forgotten again (its text is that of a file `memsync forget` took out): {name}"
+            in (said.stdout)
+        )
     assert name not in on_remote(remote)
     a.run("sync")
     b.run("sync")
@@ -1949,3 +1959,21 @@ def test_forget_match_takes_the_earlier_wording_out_of_other_devices_history(pai
     for device in (a, b):
         assert "Ship the report." in (device.memory / name).read_text(), device.name
     assert_forgotten(["dentist"], everywhere(pair, remote))
+
+
+def test_a_template_written_again_after_its_file_was_forgotten_is_a_new_file(pair, remote):
+    """Fresh-eyes s30f: a file forgotten while it held only the template `memsync new` wrote,
+    then `memsync new` again on the same device: its next sync deleted the new file as "the
+    forgotten version" ("another device ran forget"). A template's lines are in every new
+    file: they are no forgotten text."""
+    a, b = pair
+    a.run("new", "user", "pat")
+    a.run("sync")
+    b.run("sync")
+    a.run("forget", "user_pat.md", "--yes")
+    a.run("new", "user", "pat")
+    said = a.run("sync")
+    assert "forgotten" not in said.stdout and "user_pat.md" in said.stdout, said.stdout
+    b.run("sync")
+    for device in (a, b):
+        assert "user_pat.md" in device.files(), device.name
