@@ -399,6 +399,27 @@ def test_index_union_by_link_target_and_removals_stay_removed():
     assert "(c.md)" in out and "(d.md)" in out
 
 
+@pytest.mark.parametrize("side", ["ours", "theirs"])
+def test_an_index_reorganised_on_one_side_keeps_its_layout_with_the_others_edit(side):
+    """Fresh-eyes s31a, finding 2: one device put the index under headings (its lines moved),
+    the other edited one line: the merge kept the old order with the headings wedged in
+    between. A reordering is one side's change: its layout, with the other side's edit."""
+    lines = {n: f"- [{n}](user_{n}.md) — fact {n}\n" for n in "abcd"}
+    base = "".join(lines.values()).encode()
+    laid_out = (
+        "# Index\n\n## People\n"
+        + lines["d"]
+        + lines["a"]
+        + "\n## Other\n"
+        + lines["b"]
+        + lines["c"]
+    )
+    edited = base.decode().replace("fact c", "fact c, updated").encode()
+    ours, theirs = (laid_out.encode(), edited) if side == "ours" else (edited, laid_out.encode())
+    out = checked("MEMORY.md", base, ours, theirs).content.decode()
+    assert out == laid_out.replace("fact c", "fact c, updated"), out
+
+
 def test_frontmatter_is_merged_field_by_field_never_duplicated():
     base = doc("## A\n- x\n", type="relationship", tags=["a"])
     ours = doc("## A\n- x\n- y\n", type="relationship", tags=["a", "b"], role="architect")

@@ -69,19 +69,7 @@ if TYPE_CHECKING:
     from memsync.sync.engine import Engine
 
 
-
-
-
-
-
 # --- forgotten lines, by hash --------------------------------------------------------------
-
-
-
-
-
-
-
 
 
 def _earlier_forms(lines: Iterable[str]) -> list[str]:
@@ -100,17 +88,7 @@ def _removed_lines(old: bytes | None, new: bytes | None) -> list[str]:
     return [line for line, n in gone.items() if n > 0]
 
 
-
-
-
-
 # --- the remote tombstone list ---------------------------------------------------------------
-
-
-
-
-
-
 
 
 # --- one forget job ------------------------------------------------------------------------
@@ -156,20 +134,6 @@ def _start(
     engine.state.save_meta()
     audit(engine, action, id=job["id"], files=job["files"], **details)
     return job
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def _bodies(engine: Engine, files: Iterable[str]) -> dict[str, list[str]]:
@@ -233,8 +197,6 @@ def _run_job(engine: Engine, job: dict[str, Any], report: ForgetReport) -> None:
         engine.state.save()
 
 
-
-
 def _sync_index(engine: Engine) -> None:
     """Bring MEMORY.md up to date first, so the index lines removed are the remote's too."""
     with contextlib.suppress(MemsyncError, OSError):
@@ -242,7 +204,9 @@ def _sync_index(engine: Engine) -> None:
 
 
 def _push(engine: Engine, names: Iterable[str], report: ForgetReport) -> None:
-    paths = [str(engine.local_path(n)) for n in sorted(set(names)) if engine.read_local(n)]
+    paths = [  # an index the forget left empty too: it syncs (fresh-eyes s31a, finding 1)
+        str(engine.local_path(n)) for n in sorted(set(names)) if engine.read_local(n) is not None
+    ]
     if not paths:
         return
     from memsync.sync.tombstones import Purged
@@ -254,8 +218,6 @@ def _push(engine: Engine, names: Iterable[str], report: ForgetReport) -> None:
         return
     if result.offline and report.offline is None:
         report.offline = result.offline
-
-
 
 
 def _index_lines(engine: Engine, names: Iterable[str]) -> list[str]:
@@ -298,21 +260,7 @@ def forget_files(engine: Engine, names: list[str]) -> ForgetReport:
 # --- other devices' tombstones ---------------------------------------------------------------
 
 
-
-
-
-
-
-
-
-
-
-
 # --- quarantine ------------------------------------------------------------------------------
-
-
-
-
 
 
 def incoming(engine: Engine, names: Iterable[str]) -> list[str]:
@@ -691,12 +639,6 @@ def purge(engine: Engine) -> PurgeReport:
     else:
         unreachable.append("backups or snapshots of the remote folder are out of memsync's reach")
     return PurgeReport(deleted, unreachable)
-
-
-
-
-
-
 
 
 def republish(engine: Engine) -> str | None:

@@ -313,8 +313,7 @@ def _split_collisions(
         # held more than once on a side, an entry most of whose words are the base promise's
         # is that promise reworded (an earlier merge kept two rewordings side by side)
         if x.key in promise and (
-            counts[x.key] == 1
-            or (moves and similarity(_bare(x.text), promise[x.key]) >= SIMILAR)
+            counts[x.key] == 1 or (moves and similarity(_bare(x.text), promise[x.key]) >= SIMILAR)
         ):
             return promise[x.key]
         return _bare(x.text)
@@ -429,7 +428,9 @@ def merge_items(
 
     Identity: the key, or for a reworded entry its base entry's key (`pair_rewords`).
 
-    Order: ours, with theirs' additions after the entry they follow on their side.
+    Order: ours, with theirs' additions after the entry they follow on their side; where
+    only theirs reordered the entries both sides hold (an index reorganised under headings),
+    theirs, with ours' additions so placed: a reordering is one side's change like any other.
     """
     if fixed is not None:
         base, ours, theirs = _split_collisions(
@@ -442,7 +443,10 @@ def merge_items(
     b = {x.key: x for x in b_items}
     o = {x.key: x for x in o_items}
     t = {x.key: x for x in t_items}
-    order = union(None, [x.key for x in o_items], [x.key for x in t_items], key=lambda k: k)
+    o_keys, t_keys = [x.key for x in o_items], [x.key for x in t_items]
+    if _reordered(b, t_keys, o_keys) and not _reordered(b, o_keys, t_keys):
+        o_keys, t_keys = t_keys, o_keys
+    order = union(None, o_keys, t_keys, key=lambda k: k)
     gone_with = _gone_with_final(b, o, t, final, fixed)
     out: list[Item] = []
     for k in order:
@@ -465,6 +469,13 @@ def merge_items(
     if replaced is not None:
         notes.append(Both.of(label(replaced[0]), [x.text for x in replaced]))
     return out
+
+
+def _reordered(base: dict[Hashable, Item], side: list[Hashable], other: list[Hashable]) -> bool:
+    """Whether `side` holds the entries it shares with the base and `other` in another order
+    than the base does."""
+    shared = set(side) & set(other)
+    return [k for k in side if k in shared and k in base] != [k for k in base if k in shared]
 
 
 def _gone_with_final(
@@ -541,8 +552,7 @@ def _replaced_on_both(
         edited = {  # reworded (a move alone, to Consumed say, is no rewording)
             x.key: x
             for x in other
-            if x.key in olds
-            and sections.normalise(x.text) != sections.normalise(olds[x.key].text)
+            if x.key in olds and sections.normalise(x.text) != sections.normalise(olds[x.key].text)
         }
         for k, new in replaced.items():
             if k not in edited or own(k) or own(new.key):
@@ -1258,9 +1268,7 @@ def _merge_text(v: _Versions) -> MergeResult:
             # month hold the same days, merged day by day (compaction makes it from dailies)
             strategy = "sections"
             b_doc = b_doc if base is not None else None
-        body = _merge_sections(
-            strategy, base is not None, b_doc, o_doc, t_doc, notes, mtype.name
-        )
+        body = _merge_sections(strategy, base is not None, b_doc, o_doc, t_doc, notes, mtype.name)
     else:
         return _merge_unknown(v, o_meta, t_meta, b_meta)
     newer = _newer(o_time, t_time, ours, theirs)

@@ -426,7 +426,7 @@ class Engine:
         manifest stops the run; interrupted forgets finish, other devices' tombstones and
         conflict records are taken in (each may drop keys from `listing`)."""
         if PURGED in listing:
-            from memsync.sync.tombstones import blocking_purge, purged_here
+            from memsync.sync.tombstones import blocking_purge
 
             marker = blocking_purge(self, listing[PURGED].etag)
             if marker is not None:
@@ -434,7 +434,7 @@ class Engine:
                 # with nothing synced has nothing to publish again, so it asks the remote
                 # next time and joins once another device has published
                 self.state.meta["purged"] = marker
-                refusal = purged_here(self)
+                refusal = self._purged(result, listing, local)
                 if not self.state.records:
                     del self.state.meta["purged"]
                 raise refusal
@@ -495,9 +495,7 @@ class Engine:
         """Look here, plan against the remote (or, for `push FILE`, against the records),
         refuse a mass deletion, carry the plan out, then settle the queue and the records."""
         if self.state.meta.get("purged"):
-            from memsync.sync.tombstones import purged_here
-
-            raise purged_here(self)
+            raise self._purged(result, None, None)
         self._published = []  # this run's conflicts, from the take-in (case renames) on
         recover_landing(self.state, self.ctx.memory_dir, self.local_path, self._keep)
         self.adopt_pending_forgets()
@@ -550,6 +548,31 @@ class Engine:
             deferred, self._deferred = sorted(self._deferred), set()
             self._run_locked(result, "sync", deferred, force, allow, deadline, progress)
 
+    def _purged(
+        self, result: SyncResult, listing: dict[str, Entry] | None, local: LocalScan | None
+    ) -> Exception:
+        """The refusal of a purged project, after the forgets recorded on its remote since
+        this device last read them are applied here: a purge keeps the forget records, and
+        `forget` on a purged device records one, so a device that syncs nothing more there
+        (it purged to leave that remote) still forgets, and carries the forget to the other
+        remotes it syncs. That deletes here and uploads nothing (fresh-eyes s31a, finding 3)."""
+        from memsync.sync.tombstones import Purged, purged_here
+
+        refusal = purged_here(self)
+        try:
+            if listing is None:
+                listing = self.store.list()
+            if TOMBSTONES in listing:
+                self._apply_tombstones(listing, local or self.scan_local(), result)
+        except (StoreError, OSError):
+            return refusal  # the refusal stands; the forget is applied another time
+        if result.forgotten:
+            return Purged(
+                f"{refusal}; another device's `memsync forget` was applied here: "
+                f"{', '.join(result.forgotten)}"
+            )
+        return refusal
+
     def confirm_project(self, listing: dict[str, Entry] | None = None) -> None:
         """Refuse as a sync would when the remote holds another project's memory under this
         name: for commands that reach the remote outside a sync (see project.py)."""
@@ -582,8 +605,8 @@ class Engine:
             if any(identity(line) & hashes for line in text):
                 result.notes.append(
                     f"lines another device forgot (`memsync forget`) were taken out of {name}, "
-                    "but another copy brought them back: forget them again where they were "
-                    "forgotten"
+                    "but another copy brought them back (one from before the forget, or the "
+                    "same words written again since): if they should be gone, forget them again"
                 )
             elif data is not None:
                 result.notes.append(

@@ -1888,24 +1888,43 @@ def test_a_forget_that_leaves_only_the_index_is_finished_on_the_second_remote(
     assert_forgotten(["QTOKEN", "ZTOKEN"], [a.home, a.memory, remote, second])
 
 
-def test_an_index_line_written_again_word_for_word_after_the_forget_stays(pair, remote):
+@pytest.mark.parametrize(
+    "header,others",
+    [("# Memory\n", [SAM]), ("# Memory\n", []), ("", [])],
+    ids=["beside-another-line", "only-line", "only-line-no-title"],
+)
+@pytest.mark.parametrize("by", ["forgetting device", "other device"])
+def test_an_index_line_written_again_word_for_word_after_the_forget_stays(
+    pair, remote, header, others, by
+):
     """Fresh-eyes s30f: A forgets a file, then writes a new file of that name with the very
     index line it had. B applies the forget later: it took the old line out of its index, and
     as the remote's index was byte for byte B's synced copy (a folder remote's ETag is the
     content's hash) B's index looked edited and went up without the line, everywhere. Content
     written after a forget is not what it took out. (The forgotten text itself, written again
-    word for word, is the forgotten version: the README's rule.)"""
+    word for word, is the forgotten version: the README's rule.) Fresh-eyes s31a: where the
+    forget left the index empty, it was not pushed (an empty file read as none), so the line
+    written again matched the stale record, read as unchanged, and the remote's empty index
+    came down over it; and B's re-creation was overwritten by A's stale empty index."""
     body = "Pat likes green tea."
     a, b = pair
-    seed_sam(a, b)
+    (a.memory / "MEMORY.md").write_text(header + "".join(f"{x}\n" for x in [*others, ROLE]))
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    if others:
+        a.write(
+            "relationship_sam.md", "## Notes\n- Sam mentioned a divorce.\n", type="relationship"
+        )
+    a.run("sync")
+    b.run("sync")
     a.run("forget", "user_role.md", "--yes")
     time.sleep(0.01)
-    a.write("user_role.md", f"{body}\n", type="user")
-    (a.memory / "MEMORY.md").write_text(index(SAM, ROLE))
-    a.run("sync")
-    b.run("sync")
-    a.run("sync")
-    b.run("sync")
+    writer, other = (a, b) if by == "forgetting device" else (b, a)
+    if writer is b:
+        b.run("sync")
+    writer.write("user_role.md", f"{body}\n", type="user")
+    (writer.memory / "MEMORY.md").write_text(header + "".join(f"{x}\n" for x in [*others, ROLE]))
+    for device in (writer, other, writer, other):
+        device.run("sync")
     for device in (a, b):
         assert ROLE in (device.memory / "MEMORY.md").read_text(), device.name
         assert body in (device.memory / "user_role.md").read_text(), device.name
@@ -1977,3 +1996,34 @@ def test_a_template_written_again_after_its_file_was_forgotten_is_a_new_file(pai
     b.run("sync")
     for device in (a, b):
         assert "user_pat.md" in device.files(), device.name
+
+
+@pytest.mark.parametrize("heard", [False, True], ids=["first-sync-after", "told-before"])
+def test_a_forget_on_a_purged_remote_reaches_a_device_and_its_other_remote(
+    pair, remote, tmp_path, heard
+):
+    """Fresh-eyes s31a, finding 3: B purged R1 and then forgot a file (only the forget record
+    went up, "other devices apply it when they sync"). A, which syncs R1 and R2, was refused by
+    the purge and applied nothing; the text stayed on A and spread through R2. A purged
+    project syncs nothing, but a forget is a deletion: A applies it, says so with the purge's
+    refusal, and carries it to R2, whose devices forget too."""
+    a, b = pair
+    second = tmp_path / "remote-two"
+    second.mkdir()
+    a2 = Device(a.name, a.root, second.as_uri())
+    c2 = make_device(tmp_path, "tablet", second.as_uri())
+    seed_sam(a, b)
+    a2.run("sync")
+    c2.run("sync")
+    b.run("purge", "--all", "--yes")
+    if heard:
+        a.run("sync", check=1)  # told of the purge before the forget
+    b.run("forget", "relationship_sam.md", "--yes")
+    said = a.run("sync", check=1)
+    assert "purged" in said.stderr and "relationship_sam.md" in said.stderr, said.stderr
+    assert not (a.memory / "relationship_sam.md").exists()
+    a2.run("sync")
+    c2.run("sync")
+    assert "relationship_sam.md" not in on_remote(second)
+    assert not (c2.memory / "relationship_sam.md").exists()
+    assert_forgotten(["divorce"], [a.home, a.memory, second, c2.home, c2.memory])
