@@ -415,6 +415,7 @@ def merge_items(
     final: str | None = None,
     label: Callable[[Item], str] = lambda x: x.text,
     fixed: Callable[[Hashable], bool] | None = None,
+    reorders: bool = False,
 ) -> list[Item]:
     """The three-way merge of entries by identity, the rule every structured merge follows:
 
@@ -428,9 +429,10 @@ def merge_items(
 
     Identity: the key, or for a reworded entry its base entry's key (`pair_rewords`).
 
-    Order: ours, with theirs' additions after the entry they follow on their side; where
-    only theirs reordered the entries both sides hold (an index reorganised under headings),
-    theirs, with ours' additions so placed: a reordering is one side's change like any other.
+    Order: ours, with theirs' additions after the entry they follow on their side. With
+    `reorders` (a flat list, the index: no section decides where an entry belongs), where only
+    theirs reordered the entries both sides hold (reorganised under headings), theirs, with
+    ours' additions so placed: a reordering is one side's change like any other.
     """
     if fixed is not None:
         base, ours, theirs = _split_collisions(
@@ -444,7 +446,7 @@ def merge_items(
     o = {x.key: x for x in o_items}
     t = {x.key: x for x in t_items}
     o_keys, t_keys = [x.key for x in o_items], [x.key for x in t_items]
-    if _reordered(b, t_keys, o_keys) and not _reordered(b, o_keys, t_keys):
+    if reorders and _reordered(b, t_keys, o_keys) and not _reordered(b, o_keys, t_keys):
         o_keys, t_keys = t_keys, o_keys
     order = union(None, o_keys, t_keys, key=lambda k: k)
     gone_with = _gone_with_final(b, o, t, final, fixed)
@@ -1420,6 +1422,7 @@ def _merge_index(
         notes,
         label=_index_label,
         fixed=lambda k: isinstance(k, str) and k.startswith("link:"),
+        reorders=True,
     )
     blank_runs: list[str] = []
     for line in (x.text for x in merged):  # collapse blank lines the union may have stacked up
