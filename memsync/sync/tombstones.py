@@ -153,6 +153,8 @@ def read_tombstones(data: bytes | None) -> dict[str, Any]:
         for key, t in items.items() if isinstance(items, dict) else ():
             if isinstance(t, dict) and isinstance(t.get("id"), str):
                 out[kind][key] = {"id": t["id"], "at": _number(t.get("at"))}
+                if t.get("late") is True:  # a line written after the forget (_note_late_lines)
+                    out[kind][key]["late"] = True
     return out
 
 
@@ -199,6 +201,8 @@ def _write_tombstones(
                 doc["files"][name]["late"] = sorted(was_late | set((late or {}).get(name, [])))
         for digest in job["lines"]:
             doc["lines"].setdefault(digest, {"id": job["id"], "at": job["at"]})
+        for digest in job.get("late_lines", []):
+            doc["lines"][digest]["late"] = True
         for conflict_id in job.get("conflicts", []):
             doc["conflicts"].setdefault(conflict_id, {"id": job["id"], "at": job["at"]})
         payload = json.dumps(doc, indent=1, sort_keys=True).encode()
@@ -245,7 +249,10 @@ def finish_remote(
     if first:
         job["seen"] = {n: e[0] for n, e in etags.items()}
     late = _late_copies(engine, job, etags)
+    known = set(job["lines"])
     index = _remote_index(engine, job) if job["files"] and INDEX in listing else None
+    if not first:  # index lines another device wrote while the forget was held up
+        _note_late_lines(job, set(job["lines"]) - known)
     _take_conflicts(engine, job, None)  # their ids go into the tombstone
     _write_tombstones(engine, job, etags, late)
     deleted = [] if deleted is None else deleted
@@ -269,7 +276,7 @@ def finish_remote(
         else:
             raise UserError(f"{name} kept changing on the remote; run `memsync sync` to finish")
     if index is not None:
-        _drop_remote_index_lines(engine, job, index)
+        _drop_remote_index_lines(engine, job, index, first)
     lines = set(job["lines"])
     for name in job.get("scrub", []):
         _scrub_remote(engine, name, lines)
@@ -422,8 +429,17 @@ def _remote_index(engine: Engine, job: dict[str, Any]) -> tuple[bytes, str] | No
     return data, etag
 
 
+def _note_late_lines(job: dict[str, Any], hashes: set[str]) -> None:
+    """Lines of the remote index linking to a forgotten file that the forgetting device
+    never held: written by another device after the user asked (the forget was held up). They
+    go like the others, but the device that wrote one sets its index as it was aside (see
+    `_scrub_local`), as it does an edited copy of the file (`late`)."""
+    if hashes:
+        job["late_lines"] = sorted(set(job.get("late_lines", [])) | hashes)
+
+
 def _drop_remote_index_lines(
-    engine: Engine, job: dict[str, Any], index: tuple[bytes, str] | None
+    engine: Engine, job: dict[str, Any], index: tuple[bytes, str] | None, first: bool
 ) -> None:
     """Take the lines linking to the job's files out of the remote MEMORY.md (If-Match), so
     that no device pulls them back, whatever its own copy of the index says."""
@@ -437,6 +453,8 @@ def _drop_remote_index_lines(
         known = set(job["lines"])
         if not line_hashes(removed) <= known:
             job["lines"] = sorted(known | line_hashes(removed))
+            if not first:
+                _note_late_lines(job, line_hashes(removed) - known)
             _write_tombstones(engine, job, {})
         try:
             engine.store.replace(INDEX, text.encode("utf-8", "surrogateescape"), etag)
@@ -446,6 +464,15 @@ def _drop_remote_index_lines(
         except PreconditionFailed:
             index = _remote_index(engine, job)
     raise UserError("MEMORY.md kept changing on the remote; run `memsync sync` to finish")
+
+
+def _without_known(data: bytes, known: set[str]) -> tuple[str, list[str]]:
+    """`data` as text without the lines whose hash is in `known`, and the lines removed."""
+    kept: list[str] = []
+    removed: list[str] = []
+    for line in data.decode("utf-8", "surrogateescape").splitlines(keepends=True):
+        (removed if line_hash(line) in known else kept).append(line)
+    return "".join(kept), removed
 
 
 def erase_here(engine: Engine, job: dict[str, Any], *, first: bool) -> None:
@@ -479,6 +506,11 @@ def erase_here(engine: Engine, job: dict[str, Any], *, first: bool) -> None:
     index = engine.read_local(INDEX)
     if index is not None and job["files"]:
         text, removed = without_links(index.decode("utf-8", "surrogateescape"), set(job["files"]))
+        if removed and not first:
+            # the forget waited for the remote: a line linking to a forgotten file here now
+            # was written since (the file made anew, its new index line), unless it is one
+            # the forget took out (fresh-eyes s31b, finding 1)
+            text, removed = _without_known(index, set(job["lines"]))
         if removed:  # no history copy: that copy is what is forgotten
             engine.write_local(INDEX, text.encode("utf-8", "surrogateescape"))
     _remember_lines(engine, dict.fromkeys(lines, job["at"]))  # history keeps none of them
@@ -679,6 +711,7 @@ def apply_tombstones(
     before = set(meta.get("tombstones_applied", []))
     applied = set(before)
     fresh = {h: t["at"] for h, t in doc["lines"].items() if t["id"] not in before}
+    late = {h for h in fresh if doc["lines"][h].get("late")}
     _remember_lines(engine, fresh)
     _forget_conflicts(engine, doc["conflicts"], before)
     applied |= {t["id"] for t in (*doc["lines"].values(), *doc["conflicts"].values())}
@@ -696,7 +729,7 @@ def apply_tombstones(
         applied.add(t["id"])
     renamed = _set_aside_copies(engine, doc["files"], before, local)
     renamed |= _set_aside_moved(engine, held, doc["files"], local)
-    _scrub_local(engine, fresh, local, listing)  # after the files: none is edited first
+    _scrub_local(engine, fresh, local, listing, late)  # after the files: none is edited first
     gone = {n: t["at"] for n, t in doc["files"].items() if t["id"] not in before}
     _drop_index_lines(engine, gone, local, renamed, listing)
     if gone or fresh:  # this device's state under another remote URL holds them too
@@ -935,7 +968,11 @@ def _drop_index_lines(
 
 
 def _scrub_local(
-    engine: Engine, fresh: dict[str, float], local: LocalScan, listing: dict[str, Entry]
+    engine: Engine,
+    fresh: dict[str, float],
+    local: LocalScan,
+    listing: dict[str, Entry],
+    late: set[str],
 ) -> None:
     """Take lines another device just forgot out of the memory files here, where they are old
     content: in the file's base (synced before), or in a file last written before the forget.
@@ -987,7 +1024,9 @@ def _scrub_local(
         clean = scrub(data, old) if old else data
         if clean == data:
             continue
-        if old - held:  # a reword made here: the user's whole copy is set aside first
+        # a reword made here, or a line written after the forget (a held-up forget found it
+        # on the remote): the user's whole copy is set aside first (fresh-eyes s31b, finding 2)
+        if old - held or old & late:
             quarantine(engine, name, data, lines=True)
         engine.write_local(name, clean)  # no history copy: that copy is what is forgotten
         with contextlib.suppress(OSError):

@@ -2027,3 +2027,54 @@ def test_a_forget_on_a_purged_remote_reaches_a_device_and_its_other_remote(
     assert "relationship_sam.md" not in on_remote(second)
     assert not (c2.memory / "relationship_sam.md").exists()
     assert_forgotten(["divorce"], [a.home, a.memory, second, c2.home, c2.memory])
+
+
+def test_a_forget_that_waited_keeps_the_index_line_of_the_file_made_anew_meanwhile(
+    pair, remote, tmp_path
+):
+    """Fresh-eyes s31b, finding 1: A forgot a file while the remote was away (exit 3), then
+    wrote the file anew with a new index line. The sync that finished the forget took every
+    line linking to the file out of A's index, the new one too: the new file stood everywhere
+    with no index line. The forget takes out only the lines it forgot."""
+    a, b = pair
+    seed_sam(a, b)
+    away = tmp_path / "remote-away"
+    remote.rename(away)
+    a.run("forget", "relationship_sam.md", "--yes", check=3)
+    a.write("relationship_sam.md", "## Notes\n- Sam from the climbing gym.\n", type="relationship")
+    again = "- [Sam](relationship_sam.md) — Sam from the climbing gym"
+    a.append("MEMORY.md", again + "\n")
+    away.rename(remote)
+    for device in (a, b, a):
+        device.run("sync")
+    for device in (a, b):
+        assert again in (device.memory / "MEMORY.md").read_text(), device.name
+        assert "climbing gym" in (device.memory / "relationship_sam.md").read_text()
+    assert again in on_remote(remote)["MEMORY.md"]
+    assert_forgotten(["divorce"], [a.memory, b.memory, remote])
+
+
+def test_an_index_line_reworded_while_a_forget_waited_is_set_aside(pair, remote, tmp_path):
+    """Fresh-eyes s31b, finding 2: C's forget of a file waited out an outage; meanwhile A
+    reworded the file's index line and uploaded it. The finished forget took the line off the
+    remote and then out of A's index: the rewording was nowhere and A was not told. An edit
+    of the file itself is set aside in A's quarantine, with a notice: so is the index."""
+    a, b = pair
+    c = make_device(tmp_path, "tablet", remote.as_uri())
+    seed_sam(a, b)
+    c.run("sync")
+    away = tmp_path / "remote-away"
+    remote.rename(away)
+    c.run("forget", "relationship_sam.md", "--yes", check=3)
+    away.rename(remote)
+    index = a.memory / "MEMORY.md"
+    index.write_text(index.read_text().replace("going through a divorce", "divorce IDXA"))
+    a.run("sync")
+    c.run("sync")
+    said = a.run("sync")
+    b.run("sync")
+    held = list(quarantine_dir(a.home).rglob("*MEMORY.md"))
+    assert len(held) == 1 and "IDXA" in held[0].read_text(), said
+    assert "quarantine" in said.stderr, said.stderr
+    assert "user_role.md" in index.read_text() and "IDXA" not in index.read_text()
+    assert_forgotten(["IDXA", "divorce"], [a.memory, b.memory, c.memory, remote])
