@@ -555,23 +555,30 @@ class Engine:
         this device last read them are applied here: a purge keeps the forget records, and
         `forget` on a purged device records one, so a device that syncs nothing more there
         (it purged to leave that remote) still forgets, and carries the forget to the other
-        remotes it syncs. That deletes here and uploads nothing (fresh-eyes s31a, finding 3)."""
-        from memsync.sync.tombstones import Purged, purged_here
+        remotes it syncs. That deletes here and uploads nothing (fresh-eyes s31a, finding 3).
+        A forget of this device's that waited for the remote is finished there the same way
+        (its record goes up, no content), so no device publishing again brings its files back
+        (fresh-eyes s31c, finding 2)."""
+        from memsync.sync.tombstones import Purged, finish_pending, purged_here
 
         refusal = purged_here(self)
+        done: list[str] = []
         try:
             if listing is None:
                 listing = self.store.list()
-            if TOMBSTONES in listing:
+            if self.state.meta.get("forgetting"):
+                done += finish_pending(self, listing)
+            if TOMBSTONES in listing or done:
+                listing = listing if not done else self.store.list()
                 self._apply_tombstones(listing, local or self.scan_local(), result)
         except (StoreError, OSError):
-            return refusal  # the refusal stands; the forget is applied another time
+            pass  # the refusal stands; the forget is applied another time
         if result.forgotten:
-            return Purged(
-                f"{refusal}; another device's `memsync forget` was applied here: "
+            done.append(
+                f"another device's `memsync forget` was applied here: "
                 f"{', '.join(result.forgotten)}"
             )
-        return refusal
+        return Purged("; ".join([str(refusal), *done])) if done else refusal
 
     def confirm_project(self, listing: dict[str, Entry] | None = None) -> None:
         """Refuse as a sync would when the remote holds another project's memory under this
