@@ -2054,19 +2054,26 @@ def test_a_forget_that_waited_keeps_the_index_line_of_the_file_made_anew_meanwhi
     assert_forgotten(["divorce"], [a.memory, b.memory, remote])
 
 
+def _third_forgets_sam_while_away(pair, remote: Path, tmp_path: Path) -> Device:
+    """A third device, synced with the pair's memory, that forgets relationship_sam.md while
+    the remote is away (exit 3: the forget waits for its next sync); the remote is back."""
+    c = make_device(tmp_path, "tablet", remote.as_uri())
+    seed_sam(*pair)
+    c.run("sync")
+    away = tmp_path / "remote-away"
+    remote.rename(away)
+    c.run("forget", "relationship_sam.md", "--yes", check=3)
+    away.rename(remote)
+    return c
+
+
 def test_an_index_line_reworded_while_a_forget_waited_is_set_aside(pair, remote, tmp_path):
     """Fresh-eyes s31b, finding 2: C's forget of a file waited out an outage; meanwhile A
     reworded the file's index line and uploaded it. The finished forget took the line off the
     remote and then out of A's index: the rewording was nowhere and A was not told. An edit
     of the file itself is set aside in A's quarantine, with a notice: so is the index."""
     a, b = pair
-    c = make_device(tmp_path, "tablet", remote.as_uri())
-    seed_sam(a, b)
-    c.run("sync")
-    away = tmp_path / "remote-away"
-    remote.rename(away)
-    c.run("forget", "relationship_sam.md", "--yes", check=3)
-    away.rename(remote)
+    c = _third_forgets_sam_while_away(pair, remote, tmp_path)
     index = a.memory / "MEMORY.md"
     index.write_text(index.read_text().replace("going through a divorce", "divorce IDXA"))
     a.run("sync")
@@ -2118,13 +2125,7 @@ def test_a_forget_that_waited_is_finished_on_a_remote_purged_meanwhile(pair, rem
     the forget, and A's `push --republish` published the file again, to B too. The refused
     sync finishes the forget on the purged remote (its record, no content) and says so."""
     a, b = pair
-    c = make_device(tmp_path, "tablet", remote.as_uri())
-    seed_sam(a, b)
-    c.run("sync")
-    away = tmp_path / "remote-away"
-    remote.rename(away)
-    c.run("forget", "relationship_sam.md", "--yes", check=3)
-    away.rename(remote)
+    c = _third_forgets_sam_while_away(pair, remote, tmp_path)
     a.run("purge", "--all", "--yes")
     said = c.run("sync", check=1)
     assert "purged" in said.stderr and "finished forgetting" in said.stderr, said.stderr
