@@ -485,6 +485,12 @@ def erase_here(engine: Engine, job: dict[str, Any], *, first: bool) -> None:
     lines = {*job["lines"], *(h for hs in job.get("body_lines", {}).values() for h in hs)}
     if first:
         _erase_in_other_states(engine, dict.fromkeys(job["files"]), lines, [job])
+        if any(_DIGEST.fullmatch(name) for name in job["files"]):
+            # a roll-up made here (offline, not synced yet) may hold a forgotten digest's day
+            # (fresh-eyes s31c, finding q17)
+            local = engine.scan_local()
+            for name in job["files"]:
+                _drop_from_rollups(engine, name, local)
     for name in job["files"]:
         path = engine.local_path(name)
         with contextlib.suppress(FileNotFoundError):
@@ -1028,7 +1034,8 @@ def _scrub_local(
         # or, for a roll-up, in the digests it rolled up (compaction writes no words of its
         # own: its output, written after the forget on a device that had not heard of it,
         # is the content it was made from)
-        in_base = line_hashes(base_lines) | (_rolled_up_bases(engine, data) if held else set())
+        base_lines += _rolled_up_bases(engine, data) if _rollup(name) else []
+        in_base = line_hashes(base_lines)
         old = {
             h for h, ids in known.items() if ids & in_base or mtime <= min(fresh[i] for i in ids)
         }
@@ -1082,18 +1089,19 @@ def _rolled_up(data: bytes) -> tuple[Document, list[str]] | None:
     return doc, [str(x) for x in sources]
 
 
-def _rolled_up_bases(engine: Engine, data: bytes) -> set[str]:
-    """The line hashes of the synced copies (bases) of the digests a roll-up lists as its
-    sources, those this device still has records of: a compaction made here before the
-    forget reached this device rolled them up, so their lines in it are old content."""
+def _rolled_up_bases(engine: Engine, data: bytes) -> list[str]:
+    """The lines of the synced copies (bases) of the digests a roll-up lists as its sources,
+    those this device still has records of: a compaction made here before the forget reached
+    this device rolled them up, so their lines in it are old content, and a line of it like
+    a forgotten one of theirs is that line reworded here (fresh-eyes s31c, finding q9)."""
     found = _rolled_up(data)
     if found is None:
-        return set()
-    out: set[str] = set()
+        return []
+    out: list[str] = []
     for source in found[1]:
         base = engine.state.base(source) if source in engine.state.records else None
         if base:
-            out |= line_hashes(base.decode("utf-8", "replace").splitlines())
+            out += base.decode("utf-8", "replace").splitlines()
     return out
 
 

@@ -2141,3 +2141,83 @@ def test_a_forget_that_waited_is_finished_on_a_remote_purged_meanwhile(pair, rem
     # publishes again (a purged device syncs nothing): then it goes too
     c.run("push", "--republish")
     assert_forgotten(["divorce"], [*everywhere(pair, remote), c.home, c.memory])
+
+
+def test_forgetting_a_digest_this_device_rolled_up_offline_takes_it_out_of_the_roll_up(
+    pair, remote, tmp_path
+):
+    """Fresh-eyes s31c, finding q17: A's compaction, offline, rolls October up; A then forgets
+    one October digest (its file is gone here, its record and the remote copy are not). The
+    roll-up kept that digest's day and synced it everywhere. Forgetting it takes it out of the
+    roll-up here too, before the roll-up goes out."""
+    a, b = pair
+    for day in range(1, 10):
+        a.write(
+            f"session_digest_2026-10-{day:02d}.md",
+            f"## Session 09:00 s{day:02d}\n\n### Arcs\n- ARC{day:02d} worked on item {day:02d}.\n",
+            type="session_digest",
+        )
+    for n in range(8):
+        a.write(f"user_fact_{n}.md", f"Fact {n}.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    away = tmp_path / "remote-away"
+    remote.rename(away)
+    a.run("compact", "--now", "2026-11-26", check=3)
+    rollup = a.memory / "session_digest_2026-10.md"
+    assert "ARC03" in rollup.read_text()
+    a.run("forget", "session_digest_2026-10-03.md", "--yes", check=None)
+    assert "ARC03" not in rollup.read_text()
+    away.rename(remote)
+    for device in (a, b, a, b):
+        device.run("sync")
+    for text in (rollup.read_text(), on_remote(remote)["session_digest_2026-10.md"]):
+        assert "ARC03" not in text and "session_digest_2026-10-03.md" not in text
+        assert "- ARC05 worked on item 05." in text
+    assert a.files() == b.files()
+    assert_forgotten(["ARC03"], everywhere(pair, remote))
+
+
+def test_a_rewording_another_device_rolled_up_offline_is_forgotten_with_its_line(
+    pair, remote, tmp_path
+):
+    """Fresh-eyes s31c, finding q9: with the remote away, B rewords a digest line and its
+    compaction rolls the week up; A forgets the line by `--match`. B's sync set the old
+    wording's digest aside, but the roll-up with the rewording went up everywhere. The
+    rewording is the forgotten entry in the roll-up too: it goes, B's roll-up as it was is
+    set aside in quarantine, with the notice."""
+    a, b = pair
+    for day in range(2, 7):
+        a.write(
+            f"session_digest_2026-11-0{day}.md",
+            f"## Session 09:00 s{day}\n\n### Arcs\n- ARC{day} worked on the parser.\n"
+            + ("- Pat mentioned the ZTOKEN diagnosis.\n" if day == 4 else ""),
+            type="session_digest",
+        )
+    for n in range(8):
+        a.write(f"user_fact_{n}.md", f"Fact {n}.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    away = tmp_path / "remote-away"
+    remote.rename(away)
+    digest = b.memory / "session_digest_2026-11-04.md"
+    digest.write_text(
+        digest.read_text().replace(
+            "mentioned the ZTOKEN diagnosis", "mentioned the ZTOKEN diagnosis, twice"
+        )
+    )
+    b.run("compact", "--now", "2026-11-26", check=3)
+    assert "ZTOKEN diagnosis, twice" in (b.memory / "session_digest_2026-W45.md").read_text()
+    a.run("forget", "--match", "ZTOKEN", "--yes", check=3)
+    away.rename(remote)
+    a.run("sync")
+    proc = b.run("sync", check=None)
+    assert "quarantine" in proc.stderr + proc.stdout, proc.stderr
+    for device in (a, b, a):
+        device.run("sync")
+    assert all("ZTOKEN" not in text for text in on_remote(remote).values())
+    assert "- ARC4 worked on the parser." in on_remote(remote)["session_digest_2026-W45.md"]
+    assert a.files() == b.files()
+    held = [p.name for p in quarantine_dir(b.home).rglob("*.md")]
+    assert any(n.endswith("session_digest_2026-W45.md") for n in held), held
+    assert_forgotten(["ZTOKEN"], everywhere(pair, remote), [quarantine_dir(b.home)])
