@@ -291,6 +291,17 @@ def pushable(engine: Engine, path: Path) -> str:
     if why:
         raise UserError(f"{path} is not synced: {why}")
     if not engine.local_path(name).exists() and name not in engine.state.records:
+        held = [
+            q["path"]
+            for q in engine.state.meta.get("quarantined", [])
+            if q.get("file") == name and not q.get("lines") and Path(q["path"]).exists()
+        ]
+        if held:  # set aside for a forget: say where, not "no such file" (fresh-eyes s31c)
+            raise UserError(
+                f"{path} was set aside in quarantine, as {held[-1]}, because it was forgotten "
+                "on another device; it is not synced: copy what you still need into a new "
+                "memory file"
+            )
         raise UserError(
             f"{path}: no such file in the memory dir {engine.ctx.memory_dir}; check the name "
             "(`memsync status` lists the files)"

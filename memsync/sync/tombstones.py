@@ -23,7 +23,14 @@ from typing import TYPE_CHECKING, Any
 from memsync.context.config import state_folders, strip_query
 from memsync.memory.index_links import INDEX, without_links
 from memsync.stores import MAX_ATTEMPTS
-from memsync.sync.forgotten import body_hash, identity, line_hash, line_hashes, scrub
+from memsync.sync.forgotten import (
+    body_hash,
+    body_hashes,
+    identity,
+    line_hash,
+    line_hashes,
+    scrub,
+)
 from memsync.sync.remote_keys import PURGED, TOMBSTONES
 from memsync.sync.state import COMEBACKS, NO_COPY, history_folder, pending_forgets_file
 from memsync.util.dates import local_time
@@ -65,12 +72,20 @@ def audit(engine: Engine, action: str, **details: Any) -> None:
         fh.write(json.dumps(record, sort_keys=True) + "\n")
 
 
-def _scrub_history(state: State, forgotten: set[str]) -> None:
-    """Take forgotten lines out of every local history copy (a copy left empty goes)."""
+def _scrub_history(state: State, forgotten: set[str], engine: Engine | None = None) -> None:
+    """Take forgotten lines out of every local history copy (a copy left empty goes). With
+    `engine` (whose state `state` is), each file's earlier wordings of them go too: each
+    history copy is read once (`_earlier_wordings`)."""
     for name in state.history_names():
-        for version in state.history(name):
-            data = version.path.read_bytes()
-            clean = scrub(data, forgotten)
+        try:
+            copies = [(v, v.path.read_bytes()) for v in state.history(name)]  # newest first
+        except OSError:
+            continue
+        gone = forgotten
+        if engine is not None:
+            gone = _earlier_wordings(engine, name, [data for _, data in copies], forgotten)
+        for version, data in copies:
+            clean = scrub(data, gone)
             if clean == data:
                 continue
             if clean.strip():
@@ -86,37 +101,32 @@ def _remember_lines(engine: Engine, hashes: dict[str, float]) -> None:
         known = engine.state.meta.setdefault("forgotten_lines", {})
         for h, at in hashes.items():
             known.setdefault(h, at)
-        _scrub_history(engine.state, _with_earlier_wordings(engine, set(hashes)))
+        _scrub_history(engine.state, set(hashes), engine)
         waiting = engine.state.meta.get(COMEBACKS) or {}
         for name, line in list(waiting.items()):
             if line_hash(line) in hashes:
                 del waiting[name]  # an index line kept for a file that came back: forgotten
 
 
-def _with_earlier_wordings(engine: Engine, forgotten: set[str]) -> set[str]:
-    """`forgotten`, and the hashes of the earlier wordings of those lines that this device's
-    history copies hold. A line reworded and then forgotten is one entry: the copies from before
-    the rewording hold it in its old words, which its hash cannot name (fresh-eyes s30f). Each
-    file's versions are walked from the newest (the file here, its synced copy) back through
-    its history; where a newer version holds a forgotten line and the older one, instead, a
-    line like it (the merge's similarity test, as for a rewording made here), that older line
-    is forgotten too, and so on back."""
+def _earlier_wordings(
+    engine: Engine, name: str, older: list[bytes], forgotten: set[str]
+) -> set[str]:
+    """`forgotten`, and the hashes of the earlier wordings of those lines that the history
+    copies `older` (newest first) of `name` hold. A line reworded and then forgotten is one
+    entry: the copies from before the rewording hold it in its old words, which its hash
+    cannot name (fresh-eyes s30f). The file's versions are walked from the newest (the file
+    here, its synced copy) back through its history; where a newer version holds a forgotten
+    line and the older one, instead, a line like it (the merge's similarity test, as for a
+    rewording made here), that older line is forgotten too, and so on back."""
     state = engine.state
+    rec = state.records.get(name)
+    newest = [engine.read_local(name), state.content(rec.sha) if rec is not None else None]
+    chain = [
+        data.decode("utf-8", "surrogateescape").splitlines() for data in (*newest, *older) if data
+    ]
     found = set(forgotten)
-    for name in state.history_names():
-        rec = state.records.get(name)
-        newest = [engine.read_local(name), state.content(rec.sha) if rec is not None else None]
-        try:
-            older = [v.path.read_bytes() for v in state.history(name)]  # newest first
-        except OSError:
-            continue
-        chain = [
-            data.decode("utf-8", "surrogateescape").splitlines()
-            for data in (*newest, *older)
-            if data
-        ]
-        for newer, old in itertools.pairwise(chain):
-            found |= _rewords_of_forgotten(old, newer, dict.fromkeys(found, 0.0))
+    for newer, old in itertools.pairwise(chain):
+        found |= _rewords_of_forgotten(old, newer, dict.fromkeys(found, 0.0))
     return found
 
 
@@ -718,6 +728,10 @@ def apply_tombstones(
     applied = set(before)
     fresh = {h: t["at"] for h, t in doc["lines"].items() if t["id"] not in before}
     late = {h for h in fresh if doc["lines"][h].get("late")}
+    # the versions of each forgotten file this device held, read before lines go from them
+    held_bodies = {
+        n: _held_bodies(engine, n) for n, t in doc["files"].items() if t["id"] not in before
+    }
     _remember_lines(engine, fresh)
     _forget_conflicts(engine, doc["conflicts"], before)
     applied |= {t["id"] for t in (*doc["lines"].values(), *doc["conflicts"].values())}
@@ -728,7 +742,7 @@ def apply_tombstones(
         if t["id"] in before:
             continue
         try:
-            _apply_file_tombstone(engine, name, t, listing, local)
+            _apply_file_tombstone(engine, name, t, listing, local, held_bodies[name])
         except (MemsyncError, OSError):
             failed.add(t["id"])  # tried again at the next sync
             continue
@@ -1209,8 +1223,14 @@ def _forget_conflicts(engine: Engine, ids: dict[str, Any], before: set[str]) -> 
 
 
 def _apply_file_tombstone(
-    engine: Engine, name: str, t: dict[str, Any], listing: dict[str, Entry], local: LocalScan
+    engine: Engine,
+    name: str,
+    t: dict[str, Any],
+    listing: dict[str, Entry],
+    local: LocalScan,
+    held: set[str],
 ) -> None:
+    """`held`: the body hashes of the versions of `name` this device's history kept."""
     state = engine.state
     entry = listing.get(name)
     if entry is not None and entry.etag in t["etags"]:
@@ -1230,13 +1250,12 @@ def _apply_file_tombstone(
             ) in t.get("bodies", ())
         if from_before:
             written_late = rec is not None and rec.etag in t.get("late", ())
+            # the text of a forgotten version is that version, not an edit to keep: one the
+            # forgetting device held (a backup restored, state reset by a purge), or one this
+            # device held itself (an earlier version brought back by `memsync restore`)
             unedited = (
-                sha256(data) == rec.sha and not written_late
-                if rec is not None
-                # no record here (a backup restored, state reset by a purge): the text of a
-                # forgotten version is that version, not an edit to keep
-                else body_hash(data) in t.get("bodies", ())
-            )
+                rec is not None and sha256(data) == rec.sha and not written_late
+            ) or body_hash(data) in {*t.get("bodies", ()), *held}
             if unedited:
                 path.unlink()
             else:
@@ -1259,6 +1278,11 @@ def _apply_file_tombstone(
     ]
     if len(kept) != len(state.conflicts):
         state.meta["conflicts"] = kept
+
+
+def _held_bodies(engine: Engine, name: str) -> set[str]:
+    """The body hashes of the versions of `name` this device's history keeps."""
+    return body_hashes(v.path.read_bytes() for v in engine.state.history(name))
 
 
 def recreate_blocked(engine: Engine, name: str) -> str | None:

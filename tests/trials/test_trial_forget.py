@@ -119,6 +119,11 @@ def test_forget_file_removes_index_line_and_quarantines_an_unsynced_edit(pair, r
     primer = json.loads(b.run("hook", "session-start", input=json.dumps(start)).stdout)
     context = primer["hookSpecificOutput"]["additionalContext"]
     assert "relationship_sam.md was not synced: it was forgotten on another device" in context
+    pushed = b.run("push", str(b.memory / "relationship_sam.md"), check=1)
+    assert one_line(pushed.stderr).endswith(  # not "no such file" (fresh-eyes s31c)
+        f"was set aside in quarantine, as {held[0]}, because it was forgotten on another "
+        "device; it is not synced: copy what you still need into a new memory file"
+    )
 
     a.run("sync")
     assert_forgotten(
@@ -2221,3 +2226,29 @@ def test_a_rewording_another_device_rolled_up_offline_is_forgotten_with_its_line
     held = [p.name for p in quarantine_dir(b.home).rglob("*.md")]
     assert any(n.endswith("session_digest_2026-W45.md") for n in held), held
     assert_forgotten(["ZTOKEN"], everywhere(pair, remote), [quarantine_dir(b.home)])
+
+
+def test_a_forgotten_file_restored_from_history_before_the_forget_arrived_is_no_edit(pair, remote):
+    """Fresh-eyes s31c: B restored an earlier version of a file from its history (`memsync
+    restore`); A had forgotten the file meanwhile. B's sync set that version aside in
+    quarantine as "your copy, with the edit this device made", though it held no edit: it is
+    a version of the forgotten file that B already held. It is forgotten there, like the
+    rest of the file's versions."""
+    a, b = pair
+    seed_sam(a, b)
+    a.write(
+        "relationship_sam.md",
+        "## Notes\n- Sam mentioned a divorce, then moved.\n",
+        type="relationship",
+    )
+    a.run("sync")
+    b.run("sync")
+    assert "1  " in b.run("history", "relationship_sam.md").stdout
+    a.run("forget", "relationship_sam.md", "--yes")
+    b.run("restore", "relationship_sam.md", "1")
+    said = b.run("sync")
+    assert "edit this device made" not in said.stdout + said.stderr
+    assert not (b.memory / "relationship_sam.md").exists()
+    assert "relationship_sam.md" not in on_remote(remote)
+    assert not list(quarantine_dir(b.home).rglob("*relationship_sam.md"))
+    assert_forgotten(["divorce"], everywhere(pair, remote))
