@@ -457,6 +457,24 @@ class Engine:
             early = None if self._manifest_ahead is None else self._manifest_ahead.result
             known = bool(self.state.records)
             check_project(self.ctx, self.store, meta, listing, mode, early, known)
+        result.notes += self._take_in_forgets(listing, local, result)
+        records = self.state.records
+        if any(name not in listing for name in records):
+            from memsync.sync.case_renames import follow_case_renames
+
+            result.notes += follow_case_renames(self, listing, local)
+        if any(name not in local.content.hashes for name in records):
+            from memsync.sync.case_renames import carry_into_case_renames
+
+            result.notes += carry_into_case_renames(self, listing, local, result)
+        self._receive_conflicts(result, listing)
+
+    def _take_in_forgets(
+        self, listing: dict[str, Entry], local: LocalScan, result: SyncResult
+    ) -> list[str]:
+        """This device's forgets that waited for the remote are finished there, then other
+        devices' tombstones are applied here. Returns a sentence for each forget finished."""
+        finished: list[str] = []
         if self.state.meta.get("forgetting"):
             from memsync.sync.tombstones import finish_pending
 
@@ -468,19 +486,9 @@ class Engine:
                 index = self.read_local(INDEX)  # and took their index lines out of it
                 if index is not None:
                     local.content.add(INDEX, sha256(index), index)
-                result.notes += finished
                 result.forgets_finished += len(finished)  # a change: never "in sync" after
         self._apply_tombstones(listing, local, result)
-        records = self.state.records
-        if any(name not in listing for name in records):
-            from memsync.sync.case_renames import follow_case_renames
-
-            result.notes += follow_case_renames(self, listing, local)
-        if any(name not in local.content.hashes for name in records):
-            from memsync.sync.case_renames import carry_into_case_renames
-
-            result.notes += carry_into_case_renames(self, listing, local, result)
-        self._receive_conflicts(result, listing)
+        return finished
 
     def _run_locked(
         self,
@@ -559,24 +567,18 @@ class Engine:
         A forget of this device's that waited for the remote is finished there the same way
         (its record goes up, no content), so no device publishing again brings its files back
         (fresh-eyes s31c, finding 2)."""
-        from memsync.sync.tombstones import Purged, finish_pending, purged_here
+        from memsync.sync.tombstones import Purged, purged_here
 
         refusal = purged_here(self)
         done: list[str] = []
         try:
-            if listing is None:
-                listing = self.store.list()
-            if self.state.meta.get("forgetting"):
-                done += finish_pending(self, listing)
-            if TOMBSTONES in listing or done:
-                listing = listing if not done else self.store.list()
-                self._apply_tombstones(listing, local or self.scan_local(), result)
+            listing = self.store.list() if listing is None else listing
+            done += self._take_in_forgets(listing, local or self.scan_local(), result)
         except (StoreError, OSError):
             pass  # the refusal stands; the forget is applied another time
         if result.forgotten:
             done.append(
-                f"another device's `memsync forget` was applied here: "
-                f"{', '.join(result.forgotten)}"
+                f"another device's `memsync forget` was applied here: {', '.join(result.forgotten)}"
             )
         return Purged("; ".join([str(refusal), *done])) if done else refusal
 
