@@ -35,6 +35,7 @@ from memsync.sync.remote_keys import CONFLICTS, PURGED, TOMBSTONES
 from memsync.sync.state import (
     COMEBACKS,
     NO_COPY,
+    PRUNED,
     SINGLY,
     Record,
     State,
@@ -72,6 +73,7 @@ if TYPE_CHECKING:
 # meta.json: conflicts of merges written whose answer may have been lost (_expect_conflict)
 _LANDING_CONFLICTS = "landing_conflicts"
 LOST_DIR_MIN = 5  # more synced files than this all gone, new ones made: a lost folder
+_PRUNE_WATCH = 30 * 86400  # seconds a prune is watched for a file coming back
 
 
 class SyncResult:
@@ -547,6 +549,8 @@ class Engine:
             self._index_comebacks(result, self._index_before, settle)
         if names is None and (result.deleted_local or result.deleted_remote):
             self._index_departures(result, run)
+        if self.state.meta.get(PRUNED):
+            self._pruned_back(result)
         self._settle(result, run, pending, full=names is None)
         self._records_run = False
         if self._deferred and not result.offline:
@@ -555,6 +559,24 @@ class Engine:
             # was forgotten) and only then merges and uploads (report 27, finding 17)
             deferred, self._deferred = sorted(self._deferred), set()
             self._run_locked(result, "sync", deferred, force, allow, deadline, progress)
+
+    def _pruned_back(self, result: SyncResult) -> None:
+        """A file `memsync prune` deleted here that this run brought back: another device
+        edited it after the prune, and an edit beats a deletion. Said once (fresh-eyes s31c,
+        q19: only the editing device was told); a prune a month old is no longer watched."""
+        pruned = self.state.meta[PRUNED]
+        back = {*result.downloaded, *result.merged}
+        for name, at in list(pruned.items()):
+            if name in back:
+                result.notes.append(
+                    f"{name}, which `memsync prune` deleted here, came back: another device "
+                    "edited it after the prune (an edit beats a deletion); prune it again if "
+                    "it is no longer needed"
+                )
+            if name in back or not isinstance(at, (int, float)) or time.time() - at > _PRUNE_WATCH:
+                del pruned[name]
+        if not pruned:
+            del self.state.meta[PRUNED]
 
     def _purged(
         self, result: SyncResult, listing: dict[str, Entry] | None, local: LocalScan | None

@@ -60,6 +60,7 @@ _TIMES = "times.json"
 _TIME_KEYS = ("last_sync", "last_attempt", "last_interrupted")
 SINGLY = "deleted_singly"  # meta: files `push FILE` deleted from the remote since a full sync
 COMEBACKS = "index_comebacks"  # meta: files an edit brought back -> their MEMORY.md line
+PRUNED = "pruned"  # meta: files `memsync prune` deleted here -> when (their return is said)
 # the type of each meta.json field, checked when it is read
 _META_KINDS: dict[str, type | tuple[type, ...]] = {
     "pending": list,
@@ -73,6 +74,7 @@ _META_KINDS: dict[str, type | tuple[type, ...]] = {
     "tombstones_etag": (str, type(None)),
     "manifest_etag": str,
     SINGLY: list,
+    PRUNED: dict,
 }
 _JSON_KINDS = {
     dict: "object",

@@ -449,8 +449,10 @@ def test_a_pruned_file_that_comes_back_comes_back_with_its_index_line(pair, remo
     proc = b.run("sync")
     notes = [n for n in proc.stderr.splitlines() if "MEMORY.md" in n and old in n]
     assert len(notes) == 1 and notes[0].startswith("note: "), proc.stderr
-    a.run("sync")
+    back = a.run("sync")  # the device that pruned is told too, once (fresh-eyes s31c, q19)
+    assert f"note: {old}, which `memsync prune` deleted here, came back" in back.stderr
     b.run("sync")
+    assert "memsync prune" not in a.run("sync").stderr
     for device in (a, b):
         assert "B adds what it still needs" in (device.memory / old).read_text(), device.name
         assert (device.memory / "MEMORY.md").read_text() == index(ROLE, line), device.name
