@@ -589,7 +589,7 @@ class Engine:
         A forget of this device's that waited for the remote is finished there the same way
         (its record goes up, no content), so no device publishing again brings its files back
         (fresh-eyes s31c, finding 2)."""
-        from memsync.sync.tombstones import Purged, purged_here
+        from memsync.sync.tombstones import Purged, purged_here, scrub_bases
 
         refusal = purged_here(self)
         done: list[str] = []
@@ -598,6 +598,7 @@ class Engine:
             done += self._take_in_forgets(listing, local or self.scan_local(), result)
         except (StoreError, OSError):
             pass  # the refusal stands; the forget is applied another time
+        scrub_bases(self.state)
         if result.forgotten:
             done.append(
                 f"another device's `memsync forget` was applied here: {', '.join(result.forgotten)}"

@@ -238,6 +238,13 @@ class State:
         self._new_bases[digest] = content
         self.records[name] = Record(etag, digest, time.time())
 
+    def rebase(self, name: str, content: bytes) -> None:
+        """Replace the kept synced copy of `name` by `content`, its record's ETag and time
+        as they were (a forgotten line taken out of a base no sync will replace soon)."""
+        digest = sha256(content)
+        self._new_bases[digest] = content
+        self.records[name] = self.records[name]._replace(sha=digest)
+
     def forget(self, name: str) -> None:
         self.records.pop(name, None)
 

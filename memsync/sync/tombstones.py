@@ -95,6 +95,22 @@ def _scrub_history(state: State, forgotten: set[str], engine: Engine | None = No
                 version.path.with_suffix(".reason").unlink(missing_ok=True)
 
 
+def scrub_bases(state: State) -> None:
+    """Take every line forgotten here out of the synced copies (merge bases) this device
+    keeps. For a purged project, whose refused syncs replace no base: without this, the copy
+    of a file synced before a forget made or taken in since keeps the line until the device
+    publishes again, which it may never do (it purged to leave that remote)."""
+    lines = set(state.meta.get("forgotten_lines") or ())
+    done = sha256("\n".join(sorted(lines)).encode())  # each refused sync reads no base again
+    if not lines or state.meta.get("bases_scrubbed") == done:
+        return
+    state.meta["bases_scrubbed"] = done
+    for name, rec in list(state.records.items()):
+        base = state.content(rec.sha)
+        if base is not None and (clean := scrub(base, lines)) != base:
+            state.rebase(name, clean)
+
+
 def _remember_lines(engine: Engine, hashes: dict[str, float]) -> None:
     """Keep the hashes (never the lines) so that later history copies leave them out too."""
     if hashes:
