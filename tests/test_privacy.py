@@ -171,7 +171,7 @@ def test_forget_match_removes_entries_not_files(pair, remote):
     assert entry["action"] == "forget-match" and "match_sha256" in entry
     assert "surgery" not in log and "priya" not in json.dumps(entry["entries"]).lower()
     assert set(entry) >= {"at", "device", "files", "entries"} and "match" not in entry
-    assert "Nothing matches." in a.run("forget", "--match", "priya", "--yes").stdout
+    assert "Nothing matches on this device" in a.run("forget", "--match", "priya", "--yes").stdout
 
 
 def test_forget_needs_confirmation_without_a_terminal(pair):

@@ -310,6 +310,9 @@ class MatchPlan:
     # files that stay whose index line held the text: the line keeps its link, with the file's
     # own description (True) or none (False) in place of its words
     relined: dict[str, bool] = field(default_factory=dict)
+    # earlier versions kept here (history, synced copies) holding it: forgotten with the rest,
+    # and reason enough to run when no memory file holds it any more
+    held: int = 0
 
 
 def _contains(data: bytes | str, needle: str) -> bool:
@@ -450,6 +453,13 @@ def plan_match(engine: Engine, needle: str) -> MatchPlan:
         text, removed = _index_without(contents[name], needle, staying, plan)
         plan.rewrites[name] = text.encode()
         plan.entries[name] = removed
+    state = engine.state
+    versions = [v.path for n in state.history_names() for v in state.history(n)]
+    plan.held = sum(_contains(p.read_bytes(), needle) for p in versions) + sum(
+        _contains(base, needle)
+        for rec in state.records.values()
+        if (base := state.content(rec.sha)) is not None
+    )
     return plan
 
 
@@ -498,6 +508,7 @@ def apply_match(engine: Engine, plan: MatchPlan) -> ForgetReport:
             for version in engine.state.history(name):
                 text = version.path.read_bytes().decode("utf-8", "replace")
                 forgotten += [line for line in text.splitlines() if _contains(line, plan.text)]
+        forgotten += _synced_wordings(engine, plan.text)
         forgotten += _earlier_forms(forgotten)
         report.index_lines = len(_index_lines(engine, plan.files))
         job = _start(
@@ -520,6 +531,19 @@ def apply_match(engine: Engine, plan: MatchPlan) -> ForgetReport:
         _run_job(engine, job, report)
     _push(engine, [*plan.rewrites, *([INDEX] if report.index_lines else [])], report)
     return report
+
+
+def _synced_wordings(engine: Engine, needle: str) -> list[str]:
+    """The lines holding the text in this device's synced copies: a line reworded here and
+    not synced yet is, on the remote and the other devices, still in the words it was synced
+    in (fresh-eyes s32a, finding 2: their pulls kept that wording in history)."""
+    out = []
+    for rec in engine.state.records.values():
+        base = engine.state.content(rec.sha)
+        if base is not None and _contains(base, needle):
+            text = base.decode("utf-8", "replace")
+            out += [line for line in text.splitlines() if _contains(line, needle)]
+    return out
 
 
 # --- purge -----------------------------------------------------------------------------------

@@ -77,9 +77,14 @@ def forget(
         return
     assert match is not None
     plan = core.plan_match(engine, match)
-    if not plan.files and not plan.entries:
-        out.print("Nothing matches.")
+    if not plan.files and not plan.entries and not plan.held:
+        out.print(
+            "Nothing matches on this device or the remote. A copy only in another device's "
+            "history is out of reach from here: run the same `memsync forget --match` there."
+        )
         return
+    if plan.held:
+        out.print(f"will remove it from {plan.held} earlier version(s) kept on this device")
     for name in plan.files:
         out.print(f"will forget file: {name}", markup=False)
     for name, count in plan.entries.items():

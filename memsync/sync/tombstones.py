@@ -279,6 +279,10 @@ def finish_remote(
     index = _remote_index(engine, job) if job["files"] and INDEX in listing else None
     if not first:  # index lines another device wrote while the forget was held up
         _note_late_lines(job, set(job["lines"]) - known)
+        if job["lines"]:  # and rewordings of forgotten lines it uploaded meanwhile
+            reworded = _reworded_meanwhile(engine, job, listing)
+            job["lines"] = sorted({*job["lines"], *reworded})
+            _note_late_lines(job, reworded)
     _take_conflicts(engine, job, None)  # their ids go into the tombstone
     _write_tombstones(engine, job, etags, late)
     deleted = [] if deleted is None else deleted
@@ -327,6 +331,32 @@ def _scrub_written_meanwhile(
         rec = records.get(name)
         if rec is None or rec.etag != found.etag:
             _scrub_remote(engine, name, lines)
+
+
+def _reworded_meanwhile(engine: Engine, job: dict[str, Any], listing: dict[str, Entry]) -> set[str]:
+    """The hashes of the lines of remote copies written since this device last synced them
+    that reword a forgotten line of its synced copy: another device, not having heard of the
+    forget held up here, reworded the line and uploaded it; a merge would keep that edit over
+    the removal (fresh-eyes s32a, finding 1). One GET each, only on this path."""
+    records = engine.state.records
+    fresh = dict.fromkeys(job["lines"], 0.0)
+    found: set[str] = set()
+    for name, entry in sorted(listing.items()):
+        rec = records.get(name)
+        if rec is None or rec.etag == entry.etag or name in job["files"]:
+            continue
+        base = engine.state.content(rec.sha)
+        if base is None:
+            continue
+        try:
+            data, _ = engine.store.get(name)
+        except NotFound:
+            continue
+        lines = data.decode("utf-8", "surrogateescape").splitlines()
+        found |= _rewords_of_forgotten(
+            lines, base.decode("utf-8", "surrogateescape").splitlines(), fresh
+        )
+    return found
 
 
 def _late_copies(

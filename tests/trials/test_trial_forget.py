@@ -2256,3 +2256,89 @@ def test_a_forgotten_file_restored_from_history_before_the_forget_arrived_is_no_
     assert "relationship_sam.md" not in on_remote(remote)
     assert not list(quarantine_dir(b.home).rglob("*relationship_sam.md"))
     assert_forgotten(["divorce"], everywhere(pair, remote))
+
+
+def test_forget_match_of_a_line_reworded_here_takes_its_synced_wording_everywhere(pair, remote):
+    """Fresh-eyes s32a, finding 2: A rewords a synced promise (not synced yet) and forgets it
+    by `--match`. The tombstone named only A's new wording: B's pull kept the synced wording
+    in its history, and `memsync restore` there published it to every device. The wording
+    in A's synced copy that holds the text is forgotten too."""
+    a, b = pair
+    promise = "- [c-2026-11-27-pxhc] 2026-11-27: call the clinic about KIWI55."
+    a.write("running_commitments.md", f"## Open\n{promise}\n\n## Delivered\n", type="commitments")
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    path = a.memory / "running_commitments.md"
+    path.write_text(path.read_text().replace("KIWI55.", "KIWI55 on Monday."))
+    a.run("forget", "--match", "kiwi55", "--yes")
+    for device in (b, a, b):
+        device.run("sync")
+    assert_forgotten(["KIWI55"], everywhere(pair, remote))
+    b.run("restore", "running_commitments.md", "1", check=None)  # any copy kept: no promise
+    for device in (b, a):
+        device.run("sync")
+    assert_forgotten(["KIWI55"], everywhere(pair, remote))
+
+
+def test_a_forget_that_waited_takes_a_rewording_uploaded_meanwhile(pair, remote, tmp_path):
+    """Fresh-eyes s32a, finding 1: A forgets a digest line by `--match` with the remote away;
+    B, not having heard of it, rewords the line and syncs first. A's sync finished the forget
+    ("finished forgetting"), but its merge kept B's rewording (an edit beats a removal), on
+    every device. The forget, finishing, takes a rewording of a forgotten line out of the
+    remote copies written meanwhile too, and B sets its copy as it was aside in quarantine."""
+    a, b = pair
+    a.write(
+        "session_digest_2026-11-27.md",
+        "## Session 09:00 s1\n\n### Arcs\n- Worked on the parser.\n"
+        "- Dentist appointment ZEBRA77 on Tuesday.\n",
+        type="session_digest",
+    )
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    away = tmp_path / "remote-away"
+    remote.rename(away)
+    a.run("forget", "--match", "zebra77", "--yes", check=3)
+    away.rename(remote)
+    digest = b.memory / "session_digest_2026-11-27.md"
+    digest.write_text(digest.read_text().replace("on Tuesday.", "on Tuesday, 3pm."))
+    b.run("sync")
+    proc = a.run("sync")
+    assert "finished forgetting" in proc.stderr, proc.stderr
+    assert "ZEBRA77" not in on_remote(remote)["session_digest_2026-11-27.md"]
+    said = b.run("sync")
+    assert "quarantine" in said.stderr, said.stderr
+    for device in (a, b):
+        device.run("sync")
+    assert "- Worked on the parser." in on_remote(remote)["session_digest_2026-11-27.md"]
+    assert a.files() == b.files()
+    assert_forgotten(["ZEBRA77"], everywhere(pair, remote), [quarantine_dir(b.home)])
+
+
+def test_forget_match_of_text_only_in_history_here_still_forgets_it(pair, remote):
+    """Fresh-eyes s32a, finding 6: a line removed by hand and synced is in no memory file, but
+    a pull kept it in this device's history; `forget --match` said "Nothing matches." and left
+    it there (and on the other devices) for a `restore` to publish again. Earlier versions
+    kept here count: it forgets the text in them, and tells the other devices."""
+    a, b = pair
+    a.write(
+        "carry_forward.md",
+        "## Pending\n- Ask about the PLUM31 diagnosis.\n- Book the venue.\n",
+        type="carry_forward",
+    )
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    path = a.memory / "carry_forward.md"
+    path.write_text(path.read_text().replace("- Ask about the PLUM31 diagnosis.\n", ""))
+    a.run("sync")
+    b.run("sync")  # B's pull keeps its copy with the line in its history
+    gone = b.run("forget", "--match", "plum31", "--yes")
+    assert "will remove it from 1 earlier version(s) kept on this device" in gone.stdout
+    a.run("sync")
+    assert_forgotten(["PLUM31"], everywhere(pair, remote))
+    nothing = b.run("forget", "--match", "plum31", "--yes")
+    assert nothing.stdout.startswith("Nothing matches on this device or the remote."), (
+        nothing.stdout
+    )
