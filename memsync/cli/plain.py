@@ -175,8 +175,12 @@ def done_lines(result: SyncResult) -> None:
         out.file.flush()
 
 
-def _nothing_done(result: SyncResult, memory_dir: Path | None) -> str:
-    """The one line of a run that changed nothing: "in sync" only when nothing waits."""
+def _nothing_done(
+    result: SyncResult, memory_dir: Path | None, names: list[str] | None = None
+) -> str:
+    """The one line of a run that changed nothing: "in sync" only when nothing waits. A
+    `push FILE` of files unchanged since their last sync asks the remote nothing, so it
+    cannot say the rest is in sync (fresh-eyes s32a, finding 7)."""
     if memory_dir is not None and not memory_dir.is_dir():
         return (
             f"Nothing to sync yet: the memory dir {memory_dir} does not exist (Claude Code "
@@ -185,6 +189,11 @@ def _nothing_done(result: SyncResult, memory_dir: Path | None) -> str:
     waiting = _waiting(result)
     if waiting:
         return f"Nothing to {result.mode}; {waiting}"
+    if names and result.mode == "push":
+        return (
+            f"Nothing to push: {', '.join(names)} unchanged since the last sync (`memsync "
+            "sync` looks for changes on the remote)."
+        )
     return "Everything is in sync."
 
 
@@ -201,7 +210,12 @@ def _waiting(result: SyncResult) -> str | None:
     return f"{count} file(s) changed here wait for `memsync push` or `memsync sync`."
 
 
-def report(result: SyncResult, stats: bool, memory_dir: Path | None = None) -> None:
+def report(
+    result: SyncResult,
+    stats: bool,
+    memory_dir: Path | None = None,
+    names: list[str] | None = None,
+) -> None:
     """Print what happened and exit with the contract's code."""
     if result.disabled:
         err.print("memsync: sync is off (MEMSYNC_SYNC=off); nothing was sent or fetched.")
@@ -221,8 +235,8 @@ def report(result: SyncResult, stats: bool, memory_dir: Path | None = None) -> N
         # a key may hold a newline or a tab: one line each, escaped
         printable = name if name.isprintable() else name.encode("unicode_escape").decode()
         err.print(f"refused from the remote: {shown_name(printable)}: {reason}", markup=False)
-    for names, reason in group_by_reason(result.errors):
-        err.print(f"error: {names}: {reason}", markup=False)
+    for listed, reason in group_by_reason(result.errors):
+        err.print(f"error: {listed}: {reason}", markup=False)
     if result.skipped:
         err.print(f"not done in time: {len(result.skipped)} file(s); run `memsync sync`.")
     for sentence in result.quarantined:
@@ -235,7 +249,7 @@ def report(result: SyncResult, stats: bool, memory_dir: Path | None = None) -> N
         or result.quarantined
     )
     if not result.changes and not attention:
-        out.print(_nothing_done(result, memory_dir), markup=False)
+        out.print(_nothing_done(result, memory_dir, names), markup=False)
     elif (waiting := _waiting(result)) is not None:
         err.print(f"note: {waiting}", markup=False)
     if stats:
@@ -348,7 +362,7 @@ def transfer(
     said = {identity.origin_note(engine.ctx.identity, shared) for shared in (False, True)}
     if engine.ctx.other_origin and said & set(result.notes):
         identity.noted(engine.ctx.home, engine.ctx.memory_dir, engine.ctx.identity)
-    report(result, stats, engine.ctx.memory_dir)
+    report(result, stats, engine.ctx.memory_dir, names)
 
 
 _VALUES = {"--memory-dir": "memory_dir", "--remote": "remote", "--project": "project"}

@@ -363,3 +363,23 @@ def test_compact_in_a_lost_memory_dir_names_pull_not_force(tmp_path, share):
         path.unlink()
     said = a.run("compact", check=1).stderr
     assert "memsync pull" in said and "--force" not in said, said
+
+
+def test_a_one_file_push_of_an_unchanged_file_does_not_claim_everything_is_in_sync(tmp_path, share):
+    """Fresh-eyes s32a, finding 7: `push FILE` of a file unchanged since its last sync asks
+    the remote nothing, yet said "Everything is in sync." with the remote away and an edit
+    waiting, or with another device's change on the remote. It says what it knows."""
+    a, b = two_synced(tmp_path, share)
+    a.append("user_riley.md", "Riley is on leave in May.\n")  # an edit, not pushed
+    away = tmp_path / "remote-away"
+    share.rename(away)
+    said = a.run("push", str(a.memory / "user_pat.md"))
+    assert said.stdout == (
+        "Nothing to push: user_pat.md unchanged since the last sync (`memsync sync` looks for "
+        "changes on the remote).\n"
+    ), said.stdout
+    away.rename(share)
+    b.append("user_pat.md", "Pat moved to Lisbon.\n")
+    b.run("sync")
+    assert "in sync" not in a.run("push", str(a.memory / "user_riley.md")).stdout  # pushed
+    assert "Everything is in sync." not in a.run("push", str(a.memory / "user_riley.md")).stdout
