@@ -70,6 +70,7 @@ class Action:
     sources: list[str] = field(default_factory=list)  # files whose content this write holds
     into: list[str] = field(default_factory=list)  # for a delete: the roll-ups holding it
     expected: str | None = None  # sha256 of the file when planned (None: it did not exist)
+    reworded: int = 0  # roll-up entries given the wording of a digest that came back
 
 
 # --- periods ------------------------------------------------------------------------------
@@ -259,6 +260,7 @@ class _Target:
     root: Section
     original: bytes | None
     added: list[str] = field(default_factory=list)  # sources that changed it in this plan
+    reworded: int = 0  # its entries given the wording of a digest that came back (_take_rewords)
 
 
 def _label_key(title: str) -> tuple[date, int, str] | None:
@@ -268,13 +270,15 @@ def _label_key(title: str) -> tuple[date, int, str] | None:
     return (period.start, -_TIERS.index(period.tier), title)
 
 
-def _take_rewords(held: Section, part: Section) -> None:
+def _take_rewords(held: Section, part: Section) -> int:
     """In place: an entry of the roll-up's section that the digest coming back no longer has,
     where the digest has a new entry of most of the same words in the same place, takes that
     wording (the digest was reworded after it was rolled up: the edit beat the compaction's
     deletion). As merges tell a reword from a new entry (merge.pair_rewords), and as voice
     rules are folded; an entry the digest lacks with nothing like it stays (a copy of the
-    digest from before that entry was written is no removal of it)."""
+    digest from before that entry was written is no removal of it). Returns how many entries
+    took a new wording: the files cannot tell a rewording from a new entry of most of the same
+    words in a copy from before the old one was written, so each is said (fresh-eyes s32a)."""
     from memsync.memory.merge import Item, pair_rewords
 
     def items(entries: list[str]) -> list[Item]:
@@ -284,6 +288,7 @@ def _take_rewords(held: Section, part: Section) -> None:
     positions = [i for i, e in enumerate(held.entries) if e.strip()]
     paired = pair_rewords(old, new)
     keys = {x.key: n for n, x in enumerate(old)}
+    taken = 0
     for item, raw in zip(paired, new, strict=True):
         n = keys.get(item.key)
         if n is None or item.key == raw.key:
@@ -291,20 +296,23 @@ def _take_rewords(held: Section, part: Section) -> None:
         i = positions[n]
         blank = "\n" if held.entries[i].endswith("\n\n") else ""
         held.entries[i] = sections.ensure_newline(raw.text.rstrip("\n")) + blank
+        taken += 1
     theirs = {c.key: c for c in part.children}
     for child in held.children:
         if child.key in theirs:
-            _take_rewords(child, theirs[child.key])
+            taken += _take_rewords(child, theirs[child.key])
+    return taken
 
 
-def _fold(root: Section, part: Section) -> bool:
-    """Fold one `## <label>` section into a roll-up body; False if it was already there."""
+def _fold(tgt: _Target, part: Section) -> bool:
+    """Fold one `## <label>` section into a roll-up's body; False if it was already there."""
+    root = tgt.root
     for i, child in enumerate(root.children):
         if child.key == part.key:
             if _contained(part, child):
                 return False
             child = copy.deepcopy(child)
-            _take_rewords(child, part)
+            tgt.reworded += _take_rewords(child, part)
             root.children[i] = child if _contained(part, child) else merge_tree(None, child, part)
             return True
     key = _label_key(part.title)
@@ -439,9 +447,15 @@ def _rollup_writes(targets: dict[str, _Target]) -> list[Action]:
             writes.append(Action(WRITE, tgt.name, reason, content, sorted(tgt.added)))
         else:
             reason = f"merges {count} {noun} into the {word} roll-up for {tgt.period.label}."
-            writes.append(
-                Action(UPDATE, tgt.name, reason, content, sorted(tgt.added), [], _sha(tgt.original))
-            )
+            if tgt.reworded:
+                reason += (
+                    f" {tgt.reworded} of its entries took the wording of a digest that came "
+                    "back (a conflict says where the roll-up as it was is kept)."
+                )
+            sha = _sha(tgt.original)
+            action = Action(UPDATE, tgt.name, reason, content, sorted(tgt.added), [], sha)
+            action.reworded = tgt.reworded
+            writes.append(action)
     return writes
 
 
@@ -470,7 +484,7 @@ def _plan_digests(
             assert tgt is not None
             if tgt.name not in into:
                 into.append(tgt.name)
-            if _fold(tgt.root, part):
+            if _fold(tgt, part):
                 changed = True
                 if name not in tgt.added:
                     tgt.added.append(name)
@@ -930,8 +944,24 @@ def _write_rollups(
         if current is not None:
             engine.state.keep(a.name, current, "before compaction rewrote it")
         engine.write_local(a.name, a.content)
+        if a.reworded:
+            engine.state.add_conflict(a.name, _reworded_conflict(a))
+            engine.state.save_meta()
         (result.written if a.kind == WRITE else result.updated).append(a.name)
     return failed
+
+
+def _reworded_conflict(action: Action) -> str:
+    """The conflict of a roll-up whose entries took the wording of a digest that came back
+    (edited on another device after it was rolled up): a rewording, or, in a copy from before
+    the entry was written, a new entry of most of the same words."""
+    return (
+        f"compaction gave {action.reworded} entr(ies) of it the wording of a session digest "
+        "that came back (edited on another device after it was rolled up): if one was a new "
+        "entry rather than a rewording, the roll-up as it was is in `memsync history "
+        f"{action.name}` (before compaction rewrote it): copy the entry back, then "
+        f"`memsync resolve {action.name}`"
+    )
 
 
 def _delete_sources(

@@ -1107,3 +1107,45 @@ def test_a_compaction_with_sync_off_is_no_lost_memory_dir(pair):
     a.run("sync")
     assert a.files() == b.files()
     assert "ARC2 worked on item 2." in remote_text(remote, "session_digest_2026-10.md")
+
+
+def test_a_digest_coming_back_older_with_a_line_like_a_rolled_up_one_is_a_conflict(pair):
+    """Fresh-eyes s32a, finding 9: A adds a line to a digest and rolls October up; B, whose
+    copy of that digest is from before A's line, adds a line of most of the same words; its
+    edit beats the deletion and the digest comes back. The next compaction took B's line for
+    a rewording of A's, so A's line was in no memory file, only in history, and nothing was
+    said. Which it was cannot be told from the files: the compaction now records a conflict
+    on the roll-up, saying where the roll-up as it was is kept."""
+    a, b, remote = pair
+    _october_digests(a, range(1, 10))
+    start_synced(a, b)
+    edit(
+        a,
+        "session_digest_2026-10-05.md",
+        lambda t: t.replace(
+            "- ARC05 worked on item 05.",
+            "- ARC05 worked on item 05.\n- Met Sam about the budget offsite AKEEP.",
+        ),
+    )
+    a.run("sync")
+    a.run("compact", "--now", "2026-11-26")
+    assert "AKEEP" in (a.memory / "session_digest_2026-10.md").read_text()
+    edit(  # B's copy of the digest is from before A's line
+        b,
+        "session_digest_2026-10-05.md",
+        lambda t: t.replace(
+            "- ARC05 worked on item 05.",
+            "- ARC05 worked on item 05.\n- Met Sam about the budget offsite BNEW.",
+        ),
+    )
+    b.run("sync")
+    a.run("sync")
+    said = a.run("compact", "--now", "2026-11-26")
+    rollup = (a.memory / "session_digest_2026-10.md").read_text()
+    assert "BNEW" in rollup and "AKEEP" not in rollup  # taken for a rewording of it
+    assert "1 of its entries took the wording of a digest that came back" in said.stdout
+    assert conflict_files(a) == ["session_digest_2026-10.md"]
+    assert "before compaction rewrote it" in a.run("history", "session_digest_2026-10.md").stdout
+    kept = list((a.home / "state").rglob("session_digest_2026-10.md~*/*.md"))
+    assert any("AKEEP" in p.read_text() for p in kept)
+    assert "session_digest_2026-10.md" in primer(a)
