@@ -33,6 +33,7 @@ import os
 import re
 import shutil
 import time
+import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -313,11 +314,19 @@ class MatchPlan:
     # earlier versions kept here (history, synced copies) holding it: forgotten with the rest,
     # and reason enough to run when no memory file holds it any more
     held: int = 0
+    # the lines holding it in this device's synced copies before the pull (_synced_wordings)
+    synced: list[str] = field(default_factory=list)
 
 
 def _contains(data: bytes | str, needle: str) -> bool:
+    """Case-insensitive, and blind to Unicode normalisation: text typed decomposed (NFD, as
+    macOS input can give) finds the same text stored composed (fresh-eyes s32b, N3)."""
     text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
-    return needle.casefold() in text.casefold()
+    return _folded(needle) in _folded(text)
+
+
+def _folded(text: str) -> str:
+    return unicodedata.normalize("NFC", text).casefold()
 
 
 def _without_entries(name: str, text: str, needle: str) -> tuple[str, int] | None:
@@ -417,6 +426,7 @@ def plan_match(engine: Engine, needle: str) -> MatchPlan:
         raise UserError("--match needs at least 3 characters, so it cannot match everything")
     engine.confirm_project()
     before = _indexes_before(engine)
+    synced = _synced_wordings(engine, needle)  # before the pull merges a rewording over them
     from memsync.sync.tombstones import Purged
 
     try:
@@ -425,7 +435,7 @@ def plan_match(engine: Engine, needle: str) -> MatchPlan:
         pass  # nothing to pull: what this device holds is what there is to forget
     except GuardError as exc:  # forget has no --force: say which command takes it
         raise exc.within("forget", "pull") from None
-    plan = MatchPlan(needle, indexes_before=before)
+    plan = MatchPlan(needle, indexes_before=before, synced=synced)
     contents: dict[str, str] = {}
     indexes: list[str] = []
     for name, path, _ in sorted(MemoryWalk(engine.ctx.memory_dir)):
@@ -508,7 +518,7 @@ def apply_match(engine: Engine, plan: MatchPlan) -> ForgetReport:
             for version in engine.state.history(name):
                 text = version.path.read_bytes().decode("utf-8", "replace")
                 forgotten += [line for line in text.splitlines() if _contains(line, plan.text)]
-        forgotten += _synced_wordings(engine, plan.text)
+        forgotten += plan.synced + _synced_wordings(engine, plan.text)
         forgotten += _earlier_forms(forgotten)
         report.index_lines = len(_index_lines(engine, plan.files))
         job = _start(

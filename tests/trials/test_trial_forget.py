@@ -2342,3 +2342,52 @@ def test_forget_match_of_text_only_in_history_here_still_forgets_it(pair, remote
     assert nothing.stdout.startswith("Nothing matches on this device or the remote."), (
         nothing.stdout
     )
+
+
+def test_an_item_consumed_elsewhere_after_a_forget_of_its_rewording_stays_forgotten(pair, remote):
+    """Fresh-eyes s32b, N1: A rewords a carry-forward item (not synced) and forgets it by
+    `--match`; B, which had added another item since A last synced and had not heard of the
+    forget, moves the item as it was to Consumed. B's sync published it again, silently, to
+    every device and the remote."""
+    a, b = pair
+    x = "- Email Alex about the laptop novel SECRET1."
+    a.write("carry_forward.md", f"## Pending\n{x}\n\n## Consumed\n", type="carry_forward")
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    path = b.memory / "carry_forward.md"
+    y = "- Follow up with Pat about the kernel budget."
+    path.write_text(path.read_text().replace(f"{x}\n", f"{x}\n{y}\n"))
+    b.run("sync")
+    path = a.memory / "carry_forward.md"
+    path.write_text(path.read_text().replace("SECRET1.", "SECRET1 (reworded)."))
+    a.run("forget", "--match", "secret1", "--yes")
+    path = b.memory / "carry_forward.md"
+    text = path.read_text().replace(f"{x}\n", "")
+    path.write_text(text.replace("## Consumed\n", f"## Consumed\n{x}\n"))
+    for device in (b, a, b, a):
+        device.run("sync")
+    assert y in on_remote(remote)["carry_forward.md"]
+    assert_forgotten(["SECRET1"], everywhere(pair, remote))
+
+
+def test_forget_match_typed_decomposed_finds_text_stored_composed(pair, remote):
+    """Fresh-eyes s32b, N3: `--match` typed in decomposed Unicode (NFD, as macOS input can
+    give) found nothing in text stored composed (NFC), and said "Nothing matches"."""
+    import unicodedata
+
+    a, b = pair
+    a.write(
+        "carry_forward.md",
+        "## Pending\n- Ask Zoë about the café.\n- Book the venue.\n\n## Consumed\n",
+        type="carry_forward",
+    )
+    a.run("sync")
+    b.run("sync")
+    typed = unicodedata.normalize("NFD", "zoë about")
+    assert typed != "zoë about"
+    proc = a.run("forget", "--match", typed, "--yes")
+    assert "will remove 1 entry from carry_forward.md" in proc.stdout, proc.stdout
+    b.run("sync")
+    assert_forgotten(["Zoë about"], everywhere(pair, remote))
+    assert "- Book the venue." in on_remote(remote)["carry_forward.md"]
