@@ -67,6 +67,7 @@ from memsync.util.errors import (
 )
 
 if TYPE_CHECKING:
+    from memsync.memory.sections import Section
     from memsync.sync.engine import Engine
 
 
@@ -330,8 +331,9 @@ def _folded(text: str) -> str:
 
 
 def _without_entries(name: str, text: str, needle: str) -> tuple[str, int] | None:
-    """The file with every matching entry removed, or None if only forgetting it whole will do
-    (the match is in frontmatter or a heading, or the type has no entries)."""
+    """The file with every matching entry (and section whose heading matches) removed, or None
+    if only forgetting it whole will do (the match is in frontmatter, or the type has no
+    entries)."""
     from memsync.memory import frontmatter as memory
     from memsync.memory import sections
     from memsync.memory.memtypes import type_of
@@ -346,10 +348,8 @@ def _without_entries(name: str, text: str, needle: str) -> tuple[str, int] | Non
     if mtype.merge not in _ENTRY_STRATEGIES or (doc.meta and _contains(repr(doc.meta), needle)):
         return None
     tree = sections.parse(doc.body)
-    removed = 0
+    removed = _drop_sections(tree, needle)
     for section in tree.walk():
-        if section.heading and _contains(section.heading, needle):
-            return None
         kept = []
         for entry in section.entries:
             if not _contains(entry, needle):
@@ -365,6 +365,23 @@ def _without_entries(name: str, text: str, needle: str) -> tuple[str, int] | Non
     if _contains(body, needle):
         return None
     return memory.render(doc.meta, body) if doc.meta is not None else body, removed
+
+
+def _drop_sections(node: Section, needle: str) -> int:
+    """In place: take out the sections whose heading holds the text (a thread's title, a
+    digest session's heading), with what they hold: that section is what the text is about,
+    not the whole file (fresh-eyes s32b, N2: the whole file went). Returns the entries
+    taken out, a heading counted as one."""
+    removed = 0
+    kept = []
+    for child in node.children:
+        if child.heading and _contains(child.heading, needle):
+            removed += sum(1 + sum(bool(e.strip()) for e in s.entries) for s in child.walk())
+            continue
+        removed += _drop_sections(child, needle)
+        kept.append(child)
+    node.children = kept
+    return removed
 
 
 def _blank_tail(entry: str) -> str:

@@ -2391,3 +2391,27 @@ def test_forget_match_typed_decomposed_finds_text_stored_composed(pair, remote):
     b.run("sync")
     assert_forgotten(["Zoë about"], everywhere(pair, remote))
     assert "- Book the venue." in on_remote(remote)["carry_forward.md"]
+
+
+def test_forget_match_of_a_heading_takes_its_section_not_the_whole_file(pair, remote):
+    """Fresh-eyes s32b, N2: `--match` of text in a thread's title (a section heading) forgot
+    the whole file, every other thread included, on every device and from all history. The
+    section whose heading holds the text goes, with what it holds; the rest stays."""
+    a, b = pair
+    a.write(
+        "philosophical_threads.md",
+        "## Free will and the DURIAN9 experiment\n- We argued about determinism.\n\n"
+        "## Whether maps are territories\n- Pat thinks KEEPME1 is a map.\n",
+        type="philosophical_threads",
+    )
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    proc = a.run("forget", "--match", "durian9", "--yes")
+    assert "will forget file" not in proc.stdout, proc.stdout
+    assert "will remove 2 entries from philosophical_threads.md" in proc.stdout, proc.stdout
+    b.run("sync")
+    for device in (a, b):
+        text = (device.memory / "philosophical_threads.md").read_text()
+        assert "- Pat thinks KEEPME1 is a map." in text and "determinism" not in text
+    assert_forgotten(["DURIAN9", "determinism"], everywhere(pair, remote))
