@@ -1798,13 +1798,9 @@ def test_a_forget_reaches_every_remote_this_device_syncs(pair, remote, tmp_path)
     assert_forgotten(["QTOKEN", "ZTOKEN"], [a.home, a.memory, b.home, b.memory, remote, second])
 
 
-def test_a_forget_that_waited_scrubs_a_roll_up_made_meanwhile_elsewhere(pair, remote, tmp_path):
-    """Fresh-eyes s30d, finding 3: with the remote away, B rolls a week of digests up (one
-    line holds the token) and A forgets the token; B syncs first and pushes its roll-up,
-    not having heard of the forget; A's sync finishes the forget, then pulled the roll-up
-    with the line back into its own memory dir. The remote copies written while the forget
-    waited lose the lines too: nothing brings them back."""
-    a, b = pair
+def _a_synced_week_of_digests(a: Device, b: Device) -> None:
+    """A week of digests (one line holds ZTOKEN) and other memory, synced on both devices
+    (other memory: compaction deleting five digests is not a mass deletion)."""
     for day in range(2, 7):
         a.write(
             f"session_digest_2026-11-0{day}.md",
@@ -1816,6 +1812,16 @@ def test_a_forget_that_waited_scrubs_a_roll_up_made_meanwhile_elsewhere(pair, re
         a.write(f"user_fact_{n}.md", f"Fact {n}.\n", type="user")
     a.run("sync")
     b.run("sync")
+
+
+def test_a_forget_that_waited_scrubs_a_roll_up_made_meanwhile_elsewhere(pair, remote, tmp_path):
+    """Fresh-eyes s30d, finding 3: with the remote away, B rolls a week of digests up (one
+    line holds the token) and A forgets the token; B syncs first and pushes its roll-up,
+    not having heard of the forget; A's sync finishes the forget, then pulled the roll-up
+    with the line back into its own memory dir. The remote copies written while the forget
+    waited lose the lines too: nothing brings them back."""
+    a, b = pair
+    _a_synced_week_of_digests(a, b)
     away = tmp_path / "remote-away"
     remote.rename(away)
     b.run("compact", "--now", "2026-11-26", check=3)
@@ -2196,17 +2202,7 @@ def test_a_rewording_another_device_rolled_up_offline_is_forgotten_with_its_line
     rewording is the forgotten entry in the roll-up too: it goes, B's roll-up as it was is
     set aside in quarantine, with the notice."""
     a, b = pair
-    for day in range(2, 7):
-        a.write(
-            f"session_digest_2026-11-0{day}.md",
-            f"## Session 09:00 s{day}\n\n### Arcs\n- ARC{day} worked on the parser.\n"
-            + ("- Pat mentioned the ZTOKEN diagnosis.\n" if day == 4 else ""),
-            type="session_digest",
-        )
-    for n in range(8):
-        a.write(f"user_fact_{n}.md", f"Fact {n}.\n", type="user")
-    a.run("sync")
-    b.run("sync")
+    _a_synced_week_of_digests(a, b)
     away = tmp_path / "remote-away"
     remote.rename(away)
     digest = b.memory / "session_digest_2026-11-04.md"
