@@ -771,3 +771,38 @@ def test_an_entry_moved_to_two_different_sections_is_said():
         assert result.content.count(entry.encode()) == 2
         assert result.conflict and entry not in result.conflict
     assert merge("self_observations.md", b, o, o).conflict is None
+
+
+@SETTINGS
+@given(
+    rnd=st.randoms(use_true_random=False),
+    kind=st.sampled_from(["relationship", "philosophical_threads", "self_observations"]),
+    renamer=st.sampled_from(["ours", "theirs"]),
+)
+def test_a_section_renamed_on_one_side_holds_what_the_other_side_did_under_it(rnd, kind, renamer):
+    """Fresh-eyes s32c, R1: one device renames a section (a thread's title, reworded) while
+    the other adds to it, rewords or removes an entry in it, or edits a subsection. The
+    result is one section under the new title holding the other side's edits, exactly as
+    the other side left it: the old title does not come back as a second section."""
+    path = KINDS.get(kind, f"{kind}.md")
+    tree = [t for t in _random_tree(rnd) if t[1]] or [("A", ["alpha beta gamma"], {})]
+    name = rnd.randrange(len(tree))
+    heading = tree[name][0]
+    renamed = [(f"{h} revisited" if i == name else h, e, s) for i, (h, e, s) in enumerate(tree)]
+    edited = _mutate([tree[name]], "edit", rnd)
+    if [h for h, _, _ in edited] != [heading]:  # a section dropped or added: not this case
+        edited = [tree[name]]
+    other = [edited[0] if i == name else t for i, t in enumerate(tree)]
+    b = _render_tree(tree, kind)
+    o, t = (renamed, other) if renamer == "ours" else (other, renamed)
+    out = merge(path, b, _render_tree(o, kind), _render_tree(t, kind)).content
+    want = [
+        (f"{heading} revisited", *edited[0][1:]) if i == name else x for i, x in enumerate(tree)
+    ]
+    assert _shape(out) == _shape(_render_tree(want, kind))
+
+
+def _shape(data: bytes) -> list[tuple[int, str, list[str]]]:
+    """Each section's level, title and entries, blank lines left out."""
+    tree = sections.parse(memory.parse(data.decode()).body)
+    return [(n.level, n.title, [e.strip() for e in n.entries if e.strip()]) for n in tree.walk()]

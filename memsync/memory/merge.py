@@ -719,6 +719,8 @@ def merge_tree(
     base_children = _by_heading(base.children) if base else {}
     ours_children = _by_heading(ours.children)
     theirs_children = _by_heading(theirs.children)
+    ours_children = _renamed(base_children, ours_children, theirs_children)
+    theirs_children = _renamed(base_children, theirs_children, ours_children)
     keys = union(None, list(ours_children), list(theirs_children), key=lambda k: k)
     children = []
     for k in keys:
@@ -741,7 +743,53 @@ def merge_tree(
         if any(e.strip() for node in kept.walk() for e in node.entries):
             children.append(kept)
     heading = ours.heading if ours.heading is not None else theirs.heading
+    if base is not None and ours.key == base.key and theirs.heading is not None:
+        heading = theirs.heading  # renamed on their side only (`_renamed`)
     return _space_headings(Section(heading, ours.level, _tidy_blanks(entries), children))
+
+
+Key = tuple[str, int]
+
+
+def _renamed(
+    base: dict[Key, Section], side: dict[Key, Section], other: dict[Key, Section]
+) -> dict[Key, Section]:
+    """`side` with each section it renamed under its base heading: a heading gone from this
+    side (and still on the other), paired with a new heading here of similar words
+    (`SIMILAR`) over mostly the same entries. Merged with the other side's section, an entry
+    the other side added under the old title goes under the new one; without the pairing the
+    old title came back as a second section holding it, and the words the rename was meant
+    to drop with it (fresh-eyes s32c, R1: a forget held up while one device renamed a thread
+    and another added to it). A rename on both sides, or a section the other side removed,
+    stays as it was: two sections, or the renamed one kept whole."""
+    gone = [k for k in base if k not in side and k in other]
+    new = [k for k in side if k not in base]
+    if not gone or not new:
+        return side
+    pairs = sorted(
+        (
+            (similarity(side[n].title, base[g].title), i, j)
+            for i, n in enumerate(new)
+            for j, g in enumerate(gone)
+            if side[n].level == base[g].level and _same_entries(base[g], side[n])
+        ),
+        reverse=True,
+    )
+    as_base: dict[Key, Key] = {}
+    for score, i, j in pairs:
+        if score >= SIMILAR and new[i] not in as_base and gone[j] not in as_base.values():
+            as_base[new[i]] = gone[j]
+    return {as_base.get(k, k): child for k, child in side.items()}
+
+
+def _same_entries(base: Section, renamed: Section) -> bool:
+    """Whether at least half of the entries under a base section are under the renamed one."""
+
+    def keys(node: Section) -> set[str]:
+        return {sections.entry_key(e) for n in node.walk() for e in n.entries if e.strip()}
+
+    held = keys(base)
+    return bool(held) and len(held & keys(renamed)) * 2 >= len(held)
 
 
 def _by_heading(children: list[Section]) -> dict[tuple[str, int], Section]:
