@@ -54,9 +54,7 @@ def test_a_forgotten_files_body_lines_are_hashed_without_what_identifies_nothing
     assert got == {line_hash("Pat sees Dr. Molar."), line_hash("Also prefers mornings.")}
     assert not any("Molar" in h for h in got)
     doc = {"files": {"user_pat.md": {"id": "j", "at": 1.0, "lines": sorted(got)}}}
-    assert read_tombstones(json.dumps(doc).encode())["files"]["user_pat.md"]["lines"] == sorted(
-        got
-    )
+    assert read_tombstones(json.dumps(doc).encode())["files"]["user_pat.md"]["lines"] == sorted(got)
 
 
 def test_scrub_takes_out_only_the_forgotten_lines():
@@ -169,9 +167,10 @@ def test_forget_match_keeps_the_blank_line_between_sections():
     from memsync.admin.forget import _without_entries
 
     text = "## Pending\n- Book the venue\n- Remind Pat about the dentist\n\n## Consumed\n- Done\n"
-    out, removed = _without_entries("carry_forward.md", text, "dentist")
+    out, removed, _ = _without_entries("carry_forward.md", text, "dentist")
     assert removed == 1
     assert out == "## Pending\n- Book the venue\n\n## Consumed\n- Done\n"
+
 
 def test_a_new_promise_is_not_taken_for_the_rewording_of_a_forgotten_one():
     """Found by the devices machine: B removed a promise and wrote a new one under another id;
@@ -242,3 +241,29 @@ def test_a_job_that_knew_no_copy_names_a_remote_copy_it_never_held_late():
     assert tombstones._late_copies(engine, job, etags) == {"user_y.md": ['"e3"']}
     del job["known"]
     assert tombstones._late_copies(engine, job, etags) == {}
+
+
+def test_a_forgotten_heading_is_scrubbed_at_any_level_with_the_subheadings_it_emptied():
+    """Fresh-eyes s32c, R2: a roll-up holds a digest's `## Session …` as `### Session …`; the
+    tombstone's hash of the one is the other. Its subheadings left with nothing under them
+    go with it (not under the section before); one holding a line written meanwhile stays."""
+    from memsync.sync.forgotten import line_hashes, scrub
+
+    rollup = (
+        b"## 2026-11-04\n\n### Session 05:10 LYCHEE3\n\n#### Arcs\n- Arc HIDDEN5.\n\n"
+        b"#### Open threads\n- New thread, written meanwhile.\n\n"
+        b"### Session 09:00 s2\n\n#### Arcs\n- ARC2.\n"
+    )
+    forgotten = line_hashes(["## Session 05:10 LYCHEE3", "- Arc HIDDEN5."])
+    assert scrub(rollup, forgotten) == (
+        b"## 2026-11-04\n\n#### Open threads\n- New thread, written meanwhile.\n\n"
+        b"### Session 09:00 s2\n\n#### Arcs\n- ARC2.\n"
+    )
+
+
+def test_a_hash_line_in_a_fenced_block_is_no_heading_for_the_scrub():
+    from memsync.sync.forgotten import line_hashes, scrub
+
+    text = b"## Notes LYCHEE3\n- x\n```\n# not a heading\n```\n\n## Kept\n- y\n"
+    out = scrub(text, line_hashes(["## Notes LYCHEE3", "- x"]))
+    assert out == b"```\n# not a heading\n```\n\n## Kept\n- y\n"

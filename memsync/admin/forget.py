@@ -42,7 +42,13 @@ from typing import TYPE_CHECKING, Any
 
 from memsync.memory.index_links import INDEX
 from memsync.stores import MAX_ATTEMPTS
-from memsync.sync.forgotten import body_hashes, body_line_hashes, earlier_forms, line_hashes
+from memsync.sync.forgotten import (
+    body_hashes,
+    body_line_hashes,
+    earlier_forms,
+    line_hash,
+    line_hashes,
+)
 from memsync.sync.tombstones import (
     PURGED,
     REPUBLISH,
@@ -308,6 +314,8 @@ class MatchPlan:
     files: list[str] = field(default_factory=list)  # forgotten whole
     entries: dict[str, int] = field(default_factory=dict)  # name -> entries removed
     rewrites: dict[str, bytes] = field(default_factory=dict)  # name -> content without them
+    # name -> sections taken whole (their heading holds the text), and whether the body went
+    sections: dict[str, tuple[int, bool]] = field(default_factory=dict)
     indexes_before: list[bytes] = field(default_factory=list)  # MEMORY.md before the pull
     # files that stay whose index line held the text: the line keeps its link, with the file's
     # own description (True) or none (False) in place of its words
@@ -330,10 +338,10 @@ def _folded(text: str) -> str:
     return unicodedata.normalize("NFC", text).casefold()
 
 
-def _without_entries(name: str, text: str, needle: str) -> tuple[str, int] | None:
-    """The file with every matching entry (and section whose heading matches) removed, or None
-    if only forgetting it whole will do (the match is in frontmatter, or the type has no
-    entries)."""
+def _without_entries(name: str, text: str, needle: str) -> tuple[str, int, int] | None:
+    """The file with every matching entry (and section whose heading matches) removed, the
+    entries removed and the sections among them, or None if only forgetting it whole will do
+    (the match is in frontmatter, or the type has no entries)."""
     from memsync.memory import frontmatter as memory
     from memsync.memory import sections
     from memsync.memory.memtypes import type_of
@@ -348,7 +356,8 @@ def _without_entries(name: str, text: str, needle: str) -> tuple[str, int] | Non
     if mtype.merge not in _ENTRY_STRATEGIES or (doc.meta and _contains(repr(doc.meta), needle)):
         return None
     tree = sections.parse(doc.body)
-    removed = _drop_sections(tree, needle)
+    dropped: list[str] = []
+    removed = _drop_sections(tree, needle, dropped)
     for section in tree.walk():
         kept = []
         for entry in section.entries:
@@ -364,21 +373,29 @@ def _without_entries(name: str, text: str, needle: str) -> tuple[str, int] | Non
     body = tree.render()
     if _contains(body, needle):
         return None
-    return memory.render(doc.meta, body) if doc.meta is not None else body, removed
+    text = memory.render(doc.meta, body) if doc.meta is not None else body
+    return text, removed, len(dropped)
 
 
-def _drop_sections(node: Section, needle: str) -> int:
+def _body_of(text: str) -> str:
+    from memsync.memory import frontmatter as memory
+
+    return memory.parse(text).body
+
+
+def _drop_sections(node: Section, needle: str, dropped: list[str]) -> int:
     """In place: take out the sections whose heading holds the text (a thread's title, a
     digest session's heading), with what they hold: that section is what the text is about,
     not the whole file (fresh-eyes s32b, N2: the whole file went). Returns the entries
-    taken out, a heading counted as one."""
+    taken out, a heading counted as one; `dropped` gets one item per section taken."""
     removed = 0
     kept = []
     for child in node.children:
         if child.heading and _contains(child.heading, needle):
             removed += sum(1 + sum(bool(e.strip()) for e in s.entries) for s in child.walk())
+            dropped.append(child.title)
             continue
-        removed += _drop_sections(child, needle)
+        removed += _drop_sections(child, needle, dropped)
         kept.append(child)
     node.children = kept
     return removed
@@ -469,8 +486,10 @@ def plan_match(engine: Engine, needle: str) -> MatchPlan:
         if rewritten is None:
             plan.files.append(name)
         else:
-            plan.rewrites[name] = rewritten[0].encode()
-            plan.entries[name] = rewritten[1]
+            text, plan.entries[name], taken = rewritten
+            plan.rewrites[name] = text.encode()
+            if taken:
+                plan.sections[name] = (taken, not _body_of(text).strip())
     staying = {
         name: plan.rewrites[name].decode() if name in plan.rewrites else text
         for name, text in contents.items()
@@ -529,8 +548,7 @@ def apply_match(engine: Engine, plan: MatchPlan) -> ForgetReport:
     with engine.locked():
         forgotten = _index_lines(engine, plan.files)
         forgotten += _known_index_lines(engine, plan.files, plan.indexes_before)
-        for name, data in plan.rewrites.items():
-            forgotten += _removed_lines(engine.read_local(name), data)
+        forgotten += _taken_out(engine, plan)
         for name in engine.state.history_names():
             for version in engine.state.history(name):
                 text = version.path.read_bytes().decode("utf-8", "replace")
@@ -558,6 +576,39 @@ def apply_match(engine: Engine, plan: MatchPlan) -> ForgetReport:
         _run_job(engine, job, report)
     _push(engine, [*plan.rewrites, *([INDEX] if report.index_lines else [])], report)
     return report
+
+
+def _taken_out(engine: Engine, plan: MatchPlan) -> list[str]:
+    """The lines the rewrites take out that the tombstone forgets: those holding the text, and
+    the rest of a section whose heading holds it, but not a line that stays in a memory file
+    here or a template's line (`### Arcs` under a forgotten session): those are in files
+    that never held what was forgotten, and the other devices would take them out of every
+    file whose synced copy has them (fresh-eyes s32c, W1: another day's digest lost its
+    `### Arcs` and `### Open threads` headings, everywhere)."""
+    from memsync.sync.walk import MemoryWalk
+    from memsync.util.resources import template_lines
+
+    removed = [
+        line
+        for name, data in plan.rewrites.items()
+        for line in _removed_lines(engine.read_local(name), data)
+    ]
+    if all(_contains(line, plan.text) for line in removed):
+        return removed
+    staying: set[str] = set()
+    for name, path, _ in MemoryWalk(engine.ctx.memory_dir):
+        if name in plan.files:
+            continue
+        with contextlib.suppress(OSError):
+            data = plan.rewrites[name] if name in plan.rewrites else Path(path).read_bytes()
+            staying |= line_hashes(data.decode("utf-8", "replace").splitlines())
+    templates = template_lines()
+    return [
+        line
+        for line in removed
+        if _contains(line, plan.text)
+        or (line_hash(line) not in staying and " ".join(line.split()) not in templates)
+    ]
 
 
 def _synced_wordings(engine: Engine, needle: str) -> list[str]:

@@ -258,6 +258,8 @@ def _push_one(ctx: config.Context, path: Path, event: str) -> tuple[dict[str, st
 def _set_aside(engine: Any, before: set[Any]) -> dict[str, str]:
     """{name: why} for the edits this run set aside in quarantine: files (or lines) another
     device forgot, which the push therefore did not upload (see sync/tombstones.py)."""
+    from memsync.sync.tombstones import held_as
+
     out = {}
     for q in engine.state.meta.get("quarantined", []):
         if q.get("path") in before:
@@ -282,8 +284,8 @@ def _set_aside(engine: Any, before: set[Any]) -> dict[str, str]:
             )
         elif q.get("lines"):
             out[q["file"]] = (
-                "lines of it were forgotten on another device (`memsync forget`), so your "
-                f"rewording of them was taken out of it; the file as it was is in quarantine at "
+                "lines of it were forgotten on another device (`memsync forget`), so "
+                f"{held_as(q)} was taken out of it; the file as it was is in quarantine at "
                 f"{q['path']}"
             )
         else:

@@ -39,21 +39,80 @@ def earlier_forms(line: str) -> list[str]:
     return [f"{bullet} {m.group(1)}" for bullet in "-*+"] if m else []
 
 
+_HEADING_LINE = re.compile(r"^\s*#{1,6}\s+(\S.*?)\s*$")
+
+
+def heading_forms(line: str) -> list[str]:
+    """A heading at every level: compaction moves a digest's `## Session …` down a level
+    into its roll-up (fresh-eyes s32c, R2), and the heading is the same words there."""
+    m = _HEADING_LINE.match(line)
+    return [f"{'#' * n} {m.group(1)}" for n in range(1, 7)] if m else []
+
+
 def identity(line: str) -> set[str]:
-    """The hashes a forgotten line may be known by: its own, and its earlier forms' if it is a
-    compacted rule."""
-    return line_hashes([line, *earlier_forms(line)])
+    """The hashes a forgotten line may be known by: its own, its earlier forms' if it is a
+    compacted rule, and a heading's at any level."""
+    return line_hashes([line, *earlier_forms(line), *heading_forms(line)])
 
 
 def scrub(content: bytes, forgotten: Container[str]) -> bytes:
     """`content` without the lines whose hash is in `forgotten` (a compacted rule whose
-    earlier form is forgotten included)."""
+    earlier form is forgotten included), the subheadings a forgotten heading held that hold
+    nothing now (a forgotten session's `### Arcs`) and the blank lines the cut doubled."""
     text = content.decode("utf-8", "surrogateescape")
     lines = text.splitlines(keepends=True)
-    kept = [line for line in lines if not any(h in forgotten for h in identity(line))]
-    if len(kept) == len(lines):
+    gone = {i for i, line in enumerate(lines) if any(h in forgotten for h in identity(line))}
+    if not gone:
         return content
+    gone |= _emptied(lines, gone)
+    kept: list[str] = []
+    cut = False
+    for i, line in enumerate(lines):
+        if i in gone:
+            cut = True
+        elif not (cut and not line.strip() and kept and not kept[-1].strip()):
+            cut = cut and not line.strip()
+            kept.append(line)
     return "".join(kept).encode("utf-8", "surrogateescape")
+
+
+_LEVEL = re.compile(r"^(#{1,6})[ \t]")
+_FENCE = re.compile(r"^ {0,3}(```|~~~)")
+
+
+def _levels(lines: list[str]) -> list[int]:
+    """Each line's heading level (0: not a heading, or inside a fenced block)."""
+    out = []
+    fenced = False
+    for line in lines:
+        if _FENCE.match(line):
+            fenced = not fenced
+        m = None if fenced else _LEVEL.match(line)
+        out.append(len(m.group(1)) if m else 0)
+    return out
+
+
+def _emptied(lines: list[str], gone: set[int]) -> set[int]:
+    """The subheadings under a forgotten heading with nothing left under them: the section's
+    own structure, which would otherwise end up under the section before it."""
+    levels = _levels(lines)
+
+    def span(i: int) -> range:  # the lines under heading i, down to the next at its level
+        end = next((k for k in range(i + 1, len(lines)) if 0 < levels[k] <= levels[i]), None)
+        return range(i + 1, len(lines) if end is None else end)
+
+    out = set()
+    for i in sorted(gone):
+        if not levels[i]:
+            continue
+        for j in span(i):
+            if (
+                levels[j]
+                and j not in gone
+                and not any(k not in gone and not levels[k] and lines[k].strip() for k in span(j))
+            ):
+                out.add(j)
+    return out
 
 
 _FRONTMATTER = re.compile(r"\A\ufeff?---[ \t]*\r?\n.*?^---[ \t]*(?:\r?\n|\Z)", re.S | re.M)
@@ -69,8 +128,7 @@ def body_hash(content: bytes) -> str | None:
     body = _FRONTMATTER.sub("", text, count=1).strip()
     templates = template_lines()
     if not any(
-        _WORD.search(line) and " ".join(line.split()) not in templates
-        for line in body.splitlines()
+        _WORD.search(line) and " ".join(line.split()) not in templates for line in body.splitlines()
     ):
         return None
     digest = hashlib.sha256(b"memsync-forgotten-file\n" + body.encode("utf-8", "surrogateescape"))

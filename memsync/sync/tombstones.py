@@ -1109,7 +1109,8 @@ def _scrub_local(
         # a reword made here, or a line written after the forget (a held-up forget found it
         # on the remote): the user's whole copy is set aside first (fresh-eyes s31b, finding 2)
         if old - held or old & late:
-            quarantine(engine, name, data, lines=True)
+            how = "late" if old & late else "rollup" if _rollup(name) else None
+            quarantine(engine, name, data, lines=True, how=how)
         engine.write_local(name, clean)  # no history copy: that copy is what is forgotten
         with contextlib.suppress(OSError):
             os.utime(path, (mtime, mtime))  # still the time of the user's edit
@@ -1358,11 +1359,15 @@ def quarantine(
     lines: bool = False,
     was: str | None = None,
     part: bool = False,
+    how: str | None = None,
 ) -> Path:
     """Move an unsynced edit of a forgotten file out of the memory dir, keeping it whole.
     `lines`: only lines of it were forgotten: the file stays (its caller takes them out) and
     the copy set aside is the file as it was. `was`: the forgotten file `name` is a copy of
-    (`part`: holds text of), or, with `lines`, the one the lines taken out came from."""
+    (`part`: holds text of), or, with `lines`, the one the lines taken out came from. `how`
+    the lines came to be here, for the notice (`quarantine_notices`): None for a rewording
+    made here, "late" for an edit uploaded while the forget waited, "rollup" for this
+    device's compaction."""
     folder = private_dir(engine.ctx.home / "quarantine" / engine.ctx.state_dir.name)
     flat = name.replace("/", "__")
     if len(flat.encode("utf-8")) > 180:
@@ -1381,6 +1386,8 @@ def quarantine(
         entry["was"] = was
     if part:
         entry["part"] = True
+    if how is not None:
+        entry["how"] = how
     engine.state.meta["quarantined"] = [*engine.state.meta.get("quarantined", []), entry]
     return path
 
@@ -1409,11 +1416,23 @@ def quarantine_notices(engine: Engine) -> list[str]:
         f"device made to it, was moved to {q['path']} and is not synced: copy what you still "
         "need into a new memory file, then delete that file"
         if not q.get("lines")
-        else f"lines of {q['file']} were forgotten on another device, and your unsynced "
-        f"rewording of them was taken out of it; the file as it was is in {q['path']}: copy "
-        "what you still need back, then delete that file"
+        else f"lines of {q['file']} were forgotten on another device, and {held_as(q)} was "
+        f"taken out of it; the file as it was is in {q['path']}: copy what you still need "
+        "back, then delete that file"
         for q in kept
     ]
+
+
+def held_as(q: dict[str, Any]) -> str:
+    """What of the forgotten lines a file set aside by a line forget held (see `quarantine`)."""
+    if q.get("how") == "late":
+        return (
+            "an edit of them that reached the remote while that forget waited for it (a "
+            "rewording, or lines added under a forgotten heading)"
+        )
+    if q.get("how") == "rollup":
+        return "what this device's compaction had rolled up of them"
+    return "your unsynced rewording of them"
 
 
 def purged_here(engine: Engine) -> Purged:

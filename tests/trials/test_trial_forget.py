@@ -2411,3 +2411,120 @@ def test_forget_match_of_a_heading_takes_its_section_not_the_whole_file(pair, re
         text = (device.memory / "philosophical_threads.md").read_text()
         assert "- Pat thinks KEEPME1 is a map." in text and "determinism" not in text
     assert_forgotten(["DURIAN9", "determinism"], everywhere(pair, remote))
+
+
+def _threads(*extra: str) -> str:
+    return (
+        "## Whether maps are territories\n- Pat thinks KEEPME1 is a map.\n\n"
+        "## Free will and the DURIAN9 experiment\n- First raised over lunch, HIDE7.\n"
+        + "".join(extra)
+    )
+
+
+def test_a_forget_that_waited_takes_a_heading_renamed_and_added_to_meanwhile(
+    pair, remote, tmp_path
+):
+    """Fresh-eyes s32c, R1: A forgets a thread by its title with the remote away; meanwhile B
+    renames the title and syncs, and C adds an entry under the old title and syncs. C's
+    merge kept the old title as a second section holding its entry, so the forget,
+    finishing, saw no rewording of the title, and "finished forgetting" left the renamed
+    title on every device. A renamed section merges with the other side's as one section
+    now, and the forget takes the renamed title too; C's new entry stays, without it."""
+    a, b = pair
+    c = make_device(tmp_path, "tablet", remote.as_uri())
+    a.write("philosophical_threads.md", _threads(), type="philosophical_threads")
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    for device in (a, b, c):
+        device.run("sync")
+    away = tmp_path / "remote-away"
+    remote.rename(away)
+    a.run("forget", "--match", "durian9", "--yes", check=3)
+    away.rename(remote)
+    threads = b.memory / "philosophical_threads.md"
+    threads.write_text(threads.read_text().replace("experiment", "experiment, revisited"))
+    b.run("sync")
+    threads = c.memory / "philosophical_threads.md"
+    threads.write_text(threads.read_text().replace("HIDE7.\n", "HIDE7.\n- Left off at NEW8.\n"))
+    c.run("sync")
+    assert on_remote(remote)["philosophical_threads.md"].count("DURIAN9") == 1
+    assert "finished forgetting" in a.run("sync").stderr
+    said = b.run("sync").stderr  # B's rename was synced: no "unsynced rewording" (s32c, W2)
+    assert "an edit of them that reached the remote while that forget waited" in said, said
+    for device in (c, a, b, c):
+        device.run("sync")
+    for device in (a, b, c):
+        text = (device.memory / "philosophical_threads.md").read_text()
+        assert "- Pat thinks KEEPME1 is a map." in text and "- Left off at NEW8." in text
+    assert a.files() == b.files() == c.files()
+    quarantines = [quarantine_dir(d.home) for d in (b, c)]
+    assert_forgotten(
+        ["DURIAN9", "HIDE7"], [*everywhere(pair, remote), c.home, c.memory], quarantines
+    )
+
+
+def test_a_forget_that_waited_takes_a_session_heading_compaction_moved_down_a_level(
+    pair, remote, tmp_path
+):
+    """Fresh-eyes s32c, R2: A forgets a digest session by its heading with the remote away;
+    B, not having heard of it, rolls the digest up: the session's `## Session …` is a
+    `### Session …` in the roll-up, a line of another hash, which stayed on every device
+    and the remote after "finished forgetting". A heading is the same words at any level."""
+    a, b = pair
+    a.write(
+        "session_digest_2026-11-04.md",
+        "## Session 05:10 LYCHEE3 planning\n\n### Arcs\n- Arc HIDDEN5 in the session.\n\n"
+        "## Session 09:00 s2\n\n### Arcs\n- ARC2 worked on the parser.\n",
+        type="session_digest",
+    )
+    for n in range(8):
+        a.write(f"user_fact_{n}.md", f"Fact {n}.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    away = tmp_path / "remote-away"
+    remote.rename(away)
+    a.run("forget", "--match", "lychee3", "--yes", check=3)
+    away.rename(remote)
+    b.run("compact", "--now", "2026-11-26")
+    assert "### Session 05:10 LYCHEE3 planning" in on_remote(remote)["session_digest_2026-W45.md"]
+    assert "finished forgetting" in a.run("sync").stderr
+    for device in (b, a, b):
+        device.run("sync")
+    rollup = on_remote(remote)["session_digest_2026-W45.md"]
+    assert "- ARC2 worked on the parser." in rollup
+    assert "#### Arcs\n\n###" not in rollup  # the forgotten session's own subheading went
+    assert a.files() == b.files()
+    assert_forgotten(["LYCHEE3", "HIDDEN5"], everywhere(pair, remote))
+
+
+def test_forgetting_a_session_by_its_heading_leaves_other_sessions_subheadings(pair, remote):
+    """Fresh-eyes s32c, W1 and M1: forgetting a session by its heading put its `### Arcs` and
+    `### Open threads` lines in the tombstone, so other devices took them out of every
+    digest whose synced copy had them: another day's digest lost its subheadings on every
+    device, and an arc added meanwhile on B landed above its `### Arcs`; B was told another
+    copy "brought them back". A line that stays in a memory file, or a template's line, is
+    not what was forgotten."""
+    a, b = pair
+    other = "## Session 08:00 s0\n\n### Arcs\n- ARC0 a quiet day.\n\n### Open threads\n- None.\n"
+    a.write("session_digest_2026-11-20.md", other, type="session_digest")
+    a.write(
+        "session_digest_2026-11-27.md",
+        "## Session 05:10 LYCHEE3 planning\n\n### Arcs\n- Arc HIDDEN5.\n\n"
+        "### Open threads\n- Thread HIDDEN6.\n\n"
+        "## Session 09:00 s2\n\n### Arcs\n- ARC2 worked on the parser.\n",
+        type="session_digest",
+    )
+    a.run("sync")
+    b.run("sync")
+    digest = b.memory / "session_digest_2026-11-27.md"
+    digest.write_text(digest.read_text().replace("parser.\n", "parser.\n- ARC3 by B.\n"))
+    plan = a.run("forget", "--match", "lychee3", "--yes").stdout
+    assert "1 section(s) whose heading holds the text" in plan, plan
+    said = b.run("sync").stderr
+    assert "brought them back" not in said, said
+    a.run("sync")
+    for device in (a, b):
+        assert other in (device.memory / "session_digest_2026-11-20.md").read_text()
+        text = (device.memory / "session_digest_2026-11-27.md").read_text()
+        assert "### Arcs\n- ARC2 worked on the parser.\n- ARC3 by B.\n" in text, text
+    assert other in on_remote(remote)["session_digest_2026-11-20.md"]
+    assert_forgotten(["LYCHEE3", "HIDDEN5", "HIDDEN6"], everywhere(pair, remote))
