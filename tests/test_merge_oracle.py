@@ -806,3 +806,24 @@ def _shape(data: bytes) -> list[tuple[int, str, list[str]]]:
     """Each section's level, title and entries, blank lines left out."""
     tree = sections.parse(memory.parse(data.decode()).body)
     return [(n.level, n.title, [e.strip() for e in n.entries if e.strip()]) for n in tree.walk()]
+
+
+def test_a_session_removed_beside_a_new_one_from_the_template_is_no_rename():
+    """Two sessions a digest template began hold the same lines; one side dropping an
+    unfilled session and starting another is no rename: what the other side wrote under the
+    first stays under it."""
+    template = (
+        "\n### Arcs\n- What we set out to do, what happened, what was decided.\n\n"
+        "### Open threads\n- What is still unresolved and where it was left.\n"
+    )
+
+    def digest(*sessions: str) -> bytes:
+        meta = {"name": "d", "description": "d", "type": "session_digest"}
+        return memory.render(meta, "".join(f"\n## Session {s}\n" for s in sessions)).encode()
+
+    b = digest(f"09:00 a1{template}")
+    o = digest(f"09:30 a2{template}")
+    t = digest(f"09:00 a1{template}".replace("decided.\n", "decided.\n- ARC by the other.\n"))
+    out = _merge_and_check("session_digest_2026-11-27.md", b, o, t).decode()
+    assert "## Session 09:00 a1" in out and "## Session 09:30 a2" in out, out
+    assert out.index("ARC by the other") > out.index("## Session 09:00 a1"), out

@@ -743,12 +743,17 @@ def merge_tree(
         if any(e.strip() for node in kept.walk() for e in node.entries):
             children.append(kept)
     heading = ours.heading if ours.heading is not None else theirs.heading
-    if base is not None and ours.key == base.key and theirs.heading is not None:
-        heading = theirs.heading  # renamed on their side only (`_renamed`)
+    renamed = base is not None and _titled(ours) == _titled(base) != _titled(theirs)
+    if renamed and theirs.heading is not None:
+        heading = theirs.heading  # on their side only (`_renamed`)
     return _space_headings(Section(heading, ours.level, _tidy_blanks(entries), children))
 
 
 Key = tuple[str, int]
+
+
+def _titled(section: Section) -> tuple[str, int]:
+    return section.key, section.level
 
 
 def _renamed(
@@ -783,10 +788,18 @@ def _renamed(
 
 
 def _same_entries(base: Section, renamed: Section) -> bool:
-    """Whether at least half of the entries under a base section are under the renamed one."""
+    """Whether at least half of the entries under a base section are under the renamed one,
+    a memory template's lines left out: two sessions a digest template began hold the same
+    ones, and a session removed beside a new one is no rename."""
+    templates = resources.template_lines()
 
     def keys(node: Section) -> set[str]:
-        return {sections.entry_key(e) for n in node.walk() for e in n.entries if e.strip()}
+        return {
+            key
+            for n in node.walk()
+            for e in n.entries
+            if e.strip() and (key := sections.entry_key(e)) not in templates
+        }
 
     held = keys(base)
     return bool(held) and len(held & keys(renamed)) * 2 >= len(held)
