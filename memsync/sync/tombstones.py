@@ -277,10 +277,11 @@ def finish_remote(
     late = _late_copies(engine, job, etags)
     known = set(job["lines"])
     index = _remote_index(engine, job) if job["files"] and INDEX in listing else None
+    fetched: dict[str, tuple[bytes, str]] = {}  # copies read once, for the scrubs below
     if not first:  # index lines another device wrote while the forget was held up
         _note_late_lines(job, set(job["lines"]) - known)
         if job["lines"]:  # and rewordings of forgotten lines it uploaded meanwhile
-            reworded = _reworded_meanwhile(engine, job, listing)
+            reworded = _reworded_meanwhile(engine, job, listing, fetched)
             job["lines"] = sorted({*job["lines"], *reworded})
             _note_late_lines(job, reworded)
     _take_conflicts(engine, job, None)  # their ids go into the tombstone
@@ -309,15 +310,19 @@ def finish_remote(
         _drop_remote_index_lines(engine, job, index, first)
     lines = set(job["lines"])
     for name in job.get("scrub", []):
-        _scrub_remote(engine, name, lines)
+        _scrub_remote(engine, name, lines, fetched.pop(name, None))
     if lines and not first:
-        _scrub_written_meanwhile(engine, job, listing, lines)
+        _scrub_written_meanwhile(engine, job, listing, lines, fetched)
     _take_conflicts(engine, job, set(job.get("conflicts", [])))
     return deleted
 
 
 def _scrub_written_meanwhile(
-    engine: Engine, job: dict[str, Any], listing: dict[str, Entry], lines: set[str]
+    engine: Engine,
+    job: dict[str, Any],
+    listing: dict[str, Entry],
+    lines: set[str],
+    fetched: dict[str, tuple[bytes, str]],
 ) -> None:
     """A forget that waited (an outage, or made while syncing another remote) takes the lines
     out of the remote copies written since this device last synced them, too: another
@@ -330,14 +335,20 @@ def _scrub_written_meanwhile(
             continue
         rec = records.get(name)
         if rec is None or rec.etag != found.etag:
-            _scrub_remote(engine, name, lines)
+            _scrub_remote(engine, name, lines, fetched.pop(name, None))
 
 
-def _reworded_meanwhile(engine: Engine, job: dict[str, Any], listing: dict[str, Entry]) -> set[str]:
+def _reworded_meanwhile(
+    engine: Engine,
+    job: dict[str, Any],
+    listing: dict[str, Entry],
+    fetched: dict[str, tuple[bytes, str]],
+) -> set[str]:
     """The hashes of the lines of remote copies written since this device last synced them
     that reword a forgotten line of its synced copy: another device, not having heard of the
     forget held up here, reworded the line and uploaded it; a merge would keep that edit over
-    the removal (fresh-eyes s32a, finding 1). One GET each, only on this path."""
+    the removal (fresh-eyes s32a, finding 1). One GET each, only on this path, kept in
+    `fetched` for the scrubs that follow."""
     records = engine.state.records
     fresh = dict.fromkeys(job["lines"], 0.0)
     found: set[str] = set()
@@ -349,7 +360,7 @@ def _reworded_meanwhile(engine: Engine, job: dict[str, Any], listing: dict[str, 
         if base is None:
             continue
         try:
-            data, _ = engine.store.get(name)
+            data, _ = fetched[name] = engine.store.get(name)
         except NotFound:
             continue
         lines = data.decode("utf-8", "surrogateescape").splitlines()
@@ -450,16 +461,20 @@ def _scrub_index_history(engine: Engine, names: Iterable[str], before: float | N
             version.path.with_suffix(".reason").unlink(missing_ok=True)
 
 
-def _scrub_remote(engine: Engine, name: str, forgotten: set[str]) -> None:
+def _scrub_remote(
+    engine: Engine, name: str, forgotten: set[str], read: tuple[bytes, str] | None = None
+) -> None:
     """Take the forgotten lines out of the remote copy of a file `forget --match` rewrote:
     pushed through a merge from a stale base (a forget made offline), a removal could lose to
-    a line the remote holds twice."""
+    a line the remote holds twice. `read`: the copy, already read this run (a write since
+    fails its If-Match, and the copy is read again)."""
     store = engine.store
     for _ in range(MAX_ATTEMPTS):
         try:
-            data, etag = store.get(name)
+            data, etag = read or store.get(name)
         except NotFound:
             return
+        read = None
         clean = scrub(data, forgotten)
         if clean == data:
             return
