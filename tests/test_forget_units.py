@@ -267,3 +267,41 @@ def test_a_hash_line_in_a_fenced_block_is_no_heading_for_the_scrub():
     text = b"## Notes LYCHEE3\n- x\n```\n# not a heading\n```\n\n## Kept\n- y\n"
     out = scrub(text, line_hashes(["## Notes LYCHEE3", "- x"]))
     assert out == b"```\n# not a heading\n```\n\n## Kept\n- y\n"
+
+
+def test_a_held_up_forget_reads_each_copy_written_meanwhile_once():
+    """Finishing a forget after an outage reads a remote copy another device wrote meanwhile
+    for the rewording test and scrubs it with that read: one GET, not one per step."""
+    from types import SimpleNamespace
+
+    from memsync.stores.base import Entry
+    from memsync.sync import tombstones
+    from memsync.sync.state import Record
+
+    synced = b"## T\n- Dentist ZEBRA77 on Tuesday.\n- Other.\n"
+    remote = {"d.md": (b"## T\n- Dentist ZEBRA77 on Tuesday, 3pm.\n- Other.\n", '"e2"')}
+    gets: list[str] = []
+
+    def get(name: str) -> tuple[bytes, str]:
+        gets.append(name)
+        return remote[name]
+
+    def replace(name: str, data: bytes, etag: str) -> None:
+        assert etag == remote[name][1]
+        remote[name] = (data, '"e3"')
+
+    engine = SimpleNamespace(
+        store=SimpleNamespace(get=get, replace=replace),
+        state=SimpleNamespace(
+            records={"d.md": Record('"e1"', "s1", 0.0)}, content={"s1": synced}.get
+        ),
+    )
+    job = {"files": [], "lines": [line_hash("- Dentist ZEBRA77 on Tuesday.")]}
+    listing = {"d.md": Entry("d.md", '"e2"')}
+    fetched: dict[str, tuple[bytes, str]] = {}
+    reworded = tombstones._reworded_meanwhile(engine, job, listing, fetched)
+    assert reworded == {line_hash("- Dentist ZEBRA77 on Tuesday, 3pm.")}
+    lines = {*job["lines"], *reworded}
+    tombstones._scrub_written_meanwhile(engine, job, listing, lines, fetched)
+    assert gets == ["d.md"]
+    assert remote["d.md"] == (b"## T\n- Other.\n", '"e3"')
