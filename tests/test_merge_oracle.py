@@ -827,3 +827,20 @@ def test_a_session_removed_beside_a_new_one_from_the_template_is_no_rename():
     out = _merge_and_check("session_digest_2026-11-27.md", b, o, t).decode()
     assert "## Session 09:00 a1" in out and "## Session 09:30 a2" in out, out
     assert out.index("ARC by the other") > out.index("## Session 09:00 a1"), out
+
+
+def test_a_section_renamed_differently_on_both_sides_is_one_section_under_both_titles():
+    """Renamed on both devices, each title a rewording of the old one: one section (its
+    entries once, what each side added in it), both titles in its heading, and a conflict
+    naming it, as for a description both sides changed."""
+    base = _render_tree([("Free will", ["we argued", "Pat sided with Hume"], {})], "relationship")
+    o = base.replace(b"## Free will\n", b"## Free will, revisited\n")
+    o = o.replace(b"- we argued\n", b"- we argued\n- ours added\n")
+    t = base.replace(b"## Free will\n", b"## Free will and fate\n")
+    t = t.replace(b"- Pat sided with Hume\n", b"- Pat sided with Hume\n- theirs added\n")
+    result = merge("relationship_pat.md", base, o, t)
+    assert _shape(result.content)[1:] == [
+        (2, "Free will, revisited / Free will and fate",
+         ["- we argued", "- ours added", "- Pat sided with Hume", "- theirs added"]),
+    ]  # fmt: skip
+    assert 'the title of "Free will"' in (result.conflict or ""), result.conflict

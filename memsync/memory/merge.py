@@ -719,8 +719,7 @@ def merge_tree(
     base_children = _by_heading(base.children) if base else {}
     ours_children = _by_heading(ours.children)
     theirs_children = _by_heading(theirs.children)
-    ours_children = _renamed(base_children, ours_children, theirs_children)
-    theirs_children = _renamed(base_children, theirs_children, ours_children)
+    ours_children, theirs_children = _renamed(base_children, ours_children, theirs_children)
     keys = union(None, list(ours_children), list(theirs_children), key=lambda k: k)
     children = []
     for k in keys:
@@ -743,10 +742,24 @@ def merge_tree(
         if any(e.strip() for node in kept.walk() for e in node.entries):
             children.append(kept)
     heading = ours.heading if ours.heading is not None else theirs.heading
-    renamed = base is not None and _titled(ours) == _titled(base) != _titled(theirs)
-    if renamed and theirs.heading is not None:
-        heading = theirs.heading  # on their side only (`_renamed`)
+    if base is not None and ours.heading is not None and theirs.heading is not None:
+        heading = _merged_title(base, ours, theirs, notes)
     return _space_headings(Section(heading, ours.level, _tidy_blanks(entries), children))
+
+
+def _merged_title(base: Section, ours: Section, theirs: Section, notes: list[str]) -> str:
+    """A section's heading line: the side that renamed it (`_renamed`); renamed differently
+    on both sides, both titles, as a description keeps both texts, and a conflict."""
+    assert ours.heading is not None and theirs.heading is not None
+    if _titled(theirs) in (_titled(base), _titled(ours)):
+        return ours.heading
+    if _titled(ours) == _titled(base):
+        return theirs.heading
+    first = ours.heading.splitlines(keepends=True)[0]
+    line = f"{'#' * ours.level} {ours.title} / {theirs.title}"
+    both = line + first[len(first.rstrip("\r\n")) :]
+    notes.append(Both.of(f'the title of "{_short(base.title, 40)}"', [line]))
+    return both + ours.heading[len(first) :]
 
 
 Key = tuple[str, int]
@@ -757,20 +770,31 @@ def _titled(section: Section) -> tuple[str, int]:
 
 
 def _renamed(
-    base: dict[Key, Section], side: dict[Key, Section], other: dict[Key, Section]
-) -> dict[Key, Section]:
-    """`side` with each section it renamed under its base heading: a heading gone from this
-    side (and still on the other), paired with a new heading here of similar words
-    (`SIMILAR`) over mostly the same entries. Merged with the other side's section, an entry
-    the other side added under the old title goes under the new one; without the pairing the
-    old title came back as a second section holding it, and the words the rename was meant
-    to drop with it (fresh-eyes s32c, R1: a forget held up while one device renamed a thread
-    and another added to it). A rename on both sides, or a section the other side removed,
-    stays as it was: two sections, or the renamed one kept whole."""
-    gone = [k for k in base if k not in side and k in other]
+    base: dict[Key, Section], ours: dict[Key, Section], theirs: dict[Key, Section]
+) -> tuple[dict[Key, Section], dict[Key, Section]]:
+    """Each side with the sections it renamed under their base headings: a heading gone from
+    that side, paired with a new heading there of similar words (`SIMILAR`) over mostly the
+    same entries. Merged with the other side's section, an entry the other side added under
+    the old title goes under the new one; without the pairing the old title came back as a
+    second section holding it, and the words the rename was meant to drop with it
+    (fresh-eyes s32c, R1: a forget held up while one device renamed a thread and another
+    added to it). Renamed on both sides, the two are one section too (its entries once, not
+    twice). A section the other side removed stays as it was: the renamed one, kept whole."""
+    ours_as, theirs_as = _renames(base, ours), _renames(base, theirs)
+    ours_as = {n: g for n, g in ours_as.items() if g in theirs or g in theirs_as.values()}
+    theirs_as = {n: g for n, g in theirs_as.items() if g in ours or g in ours_as.values()}
+    return (
+        {ours_as.get(k, k): child for k, child in ours.items()},
+        {theirs_as.get(k, k): child for k, child in theirs.items()},
+    )
+
+
+def _renames(base: dict[Key, Section], side: dict[Key, Section]) -> dict[Key, Key]:
+    """{new key: base key} for the sections `side` renamed, the most alike first."""
+    gone = [k for k in base if k not in side]
     new = [k for k in side if k not in base]
     if not gone or not new:
-        return side
+        return {}
     pairs = sorted(
         (
             (similarity(side[n].title, base[g].title), i, j)
@@ -784,7 +808,7 @@ def _renamed(
     for score, i, j in pairs:
         if score >= SIMILAR and new[i] not in as_base and gone[j] not in as_base.values():
             as_base[new[i]] = gone[j]
-    return {as_base.get(k, k): child for k, child in side.items()}
+    return as_base
 
 
 def _same_entries(base: Section, renamed: Section) -> bool:
