@@ -389,6 +389,8 @@ class DevicesMachine(RuleBasedStateMachine):
         name, heading, i, line = entries[pick % len(entries)]
         old = TOKEN.search(line).group(0)  # type: ignore[union-attr]
         self.gone.add(old)
+        if action == "remove":  # a consumed item removed takes a rewording folded into it
+            self.gone |= self._absorbed_into({old})
         if action == "reword":
             new = self._added(new_token(), self.lineage.get(old, old), (device, name))
             line = self.reword(line, old, new)
