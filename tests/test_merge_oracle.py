@@ -780,26 +780,28 @@ def test_an_entry_moved_to_two_different_sections_is_said():
     renamer=st.sampled_from(["ours", "theirs"]),
 )
 def test_a_section_renamed_on_one_side_holds_what_the_other_side_did_under_it(rnd, kind, renamer):
-    """Fresh-eyes s32c, R1: one device renames a section (a thread's title, reworded) while
-    the other adds to it, rewords or removes an entry in it, or edits a subsection. The
-    result is one section under the new title holding the other side's edits, exactly as
-    the other side left it: the old title does not come back as a second section."""
+    """Fresh-eyes s32c, R1, and s33a, N3 and N5: one device renames a section (its title
+    reworded, or retitled in other words) while the other adds to it, rewords or removes an
+    entry in it, or edits a subsection. The result is one section under the new title
+    holding the other side's edits, exactly as the other side left it: the old title does
+    not come back as a second section, nor an entry the other side removed, and there is no
+    conflict: nothing was changed twice."""
     path = KINDS.get(kind, f"{kind}.md")
     tree = [t for t in _random_tree(rnd) if t[1]] or [("A", ["alpha beta gamma"], {})]
     name = rnd.randrange(len(tree))
     heading = tree[name][0]
-    renamed = [(f"{h} revisited" if i == name else h, e, s) for i, (h, e, s) in enumerate(tree)]
+    title = rnd.choice([f"{heading} revisited", f"Retitled {rnd.randrange(100)}"])
+    renamed = [(title if i == name else h, e, s) for i, (h, e, s) in enumerate(tree)]
     edited = _mutate([tree[name]], "edit", rnd)
     if [h for h, _, _ in edited] != [heading]:  # a section dropped or added: not this case
         edited = [tree[name]]
     other = [edited[0] if i == name else t for i, t in enumerate(tree)]
     b = _render_tree(tree, kind)
     o, t = (renamed, other) if renamer == "ours" else (other, renamed)
-    out = merge(path, b, _render_tree(o, kind), _render_tree(t, kind)).content
-    want = [
-        (f"{heading} revisited", *edited[0][1:]) if i == name else x for i, x in enumerate(tree)
-    ]
-    assert _shape(out) == _shape(_render_tree(want, kind))
+    result = merge(path, b, _render_tree(o, kind), _render_tree(t, kind))
+    want = [(title, *edited[0][1:]) if i == name else x for i, x in enumerate(tree)]
+    assert _shape(result.content) == _shape(_render_tree(want, kind))
+    assert result.conflict is None, result.conflict
 
 
 def _shape(data: bytes) -> list[tuple[int, str, list[str]]]:

@@ -548,12 +548,16 @@ def apply_match(engine: Engine, plan: MatchPlan) -> ForgetReport:
     with engine.locked():
         forgotten = _index_lines(engine, plan.files)
         forgotten += _known_index_lines(engine, plan.files, plan.indexes_before)
-        forgotten += _taken_out(engine, plan)
+        taken = [
+            line
+            for name, data in plan.rewrites.items()
+            for line in _removed_lines(engine.read_local(name), data)
+        ]
         for name in engine.state.history_names():
             for version in engine.state.history(name):
-                text = version.path.read_bytes().decode("utf-8", "replace")
-                forgotten += [line for line in text.splitlines() if _contains(line, plan.text)]
-        forgotten += plan.synced + _synced_wordings(engine, plan.text)
+                taken += _forgotten_in(name, version.path.read_bytes(), plan.text)
+        taken += plan.synced + _synced_wordings(engine, plan.text)
+        forgotten += _taken_out(engine, plan, taken)
         forgotten += _earlier_forms(forgotten)
         report.index_lines = len(_index_lines(engine, plan.files))
         job = _start(
@@ -578,23 +582,19 @@ def apply_match(engine: Engine, plan: MatchPlan) -> ForgetReport:
     return report
 
 
-def _taken_out(engine: Engine, plan: MatchPlan) -> list[str]:
-    """The lines the rewrites take out that the tombstone forgets: those holding the text, and
-    the rest of a section whose heading holds it, but not a line that stays in a memory file
-    here or a template's line (`### Arcs` under a forgotten session): those are in files
-    that never held what was forgotten, and the other devices would take them out of every
-    file whose synced copy has them (fresh-eyes s32c, W1: another day's digest lost its
-    `### Arcs` and `### Open threads` headings, everywhere)."""
+def _taken_out(engine: Engine, plan: MatchPlan, lines: list[str]) -> list[str]:
+    """Of the lines the forget takes out of the files and earlier versions here, those the
+    tombstone forgets: those holding the text, and the rest of a section whose heading holds
+    it, but not a line that stays in a memory file here or a template's line (`### Arcs`
+    under a forgotten session): those are in files that never held what was forgotten, and
+    the other devices would take them out of every file whose synced copy has them
+    (fresh-eyes s32c, W1: another day's digest lost its `### Arcs` and `### Open threads`
+    headings, everywhere)."""
     from memsync.sync.walk import MemoryWalk
     from memsync.util.resources import template_lines
 
-    removed = [
-        line
-        for name, data in plan.rewrites.items()
-        for line in _removed_lines(engine.read_local(name), data)
-    ]
-    if all(_contains(line, plan.text) for line in removed):
-        return removed
+    if all(_contains(line, plan.text) for line in lines):
+        return lines
     staying: set[str] = set()
     for name, path, _ in MemoryWalk(engine.ctx.memory_dir):
         if name in plan.files:
@@ -605,22 +605,35 @@ def _taken_out(engine: Engine, plan: MatchPlan) -> list[str]:
     templates = template_lines()
     return [
         line
-        for line in removed
+        for line in lines
         if _contains(line, plan.text)
         or (line_hash(line) not in staying and " ".join(line.split()) not in templates)
     ]
 
 
+def _forgotten_in(name: str, data: bytes, needle: str) -> list[str]:
+    """The lines of an earlier version of `name` (history, a synced copy) the forget takes:
+    those holding the text, and the rest of a section whose heading holds it, in the wording
+    that version had (fresh-eyes s33a, N1: an entry under a forgotten heading stayed, in
+    the wording before another device reworded it, in a third device's history)."""
+    text = data.decode("utf-8", "replace")
+    out = [line for line in text.splitlines() if _contains(line, needle)]
+    rewritten = _without_entries(name, text, needle)
+    if rewritten is not None and rewritten[2]:
+        out += _removed_lines(data, rewritten[0].encode())
+    return out
+
+
 def _synced_wordings(engine: Engine, needle: str) -> list[str]:
-    """The lines holding the text in this device's synced copies: a line reworded here and
-    not synced yet is, on the remote and the other devices, still in the words it was synced
-    in (fresh-eyes s32a, finding 2: their pulls kept that wording in history)."""
+    """The lines the forget takes (`_forgotten_in`) in this device's synced copies: a line
+    reworded here and not synced yet is, on the remote and the other devices, still in the
+    words it was synced in (fresh-eyes s32a, finding 2: their pulls kept that wording in
+    history)."""
     out = []
-    for rec in engine.state.records.values():
+    for name, rec in engine.state.records.items():
         base = engine.state.content(rec.sha)
         if base is not None and _contains(base, needle):
-            text = base.decode("utf-8", "replace")
-            out += [line for line in text.splitlines() if _contains(line, needle)]
+            out += _forgotten_in(name, base, needle)
     return out
 
 

@@ -772,14 +772,13 @@ def _titled(section: Section) -> tuple[str, int]:
 def _renamed(
     base: dict[Key, Section], ours: dict[Key, Section], theirs: dict[Key, Section]
 ) -> tuple[dict[Key, Section], dict[Key, Section]]:
-    """Each side with the sections it renamed under their base headings: a heading gone from
-    that side, paired with a new heading there of similar words (`SIMILAR`) over mostly the
-    same entries. Merged with the other side's section, an entry the other side added under
-    the old title goes under the new one; without the pairing the old title came back as a
-    second section holding it, and the words the rename was meant to drop with it
-    (fresh-eyes s32c, R1: a forget held up while one device renamed a thread and another
-    added to it). Renamed on both sides, the two are one section too (its entries once, not
-    twice). A section the other side removed stays as it was: the renamed one, kept whole."""
+    """Each side with the sections it renamed under their base headings (`_renames`).
+    Merged with the other side's section, an entry the other side added under the old title
+    goes under the new one; without the pairing the old title came back as a second section
+    holding it, and the words the rename was meant to drop with it (fresh-eyes s32c, R1: a
+    forget held up while one device renamed a thread and another added to it). Renamed on
+    both sides, the two are one section too (its entries once, not twice). A section the
+    other side removed stays as it was: the renamed one, kept whole."""
     ours_as, theirs_as = _renames(base, ours), _renames(base, theirs)
     ours_as = {n: g for n, g in ours_as.items() if g in theirs or g in theirs_as.values()}
     theirs_as = {n: g for n, g in theirs_as.items() if g in ours or g in ours_as.values()}
@@ -790,43 +789,48 @@ def _renamed(
 
 
 def _renames(base: dict[Key, Section], side: dict[Key, Section]) -> dict[Key, Key]:
-    """{new key: base key} for the sections `side` renamed, the most alike first."""
+    """{new key: base key} for the sections `side` renamed: a new heading there, at the level
+    of one gone from there, over at least half of that one's entries, whatever its words
+    (fresh-eyes s33a, N3: a thread retitled in other words brought back an entry the other
+    side removed from it); the most alike titles first."""
     gone = [k for k in base if k not in side]
     new = [k for k in side if k not in base]
     if not gone or not new:
         return {}
     pairs = sorted(
         (
-            (similarity(side[n].title, base[g].title), i, j)
+            (similarity(side[n].title, base[g].title), kept, i, j)
             for i, n in enumerate(new)
             for j, g in enumerate(gone)
-            if side[n].level == base[g].level and _same_entries(base[g], side[n])
+            if side[n].level == base[g].level and (kept := _kept_entries(base[g], side[n]))
         ),
         reverse=True,
     )
     as_base: dict[Key, Key] = {}
-    for score, i, j in pairs:
-        if score >= SIMILAR and new[i] not in as_base and gone[j] not in as_base.values():
+    for _, _, i, j in pairs:
+        if new[i] not in as_base and gone[j] not in as_base.values():
             as_base[new[i]] = gone[j]
     return as_base
 
 
-def _same_entries(base: Section, renamed: Section) -> bool:
-    """Whether at least half of the entries under a base section are under the renamed one,
-    a memory template's lines left out: two sessions a digest template began hold the same
-    ones, and a session removed beside a new one is no rename."""
+def _kept_entries(base: Section, renamed: Section) -> float:
+    """The share of the entries under a base section that are under the renamed one, in the
+    same subsections, 0 below half; a memory template's lines left out: two sessions a
+    digest template began hold the same ones, and a session removed beside a new one is no
+    rename."""
     templates = resources.template_lines()
 
-    def keys(node: Section) -> set[str]:
+    def keys(node: Section) -> set[tuple[tuple[str, ...], str]]:
         return {
-            key
-            for n in node.walk()
+            (path[1:], key)
+            for n, path in _with_paths(node, (), {})
             for e in n.entries
             if e.strip() and (key := sections.entry_key(e)) not in templates
         }
 
     held = keys(base)
-    return bool(held) and len(held & keys(renamed)) * 2 >= len(held)
+    share = len(held & keys(renamed)) / len(held) if held else 0.0
+    return share if share >= 0.5 else 0.0
 
 
 def _by_heading(children: list[Section]) -> dict[tuple[str, int], Section]:
@@ -1280,7 +1284,10 @@ def _moved_and_reworded(base: Section, ours: Section, theirs: Section) -> Both |
     stays twice (the old words where they went and the new where they were, or in both new
     places): both are kept, and the user is told, as for an entry changed differently on
     both sides."""
-    b, o, t = (_keys_by_section(tree) for tree in (base, ours, theirs))
+    names: dict[int, str] = {}  # a section a side renamed, by its base title (`_renames`)
+    _as_base(base, ours, names)
+    _as_base(base, theirs, names)
+    b, o, t = (_keys_by_section(tree, names) for tree in (base, ours, theirs))
 
     def moved_to(side: dict[tuple[str, ...], dict[str, str]], key: str) -> set[tuple[str, ...]]:
         return {p for p, keys in side.items() if key in keys and key not in b.get(p, {})}
@@ -1305,19 +1312,38 @@ def _moved_and_reworded(base: Section, ours: Section, theirs: Section) -> Both |
     return None
 
 
-def _keys_by_section(tree: Section) -> dict[tuple[str, ...], dict[str, str]]:
-    """Each section's entries (entry_key: text), by the headings down to it."""
+def _as_base(base: Section, side: Section, names: dict[int, str]) -> None:
+    """Into `names`: each section of `side` renamed since `base` (by `id`), its base title;
+    a rename is no move of what the section holds (fresh-eyes s33a, N5: a title reworded
+    on one side and an entry under it on the other was called a conflict)."""
+    b, s = _by_heading(base.children), _by_heading(side.children)
+    renamed = _renames(b, s)
+    for k, child in s.items():
+        g = renamed.get(k, k)
+        if g in b:
+            if g != k:
+                names[id(child)] = b[g].key
+            _as_base(b[g], child, names)
+
+
+def _keys_by_section(
+    tree: Section, names: dict[int, str] | None = None
+) -> dict[tuple[str, ...], dict[str, str]]:
+    """Each section's entries (entry_key: text), by the headings down to it (a renamed
+    section's by its base title, `names`)."""
     out: dict[tuple[str, ...], dict[str, str]] = {}
-    for node, path in _with_paths(tree, ()):
+    for node, path in _with_paths(tree, (), names or {}):
         out[path] = {sections.entry_key(e): e for e in node.entries if e.strip()}
     return out
 
 
-def _with_paths(node: Section, path: tuple[str, ...]) -> list[tuple[Section, tuple[str, ...]]]:
-    here = (*path, node.key)
+def _with_paths(
+    node: Section, path: tuple[str, ...], names: dict[int, str]
+) -> list[tuple[Section, tuple[str, ...]]]:
+    here = (*path, names.get(id(node), node.key))
     out = [(node, here)]
     for child in node.children:
-        out.extend(_with_paths(child, here))
+        out.extend(_with_paths(child, here, names))
     return out
 
 

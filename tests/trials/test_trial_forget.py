@@ -2528,3 +2528,27 @@ def test_forgetting_a_session_by_its_heading_leaves_other_sessions_subheadings(p
         assert "### Arcs\n- ARC2 worked on the parser.\n- ARC3 by B.\n" in text, text
     assert other in on_remote(remote)["session_digest_2026-11-20.md"]
     assert_forgotten(["LYCHEE3", "HIDDEN5", "HIDDEN6"], everywhere(pair, remote))
+
+
+def test_a_heading_forget_takes_its_entries_earlier_wording_from_other_devices_history(
+    pair, remote, tmp_path
+):
+    """Fresh-eyes s33a, N1: C rewords an entry of a thread and syncs; B forgets the thread by
+    its title. A, which synced before C's rewording, keeps the entry's earlier wording in a
+    history copy when it pulls; the tombstone carried only the lines holding the text and
+    the section as B had it, so that copy kept the entry. The section's lines in every
+    earlier version the forgetting device holds (history, synced copies) go too."""
+    a, b = pair
+    c = make_device(tmp_path, "tablet", remote.as_uri())
+    a.write("philosophical_threads.md", _threads(), type="philosophical_threads")
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    for device in (a, b, c):
+        device.run("sync")
+    threads = c.memory / "philosophical_threads.md"
+    threads.write_text(threads.read_text().replace("HIDE7.", "HIDE7, reworded."))
+    c.run("sync")
+    b.run("forget", "--match", "durian9", "--yes")
+    for device in (a, c, b, a):
+        device.run("sync")
+    assert "- Pat thinks KEEPME1 is a map." in (a.memory / "philosophical_threads.md").read_text()
+    assert_forgotten(["DURIAN9", "HIDE7"], [*everywhere(pair, remote), c.home, c.memory])
