@@ -1443,7 +1443,8 @@ def held_as(q: dict[str, Any]) -> str:
     if q.get("how") == "late":
         return (
             "an edit of them that reached the remote while that forget waited for it (a "
-            "rewording, or lines added under a forgotten heading)"
+            "rewording, or lines added under a forgotten heading, made here or pulled from "
+            "another device)"
         )
     if q.get("how") == "rollup":
         return "what this device's compaction had rolled up of them"
