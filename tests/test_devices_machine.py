@@ -231,6 +231,8 @@ class DevicesMachine(RuleBasedStateMachine):
         self.fact_seen: set[str] = set()  # fact versions a sync has read from a memory dir
         self.fact_replaced: set[str] = set()  # fact versions a user edited away
         self.conflicted: set[str] = set()  # files a sync reported a conflict for
+        # lineages whose consumed or delivered entry a user removed from Consumed/Delivered
+        self.final_removed: set[str] = set()
         # files forgotten on another device since this device last listed the remote: an
         # edit made here meanwhile is quarantined on its next sync, not lost (forget.py)
         self.stale: list[set[str]] = [set() for _ in range(DEVICES)]
@@ -389,8 +391,10 @@ class DevicesMachine(RuleBasedStateMachine):
         name, heading, i, line = entries[pick % len(entries)]
         old = TOKEN.search(line).group(0)  # type: ignore[union-attr]
         self.gone.add(old)
-        if action == "remove":  # a consumed item removed takes a rewording folded into it
+        if action == "remove" and name in FINAL and heading == FINAL[name][1]:
+            # a consumed item removed takes a rewording folded into it, now or by a later merge
             self.gone |= self._absorbed_into({old})
+            self.final_removed.add(self.lineage.get(old, old))
         if action == "reword":
             new = self._added(new_token(), self.lineage.get(old, old), (device, name))
             line = self.reword(line, old, new)
@@ -690,11 +694,19 @@ class DevicesMachine(RuleBasedStateMachine):
         for token in sorted(self.quarantined - self.gone):
             assert token in set_aside or token in counts, f"{token} neither kept nor set aside"
         present_lineages = {self.lineage.get(t, t) for t in counts}
+        history = "".join(
+            p.read_text(errors="replace")
+            for p in self.tmp.glob("home*/state/*/history/**/*")
+            if p.is_file()
+        )
         for token in sorted(alive):
             if token in counts:
                 continue
             lineage = self.lineage.get(token, token)
-            assert lineage in self.finalised and lineage in present_lineages, (
+            # a rewording a merge folded into the item's consume or delivery is in history
+            # (with a conflict); gone from the files when a user then removed that entry
+            removed = lineage in self.final_removed and token in history
+            assert lineage in self.finalised and (lineage in present_lineages or removed), (
                 f"entry {token} was lost: added, never removed, reworded or forgotten"
             )
         for name, (first, _final) in FINAL.items():

@@ -48,6 +48,7 @@ from memsync.sync.forgotten import (
     earlier_forms,
     line_hash,
     line_hashes,
+    scrub,
 )
 from memsync.sync.tombstones import (
     PURGED,
@@ -71,6 +72,7 @@ from memsync.util.errors import (
     Unreachable,
     UserError,
 )
+from memsync.util.fsutil import atomic_write
 
 if TYPE_CHECKING:
     from memsync.memory.sections import Section
@@ -542,8 +544,8 @@ def _matching_conflicts(engine: Engine, needle: str) -> set[str]:
 
 def apply_match(engine: Engine, plan: MatchPlan) -> ForgetReport:
     """Remove the entries (pushed through the normal merge, where a removal made since the
-    base stays removed), forget the whole files everywhere, and drop every local history
-    version holding the text. The tombstone and the audit log get hashes, never the text."""
+    base stays removed), forget the whole files everywhere, and take the text out of every
+    local history version. The tombstone and the audit log get hashes, never the text."""
     report = ForgetReport(files=sorted(plan.files))
     with engine.locked():
         forgotten = _index_lines(engine, plan.files)
@@ -572,14 +574,29 @@ def apply_match(engine: Engine, plan: MatchPlan) -> ForgetReport:
         )
         for name, data in plan.rewrites.items():
             engine.write_local(name, data)  # no history copy: that copy is what we forget
-        for name in engine.state.history_names():
-            for version in engine.state.history(name):
-                if _contains(version.path.read_bytes(), plan.text):
-                    version.path.unlink()
-                    version.path.with_suffix(".reason").unlink(missing_ok=True)
+        _scrub_held(engine, plan.text, set(job["lines"]))
         _run_job(engine, job, report)
     _push(engine, [*plan.rewrites, *([INDEX] if report.index_lines else [])], report)
     return report
+
+
+def _scrub_held(engine: Engine, needle: str, hashes: set[str]) -> None:
+    """Each local history version holding the text without the lines the forget takes (by
+    their hashes, as the other devices scrub theirs), or gone if nothing else is left in it or
+    the text still is: the rest of it (a rewording a merge set aside there, another entry) is
+    what history keeps it for (the devices machine: a forget of one new commitment took the
+    rewording of another, kept only in that version, with it)."""
+    for name in engine.state.history_names():
+        for version in engine.state.history(name):
+            data = version.path.read_bytes()
+            if not _contains(data, needle):
+                continue
+            clean = scrub(data, hashes)
+            if clean.strip() and not _contains(clean, needle):
+                atomic_write(version.path, clean)
+            else:
+                version.path.unlink()
+                version.path.with_suffix(".reason").unlink(missing_ok=True)
 
 
 def _taken_out(engine: Engine, plan: MatchPlan, lines: list[str]) -> list[str]:

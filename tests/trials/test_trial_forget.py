@@ -2552,3 +2552,30 @@ def test_a_heading_forget_takes_its_entries_earlier_wording_from_other_devices_h
         device.run("sync")
     assert "- Pat thinks KEEPME1 is a map." in (a.memory / "philosophical_threads.md").read_text()
     assert_forgotten(["DURIAN9", "HIDE7"], [*everywhere(pair, remote), c.home, c.memory])
+
+
+def test_forget_match_keeps_the_rest_of_a_history_copy_holding_the_text(pair, remote):
+    """Found by the devices machine (seed 35): B rewords a promise A delivered meanwhile and
+    adds a new one, then forgets the new one. Forget's pull keeps the delivery and sets B's
+    copy aside in history, with a conflict that says the rewording is there; the forget
+    then deleted every history copy holding the forgotten text, that one too, and the
+    rewording was nowhere. The forgotten lines leave the copy; the rest stays."""
+    a, b = pair
+    promise = "- [c-2026-11-20-ab12] 2026-11-20: send Pat the benchmark numbers.\n"
+    a.write("running_commitments.md", f"\n## Open\n{promise}\n## Delivered\n", type="commitments")
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    path = a.memory / "running_commitments.md"
+    text = path.read_text().replace(promise, "")
+    path.write_text(text.replace("## Delivered\n", "## Delivered\n" + promise))
+    a.run("sync")
+    path = b.memory / "running_commitments.md"
+    reworded = "- [c-2026-11-20-ab12] 2026-11-20: send Pat and Riley the full WAN figures.\n"
+    new = "- [c-2026-11-21-cd34] 2026-11-21: book the QUINCE9 offsite.\n"
+    path.write_text(path.read_text().replace(promise, reworded + new))
+    b.run("forget", "--match", "quince9", "--yes")
+    kept = [p.read_text() for p in (b.home / "state").rglob("history/**/*.md")]
+    assert any("full WAN figures" in text for text in kept), kept
+    assert "memsync history running_commitments.md" in b.run("status").stdout
+    assert_forgotten(["QUINCE9"], everywhere(pair, remote))
