@@ -846,3 +846,23 @@ def test_a_section_renamed_differently_on_both_sides_is_one_section_under_both_t
          ["- we argued", "- ours added", "- Pat sided with Hume", "- theirs added"]),
     ]  # fmt: skip
     assert 'the title of "Free will"' in (result.conflict or ""), result.conflict
+
+
+def test_a_section_retitled_on_both_sides_and_reworded_on_one_is_still_one_section():
+    """Fresh-eyes s33b, F1: both devices retitle a thread in other words and one also rewords
+    most of its entries. Counted by identical entries only, that side's section was no
+    rename, and the thread was there twice, every entry with it, with no conflict. A
+    reworded entry keeps its identity here too."""
+    base = _render_tree(
+        [("Free will and the lunch experiment", ["over lunch ALPHA1", "compatibilism BETA2",
+          "left off GAMMA3"], {})], "philosophical_threads",
+    )  # fmt: skip
+    o = base.replace(b"## Free will and the lunch experiment", b"## Determinism debate")
+    t = base.replace(b"## Free will and the lunch experiment", b"## Free will at lunch")
+    t = t.replace(b"over lunch", b"over a long lunch").replace(b"compatibilism", b"firmly compat")
+    result = merge("philosophical_threads.md", base, o, t)
+    assert _shape(result.content)[1:] == [
+        (2, "Determinism debate / Free will at lunch",
+         ["- over a long lunch ALPHA1", "- firmly compat BETA2", "- left off GAMMA3"]),
+    ]  # fmt: skip
+    assert "the title of" in (result.conflict or ""), result.conflict

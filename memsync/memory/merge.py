@@ -815,21 +815,29 @@ def _renames(base: dict[Key, Section], side: dict[Key, Section]) -> dict[Key, Ke
 
 def _kept_entries(base: Section, renamed: Section) -> float:
     """The share of the entries under a base section that are under the renamed one, in the
-    same subsections, 0 below half; a memory template's lines left out: two sessions a
-    digest template began hold the same ones, and a session removed beside a new one is no
-    rename."""
+    same subsections, as they were or reworded (`pair_rewords`: fresh-eyes s33b, F1: a side
+    that also reworded most of them was no rename, and the section was there twice), 0
+    below half; a memory template's lines left out: two sessions a digest template began
+    hold the same ones, and a session removed beside a new one is no rename."""
     templates = resources.template_lines()
 
-    def keys(node: Section) -> set[tuple[tuple[str, ...], str]]:
-        return {
-            (path[1:], key)
-            for n, path in _with_paths(node, (), {})
-            for e in n.entries
-            if e.strip() and (key := sections.entry_key(e)) not in templates
-        }
+    def items(node: Section) -> dict[tuple[str, ...], list[Item]]:
+        out: dict[tuple[str, ...], list[Item]] = {}
+        for n, path in _with_paths(node, (), {}):
+            for e in n.entries:
+                if e.strip() and (key := sections.entry_key(e)) not in templates:
+                    out.setdefault(path[1:], []).append(Item(key, "", e))
+        return out
 
-    held = keys(base)
-    share = len(held & keys(renamed)) / len(held) if held else 0.0
+    held, there = items(base), items(renamed)
+    total = sum(map(len, held.values()))
+    if not total:
+        return 0.0
+    kept = 0
+    for path, olds in held.items():
+        keys = {x.key for x in olds}
+        kept += sum(x.key in keys for x in pair_rewords(olds, there.get(path, [])))
+    share = kept / total
     return share if share >= 0.5 else 0.0
 
 
