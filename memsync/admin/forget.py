@@ -49,6 +49,7 @@ from memsync.sync.forgotten import (
     line_hash,
     line_hashes,
     scrub,
+    title_parts,
 )
 from memsync.sync.tombstones import (
     PURGED,
@@ -561,6 +562,7 @@ def apply_match(engine: Engine, plan: MatchPlan) -> ForgetReport:
         taken += plan.synced + _synced_wordings(engine, plan.text)
         forgotten += _taken_out(engine, plan, taken)
         forgotten += _earlier_forms(forgotten)
+        forgotten += [x for line in forgotten for x in title_parts(line) if _contains(x, plan.text)]
         report.index_lines = len(_index_lines(engine, plan.files))
         job = _start(
             engine,

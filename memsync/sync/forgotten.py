@@ -49,6 +49,17 @@ def heading_forms(line: str) -> list[str]:
     return [f"{'#' * n} {m.group(1)}" for n in range(1, 7)] if m else []
 
 
+def title_parts(line: str) -> list[str]:
+    """The titles a heading the merge made of two (`## A / B`: a section renamed differently
+    on two devices) joins, each a heading of its level: the devices that renamed it keep
+    their own title in history (fresh-eyes s33b, F6)."""
+    m = _HEADING_LINE.match(line)
+    if not m or " / " not in m.group(1):
+        return []
+    level = line.strip().split(" ", 1)[0]
+    return [f"{level} {part.strip()}" for part in m.group(1).split(" / ") if part.strip()]
+
+
 def identity(line: str) -> set[str]:
     """The hashes a forgotten line may be known by: its own, its earlier forms' if it is a
     compacted rule, and a heading's at any level."""

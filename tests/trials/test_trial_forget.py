@@ -2579,3 +2579,30 @@ def test_forget_match_keeps_the_rest_of_a_history_copy_holding_the_text(pair, re
     assert any("full WAN figures" in text for text in kept), kept
     assert "memsync history running_commitments.md" in b.run("status").stdout
     assert_forgotten(["QUINCE9"], everywhere(pair, remote))
+
+
+def test_forgetting_a_title_two_renames_joined_takes_each_devices_own_from_history(pair, remote):
+    """Fresh-eyes s33b, F6: A and B retitle a thread differently (the merge joins the titles:
+    `## KIWI1 title / B's title`, with a conflict), A edits the joined title, and B forgets
+    the thread by A's word. A's history copy from before the merge held A's own title, which
+    no line B forgot equals or reads like closely enough: it stayed. Each title holding the
+    text that a joined heading joins is forgotten too."""
+    a, b = pair
+    a.write("philosophical_threads.md", _threads(), type="philosophical_threads")
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    old = "## Free will and the DURIAN9 experiment"
+    threads = b.memory / "philosophical_threads.md"
+    threads.write_text(threads.read_text().replace(old, f"{old}, revisited"))
+    b.run("sync")
+    threads = a.memory / "philosophical_threads.md"
+    threads.write_text(threads.read_text().replace(old, "## Lawsuit thread KIWI1"))
+    assert "the title of" in a.run("sync").stderr
+    threads.write_text(threads.read_text().replace("revisited\n", "revisited, again\n"))
+    a.run("sync")
+    b.run("sync")
+    b.run("forget", "--match", "kiwi1", "--yes")
+    for device in (a, b, a):
+        device.run("sync")
+    assert_forgotten(["KIWI1", "HIDE7"], everywhere(pair, remote))
