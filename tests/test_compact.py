@@ -348,6 +348,25 @@ def test_a_rewording_after_roll_up_replaces_the_old_line() -> None:
     assert plan(final, NOW) == []
 
 
+@pytest.mark.parametrize("title", ["Parser day", "2026-03-30-a, parser"])
+def test_a_session_retitled_after_roll_up_is_folded_in_place_once(title: str) -> None:
+    """Fresh-eyes s33b, F7: a digest whose session another device retitled (and added an arc
+    to) after it was rolled up comes back; folded again, the session was there twice, under
+    both titles, its arcs with it. A session that keeps half its entries is the same one:
+    its new title and arc take its place, once."""
+    d = date(2026, 3, 30)
+    name = f"session_digest_{d}.md"
+    rolled = applied({name: daily(d, 1)}, plan({name: daily(d, 1)}, NOW))
+    back = daily(d, 1).replace(b"## Session 2026-03-30-a", f"## Session {title}".encode())
+    back = back.replace(b"- arc one of 2026-03-30\n", b"- arc one of 2026-03-30\n- a new arc\n")
+    final = applied({**rolled, name: back}, plan({**rolled, name: back}, NOW))
+    text = final[compact.rollup_name("", compact.route(d, NOW))].decode()
+    assert text.count("- arc one of 2026-03-30") == 1 and "- a new arc" in text, text
+    assert f"Session {title}" in text and "Session 2026-03-30-a\n" not in text, text
+    assert text.count("- arc two of 2026-03-30") == 1, text
+    assert plan(final, NOW) == []
+
+
 SEPT = """
 ## Rules learned
 - Keep status updates under five lines.

@@ -788,6 +788,12 @@ def _renamed(
     )
 
 
+def renamed_sections(base: list[Section], side: list[Section]) -> list[tuple[Section, Section]]:
+    """(base section, the section of `side` it was renamed to) for each rename (`_renames`)."""
+    b, s = _by_heading(base), _by_heading(side)
+    return [(b[old], s[new]) for new, old in _renames(b, s).items()]
+
+
 def _renames(base: dict[Key, Section], side: dict[Key, Section]) -> dict[Key, Key]:
     """{new key: base key} for the sections `side` renamed: a new heading there, at the level
     of one gone from there, over at least half of that one's entries, whatever its words

@@ -279,7 +279,7 @@ def _take_rewords(held: Section, part: Section) -> int:
     digest from before that entry was written is no removal of it). Returns how many entries
     took a new wording: the files cannot tell a rewording from a new entry of most of the same
     words in a copy from before the old one was written, so each is said (fresh-eyes s32a)."""
-    from memsync.memory.merge import Item, pair_rewords
+    from memsync.memory.merge import Item, pair_rewords, renamed_sections
 
     def items(entries: list[str]) -> list[Item]:
         return [Item(sections.entry_key(e), "", e) for e in entries if e.strip()]
@@ -301,6 +301,11 @@ def _take_rewords(held: Section, part: Section) -> int:
     for child in held.children:
         if child.key in theirs:
             taken += _take_rewords(child, theirs[child.key])
+    # a session the digest retitled since it was rolled up is that session, under its new
+    # title (fresh-eyes s33b, F7: rolled up again, it was there twice, its arcs with it)
+    for child, renamed in renamed_sections(held.children, part.children):
+        child.heading = renamed.heading
+        taken += _take_rewords(child, renamed)
     return taken
 
 
