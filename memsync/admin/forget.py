@@ -48,7 +48,6 @@ from memsync.sync.forgotten import (
     earlier_forms,
     line_hash,
     line_hashes,
-    scrub,
     title_parts,
 )
 from memsync.sync.tombstones import (
@@ -63,6 +62,7 @@ from memsync.sync.tombstones import (
     purged_here,
     quarantine_notices,
     read_tombstones,
+    scrub_history,
     share_job,
 )
 from memsync.util.errors import (
@@ -73,7 +73,6 @@ from memsync.util.errors import (
     Unreachable,
     UserError,
 )
-from memsync.util.fsutil import atomic_write
 
 if TYPE_CHECKING:
     from memsync.memory.sections import Section
@@ -583,20 +582,15 @@ def apply_match(engine: Engine, plan: MatchPlan) -> ForgetReport:
 
 
 def _scrub_held(engine: Engine, needle: str, hashes: set[str]) -> None:
-    """Each local history version holding the text without the lines the forget takes (by
-    their hashes, as the other devices scrub theirs), or gone if nothing else is left in it or
-    the text still is: the rest of it (a rewording a merge set aside there, another entry) is
-    what history keeps it for (the devices machine: a forget of one new commitment took the
-    rewording of another, kept only in that version, with it)."""
+    """Each local history version without the lines the forget takes, as the other devices
+    scrub theirs (a copy left empty goes), and gone if the text is still in it: the rest of
+    it (a rewording a merge set aside there, another entry) is what history keeps it for
+    (the devices machine: a forget of one new commitment took the rewording of another, kept
+    only in that version, with it)."""
+    scrub_history(engine.state, hashes)
     for name in engine.state.history_names():
         for version in engine.state.history(name):
-            data = version.path.read_bytes()
-            if not _contains(data, needle):
-                continue
-            clean = scrub(data, hashes)
-            if clean.strip() and not _contains(clean, needle):
-                atomic_write(version.path, clean)
-            else:
+            if _contains(version.path.read_bytes(), needle):
                 version.path.unlink()
                 version.path.with_suffix(".reason").unlink(missing_ok=True)
 

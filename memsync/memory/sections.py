@@ -125,7 +125,6 @@ def parse(body: str) -> Section:
     lines = body.splitlines(keepends=True)
     chunk: list[str] = []
     target = root
-    in_fence = False
 
     def flush() -> None:
         nonlocal chunk
@@ -136,15 +135,11 @@ def parse(body: str) -> Section:
         target.entries.extend(_split_entries(chunk))
         chunk = []
 
-    for line in lines:
-        if _FENCE.match(line):
-            in_fence = not in_fence
-        m = None if in_fence else _HEADING.match(line.rstrip("\r\n"))
-        if m is None:
+    for line, level in zip(lines, heading_levels(lines), strict=True):
+        if not level:
             chunk.append(line)
             continue
         flush()
-        level = len(m.group(1))
         while stack[-1].level >= level:
             stack.pop()
         section = Section(line, level)
@@ -153,6 +148,18 @@ def parse(body: str) -> Section:
         target = section
     flush()
     return root
+
+
+def heading_levels(lines: list[str]) -> list[int]:
+    """Each line's heading level as `parse` reads it (0: no heading, or in a fenced block)."""
+    out = []
+    in_fence = False
+    for line in lines:
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        m = None if in_fence else _HEADING.match(line.rstrip("\r\n"))
+        out.append(len(m.group(1)) if m else 0)
+    return out
 
 
 def render(root: Section) -> str:

@@ -7,6 +7,7 @@ import hashlib
 import re
 from collections.abc import Container, Iterable
 
+from memsync.memory.sections import heading_levels
 from memsync.util.resources import template_lines
 
 _WORD = re.compile(r"\w")
@@ -87,26 +88,10 @@ def scrub(content: bytes, forgotten: Container[str]) -> bytes:
     return "".join(kept).encode("utf-8", "surrogateescape")
 
 
-_LEVEL = re.compile(r"^(#{1,6})[ \t]")
-_FENCE = re.compile(r"^ {0,3}(```|~~~)")
-
-
-def _levels(lines: list[str]) -> list[int]:
-    """Each line's heading level (0: not a heading, or inside a fenced block)."""
-    out = []
-    fenced = False
-    for line in lines:
-        if _FENCE.match(line):
-            fenced = not fenced
-        m = None if fenced else _LEVEL.match(line)
-        out.append(len(m.group(1)) if m else 0)
-    return out
-
-
 def _emptied(lines: list[str], gone: set[int]) -> set[int]:
     """The subheadings under a forgotten heading with nothing left under them: the section's
     own structure, which would otherwise end up under the section before it."""
-    levels = _levels(lines)
+    levels = heading_levels(lines)
 
     def span(i: int) -> range:  # the lines under heading i, down to the next at its level
         end = next((k for k in range(i + 1, len(lines)) if 0 < levels[k] <= levels[i]), None)

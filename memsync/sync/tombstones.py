@@ -72,7 +72,7 @@ def audit(engine: Engine, action: str, **details: Any) -> None:
         fh.write(json.dumps(record, sort_keys=True) + "\n")
 
 
-def _scrub_history(state: State, forgotten: set[str], engine: Engine | None = None) -> None:
+def scrub_history(state: State, forgotten: set[str], engine: Engine | None = None) -> None:
     """Take forgotten lines out of every local history copy (a copy left empty goes). With
     `engine` (whose state `state` is), each file's earlier wordings of them go too: each
     history copy is read once (`_earlier_wordings`)."""
@@ -117,7 +117,7 @@ def _remember_lines(engine: Engine, hashes: dict[str, float]) -> None:
         known = engine.state.meta.setdefault("forgotten_lines", {})
         for h, at in hashes.items():
             known.setdefault(h, at)
-        _scrub_history(engine.state, set(hashes), engine)
+        scrub_history(engine.state, set(hashes), engine)
         waiting = engine.state.meta.get(COMEBACKS) or {}
         for name, line in list(waiting.items()):
             if line_hash(line) in hashes:
@@ -632,7 +632,7 @@ def _erase_in_other_states(
                     if gone or name in held:
                         other.records[name] = rec._replace(sha=NO_COPY)
                 if lines:
-                    _scrub_history(other, lines)
+                    scrub_history(other, lines)
                 for job in carry:
                     _carry_job(other, job, held)
                 other.save()

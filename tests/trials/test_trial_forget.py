@@ -65,6 +65,21 @@ def index(*lines: str) -> str:
     return "# Memory\n" + "".join(f"{line}\n" for line in lines)
 
 
+def forget_while_away(device: Device, remote: Path, tmp_path: Path, *args: str) -> None:
+    """`memsync forget ARGS --yes` with the remote away (exit 3: it waits for the next sync),
+    then the remote back."""
+    away = tmp_path / "remote-away"
+    remote.rename(away)
+    device.run("forget", *args, "--yes", check=3)
+    away.rename(remote)
+
+
+def replace_in(device: Device, name: str, old: str, new: str) -> None:
+    """A hand edit of a memory file: `old` replaced by `new`."""
+    path = device.memory / name
+    path.write_text(path.read_text().replace(old, new))
+
+
 SAM = "- [Sam](relationship_sam.md) — Sam, going through a divorce"
 ROLE = "- [Role](user_role.md) — staff engineer"
 
@@ -344,12 +359,11 @@ def test_an_edit_of_a_republished_copy_waits_for_the_device_to_hear_of_the_purge
     a.run("purge", "--all", "--yes")
     a.run("push", "--republish")
     before = on_remote(remote)
-    role = b.memory / "user_role.md"
-    role.write_text(role.read_text().replace("Staff engineer.", "Principal engineer."))
+    replace_in(b, "user_role.md", "Staff engineer.", "Principal engineer.")
     if route == "push FILE":
         said = b.run("push", "user_role.md", check=1).stderr
     else:
-        said = _told(b.post_tool_use(role)) + _log(b)
+        said = _told(b.post_tool_use(b.memory / "user_role.md")) + _log(b)
     assert "purged" in said and "user_role.md" in said, said
     assert on_remote(remote) == before
     proc = b.run("sync", check=1)
@@ -556,10 +570,7 @@ def test_an_edit_synced_while_a_forget_waited_for_the_remote_is_set_aside_not_er
     asked, goes to B's quarantine with a notice: never erased without a copy."""
     a, b = pair
     seed_sam(a, b)
-    away = tmp_path / "remote-away"
-    remote.rename(away)
-    a.run("forget", "relationship_sam.md", "--yes", check=3)
-    away.rename(remote)
+    forget_while_away(a, remote, tmp_path, "relationship_sam.md")
     path = b.memory / "relationship_sam.md"
     path.write_text(path.read_text() + "- Sam starts a new job in May.\n")
     b.run("sync")
@@ -1086,10 +1097,9 @@ def test_an_item_reworded_on_the_other_device_after_the_forget_is_set_aside(pair
     b.run("pull")
     a.run("forget", "--match", "staging migration", "--yes")
     time.sleep(0.05)
-    path = b.memory / "carry_forward.md"
-    path.write_text(path.read_text().replace("migration finished.", "migration finished also R2."))
+    replace_in(b, "carry_forward.md", "migration finished.", "migration finished also R2.")
     if route == "post-tool-use":
-        b.post_tool_use(path)
+        b.post_tool_use(b.memory / "carry_forward.md")
     said = ""
     for device in (b, a, b):
         proc = device.run("sync")
@@ -1223,8 +1233,7 @@ def test_claude_is_told_when_its_new_task_went_with_an_item_consumed_elsewhere(p
     a.write("carry_forward.md", body.format(budget, ""), type="carry_forward")
     a.run("sync")
     b.run("sync")
-    path = a.memory / "carry_forward.md"
-    path.write_text(path.read_text().replace(body.format(budget, ""), body.format("", budget)))
+    replace_in(a, "carry_forward.md", body.format(budget, ""), body.format("", budget))
     a.run("sync")
     path = b.memory / "carry_forward.md"
     catering = budget.replace("budget", "catering")
@@ -1751,8 +1760,7 @@ def test_a_forget_after_switching_remotes_leaves_nothing_in_the_old_remotes_stat
         "relationship_sam.md", "## Notes\n- Sam mentioned a QTOKEN divorce.\n", type="relationship"
     )
     a.run("sync")
-    edit = a.memory / "relationship_sam.md"
-    edit.write_text(edit.read_text().replace("divorce", "divorce (history copy)"))
+    replace_in(a, "relationship_sam.md", "divorce", "divorce (history copy)")
     a.run("sync")  # an older copy of the file in the old remote's history too
     second = tmp_path / "remote-two"
     second.mkdir()
@@ -2073,10 +2081,7 @@ def _third_forgets_sam_while_away(pair, remote: Path, tmp_path: Path) -> Device:
     c = make_device(tmp_path, "tablet", remote.as_uri())
     seed_sam(*pair)
     c.run("sync")
-    away = tmp_path / "remote-away"
-    remote.rename(away)
-    c.run("forget", "relationship_sam.md", "--yes", check=3)
-    away.rename(remote)
+    forget_while_away(c, remote, tmp_path, "relationship_sam.md")
     return c
 
 
@@ -2087,8 +2092,7 @@ def test_an_index_line_reworded_while_a_forget_waited_is_set_aside(pair, remote,
     of the file itself is set aside in A's quarantine, with a notice: so is the index."""
     a, b = pair
     c = _third_forgets_sam_while_away(pair, remote, tmp_path)
-    index = a.memory / "MEMORY.md"
-    index.write_text(index.read_text().replace("going through a divorce", "divorce IDXA"))
+    replace_in(a, "MEMORY.md", "going through a divorce", "divorce IDXA")
     a.run("sync")
     c.run("sync")
     said = a.run("sync")
@@ -2096,7 +2100,8 @@ def test_an_index_line_reworded_while_a_forget_waited_is_set_aside(pair, remote,
     held = list(quarantine_dir(a.home).rglob("*MEMORY.md"))
     assert len(held) == 1 and "IDXA" in held[0].read_text(), said
     assert "quarantine" in said.stderr, said.stderr
-    assert "user_role.md" in index.read_text() and "IDXA" not in index.read_text()
+    index_text = (a.memory / "MEMORY.md").read_text()
+    assert "user_role.md" in index_text and "IDXA" not in index_text
     assert_forgotten(["IDXA", "divorce"], [a.memory, b.memory, c.memory, remote])
 
 
@@ -2265,8 +2270,7 @@ def test_forget_match_of_a_line_reworded_here_takes_its_synced_wording_everywher
     a.write("user_role.md", "Staff engineer.\n", type="user")
     a.run("sync")
     b.run("sync")
-    path = a.memory / "running_commitments.md"
-    path.write_text(path.read_text().replace("KIWI55.", "KIWI55 on Monday."))
+    replace_in(a, "running_commitments.md", "KIWI55.", "KIWI55 on Monday.")
     a.run("forget", "--match", "kiwi55", "--yes")
     for device in (b, a, b):
         device.run("sync")
@@ -2293,12 +2297,8 @@ def test_a_forget_that_waited_takes_a_rewording_uploaded_meanwhile(pair, remote,
     a.write("user_role.md", "Staff engineer.\n", type="user")
     a.run("sync")
     b.run("sync")
-    away = tmp_path / "remote-away"
-    remote.rename(away)
-    a.run("forget", "--match", "zebra77", "--yes", check=3)
-    away.rename(remote)
-    digest = b.memory / "session_digest_2026-11-27.md"
-    digest.write_text(digest.read_text().replace("on Tuesday.", "on Tuesday, 3pm."))
+    forget_while_away(a, remote, tmp_path, "--match", "zebra77")
+    replace_in(b, "session_digest_2026-11-27.md", "on Tuesday.", "on Tuesday, 3pm.")
     b.run("sync")
     proc = a.run("sync")
     assert "finished forgetting" in proc.stderr, proc.stderr
@@ -2326,8 +2326,7 @@ def test_forget_match_of_text_only_in_history_here_still_forgets_it(pair, remote
     a.write("user_role.md", "Staff engineer.\n", type="user")
     a.run("sync")
     b.run("sync")
-    path = a.memory / "carry_forward.md"
-    path.write_text(path.read_text().replace("- Ask about the PLUM31 diagnosis.\n", ""))
+    replace_in(a, "carry_forward.md", "- Ask about the PLUM31 diagnosis.\n", "")
     a.run("sync")
     b.run("sync")  # B's pull keeps its copy with the line in its history
     gone = b.run("forget", "--match", "plum31", "--yes")
@@ -2355,8 +2354,7 @@ def test_an_item_consumed_elsewhere_after_a_forget_of_its_rewording_stays_forgot
     y = "- Follow up with Pat about the kernel budget."
     path.write_text(path.read_text().replace(f"{x}\n", f"{x}\n{y}\n"))
     b.run("sync")
-    path = a.memory / "carry_forward.md"
-    path.write_text(path.read_text().replace("SECRET1.", "SECRET1 (reworded)."))
+    replace_in(a, "carry_forward.md", "SECRET1.", "SECRET1 (reworded).")
     a.run("forget", "--match", "secret1", "--yes")
     path = b.memory / "carry_forward.md"
     text = path.read_text().replace(f"{x}\n", "")
@@ -2436,15 +2434,10 @@ def test_a_forget_that_waited_takes_a_heading_renamed_and_added_to_meanwhile(
     a.write("user_role.md", "Staff engineer.\n", type="user")
     for device in (a, b, c):
         device.run("sync")
-    away = tmp_path / "remote-away"
-    remote.rename(away)
-    a.run("forget", "--match", "durian9", "--yes", check=3)
-    away.rename(remote)
-    threads = b.memory / "philosophical_threads.md"
-    threads.write_text(threads.read_text().replace("experiment", "experiment, revisited"))
+    forget_while_away(a, remote, tmp_path, "--match", "durian9")
+    replace_in(b, "philosophical_threads.md", "experiment", "experiment, revisited")
     b.run("sync")
-    threads = c.memory / "philosophical_threads.md"
-    threads.write_text(threads.read_text().replace("HIDE7.\n", "HIDE7.\n- Left off at NEW8.\n"))
+    replace_in(c, "philosophical_threads.md", "HIDE7.\n", "HIDE7.\n- Left off at NEW8.\n")
     c.run("sync")
     assert on_remote(remote)["philosophical_threads.md"].count("DURIAN9") == 1
     assert "finished forgetting" in a.run("sync").stderr
@@ -2480,10 +2473,7 @@ def test_a_forget_that_waited_takes_a_session_heading_compaction_moved_down_a_le
         a.write(f"user_fact_{n}.md", f"Fact {n}.\n", type="user")
     a.run("sync")
     b.run("sync")
-    away = tmp_path / "remote-away"
-    remote.rename(away)
-    a.run("forget", "--match", "lychee3", "--yes", check=3)
-    away.rename(remote)
+    forget_while_away(a, remote, tmp_path, "--match", "lychee3")
     b.run("compact", "--now", "2026-11-26")
     assert "### Session 05:10 LYCHEE3 planning" in on_remote(remote)["session_digest_2026-W45.md"]
     assert "finished forgetting" in a.run("sync").stderr
@@ -2515,8 +2505,7 @@ def test_forgetting_a_session_by_its_heading_leaves_other_sessions_subheadings(p
     )
     a.run("sync")
     b.run("sync")
-    digest = b.memory / "session_digest_2026-11-27.md"
-    digest.write_text(digest.read_text().replace("parser.\n", "parser.\n- ARC3 by B.\n"))
+    replace_in(b, "session_digest_2026-11-27.md", "parser.\n", "parser.\n- ARC3 by B.\n")
     plan = a.run("forget", "--match", "lychee3", "--yes").stdout
     assert "1 section(s) whose heading holds the text" in plan, plan
     said = b.run("sync").stderr
@@ -2544,8 +2533,7 @@ def test_a_heading_forget_takes_its_entries_earlier_wording_from_other_devices_h
     a.write("user_role.md", "Staff engineer.\n", type="user")
     for device in (a, b, c):
         device.run("sync")
-    threads = c.memory / "philosophical_threads.md"
-    threads.write_text(threads.read_text().replace("HIDE7.", "HIDE7, reworded."))
+    replace_in(c, "philosophical_threads.md", "HIDE7.", "HIDE7, reworded.")
     c.run("sync")
     b.run("forget", "--match", "durian9", "--yes")
     for device in (a, c, b, a):
@@ -2593,13 +2581,11 @@ def test_forgetting_a_title_two_renames_joined_takes_each_devices_own_from_histo
     a.run("sync")
     b.run("sync")
     old = "## Free will and the DURIAN9 experiment"
-    threads = b.memory / "philosophical_threads.md"
-    threads.write_text(threads.read_text().replace(old, f"{old}, revisited"))
+    replace_in(b, "philosophical_threads.md", old, f"{old}, revisited")
     b.run("sync")
-    threads = a.memory / "philosophical_threads.md"
-    threads.write_text(threads.read_text().replace(old, "## Lawsuit thread KIWI1"))
+    replace_in(a, "philosophical_threads.md", old, "## Lawsuit thread KIWI1")
     assert "the title of" in a.run("sync").stderr
-    threads.write_text(threads.read_text().replace("revisited\n", "revisited, again\n"))
+    replace_in(a, "philosophical_threads.md", "revisited\n", "revisited, again\n")
     a.run("sync")
     b.run("sync")
     b.run("forget", "--match", "kiwi1", "--yes")
