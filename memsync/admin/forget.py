@@ -111,6 +111,7 @@ class ForgetReport:
     index_lines: int = 0  # MEMORY.md lines removed with the files
     offline: str | None = None  # the remote part waits for the next sync
     purged: bool = False  # the project is purged: only the forget records went to the remote
+    searched_offline: bool = False  # --match searched this device only: the remote was away
 
 
 def _start(
@@ -327,6 +328,8 @@ class MatchPlan:
     held: int = 0
     # the lines holding it in this device's synced copies before the pull (_synced_wordings)
     synced: list[str] = field(default_factory=list)
+    # why the pull could not reach the remote (its copies were not searched), or None
+    offline: str | None = None
 
 
 def _contains(data: bytes | str, needle: str) -> bool:
@@ -465,13 +468,14 @@ def plan_match(engine: Engine, needle: str) -> MatchPlan:
     synced = _synced_wordings(engine, needle)  # before the pull merges a rewording over them
     from memsync.sync.tombstones import Purged
 
+    offline = None
     try:
-        engine.run("pull")
+        offline = engine.run("pull").offline
     except Purged:
         pass  # nothing to pull: what this device holds is what there is to forget
     except GuardError as exc:  # forget has no --force: say which command takes it
         raise exc.within("forget", "pull") from None
-    plan = MatchPlan(needle, indexes_before=before, synced=synced)
+    plan = MatchPlan(needle, indexes_before=before, synced=synced, offline=offline)
     contents: dict[str, str] = {}
     indexes: list[str] = []
     for name, path, _ in sorted(MemoryWalk(engine.ctx.memory_dir)):
@@ -546,7 +550,7 @@ def apply_match(engine: Engine, plan: MatchPlan) -> ForgetReport:
     """Remove the entries (pushed through the normal merge, where a removal made since the
     base stays removed), forget the whole files everywhere, and take the text out of every
     local history version. The tombstone and the audit log get hashes, never the text."""
-    report = ForgetReport(files=sorted(plan.files))
+    report = ForgetReport(files=sorted(plan.files), searched_offline=plan.offline is not None)
     with engine.locked():
         forgotten = _index_lines(engine, plan.files)
         forgotten += _known_index_lines(engine, plan.files, plan.indexes_before)

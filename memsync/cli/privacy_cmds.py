@@ -60,6 +60,7 @@ def forget(
 ) -> None:
     """Remove memory for real: here, on the remote, in local history, and on other devices."""
     from memsync.admin import forget as core
+    from memsync.sync.engine import SYNC_OFF
 
     if bool(paths) == bool(match):
         raise UsageError("name the files to forget, or give --match TEXT (not both)")
@@ -77,6 +78,16 @@ def forget(
         return
     assert match is not None
     plan = core.plan_match(engine, match)
+    if not plan.files and not plan.entries and not plan.held and plan.offline == SYNC_OFF:
+        out.print(f"Nothing matches on this device ({SYNC_OFF}: the remote was not searched).")
+        return
+    if not plan.files and not plan.entries and not plan.held and plan.offline:
+        fail(
+            f"Nothing matches on this device, and the remote is unreachable ({plan.offline}), "
+            "so its copies were not searched: run the same `memsync forget --match` again "
+            "once it is back",
+            3,
+        )
     if not plan.files and not plan.entries and not plan.held:
         out.print(
             "Nothing matches on this device or the remote. A copy only in another device's "
@@ -126,7 +137,13 @@ def _finish(report: ForgetReport) -> None:
     if report.offline:
         fail(
             f"forgotten here, but the remote is unreachable ({report.offline}); the next "
-            "`memsync sync` finishes it there, and other devices follow when they sync",
+            "`memsync sync` finishes it there, and other devices follow when they sync"
+            + (
+                " (a copy only on the remote was not searched: run the same `memsync forget "
+                "--match` again once it is back)"
+                if report.searched_offline
+                else ""
+            ),
             3,
         )
     if report.purged:

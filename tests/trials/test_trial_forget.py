@@ -2592,3 +2592,27 @@ def test_forgetting_a_title_two_renames_joined_takes_each_devices_own_from_histo
     for device in (a, b, a):
         device.run("sync")
     assert_forgotten(["KIWI1", "HIDE7"], everywhere(pair, remote))
+
+
+def test_forget_match_with_the_remote_away_says_the_remote_was_not_searched(pair, remote, tmp_path):
+    """Fresh-eyes s33c, G2: with the remote away, `forget --match` of text only the remote
+    (another device's upload) holds said "Nothing matches on this device or the remote" and
+    exited 0; nothing was left to finish, and the text spread with the next sync. It says the
+    remote was not searched and exits 3; run again once the remote is back, it forgets it."""
+    a, b = pair
+    b.write("user_role.md", "Staff engineer.\n", type="user")
+    b.run("sync")
+    a.run("sync")
+    b.write(
+        "relationship_kim.md", "## Notes\n- Kim shared the KUMQUAT8 news.\n", type="relationship"
+    )
+    b.run("sync")
+    away = tmp_path / "remote-away"
+    remote.rename(away)
+    said = a.run("forget", "--match", "kumquat8", "--yes", check=3).stderr
+    assert "the remote is unreachable" in said and "were not searched" in said, said
+    away.rename(remote)
+    a.run("forget", "--match", "kumquat8", "--yes")
+    for device in (b, a):
+        device.run("sync")
+    assert_forgotten(["KUMQUAT8"], everywhere(pair, remote))
