@@ -392,12 +392,12 @@ def _drop_sections(node: Section, needle: str, dropped: list[str]) -> int:
     """In place: take out the sections whose heading holds the text (a thread's title, a
     digest session's heading), with what they hold: that section is what the text is about,
     not the whole file (fresh-eyes s32b, N2: the whole file went). Returns the entries
-    taken out, a heading counted as one; `dropped` gets one item per section taken."""
+    taken out (a heading is none: fresh-eyes s33c, G7); `dropped` gets each section's title."""
     removed = 0
     kept = []
     for child in node.children:
         if child.heading and _contains(child.heading, needle):
-            removed += sum(1 + sum(bool(e.strip()) for e in s.entries) for s in child.walk())
+            removed += sum(sum(bool(e.strip()) for e in s.entries) for s in child.walk())
             dropped.append(child.title)
             continue
         removed += _drop_sections(child, needle, dropped)

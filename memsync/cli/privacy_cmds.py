@@ -99,17 +99,19 @@ def forget(
     for name in plan.files:
         out.print(f"will forget file: {name}", markup=False)
     for name, count in plan.entries.items():
-        if count:
-            noun = "entry" if count == 1 else "entries"
-            taken, whole = plan.sections.get(name, (0, False))
-            held = (
-                " (its whole body: the text is in a heading above all of it)"
-                if whole
-                else f" ({taken} section(s) whose heading holds the text, with what is under them)"
-                if taken
-                else ""
-            )
-            out.print(f"will remove {count} {noun} from {name}{held}", markup=False)
+        taken, whole = plan.sections.get(name, (0, False))
+        if not count and not taken:
+            continue
+        noun = "entry" if count == 1 else "entries"
+        what = f"{count} {noun} from {name}" if count else f"from {name}"
+        held = (
+            " (its whole body: the text is in a heading above all of it)"
+            if whole
+            else f" ({taken} section(s) whose heading holds the text, with what is under them)"
+            if taken
+            else ""
+        )
+        out.print(f"will remove {what}{held}", markup=False)
     for name, described in sorted(plan.relined.items()):
         instead = "the file's own description" if described else "no description"
         out.print(
