@@ -65,6 +65,14 @@ def index(*lines: str) -> str:
     return "# Memory\n" + "".join(f"{line}\n" for line in lines)
 
 
+def write_and_sync(a: Device, b: Device, name: str, body: str, **meta: object) -> None:
+    """A memory file and `user_role.md` written on `a`, then synced on `a` and `b`."""
+    a.write(name, body, **meta)
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+
+
 def forget_while_away(device: Device, remote: Path, tmp_path: Path, *args: str) -> None:
     """`memsync forget ARGS --yes` with the remote away (exit 3: it waits for the next sync),
     then the remote back."""
@@ -598,10 +606,7 @@ def test_an_edit_synced_by_a_third_device_while_a_forget_waited_is_set_aside_the
     the forget; B's edit must land in B's quarantine with a notice, never erased, and the
     original text stays nowhere outside quarantine."""
     a, b, c = (make_device(tmp_path, n, remote.as_uri()) for n in ("lap", "desk", "tablet"))
-    a.write("user_x.md", "X likes ZORIGINAL tea.\n", type="user")
-    a.write("user_role.md", "Staff engineer.\n", type="user")
-    a.run("sync")
-    b.run("sync")
+    write_and_sync(a, b, "user_x.md", "X likes ZORIGINAL tea.\n", type="user")
     c.run("sync")
     if outage == "another-url":
         down = Device(a.name, a.root, (tmp_path / "remote-down").as_uri())
@@ -990,10 +995,7 @@ def test_a_voice_rule_compacted_offline_from_a_forgotten_line_does_not_bring_it_
     from before it. A's next sync takes the rule out before it merges: the words are on no
     device, the remote or any base, and no note claims a removal that did not happen."""
     a, b = pair
-    a.write("voice_calibration.md", VOICE, type="voice_calibration")
-    a.write("user_role.md", "Staff engineer.\n", type="user")
-    a.run("sync")
-    b.run("sync")
+    write_and_sync(a, b, "voice_calibration.md", VOICE, type="voice_calibration")
     b.run("forget", "--match", "joking about", "--yes")
     away = tmp_path / "remote-away"
     remote.rename(away)
@@ -2266,10 +2268,9 @@ def test_forget_match_of_a_line_reworded_here_takes_its_synced_wording_everywher
     in A's synced copy that holds the text is forgotten too."""
     a, b = pair
     promise = "- [c-2026-11-27-pxhc] 2026-11-27: call the clinic about KIWI55."
-    a.write("running_commitments.md", f"## Open\n{promise}\n\n## Delivered\n", type="commitments")
-    a.write("user_role.md", "Staff engineer.\n", type="user")
-    a.run("sync")
-    b.run("sync")
+    write_and_sync(
+        a, b, "running_commitments.md", f"## Open\n{promise}\n\n## Delivered\n", type="commitments"
+    )
     replace_in(a, "running_commitments.md", "KIWI55.", "KIWI55 on Monday.")
     a.run("forget", "--match", "kiwi55", "--yes")
     for device in (b, a, b):
@@ -2288,15 +2289,14 @@ def test_a_forget_that_waited_takes_a_rewording_uploaded_meanwhile(pair, remote,
     every device. The forget, finishing, takes a rewording of a forgotten line out of the
     remote copies written meanwhile too, and B sets its copy as it was aside in quarantine."""
     a, b = pair
-    a.write(
+    write_and_sync(
+        a,
+        b,
         "session_digest_2026-11-27.md",
         "## Session 09:00 s1\n\n### Arcs\n- Worked on the parser.\n"
         "- Dentist appointment ZEBRA77 on Tuesday.\n",
         type="session_digest",
     )
-    a.write("user_role.md", "Staff engineer.\n", type="user")
-    a.run("sync")
-    b.run("sync")
     forget_while_away(a, remote, tmp_path, "--match", "zebra77")
     replace_in(b, "session_digest_2026-11-27.md", "on Tuesday.", "on Tuesday, 3pm.")
     b.run("sync")
@@ -2318,14 +2318,13 @@ def test_forget_match_of_text_only_in_history_here_still_forgets_it(pair, remote
     it there (and on the other devices) for a `restore` to publish again. Earlier versions
     kept here count: it forgets the text in them, and tells the other devices."""
     a, b = pair
-    a.write(
+    write_and_sync(
+        a,
+        b,
         "carry_forward.md",
         "## Pending\n- Ask about the PLUM31 diagnosis.\n- Book the venue.\n",
         type="carry_forward",
     )
-    a.write("user_role.md", "Staff engineer.\n", type="user")
-    a.run("sync")
-    b.run("sync")
     replace_in(a, "carry_forward.md", "- Ask about the PLUM31 diagnosis.\n", "")
     a.run("sync")
     b.run("sync")  # B's pull keeps its copy with the line in its history
@@ -2346,10 +2345,9 @@ def test_an_item_consumed_elsewhere_after_a_forget_of_its_rewording_stays_forgot
     every device and the remote."""
     a, b = pair
     x = "- Email Alex about the laptop novel SECRET1."
-    a.write("carry_forward.md", f"## Pending\n{x}\n\n## Consumed\n", type="carry_forward")
-    a.write("user_role.md", "Staff engineer.\n", type="user")
-    a.run("sync")
-    b.run("sync")
+    write_and_sync(
+        a, b, "carry_forward.md", f"## Pending\n{x}\n\n## Consumed\n", type="carry_forward"
+    )
     path = b.memory / "carry_forward.md"
     y = "- Follow up with Pat about the kernel budget."
     path.write_text(path.read_text().replace(f"{x}\n", f"{x}\n{y}\n"))
@@ -2392,18 +2390,19 @@ def test_forget_match_of_a_heading_takes_its_section_not_the_whole_file(pair, re
     the whole file, every other thread included, on every device and from all history. The
     section whose heading holds the text goes, with what it holds; the rest stays."""
     a, b = pair
-    a.write(
+    write_and_sync(
+        a,
+        b,
         "philosophical_threads.md",
         "## Free will and the DURIAN9 experiment\n- We argued about determinism.\n\n"
         "## Whether maps are territories\n- Pat thinks KEEPME1 is a map.\n",
         type="philosophical_threads",
     )
-    a.write("user_role.md", "Staff engineer.\n", type="user")
-    a.run("sync")
-    b.run("sync")
     proc = a.run("forget", "--match", "durian9", "--yes")
     assert "will forget file" not in proc.stdout, proc.stdout
-    assert "will remove 1 entry from philosophical_threads.md (1 section(s)" in proc.stdout, proc.stdout
+    assert "will remove 1 entry from philosophical_threads.md (1 section(s)" in proc.stdout, (
+        proc.stdout
+    )
     b.run("sync")
     for device in (a, b):
         text = (device.memory / "philosophical_threads.md").read_text()
@@ -2550,10 +2549,9 @@ def test_forget_match_keeps_the_rest_of_a_history_copy_holding_the_text(pair, re
     rewording was nowhere. The forgotten lines leave the copy; the rest stays."""
     a, b = pair
     promise = "- [c-2026-11-20-ab12] 2026-11-20: send Pat the benchmark numbers.\n"
-    a.write("running_commitments.md", f"\n## Open\n{promise}\n## Delivered\n", type="commitments")
-    a.write("user_role.md", "Staff engineer.\n", type="user")
-    a.run("sync")
-    b.run("sync")
+    write_and_sync(
+        a, b, "running_commitments.md", f"\n## Open\n{promise}\n## Delivered\n", type="commitments"
+    )
     path = a.memory / "running_commitments.md"
     text = path.read_text().replace(promise, "")
     path.write_text(text.replace("## Delivered\n", "## Delivered\n" + promise))
@@ -2576,10 +2574,7 @@ def test_forgetting_a_title_two_renames_joined_takes_each_devices_own_from_histo
     no line B forgot equals or reads like closely enough: it stayed. Each title holding the
     text that a joined heading joins is forgotten too."""
     a, b = pair
-    a.write("philosophical_threads.md", _threads(), type="philosophical_threads")
-    a.write("user_role.md", "Staff engineer.\n", type="user")
-    a.run("sync")
-    b.run("sync")
+    write_and_sync(a, b, "philosophical_threads.md", _threads(), type="philosophical_threads")
     old = "## Free will and the DURIAN9 experiment"
     replace_in(b, "philosophical_threads.md", old, f"{old}, revisited")
     b.run("sync")
