@@ -33,7 +33,6 @@ import os
 import re
 import shutil
 import time
-import unicodedata
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -46,8 +45,10 @@ from memsync.sync.forgotten import (
     body_hashes,
     body_line_hashes,
     earlier_forms,
+    folded,
     line_hash,
     line_hashes,
+    text_mark,
     title_parts,
 )
 from memsync.sync.tombstones import (
@@ -336,11 +337,7 @@ def _contains(data: bytes | str, needle: str) -> bool:
     """Case-insensitive, and blind to Unicode normalisation: text typed decomposed (NFD, as
     macOS input can give) finds the same text stored composed (fresh-eyes s32b, N3)."""
     text = data.decode("utf-8", "replace") if isinstance(data, bytes) else data
-    return _folded(needle) in _folded(text)
-
-
-def _folded(text: str) -> str:
-    return unicodedata.normalize("NFC", text).casefold()
+    return folded(needle) in folded(text)
 
 
 def _without_entries(name: str, text: str, needle: str) -> tuple[str, int, int] | None:
@@ -526,15 +523,24 @@ def _is_index(name: str, text: str) -> bool:
     return type_of(name, meta).name == "index"
 
 
-def _matching_conflicts(engine: Engine, needle: str) -> set[str]:
+def _matching_conflicts(engine: Engine, plan: MatchPlan) -> set[str]:
     """The ids of the conflict records, here and on the remote, whose description holds the
-    text (a heading or a commitment id it names); those here are cleared now. The remote's
+    text (a heading or a commitment id it names), or, in a file the forget rewrites, whose
+    versions kept side by side are none of them in it any more (a section's title changed on
+    two devices, `## A / B`, then forgotten: the record names the title it had before, which
+    need not hold the text; fresh-eyes s33c, G6); those here are cleared now. The remote's
     are taken off it with the job's remote part, and the other devices clear theirs by id."""
+    from memsync.memory.merge import marks_of
     from memsync.sync.conflicts import recorded
     from memsync.sync.remote_keys import CONFLICTS
 
+    left = {name: marks_of(data) for name, data in plan.rewrites.items()}
+
     def about(c: dict[str, Any]) -> bool:  # the description: a name holding it is no reason
-        return _contains(str(c.get("detail")), needle)
+        marks = c.get("marks") if isinstance(c.get("marks"), list) else None
+        name = str(c.get("file"))
+        over = bool(marks) and name in left and not set(marks or ()) & left[name]
+        return over or _contains(str(c.get("detail")), plan.text)
 
     state = engine.state
     hit = [c for c in state.conflicts if about(c)]
@@ -571,9 +577,9 @@ def apply_match(engine: Engine, plan: MatchPlan) -> ForgetReport:
             engine,
             "forget-match",
             plan.files,
-            line_hashes(forgotten),
+            line_hashes(forgotten) | {text_mark(plan.text)},
             plan.rewrites,
-            _matching_conflicts(engine, plan.text),
+            _matching_conflicts(engine, plan),
             match_sha256=hashlib.sha256(plan.text.encode()).hexdigest()[:16],
             entries=plan.entries,
         )

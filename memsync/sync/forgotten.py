@@ -3,9 +3,12 @@ lines out of a copy (a history version, a base, a memory file)."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import re
-from collections.abc import Container, Iterable
+import unicodedata
+from collections.abc import Collection, Container, Iterable
 
 from memsync.memory.sections import heading_levels
 from memsync.util.resources import template_lines
@@ -67,13 +70,104 @@ def identity(line: str) -> set[str]:
     return line_hashes([line, *earlier_forms(line), *heading_forms(line)])
 
 
+# --- forgotten text (`forget --match`), by hash ----------------------------------------------
+
+_TEXT = "text:"
+
+
+def folded(text: str) -> str:
+    """What `forget --match` compares: case-insensitive, and blind to Unicode normalisation
+    (text typed decomposed, as macOS input can give, finds the same text stored composed)."""
+    return unicodedata.normalize("NFC", text).casefold()
+
+
+_TEXT_SALT = hashlib.sha256(b"memsync-forgotten-text\n")
+
+
+def _text_digest(data: bytes) -> bytes:
+    digest = _TEXT_SALT.copy()
+    digest.update(data)
+    return digest.digest()[:16]
+
+
+def text_mark(needle: str) -> str:
+    """What a `forget --match` tombstone carries for the text itself, beside the hashes of
+    the lines it took: its length and a hash (never the text). A device holds the text in
+    wordings the forgetting device never saw (a line reworded there and synced, then
+    forgotten: the devices that had not pulled the rewording hold the words before it, which
+    no line hash names; fresh-eyes s33c, G1); a line of its own holding the text is one the
+    user asked to forget. The mark sits among the line hashes, so every place that takes
+    forgotten lines out of old content takes these lines too."""
+    data = folded(needle).encode("utf-8", "surrogatepass")
+    return f"{_TEXT}{len(data)}:{_text_digest(data).hex()}"
+
+
+def text_marks(forgotten: Iterable[str]) -> dict[int, frozenset[bytes]]:
+    """The forgotten texts among `forgotten`, by their length in bytes: {length: {digest}}."""
+    out: dict[int, set[bytes]] = {}
+    for key in forgotten:
+        if key.startswith(_TEXT):
+            size, _, digest = key[len(_TEXT) :].partition(":")
+            with contextlib.suppress(ValueError):
+                if int(size) > 0:
+                    out.setdefault(int(size), set()).add(bytes.fromhex(digest))
+    return {size: frozenset(digests) for size, digests in out.items()}
+
+
+def without_marks(forgotten: Iterable[str]) -> set[str]:
+    """The line hashes alone: content written after a forget may hold its text again, and
+    only what was there before it (a synced copy, a file last written before it, a history
+    copy) loses lines by the text (new history copies lose forgotten lines by hash only)."""
+    return {key for key in forgotten if not key.startswith(_TEXT)}
+
+
+def holds_text(line: str, marks: dict[int, frozenset[bytes]]) -> set[str]:
+    """The marks (`text_mark`) of the forgotten texts `line` holds."""
+    if not marks:
+        return set()
+    data = folded(line).encode("utf-8", "surrogatepass")
+    return {
+        f"{_TEXT}{size}:{found.hex()}"
+        for size, digests in marks.items()
+        if (found := _window_in(data, size, digests)) is not None
+    }
+
+
+@functools.lru_cache(maxsize=8192)
+def _window_in(data: bytes, size: int, digests: frozenset[bytes]) -> bytes | None:
+    """The digest of the first window of `data`, `size` bytes long, whose hash is one of
+    `digests` (UTF-8 finds a character string inside another at the same bytes). Cached: the
+    history copies of one file, scrubbed one after another, share most of their lines."""
+    salt = _TEXT_SALT
+    for i in range(len(data) - size + 1):
+        window = salt.copy()  # `_text_digest`, inlined: this loop is the scrub's cost
+        window.update(data[i : i + size])
+        if (digest := window.digest()[:16]) in digests:
+            return digest
+    return None
+
+
+def known_by(
+    line: str, forgotten: Collection[str], marks: dict[int, frozenset[bytes]] | None = None
+) -> set[str]:
+    """The entries of `forgotten` `line` is known by: its identity's hashes, and the marks of
+    the forgotten texts it holds (`marks`, when the caller has them from `text_marks`)."""
+    found = {h for h in identity(line) if h in forgotten}
+    return found | holds_text(line, text_marks(forgotten) if marks is None else marks)
+
+
 def scrub(content: bytes, forgotten: Container[str]) -> bytes:
     """`content` without the lines whose hash is in `forgotten` (a compacted rule whose
     earlier form is forgotten included), the subheadings a forgotten heading held that hold
     nothing now (a forgotten session's `### Arcs`) and the blank lines the cut doubled."""
     text = content.decode("utf-8", "surrogateescape")
     lines = text.splitlines(keepends=True)
-    gone = {i for i, line in enumerate(lines) if any(h in forgotten for h in identity(line))}
+    marks = text_marks(forgotten) if isinstance(forgotten, Iterable) else {}
+    gone = {
+        i
+        for i, line in enumerate(lines)
+        if any(h in forgotten for h in identity(line)) or holds_text(line, marks)
+    }
     if not gone:
         return content
     gone |= _emptied(lines, gone)

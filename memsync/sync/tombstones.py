@@ -26,10 +26,12 @@ from memsync.stores import MAX_ATTEMPTS
 from memsync.sync.forgotten import (
     body_hash,
     body_hashes,
-    identity,
+    holds_text,
+    known_by,
     line_hash,
     line_hashes,
     scrub,
+    text_marks,
 )
 from memsync.sync.remote_keys import PURGED, TOMBSTONES
 from memsync.sync.state import COMEBACKS, NO_COPY, history_folder, pending_forgets_file
@@ -1084,20 +1086,24 @@ def _scrub_local(
     if not fresh:
         return
     rebased: dict[str, tuple[str, bytes]] = {}
+    marks = text_marks(fresh)
     for name in sorted(local.content.hashes):
         try:
             data = local.content[name]
         except (MemsyncError, OSError):
             continue
         lines = data.decode("utf-8", "replace").splitlines()
-        # each line by the forgotten hashes it is known by: its own, or a compacted rule's
-        # earlier form (forgotten.identity)
+        # each line by the forgotten hashes it is known by: its own, a compacted rule's
+        # earlier form, a heading's other level (forgotten.identity), or a forgotten text it
+        # holds (forgotten.text_mark)
         known: dict[str, set[str]] = {}
+        by_text: set[str] = set()  # lines known by a forgotten text alone
         for line in lines:
-            ids = identity(line) & set(fresh)
+            ids = known_by(line, fresh, marks)
             if ids and (h := line_hash(line)) is not None:
                 known[h] = ids
-        held = set(known)
+                if not any(not i.startswith("text:") for i in ids):
+                    by_text.add(h)
         base = engine.state.base(name) if name in engine.state.records else None
         base_lines = base.decode("utf-8", "replace").splitlines() if base else []
         path = engine.local_path(name)
@@ -1112,8 +1118,15 @@ def _scrub_local(
         base_lines += _rolled_up_bases(engine, data) if _rollup(name) else []
         in_base = line_hashes(base_lines)
         old = {
-            h for h, ids in known.items() if ids & in_base or mtime <= min(fresh[i] for i in ids)
+            h
+            for h, ids in known.items()
+            if ids & in_base or h in in_base or mtime <= min(fresh[i] for i in ids)
         }
+        # held as forgotten: a line the forget named, or one holding its text synced from
+        # here before (the words before a rewording the forgetting device made and synced,
+        # fresh-eyes s33c, G1); a line of this device's own edit holding the text, which no
+        # other device saw, is set aside with the copy first, like a rewording made here
+        held = {h for h in known if h not in by_text or h in in_base}
         old |= _rewords_of_forgotten(lines, base_lines, fresh)
         again = _as_written_again(engine, name, local, listing)
         if again is not None:  # written again on the remote after those forgets: new there
@@ -1249,7 +1262,12 @@ def _rewords_of_forgotten(
     from memsync.memory.merge import SIMILAR, own_identity, similarity
 
     here = set(lines)
-    gone = [line for line in base_lines if line_hash(line) in fresh and line not in here]
+    marks = text_marks(fresh)
+    gone = [
+        line
+        for line in base_lines
+        if line not in here and (line_hash(line) in fresh or holds_text(line, marks))
+    ]
     if not gone:
         return set()
     added = [line for line in lines if line not in set(base_lines) and line_hash(line)]

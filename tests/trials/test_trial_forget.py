@@ -2587,6 +2587,11 @@ def test_forgetting_a_title_two_renames_joined_takes_each_devices_own_from_histo
     for device in (a, b, a):
         device.run("sync")
     assert_forgotten(["KIWI1", "HIDE7"], everywhere(pair, remote))
+    # s33c, G6: the remote's record kept the conflict, which names the title before the
+    # renames (DURIAN9's), though its versions were gone from the file
+    record = json.loads((remote / PROJECT / "_memsync" / "conflicts.json").read_text())
+    assert not record["conflicts"], record
+    assert "DURIAN9" not in json.dumps(record)
 
 
 def test_forget_match_with_the_remote_away_says_the_remote_was_not_searched(pair, remote, tmp_path):
@@ -2611,3 +2616,56 @@ def test_forget_match_with_the_remote_away_says_the_remote_was_not_searched(pair
     for device in (b, a):
         device.run("sync")
     assert_forgotten(["KUMQUAT8"], everywhere(pair, remote))
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("- Joke about the harbor PLUM4 landed.", "- Joke about the harbor PLUM4 landed, twice."),
+        ("## Harbor talk PLUM4", "## Harbor talk PLUM4, revisited"),
+    ],
+    ids=["entry", "title"],
+)
+def test_a_line_reworded_and_synced_then_forgotten_leaves_no_earlier_wording(
+    pair, remote, old, new
+):
+    """Fresh-eyes s33c, G1: A rewords a line and pushes it, then forgets it by `--match`. B had
+    not pulled the rewording: the tombstone named only A's wording, so B's pull kept B's copy
+    (the line in its words before) as a new history copy. The tombstone also carries the text
+    by hash: B takes out every line of its old content holding it."""
+    a, b = pair
+    body = f"## Notes\n- Keep KEEPME1.\n\n{old.split(chr(10))[0]}\n"
+    if old.startswith("##"):
+        body += "- An entry under the harbor thread.\n"
+    write_and_sync(a, b, "philosophical_threads.md", body, type="philosophical_threads")
+    replace_in(a, "philosophical_threads.md", old, new)
+    a.run("push", "philosophical_threads.md")
+    a.run("forget", "--match", "plum4", "--yes")
+    for device in (b, a, b):
+        device.run("sync")
+    for device in (a, b):
+        assert "KEEPME1" in (device.memory / "philosophical_threads.md").read_text(), device.name
+    assert_forgotten(["PLUM4"], everywhere(pair, remote))
+
+
+def test_an_unsynced_line_holding_forgotten_text_is_set_aside_not_erased(pair, remote):
+    """The other side of G1's fix: B wrote a line of its own holding the text, before A's
+    forget, and had not synced it. No device but B ever saw it, so no line hash names it; it
+    holds what the user asked to forget, so it leaves B's file, but B's copy with it is set
+    aside in quarantine first (B's edit, destroyed nowhere) and the status says so."""
+    a, b = pair
+    write_and_sync(a, b, "philosophical_threads.md", "## Notes\n- Keep KEEPME1.\n")
+    replace_in(b, "philosophical_threads.md", "KEEPME1.\n", "KEEPME1.\n- B's own PLUM4 note.\n")
+    a.write(
+        "voice_calibration.md", "## Rules\n- The PLUM4 joke landed.\n", type="voice_calibration"
+    )
+    a.run("sync")
+    old = time.time() - 60
+    os.utime(b.memory / "philosophical_threads.md", (old, old))
+    a.run("forget", "--match", "plum4", "--yes")
+    b.run("sync")
+    a.run("sync")
+    held = [p.read_text() for p in quarantine_dir(b.home).rglob("*philosophical_threads.md")]
+    assert len(held) == 1 and "B's own PLUM4 note." in held[0], held
+    assert "quarantine" in b.run("status").stdout
+    assert_forgotten(["PLUM4"], everywhere(pair, remote), [quarantine_dir(b.home)])
