@@ -804,6 +804,96 @@ def test_a_section_renamed_on_one_side_holds_what_the_other_side_did_under_it(rn
     assert result.conflict is None, result.conflict
 
 
+@SETTINGS
+@given(
+    rnd=st.randoms(use_true_random=False),
+    kind=st.sampled_from(["relationship", "philosophical_threads", "self_observations"]),
+    renamer=st.sampled_from(["ours", "theirs"]),
+)
+def test_a_section_renamed_on_one_side_and_dissolved_on_the_other_holds_each_entry_once(
+    rnd, kind, renamer
+):
+    """Fresh-eyes s33c, G3: one device renames a section (and may add to it) while the other
+    dissolves it: moves some of its entries, as they were, into other sections and drops the
+    rest with the title. Each entry is in the result once: a moved one where it was moved,
+    a dropped one nowhere (a removal beats an entry left alone), an addition under the new
+    title, which stays (a rename is a change, and a change beats a removal); no conflict."""
+    path = KINDS.get(kind, f"{kind}.md")
+    count = iter(range(1000))
+    tree = [
+        (h, [f"entry {next(count)} {rnd.choice(_WORDS)}" for _ in range(rnd.randint(1, 3))], {})
+        for h in rnd.sample("ABCD", rnd.randint(2, 4))
+    ]
+    name = rnd.randrange(len(tree))
+    heading, entries, _ = tree[name]
+    title = rnd.choice([f"{heading} revisited", f"Retitled {rnd.randrange(100)}"])
+    added = ["added by the renamer"] if rnd.random() < 0.5 else []
+    renamed = [
+        (title, e + added, s) if i == name else (h, e, s) for i, (h, e, s) in enumerate(tree)
+    ]
+    moved = {e: rnd.choice([i for i in range(len(tree)) if i != name]) for e in entries}
+    moved = {e: to for e, to in moved.items() if rnd.random() < 0.6}
+    dissolved = [
+        (h, e + [x for x, to in moved.items() if to == i], s)
+        for i, (h, e, s) in enumerate(tree)
+        if i != name
+    ]
+    b = _render_tree(tree, kind)
+    o, t = (renamed, dissolved) if renamer == "ours" else (dissolved, renamed)
+    result = merge(path, b, _render_tree(o, kind), _render_tree(t, kind))
+    want = dissolved[:name] + [(title, added, {})] + dissolved[name:]
+    assert _shape(result.content) == _shape(_render_tree(want, kind))
+    assert result.conflict is None, result.conflict
+
+
+@pytest.mark.parametrize("renamer", ["ours", "theirs"])
+def test_a_title_only_section_retitled_while_the_other_side_writes_its_first_entry(renamer):
+    """Fresh-eyes s33b, F3: a thread with a title and nothing under it yet, retitled closely
+    on one device while the other writes its first entry: with no entry to tell, the merge
+    took them for two threads (the new title empty, the old one holding the entry). A title
+    much like the old one is the section renamed; one in other words stays a new section."""
+    tree = [("Maps", ["a walk in the park"], {}), ("Empty thread KIWI1", [], {})]
+    b = _render_tree(tree, "philosophical_threads")
+    renamed = b.replace(b"## Empty thread KIWI1\n", b"## Empty thread KIWI1, revisited\n")
+    written = _render_tree(
+        [tree[0], ("Empty thread KIWI1", ["first raised NEWB5"], {})], "philosophical_threads"
+    )
+    o, t = (renamed, written) if renamer == "ours" else (written, renamed)
+    result = merge("philosophical_threads.md", b, o, t)
+    assert _shape(result.content)[1:] == [
+        (2, "Maps", ["- a walk in the park"]),
+        (2, "Empty thread KIWI1, revisited", ["- first raised NEWB5"]),
+    ]
+    assert result.conflict is None, result.conflict
+    other = b.replace(b"## Empty thread KIWI1\n", b"## Lunch debate\n")
+    o, t = (other, written) if renamer == "ours" else (written, other)
+    titles = [title for _, title, _ in _shape(merge("philosophical_threads.md", b, o, t).content)]
+    assert "Lunch debate" in titles and "Empty thread KIWI1" in titles, titles
+
+
+@pytest.mark.parametrize("other", ["Test marathon", None], ids=["both-retitle", "one-adds"])
+def test_a_digests_only_session_retitled_stays_one_session(other):
+    """A day digest's only `## Session …` retitled in other words (`## Parser day`) on one
+    device, and retitled otherwise or added to on the other: the retitled side, with no
+    `## Session` block left, was wrapped as a session of its own, so the merge held the
+    old session beside the new, every entry twice. It is the same session, renamed."""
+
+    def digest(title: str, extra: str = "") -> bytes:
+        body = f"## {title}\n\n### Arcs\n- ARC05 on item 05.{extra}\n\n### Notes\n- REL05 fine.\n"
+        meta = {"name": "d", "description": "d", "type": "session_digest"}
+        return memory.render(meta, body).encode()
+
+    b = digest("Session 09:00 s05")
+    t = digest(other) if other else digest("Session 09:00 s05", "\n- NEW arc")
+    result = merge("session_digest_2026-10-05.md", b, digest("Parser day"), t)
+    titles = [title for level, title, _ in _shape(result.content) if level == 2]
+    entries = [e for _, _, es in _shape(result.content) for e in es]
+    assert titles == (["Parser day / Test marathon"] if other else ["Parser day"]), titles
+    assert entries.count("- ARC05 on item 05.") == 1 and entries.count("- REL05 fine.") == 1
+    assert ("- NEW arc" in entries) == (other is None)
+    assert (result.conflict is not None) == (other is not None), result.conflict
+
+
 def _shape(data: bytes) -> list[tuple[int, str, list[str]]]:
     """Each section's level, title and entries, blank lines left out."""
     tree = sections.parse(memory.parse(data.decode()).body)

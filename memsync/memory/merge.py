@@ -739,7 +739,11 @@ def merge_tree(
             kept = merge_tree(b, gone, present, notes)
         else:
             kept = merge_tree(b, present, gone, notes)
-        if any(e.strip() for node in kept.walk() for e in node.entries):
+        # what stays of it: what this side added or changed, and its new title (a rename is
+        # a change, and an edit beats a concurrent removal)
+        if _titled(present) != _titled(b) or any(
+            e.strip() for node in kept.walk() for e in node.entries
+        ):
             children.append(kept)
     heading = ours.heading if ours.heading is not None else theirs.heading
     if base is not None and ours.heading is not None and theirs.heading is not None:
@@ -778,10 +782,11 @@ def _renamed(
     holding it, and the words the rename was meant to drop with it (fresh-eyes s32c, R1: a
     forget held up while one device renamed a thread and another added to it). Renamed on
     both sides, the two are one section too (its entries once, not twice). A section the
-    other side removed stays as it was: the renamed one, kept whole."""
+    other side removed is the renamed one merged with that removal: the entries the
+    renaming side left alone go with it, as they would under the old title (fresh-eyes s33c,
+    G3: the other side had moved an entry into another section and dropped the title; kept
+    whole, the renamed section held the moved entry a second time)."""
     ours_as, theirs_as = _renames(base, ours), _renames(base, theirs)
-    ours_as = {n: g for n, g in ours_as.items() if g in theirs or g in theirs_as.values()}
-    theirs_as = {n: g for n, g in theirs_as.items() if g in ours or g in ours_as.values()}
     return (
         {ours_as.get(k, k): child for k, child in ours.items()},
         {theirs_as.get(k, k): child for k, child in theirs.items()},
@@ -798,25 +803,33 @@ def _renames(base: dict[Key, Section], side: dict[Key, Section]) -> dict[Key, Ke
     """{new key: base key} for the sections `side` renamed: a new heading there, at the level
     of one gone from there, over at least half of that one's entries, whatever its words
     (fresh-eyes s33a, N3: a thread retitled in other words brought back an entry the other
-    side removed from it); the most alike titles first."""
+    side removed from it), or, for a section with a title and nothing under it yet, where no
+    entry can tell, a title much like its own (s33b, F3: a thread retitled on one device while
+    another wrote its first entry was two threads); the most alike titles first."""
     gone = [k for k in base if k not in side]
     new = [k for k in side if k not in base]
     if not gone or not new:
         return {}
-    pairs = sorted(
-        (
-            (similarity(side[n].title, base[g].title), kept, i, j)
-            for i, n in enumerate(new)
-            for j, g in enumerate(gone)
-            if side[n].level == base[g].level and (kept := _kept_entries(base[g], side[n]))
-        ),
-        reverse=True,
-    )
+    pairs = []
+    for i, n in enumerate(new):
+        for j, g in enumerate(gone):
+            if side[n].level != base[g].level:
+                continue
+            alike = similarity(side[n].title, base[g].title)
+            kept = _kept_entries(base[g], side[n])
+            if kept or (alike >= SIMILAR and _title_only(base[g])):
+                pairs.append((alike, kept, i, j))
+    pairs.sort(reverse=True)
     as_base: dict[Key, Key] = {}
     for _, _, i, j in pairs:
         if new[i] not in as_base and gone[j] not in as_base.values():
             as_base[new[i]] = gone[j]
     return as_base
+
+
+def _title_only(section: Section) -> bool:
+    """A section with a title and nothing under it yet."""
+    return not section.children and not any(e.strip() for e in section.entries)
 
 
 def _kept_entries(base: Section, renamed: Section) -> float:
@@ -1017,6 +1030,16 @@ _SESSION = re.compile(r"^session\b", re.I)
 
 def _has_sessions(root: Section) -> bool:
     return any(_SESSION.match(c.title) for c in root.children)
+
+
+def _retitled_sessions(base: Section | None, side: Section) -> bool:
+    """Whether `side` has no `## Session` block only because it retitled its base's sessions
+    (`## Parser day` for `## Session 09:00 …`): then its sections are those sessions, not one
+    session's body to wrap in a block of its own, which kept the old session beside the new
+    with every entry twice."""
+    if base is None or _has_sessions(side) or not _has_sessions(base):
+        return False
+    return bool(_renames(_by_heading(base.children), _by_heading(side.children)))
 
 
 def _hash8(text: str) -> str:
@@ -1276,8 +1299,10 @@ def _merge_sections(
         if b_tree is not None and b_doc is not None and has_base:
             sid = memory.field(b_doc.meta, "session_id") or _hash8(b_doc.body)
             b_tree = session_blocks(b_tree, b_doc.meta or {}, b_doc.body, sid)
-        o_tree = session_blocks(o_tree, o_meta, o_doc.body, sid)
-        t_tree = session_blocks(t_tree, t_meta, t_doc.body, sid)
+        if not _retitled_sessions(b_tree if has_base else None, o_tree):
+            o_tree = session_blocks(o_tree, o_meta, o_doc.body, sid)
+        if not _retitled_sessions(b_tree if has_base else None, t_tree):
+            t_tree = session_blocks(t_tree, t_meta, t_doc.body, sid)
         if b_tree is not None and not has_base:  # the template: compare by session
             b_tree = None
     body = STRATEGIES[strategy](b_tree, o_tree, t_tree, notes).render()
