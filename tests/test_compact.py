@@ -359,7 +359,9 @@ def test_a_session_retitled_after_roll_up_is_folded_in_place_once(title: str) ->
     rolled = applied({name: daily(d, 1)}, plan({name: daily(d, 1)}, NOW))
     back = daily(d, 1).replace(b"## Session 2026-03-30-a", f"## Session {title}".encode())
     back = back.replace(b"- arc one of 2026-03-30\n", b"- arc one of 2026-03-30\n- a new arc\n")
-    final = applied({**rolled, name: back}, plan({**rolled, name: back}, NOW))
+    actions = plan({**rolled, name: back}, NOW)
+    assert sum(a.reworded for a in actions) == 1  # the title: said as a conflict (s33c, G4)
+    final = applied({**rolled, name: back}, actions)
     text = final[compact.rollup_name("", compact.route(d, NOW))].decode()
     assert text.count("- arc one of 2026-03-30") == 1 and "- a new arc" in text, text
     assert f"Session {title}" in text and "Session 2026-03-30-a\n" not in text, text

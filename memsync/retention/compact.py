@@ -305,7 +305,7 @@ def _take_rewords(held: Section, part: Section) -> int:
     # title (fresh-eyes s33b, F7: rolled up again, it was there twice, its arcs with it)
     for child, renamed in renamed_sections(held.children, part.children):
         child.heading = renamed.heading
-        taken += _take_rewords(child, renamed)
+        taken += 1 + _take_rewords(child, renamed)  # the title is said too (s33c, G4)
     return taken
 
 
@@ -950,22 +950,27 @@ def _write_rollups(
             engine.state.keep(a.name, current, "before compaction rewrote it")
         engine.write_local(a.name, a.content)
         if a.reworded:
-            engine.state.add_conflict(a.name, _reworded_conflict(a))
+            engine.share_conflict(a.name, _reworded_conflict(a), _reworded_conflict(a, here=False))
             engine.state.save_meta()
         (result.written if a.kind == WRITE else result.updated).append(a.name)
     return failed
 
 
-def _reworded_conflict(action: Action) -> str:
-    """The conflict of a roll-up whose entries took the wording of a digest that came back
-    (edited on another device after it was rolled up): a rewording, or, in a copy from before
-    the entry was written, a new entry of most of the same words."""
+def _reworded_conflict(action: Action, here: bool = True) -> str:
+    """The conflict of a roll-up whose entries (or a session's title) took the wording of a
+    digest that came back (edited on another device after it was rolled up): a rewording,
+    or, in a copy from before the entry was written, a new entry of most of the same words.
+    `here`: as the compacting device says it; else as the other devices read it."""
+    where = (
+        f"`memsync history {action.name}` (before compaction rewrote it)"
+        if here
+        else f"local history on the device that compacted it (`memsync history {action.name}`)"
+    )
     return (
         f"compaction gave {action.reworded} entr(ies) of it the wording of a session digest "
         "that came back (edited on another device after it was rolled up): if one was a new "
-        "entry rather than a rewording, the roll-up as it was is in `memsync history "
-        f"{action.name}` (before compaction rewrote it): copy the entry back, then "
-        f"`memsync resolve {action.name}`"
+        f"entry rather than a rewording, the roll-up as it was is in {where}: copy the entry "
+        f"back, then `memsync resolve {action.name}`"
     )
 
 
@@ -1007,8 +1012,38 @@ def _delete_sources(
             continue
         step(DELETE, a.name)
         engine.state.keep(a.name, current, f"compacted into {', '.join(a.into)}")
+        _carry_conflicts(engine, a)
         engine.local_path(a.name).unlink()
         result.deleted.append(a.name)
+
+
+def _carry_conflicts(engine: Engine, source: Action) -> None:
+    """A conflict on a digest this compaction deletes whose versions kept side by side are in
+    its roll-up now (both titles of a session, `## A / B`, a heading a level down there) goes
+    with them, on every device: the digest's own clears with the file (fresh-eyes s33c, G5:
+    nobody had picked a title, and the primer stopped asking)."""
+    from memsync.memory.merge import entry_mark
+    from memsync.sync.forgotten import heading_forms
+
+    for conflict in list(engine.state.conflicts):
+        marks = set(conflict.get("marks") or ())
+        if conflict.get("file") != source.name or not marks:
+            continue
+        for target in source.into:
+            data = engine.read_local(target)
+            lines = data.decode("utf-8", "replace").splitlines() if data else []
+            held = [
+                entry_mark(line)
+                for line in lines
+                if line.strip() and {entry_mark(x) for x in (line, *heading_forms(line))} & marks
+            ]
+            if held:
+                detail = str(conflict.get("detail")).replace(source.name, target)
+                told = re.sub(r" \(merged on [^)]*\)$", "", detail)  # the receiver says where
+                engine.share_conflict(target, detail, told, held)
+                kept = [c for c in engine.state.conflicts if c is not conflict]
+                engine.state.meta["conflicts"] = kept
+                engine.state.save_meta()
 
 
 def _index_after(

@@ -7,7 +7,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -72,6 +72,7 @@ if TYPE_CHECKING:
 
 # meta.json: conflicts of merges written whose answer may have been lost (_expect_conflict)
 _LANDING_CONFLICTS = "landing_conflicts"
+_UNPUBLISHED_CONFLICTS = "unpublished_conflicts"  # found outside a merge, for the remote record
 LOST_DIR_MIN = 5  # more synced files than this all gone, new ones made: a lost folder
 _PRUNE_WATCH = 30 * 86400  # seconds a prune is watched for a file coming back
 
@@ -629,12 +630,13 @@ class Engine:
         self._taken_out = ([], set())
         if not names:
             return
-        from memsync.sync.forgotten import identity
+        from memsync.sync.forgotten import known_by, text_marks
 
+        marks = text_marks(hashes)
         for name in names:
             data = self.read_local(name)
             text = (data or b"").decode("utf-8", "replace").splitlines()
-            if any(identity(line) & hashes for line in text):
+            if any(known_by(line, hashes, marks) for line in text):
                 result.notes.append(
                     f"lines another device forgot (`memsync forget`) were taken out of {name}, "
                     "but another copy brought them back (one from before the forget, or the "
@@ -1173,14 +1175,31 @@ class Engine:
         for item in receive(self.store, self.state, self.ctx.device):
             result.conflicts.append(f"{item['file']}: {item['detail']}")
 
+    def share_conflict(
+        self, name: str, detail: str, for_others: str, marks: Sequence[str] = ()
+    ) -> None:
+        """A conflict found outside a merge (a compaction's): recorded here, and on the remote
+        record with the next run that reaches it, so every device's status and primer say it
+        (fresh-eyes s33c, G4: only the compacting device did)."""
+        from memsync.sync.conflicts import entry
+
+        shared = entry(name, for_others, self.ctx.device, marks)
+        with self._lock:
+            self.state.add_conflict(name, detail, shared["id"], marks)
+            queued = self.state.meta.get(_UNPUBLISHED_CONFLICTS, [])
+            self.state.meta[_UNPUBLISHED_CONFLICTS] = [*queued, shared]
+
     def _publish_conflicts(self, result: SyncResult) -> None:
-        if result.offline or not (self._published or self.state.meta.get("pending_resolutions")):
+        queued = list(self.state.meta.get(_UNPUBLISHED_CONFLICTS, []))
+        entries = [*queued, *self._published]
+        if result.offline or not (entries or self.state.meta.get("pending_resolutions")):
             return
         from memsync.sync.conflicts import publish, publish_resolutions
 
         try:
-            if self._published:
-                publish(self.store, self._published)
+            if entries:
+                publish(self.store, entries)
+                self.state.meta.pop(_UNPUBLISHED_CONFLICTS, None)
             publish_resolutions(self.store, self.state)
         except Unreachable:
             pass  # recorded here; the other device learns of it from its own merge or status

@@ -561,6 +561,10 @@ def test_a_digest_reworded_while_another_device_compacted_it_is_rolled_up_reword
         assert text.count("- REL05") == 1
         assert "- REL04 Pat was fine." in text
     assert "session_digest_2026-10-05.md" not in a.files()
+    # the replacement is a conflict on every device, not only the one that compacted
+    # (fresh-eyes s33c, G4): the remote record carries it
+    for device in (a, b):
+        assert "session_digest_2026-10.md" in conflict_files(device), device.name
 
 
 def test_two_devices_rolling_up_the_same_month_offline_hold_each_entry_once(pair):
@@ -1149,3 +1153,69 @@ def test_a_digest_coming_back_older_with_a_line_like_a_rolled_up_one_is_a_confli
     kept = list((a.home / "state").rglob("session_digest_2026-10.md~*/*.md"))
     assert any("AKEEP" in p.read_text() for p in kept)
     assert "session_digest_2026-10.md" in primer(a)
+
+
+@pytest.mark.parametrize("added", [False, True], ids=["renamed", "renamed-and-added"])
+def test_a_thread_folded_into_another_while_renamed_elsewhere_holds_its_entry_once(pair, added):
+    """Fresh-eyes s33c, G3: A folds a one-entry thread into another (the entry moved there as
+    it was, the title dropped) while B renames that thread (and adds to it). The renamed
+    thread was kept whole, so the moved entry was in both threads on every device, with no
+    conflict. It is in the thread A moved it to, once; B's new title stays, with what B
+    added under it."""
+    a, b, remote = pair
+    name = "philosophical_threads.md"
+    a.write(
+        name,
+        "## Free will\n- First raised over lunch ALPHA1.\n- Left off at GAMMA3.\n\n"
+        "## Maps and territories\n- First raised on a walk DELTA4.\n",
+        type="philosophical_threads",
+    )
+    start_synced(a, b)
+    edit(a, name, lambda s: s.replace("\n\n## Maps and territories\n", "\n"))
+    edit(b, name, lambda s: s.replace("## Maps and territories", "## The map is not the territory"))
+    if added:
+        edit(b, name, lambda s: s.replace("DELTA4.\n", "DELTA4.\n- Their position: NEWB5.\n"))
+    a.run("sync")
+    b.run("sync")
+    a.run("sync")
+    want = (
+        "## Free will\n- First raised over lunch ALPHA1.\n- Left off at GAMMA3.\n"
+        "- First raised on a walk DELTA4.\n\n## The map is not the territory\n"
+        + ("- Their position: NEWB5.\n" if added else "")
+    )
+    for text in (
+        (a.memory / name).read_text(),
+        (b.memory / name).read_text(),
+        remote_text(remote, name),
+    ):
+        assert memory.parse(text).body.strip() == want.strip(), text
+    assert not conflict_files(a) and not conflict_files(b)
+
+
+def test_a_title_conflict_in_a_digest_follows_it_into_the_roll_up(pair):
+    """Fresh-eyes s33c, G5: both devices retitle a session differently (`## X / Y`, a conflict
+    on both), then one rolls the day up. The conflict went with the day file on every device,
+    though both titles were still in the roll-up and nobody had picked one. It moves to the
+    roll-up, on both devices, and clears there once the user keeps one title."""
+    a, b, remote = pair
+    _october_digests(a, range(1, 10))
+    start_synced(a, b)
+    day = "session_digest_2026-10-05.md"
+    edit(a, day, lambda t: t.replace("## Session 09:00 s05", "## Parser day"))
+    edit(b, day, lambda t: t.replace("## Session 09:00 s05", "## Test marathon"))
+    a.run("sync")
+    b.run("sync")
+    a.run("sync")
+    assert day in conflict_files(a) and day in conflict_files(b)
+    b.run("compact", "--now", "2026-11-26")
+    a.run("sync")
+    month = "session_digest_2026-10.md"
+    text = a.files()[month].decode()
+    assert "Test marathon / Parser day" in text or "Parser day / Test marathon" in text, text
+    for device in (a, b):
+        assert conflict_files(device) == [month], device.name
+    edit(a, month, lambda t: re.sub(r"### .*Test marathon.*\n", "### Parser day\n", t))
+    a.run("sync")
+    b.run("sync")
+    for device in (a, b):
+        assert not conflict_files(device), device.name
