@@ -1111,6 +1111,7 @@ def _scrub_local(
             mtime = local.mtimes.get(name) or path.stat().st_mtime
         except OSError:
             continue
+        titles = _titles_of_forgotten(lines, base_lines, fresh, marks)
         # old content: what this device synced before it heard of the forget, in this file
         # or, for a roll-up, in the digests it rolled up (compaction writes no words of its
         # own: its output, written after the forget on a device that had not heard of it,
@@ -1126,8 +1127,8 @@ def _scrub_local(
         # here before (the words before a rewording the forgetting device made and synced,
         # fresh-eyes s33c, G1); a line of this device's own edit holding the text, which no
         # other device saw, is set aside with the copy first, like a rewording made here
-        held = {h for h in known if h not in by_text or h in in_base}
-        old |= _rewords_of_forgotten(lines, base_lines, fresh)
+        held = {h for h in known if h not in by_text or h in in_base} | titles
+        old |= titles | _rewords_of_forgotten(lines, base_lines, fresh)
         again = _as_written_again(engine, name, local, listing)
         if again is not None:  # written again on the remote after those forgets: new there
             old = {h for h in old if h not in known or any(fresh[i] >= again for i in known[h])}
@@ -1249,6 +1250,42 @@ def _drop_from_rollups(engine: Engine, name: str, local: LocalScan) -> list[str]
         local.content.add(other, sha256(clean), clean)
         changed.append(other)
     return changed
+
+
+def _titles_of_forgotten(
+    lines: list[str], base_lines: list[str], fresh: dict[str, float], marks: dict
+) -> set[str]:
+    """The hashes of headings here over a section another device forgot under a title this
+    device never had (renamed there, then forgotten by a word of the new title): in the
+    synced copy, every entry under the heading is a forgotten line and one at least does not
+    hold the forgotten text, so they went as that section's, not each for itself (fresh-eyes
+    s33b, F4: the old title stayed, with an entry added here under it, on every device)."""
+    from memsync.memory.sections import heading_levels
+    from memsync.util.resources import template_lines
+
+    if not marks:
+        return set()
+    here = set(lines)
+    templates = template_lines()
+    levels = heading_levels(base_lines)
+    out = set()
+    for i, heading in enumerate(base_lines):
+        h = line_hash(heading)
+        if not levels[i] or h is None or h in fresh or heading not in here:
+            continue
+        end = next((k for k in range(i + 1, len(base_lines)) if 0 < levels[k] <= levels[i]), None)
+        entries = [
+            line
+            for k, line in enumerate(base_lines[i + 1 : end], start=i + 1)
+            if not levels[k] and line.strip() and " ".join(line.split()) not in templates
+        ]
+        if (
+            entries
+            and all(line_hash(line) in fresh for line in entries)
+            and not all(holds_text(line, marks) for line in entries)
+        ):
+            out.add(h)
+    return out
 
 
 def _rewords_of_forgotten(

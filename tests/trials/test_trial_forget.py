@@ -2669,3 +2669,29 @@ def test_an_unsynced_line_holding_forgotten_text_is_set_aside_not_erased(pair, r
     assert len(held) == 1 and "B's own PLUM4 note." in held[0], held
     assert "quarantine" in b.run("status").stdout
     assert_forgotten(["PLUM4"], everywhere(pair, remote), [quarantine_dir(b.home)])
+
+
+def test_a_thread_renamed_then_forgotten_by_its_new_title_loses_its_old_title_elsewhere(
+    pair, remote
+):
+    """Fresh-eyes s33b, F4: A renames a thread and syncs, B (not told) adds an entry under the
+    old title, then A forgets the thread by a word of its new title. B's old title does not
+    hold the text and no line A forgot names it: it stayed, with B's entry under it, on
+    every device. Every entry B had under it is forgotten, and not each for holding the text:
+    the heading over them is that section's, and goes too; B's entry stays, untitled."""
+    a, b = pair
+    write_and_sync(a, b, "philosophical_threads.md", _threads(), type="philosophical_threads")
+    replace_in(a, "philosophical_threads.md", "## Free will and the DURIAN9 experiment", "## KIWI1")
+    a.run("sync")
+    replace_in(b, "philosophical_threads.md", "HIDE7.\n", "HIDE7.\n- Pat's take: NEWB5.\n")
+    a.run("forget", "--match", "kiwi1", "--yes")
+    for device in (b, a, b):
+        device.run("sync")
+    for text in (
+        (a.memory / "philosophical_threads.md").read_text(),
+        (b.memory / "philosophical_threads.md").read_text(),
+        on_remote(remote)["philosophical_threads.md"],
+    ):
+        assert "- Pat's take: NEWB5." in text and "KEEPME1" in text, text
+        assert "DURIAN9" not in text, text
+    assert_forgotten(["KIWI1", "HIDE7"], everywhere(pair, remote))
