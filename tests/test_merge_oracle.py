@@ -894,6 +894,48 @@ def test_a_digests_only_session_retitled_stays_one_session(other):
     assert (result.conflict is not None) == (other is not None), result.conflict
 
 
+@SETTINGS
+@given(
+    kind=st.sampled_from(["commitments", "carry_forward"]),
+    items=st.integers(1, 6),
+    done=st.integers(0, 4),
+    ours=st.sets(st.integers(0, 5)),
+    theirs=st.sets(st.integers(0, 5)),
+)
+def test_what_either_side_moved_to_the_final_place_comes_after_what_was_there(
+    kind, items, done, ours, theirs
+):
+    """The devices machine, seed 37: an item delivered on one side kept, in the merge, the
+    place the other side left it in (Open comes first), so it stood at the top of Delivered,
+    and compaction, which keeps the last ones as the most recent, trimmed it before older
+    ones. Whatever either side moves to Delivered or Consumed comes after what was there, in
+    the order each side appended it."""
+    first, final = ("Open", "Delivered") if kind == "commitments" else ("Pending", "Consumed")
+
+    def line(n: int) -> str:
+        if kind == "commitments":
+            return f"[c-2026-11-25-{n:05d}] promise number {n} for {'ab'[n % 2]}"
+        return f"item number {n} about topic {n * 7}"
+
+    open_items = [line(n) for n in range(items)]
+    old = [line(100 + n) for n in range(done)]
+    base = {first: open_items, final: old}
+
+    def moved(picks: set[int]) -> dict[str, list[str]]:
+        took = [x for n, x in enumerate(open_items) if n in picks]
+        return {first: [x for x in open_items if x not in took], final: old + took}
+
+    o, t = moved(ours), moved(theirs)
+    path = KINDS[kind]
+    result = _merge_and_check(path, render(kind, base), render(kind, o), render(kind, t))
+    got = [e.removeprefix("- ") for _, title, es in _shape(result) if title == final for e in es]
+    new = [x for x in (*o[final], *t[final]) if x not in old]
+    assert got[: len(old)] == old and sorted(got[len(old) :]) == sorted(set(new)), got
+    for side in (o, t):  # each side's order of what it moved
+        mine = [x for x in got if x in side[final]]
+        assert mine == side[final], (mine, side[final])
+
+
 def _shape(data: bytes) -> list[tuple[int, str, list[str]]]:
     """Each section's level, title and entries, blank lines left out."""
     tree = sections.parse(memory.parse(data.decode()).body)

@@ -972,6 +972,7 @@ def _merge_places(
         b_items if base is not None else None, o_items, t_items, notes, places[1], label, fixed
     )
     nodes = _status_sections(merged, places)
+    items = _final_in_order(items, o_items, t_items, places[1])
     for node, place in zip(nodes, places, strict=True):
         texts = [x.text.rstrip("\n") + "\n" for x in items if x.place == place]
         if texts:
@@ -979,6 +980,26 @@ def _merge_places(
             node.entries = [*filler, *texts]
             node.entries[-1] += "\n"
     return _space_headings(merged)
+
+
+def _final_in_order(
+    items: list[Item], ours: list[Item], theirs: list[Item], final: str
+) -> list[Item]:
+    """`items` with those in the `final` place (Delivered, Consumed) in the order the sides
+    hold them there, ours first and theirs' additions after the entry they follow: merged by
+    identity across both places, an item one side moved kept the place in the order the other
+    side left it in, at the top of Delivered, where compaction, which keeps the last ones as
+    the most recent, trimmed it first (the devices machine, seed 37: a promise delivered that
+    day was trimmed, older ones kept)."""
+    order = union(
+        None,
+        [x.text for x in ours if x.place == final],
+        [x.text for x in theirs if x.place == final],
+        key=lambda text: text,
+    )
+    rank = {text: i for i, text in enumerate(order)}
+    done = sorted((x for x in items if x.place == final), key=lambda x: rank.get(x.text, len(rank)))
+    return [x for x in items if x.place != final] + done
 
 
 def _status_sections(root: Section, names: tuple[str, str]) -> tuple[Section, Section]:
