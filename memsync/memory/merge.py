@@ -805,7 +805,9 @@ def _renames(base: dict[Key, Section], side: dict[Key, Section]) -> dict[Key, Ke
     (fresh-eyes s33a, N3: a thread retitled in other words brought back an entry the other
     side removed from it), or, for a section with a title and nothing under it yet, where no
     entry can tell, a title much like its own (s33b, F3: a thread retitled on one device while
-    another wrote its first entry was two threads); the most alike titles first."""
+    another wrote its first entry was two threads). The section holding the most of its
+    entries as they were first (s33a, N6: a new thread whose entry reads like the old one's
+    was taken for it over the thread retitled, entries and all), then the most alike titles."""
     gone = [k for k in base if k not in side]
     new = [k for k in side if k not in base]
     if not gone or not new:
@@ -816,12 +818,12 @@ def _renames(base: dict[Key, Section], side: dict[Key, Section]) -> dict[Key, Ke
             if side[n].level != base[g].level:
                 continue
             alike = similarity(side[n].title, base[g].title)
-            kept = _kept_entries(base[g], side[n])
+            kept, exact = _kept_entries(base[g], side[n])
             if kept or (alike >= SIMILAR and _title_only(base[g])):
-                pairs.append((alike, kept, i, j))
+                pairs.append((exact, alike, kept, i, j))
     pairs.sort(reverse=True)
     as_base: dict[Key, Key] = {}
-    for _, _, i, j in pairs:
+    for *_, i, j in pairs:
         if new[i] not in as_base and gone[j] not in as_base.values():
             as_base[new[i]] = gone[j]
     return as_base
@@ -832,12 +834,13 @@ def _title_only(section: Section) -> bool:
     return not section.children and not any(e.strip() for e in section.entries)
 
 
-def _kept_entries(base: Section, renamed: Section) -> float:
+def _kept_entries(base: Section, renamed: Section) -> tuple[float, float]:
     """The share of the entries under a base section that are under the renamed one, in the
     same subsections, as they were or reworded (`pair_rewords`: fresh-eyes s33b, F1: a side
     that also reworded most of them was no rename, and the section was there twice), 0
-    below half; a memory template's lines left out: two sessions a digest template began
-    hold the same ones, and a session removed beside a new one is no rename."""
+    below half, and the share of them as they were; a memory template's lines left out: two
+    sessions a digest template began hold the same ones, and a session removed beside a new
+    one is no rename."""
     templates = resources.template_lines()
 
     def items(node: Section) -> dict[tuple[str, ...], list[Item]]:
@@ -851,13 +854,14 @@ def _kept_entries(base: Section, renamed: Section) -> float:
     held, there = items(base), items(renamed)
     total = sum(map(len, held.values()))
     if not total:
-        return 0.0
-    kept = 0
+        return 0.0, 0.0
+    kept = exact = 0
     for path, olds in held.items():
         keys = {x.key for x in olds}
         kept += sum(x.key in keys for x in pair_rewords(olds, there.get(path, [])))
+        exact += len(keys & {x.key for x in there.get(path, [])})
     share = kept / total
-    return share if share >= 0.5 else 0.0
+    return (share, exact / total) if share >= 0.5 else (0.0, 0.0)
 
 
 def _by_heading(children: list[Section]) -> dict[tuple[str, int], Section]:

@@ -1308,6 +1308,13 @@ def _rewords_of_forgotten(
     if not gone:
         return set()
     added = [line for line in lines if line not in set(base_lines) and line_hash(line)]
+    # a forgotten heading retitled here is the heading over its entries, whatever its words
+    # (merge._renames), not the new title most like it (fresh-eyes s33a, N6: a new thread's
+    # title was set aside for the rewording, and the retitled one stayed)
+    retitled = {old: new for old, new in _retitled(lines, base_lines).items() if old in gone}
+    gone = [line for line in gone if line not in retitled]
+    added = [line for line in added if line not in retitled.values()]
+    found = line_hashes(retitled.values())
     # one rewording a forgotten line, the closest: a new entry that merely resembles it (the
     # same template, a few words in common) is not the forgotten one moved or reworded, and a
     # line with an id or a link of its own is only ever the line with the same one (a new
@@ -1327,7 +1334,30 @@ def _rewords_of_forgotten(
         if score >= SIMILAR and i not in taken and j not in used:
             taken.add(i)
             used.add(j)
-    return {h for i in taken if (h := line_hash(added[i])) is not None}
+    return found | {h for i in taken if (h := line_hash(added[i])) is not None}
+
+
+def _retitled(lines: list[str], base_lines: list[str]) -> dict[str, str]:
+    """{heading line of the base: its heading line here} for each section retitled here."""
+    from memsync.memory import frontmatter, sections
+    from memsync.memory.merge import renamed_sections
+
+    try:
+        trees = [
+            sections.parse(frontmatter.split("\n".join(x) + "\n")[1]) for x in (base_lines, lines)
+        ]
+    except frontmatter.FrontmatterError:
+        return {}
+    out: dict[str, str] = {}
+    pending = [(trees[0], trees[1])]
+    while pending:
+        base, here = pending.pop()
+        for old, new in renamed_sections(base.children, here.children):
+            if old.heading and new.heading:
+                out[old.heading.splitlines()[0]] = new.heading.splitlines()[0]
+        kept = {c.key: c for c in here.children}
+        pending += [(c, kept[c.key]) for c in base.children if c.key in kept]
+    return out
 
 
 def _forget_conflicts(engine: Engine, ids: dict[str, Any], before: set[str]) -> None:

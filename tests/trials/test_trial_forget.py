@@ -2695,3 +2695,32 @@ def test_a_thread_renamed_then_forgotten_by_its_new_title_loses_its_old_title_el
         assert "- Pat's take: NEWB5." in text and "KEEPME1" in text, text
         assert "DURIAN9" not in text, text
     assert_forgotten(["KIWI1", "HIDE7"], everywhere(pair, remote))
+
+
+def test_a_thread_retitled_before_its_forget_arrived_goes_and_a_new_thread_stays(pair, remote):
+    """Fresh-eyes s33a, N6: A forgets a thread by its title; B, not told yet, had retitled that
+    thread and started a new one whose title and entry read much like it. The new title was
+    taken for the rewording of the forgotten one and set aside; the retitled heading stayed.
+    The forgotten thread's heading here is the one over its entries, whatever its words:
+    that one goes (B's copy set aside first), and the new thread stays, whole."""
+    a, b = pair
+    body = (
+        "## Thread on the roadmap question PEAR5\n- First raised: Ask Sam about the kernel.\n\n"
+        "## Maps and territories\n- On a walk KEEP4.\n"
+    )
+    write_and_sync(a, b, "philosophical_threads.md", body, type="philosophical_threads")
+    replace_in(
+        b, "philosophical_threads.md", "roadmap question PEAR5", "Renamed thread kitten LIME3"
+    )
+    with (b.memory / "philosophical_threads.md").open("a") as fh:
+        fh.write("\n## Thread on the marathon question KIWI1\n- First raised: Email Dana.\n")
+    a.run("forget", "--match", "pear5", "--yes")
+    for device in (b, a, b):
+        device.run("sync")
+    for device in (a, b):
+        text = (device.memory / "philosophical_threads.md").read_text()
+        assert "## Thread on the marathon question KIWI1\n- First raised: Email Dana." in text
+        assert "LIME3" not in text and "kernel" not in text, text
+    held = [p.read_text() for p in quarantine_dir(b.home).rglob("*philosophical_threads.md")]
+    assert len(held) == 1 and "LIME3" in held[0], held
+    assert_forgotten(["PEAR5", "LIME3"], everywhere(pair, remote), [quarantine_dir(b.home)])
