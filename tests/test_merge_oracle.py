@@ -936,6 +936,49 @@ def test_what_either_side_moved_to_the_final_place_comes_after_what_was_there(
         assert mine == side[final], (mine, side[final])
 
 
+@SETTINGS
+@given(
+    rnd=st.randoms(use_true_random=False),
+    kind=st.sampled_from(["relationship", "philosophical_threads", "self_observations"]),
+    mover=st.sampled_from(["ours", "theirs"]),
+)
+def test_a_heading_moved_to_another_level_holds_what_the_other_side_did_under_it(rnd, kind, mover):
+    """Fresh-eyes s33a, N4, and s33b, F5: one device moves a section's heading a level down
+    (`##` to `###`, under the section before it) or up, while the other adds, rewords or
+    removes entries under it. The merge matched sections under the same parent only: the
+    other side's version came back at the old level beside the moved one, the title and
+    entries twice. The result is the section at its new level, holding the other side's
+    edits, once, and no conflict."""
+    path = KINDS.get(kind, f"{kind}.md")
+    count = iter(range(1000))
+    heads = rnd.sample("ABCD", rnd.randint(2, 4))
+    tree = [(h, [f"entry {next(count)} {rnd.choice(_WORDS)}" for _ in range(rnd.randint(1, 3))])
+            for h in heads]  # fmt: skip
+    n = rnd.randrange(1, len(tree))
+    up = rnd.random() < 0.5  # base has it a level down already; the mover lifts it
+    base_levels = [3 if (up and i == n) else 2 for i in range(len(tree))]
+    moved_levels = [2 if i == n else lvl for i, lvl in enumerate(base_levels)]
+    if not up:
+        moved_levels[n] = 3
+    edited = _mutate([(tree[n][0], tree[n][1], {})], "edit", rnd)
+    if [h for h, _, _ in edited] != [tree[n][0]]:
+        edited = [(tree[n][0], tree[n][1], {})]
+    other = [(edited[0][0], edited[0][1]) if i == n else x for i, x in enumerate(tree)]
+
+    def text(sections: list[tuple[str, list[str]]], levels: list[int]) -> bytes:
+        body = "".join(
+            f"\n{'#' * lvl} {h}\n" + "".join(f"- {e}\n" for e in entries)
+            for (h, entries), lvl in zip(sections, levels, strict=True)
+        )
+        return memory.render({"name": "n", "description": "d", "type": kind}, body).encode()
+
+    b, moved, edit = text(tree, base_levels), text(tree, moved_levels), text(other, base_levels)
+    o, t = (moved, edit) if mover == "ours" else (edit, moved)
+    result = merge(path, b, o, t)
+    assert _shape(result.content) == _shape(text(other, moved_levels))
+    assert result.conflict is None, result.conflict
+
+
 def _shape(data: bytes) -> list[tuple[int, str, list[str]]]:
     """Each section's level, title and entries, blank lines left out."""
     tree = sections.parse(memory.parse(data.decode()).body)

@@ -829,6 +829,60 @@ def _renames(base: dict[Key, Section], side: dict[Key, Section]) -> dict[Key, Ke
     return as_base
 
 
+def level_moves(base: Section, side: Section) -> Section:
+    """`side` with each section whose heading it moved to another level put back where the
+    base has it in the tree, its heading (and so its level) as `side` wrote it. A `##` moved
+    to `###` nests under the section before it, a `###` moved to `##` leaves its parent:
+    sections merge with their own under the same parent, so the other side's edits under
+    the old place came back there, the title twice (fresh-eyes s33a, N4; s33b, F5). The
+    tree renders the same text: the moved section sits where it did, under its new heading."""
+    b = _by_heading(base.children)
+    children = list(side.children)
+
+    def keys() -> list[Key]:
+        return list(_by_heading(children))
+
+    order = list(b)
+    for n, k in enumerate(order):  # moved down: the last child of the section before it
+        here = keys()
+        if k in here or n == 0 or order[n - 1] not in here:
+            continue
+        i = here.index(order[n - 1])
+        before = children[i]
+        last = before.children[-1] if before.children else None
+        if (
+            last is not None
+            and last.key == b[k].key
+            and last.level > b[k].level
+            and all(c.key != last.key for c in b[order[n - 1]].children)
+        ):
+            children[i] = Section(
+                before.heading, before.level, before.entries, before.children[:-1]
+            )
+            children.insert(i + 1, last)
+    for k, parent in b.items():  # moved up: right after the section it was the last child of
+        here = keys()
+        if k not in here or not parent.children:
+            continue
+        i = here.index(k)
+        inner = parent.children[-1]
+        after = children[i + 1] if i + 1 < len(children) else None
+        mine = children[i]
+        if (
+            after is not None
+            and after.key == inner.key
+            and after.level < inner.level
+            and (after.key, 0) not in b
+            and all(c.key != inner.key for c in mine.children)
+        ):
+            children[i] = Section(mine.heading, mine.level, mine.entries, [*mine.children, after])
+            del children[i + 1]
+    out = []
+    for key, child in zip(keys(), children, strict=True):
+        out.append(level_moves(b[key], child) if key in b else child)
+    return Section(side.heading, side.level, side.entries, out)
+
+
 def _title_only(section: Section) -> bool:
     """A section with a title and nothing under it yet."""
     return not section.children and not any(e.strip() for e in section.entries)
@@ -1330,6 +1384,8 @@ def _merge_sections(
             t_tree = session_blocks(t_tree, t_meta, t_doc.body, sid)
         if b_tree is not None and not has_base:  # the template: compare by session
             b_tree = None
+    if has_base and b_tree is not None:
+        o_tree, t_tree = level_moves(b_tree, o_tree), level_moves(b_tree, t_tree)
     body = STRATEGIES[strategy](b_tree, o_tree, t_tree, notes).render()
     if strategy in ("sections", "digest") and has_base and b_tree is not None:
         moved = _moved_and_reworded(b_tree, o_tree, t_tree)
