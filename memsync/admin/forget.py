@@ -331,6 +331,8 @@ class MatchPlan:
     synced: list[str] = field(default_factory=list)
     # why the pull could not reach the remote (its copies were not searched), or None
     offline: str | None = None
+    # the hashes of the lines that stay in a memory file here, the forget done (_taken_out)
+    staying: set[str] = field(default_factory=set)
 
 
 def _contains(data: bytes | str, needle: str) -> bool:
@@ -502,6 +504,8 @@ def plan_match(engine: Engine, needle: str) -> MatchPlan:
         text, removed = _index_without(contents[name], needle, staying, plan)
         plan.rewrites[name] = text.encode()
         plan.entries[name] = removed
+        staying[name] = text
+    plan.staying = {h for text in staying.values() for h in line_hashes(text.splitlines())}
     state = engine.state
     versions = [v.path for n in state.history_names() for v in state.history(n)]
     plan.held = sum(_contains(p.read_bytes(), needle) for p in versions) + sum(
@@ -569,7 +573,7 @@ def apply_match(engine: Engine, plan: MatchPlan) -> ForgetReport:
             for version in engine.state.history(name):
                 taken += _forgotten_in(name, version.path.read_bytes(), plan.text)
         taken += plan.synced + _synced_wordings(engine, plan.text)
-        forgotten += _taken_out(engine, plan, taken)
+        forgotten += _taken_out(plan, taken)
         forgotten += _earlier_forms(forgotten)
         forgotten += [x for line in forgotten for x in title_parts(line) if _contains(x, plan.text)]
         report.index_lines = len(_index_lines(engine, plan.files))
@@ -605,7 +609,7 @@ def _scrub_held(engine: Engine, needle: str, hashes: set[str]) -> None:
                 version.path.with_suffix(".reason").unlink(missing_ok=True)
 
 
-def _taken_out(engine: Engine, plan: MatchPlan, lines: list[str]) -> list[str]:
+def _taken_out(plan: MatchPlan, lines: list[str]) -> list[str]:
     """Of the lines the forget takes out of the files and earlier versions here, those the
     tombstone forgets: those holding the text, and the rest of a section whose heading holds
     it, but not a line that stays in a memory file here or a template's line (`### Arcs`
@@ -613,24 +617,14 @@ def _taken_out(engine: Engine, plan: MatchPlan, lines: list[str]) -> list[str]:
     the other devices would take them out of every file whose synced copy has them
     (fresh-eyes s32c, W1: another day's digest lost its `### Arcs` and `### Open threads`
     headings, everywhere)."""
-    from memsync.sync.walk import MemoryWalk
     from memsync.util.resources import template_lines
 
-    if all(_contains(line, plan.text) for line in lines):
-        return lines
-    staying: set[str] = set()
-    for name, path, _ in MemoryWalk(engine.ctx.memory_dir):
-        if name in plan.files:
-            continue
-        with contextlib.suppress(OSError):
-            data = plan.rewrites[name] if name in plan.rewrites else Path(path).read_bytes()
-            staying |= line_hashes(data.decode("utf-8", "replace").splitlines())
     templates = template_lines()
     return [
         line
         for line in lines
         if _contains(line, plan.text)
-        or (line_hash(line) not in staying and " ".join(line.split()) not in templates)
+        or (line_hash(line) not in plan.staying and " ".join(line.split()) not in templates)
     ]
 
 

@@ -2410,6 +2410,17 @@ def test_forget_match_of_a_heading_takes_its_section_not_the_whole_file(pair, re
     assert_forgotten(["DURIAN9", "determinism"], everywhere(pair, remote))
 
 
+def threads_on_three(a: Device, b: Device, remote: Path, tmp_path: Path) -> Device:
+    """A third device, and the threads file (with `user_role.md`) written on `a` and synced on
+    all three; returns the third."""
+    c = make_device(tmp_path, "tablet", remote.as_uri())
+    a.write("philosophical_threads.md", _threads(), type="philosophical_threads")
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    for device in (a, b, c):
+        device.run("sync")
+    return c
+
+
 def _threads(*extra: str) -> str:
     return (
         "## Whether maps are territories\n- Pat thinks KEEPME1 is a map.\n\n"
@@ -2428,11 +2439,7 @@ def test_a_forget_that_waited_takes_a_heading_renamed_and_added_to_meanwhile(
     title on every device. A renamed section merges with the other side's as one section
     now, and the forget takes the renamed title too; C's new entry stays, without it."""
     a, b = pair
-    c = make_device(tmp_path, "tablet", remote.as_uri())
-    a.write("philosophical_threads.md", _threads(), type="philosophical_threads")
-    a.write("user_role.md", "Staff engineer.\n", type="user")
-    for device in (a, b, c):
-        device.run("sync")
+    c = threads_on_three(a, b, remote, tmp_path)
     forget_while_away(a, remote, tmp_path, "--match", "durian9")
     replace_in(b, "philosophical_threads.md", "experiment", "experiment, revisited")
     b.run("sync")
@@ -2527,11 +2534,7 @@ def test_a_heading_forget_takes_its_entries_earlier_wording_from_other_devices_h
     the section as B had it, so that copy kept the entry. The section's lines in every
     earlier version the forgetting device holds (history, synced copies) go too."""
     a, b = pair
-    c = make_device(tmp_path, "tablet", remote.as_uri())
-    a.write("philosophical_threads.md", _threads(), type="philosophical_threads")
-    a.write("user_role.md", "Staff engineer.\n", type="user")
-    for device in (a, b, c):
-        device.run("sync")
+    c = threads_on_three(a, b, remote, tmp_path)
     replace_in(c, "philosophical_threads.md", "HIDE7.", "HIDE7, reworded.")
     c.run("sync")
     b.run("forget", "--match", "durian9", "--yes")
