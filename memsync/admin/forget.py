@@ -342,10 +342,42 @@ def _contains(data: bytes | str, needle: str) -> bool:
     return folded(needle) in folded(text)
 
 
-def _without_entries(name: str, text: str, needle: str) -> tuple[str, int, int] | None:
-    """The file with every matching entry (and section whose heading matches) removed, the
-    entries removed and the sections among them, or None if only forgetting it whole will do
-    (the match is in frontmatter, or the type has no entries)."""
+def _versions_holding(engine: Engine, needle: str) -> dict[str, list[str]]:
+    """The versions here before the pull (the file, its synced copy) of each file that holds
+    the text, by name."""
+    out: dict[str, list[str]] = {}
+    for name, rec in engine.state.records.items():
+        for data in (engine.read_local(name), engine.state.content(rec.sha)):
+            if data is not None and _contains(data, needle):
+                out.setdefault(name, []).append(data.decode("utf-8", "replace"))
+    return out
+
+
+def _renamed_since(versions: list[str], text: str, needle: str) -> frozenset[str]:
+    """The titles (normalised) of the sections of `text` that are a section whose heading
+    held the text in an earlier version here, renamed since by another device (in other
+    words, keeping its entries): the section the user means (fresh-eyes s34a, H7: online,
+    the pull brought the rename and the thread stayed, under its new title; offline, the
+    forget took it)."""
+    from memsync.memory.sections import normalise
+    from memsync.sync.tombstones import retitled
+
+    lines = text.splitlines()
+    found = set()
+    for version in versions:
+        for old, new in retitled(lines, version.splitlines()).items():
+            if _contains(old, needle) and not _contains(new, needle):
+                found.add(normalise(new.lstrip("#")))
+    return frozenset(found)
+
+
+def _without_entries(
+    name: str, text: str, needle: str, renamed: frozenset[str] = frozenset()
+) -> tuple[str, int, int] | None:
+    """The file with every matching entry (and section whose heading matches, or that is one
+    whose heading did, renamed since: `renamed`) removed, the entries removed and the
+    sections among them, or None if only forgetting it whole will do (the match is in
+    frontmatter, or the type has no entries)."""
     from memsync.memory import frontmatter as memory
     from memsync.memory import sections
     from memsync.memory.memtypes import type_of
@@ -361,7 +393,7 @@ def _without_entries(name: str, text: str, needle: str) -> tuple[str, int, int] 
         return None
     tree = sections.parse(doc.body)
     dropped: list[str] = []
-    removed = _drop_sections(tree, needle, dropped)
+    removed = _drop_sections(tree, needle, dropped, renamed)
     for section in tree.walk():
         kept = []
         for entry in section.entries:
@@ -387,7 +419,9 @@ def _body_of(text: str) -> str:
     return memory.parse(text).body
 
 
-def _drop_sections(node: Section, needle: str, dropped: list[str]) -> int:
+def _drop_sections(
+    node: Section, needle: str, dropped: list[str], renamed: frozenset[str] = frozenset()
+) -> int:
     """In place: take out the sections whose heading holds the text (a thread's title, a
     digest session's heading), with what they hold: that section is what the text is about,
     not the whole file (fresh-eyes s32b, N2: the whole file went). Returns the entries
@@ -395,11 +429,11 @@ def _drop_sections(node: Section, needle: str, dropped: list[str]) -> int:
     removed = 0
     kept = []
     for child in node.children:
-        if child.heading and _contains(child.heading, needle):
+        if child.heading and (_contains(child.heading, needle) or child.key in renamed):
             removed += sum(sum(bool(e.strip()) for e in s.entries) for s in child.walk())
             dropped.append(child.title)
             continue
-        removed += _drop_sections(child, needle, dropped)
+        removed += _drop_sections(child, needle, dropped, renamed)
         kept.append(child)
     node.children = kept
     return removed
@@ -465,6 +499,7 @@ def plan_match(engine: Engine, needle: str) -> MatchPlan:
     engine.confirm_project()
     before = _indexes_before(engine)
     synced = _synced_wordings(engine, needle)  # before the pull merges a rewording over them
+    earlier = _versions_holding(engine, needle)
     from memsync.sync.tombstones import Purged
 
     offline = None
@@ -482,12 +517,13 @@ def plan_match(engine: Engine, needle: str) -> MatchPlan:
             continue
         data = Path(path).read_bytes()
         contents[name] = data.decode("utf-8", "replace")
-        if not _contains(data, needle):
+        renamed = _renamed_since(earlier.get(name, []), contents[name], needle)
+        if not _contains(data, needle) and not renamed:
             continue
         if _is_index(name, contents[name]):
             indexes.append(name)  # after the others: which files stay decides its lines
             continue
-        rewritten = _without_entries(name, contents[name], needle)
+        rewritten = _without_entries(name, contents[name], needle, renamed)
         if rewritten is None:
             plan.files.append(name)
         else:

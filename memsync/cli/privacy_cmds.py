@@ -107,7 +107,8 @@ def forget(
         held = (
             " (its whole body: the text is in a heading above all of it)"
             if whole
-            else f" ({taken} section(s) whose heading holds the text, with what is under them)"
+            else f" ({taken} section(s) whose heading holds the text, or held it before "
+            "another device renamed it, with what is under them)"
             if taken
             else ""
         )

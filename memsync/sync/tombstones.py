@@ -1116,18 +1116,31 @@ def _scrub_local(
         # or, for a roll-up, in the digests it rolled up (compaction writes no words of its
         # own: its output, written after the forget on a device that had not heard of it,
         # is the content it was made from)
-        base_lines += _rolled_up_bases(engine, data) if _rollup(name) else []
+        # a line holding a forgotten text, named by no line hash, is old content only where
+        # this device synced it before the forget: the words a line had before the forgetting
+        # device reworded it and synced (fresh-eyes s33c, G1). A line of this device's own
+        # holding it, which no other device saw, is new content to the forget, whenever it
+        # was written: no clock here says when a line was (fresh-eyes s34a, H1)
+        rec = engine.state.records.get(name)
+        rolled = _rolled_up_bases(engine, data) if _rollup(name) else []
+        before = {
+            h
+            for h in by_text
+            if h in line_hashes(rolled)
+            or h in line_hashes(base_lines)
+            and rec is not None
+            and rec.synced_at <= min(fresh[i] for i in known[h])
+        }
+        base_lines += rolled
         in_base = line_hashes(base_lines)
         old = {
             h
             for h, ids in known.items()
-            if ids & in_base or h in in_base or mtime <= min(fresh[i] for i in ids)
+            if h in before
+            or h not in by_text
+            and (ids & in_base or h in in_base or mtime <= min(fresh[i] for i in ids))
         }
-        # held as forgotten: a line the forget named, or one holding its text synced from
-        # here before (the words before a rewording the forgetting device made and synced,
-        # fresh-eyes s33c, G1); a line of this device's own edit holding the text, which no
-        # other device saw, is set aside with the copy first, like a rewording made here
-        held = {h for h in known if h not in by_text or h in in_base} | titles
+        held = set(known) | titles
         old |= titles | _rewords_of_forgotten(lines, base_lines, fresh)
         again = _as_written_again(engine, name, local, listing)
         if again is not None:  # written again on the remote after those forgets: new there
@@ -1273,6 +1286,8 @@ def _titles_of_forgotten(
         h = line_hash(heading)
         if not levels[i] or h is None or h in fresh or heading not in here:
             continue
+        if " ".join(heading.split()) in templates or lines.count(heading) > 1:
+            continue  # `### Arcs`: every session has one, and a scrub takes a line everywhere
         end = next((k for k in range(i + 1, len(base_lines)) if 0 < levels[k] <= levels[i]), None)
         entries = [
             line
@@ -1311,10 +1326,10 @@ def _rewords_of_forgotten(
     # a forgotten heading retitled here is the heading over its entries, whatever its words
     # (merge._renames), not the new title most like it (fresh-eyes s33a, N6: a new thread's
     # title was set aside for the rewording, and the retitled one stayed)
-    retitled = {old: new for old, new in _retitled(lines, base_lines).items() if old in gone}
-    gone = [line for line in gone if line not in retitled]
-    added = [line for line in added if line not in retitled.values()]
-    found = line_hashes(retitled.values())
+    renames = {old: new for old, new in retitled(lines, base_lines).items() if old in gone}
+    gone = [line for line in gone if line not in renames]
+    added = [line for line in added if line not in renames.values()]
+    found = line_hashes(renames.values())
     # one rewording a forgotten line, the closest: a new entry that merely resembles it (the
     # same template, a few words in common) is not the forgotten one moved or reworded, and a
     # line with an id or a link of its own is only ever the line with the same one (a new
@@ -1337,7 +1352,7 @@ def _rewords_of_forgotten(
     return found | {h for i in taken if (h := line_hash(added[i])) is not None}
 
 
-def _retitled(lines: list[str], base_lines: list[str]) -> dict[str, str]:
+def retitled(lines: list[str], base_lines: list[str]) -> dict[str, str]:
     """{heading line of the base: its heading line here} for each section retitled here."""
     from memsync.memory import frontmatter, sections
     from memsync.memory.merge import renamed_sections
