@@ -4,6 +4,8 @@ hashes and scrubbing, and history folder names that fit any file system."""
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 from urllib.parse import quote
 
 from hypothesis import given
@@ -11,7 +13,16 @@ from hypothesis import strategies as st
 
 from memsync.memory.merge import merge
 from memsync.sync.conflicts import recorded, rewrite
-from memsync.sync.forgotten import body_hash, body_line_hashes, line_hash, scrub
+from memsync.sync.forgotten import (
+    body_hash,
+    body_line_hashes,
+    holds_text,
+    line_hash,
+    scrub,
+    text_mark,
+    text_marks,
+    without_marks,
+)
 from memsync.sync.state import State, history_folder
 from memsync.sync.tombstones import read_tombstones
 
@@ -305,3 +316,30 @@ def test_a_held_up_forget_reads_each_copy_written_meanwhile_once():
     tombstones._scrub_written_meanwhile(engine, job, listing, lines, fetched)
     assert gets == ["d.md"]
     assert remote["d.md"] == (b"## T\n- Other.\n", '"e3"')
+
+
+@given(
+    before=st.text(max_size=20),
+    needle=st.text(min_size=3, max_size=12).filter(str.strip),
+    after=st.text(max_size=20),
+)
+def test_a_line_holding_a_forgotten_text_is_found_by_its_mark_alone(before, needle, after):
+    """`forget --match`'s text mark (fresh-eyes s33c, G1): a line holding the text, in any
+    case and either Unicode form, is found from the mark, which holds a length and a hash,
+    never the text; a line without it is not."""
+    mark = text_mark(needle)
+    assert re.fullmatch(r"text:\d+:[0-9a-f]{32}", mark), mark
+    marks = text_marks({mark, line_hash("- other") or ""})
+    line = before + unicodedata.normalize("NFD", needle.upper()) + after
+    folded = unicodedata.normalize("NFC", needle).casefold()
+    if folded in unicodedata.normalize("NFC", line).casefold():
+        assert holds_text(line, marks) == {mark}
+    if folded not in unicodedata.normalize("NFC", before).casefold():
+        assert not holds_text(before, marks)
+
+
+def test_scrub_by_a_text_mark_and_new_history_copies_by_hashes_only():
+    forgotten = {text_mark("plum4"), line_hash("- exact line") or ""}
+    data = b"- the PLUM4 joke\n- kept\n- exact line\n"
+    assert scrub(data, forgotten) == b"- kept\n"
+    assert scrub(data, without_marks(forgotten)) == b"- the PLUM4 joke\n- kept\n"
