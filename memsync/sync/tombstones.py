@@ -1140,7 +1140,10 @@ def _scrub_local(
             or h not in by_text
             and (ids & in_base or h in in_base or mtime <= min(fresh[i] for i in ids))
         }
-        held = set(known) | titles
+        # held as forgotten (no copy to set aside): the lines the forget named, and those
+        # holding its text synced from here before; a rewording made here of a forgotten
+        # line is the user's edit, set aside with the copy first, holding the text or not
+        held = {h for h in known if h not in by_text} | before | titles
         old |= titles | _rewords_of_forgotten(lines, base_lines, fresh)
         again = _as_written_again(engine, name, local, listing)
         if again is not None:  # written again on the remote after those forgets: new there
