@@ -404,6 +404,11 @@ _WORDS = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta"]
 Tree = list[tuple[str, list[str], dict[str, list[str]]]]  # heading, entries, subsections
 
 
+# the types made of titled sections, and which side makes the change a test is about
+SECTION_KINDS = st.sampled_from(["relationship", "philosophical_threads", "self_observations"])
+SIDES = st.sampled_from(["ours", "theirs"])
+
+
 def _random_tree(rnd) -> Tree:
     def text() -> str:  # short texts from few words: repeated lines happen, as in real files
         return " ".join(rnd.choice(_WORDS) for _ in range(3))
@@ -776,8 +781,8 @@ def test_an_entry_moved_to_two_different_sections_is_said():
 @SETTINGS
 @given(
     rnd=st.randoms(use_true_random=False),
-    kind=st.sampled_from(["relationship", "philosophical_threads", "self_observations"]),
-    renamer=st.sampled_from(["ours", "theirs"]),
+    kind=SECTION_KINDS,
+    renamer=SIDES,
 )
 def test_a_section_renamed_on_one_side_holds_what_the_other_side_did_under_it(rnd, kind, renamer):
     """Fresh-eyes s32c, R1, and s33a, N3 and N5: one device renames a section (its title
@@ -807,8 +812,8 @@ def test_a_section_renamed_on_one_side_holds_what_the_other_side_did_under_it(rn
 @SETTINGS
 @given(
     rnd=st.randoms(use_true_random=False),
-    kind=st.sampled_from(["relationship", "philosophical_threads", "self_observations"]),
-    renamer=st.sampled_from(["ours", "theirs"]),
+    kind=SECTION_KINDS,
+    renamer=SIDES,
 )
 def test_a_section_renamed_on_one_side_and_dissolved_on_the_other_holds_each_entry_once(
     rnd, kind, renamer
@@ -939,8 +944,8 @@ def test_what_either_side_moved_to_the_final_place_comes_after_what_was_there(
 @SETTINGS
 @given(
     rnd=st.randoms(use_true_random=False),
-    kind=st.sampled_from(["relationship", "philosophical_threads", "self_observations"]),
-    mover=st.sampled_from(["ours", "theirs"]),
+    kind=SECTION_KINDS,
+    mover=SIDES,
 )
 def test_a_heading_moved_to_another_level_holds_what_the_other_side_did_under_it(rnd, kind, mover):
     """Fresh-eyes s33a, N4, and s33b, F5: one device moves a section's heading a level down

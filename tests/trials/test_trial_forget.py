@@ -51,6 +51,12 @@ def everywhere(pair: tuple[Device, Device], remote: Path) -> list[Path]:
     return [a.home, a.memory, b.home, b.memory, remote]
 
 
+def everywhere_text(pair: tuple[Device, Device], remote: Path, name: str) -> list[str]:
+    """`name` as each device and the remote hold it."""
+    a, b = pair
+    return [(a.memory / name).read_text(), (b.memory / name).read_text(), on_remote(remote)[name]]
+
+
 def audit(device: Device) -> list[dict]:
     return [json.loads(line) for line in (device.home / "audit.log").read_text().splitlines()]
 
@@ -2670,10 +2676,7 @@ def test_a_line_of_the_other_devices_own_holding_the_text_is_new_content_to_the_
     a.run("forget", "--match", "plum4", "--yes")
     for device in (b, a):
         device.run("sync")
-    for text in (
-        (a.memory / "philosophical_threads.md").read_text(),
-        on_remote(remote)["philosophical_threads.md"],
-    ):
+    for text in everywhere_text(pair, remote, "philosophical_threads.md"):
         assert "- B's own PLUM4 note." in text, text
     assert "The PLUM4 joke" not in (b.memory / "voice_calibration.md").read_text()
     assert not quarantine_dir(b.home).exists() or not list(quarantine_dir(b.home).rglob("*.md"))
@@ -2699,11 +2702,7 @@ def test_a_thread_renamed_then_forgotten_by_its_new_title_loses_its_old_title_el
     a.run("forget", "--match", "kiwi1", "--yes")
     for device in (b, a, b):
         device.run("sync")
-    for text in (
-        (a.memory / "philosophical_threads.md").read_text(),
-        (b.memory / "philosophical_threads.md").read_text(),
-        on_remote(remote)["philosophical_threads.md"],
-    ):
+    for text in everywhere_text(pair, remote, "philosophical_threads.md"):
         assert "- Pat's take: NEWB5." in text and "KEEPME1" in text, text
         assert "DURIAN9" not in text, text
     assert_forgotten(["KIWI1", "HIDE7"], everywhere(pair, remote))
@@ -2759,11 +2758,7 @@ def test_a_thread_forgotten_by_a_title_another_device_renamed_goes_either_way(
         assert "1 section(s)" in said, said
     for device in (b, a, b):
         device.run("sync")
-    for text in (
-        (a.memory / "philosophical_threads.md").read_text(),
-        (b.memory / "philosophical_threads.md").read_text(),
-        on_remote(remote)["philosophical_threads.md"],
-    ):
+    for text in everywhere_text(pair, remote, "philosophical_threads.md"):
         assert "KEEPME1" in text and "Determinism debate" not in text, text
     # away: B's rename reached the remote while the forget waited, so B's copy is set aside
     assert_forgotten(["DURIAN9", "HIDE7"], everywhere(pair, remote), [quarantine_dir(b.home)])
