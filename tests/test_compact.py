@@ -278,8 +278,9 @@ def test_golden_rules() -> None:
     assert done is not None
     kept = [e.strip() for e in done.entries if e.strip()]
     assert len(kept) == 5
-    assert "December" not in "".join(kept) and "first delivered" not in "".join(kept)
-    assert "undated thing" in "".join(kept)
+    # the last five: an entry's date is when it was promised (fresh-eyes s34b, J1)
+    assert "first delivered" not in "".join(kept) and "March" not in "".join(kept)
+    assert "undated thing" in "".join(kept) and "December" in "".join(kept)
     assert "look into the slow cold pull" in after["running_commitments.md"].decode()
 
     callbacks = sections.parse(memory.parse(after["running_jokes_and_callbacks.md"].decode()).body)
@@ -859,3 +860,22 @@ def test_rolling_files_are_idempotent(delivered, active, retired, voice) -> None
     for x in voice:
         assert f"line from {ago(x)}" in calib
         assert (f"## {ago(x)}" in calib) == (x <= 30)
+
+
+def test_a_promise_made_long_ago_and_delivered_last_is_kept() -> None:
+    """Fresh-eyes s34b, J1: Delivered was ranked by each entry's date, which is when it was
+    promised: a promise made in January and delivered today, at the end of the section, was
+    trimmed first, everywhere, while last month's deliveries stayed. The last ones stay."""
+    recent = "".join(
+        f"- [c-2026-04-0{n}-ab1{n}] 2026-04-0{n}: delivered in April {n}.\n" for n in range(1, 7)
+    )
+    old = "- [c-2026-01-02-zz99] 2026-01-02: the January promise, delivered today.\n"
+    text = memory.render(
+        {"name": "c", "description": "c", "type": "commitments"},
+        f"\n## Open\n\n## Delivered\n{recent}{old}",
+    )
+    (action,) = plan({"running_commitments.md": text.encode()}, NOW)
+    kept = action.content.decode() if action.content else ""
+    assert "the January promise, delivered today." in kept
+    assert "delivered in April 1." not in kept and "delivered in April 2." not in kept
+    assert "delivered in April 6." in kept

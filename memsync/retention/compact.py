@@ -163,10 +163,6 @@ def route(d: date, now: date, policy: Policy = DEFAULT_POLICY) -> Period:
 
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
 _ANY_DATE = re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)")
-_LEADING_DATE = re.compile(
-    r"^\s*(?:[-*+]|\d{1,9}[.)])\s+(?:\[[ xX]\]\s+)?(?:\[[^\]\n]*\]\s*)?(?:\*\*)?"
-    r"(\d{4}-\d{2}-\d{2})"
-)
 _RETIRED = re.compile(r"\(retired (\d{4}-\d{2}-\d{2})\)")
 
 
@@ -600,23 +596,18 @@ def _plan_commitments(text: str, now: date, policy: Policy) -> tuple[bytes, str]
     items = [i for i, e in enumerate(delivered.entries) if _BULLET.match(e)]
     if len(items) <= policy.delivered_keep:
         return None
-    when: dict[int, date] = {}
-    last = date.min
-    for i in items:
-        m = _LEADING_DATE.match(delivered.entries[i])
-        found = sections.parse_date(m.group(1)) if m else None
-        last = found or last
-        when[i] = last
-    newest = sorted(items, key=lambda i: (when[i], i), reverse=True)[: policy.delivered_keep]
-    keep = set(newest)
+    # the last ones: a delivery goes at the end of the section (a merge keeps that order), and
+    # an entry's date is when it was promised, not delivered (fresh-eyes s34b, J1: a promise
+    # made long ago and delivered today was trimmed first, everywhere)
+    keep = set(items[-policy.delivered_keep :])
     blank = _ends_blank(delivered) or bool(delivered.children)
     blank = blank or delivered is not root.children[-1]
     delivered.entries = _tail(
         [e for i, e in enumerate(delivered.entries) if i not in items or i in keep], blank
     )
     reason = (
-        f"trims Delivered from {len(items)} to the {policy.delivered_keep} most recent "
-        "commitments; Open is untouched."
+        f"trims Delivered from {len(items)} to the {policy.delivered_keep} delivered last; "
+        "Open is untouched."
     )
     return _with_frontmatter(source, _space(root).render()), reason
 
