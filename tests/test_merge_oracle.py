@@ -984,6 +984,28 @@ def test_a_heading_moved_to_another_level_holds_what_the_other_side_did_under_it
     assert result.conflict is None, result.conflict
 
 
+@pytest.mark.parametrize("up", [False, True], ids=["down", "up"])
+@pytest.mark.parametrize("mover", ["ours", "theirs"])
+def test_a_heading_moved_a_level_on_one_side_and_renamed_on_the_other_takes_both(up, mover):
+    """Fresh-eyes s34b, J2: one device moves a thread's heading a level, the other renames it.
+    Compared as one line, the two were a title conflict (`## New / Old`, offering the old
+    title nobody chose), the level kept or lost by the sync order. The title comes from the
+    side that renamed it, the level from the side that moved it; no conflict."""
+    low, high = ("##", "###") if not up else ("###", "##")
+    base = f"\n## Topic\n- a topic line\n\n{low} Free will\n- ALPHA1 lunch\n- BETA2 compat\n"
+    meta = {"name": "n", "description": "d", "type": "philosophical_threads"}
+    moved = base.replace(f"{low} Free will", f"{high} Free will")
+    renamed = base.replace(f"{low} Free will", f"{low} Determinism debate")
+    o, t = (moved, renamed) if mover == "ours" else (renamed, moved)
+    result = merge(
+        "philosophical_threads.md",
+        *(memory.render(meta, x).encode() for x in (base, o, t)),
+    )
+    want = base.replace(f"{low} Free will", f"{high} Determinism debate")
+    assert _shape(result.content) == _shape(memory.render(meta, want).encode())
+    assert result.conflict is None, result.conflict
+
+
 def _shape(data: bytes) -> list[tuple[int, str, list[str]]]:
     """Each section's level, title and entries, blank lines left out."""
     tree = sections.parse(memory.parse(data.decode()).body)

@@ -745,25 +745,43 @@ def merge_tree(
             e.strip() for node in kept.walk() for e in node.entries
         ):
             children.append(kept)
-    heading = ours.heading if ours.heading is not None else theirs.heading
+    heading, level = (
+        (ours.heading, ours.level)
+        if ours.heading is not None
+        else (
+            theirs.heading,
+            theirs.level,
+        )
+    )
     if base is not None and ours.heading is not None and theirs.heading is not None:
-        heading = _merged_title(base, ours, theirs, notes)
-    return _space_headings(Section(heading, ours.level, _tidy_blanks(entries), children))
+        heading, level = _merged_title(base, ours, theirs, notes)
+    return _space_headings(Section(heading, level, _tidy_blanks(entries), children))
 
 
-def _merged_title(base: Section, ours: Section, theirs: Section, notes: list[str]) -> str:
-    """A section's heading line: the side that renamed it (`_renamed`); renamed differently
-    on both sides, both titles, as a description keeps both texts, and a conflict."""
+def _merged_title(
+    base: Section, ours: Section, theirs: Section, notes: list[str]
+) -> tuple[str, int]:
+    """A section's heading line and level: its title from the side that renamed it
+    (`_renamed`) and its level from the side that moved it (`level_moves`), each on its own
+    (fresh-eyes s34b, J2: a level moved on one side and a rename on the other were a title
+    conflict offering the old title); renamed differently on both sides, both titles, as a
+    description keeps both texts, and a conflict."""
     assert ours.heading is not None and theirs.heading is not None
-    if _titled(theirs) in (_titled(base), _titled(ours)):
-        return ours.heading
-    if _titled(ours) == _titled(base):
-        return theirs.heading
-    first = ours.heading.splitlines(keepends=True)[0]
-    line = f"{'#' * ours.level} {ours.title} / {theirs.title}"
-    both = line + first[len(first.rstrip("\r\n")) :]
-    notes.append(Both.of(f'the title of "{_short(base.title, 40)}"', [line]))
-    return both + ours.heading[len(first) :]
+    level = ours.level if theirs.level in (base.level, ours.level) else theirs.level
+    if theirs.key in (base.key, ours.key):
+        title, words = ours, ours.title
+    elif ours.key == base.key:
+        title, words = theirs, theirs.title
+    else:
+        title, words = ours, f"{ours.title} / {theirs.title}"
+        notes.append(
+            Both.of(f'the title of "{_short(base.title, 40)}"', [f"{'#' * level} {words}"])
+        )
+    if title.level == level and words == title.title:
+        return title.heading or "", level
+    first = title.heading.splitlines(keepends=True)[0] if title.heading else "\n"
+    line = f"{'#' * level} {words}" + first[len(first.rstrip("\r\n")) :]
+    return line + (title.heading or "")[len(first) :], level
 
 
 Key = tuple[str, int]
@@ -800,8 +818,8 @@ def renamed_sections(base: list[Section], side: list[Section]) -> list[tuple[Sec
 
 
 def _renames(base: dict[Key, Section], side: dict[Key, Section]) -> dict[Key, Key]:
-    """{new key: base key} for the sections `side` renamed: a new heading there, at the level
-    of one gone from there, over at least half of that one's entries, whatever its words
+    """{new key: base key} for the sections `side` renamed: a new heading there, in place of
+    one gone from there, over at least half of that one's entries, whatever its words
     (fresh-eyes s33a, N3: a thread retitled in other words brought back an entry the other
     side removed from it), or, for a section with a title and nothing under it yet, where no
     entry can tell, a title much like its own (s33b, F3: a thread retitled on one device while
@@ -815,8 +833,8 @@ def _renames(base: dict[Key, Section], side: dict[Key, Section]) -> dict[Key, Ke
     pairs = []
     for i, n in enumerate(new):
         for j, g in enumerate(gone):
-            if side[n].level != base[g].level:
-                continue
+            # at another level too: `level_moves` put a section moved a level back among
+            # its base siblings, and it may have been renamed as well (fresh-eyes s34b, J2)
             alike = similarity(side[n].title, base[g].title)
             kept, exact = _kept_entries(base[g], side[n])
             if kept or (alike >= SIMILAR and _title_only(base[g])):
@@ -852,7 +870,7 @@ def level_moves(base: Section, side: Section) -> Section:
         last = before.children[-1] if before.children else None
         if (
             last is not None
-            and last.key == b[k].key
+            and _same_or_renamed(b[k], last)
             and last.level > b[k].level
             and all(c.key != last.key for c in b[order[n - 1]].children)
         ):
@@ -870,7 +888,7 @@ def level_moves(base: Section, side: Section) -> Section:
         mine = children[i]
         if (
             after is not None
-            and after.key == inner.key
+            and _same_or_renamed(inner, after)
             and after.level < inner.level
             and (after.key, 0) not in b
             and all(c.key != inner.key for c in mine.children)
@@ -881,6 +899,11 @@ def level_moves(base: Section, side: Section) -> Section:
     for key, child in zip(keys(), children, strict=True):
         out.append(level_moves(b[key], child) if key in b else child)
     return Section(side.heading, side.level, side.entries, out)
+
+
+def _same_or_renamed(base: Section, side: Section) -> bool:
+    """Whether `side` is `base`, under its title or renamed (`_renames`' test), at any level."""
+    return side.key == base.key or _kept_entries(base, side)[0] > 0
 
 
 def _title_only(section: Section) -> bool:
