@@ -1545,7 +1545,7 @@ def held_as(q: dict[str, Any]) -> str:
     """What of the forgotten lines a file set aside by a line forget held (see `quarantine`)."""
     if q.get("how") == "late":
         return (
-            "an edit of them that reached the remote while that forget waited for it (a "
+            "an edit of them that the forgetting device had not pulled when the user asked (a "
             "rewording, or lines added under a forgotten heading, made here or pulled from "
             "another device)"
         )

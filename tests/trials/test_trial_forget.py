@@ -2454,7 +2454,7 @@ def test_a_forget_that_waited_takes_a_heading_renamed_and_added_to_meanwhile(
     assert on_remote(remote)["philosophical_threads.md"].count("DURIAN9") == 1
     assert "finished forgetting" in a.run("sync").stderr
     said = b.run("sync").stderr  # B's rename was synced: no "unsynced rewording" (s32c, W2)
-    assert "an edit of them that reached the remote while that forget waited" in said, said
+    assert "an edit of them that the forgetting device had not pulled when the user" in said, said
     for device in (c, a, b, c):
         device.run("sync")
     for device in (a, b, c):
