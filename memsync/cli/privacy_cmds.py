@@ -125,6 +125,10 @@ def forget(
     if report.index_lines:
         out.print(f"removed {report.index_lines} MEMORY.md line(s) linking to forgotten files")
     _finish(report)
+    out.print(
+        "A line holding it that another device wrote and has not synced yet is new content "
+        "there and stays: run the same `memsync forget --match` once every device has synced."
+    )
     out.print("Done. The audit log has the record (not the content).")
 
 
