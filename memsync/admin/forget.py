@@ -63,6 +63,7 @@ from memsync.sync.tombstones import (
     purged_here,
     quarantine_notices,
     read_tombstones,
+    retitled,
     scrub_history,
     share_job,
 )
@@ -359,15 +360,14 @@ def _renamed_since(versions: list[str], text: str, needle: str) -> frozenset[str
     words, keeping its entries): the section the user means (fresh-eyes s34a, H7: online,
     the pull brought the rename and the thread stayed, under its new title; offline, the
     forget took it)."""
-    from memsync.memory.sections import normalise
-    from memsync.sync.tombstones import retitled
+    from memsync.memory.sections import Section
 
     lines = text.splitlines()
     found = set()
     for version in versions:
         for old, new in retitled(lines, version.splitlines()).items():
             if _contains(old, needle) and not _contains(new, needle):
-                found.add(normalise(new.lstrip("#")))
+                found.add(Section(new, 0).key)
     return frozenset(found)
 
 

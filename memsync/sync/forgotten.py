@@ -81,11 +81,11 @@ def folded(text: str) -> str:
     return unicodedata.normalize("NFC", text).casefold()
 
 
-_TEXT_SALT = hashlib.sha256(b"memsync-forgotten-text\n")
+_TEXT_PREFIX = hashlib.sha256(b"memsync-forgotten-text\n")
 
 
 def _text_digest(data: bytes) -> bytes:
-    digest = _TEXT_SALT.copy()
+    digest = _TEXT_PREFIX.copy()
     digest.update(data)
     return digest.digest()[:16]
 
@@ -95,9 +95,9 @@ def text_mark(needle: str) -> str:
     the lines it took: its length and a hash (never the text). A device holds the text in
     wordings the forgetting device never saw (a line reworded there and synced, then
     forgotten: the devices that had not pulled the rewording hold the words before it, which
-    no line hash names; fresh-eyes s33c, G1); a line of its own holding the text is one the
-    user asked to forget. The mark sits among the line hashes, so every place that takes
-    forgotten lines out of old content takes these lines too."""
+    no line hash names; fresh-eyes s33c, G1). The mark sits among the line hashes; where a
+    device scrubs content it synced before the forget (and its history), lines holding the
+    text go too. A line of a device's own that no other device saw stays: new content."""
     data = folded(needle).encode("utf-8", "surrogatepass")
     return f"{_TEXT}{len(data)}:{_text_digest(data).hex()}"
 
@@ -106,7 +106,7 @@ def text_marks(forgotten: Iterable[str]) -> dict[int, frozenset[bytes]]:
     """The forgotten texts among `forgotten`, by their length in bytes: {length: {digest}}."""
     out: dict[int, set[bytes]] = {}
     for key in forgotten:
-        if key.startswith(_TEXT):
+        if is_mark(key):
             size, _, digest = key[len(_TEXT) :].partition(":")
             with contextlib.suppress(ValueError):
                 if int(size) > 0:
@@ -114,11 +114,15 @@ def text_marks(forgotten: Iterable[str]) -> dict[int, frozenset[bytes]]:
     return {size: frozenset(digests) for size, digests in out.items()}
 
 
+def is_mark(key: str) -> bool:
+    """Whether `key`, among forgotten line hashes, is a forgotten text's mark."""
+    return key.startswith(_TEXT)
+
+
 def without_marks(forgotten: Iterable[str]) -> set[str]:
-    """The line hashes alone: content written after a forget may hold its text again, and
-    only what was there before it (a synced copy, a file last written before it, a history
-    copy) loses lines by the text (new history copies lose forgotten lines by hash only)."""
-    return {key for key in forgotten if not key.startswith(_TEXT)}
+    """The line hashes alone, for a new history copy: a line holding a forgotten text still
+    in a memory file when the copy is made is new content (a scrub took the old ones)."""
+    return {key for key in forgotten if not is_mark(key)}
 
 
 def holds_text(line: str, marks: dict[int, frozenset[bytes]]) -> set[str]:
@@ -138,7 +142,7 @@ def _window_in(data: bytes, size: int, digests: frozenset[bytes]) -> bytes | Non
     """The digest of the first window of `data`, `size` bytes long, whose hash is one of
     `digests` (UTF-8 finds a character string inside another at the same bytes). Cached: the
     history copies of one file, scrubbed one after another, share most of their lines."""
-    salt = _TEXT_SALT
+    salt = _TEXT_PREFIX
     for i in range(len(data) - size + 1):
         window = salt.copy()  # `_text_digest`, inlined: this loop is the scrub's cost
         window.update(data[i : i + size])

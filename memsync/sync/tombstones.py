@@ -27,6 +27,7 @@ from memsync.sync.forgotten import (
     body_hash,
     body_hashes,
     holds_text,
+    is_mark,
     known_by,
     line_hash,
     line_hashes,
@@ -1102,7 +1103,7 @@ def _scrub_local(
             ids = known_by(line, fresh, marks)
             if ids and (h := line_hash(line)) is not None:
                 known[h] = ids
-                if not any(not i.startswith("text:") for i in ids):
+                if all(map(is_mark, ids)):
                     by_text.add(h)
         base = engine.state.base(name) if name in engine.state.records else None
         base_lines = base.decode("utf-8", "replace").splitlines() if base else []
@@ -1123,16 +1124,17 @@ def _scrub_local(
         # was written: no clock here says when a line was (fresh-eyes s34a, H1)
         rec = engine.state.records.get(name)
         rolled = _rolled_up_bases(engine, data) if _rollup(name) else []
+        in_own, in_rolled = line_hashes(base_lines), line_hashes(rolled)
         before = {
             h
             for h in by_text
-            if h in line_hashes(rolled)
-            or h in line_hashes(base_lines)
+            if h in in_rolled
+            or h in in_own
             and rec is not None
             and rec.synced_at <= min(fresh[i] for i in known[h])
         }
         base_lines += rolled
-        in_base = line_hashes(base_lines)
+        in_base = in_own | in_rolled
         old = {
             h
             for h, ids in known.items()
@@ -1269,7 +1271,10 @@ def _drop_from_rollups(engine: Engine, name: str, local: LocalScan) -> list[str]
 
 
 def _titles_of_forgotten(
-    lines: list[str], base_lines: list[str], fresh: dict[str, float], marks: dict
+    lines: list[str],
+    base_lines: list[str],
+    fresh: dict[str, float],
+    marks: dict[int, frozenset[bytes]],
 ) -> set[str]:
     """The hashes of headings here over a section another device forgot under a title this
     device never had (renamed there, then forgotten by a word of the new title): in the
