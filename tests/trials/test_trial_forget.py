@@ -2009,17 +2009,26 @@ def test_forget_match_takes_the_earlier_wording_out_of_other_devices_history(pai
     assert_forgotten(["dentist"], everywhere(pair, remote))
 
 
-def test_a_template_written_again_after_its_file_was_forgotten_is_a_new_file(pair, remote):
+@pytest.mark.parametrize("same_second", [False, True], ids=["later", "same-bytes"])
+def test_a_template_written_again_after_its_file_was_forgotten_is_a_new_file(
+    pair, remote, same_second
+):
     """Fresh-eyes s30f: a file forgotten while it held only the template `memsync new` wrote,
     then `memsync new` again on the same device: its next sync deleted the new file as "the
     forgotten version" ("another device ran forget"). A template's lines are in every new
-    file: they are no forgotten text."""
+    file: they are no forgotten text. Within the same second the new template is byte for byte
+    the forgotten one (its `modified` in whole seconds), and a folder remote's ETag is a hash
+    of the bytes: the other device took it for the forgotten copy and deleted it everywhere
+    (the full suite met it, now and then)."""
     a, b = pair
     a.run("new", "user", "pat")
+    first = (a.memory / "user_pat.md").read_bytes()
     a.run("sync")
     b.run("sync")
     a.run("forget", "user_pat.md", "--yes")
     a.run("new", "user", "pat")
+    if same_second:
+        (a.memory / "user_pat.md").write_bytes(first)
     said = a.run("sync")
     assert "forgotten" not in said.stdout and "user_pat.md" in said.stdout, said.stdout
     b.run("sync")
