@@ -160,10 +160,11 @@ def known_by(
     return found | holds_text(line, text_marks(forgotten) if marks is None else marks)
 
 
-def scrub(content: bytes, forgotten: Container[str]) -> bytes:
+def scrub(content: bytes, forgotten: Container[str], keep: Container[str] = ()) -> bytes:
     """`content` without the lines whose hash is in `forgotten` (a compacted rule whose
     earlier form is forgotten included), the subheadings a forgotten heading held that hold
-    nothing now (a forgotten session's `### Arcs`) and the blank lines the cut doubled."""
+    nothing now (a forgotten session's `### Arcs`; not one whose hash is in `keep`) and the
+    blank lines the cut doubled."""
     text = content.decode("utf-8", "surrogateescape")
     lines = text.splitlines(keepends=True)
     marks = text_marks(forgotten) if isinstance(forgotten, Iterable) else {}
@@ -174,7 +175,7 @@ def scrub(content: bytes, forgotten: Container[str]) -> bytes:
     }
     if not gone:
         return content
-    gone |= _emptied(lines, gone)
+    gone |= {i for i in _emptied(lines, gone) if line_hash(lines[i]) not in keep}
     kept: list[str] = []
     cut = False
     for i, line in enumerate(lines):

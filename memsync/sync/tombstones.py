@@ -1150,7 +1150,11 @@ def _scrub_local(
         again = _as_written_again(engine, name, local, listing)
         if again is not None:  # written again on the remote after those forgets: new there
             old = {h for h in old if h not in known or any(fresh[i] >= again for i in known[h])}
-        clean = scrub(data, old) if old else data
+        # a heading written here that the forget left with nothing under it stays: it is this
+        # device's own edit (the driver's seed 4025, U1: a thread moved a level under a
+        # forgotten one and renamed there went with it, kept nowhere)
+        mine = line_hashes(lines) - in_base - held
+        clean = scrub(data, old, keep=mine) if old else data
         if clean == data:
             continue
         # a reword made here, or a line written after the forget (a held-up forget found it

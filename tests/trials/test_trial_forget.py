@@ -2771,3 +2771,27 @@ def test_a_thread_forgotten_by_a_title_another_device_renamed_goes_either_way(
         assert "KEEPME1" in text and "Determinism debate" not in text, text
     # away: B's rename reached the remote while the forget waited, so B's copy is set aside
     assert_forgotten(["DURIAN9", "HIDE7"], everywhere(pair, remote), [quarantine_dir(b.home)])
+
+
+def test_a_thread_moved_under_a_forgotten_one_and_renamed_keeps_its_new_title(pair, remote):
+    """Found by the fresh-eyes driver (seed 4025, U1, unreduced until now): A forgets two
+    threads; B, not told, had moved the second a level down (under the first) and renamed
+    it. The forget left B's renamed heading with nothing under it, under a forgotten heading,
+    and the scrub took it as that section's own empty subheading: B's new title went, kept
+    nowhere. A heading this device wrote is its own edit: it stays, and syncs."""
+    a, b = pair
+    body = (
+        "## Riley on the roadmap KIWI7\n- First raised: the tax HIDE8.\n\n"
+        "## Dana on the dentist PEAR9\n- First raised: the reunion HIDE10.\n"
+    )
+    write_and_sync(a, b, "philosophical_threads.md", body, type="philosophical_threads")
+    a.run("forget", "--match", "kiwi7", "--yes")
+    a.run("forget", "--match", "pear9", "--yes")
+    replace_in(
+        b, "philosophical_threads.md", "## Dana on the dentist PEAR9", "### Renamed thread LIME13"
+    )
+    for device in (b, a, b):
+        device.run("sync")
+    for text in everywhere_text(pair, remote, "philosophical_threads.md"):
+        assert "### Renamed thread LIME13" in text, text
+    assert_forgotten(["KIWI7", "PEAR9", "HIDE8", "HIDE10"], everywhere(pair, remote))
