@@ -30,7 +30,7 @@ from memsync.memory import digests, rollups, sections, voice
 from memsync.memory import frontmatter as memory
 from memsync.memory.index_links import link_targets
 from memsync.memory.memtypes import type_of
-from memsync.memory.merge import merge_tree
+from memsync.memory.merge import correspondence, entry_mark, merge_tree
 from memsync.memory.sections import Section
 from memsync.sync.walk import MemoryWalk
 
@@ -189,9 +189,7 @@ def _contained(part: Section, whole: Section) -> bool:
 
 def _space(root: Section) -> Section:
     """A blank line before every heading that follows text (as merges leave it)."""
-    from memsync.memory.merge import _space_headings
-
-    return _space_headings(root)
+    return sections.space_headings(root)
 
 
 def _tail(entries: list[str], blank_after: bool) -> list[str]:
@@ -267,41 +265,25 @@ def _label_key(title: str) -> tuple[date, int, str] | None:
 
 
 def _take_rewords(held: Section, part: Section) -> int:
-    """In place: an entry of the roll-up's section that the digest coming back no longer has,
-    where the digest has a new entry of most of the same words in the same place, takes that
-    wording (the digest was reworded after it was rolled up: the edit beat the compaction's
-    deletion). As merges tell a reword from a new entry (merge.pair_rewords), and as voice
-    rules are folded; an entry the digest lacks with nothing like it stays (a copy of the
-    digest from before that entry was written is no removal of it). Returns how many entries
-    took a new wording: the files cannot tell a rewording from a new entry of most of the same
-    words in a copy from before the old one was written, so each is said (fresh-eyes s32a)."""
-    from memsync.memory.merge import Item, pair_rewords, renamed_sections
-
-    def items(entries: list[str]) -> list[Item]:
-        return [Item(sections.entry_key(e), "", e) for e in entries if e.strip()]
-
-    old, new = items(held.entries), items(part.entries)
-    positions = [i for i, e in enumerate(held.entries) if e.strip()]
-    paired = pair_rewords(old, new)
-    keys = {x.key: n for n, x in enumerate(old)}
-    taken = 0
-    for item, raw in zip(paired, new, strict=True):
-        n = keys.get(item.key)
-        if n is None or item.key == raw.key:
-            continue
-        i = positions[n]
-        blank = "\n" if held.entries[i].endswith("\n\n") else ""
-        held.entries[i] = sections.ensure_newline(raw.text.rstrip("\n")) + blank
-        taken += 1
+    """In place: an entry of the roll-up's section that the digest coming back rewords (the
+    merge's reading, `merge.correspondence`) takes the new wording, and a subsection the
+    digest renamed its new title: the edit beat the compaction's deletion. An entry the
+    digest lacks with nothing like it stays (a copy of the digest from before that entry was
+    written is no removal of it). Returns how many entries and titles took a new wording;
+    the files cannot tell a rewording from a new entry of most of the same words in a copy
+    from before the old one was written, so each is said."""
+    found = correspondence(held, part)
+    for new, old in found.reworded.items():
+        blank = "\n" if held.entries[old].endswith("\n\n") else ""
+        held.entries[old] = sections.ensure_newline(part.entries[new].rstrip("\n")) + blank
+    taken = len(found.reworded)
     theirs = {c.key: c for c in part.children}
     for child in held.children:
         if child.key in theirs:
             taken += _take_rewords(child, theirs[child.key])
-    # a session the digest retitled since it was rolled up is that session, under its new
-    # title (fresh-eyes s33b, F7: rolled up again, it was there twice, its arcs with it)
-    for child, renamed in renamed_sections(held.children, part.children):
+    for child, renamed in found.renamed:
         child.heading = renamed.heading
-        taken += 1 + _take_rewords(child, renamed)  # the title is said too (s33c, G4)
+        taken += 1 + _take_rewords(child, renamed)
     return taken
 
 
@@ -509,25 +491,20 @@ _RULE_PREFIX = re.compile(r"^-\s+(\d{4}-\d{2}-\d{2}(?: \([^)]*\))?):\s*")
 
 def _reworded_rule(rules: list[str], rule: str, taken: set[int]) -> int | None:
     """The index of the earlier rule `rule` rewords: same date and context, most words alike
-    (merge.similarity, as merges tell a reword from a new entry), not one already `taken` by
-    another rewording (two of one rule are a rewording and a rule of its own, never two
-    replacements of which the first is lost); None if there is none."""
-    from memsync.memory.merge import SIMILAR, similarity
-
+    as a merge reads a rewording (`merge.correspondence`), not one already `taken` by another
+    rewording (two of one rule are a rewording and a rule of its own, never two replacements
+    of which the first is lost); None if there is none."""
     m = _RULE_PREFIX.match(rule.strip())
     if m is None:
         return None
-    best, best_score = None, SIMILAR
+    candidates = {}
     for i, old in enumerate(rules):
         o = _RULE_PREFIX.match(old.strip())
-        if i in taken:
-            continue
-        if o is None or o.group(1) != m.group(1):
-            continue
-        score = similarity(old.strip()[o.end() :], rule.strip()[m.end() :])
-        if score >= best_score:
-            best, best_score = i, score
-    return best
+        if i not in taken and o is not None and o.group(1) == m.group(1):
+            candidates[len(candidates)] = (i, old.strip()[o.end() :])
+    earlier = Section(None, 0, [text for _, text in candidates.values()])
+    found = correspondence(earlier, Section(None, 0, [rule.strip()[m.end() :]]))
+    return candidates[found.reworded[0]][0] if 0 in found.reworded else None
 
 
 def _plan_voice(text: str, now: date, policy: Policy) -> tuple[bytes, str] | None:
@@ -1013,7 +990,6 @@ def _carry_conflicts(engine: Engine, source: Action) -> None:
     its roll-up now (both titles of a session, `## A / B`, a heading a level down there) goes
     with them, on every device: the digest's own clears with the file (fresh-eyes s33c, G5:
     nobody had picked a title, and the primer stopped asking)."""
-    from memsync.memory.merge import entry_mark
     from memsync.sync.forgotten import heading_forms
 
     for conflict in list(engine.state.conflicts):
