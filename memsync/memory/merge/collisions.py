@@ -13,13 +13,11 @@ from memsync.memory.merge.result import Both, Collided
 
 def one_entry(base: Item | None, done: Item, other: Item) -> bool:
     """Whether `done` (moved to the final place) and `other` (changed, left in the first place)
-    are one entry: an id can stand for two promises (ids minted on two devices before ids were
-    unique), and delivering one must not consume the other. Without a base the texts must be
-    the same (the delivered one may have a note appended); with one, the id was one promise
-    when both sides last agreed (`split_collisions` keys each of an id's promises apart), so
-    `done` (the base entry moved, with a note or reworded as it was delivered) and `other`
-    (however much reworded, as the design table says: anything -> Delivered only) are that
-    promise."""
+    are one entry. An id can stand for two promises, and delivering one must not consume the
+    other. Without a base the texts must be the same (the delivered one may have a note
+    appended); with one, the id was one promise when both sides last agreed
+    (`split_collisions` keys each of an id's promises apart), so `done` and `other`, however
+    reworded, are that promise: moved to Delivered beats any change."""
     if base is not None:
         return True
     d, o = promise_text(done.text), promise_text(other.text)
@@ -35,8 +33,8 @@ def split_collisions(
     label: Callable[[Item], str],
     moves: bool = False,
 ) -> tuple[Sequence[Item] | None, Sequence[Item], Sequence[Item]]:
-    """An id minted on two devices for two promises (ids that collided before they were
-    unique) names two entries: each gets the identity (id, its promise's text), one promise
+    """An id held by two different promises (minted twice, or copied onto a new line by hand
+    or by Claude) names two entries: each gets the identity (id, its promise's text), one promise
     being a text and those continuing it (a delivered one may carry a note), so that
     delivering or rewording one never takes the other, whatever order they sit in. When the
     sides differ on such an id the collision is reported."""

@@ -147,7 +147,7 @@ def _gone_with_final(
     `final` while this side changed it: two rewordings an earlier merge kept side by side (a
     third device consumed the item), or a second copy under the same commitment id. They go
     with the moved entry, as its rewording does (and are reported), whatever order the
-    devices synced in; before, one rewording stayed Pending next to the consumed item."""
+    devices synced in."""
     if final is None:
         return {}
     out: dict[Hashable, Item] = {}

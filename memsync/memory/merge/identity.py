@@ -23,8 +23,8 @@ def value_of(item: Item | None) -> tuple[str, str] | None:
 
 
 def unique(items: Sequence[Item]) -> list[Item]:
-    """Two entries of one version with the same identity (ids that collided before) stay
-    apart: the second is (key, 1), the third (key, 2)..."""
+    """Two entries of one version with the same identity (a line written twice, an id held by
+    two promises) stay apart: the second is (key, 1), the third (key, 2)..."""
     seen: dict[Hashable, int] = {}
     out = []
     for item in items:

@@ -69,11 +69,9 @@ def _final_in_order(
     items: list[Item], ours: list[Item], theirs: list[Item], final: str
 ) -> list[Item]:
     """`items` with those in the `final` place (Delivered, Consumed) in the order the sides
-    hold them there, ours first and theirs' additions after the entry they follow: merged by
-    identity across both places, an item one side moved kept the place in the order the other
-    side left it in, at the top of Delivered, where compaction, which keeps the last ones as
-    the most recent, trimmed it first (the devices machine, seed 37: a promise delivered that
-    day was trimmed, older ones kept)."""
+    hold them there, ours first and theirs' additions after the entry they follow, so the
+    latest delivered stays last, where compaction, which keeps the last ones as the most
+    recent, finds it."""
     order = union(
         None,
         [x.text for x in ours if x.place == final],

@@ -108,13 +108,11 @@ def renamed_sections(base: list[Section], side: list[Section]) -> list[tuple[Sec
 
 def renames(base: dict[Key, Section], side: dict[Key, Section]) -> dict[Key, Key]:
     """{new key: base key} for the sections `side` renamed: a new heading there, in place of
-    one gone from there, over at least half of that one's entries, whatever its words
-    (fresh-eyes s33a, N3: a thread retitled in other words brought back an entry the other
-    side removed from it), or, for a section with a title and nothing under it yet, where no
-    entry can tell, a title much like its own (s33b, F3: a thread retitled on one device while
-    another wrote its first entry was two threads). The section holding the most of its
-    entries as they were first (s33a, N6: a new thread whose entry reads like the old one's
-    was taken for it over the thread retitled, entries and all), then the most alike titles."""
+    one gone from there, over at least half of that one's entries (`kept_entries`), whatever
+    its words, or, for a section with a title and nothing under it yet, where no entry can
+    tell, a title much like its own. At any level (`level_moves` puts a section moved a level
+    back among its base siblings first). Pairs are taken by the share of entries held as
+    they were, then by the most alike titles."""
     gone = [k for k in base if k not in side]
     new = [k for k in side if k not in base]
     if not gone or not new:
@@ -122,8 +120,6 @@ def renames(base: dict[Key, Section], side: dict[Key, Section]) -> dict[Key, Key
     pairs = []
     for i, n in enumerate(new):
         for j, g in enumerate(gone):
-            # at another level too: `level_moves` put a section moved a level back among
-            # its base siblings, and it may have been renamed as well (fresh-eyes s34b, J2)
             alike = similarity(side[n].title, base[g].title)
             kept, exact = kept_entries(base[g], side[n])
             if kept or (alike >= SIMILAR and title_only(base[g])):
@@ -140,9 +136,9 @@ def level_moves(base: Section, side: Section) -> Section:
     """`side` with each section whose heading it moved to another level put back where the
     base has it in the tree, its heading (and so its level) as `side` wrote it. A `##` moved
     to `###` nests under the section before it, a `###` moved to `##` leaves its parent:
-    sections merge with their own under the same parent, so the other side's edits under
-    the old place came back there, the title twice (fresh-eyes s33a, N4; s33b, F5). The
-    tree renders the same text: the moved section sits where it did, under its new heading."""
+    sections merge with their own under the same parent, so a section compared where the base
+    has it merges with the other side's edits of it once. The tree renders the same text: the
+    moved section sits where it did, under its new heading."""
     b = by_heading(base.children)
     children = list(side.children)
 
@@ -202,9 +198,8 @@ def title_only(section: Section) -> bool:
 
 def kept_entries(base: Section, renamed: Section) -> tuple[float, float]:
     """The share of the entries under a base section that are under the renamed one, in the
-    same subsections, as they were or reworded (`pair_rewords`: fresh-eyes s33b, F1: a side
-    that also reworded most of them was no rename, and the section was there twice), 0
-    below half, and the share of them as they were; a memory template's lines left out: two
+    same subsections, as they were or reworded (`pair_rewords`), 0 below half, and the share
+    of them as they were; a memory template's lines left out: two
     sessions a digest template began hold the same ones, and a session removed beside a new
     one is no rename."""
     templates = resources.template_lines()

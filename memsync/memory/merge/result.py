@@ -54,9 +54,8 @@ def marks_of(content: bytes) -> set[str]:
 
 
 class Collided(Both):
-    """A merge note for an id two devices minted for two different promises (ids that
-    collided before they were unique): both promises are kept, each its own entry; the user
-    should give one a new id, never pick one."""
+    """A merge note for an id that two devices gave two different promises: both promises
+    are kept, each its own entry; the user should give one a new id, never pick one."""
 
 
 class Superseded(str):

@@ -100,10 +100,9 @@ def _merged_title(
     base: Section, ours: Section, theirs: Section, notes: list[str]
 ) -> tuple[str, int]:
     """A section's heading line and level: its title from the side that renamed it
-    (`_renamed`) and its level from the side that moved it (`level_moves`), each on its own
-    (fresh-eyes s34b, J2: a level moved on one side and a rename on the other were a title
-    conflict offering the old title); renamed differently on both sides, both titles, as a
-    description keeps both texts, and a conflict."""
+    (`_renamed`) and its level from the side that moved it (`level_moves`), each on its own;
+    renamed differently on both sides, both titles, as a description keeps both texts, and a
+    conflict."""
     assert ours.heading is not None and theirs.heading is not None
     level = ours.level if theirs.level in (base.level, ours.level) else theirs.level
     if theirs.key in (base.key, ours.key):
@@ -129,14 +128,10 @@ def _renamed(
 ) -> tuple[dict[Key, Section], dict[Key, Section]]:
     """Each side with the sections it renamed under their base headings (`renames`).
     Merged with the other side's section, an entry the other side added under the old title
-    goes under the new one; without the pairing the old title came back as a second section
-    holding it, and the words the rename was meant to drop with it (fresh-eyes s32c, R1: a
-    forget held up while one device renamed a thread and another added to it). Renamed on
-    both sides, the two are one section too (its entries once, not twice). A section the
-    other side removed is the renamed one merged with that removal: the entries the
-    renaming side left alone go with it, as they would under the old title (fresh-eyes s33c,
-    G3: the other side had moved an entry into another section and dropped the title; kept
-    whole, the renamed section held the moved entry a second time)."""
+    goes under the new one, and the old title does not come back. Renamed on both sides, the
+    two are one section (its entries once, not twice). A section the other side removed is
+    the renamed one merged with that removal: the entries the renaming side left alone go
+    with it, as they would under the old title."""
     ours_as, theirs_as = renames(base, ours), renames(base, theirs)
     return (
         {ours_as.get(k, k): child for k, child in ours.items()},
@@ -191,8 +186,7 @@ def moved_and_reworded(base: Section, ours: Section, theirs: Section) -> Both | 
 
 def _as_base(base: Section, side: Section, names: dict[int, str]) -> None:
     """Into `names`: each section of `side` renamed since `base` (by `id`), its base title;
-    a rename is no move of what the section holds (fresh-eyes s33a, N5: a title reworded
-    on one side and an entry under it on the other was called a conflict)."""
+    a rename is no move of what the section holds."""
     b, s = by_heading(base.children), by_heading(side.children)
     renamed = renames(b, s)
     for k, child in s.items():
