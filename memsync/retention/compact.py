@@ -305,8 +305,8 @@ def _delete_sources(
 def _carry_conflicts(engine: Engine, source: Action) -> None:
     """A conflict on a digest this compaction deletes whose versions kept side by side are in
     its roll-up now (both titles of a session, `## A / B`, a heading a level down there) goes
-    with them, on every device: the digest's own clears with the file (fresh-eyes s33c, G5:
-    nobody had picked a title, and the primer stopped asking)."""
+    with them, on every device, so the user is still asked to pick; the digest's own record
+    clears with the file."""
     from memsync.sync.forgotten import heading_forms
 
     for conflict in list(engine.state.conflicts):

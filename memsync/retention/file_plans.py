@@ -78,14 +78,15 @@ def _reworded_rule(rules: list[str], rule: str, taken: set[int]) -> int | None:
     m = _RULE_PREFIX.match(rule.strip())
     if m is None:
         return None
-    candidates = {}
+    at: list[int] = []  # the index in `rules` of each candidate
+    texts: list[str] = []
     for i, old in enumerate(rules):
         o = _RULE_PREFIX.match(old.strip())
         if i not in taken and o is not None and o.group(1) == m.group(1):
-            candidates[len(candidates)] = (i, old.strip()[o.end() :])
-    earlier = Section(None, 0, [text for _, text in candidates.values()])
-    found = correspondence(earlier, Section(None, 0, [rule.strip()[m.end() :]]))
-    return candidates[found.reworded[0]][0] if 0 in found.reworded else None
+            at.append(i)
+            texts.append(old.strip()[o.end() :])
+    found = correspondence(Section(None, 0, texts), Section(None, 0, [rule.strip()[m.end() :]]))
+    return at[found.reworded[0]] if 0 in found.reworded else None
 
 
 def plan_voice(text: str, now: date, policy: Policy) -> tuple[bytes, str] | None:
@@ -154,9 +155,8 @@ def _plan_commitments(text: str, now: date, policy: Policy) -> tuple[bytes, str]
     items = [i for i, e in enumerate(delivered.entries) if _BULLET.match(e)]
     if len(items) <= policy.delivered_keep:
         return None
-    # the last ones: a delivery goes at the end of the section (a merge keeps that order), and
-    # an entry's date is when it was promised, not delivered (fresh-eyes s34b, J1: a promise
-    # made long ago and delivered today was trimmed first, everywhere)
+    # the last ones: a delivery goes at the end of the section (a merge keeps that order); an
+    # entry's date is when it was promised, not delivered, so dates do not decide
     keep = set(items[-policy.delivered_keep :])
     blank = _ends_blank(delivered) or bool(delivered.children)
     blank = blank or delivered is not root.children[-1]

@@ -272,7 +272,7 @@ def correspondence(old: Section, new: Section) -> Correspondence:
         ]
 
     olds, news = items(old), items(new)
-    first = {}
+    first: dict[Hashable, int] = {}
     for i, item in olds:
         first.setdefault(item.key, i)
     paired = pair_rewords([x for _, x in olds], [x for _, x in news])
