@@ -21,24 +21,20 @@ def union(
     ours: Sequence[T],
     theirs: Sequence[T],
     key: Callable[[T], Hashable],
-    changed: Callable[[T | None, T, T], T] | None = None,
 ) -> list[T]:
     """Merge three lists of items identified by `key`, keeping order.
 
     Ours' order first; theirs' additions go after their nearest predecessor. An item removed
-    on one side since base stays removed; an item both sides hold is taken from the side that
-    changed it (via `changed(base_item, ours_item, theirs_item)`, default: ours).
+    on one side since base stays removed; an item both sides hold is ours.
     """
     base_items = {key(x): x for x in base or ()}
     ours_keys = {key(x) for x in ours}
-    theirs_by_key = {key(x): x for x in theirs}
+    theirs_keys = {key(x) for x in theirs}
     result: list[T] = []
     for item in ours:
         k = key(item)
-        if k in base_items and k not in theirs_by_key:
+        if k in base_items and k not in theirs_keys:
             continue  # removed on their side
-        if k in theirs_by_key and changed is not None:
-            item = changed(base_items.get(k), item, theirs_by_key[k])
         result.append(item)
     placed = {key(x) for x in result}
     anchor: Hashable | None = None

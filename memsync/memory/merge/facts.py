@@ -37,14 +37,13 @@ def merge_meta(
     ours: dict[str, Any],
     theirs: dict[str, Any],
     ours_newer: bool,
-    notes: list[str] | None = None,
+    notes: list[str],
 ) -> dict[str, Any]:
     """Field by field: the side that changed a field wins. Both changed: lists union,
     mappings merge field by field, `modified` takes the later value, `description` keeps both
     texts, anything else the newer side's value; each of the last two is noted in `notes`
     (the last as a `ValueLost`)."""
     base = base or {}
-    notes = [] if notes is None else notes
     out: dict[str, Any] = {}
     missing = object()
     for k in [*ours, *(k for k in theirs if k not in ours)]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 
@@ -71,15 +72,7 @@ def merge(
     )
     if result.ours_won is None and eol == "\r\n":
         content = result.content.decode("utf-8").replace("\r\n", "\n").replace("\n", "\r\n")
-        return MergeResult(
-            content.encode(),
-            result.conflict,
-            result.discarded,
-            None,
-            result.edited,
-            ours_set_aside=result.ours_set_aside,
-            marks=result.marks,
-        )
+        return dataclasses.replace(result, content=content.encode())
     return result
 
 

@@ -95,7 +95,7 @@ def _status_sections(root: Section, names: tuple[str, str]) -> tuple[Section, Se
 
 
 def merge_commitments(
-    base: Section | None, ours: Section, theirs: Section, notes: list[str] | None = None
+    base: Section | None, ours: Section, theirs: Section, notes: list[str]
 ) -> Section:
     """By commitment id: a change on one side wins; Delivered beats Open; an id both sides
     minted for different promises keeps both (and is reported)."""
@@ -103,7 +103,7 @@ def merge_commitments(
         base,
         ours,
         theirs,
-        [] if notes is None else notes,
+        notes,
         ("Open", "Delivered"),
         commitment_id,
         lambda x: f"commitment [{commitment_id(x.text)}]",
@@ -112,7 +112,7 @@ def merge_commitments(
 
 
 def merge_carry_forward(
-    base: Section | None, ours: Section, theirs: Section, notes: list[str] | None = None
+    base: Section | None, ours: Section, theirs: Section, notes: list[str]
 ) -> Section:
     """Union of Pending; an item consumed on either side leaves Pending, even if the other
     side reworded it."""
@@ -120,7 +120,7 @@ def merge_carry_forward(
         base,
         ours,
         theirs,
-        [] if notes is None else notes,
+        notes,
         ("Pending", "Consumed"),
         item_text,
         lambda x: f"a {x.place} item",

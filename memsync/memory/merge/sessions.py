@@ -42,9 +42,7 @@ def session_blocks(
     written on their own are two sessions)."""
     if any(_SESSION.match(c.title) for c in root.children):
         return root
-    sid = (
-        memory.field(meta, "session_id") or default or hashlib.sha256(raw.encode()).hexdigest()[:8]
-    )
+    sid = memory.field(meta, "session_id") or default or hash8(raw)
     wrapped = Section(f"## Session {sid}\n\n", 2)
     if any(child.level <= 2 for child in root.children):
         for child in root.children:
