@@ -22,7 +22,7 @@ from memsync.memory.merge.lines import line_ending, merge_unknown
 from memsync.memory.merge.places import merge_carry_forward, merge_commitments
 from memsync.memory.merge.resemblance import level_moves
 from memsync.memory.merge.result import Both, MergeResult, Superseded, conflict_sentence
-from memsync.memory.merge.sessions import has_sessions, hash8, retitled_sessions, session_blocks
+from memsync.memory.merge.sessions import in_sessions
 from memsync.memory.merge.tree import merge_tree, moved_and_reworded
 from memsync.memory.sections import Section
 from memsync.util import resources
@@ -89,25 +89,14 @@ def merge_sections(
     compared as blocks, a voice_calibration section one side folded into its rules folded on
     all three first: `voice.rebase_folds`); `has_base`: the base is a synced version, not a
     template."""
-    o_meta, t_meta = o_doc.meta or {}, t_doc.meta or {}
     b_tree = sections.parse(b_doc.body) if b_doc else None
     o_tree, t_tree = sections.parse(o_doc.body), sections.parse(t_doc.body)
     if kind == "voice_calibration" and has_base and b_tree is not None:
         b_tree, o_tree, t_tree = voice.rebase_folds(b_tree, o_tree, t_tree)
-    blocks = [x for x in (b_tree, o_tree, t_tree) if x is not None]
-    if strategy == "digest" and has_base and not any(map(has_sessions, blocks)):
-        pass  # one session in three versions, none in blocks: merged as it is
-    elif strategy == "digest":
-        sid = None
-        if b_tree is not None and b_doc is not None and has_base:
-            sid = memory.field(b_doc.meta, "session_id") or hash8(b_doc.body)
-            b_tree = session_blocks(b_tree, b_doc.meta or {}, b_doc.body, sid)
-        if not retitled_sessions(b_tree if has_base else None, o_tree):
-            o_tree = session_blocks(o_tree, o_meta, o_doc.body, sid)
-        if not retitled_sessions(b_tree if has_base else None, t_tree):
-            t_tree = session_blocks(t_tree, t_meta, t_doc.body, sid)
-        if b_tree is not None and not has_base:  # the template: compare by session
-            b_tree = None
+    if strategy == "digest":
+        b_tree, o_tree, t_tree = in_sessions(
+            has_base, (b_doc, b_tree), (o_doc, o_tree), (t_doc, t_tree)
+        )
     if has_base and b_tree is not None:
         o_tree, t_tree = level_moves(b_tree, o_tree), level_moves(b_tree, t_tree)
     body = STRATEGIES[strategy](b_tree, o_tree, t_tree, notes).render()

@@ -52,3 +52,30 @@ def session_blocks(
     wrapped.entries = [e for e in root.entries if e.strip()]
     wrapped.children = root.children
     return Section(None, 0, [e for e in root.entries if not e.strip()][:1], [wrapped])
+
+
+Version = tuple[memory.Document | None, Section | None]
+
+
+def in_sessions(
+    has_base: bool, base: Version, ours: Version, theirs: Version
+) -> tuple[Section | None, Section, Section]:
+    """A digest's three parsed versions with each session a `## Session <id>` block, so that
+    they merge session by session. One session in three versions, none of them in blocks,
+    merges as it is; a version whose sessions were retitled keeps them (`retitled_sessions`);
+    a body with no block is one session under the base's id (the same session) or its own.
+    A template base is dropped: two digests made apart compare by session."""
+    (b_doc, b_tree), (o_doc, o_tree), (t_doc, t_tree) = base, ours, theirs
+    assert o_doc is not None and o_tree is not None and t_doc is not None and t_tree is not None
+    blocks = [x for x in (b_tree, o_tree, t_tree) if x is not None]
+    if has_base and not any(map(has_sessions, blocks)):
+        return b_tree, o_tree, t_tree
+    sid = None
+    if b_tree is not None and b_doc is not None and has_base:
+        sid = memory.field(b_doc.meta, "session_id") or hash8(b_doc.body)
+        b_tree = session_blocks(b_tree, b_doc.meta or {}, b_doc.body, sid)
+    if not retitled_sessions(b_tree if has_base else None, o_tree):
+        o_tree = session_blocks(o_tree, o_doc.meta or {}, o_doc.body, sid)
+    if not retitled_sessions(b_tree if has_base else None, t_tree):
+        t_tree = session_blocks(t_tree, t_doc.meta or {}, t_doc.body, sid)
+    return (b_tree if has_base else None), o_tree, t_tree
