@@ -121,15 +121,13 @@ class Versions(NamedTuple):
 
 def merge_fact(
     v: Versions,
-    b_meta: dict[str, Any] | None,
-    o_meta: dict[str, Any],
-    t_meta: dict[str, Any],
+    o_time: float | None,
+    t_time: float | None,
     what: str = "both devices changed this file",
 ) -> MergeResult:
-    """One version wins whole: the one edited later. The other goes to local history."""
+    """One version wins whole: the one edited later (`edit_time`). The other goes to local
+    history."""
     path, ours, theirs = v.path, v.ours_raw, v.theirs_raw
-    o_time = edit_time(o_meta, b_meta, v.ours_mtime)
-    t_time = edit_time(t_meta, b_meta, v.theirs_mtime)
     if o_time is not None and t_time is not None and o_time != t_time:
         ours_newer = o_time > t_time
         won: float | None

@@ -63,7 +63,7 @@ def merge(
         texts = [x.decode("utf-8") if x is not None else None for x in (base, ours, theirs)]
     except UnicodeDecodeError:
         versions = Versions(path, base, ours, theirs, ours, theirs, ours_mtime, theirs_mtime)
-        return merge_unknown(versions, {}, {}, None)
+        return merge_unknown(versions, ours_mtime, theirs_mtime)
     b_text, o_text, t_text = (x.replace("\r\n", "\n") if x is not None else None for x in texts)
     assert o_text is not None and t_text is not None
     eol = line_ending(texts[1], texts[2])
@@ -120,7 +120,7 @@ def merge_text(v: Versions) -> MergeResult:
         o_doc, t_doc = memory.parse(ours), memory.parse(theirs)
         b_doc = memory.parse(base) if base is not None else None
     except memory.FrontmatterError:
-        return merge_unknown(v, {}, {}, None)
+        return merge_unknown(v, v.ours_mtime, v.theirs_mtime)
     mtype = type_of(v.path, o_doc.meta or t_doc.meta)
     strategy = mtype.merge
     if b_doc is None and strategy != "index":  # the index template's lines are real entries
@@ -135,7 +135,7 @@ def merge_text(v: Versions) -> MergeResult:
                 return MergeResult(v.theirs_raw, edited=t_time)
             if t_doc == b_doc:
                 return MergeResult(v.ours_raw, edited=o_time)
-        return merge_fact(v, b_meta, o_meta, t_meta)
+        return merge_fact(v, o_time, t_time)
     notes: list[str] = []
     if strategy == "index":
         body = merge_index(b_doc, o_doc, t_doc, notes)
@@ -147,7 +147,7 @@ def merge_text(v: Versions) -> MergeResult:
             b_doc = b_doc if base is not None else None
         body = merge_sections(strategy, base is not None, b_doc, o_doc, t_doc, notes, mtype.name)
     else:
-        return merge_unknown(v, o_meta, t_meta, b_meta)
+        return merge_unknown(v, o_time, t_time)
     newer = is_ours_newer(o_time, t_time, ours, theirs)
     text, lost = under_merged_meta(body, b_meta, o_doc, t_doc, (ours, theirs), newer, notes)
     discarded = (v.theirs_raw if newer else v.ours_raw) if lost else None  # the value not kept

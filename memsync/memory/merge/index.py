@@ -27,7 +27,7 @@ def merge_index(
     def items(doc: memory.Document | None) -> list[Item] | None:
         if doc is None:
             return None
-        lines = _with_newline(doc.body.splitlines(keepends=True))
+        lines = [sections.ensure_newline(x) for x in doc.body.splitlines(keepends=True)]
         return [Item(index_key(x), "", x) for x in lines]
 
     merged = merge_items(
@@ -45,7 +45,3 @@ def merge_index(
             continue
         blank_runs.append(line)
     return "".join(blank_runs)
-
-
-def _with_newline(entries: list[str]) -> list[str]:
-    return [sections.ensure_newline(e) for e in entries]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-from typing import Any
 
 from memsync.memory import sections
 from memsync.memory.merge.facts import Versions, merge_fact
@@ -65,12 +64,7 @@ def merge_lines(base: str | None, ours: str, theirs: str) -> str | None:
     return "".join(out)
 
 
-def merge_unknown(
-    v: Versions,
-    o_meta: dict[str, Any],
-    t_meta: dict[str, Any],
-    b_meta: dict[str, Any] | None,
-) -> MergeResult:
+def merge_unknown(v: Versions, o_time: float | None, t_time: float | None) -> MergeResult:
     """Line by line where both are text and their changes do not overlap; else one version
     wins whole, as a fact does."""
     merged = None
@@ -81,7 +75,7 @@ def merge_unknown(
             v.ours_raw.decode("utf-8", "replace"), v.theirs_raw.decode("utf-8", "replace")
         )
         return MergeResult(merged.replace("\n", eol).encode())
-    return merge_fact(v, b_meta, o_meta, t_meta, "both devices changed the same lines")
+    return merge_fact(v, o_time, t_time, "both devices changed the same lines")
 
 
 def line_ending(*versions: str | None) -> str:
