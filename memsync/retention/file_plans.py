@@ -29,8 +29,23 @@ def _tail(entries: list[str], blank_after: bool) -> list[str]:
     return out
 
 
-def _ends_blank(node: Section) -> bool:
-    return bool(node.entries) and node.entries[-1].endswith("\n\n")
+def _blank_after(node: Section, root: Section) -> bool:
+    """Whether a list just edited ends with a blank line: it had one, or a heading follows."""
+    ends_blank = bool(node.entries) and node.entries[-1].endswith("\n\n")
+    return ends_blank or bool(node.children) or node is not root.children[-1]
+
+
+def _dated_older(root: Section, now: date, days: int) -> list[Section]:
+    """The top-level sections dated more than `days` before `now`."""
+    return [c for c in root.children if c.date is not None and (now - c.date).days > days]
+
+
+def _dated(old: list[Section], days: int, kind: str = "") -> str:
+    """ "2 dated sections older than 30 days (2026-10-01 to 2026-10-03)", for a reason."""
+    dates = sorted(c.date.isoformat() for c in old if c.date is not None)
+    span = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
+    noun = "section" if len(dates) == 1 else "sections"
+    return f"{len(dates)} dated {kind}{noun} older than {days} days ({span})"
 
 
 def _as_date(value: object) -> date | None:
@@ -92,13 +107,11 @@ def _reworded_rule(rules: list[str], rule: str, taken: set[int]) -> int | None:
 def plan_voice(text: str, now: date, policy: Policy) -> tuple[bytes, str] | None:
     source, body = memory.split(text)
     root = sections.parse(body)
-    old = [
-        c for c in root.children if c.date is not None and (now - c.date).days > policy.voice_days
-    ]
+    old = _dated_older(root, now, policy.voice_days)
     if not old:
         return None
     rules = voice.rules_section(root)
-    blank = _ends_blank(rules) or bool(rules.children) or rules is not root.children[-1]
+    blank = _blank_after(rules, root)
     added: list[str] = []
     for section in sorted(old, key=lambda c: c.date or date.min):
         added.extend(voice.section_rules(section))
@@ -120,12 +133,8 @@ def plan_voice(text: str, now: date, policy: Policy) -> tuple[bytes, str] | None
             entries[i] = rule
             taken.add(i)
     rules.entries = _tail(entries, blank)
-    dates = sorted(c.date.isoformat() for c in old if c.date is not None)
-    span = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
-    noun = "section" if len(dates) == 1 else "sections"
     reason = (
-        f"folds {len(dates)} dated {noun} older than {policy.voice_days} days ({span}) "
-        "into Rules learned, each entry keeping its date."
+        f"folds {_dated(old, policy.voice_days)} into Rules learned, each entry keeping its date."
     )
     return _with_frontmatter(source, sections.space_headings(root).render()), reason
 
@@ -133,16 +142,11 @@ def plan_voice(text: str, now: date, policy: Policy) -> tuple[bytes, str] | None
 def _plan_drafts(text: str, now: date, policy: Policy) -> tuple[bytes, str] | None:
     source, body = memory.split(text)
     root = sections.parse(body)
-    old = [
-        c for c in root.children if c.date is not None and (now - c.date).days > policy.drafts_days
-    ]
+    old = _dated_older(root, now, policy.drafts_days)
     if not old:
         return None
     root.children = [c for c in root.children if c not in old]
-    dates = sorted(c.date.isoformat() for c in old if c.date is not None)
-    span = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
-    noun = "section" if len(dates) == 1 else "sections"
-    reason = f"drops {len(dates)} dated draft {noun} older than {policy.drafts_days} days ({span})."
+    reason = f"drops {_dated(old, policy.drafts_days, 'draft ')}."
     return _with_frontmatter(source, sections.space_headings(root).render()), reason
 
 
@@ -158,10 +162,9 @@ def _plan_commitments(text: str, now: date, policy: Policy) -> tuple[bytes, str]
     # the last ones: a delivery goes at the end of the section (a merge keeps that order); an
     # entry's date is when it was promised, not delivered, so dates do not decide
     keep = set(items[-policy.delivered_keep :])
-    blank = _ends_blank(delivered) or bool(delivered.children)
-    blank = blank or delivered is not root.children[-1]
     delivered.entries = _tail(
-        [e for i, e in enumerate(delivered.entries) if i not in items or i in keep], blank
+        [e for i, e in enumerate(delivered.entries) if i not in items or i in keep],
+        _blank_after(delivered, root),
     )
     reason = (
         f"trims Delivered from {len(items)} to the {policy.delivered_keep} delivered last; "
@@ -196,14 +199,11 @@ def _plan_callbacks(text: str, now: date, policy: Policy) -> tuple[bytes, str] |
         moved = [_retire(active.entries[i], now) for i in moving]
         active.entries = _tail(
             [e for i, e in enumerate(active.entries) if i not in moving],
-            _ends_blank(active) or bool(active.children) or active is not root.children[-1],
+            _blank_after(active, root),
         )
     assert retired is not None
     kept = [e for i, e in enumerate(retired.entries) if i not in pruning]
-    retired.entries = _tail(
-        [*kept, *moved],
-        _ends_blank(retired) or bool(retired.children) or retired is not root.children[-1],
-    )
+    retired.entries = _tail([*kept, *moved], _blank_after(retired, root))
     reason = _callbacks_reason(len(moving), len(pruning), len(dating), policy)
     return _with_frontmatter(source, sections.space_headings(root).render()), reason
 
