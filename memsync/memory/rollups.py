@@ -95,10 +95,14 @@ def cut(label: str, doc: memory.Document) -> list[tuple[date, Section]]:
 def sources(data: bytes) -> list[str]:
     """The digests a roll-up lists in its frontmatter `sources` (none if it does not parse)."""
     try:
-        doc = memory.parse(memory.decode(data))
+        return listed_sources(memory.parse(memory.decode(data)).meta)
     except memory.FrontmatterError:
         return []
-    value = memory.field(doc.meta, "sources")
+
+
+def listed_sources(meta: Mapping[str, object] | None) -> list[str]:
+    """The frontmatter `sources` of a roll-up: the digests it holds."""
+    value = memory.field(meta, "sources")
     return [str(x) for x in value] if isinstance(value, list) else []
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsync.memory import frontmatter as memory
+from memsync.memory import rollups
 from memsync.memory.index_links import link_targets
 from memsync.memory.memtypes import type_of
 from memsync.memory.merge import entry_mark
@@ -34,7 +35,7 @@ from memsync.retention.policy import (
     digest_period,
     sha256_hex,
 )
-from memsync.retention.rollup_plan import plan_digests, source_list
+from memsync.retention.rollup_plan import plan_digests
 from memsync.sync.walk import MemoryWalk
 
 if TYPE_CHECKING:
@@ -206,10 +207,9 @@ def _rollup_sources(engine: Engine) -> set[str]:
         if period is None or period.tier == "day":
             continue
         try:
-            doc = memory.parse(memory.decode(Path(path).read_bytes()))
-        except (OSError, memory.FrontmatterError):
+            listed.update(rollups.sources(Path(path).read_bytes()))
+        except OSError:
             continue
-        listed.update(source_list(doc.meta))
     return listed
 
 

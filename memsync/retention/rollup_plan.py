@@ -145,11 +145,6 @@ def _new_meta(period: Period) -> dict[str, Any]:
     }
 
 
-def source_list(meta: Mapping[str, Any] | None) -> list[str]:
-    value = memory.field(meta, "sources")
-    return [str(x) for x in value] if isinstance(value, list) else []
-
-
 def _allowances(meta: Mapping[str, Any] | None) -> list[str]:
     value = memory.field(meta, "allow_sensitive")
     if isinstance(value, list):
@@ -213,8 +208,8 @@ def _rollup_target(
 def _list_source(tgt: _Target, name: str, doc: memory.Document) -> None:
     """The roll-up lists the digest (and the digests it rolled up) among its sources, and
     carries the sensitive-content allowances the digest had."""
-    listed = source_list(tgt.meta)
-    wanted = sorted({*listed, name, *source_list(doc.meta)})
+    listed = rollups.listed_sources(tgt.meta)
+    wanted = sorted({*listed, name, *rollups.listed_sources(doc.meta)})
     if wanted != listed:
         tgt.meta = memory.set_field(tgt.meta, "sources", wanted)
         if name not in tgt.added:
