@@ -1,5 +1,5 @@
 """How long one structured merge takes when many entries changed at once: the reword search
-(merge.pair_rewords) compares removed and added entries by their words.
+(merge/resemblance.py) compares removed and added entries by their words.
 
     PYTHONPATH=. python scripts/bench_merge.py
 
