@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from memsync.memory import frontmatter as memory
 from memsync.memory import sections
-from memsync.memory.merge import merge, template_base
+from memsync.memory.merge import merge
+from memsync.memory.merge.files import template_base
 from tests import oracle
 
 EXAMPLES = int(os.environ.get("MEMSYNC_MERGE_EXAMPLES", "100"))

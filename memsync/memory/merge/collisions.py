@@ -6,9 +6,19 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 
-from memsync.memory.merge.identity import Item, continues, promise_text, value_of
+from memsync.memory.merge.identity import COMMIT_ID, Item, item_text, value_of
 from memsync.memory.merge.resemblance import SIMILAR, similarity
 from memsync.memory.merge.result import Both, Collided
+
+
+def promise_text(text: str) -> str:
+    """An entry's words without its commitment id, bullet, date and marks."""
+    return item_text(COMMIT_ID.sub("", text))
+
+
+def continues(a: str, b: str) -> bool:
+    """Whether one text is the other with something appended (a note on delivery)."""
+    return a == b or a.startswith(b) or b.startswith(a)
 
 
 def one_entry(base: Item | None, done: Item, other: Item) -> bool:
@@ -20,8 +30,7 @@ def one_entry(base: Item | None, done: Item, other: Item) -> bool:
     reworded, are that promise: moved to Delivered beats any change."""
     if base is not None:
         return True
-    d, o = promise_text(done.text), promise_text(other.text)
-    return d == o or d.startswith(o) or o.startswith(d)
+    return continues(promise_text(done.text), promise_text(other.text))
 
 
 def split_collisions(

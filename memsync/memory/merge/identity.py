@@ -9,6 +9,13 @@ from typing import NamedTuple
 
 from memsync.memory import sections
 
+_MARKS = re.compile(r"[✓✔✅☑]|\((?:done|delivered|pending[^)]*)\)|—\s*(?:done|delivered)\b", re.I)
+_DATE_PREFIX = re.compile(r"^\d{4}-\d{2}-\d{2}\s*[:—–-]?\s*")
+ITEM_PREFIX = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
+COMMIT_ID = re.compile(r"\[(c-[A-Za-z0-9_-]+)\]")
+ID_KEY = re.compile(r"c-[A-Za-z0-9_-]+")
+_LINK = re.compile(r"\]\(([^)\s]+)")
+
 
 class Item(NamedTuple):
     """One entry of a structured file: its identity, where it sits, its raw text."""
@@ -41,30 +48,6 @@ def root_key(key: Hashable) -> Hashable:
     return key
 
 
-def promise_text(text: str) -> str:
-    """An entry's words without its commitment id, bullet, date and marks."""
-    return item_text(COMMIT_ID.sub("", text))
-
-
-def continues(a: str, b: str) -> bool:
-    return a == b or a.startswith(b) or b.startswith(a)
-
-
-_MARKS = re.compile(r"[✓✔✅☑]|\((?:done|delivered|pending[^)]*)\)|—\s*(?:done|delivered)\b", re.I)
-
-
-_DATE_PREFIX = re.compile(r"^\d{4}-\d{2}-\d{2}\s*[:—–-]?\s*")
-
-
-ITEM_PREFIX = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?")
-
-
-COMMIT_ID = re.compile(r"\[(c-[A-Za-z0-9_-]+)\]")
-
-
-ID_KEY = re.compile(r"c-[A-Za-z0-9_-]+")
-
-
 def item_text(entry: str) -> str:
     """An entry's identity text: no bullet, date prefix, status marks; lowercase."""
     text = ITEM_PREFIX.sub("", entry.strip(), count=1)
@@ -76,9 +59,6 @@ def item_text(entry: str) -> str:
 def commitment_id(entry: str) -> str:
     m = COMMIT_ID.search(entry)
     return m.group(1) if m else item_text(COMMIT_ID.sub("", entry))
-
-
-_LINK = re.compile(r"\]\(([^)\s]+)")
 
 
 def index_key(line: str) -> str:
