@@ -1,34 +1,20 @@
 """How long one structured merge takes when many entries changed at once: the reword search
-(merge.pair_rewords) compares removed and added entries by their words.
+(merge/resemblance.py) compares removed and added entries by their words.
 
-    python scripts/bench_merge.py [path/to/merge.py]   # default: memsync/memory/merge.py
+    PYTHONPATH=. python scripts/bench_merge.py
 
 Prints the best of 5 runs per shape; docs/benchmarks.md has the numbers."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 import time
-from pathlib import Path
+
+from memsync.memory.merge import merge
 
 HEAD = "---\nname: v\ndescription: d\ntype: voice_calibration\n---\n\n## Rules learned\n"
 
 
-def load(path: Path):
-    spec = importlib.util.spec_from_file_location("merge_under_test", path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def main() -> None:
-    path = Path(
-        sys.argv[1] if len(sys.argv) > 1 else Path(__file__).parents[1] / "memsync/memory/merge.py"
-    )
-    merge = load(path).merge
     for n, every in ((100, 1), (1000, 50), (1000, 1)):
         items = [f"- entry number {i} about topic {i * 7} and more words here" for i in range(n)]
         base = (HEAD + "\n".join(items) + "\n").encode()

@@ -13,7 +13,7 @@ versions kept aside (local history), `check` asserts:
 5. a file whose lines all end in CRLF on both sides still does after the merge.
 
 The oracle has its own idea of an entry, written from the rule in docs/design.md rather than
-from memsync/memory/merge.py, so the two can disagree:
+from memsync/memory/merge/, so the two can disagree:
 
 - fact files (`user_*`, `feedback_*`, ...): the whole file is one entry;
 - MEMORY.md: an index line, identified by its link target;

@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 from memsync.context import config
 from memsync.memory import frontmatter as memory
 from memsync.memory import sections
-from memsync.retention import compact
-from memsync.retention.compact import DELETE, UPDATE, WRITE, Action, Policy, plan, plan_to_dict
+from memsync.retention import compact, policy
+from memsync.retention.compact import plan, plan_to_dict
+from memsync.retention.policy import DELETE, UPDATE, WRITE, Action, Policy
 from memsync.stores import open_store
 from memsync.sync.engine import Engine
 
@@ -159,7 +160,7 @@ def golden_files() -> dict[str, bytes]:
             continue  # no session that day
         files[f"session_digest_{d.isoformat()}.md"] = daily(d, i % 4)
     # a weekly left by an interrupted run: it already holds 2026-04-07, which is still here
-    week = compact.week_period(date(2026, 4, 7))
+    week = policy.week_period(date(2026, 4, 7))
     holds = compact.plan({"session_digest_2026-04-07.md": daily(date(2026, 4, 7))}, NOW)
     files[f"session_digest_{week.label}.md"] = next(a.content for a in holds if a.kind == WRITE)
     files["session_digest_2026-04-07.md"] = daily(date(2026, 4, 7))
@@ -196,7 +197,7 @@ def applied(files: dict[str, bytes], actions: list[Action]) -> dict[str, bytes]:
 def assert_nothing_lost(sources: dict[str, bytes], after: dict[str, bytes]) -> None:
     text = "\n".join(d.decode() for d in after.values())
     for name, data in sources.items():
-        if compact.digest_period(name) is None:
+        if policy.digest_period(name) is None:
             continue
         for line in digest_lines(data):
             assert line in text, f"{name}: lost {line!r}"
@@ -342,7 +343,7 @@ def test_a_rewording_after_roll_up_replaces_the_old_line() -> None:
     reworded = reworded.replace(b"- thread of 2026-03-30\n", b"")
     final = applied({**rolled, name: reworded}, plan({**rolled, name: reworded}, NOW))
     assert name not in final
-    text = final[compact.rollup_name("", compact.route(d, NOW))].decode()
+    text = final[policy.rollup_name("", policy.route(d, NOW))].decode()
     assert text.count("- note of 2026-03-30") == 1
     assert "- note of 2026-03-30, tired\n" in text
     assert "- thread of 2026-03-30\n" in text and "- arc of 2026-03-30\n" in text
@@ -363,7 +364,7 @@ def test_a_session_retitled_after_roll_up_is_folded_in_place_once(title: str) ->
     actions = plan({**rolled, name: back}, NOW)
     assert sum(a.reworded for a in actions) == 1  # the title: said as a conflict (s33c, G4)
     final = applied({**rolled, name: back}, actions)
-    text = final[compact.rollup_name("", compact.route(d, NOW))].decode()
+    text = final[policy.rollup_name("", policy.route(d, NOW))].decode()
     assert text.count("- arc one of 2026-03-30") == 1 and "- a new arc" in text, text
     assert f"Session {title}" in text and "Session 2026-03-30-a\n" not in text, text
     assert text.count("- arc two of 2026-03-30") == 1, text
@@ -657,7 +658,7 @@ def test_two_devices_compacting_at_once_converge(tmp_path: Path) -> None:
     assert read_dir(a.ctx.memory_dir) == read_dir(b.ctx.memory_dir) == remote_files(a)
     assert_nothing_lost(both, remote_files(a))
     assert plan(remote_files(a), NOW) == []
-    week = f"session_digest_{compact.week_period(late).label}.md"
+    week = f"session_digest_{policy.week_period(late).label}.md"
     text = remote_files(a)[week].decode()
     assert text.count(f"## {late}") == 1
 
@@ -708,7 +709,7 @@ def test_index_lines_of_compacted_digests_point_at_their_roll_ups() -> None:
     actions = plan(files, NOW)
     after = applied(files, actions)
     text = after["MEMORY.md"].decode()
-    week = compact.rollup_name("", compact.week_period(days[1]))
+    week = policy.rollup_name("", policy.week_period(days[1]))
     assert text.count(f"]({week})") == 1, text
     assert "- [Role](user_role.md) — the role\n" in text
     assert f"(session_digest_{days[0].isoformat()}.md)" in text  # not compacted: kept
@@ -766,12 +767,12 @@ def test_digests_in_a_folder_roll_up_in_that_folder() -> None:
     d = NOW - timedelta(days=9)
     files = {f"notes/session_digest_{d}.md": daily(d)}
     after = applied(files, plan(files, NOW))
-    assert list(after) == [f"notes/session_digest_{compact.week_period(d).label}.md"]
+    assert list(after) == [f"notes/session_digest_{policy.week_period(d).label}.md"]
 
 
 def test_unreadable_files_are_left_alone_and_private_ones_compact_locally() -> None:
     d = NOW - timedelta(days=9)
-    week = f"session_digest_{compact.week_period(d).label}.md"
+    week = f"session_digest_{policy.week_period(d).label}.md"
     broken = {f"session_digest_{d}.md": b"---\nname: [unclosed\n---\nbody\n"}
     assert plan(broken, NOW) == []
     # a roll-up that exists but cannot be read is never overwritten, and its sources stay
@@ -794,7 +795,7 @@ def test_allowances_travel_with_the_content() -> None:
 
 def test_a_roll_up_without_frontmatter_gets_the_required_fields() -> None:
     d = NOW - timedelta(days=9)
-    week = f"session_digest_{compact.week_period(d).label}.md"
+    week = f"session_digest_{policy.week_period(d).label}.md"
     files = {f"session_digest_{d}.md": daily(d), week: b"\n## Notes\n- kept\n"}
     after = applied(files, plan(files, NOW))
     meta = memory.parse(after[week].decode()).meta

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from memsync.memory import frontmatter as memory
 from memsync.memory import sections
-from memsync.memory.merge import merge, merge_lines
+from memsync.memory.merge import merge
+from memsync.memory.merge.lines import merge_lines
 from tests import oracle
 
 

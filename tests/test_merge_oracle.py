@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 
 from memsync.memory import frontmatter as memory
 from memsync.memory import sections
-from memsync.memory.merge import merge, template_base
+from memsync.memory.merge import merge
+from memsync.memory.merge.files import template_base
 from tests import oracle
 
 EXAMPLES = int(os.environ.get("MEMSYNC_MERGE_EXAMPLES", "100"))
@@ -344,17 +345,18 @@ def test_compaction_then_a_merge_then_compaction_again_adds_no_rule_twice():
     """Issue 16, defect 10: A compacts while B adds a note to an old dated section."""
     from datetime import date
 
-    from memsync.retention.compact import Policy, _plan_voice
+    from memsync.retention.file_plans import plan_voice
+    from memsync.retention.policy import Policy
 
     kind = "voice_calibration"
     base = render(kind, {"Rules learned": ["keep it short"], "2026-09-01": ["too formal", "pun"]})
-    compacted, _ = _plan_voice(base.decode(), date(2026, 11, 24), Policy())
+    compacted, _ = plan_voice(base.decode(), date(2026, 11, 24), Policy())
     added = render(
         kind, {"Rules learned": ["keep it short"], "2026-09-01": ["too formal", "pun", "late"]}
     )
     merged = _merge_and_check("voice_calibration.md", base, compacted, added)
     # the merge folded the note already (as the compaction did the rest): nothing left to do
-    assert _plan_voice(merged.decode(), date(2026, 11, 25), Policy()) is None
+    assert plan_voice(merged.decode(), date(2026, 11, 25), Policy()) is None
     rules = sections.parse(memory.parse(merged.decode()).body).find("Rules learned").entries
     texts = [sections.normalise(e) for e in rules]
     assert len(texts) == len(set(texts)) == 4, texts
@@ -363,7 +365,7 @@ def test_compaction_then_a_merge_then_compaction_again_adds_no_rule_twice():
         kind,
         {"Rules learned": ["- 2026-09-01: too formal"[2:]], "2026-09-01": ["too formal"]},
     )
-    out, _ = _plan_voice(both.decode(), date(2026, 11, 24), Policy())
+    out, _ = plan_voice(both.decode(), date(2026, 11, 24), Policy())
     assert out.decode().count("2026-09-01: too formal") == 1
 
 
@@ -649,16 +651,17 @@ def test_a_rule_reworded_on_one_device_while_the_other_folds_it_stays_one_rule()
     Rules learned holds the reworded rule only."""
     from datetime import date
 
-    from memsync.retention.compact import Policy, _plan_voice
+    from memsync.retention.file_plans import plan_voice
+    from memsync.retention.policy import Policy
 
     kind = "voice_calibration"
     old = {"Rules learned": ["keep it short"], "2026-09-01": ["Joked during an outage.", "pun"]}
     base = render(kind, old)
-    compacted, _ = _plan_voice(base.decode(), date(2026, 11, 24), Policy())
+    compacted, _ = plan_voice(base.decode(), date(2026, 11, 24), Policy())
     reworded = render(kind, {**old, "2026-09-01": ["Joked during an outage; it fell flat.", "pun"]})
     merged = _merge_and_check("voice_calibration.md", base, compacted, reworded)
     # the merge folds the rewording in place of its rule: no compaction left to do
-    assert _plan_voice(merged.decode(), date(2026, 11, 25), Policy()) is None
+    assert plan_voice(merged.decode(), date(2026, 11, 25), Policy()) is None
     rules = sections.parse(memory.parse(merged.decode()).body).find("Rules learned").entries
     text = "".join(rules)
     assert "it fell flat" in text and "Joked during an outage.\n" not in text, text

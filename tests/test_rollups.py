@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from memsync.memory import rollups
 from memsync.memory.merge import merge
-from memsync.retention import compact
+from memsync.retention import compact, policy
 
 NOW = date(2026, 11, 26)
 NAME = "session_digest_2026-10-06.md"
@@ -28,7 +28,7 @@ def digest(lines: list[str]) -> bytes:
 
 def rolled(lines: list[str]) -> bytes:
     """October's roll-up of that day's digest, as `memsync compact` writes it."""
-    [write] = [a for a in compact.plan({NAME: digest(lines)}, NOW) if a.kind == compact.WRITE]
+    [write] = [a for a in compact.plan({NAME: digest(lines)}, NOW) if a.kind == policy.WRITE]
     assert write.content is not None
     return write.content
 

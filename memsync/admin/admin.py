@@ -266,7 +266,7 @@ def _get(engine: Engine, name: str) -> bytes | None:
 def content_time(name: str, data: bytes | None) -> float | None:
     """When a memory file's content is from (midnight UTC of its day), by the date in its
     name or frontmatter; None if it says nothing."""
-    from memsync.retention.compact import digest_period
+    from memsync.retention.policy import digest_period
 
     period = digest_period(name)
     if period is not None:

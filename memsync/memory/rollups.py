@@ -13,6 +13,7 @@ from datetime import date, timedelta
 
 from memsync.memory import digests, sections
 from memsync.memory import frontmatter as memory
+from memsync.memory.merge import correspondence, merge_tree
 from memsync.memory.sections import Section
 
 _HEADING_HASHES = re.compile(r"^#{1,6}")
@@ -94,10 +95,14 @@ def cut(label: str, doc: memory.Document) -> list[tuple[date, Section]]:
 def sources(data: bytes) -> list[str]:
     """The digests a roll-up lists in its frontmatter `sources` (none if it does not parse)."""
     try:
-        doc = memory.parse(memory.decode(data))
+        return listed_sources(memory.parse(memory.decode(data)).meta)
     except memory.FrontmatterError:
         return []
-    value = memory.field(doc.meta, "sources")
+
+
+def listed_sources(meta: Mapping[str, object] | None) -> list[str]:
+    """The frontmatter `sources` of a roll-up: the digests it holds."""
+    value = memory.field(meta, "sources")
     return [str(x) for x in value] if isinstance(value, list) else []
 
 
@@ -115,9 +120,7 @@ def base_of(copies: Mapping[str, bytes], ours: bytes, theirs: bytes) -> bytes | 
     if any(side is None for side in sides):
         return None
     _trim(root, [side for side in sides if side is not None])
-    from memsync.memory.merge import _space_headings  # as compaction renders
-
-    return _space_headings(root).render().encode("utf-8")
+    return sections.space_headings(root).render().encode("utf-8")
 
 
 def _body(data: bytes) -> Section | None:
@@ -128,8 +131,6 @@ def _body(data: bytes) -> Section | None:
 
 
 def _rolled(copies: Mapping[str, bytes]) -> Section | None:
-    from memsync.memory.merge import merge_tree  # the fold of two parts under one heading
-
     found: dict[str, tuple[tuple[date, int, str], Section]] = {}
     for name, data in copies.items():
         basename = name.rsplit("/", 1)[-1]
@@ -152,21 +153,18 @@ def _rolled(copies: Mapping[str, bytes]) -> Section | None:
 
 def _trim(base: Section, sides: list[Section]) -> None:
     """In place: keep in `base` an entry that only some sides lack where each of them holds
-    a rewording of it (similar words, merge.pair_rewords, or another entry in its place),
-    and a section only where every side has it."""
-    from memsync.memory.merge import Item, pair_rewords, replacements
-
-    def items(node: Section) -> list[Item]:
-        return [Item(sections.entry_key(e), "", e) for e in node.entries if e.strip()]
-
-    old = items(base)
-    lacking = [{x.key for x in old} - {x.key for x in items(side)} for side in sides]
+    a rewording of it or another entry in its place (`merge.correspondence`), and a section
+    only where every side has it."""
+    old = {sections.entry_key(e) for e in base.entries if e.strip()}
+    lacking = [old - {sections.entry_key(e) for e in side.entries if e.strip()} for side in sides]
     everywhere_gone = set.intersection(*lacking) if lacking else set()
-    drop: set[object] = set()
+    drop: set[str] = set()
     for side, gone in zip(sides, lacking, strict=True):
-        new = items(side)
-        in_place = set(replacements([x.key for x in old], new))
-        replaced = in_place | ({x.key for x in pair_rewords(old, new)} & gone)
+        found = correspondence(base, side)
+        replaced = {
+            sections.entry_key(base.entries[i])
+            for i in (*found.in_place.values(), *found.reworded.values())
+        }
         drop |= gone - replaced - everywhere_gone
     base.entries = [e for e in base.entries if not e.strip() or sections.entry_key(e) not in drop]
     kept = []

@@ -168,3 +168,28 @@ def render(root: Section) -> str:
 
 def ensure_newline(text: str) -> str:
     return text if not text or text.endswith("\n") else text + "\n"
+
+
+def space_headings(root: Section) -> Section:
+    """Make sure every heading after the first piece of text has a blank line before it."""
+    previous: list[tuple[Section, int]] = []  # (node, entry index or -1 for the heading)
+
+    def visit(node: Section) -> None:
+        if node.heading is not None:
+            if previous:
+                owner, index = previous[-1]
+                text = owner.heading if index < 0 else owner.entries[index]
+                if text and text.strip() and not text.endswith("\n\n"):
+                    fixed = ensure_newline(text) + "\n"
+                    if index < 0:
+                        owner.heading = fixed
+                    else:
+                        owner.entries[index] = fixed
+            previous.append((node, -1))
+        for i in range(len(node.entries)):
+            previous.append((node, i))
+        for child in node.children:
+            visit(child)
+
+    visit(root)
+    return root
