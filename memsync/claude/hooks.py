@@ -189,7 +189,7 @@ def push_unsynced(payload: dict[str, Any], stdout: Any) -> None:
     ctx = _context(payload)
     event = str(payload.get("hook_event_name") or "stop")
     engine, known = _engine(ctx)
-    held_before = {q.get("path") for q in engine.state.meta.get("quarantined", [])}
+    held_before = {q.get("path") for q in engine.state.meta.quarantined}
     result = engine.run("push")
     _after(ctx, known, result)
     for name, why in _set_aside(engine, held_before).items():
@@ -218,7 +218,7 @@ def _push_one(ctx: config.Context, path: Path, event: str) -> tuple[dict[str, st
         log.warning("%s: %s not pushed: %s", event, path.name, exc)
         return {path.name: str(exc)}, {}
     name = engine.name_of(path)
-    held_before = {q.get("path") for q in engine.state.meta.get("quarantined", [])}
+    held_before = {q.get("path") for q in engine.state.meta.quarantined}
     # a stalled or trickling remote fails at the cutoff and the file is queued: the agent
     # waits for this hook after every memory write
     try:
@@ -261,7 +261,7 @@ def _set_aside(engine: Any, before: set[Any]) -> dict[str, str]:
     from memsync.sync.tombstones import held_as
 
     out = {}
-    for q in engine.state.meta.get("quarantined", []):
+    for q in engine.state.meta.quarantined:
         if q.get("path") in before:
             continue
         if q.get("was") and q.get("lines"):
@@ -381,7 +381,7 @@ def primer_input(ctx: config.Context, engine: Any, source: str, offline: str | N
 
     state = engine.state
     refused = state.refused
-    for q in state.meta.get("quarantined", []):  # see forget.py
+    for q in state.meta.quarantined:  # see forget.py
         if Path(q["path"]).exists():
             refused[q["file"]] = (
                 f"it was forgotten on another device; the unsynced edit is in {q['path']} "
@@ -395,7 +395,7 @@ def primer_input(ctx: config.Context, engine: Any, source: str, offline: str | N
         refused=refused,
         queued=state.pending,
         offline=offline,
-        last_sync=state.meta.get("last_sync"),
+        last_sync=state.meta.last_sync,
     )
 
 

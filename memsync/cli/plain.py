@@ -307,7 +307,7 @@ def pushable(engine: Engine, path: Path) -> str:
     if not engine.local_path(name).exists() and name not in engine.state.records:
         held = [
             q["path"]
-            for q in engine.state.meta.get("quarantined", [])
+            for q in engine.state.meta.quarantined
             if q.get("file") == name and not q.get("lines") and Path(q["path"]).exists()
         ]
         if held:  # set aside for a forget: say where, not "no such file" (fresh-eyes s31c)

@@ -1033,7 +1033,7 @@ def _carry_conflicts(engine: Engine, source: Action) -> None:
                 told = re.sub(r" \(merged on [^)]*\)$", "", detail)  # the receiver says where
                 engine.share_conflict(target, detail, told, held)
                 kept = [c for c in engine.state.conflicts if c is not conflict]
-                engine.state.meta["conflicts"] = kept
+                engine.state.meta.conflicts = kept
                 engine.state.save_meta()
 
 

@@ -76,7 +76,7 @@ def outlived(state: State, read: Callable[[str], bytes | None]) -> int:
             continue
         kept.append(conflict)
     if len(kept) != len(before):
-        state.meta["conflicts"] = kept
+        state.meta.conflicts = kept
     return len(before) - len(kept)
 
 
@@ -160,16 +160,16 @@ def resolution(state: State, name: str | None, device: str) -> tuple[int, dict[s
         "device": device,
         "at": time.time(),
     }
-    state.meta["pending_resolutions"] = [*state.meta.get("pending_resolutions", []), record]
+    state.meta.pending_resolutions = [*state.meta.pending_resolutions, record]
     return count, record
 
 
 def publish_resolutions(store: Store, state: State) -> None:
     """Publish the resolutions made here that the remote has not heard of yet."""
-    pending = list(state.meta.get("pending_resolutions", []))
+    pending = list(state.meta.pending_resolutions)
     if pending:
         publish(store, [], pending)
-        state.meta["pending_resolutions"] = []
+        state.meta.pending_resolutions = []
 
 
 def share_resolution(engine: Engine, name: str | None) -> tuple[int, str]:
@@ -203,7 +203,7 @@ def _apply_resolution(state: State, record: dict[str, Any]) -> int:
         if unnamed and isinstance(c.get("at"), (int, float)) and c["at"] <= at:
             continue
         kept.append(c)
-    state.meta["conflicts"] = kept
+    state.meta.conflicts = kept
     return len(before) - len(kept)
 
 
@@ -214,9 +214,9 @@ def receive(store: Store, state: State, device: str) -> list[dict[str, Any]]:
         data, etag = store.get(CONFLICTS)
     except NotFound:
         return []
-    seen = list(state.meta.get("conflicts_seen", []))
+    seen = list(state.meta.conflicts_seen)
     seen_set = set(seen)
-    since = state.meta.get("last_sync")
+    since = state.meta.last_sync
     added: list[dict[str, Any]] = []
     resolutions = []
     for record in _records(data, "resolved"):
@@ -243,6 +243,6 @@ def receive(store: Store, state: State, device: str) -> list[dict[str, Any]]:
         added.append({"file": str(item.get("file")), "detail": detail})
     for record in resolutions:
         _apply_resolution(state, record)
-    state.meta["conflicts_seen"] = seen[-KEEP_SEEN:]
-    state.meta["conflicts_etag"] = etag
+    state.meta.conflicts_seen = seen[-KEEP_SEEN:]
+    state.meta.conflicts_etag = etag
     return added

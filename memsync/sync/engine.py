@@ -33,10 +33,7 @@ from memsync.sync.planner import Action, Kind
 from memsync.sync.remote_files import classify
 from memsync.sync.remote_keys import CONFLICTS, PURGED, TOMBSTONES
 from memsync.sync.state import (
-    COMEBACKS,
     NO_COPY,
-    PRUNED,
-    SINGLY,
     Record,
     State,
     pending_forgets_file,
@@ -70,9 +67,6 @@ if TYPE_CHECKING:
     from memsync.memory.merge import MergeResult
     from memsync.sync.transfers import GetAhead
 
-# meta.json: conflicts of merges written whose answer may have been lost (_expect_conflict)
-_LANDING_CONFLICTS = "landing_conflicts"
-_UNPUBLISHED_CONFLICTS = "unpublished_conflicts"  # found outside a merge, for the remote record
 LOST_DIR_MIN = 5  # more synced files than this all gone, new ones made: a lost folder
 _PRUNE_WATCH = 30 * 86400  # seconds a prune is watched for a file coming back
 
@@ -390,15 +384,15 @@ class Engine:
             except KeyboardInterrupt as stop:  # Ctrl-C or SIGTERM (see entry.py)
                 stop.done = result  # type: ignore[attr-defined]  # what it did, for the CLI
                 # `status` says when, instead of "never" after a first run that did push
-                self.state.meta["last_interrupted"] = time.time()
+                self.state.meta.last_interrupted = time.time()
                 raise
             finally:
                 self._make_durable()
-                if self.state.meta.get("quarantined"):
+                if self.state.meta.quarantined:
                     from memsync.sync.tombstones import quarantine_notices
 
                     result.quarantined = quarantine_notices(self)
-                self.state.meta["last_attempt"] = time.time()
+                self.state.meta.last_attempt = time.time()
                 self.state.save()
                 if self.state.bases.reset:
                     result.notes.append(self.state.bases.reset)
@@ -436,10 +430,10 @@ class Engine:
                 # remembered: this device stays out until it is told to publish again; one
                 # with nothing synced has nothing to publish again, so it asks the remote
                 # next time and joins once another device has published
-                self.state.meta["purged"] = marker
+                self.state.meta.purged = marker
                 refusal = self._purged(result, listing, local)
                 if not self.state.records:
-                    del self.state.meta["purged"]
+                    self.state.meta.purged = None
                 raise refusal
         if MOVED in listing:
             from memsync.sync.project import check_moved
@@ -449,8 +443,8 @@ class Engine:
         meta = self.state.meta
         if (
             manifest is None
-            or manifest.etag != meta.get("manifest_etag")
-            or (meta.get("manifest_unstamped") and self.ctx.fingerprint)
+            or manifest.etag != meta.manifest_etag
+            or (meta.manifest_unstamped and self.ctx.fingerprint)
         ):
             # the project's manifest is new or changed since this device checked it, or it has
             # no fingerprint and this device now has one to stamp (project.py is loaded only
@@ -478,7 +472,7 @@ class Engine:
         """This device's forgets that waited for the remote are finished there, then other
         devices' tombstones are applied here. Returns a sentence for each forget finished."""
         finished: list[str] = []
-        if self.state.meta.get("forgetting"):
+        if self.state.meta.forgetting:
             from memsync.sync.tombstones import finish_pending
 
             finished = finish_pending(self, listing)
@@ -505,7 +499,7 @@ class Engine:
     ) -> None:
         """Look here, plan against the remote (or, for `push FILE`, against the records),
         refuse a mass deletion, carry the plan out, then settle the queue and the records."""
-        if self.state.meta.get("purged"):
+        if self.state.meta.purged:
             raise self._purged(result, None, None)
         self._published = []  # this run's conflicts, from the take-in (case renames) on
         recover_landing(self.state, self.ctx.memory_dir, self.local_path, self._keep)
@@ -545,12 +539,12 @@ class Engine:
         self._records_at_start = dict(self.state.records)
         self._carry_out(result, run, deadline, progress)
         self._count_singly(result, mode, names, force)
-        if self._came_back or self.state.meta.get(COMEBACKS):
+        if self._came_back or self.state.meta.index_comebacks:
             settle = names is None and mode != "push" and not result.offline
             self._index_comebacks(result, self._index_before, settle)
         if names is None and (result.deleted_local or result.deleted_remote):
             self._index_departures(result, run)
-        if self.state.meta.get(PRUNED):
+        if self.state.meta.pruned:
             self._pruned_back(result)
         self._settle(result, run, pending, full=names is None)
         self._records_run = False
@@ -565,7 +559,7 @@ class Engine:
         """A file `memsync prune` deleted here that this run brought back: another device
         edited it after the prune, and an edit beats a deletion. Said once (fresh-eyes s31c,
         q19: only the editing device was told); a prune a month old is no longer watched."""
-        pruned = self.state.meta[PRUNED]
+        pruned = self.state.meta.pruned
         back = {*result.downloaded, *result.merged}
         for name, at in list(pruned.items()):
             if name in back:
@@ -577,7 +571,7 @@ class Engine:
             if name in back or not isinstance(at, (int, float)) or time.time() - at > _PRUNE_WATCH:
                 del pruned[name]
         if not pruned:
-            del self.state.meta[PRUNED]
+            self.state.meta.pruned = {}
 
     def _purged(
         self, result: SyncResult, listing: dict[str, Entry] | None, local: LocalScan | None
@@ -618,7 +612,7 @@ class Engine:
         state.pending_forgets_file): one stat when there are none."""
         ctx = self.ctx
         shared = pending_forgets_file(ctx.home, ctx.project, ctx.memory_dir)
-        if self.state.meta.get("forgetting") or shared.exists():
+        if self.state.meta.forgetting or shared.exists():
             from memsync.sync.tombstones import adopt_pending
 
             adopt_pending(self)
@@ -761,7 +755,7 @@ class Engine:
         """More than half of the files and more than 5 deleted take --force, whether in one
         run or one `push FILE` at a time (FileChanged and PostToolUse hooks, the watcher) since
         the last full sync: those are counted in meta `deleted_singly`."""
-        singly = [n for n in self.state.meta.get(SINGLY, []) if n not in self.state.records]
+        singly = [n for n in self.state.meta.deleted_singly if n not in self.state.records]
         planned = {a.name for a in planner.deletions(run.actions)}
         count = len(planned | set(singly))
         total = len(set(run.local_hashes) | set(run.remote) | set(self.state.records) | set(singly))
@@ -793,9 +787,9 @@ class Engine:
         meta = self.state.meta
         if names is not None and mode == "push":
             if result.deleted_remote and not force:  # forced: a command's (compaction's) own
-                meta[SINGLY] = sorted({*meta.get(SINGLY, []), *result.deleted_remote})
+                meta.deleted_singly = sorted({*meta.deleted_singly, *result.deleted_remote})
         elif mode in ("sync", "push") and not result.offline and not result.errors:
-            meta.pop(SINGLY, None)
+            meta.deleted_singly = []
 
     def _carry_out(
         self,
@@ -854,8 +848,8 @@ class Engine:
             result.queued = self.state.pending
         self.state.set_refused(run.local.split_refused()[0])
         if not result.offline and not result.errors and result.skipped == []:
-            self.state.meta["last_sync"] = time.time()
-            self.state.meta.pop("last_interrupted", None)
+            self.state.meta.last_sync = time.time()
+            self.state.meta.last_interrupted = None
             if self.state.conflicts and full:
                 # a file deleted on every side takes its conflicts with it (each device
                 # clears its own: there is nothing left to resolve)
@@ -893,13 +887,13 @@ class Engine:
         index lacks it, pushed, and said in a note."""
         from memsync.sync.forgotten import line_hash
 
-        forgotten = self.state.meta.get("forgotten_lines") or {}
-        waiting = dict(self.state.meta.get(COMEBACKS) or {})
+        forgotten = self.state.meta.forgotten_lines or {}
+        waiting = dict(self.state.meta.index_comebacks or {})
         for name in sorted(self._came_back):
             lines = index_links.linking_lines(before, name)
             made = index_links.made_line(name, self._text_of(name))
             waiting[name] = next((x for x in lines if line_hash(x) not in forgotten), made)
-        self.state.meta[COMEBACKS] = waiting
+        self.state.meta.index_comebacks = waiting
         failed = result.errors.keys() | result.refused.keys() | set(result.skipped)
         if not settle or INDEX in failed:
             return  # the other device's index is not taken in yet: kept for the next sync
@@ -911,14 +905,14 @@ class Engine:
             and self._text_of(name) is not None
             and not index_links.links_to(current, name)
         ]
-        del self.state.meta[COMEBACKS]
+        self.state.meta.index_comebacks = {}
         if not missing or current is None:
             return
         new = index_links.with_lines(current, [line for _, line in missing])
         data = new.encode("utf-8", "surrogateescape")
         path = self.local_path(INDEX)
         if self._replace(path, data, current.encode("utf-8", "surrogateescape")) is not None:
-            self.state.meta[COMEBACKS] = waiting  # written here meanwhile: the next sync
+            self.state.meta.index_comebacks = waiting  # written here meanwhile: the next sync
             return
         self._upload_index(result, data, path)
         for name, _ in missing:
@@ -1027,7 +1021,7 @@ class Engine:
 
         # no loss: a file forgotten here (not finished on this remote yet), or a digest a
         # roll-up here covers (compaction with sync off deletes them before any sync)
-        gone = {n for job in self.state.meta.get("forgetting", []) for n in job["files"]}
+        gone = {n for job in self.state.meta.forgetting for n in job["files"]}
         here = local.content.hashes
         gone |= rolled_up(self.state.records.keys() - here.keys(), here)
         records = {
@@ -1132,7 +1126,7 @@ class Engine:
         entry = listing.get(TOMBSTONES)
         if entry is None:
             return
-        if entry.etag == self.state.meta.get("tombstones_etag"):
+        if entry.etag == self.state.meta.tombstones_etag:
             self._forget_restored(local, result)
             return
         from memsync.sync.tombstones import apply_tombstones
@@ -1146,7 +1140,7 @@ class Engine:
         result.forgotten += sorted(  # what the user had here and no longer has: say so
             n for n in known if n not in self.state.records and n not in local.content.hashes
         )
-        self.state.meta["tombstones_etag"] = etag
+        self.state.meta.tombstones_etag = etag
 
     def _forget_restored(self, local: LocalScan, result: SyncResult) -> None:
         """Tombstones applied here before: a new file about to go up may still be a forgotten
@@ -1168,7 +1162,7 @@ class Engine:
     def _receive_conflicts(self, result: SyncResult, listing) -> None:
         """Conflicts other devices recorded while merging (maybe with our edit) become ours."""
         entry = listing.get(CONFLICTS)
-        if entry is None or entry.etag == self.state.meta.get("conflicts_etag"):
+        if entry is None or entry.etag == self.state.meta.conflicts_etag:
             return  # the usual case: no import, no request
         from memsync.sync.conflicts import receive
 
@@ -1186,20 +1180,20 @@ class Engine:
         shared = entry(name, for_others, self.ctx.device, marks)
         with self._lock:
             self.state.add_conflict(name, detail, shared["id"], marks)
-            queued = self.state.meta.get(_UNPUBLISHED_CONFLICTS, [])
-            self.state.meta[_UNPUBLISHED_CONFLICTS] = [*queued, shared]
+            queued = self.state.meta.unpublished_conflicts
+            self.state.meta.unpublished_conflicts = [*queued, shared]
 
     def _publish_conflicts(self, result: SyncResult) -> None:
-        queued = list(self.state.meta.get(_UNPUBLISHED_CONFLICTS, []))
+        queued = list(self.state.meta.unpublished_conflicts)
         entries = [*queued, *self._published]
-        if result.offline or not (entries or self.state.meta.get("pending_resolutions")):
+        if result.offline or not (entries or self.state.meta.pending_resolutions):
             return
         from memsync.sync.conflicts import publish, publish_resolutions
 
         try:
             if entries:
                 publish(self.store, entries)
-                self.state.meta.pop(_UNPUBLISHED_CONFLICTS, None)
+                self.state.meta.unpublished_conflicts = []
             publish_resolutions(self.store, self.state)
         except Unreachable:
             pass  # recorded here; the other device learns of it from its own merge or status
@@ -1459,7 +1453,7 @@ class Engine:
     def _synced_copy(self, rec: Record | None) -> bytes | None:
         """The content `rec` names (the base), without the lines forgotten since."""
         base = self.state.content(rec.sha) if rec is not None else None
-        forgotten = self.state.meta.get("forgotten_lines")
+        forgotten = self.state.meta.forgotten_lines
         if base is None or rec is None or not forgotten:
             return base
         since = {h for h, at in forgotten.items() if at >= rec.synced_at}
@@ -1582,15 +1576,11 @@ class Engine:
             "shared": self._shared_conflict(name, outcome),
         }
         with self._lock:
-            self.state.meta.setdefault(_LANDING_CONFLICTS, {})[name] = expected
+            self.state.meta.landing_conflicts[name] = expected
 
     def _no_landing_conflict(self, name: str) -> dict | None:
         with self._lock:
-            pending = self.state.meta.get(_LANDING_CONFLICTS, {})
-            expected = pending.pop(name, None)
-            if not pending:
-                self.state.meta.pop(_LANDING_CONFLICTS, None)
-            return expected
+            return self.state.meta.landing_conflicts.pop(name, None)
 
     def _conflict_that_landed(self, result: SyncResult, name: str, content: bytes) -> None:
         """Report the conflict of a merge whose write landed though its answer was lost."""
@@ -1616,7 +1606,7 @@ class Engine:
             marker = blocking_purge(self)
             if marker is None:
                 return False
-            self.state.meta["purged"] = marker
+            self.state.meta.purged = marker
             # refused, not a note: the CLI exits 1 and the PostToolUse hook tells Claude
             why = f"not uploaded: {purged_here(self)}"
             result.refused.update(dict.fromkeys(names, why))
@@ -1636,7 +1626,7 @@ class Engine:
         except NotFound:
             return False
         with self._lock:
-            if etag == self.state.meta.get("tombstones_etag"):
+            if etag == self.state.meta.tombstones_etag:
                 return False
             self._deferred.add(name)
         return True

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from memsync.context import identity
 from memsync.context.config import Context, strip_query
 from memsync.stores import Entry, Store, open_store
+from memsync.sync.state import Meta
 from memsync.sync.walk import is_ignored
 from memsync.util.errors import (
     AlreadyExists,
@@ -34,7 +35,7 @@ def display_remote(ctx: Context) -> str:
 def check_project(
     ctx: Context,
     store: Store,
-    meta: dict,
+    meta: Meta,
     listing: dict[str, Entry],
     mode: str,
     ahead: ReadAhead | None = None,
@@ -53,7 +54,7 @@ def check_project(
         return
 
 
-def confirm_project(ctx: Context, store: Store, meta: dict, known: bool, listing=None) -> None:
+def confirm_project(ctx: Context, store: Store, meta: Meta, known: bool, listing=None) -> None:
     """The refusal a sync gives when this prefix holds another project's memory (or a
     template clone's not yet named), for the commands that read or change the remote outside
     a sync: ls, export, import, prune, forget, purge. Nothing is written; a remote that cannot
@@ -69,7 +70,7 @@ def confirm_project(ctx: Context, store: Store, meta: dict, known: bool, listing
 def _check_manifest(
     ctx: Context,
     store: Store,
-    meta: dict,
+    meta: Meta,
     listing: dict[str, Entry],
     mode: str,
     ahead: ReadAhead | None,
@@ -77,8 +78,8 @@ def _check_manifest(
 ) -> None:
     entry = listing.get(identity.MANIFEST)
     ours = ctx.fingerprint
-    unstamped = meta.get("manifest_unstamped") and ours  # ours to stamp, though no ETag moved
-    if entry is not None and entry.etag == meta.get("manifest_etag") and not unstamped:
+    unstamped = meta.manifest_unstamped and ours  # ours to stamp, though no ETag moved
+    if entry is not None and entry.etag == meta.manifest_etag and not unstamped:
         return
     if entry is None:
         if not [k for k in listing if not is_ignored(k)]:
@@ -95,7 +96,7 @@ def _check_manifest(
         except AlreadyExists:
             pass  # another device wrote it first: read and check it below
         else:
-            meta["manifest_etag"] = etag
+            meta.manifest_etag = etag
             _unstamped(meta, ours is None)
             return
     try:
@@ -138,17 +139,14 @@ def _check_manifest(
         except PreconditionFailed:
             return  # changed meanwhile: checked again next time
         theirs = ours
-    meta["manifest_etag"] = etag
+    meta.manifest_etag = etag
     _unstamped(meta, theirs is None)
 
 
-def _unstamped(meta: dict, unstamped: bool) -> None:
+def _unstamped(meta: Meta, unstamped: bool) -> None:
     """Remember a manifest without a fingerprint, so the first run here that has one stamps
     it even though the manifest's ETag has not moved."""
-    if unstamped:
-        meta["manifest_unstamped"] = True
-    else:
-        meta.pop("manifest_unstamped", None)
+    meta.manifest_unstamped = unstamped
 
 
 def _read_manifest(store: Store, entry: Entry | None, ahead: ReadAhead | None) -> tuple[bytes, str]:
