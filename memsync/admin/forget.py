@@ -584,9 +584,8 @@ def _matching_conflicts(engine: Engine, plan: MatchPlan) -> set[str]:
         return over or _contains(str(c.get("detail")), plan.text)
 
     state = engine.state
-    hit = [c for c in state.conflicts if about(c)]
-    ids = {c["id"] for c in hit if isinstance(c.get("id"), str)}
-    state.meta.conflicts = [c for c in state.conflicts if not about(c)]
+    hit = state.conflicts.drop(lambda c: about(c.as_json()))
+    ids = {c.id for c in hit if c.id is not None}
     with contextlib.suppress(MemsyncError):
         data, _ = engine.store.get(CONFLICTS)
         ids |= {c["id"] for c in recorded(data) if about(c)}

@@ -128,7 +128,7 @@ def _read_local(engine: Engine, local: LocalScan, result: Status) -> None:
     state = engine.state
     result.refused, result.kept_local = local.split_refused()
     result.memory_dir_lost = engine.memory_dir_lost(local)
-    result.conflicts = state.conflicts
+    result.conflicts = state.conflicts.as_json()
     result.queued = state.pending
     result.last_sync = state.meta.last_sync
     result.last_interrupted = state.meta.last_interrupted

@@ -391,7 +391,7 @@ def primer_input(ctx: config.Context, engine: Any, source: str, offline: str | N
         memory_dir=ctx.memory_dir,
         project=ctx.project,
         source=source,
-        conflicts=state.conflicts,
+        conflicts=state.conflicts.as_json(),
         refused=refused,
         queued=state.pending,
         offline=offline,

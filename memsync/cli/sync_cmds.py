@@ -306,7 +306,9 @@ def resolve(
     from memsync.sync.conflicts import share_resolution
 
     with engine.locked():  # re-reads the state: a push queued meanwhile is kept
-        cleared, note = share_resolution(engine, name)
+        cleared, note = share_resolution(
+            engine.state, lambda: engine.store, engine.ctx.device, name
+        )
     if name is not None and not cleared:  # a typo must not look like a resolution
         raise UserError(f"no conflict is recorded for {name}; `memsync status` lists them")
     out.print(f"Cleared {cleared} conflict(s).{note}")

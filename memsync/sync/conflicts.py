@@ -16,27 +16,97 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memsync.stores.base import MAX_ATTEMPTS
 from memsync.sync.remote_keys import CONFLICTS
 from memsync.util.errors import AlreadyExists, NotFound, PreconditionFailed, StoreError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
-    from typing import Any
+    from collections.abc import Callable, Iterable, Iterator, Sequence
 
     from memsync.stores import Store
-    from memsync.sync.engine import Engine
-    from memsync.sync.state import State
+    from memsync.sync.state import Meta, State
 
 KEEP = 200  # entries on the remote
 KEEP_SEEN = 1000  # ids a device remembers having taken in
 SKEW = 300.0  # seconds: a conflict this much before our last sync may still be about our edit
 
 
+class Conflict(NamedTuple):
+    """A conflict this device reports (status, `--json`, the primer) until it is resolved."""
+
+    file: str
+    detail: str
+    at: float
+    id: str | None = None  # its entry in the remote record: a `resolve` elsewhere clears it
+    marks: tuple[str, ...] = ()  # the versions kept side by side (merge.entry_mark)
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"file": self.file, "detail": self.detail, "at": self.at}
+        if self.id is not None:
+            out["id"] = self.id
+        if self.marks:
+            out["marks"] = list(self.marks)
+        return out
+
+    @classmethod
+    def from_json(cls, item: object) -> Conflict | None:
+        """One meta.json entry; None for one memsync did not write."""
+        if not isinstance(item, dict) or not isinstance(item.get("file"), str):
+            return None
+        at = item.get("at")
+        return cls(
+            item["file"],
+            str(item.get("detail")),
+            float(at) if isinstance(at, (int, float)) else 0.0,
+            item["id"] if isinstance(item.get("id"), str) else None,
+            tuple(_marks(item)),
+        )
+
+
+class Conflicts:
+    """The one owner of this device's conflict list (meta.json "conflicts"): every change
+    goes through these methods. Not locked: the engine's transfer threads hold its lock."""
+
+    def __init__(self, items: Iterable[Conflict] = ()) -> None:
+        self._items = list(items)
+
+    def __iter__(self) -> Iterator[Conflict]:
+        return iter(list(self._items))
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __bool__(self) -> bool:
+        return bool(self._items)
+
+    def add(
+        self, name: str, detail: str, conflict_id: str | None = None, marks: Iterable[str] = ()
+    ) -> None:
+        self._items.append(Conflict(name, detail, time.time(), conflict_id, tuple(marks)))
+
+    def resolve(self, name: str | None = None) -> list[Conflict]:
+        """Clear the conflicts of `name` (None: all of them); the ones cleared."""
+        return self.drop(lambda c: name is None or c.file == name)
+
+    def drop(self, gone: Callable[[Conflict], bool]) -> list[Conflict]:
+        """Clear the conflicts `gone` is true of; the ones cleared."""
+        cleared = [c for c in self._items if gone(c)]
+        if cleared:
+            self._items = [c for c in self._items if not gone(c)]
+        return cleared
+
+    def as_json(self) -> list[dict[str, Any]]:
+        return [c.as_json() for c in self._items]
+
+    @classmethod
+    def from_json(cls, items: Iterable[object]) -> Conflicts:
+        return cls(c for c in map(Conflict.from_json, items) if c is not None)
+
+
 def entry(name: str, detail: str, device: str, marks: Sequence[str] = ()) -> dict[str, Any]:
-    """A conflict as the remote record holds it; `marks` as in State.add_conflict."""
+    """A conflict as the remote record holds it; `marks` as in Conflict."""
     import secrets  # only when there is a conflict to record
 
     record: dict[str, Any] = {
@@ -56,28 +126,24 @@ def _marks(item: dict[str, Any]) -> list[str]:
     return [m for m in marks if isinstance(m, str)] if isinstance(marks, list) else []
 
 
-def outlived(state: State, read: Callable[[str], bytes | None]) -> int:
+def outlived(conflicts: Conflicts, read: Callable[[str], bytes | None]) -> int:
     """Clear the conflicts of versions kept side by side (those with marks) none of which is
     in the file any more: a third device consumed or delivered the entry, the user removed
     both, the file went. "Both versions are in the file" is then no longer true, and there is
     nothing left to pick. Each device clears its own, from its own copy; returns how many."""
     from memsync.memory.merge import marks_of
 
-    before = state.conflicts
     held: dict[str, set[str]] = {}
-    kept = []
-    for conflict in before:
-        marks = _marks(conflict)
-        name = str(conflict.get("file"))
-        if marks and name not in held:
-            data = read(name)
-            held[name] = marks_of(data) if data is not None else set()
-        if marks and not held[name] & set(marks):
-            continue
-        kept.append(conflict)
-    if len(kept) != len(before):
-        state.meta.conflicts = kept
-    return len(before) - len(kept)
+
+    def over(conflict: Conflict) -> bool:
+        if not conflict.marks:
+            return False
+        if conflict.file not in held:
+            data = read(conflict.file)
+            held[conflict.file] = marks_of(data) if data is not None else set()
+        return not held[conflict.file] & set(conflict.marks)
+
+    return len(conflicts.drop(over))
 
 
 def _records(data: bytes, field: str = "conflicts") -> list[dict[str, Any]]:
@@ -143,80 +209,75 @@ def publish(
             continue
 
 
-def resolution(state: State, name: str | None, device: str) -> tuple[int, dict[str, Any] | None]:
+def resolution(meta: Meta, name: str | None, device: str) -> tuple[int, dict[str, Any] | None]:
     """Clear this device's conflicts (all, or `name`'s) and return how many, with the
     resolution the other devices need to clear theirs (queued in the state until published:
     `pending_resolutions`)."""
     import secrets
 
-    cleared = [c for c in state.conflicts if name is None or c.get("file") == name]
-    count = state.resolve_conflicts(name)
+    cleared = meta.conflicts.resolve(name)
     if not cleared:
-        return count, None
+        return 0, None
     record = {
         "id": secrets.token_hex(8),
         "file": name,  # None: every file
-        "ids": [c["id"] for c in cleared if isinstance(c.get("id"), str)],
+        "ids": [c.id for c in cleared if c.id is not None],
         "device": device,
         "at": time.time(),
     }
-    state.meta.pending_resolutions = [*state.meta.pending_resolutions, record]
-    return count, record
+    meta.pending_resolutions = [*meta.pending_resolutions, record]
+    return len(cleared), record
 
 
-def publish_resolutions(store: Store, state: State) -> None:
+def publish_resolutions(store: Store, meta: Meta) -> None:
     """Publish the resolutions made here that the remote has not heard of yet."""
-    pending = list(state.meta.pending_resolutions)
+    pending = list(meta.pending_resolutions)
     if pending:
         publish(store, [], pending)
-        state.meta.pending_resolutions = []
+        meta.pending_resolutions = []
 
 
-def share_resolution(engine: Engine, name: str | None) -> tuple[int, str]:
+def share_resolution(state: State, store: Callable[[], Store], device: str, name: str | None):
     """`memsync resolve`: clear here, then tell the other devices through the remote (or at
-    the next sync if it cannot be reached now). Returns the count and a note for the user."""
-    cleared, record = resolution(engine.state, name, engine.ctx.device)
-    engine.state.save()
+    the next sync if it cannot be reached now). Returns the count and a note for the user.
+    `store`: opens the remote, only when there is a resolution to publish."""
+    cleared, record = resolution(state.meta, name, device)
+    state.save()
     if record is None:
         return cleared, ""
     try:
-        publish_resolutions(engine.store, engine.state)
+        publish_resolutions(store(), state.meta)
     except (StoreError, OSError):  # unreachable or refused: the next sync publishes it
         return cleared, " The other devices hear of it at the next sync that reaches the remote."
-    engine.state.save()
+    state.save()
     return cleared, " The other devices clear it at their next sync."
 
 
-def _apply_resolution(state: State, record: dict[str, Any]) -> int:
+def _apply_resolution(conflicts: Conflicts, record: dict[str, Any]) -> int:
     """Clear the conflicts another device's resolution names: by id, and those recorded here
-    without an id (before ids were kept) for that file, no later than the resolution."""
+    without an id for that file, no later than the resolution."""
     ids = set(record.get("ids") or [])
     name, at = record.get("file"), record.get("at")
     if not isinstance(at, (int, float)):
         at = 0.0
-    before = state.conflicts
-    kept = []
-    for c in before:
-        if c.get("id") in ids:
-            continue
-        unnamed = "id" not in c and (name is None or c.get("file") == name)
-        if unnamed and isinstance(c.get("at"), (int, float)) and c["at"] <= at:
-            continue
-        kept.append(c)
-    state.meta.conflicts = kept
-    return len(before) - len(kept)
+
+    def named(c: Conflict) -> bool:
+        unnamed = c.id is None and (name is None or c.file == name)
+        return c.id in ids or (unnamed and c.at <= at)
+
+    return len(conflicts.drop(named))
 
 
-def receive(store: Store, state: State, device: str) -> list[dict[str, Any]]:
+def receive(store: Store, meta: Meta, device: str) -> list[dict[str, Any]]:
     """Take in the remote record's conflicts made by other devices since our last sync, and
     return them. Called when the record's ETag differs from the one last read."""
     try:
         data, etag = store.get(CONFLICTS)
     except NotFound:
         return []
-    seen = list(state.meta.conflicts_seen)
+    seen = list(meta.conflicts_seen)
     seen_set = set(seen)
-    since = state.meta.last_sync
+    since = meta.last_sync
     added: list[dict[str, Any]] = []
     resolutions = []
     for record in _records(data, "resolved"):
@@ -239,10 +300,10 @@ def receive(store: Store, state: State, device: str) -> list[dict[str, Any]]:
         detail = f"{item.get('detail')} (merged on {item.get('device')})"
         if any(item["id"] in (r.get("ids") or ()) for r in resolutions):
             continue  # recorded and already resolved on another device
-        state.add_conflict(str(item.get("file")), detail, item["id"], _marks(item))
+        meta.conflicts.add(str(item.get("file")), detail, item["id"], _marks(item))
         added.append({"file": str(item.get("file")), "detail": detail})
     for record in resolutions:
-        _apply_resolution(state, record)
-    state.meta.conflicts_seen = seen[-KEEP_SEEN:]
-    state.meta.conflicts_etag = etag
+        _apply_resolution(meta.conflicts, record)
+    meta.conflicts_seen = seen[-KEEP_SEEN:]
+    meta.conflicts_etag = etag
     return added

@@ -854,13 +854,13 @@ class Engine:
                 # a file deleted on every side takes its conflicts with it (each device
                 # clears its own: there is nothing left to resolve)
                 remote = set(run.remote) - set(result.deleted_remote)
-                for name in {c["file"] for c in self.state.conflicts} - set(self.state.records):
+                for name in {c.file for c in self.state.conflicts} - set(self.state.records):
                     if name not in remote and not self.local_path(name).exists():
-                        self.state.resolve_conflicts(name)
-                if any("marks" in c for c in self.state.conflicts):
+                        self.state.conflicts.resolve(name)
+                if any(c.marks for c in self.state.conflicts):
                     from memsync.sync.conflicts import outlived
 
-                    outlived(self.state, self.read_local)
+                    outlived(self.state.conflicts, self.read_local)
 
     def _index_text(self) -> str | None:
         try:
@@ -1166,7 +1166,7 @@ class Engine:
             return  # the usual case: no import, no request
         from memsync.sync.conflicts import receive
 
-        for item in receive(self.store, self.state, self.ctx.device):
+        for item in receive(self.store, self.state.meta, self.ctx.device):
             result.conflicts.append(f"{item['file']}: {item['detail']}")
 
     def share_conflict(
@@ -1179,7 +1179,7 @@ class Engine:
 
         shared = entry(name, for_others, self.ctx.device, marks)
         with self._lock:
-            self.state.add_conflict(name, detail, shared["id"], marks)
+            self.state.conflicts.add(name, detail, shared["id"], marks)
             queued = self.state.meta.unpublished_conflicts
             self.state.meta.unpublished_conflicts = [*queued, shared]
 
@@ -1194,7 +1194,7 @@ class Engine:
             if entries:
                 publish(self.store, entries)
                 self.state.meta.unpublished_conflicts = []
-            publish_resolutions(self.store, self.state)
+            publish_resolutions(self.store, self.state.meta)
         except Unreachable:
             pass  # recorded here; the other device learns of it from its own merge or status
         except StoreError as exc:
@@ -1558,7 +1558,7 @@ class Engine:
 
     def _report_conflict(self, result: SyncResult, name: str, detail: str, shared: dict) -> None:
         with self._lock:
-            self.state.add_conflict(name, detail, shared["id"], shared.get("marks", ()))
+            self.state.conflicts.add(name, detail, shared["id"], shared.get("marks", ()))
             result.conflicts.append(f"{name}: {detail}")
             self._published.append(shared)
 

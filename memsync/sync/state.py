@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from memsync.sync.bases import Bases
+from memsync.sync.conflicts import Conflicts
 from memsync.util.errors import StateError
 from memsync.util.fsutil import atomic_write, private_dir, sha256
 
@@ -63,7 +64,7 @@ _TIME = (int, float)
 # left out of the file
 _FIELDS: dict[str, tuple[type | tuple[type, ...], Any]] = {
     "pending": (list, list),  # files to push, queued while offline or interrupted
-    "conflicts": (list, list),  # see sync/conflicts.py
+    "conflicts": (list, Conflicts),  # see sync/conflicts.py
     "refused": (dict, dict),  # local files refused: name -> reason
     "refused_remote": (dict, dict),  # remote copies refused: name -> [etag, reason]
     "landing": (dict, type(None)),  # new files a run writes without fsync (durability.py)
@@ -108,7 +109,7 @@ class Meta:
     file. Plain attributes, not a dataclass: this is read on every sync (see engine._Run)."""
 
     pending: list[str]
-    conflicts: list[dict[str, Any]]
+    conflicts: Conflicts
     refused: dict[str, str]
     refused_remote: dict[str, list]
     landing: dict[str, Any] | None
@@ -151,6 +152,8 @@ class Meta:
                 raise StateError(
                     f"{path} holds a {key!r} memsync did not write; {_move_aside(path)}"
                 )
+            if key == "conflicts" and isinstance(value, list):
+                value = Conflicts.from_json(value)
             setattr(meta, key, value)
         if isinstance(times, dict):
             for key in _TIME_KEYS:
@@ -163,6 +166,8 @@ class Meta:
         out = {}
         for key in _FIELDS:
             value = getattr(self, key)
+            if isinstance(value, Conflicts):
+                value = value.as_json()
             if key not in _TIME_KEYS and value not in (None, [], {}, False):
                 out[key] = value
         return out
@@ -348,32 +353,9 @@ class State:
         self.meta.pending = sorted(set(self.pending) - set(names))
 
     @property
-    def conflicts(self) -> list[dict[str, Any]]:
-        return list(self.meta.conflicts)
-
-    def add_conflict(
-        self,
-        name: str,
-        detail: str,
-        conflict_id: str | None = None,
-        marks: Iterable[str] = (),
-    ) -> None:
-        """`conflict_id`: the id of its entry in the remote record (memsync/sync/conflicts.py), by
-        which a `resolve` on another device clears it here too; `marks`: the versions kept side
-        by side, by merge.entry_mark (the conflict is over once none is in the file)."""
-        entry: dict[str, Any] = {"file": name, "detail": detail, "at": time.time()}
-        if conflict_id is not None:
-            entry["id"] = conflict_id
-        if marks:
-            entry["marks"] = list(marks)
-        self.meta.conflicts = [*self.conflicts, entry]
-
-    def resolve_conflicts(self, name: str | None = None) -> int:
-        before = self.conflicts
-        kept = [c for c in before if name is not None and c["file"] != name]
-        if len(kept) != len(before):
-            self.meta.conflicts = kept
-        return len(before) - len(kept)
+    def conflicts(self) -> Conflicts:
+        """This device's conflicts, owned by one object (sync/conflicts.py)."""
+        return self.meta.conflicts
 
     @property
     def refused(self) -> dict[str, str]:

@@ -573,15 +573,11 @@ def erase_here(engine: Engine, job: dict[str, Any], *, first: bool) -> None:
         state.drop_history(name)
         state.forget(name)
         state.unqueue([name])
-        state.resolve_conflicts(name)  # a conflict about a forgotten file is moot
+        state.conflicts.resolve(name)  # a conflict about a forgotten file is moot
     if job["files"]:  # its index line's conflicts and history copies, from before the job
-        kept = [
-            c
-            for c in state.conflicts
-            if not names_forgotten(c, job["files"]) or c.get("at", 0) > job["at"]
-        ]
-        if len(kept) != len(state.conflicts):
-            state.meta.conflicts = kept
+        state.conflicts.drop(
+            lambda c: names_forgotten(c.as_json(), job["files"]) and c.at <= job["at"]
+        )
         _scrub_index_history(engine, job["files"], job["at"])
     index = engine.read_local(INDEX)
     if index is not None and job["files"]:
@@ -1390,8 +1386,7 @@ def _forget_conflicts(engine: Engine, ids: dict[str, Any], before: set[str]) -> 
     remote record (by the conflict's id: the tombstone never holds the text)."""
     fresh = {c for c, t in ids.items() if t["id"] not in before}
     if fresh:
-        kept = [c for c in engine.state.conflicts if c.get("id") not in fresh]
-        engine.state.meta.conflicts = kept
+        engine.state.conflicts.drop(lambda c: c.id in fresh)
 
 
 def _apply_file_tombstone(
@@ -1449,17 +1444,13 @@ def _apply_file_tombstone(
         _drop_from_rollups(engine, name, local)
         state.forget(name)
         state.unqueue([name])
-        state.resolve_conflicts(name)
+        state.conflicts.resolve(name)
     # history of the forgotten lineage goes whole (a merge may have kept a copy after the
     # forget, when its tombstone was late); beside content from after it, the older copies
     state.drop_history(name, before=None if from_before else t["at"])
     _scrub_index_history(engine, [name], t["at"])
     # a conflict about its index line from before the forget: the forget settled it
-    kept = [
-        c for c in state.conflicts if not names_forgotten(c, [name]) or c.get("at", 0) > t["at"]
-    ]
-    if len(kept) != len(state.conflicts):
-        state.meta.conflicts = kept
+    state.conflicts.drop(lambda c: names_forgotten(c.as_json(), [name]) and c.at <= t["at"])
 
 
 def _held_bodies(engine: Engine, name: str) -> set[str]:
