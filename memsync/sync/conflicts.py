@@ -14,13 +14,14 @@ The file holds no memory content, only file names and what happened; it is bound
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from memsync.stores.base import MAX_ATTEMPTS
+from memsync.sync import cas
 from memsync.sync.remote_keys import CONFLICTS
-from memsync.util.errors import AlreadyExists, NotFound, PreconditionFailed, StoreError
+from memsync.util.errors import NotFound, StoreError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -187,26 +188,20 @@ def publish(
     entries: Sequence[dict[str, Any]],
     resolutions: Sequence[dict[str, Any]] = (),
 ) -> None:
-    """Append `entries` (conflicts) and `resolutions` to the remote record (conditional
-    writes, bounded retries)."""
-    for _ in range(MAX_ATTEMPTS):
-        try:
-            data, etag = store.get(CONFLICTS)
-        except NotFound:
-            try:
-                store.create(CONFLICTS, _dump(list(entries), list(resolutions)))
-                return
-            except AlreadyExists:
-                continue
+    """Append `entries` (conflicts) and `resolutions` to the remote record (a compare-and-swap;
+    given up silently when the record keeps changing: each device still holds its own)."""
+
+    def append(data: bytes | None) -> bytes:
+        if data is None:
+            return _dump(list(entries), list(resolutions))
         items, done = _records(data), _records(data, "resolved")
         known = {x["id"] for x in items} | {x["id"] for x in done}
         items += [e for e in entries if e["id"] not in known]
         done += [r for r in resolutions if r["id"] not in known]
-        try:
-            store.replace(CONFLICTS, _dump(items, done), etag)
-            return
-        except PreconditionFailed:
-            continue
+        return _dump(items, done)
+
+    with contextlib.suppress(cas.Contended):
+        cas.update(store, CONFLICTS, append)
 
 
 def resolution(meta: Meta, name: str | None, device: str) -> tuple[int, dict[str, Any] | None]:
