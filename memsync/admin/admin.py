@@ -28,6 +28,7 @@ from memsync.privacy.gate import check_inbound
 from memsync.stores import Entry, check_key
 from memsync.sync.engine import PURGED, TOMBSTONES, Engine, LocalScan
 from memsync.sync.forgotten import scrub
+from memsync.sync.planner import Mode
 from memsync.sync.state import Record
 from memsync.sync.walk import is_ignored
 from memsync.util.errors import (
@@ -336,7 +337,7 @@ def _drop_index_lines(engine: Engine, names: list[str]) -> int:
     offline, the push is queued like any other."""
     path = str(engine.local_path(INDEX))
     with contextlib.suppress(MemsyncError):
-        engine.run("sync", [path])
+        engine.run(Mode.SYNC, [path])
     with engine.locked():
         data = engine.read_local(INDEX)
         if data is None:
@@ -348,7 +349,7 @@ def _drop_index_lines(engine: Engine, names: list[str]) -> int:
         engine.write_local(INDEX, text.encode("utf-8"))
         engine.state.save()
     with contextlib.suppress(MemsyncError):
-        engine.run("push", [path])
+        engine.run(Mode.PUSH, [path])
     return len(removed)
 
 

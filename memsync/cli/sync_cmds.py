@@ -22,6 +22,7 @@ from memsync.cli.common import (
     out,
 )
 from memsync.cli.plain import transfer
+from memsync.sync.planner import Mode
 from memsync.util.dates import local_time
 from memsync.util.errors import KeptLocal, RefusedFile, UserError
 
@@ -38,7 +39,7 @@ def pull(
     stats: StatsOpt = False,
 ) -> None:
     """Bring remote changes here (pending pushes go out first)."""
-    transfer("pull", memory_dir, remote, project, force, stats)
+    transfer(Mode.PULL, memory_dir, remote, project, force, stats)
 
 
 @app.command()
@@ -83,7 +84,7 @@ def push(
                 "device's memory again.",
                 markup=False,
             )
-    transfer("push", memory_dir, remote, project, force, stats, paths, allow)
+    transfer(Mode.PUSH, memory_dir, remote, project, force, stats, paths, allow)
 
 
 @app.command()
@@ -95,7 +96,7 @@ def sync(
     stats: StatsOpt = False,
 ) -> None:
     """Two-way sync: push local changes, pull remote ones, merge where both changed."""
-    transfer("sync", memory_dir, remote, project, force, stats)
+    transfer(Mode.SYNC, memory_dir, remote, project, force, stats)
 
 
 @app.command()

@@ -29,7 +29,7 @@ from memsync.stores import (
 from memsync.sync import localswap, planner
 from memsync.sync.durability import Durability, recover_landing
 from memsync.sync.localfiles import LocalFiles, settled, stat_key
-from memsync.sync.planner import Action, Kind
+from memsync.sync.planner import Action, Kind, Mode
 from memsync.sync.remote_files import classify
 from memsync.sync.remote_keys import CONFLICTS, PURGED, TOMBSTONES
 from memsync.sync.state import (
@@ -74,7 +74,7 @@ _PRUNE_WATCH = 30 * 86400  # seconds a prune is watched for a file coming back
 class SyncResult:
     """What one pull, push or sync did, by file name (a plain class: see _Run)."""
 
-    def __init__(self, mode: str) -> None:
+    def __init__(self, mode: Mode) -> None:
         self.mode = mode
         self.uploaded: list[str] = []
         self.downloaded: list[str] = []
@@ -343,7 +343,7 @@ class Engine:
 
     def run(
         self,
-        mode: str = "sync",
+        mode: Mode | str = Mode.SYNC,
         paths: Iterable[str] | None = None,
         *,
         force: bool = False,
@@ -360,8 +360,7 @@ class Engine:
         time.monotonic()): a request still running then fails as unreachable, so what it
         was for is queued or left for the next sync.
         """
-        if mode not in ("sync", "push", "pull"):
-            raise ValueError(mode)
+        mode = Mode(mode)  # a ValueError for any other
         result = SyncResult(mode)
         if not self.ctx.sync_enabled:
             result.disabled = True
@@ -417,7 +416,7 @@ class Engine:
         return result
 
     def _take_in_listing(
-        self, listing: dict[str, Entry], local: LocalScan, result: SyncResult, mode: str
+        self, listing: dict[str, Entry], local: LocalScan, result: SyncResult, mode: Mode
     ) -> None:
         """What the remote says before anything is planned: a purge or another project's
         manifest stops the run; interrupted forgets finish, other devices' tombstones and
@@ -490,7 +489,7 @@ class Engine:
     def _run_locked(
         self,
         result: SyncResult,
-        mode: str,
+        mode: Mode,
         names: list[str] | None,
         force: bool,
         allow: dict[str, set[str]],
@@ -511,7 +510,7 @@ class Engine:
         # replaces: what the remote says before a first upload (a purge or moved mark, the
         # manifest, forgotten content, a name differing only by case) is taken in
         self._records_run = (
-            mode == "push"
+            mode is Mode.PUSH
             and names is not None
             and bool(self.state.records)
             and all(n in self.state.records for n in [*names, *pending])
@@ -540,7 +539,7 @@ class Engine:
         self._carry_out(result, run, deadline, progress)
         self._count_singly(result, mode, names, force)
         if self._came_back or self.state.meta.index_comebacks:
-            settle = names is None and mode != "push" and not result.offline
+            settle = names is None and mode is not Mode.PUSH and not result.offline
             self._index_comebacks(result, self._index_before, settle)
         if names is None and (result.deleted_local or result.deleted_remote):
             self._index_departures(result, run)
@@ -553,7 +552,7 @@ class Engine:
             # sync of those files takes the forget in first (sets aside an edit of what
             # was forgotten) and only then merges and uploads (report 27, finding 17)
             deferred, self._deferred = sorted(self._deferred), set()
-            self._run_locked(result, "sync", deferred, force, allow, deadline, progress)
+            self._run_locked(result, Mode.SYNC, deferred, force, allow, deadline, progress)
 
     def _pruned_back(self, result: SyncResult) -> None:
         """A file `memsync prune` deleted here that this run brought back: another device
@@ -644,7 +643,7 @@ class Engine:
     def _look_here(
         self,
         result: SyncResult,
-        mode: str,
+        mode: Mode,
         names: list[str] | None,
         allow: dict[str, set[str]],
     ) -> LocalScan:
@@ -682,7 +681,7 @@ class Engine:
     def _plan_from_listing(
         self,
         result: SyncResult,
-        mode: str,
+        mode: Mode,
         local: LocalScan,
         names: list[str] | None,
         pending: list[str],
@@ -695,7 +694,7 @@ class Engine:
             # a fresh device fetches or sends everything: open the transfers' connections
             # while the listing is in flight; a fresh pull reads the project's manifest
             # alongside the listing too, not one round trip after it
-            if mode == "pull":
+            if mode is Mode.PULL:
                 from memsync.sync.transfers import GetAhead
 
                 self._manifest_ahead = GetAhead(self.store, MANIFEST)
@@ -723,15 +722,15 @@ class Engine:
             here = local.content.hashes
             named |= {n for n in records if fold(n) in folds and n not in here}
             named |= {n for n in here if fold(n) in folds and n not in records}
-        if mode == "push" and named is not None:
+        if mode is Mode.PUSH and named is not None:
             # `push FILE` of a new file: it speaks of those files only, as when it plans
             # from the records
             result.refused = {n: r for n, r in result.refused.items() if n in named}
             result.kept_local = {n: r for n, r in result.kept_local.items() if n in named}
         skip = set(local.refused) | set(result.refused_remote)
-        if mode == "sync":
+        if mode is Mode.SYNC:
             actions = planner.plan(local_hashes, remote, records, only=names, skip=skip)
-        elif mode == "push":
+        elif mode is Mode.PUSH:
             actions = planner.plan(
                 local_hashes, remote, records, kinds=planner.PUSH_KINDS, only=named, skip=skip
             )
@@ -744,14 +743,14 @@ class Engine:
             )
             seen = {a.name for a in actions}
             actions += [a for a in drain if a.name not in seen]
-        if mode != "sync" and names is None:
+        if mode is not Mode.SYNC and names is None:
             planned = {a.name for a in actions}
             every = planner.plan(local_hashes, remote, records, skip=skip)
             result.other_way = sorted(a.name for a in every if a.name not in planned)
         self._warm_for(actions)
         return _Run(local, local_hashes, remote, entries, actions)
 
-    def _refuse_mass_deletion(self, mode: str, run: _Run, force: bool) -> None:
+    def _refuse_mass_deletion(self, mode: Mode, run: _Run, force: bool) -> None:
         """More than half of the files and more than 5 deleted take --force, whether in one
         run or one `push FILE` at a time (FileChanged and PostToolUse hooks, the watcher) since
         the last full sync: those are counted in meta `deleted_singly`."""
@@ -780,15 +779,15 @@ class Engine:
         )
 
     def _count_singly(
-        self, result: SyncResult, mode: str, names: list[str] | None, force: bool
+        self, result: SyncResult, mode: Mode, names: list[str] | None, force: bool
     ) -> None:
         """Keep the count `_refuse_mass_deletion` reads: `push FILE` deletions add to it, a
         full sync or push that went through starts it again."""
         meta = self.state.meta
-        if names is not None and mode == "push":
+        if names is not None and mode is Mode.PUSH:
             if result.deleted_remote and not force:  # forced: a command's (compaction's) own
                 meta.deleted_singly = sorted({*meta.deleted_singly, *result.deleted_remote})
-        elif mode in ("sync", "push") and not result.offline and not result.errors:
+        elif mode in (Mode.SYNC, Mode.PUSH) and not result.offline and not result.errors:
             meta.deleted_singly = []
 
     def _carry_out(
@@ -1057,7 +1056,7 @@ class Engine:
             "device's memory to it again"
         )
 
-    def _restore_lost_dir(self, result: SyncResult, mode: str) -> None:
+    def _restore_lost_dir(self, result: SyncResult, mode: Mode) -> None:
         """A lost memory dir is restored by a pull and refused by a push or sync (which would
         otherwise delete every file on the remote, --force or not)."""
         where = self.ctx.memory_dir
@@ -1072,7 +1071,7 @@ class Engine:
             if INDEX in here and INDEX in self.state.records
             else "left with none of its synced files"
         )
-        if mode != "pull":
+        if mode is not Mode.PULL:
             raise GuardError(
                 f"the memory dir {where} is {gone} but {len(lost)} file(s) were synced from it; "
                 "nothing was deleted on the remote: run `memsync pull` to bring them back "
@@ -1104,7 +1103,7 @@ class Engine:
         except NotFound:
             if records:  # not made again here: it may be an unmounted share's mount point
                 raise GuardError(self._remote_lost_message(len(records))) from None
-            if mode == "pull":
+            if mode is Mode.PULL:
                 raise UserError(
                     f"the remote {_display_remote(self.ctx)} does not exist yet; "
                     f"{self.store.create_advice()}"

@@ -23,6 +23,17 @@ class Kind(str, Enum):
         return self.value
 
 
+class Mode(str, Enum):
+    """What a run does: both ways, local → remote (and no deletion here), remote → local."""
+
+    SYNC = "sync"
+    PUSH = "push"
+    PULL = "pull"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 class Action(NamedTuple):
     kind: Kind
     name: str

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from memsync.context import identity
 from memsync.context.config import Context, strip_query
 from memsync.stores import Entry, Store, open_store
+from memsync.sync.planner import Mode
 from memsync.sync.state import Meta
 from memsync.sync.walk import is_ignored
 from memsync.util.errors import (
@@ -37,7 +38,7 @@ def check_project(
     store: Store,
     meta: Meta,
     listing: dict[str, Entry],
-    mode: str,
+    mode: Mode,
     ahead: ReadAhead | None = None,
     known: bool = False,
 ) -> None:
@@ -64,7 +65,7 @@ def confirm_project(ctx: Context, store: Store, meta: Meta, known: bool, listing
             listing = store.list()
         except (NotFound, Unreachable):
             return
-    check_project(ctx, store, meta, listing, "pull", None, known)
+    check_project(ctx, store, meta, listing, Mode.PULL, None, known)
 
 
 def _check_manifest(
@@ -72,7 +73,7 @@ def _check_manifest(
     store: Store,
     meta: Meta,
     listing: dict[str, Entry],
-    mode: str,
+    mode: Mode,
     ahead: ReadAhead | None,
     known: bool,
 ) -> None:
@@ -84,7 +85,7 @@ def _check_manifest(
     if entry is None:
         if not [k for k in listing if not is_ignored(k)]:
             check_old_name(ctx, store)
-        if mode == "pull":
+        if mode is Mode.PULL:
             return  # a pull writes nothing to the remote; the next push or sync does
         mine = identity.Identity(ctx.project, ctx.project_source, ours)
         unborn = ours is None and ctx.git_root is not None  # a repository before its first commit
@@ -130,7 +131,7 @@ def _check_manifest(
                 "records its first commit), then here again; if it is another project, give this "
                 "one its own name with --project NAME (or MEMSYNC_PROJECT)"
             )
-        if mode == "pull":
+        if mode is Mode.PULL:
             return  # stamped by the next push or sync
         mine = identity.Identity(ctx.project, ctx.project_source, ours)
         manifest = identity.manifest_bytes(mine, first_commit(ctx), origin=exact_origin(ctx))
@@ -182,7 +183,7 @@ def exact_origin(ctx: Context) -> str | None:
 
 
 def _check_origin(
-    ctx: Context, store: Store, data: bytes, etag: str, mode: str, known: bool
+    ctx: Context, store: Store, data: bytes, etag: str, mode: Mode, known: bool
 ) -> str | None:
     """A manifest of this project's fingerprint, an origin's name: refuse it if it records
     another origin of that name (`me-x/proj` and `me/x-proj` are both
@@ -196,7 +197,7 @@ def _check_origin(
         if recorded != origin:
             raise another_project(ctx, f"origin {recorded}", f"origin {origin}")
         return etag
-    if mode == "pull" or not _stamps_origin(ctx, data, known):
+    if mode is Mode.PULL or not _stamps_origin(ctx, data, known):
         return etag  # written by an earlier memsync: let in as before
     mine = identity.Identity(ctx.project, ctx.project_source, ctx.fingerprint)
     manifest = identity.manifest_bytes(mine, first_commit(ctx), origin=origin)
