@@ -26,9 +26,10 @@ from memsync.memory.index_links import INDEX, without_links
 from memsync.memory.memtypes import TYPES, UNKNOWN, type_of
 from memsync.privacy.gate import check_inbound
 from memsync.stores import Entry, check_key
-from memsync.sync.engine import PURGED, TOMBSTONES, Engine, LocalScan
+from memsync.sync.engine import PURGED, TOMBSTONES, Engine
 from memsync.sync.forgotten import scrub
 from memsync.sync.planner import Mode
+from memsync.sync.scan import LocalScan
 from memsync.sync.state import Record
 from memsync.sync.walk import is_ignored
 from memsync.util.errors import (

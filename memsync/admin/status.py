@@ -7,17 +7,11 @@ from typing import Any
 
 from memsync.context.config import strip_query
 from memsync.sync import planner
-from memsync.sync.engine import (
-    MOVED,
-    PURGED,
-    TOMBSTONES,
-    Engine,
-    LocalScan,
-    refuse_colliding_names,
-)
+from memsync.sync.engine import MOVED, PURGED, TOMBSTONES, Engine
 from memsync.sync.planner import Kind
 from memsync.sync.project import moved_notice
 from memsync.sync.remote_files import classify
+from memsync.sync.scan import LocalScan, refuse_colliding_names
 from memsync.util.errors import NotFound, Unreachable, UserError
 
 

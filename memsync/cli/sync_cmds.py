@@ -209,7 +209,7 @@ def validate(
         from memsync.sync.walk import MemoryWalk
 
         files = {name: Path(path) for name, path, _ in MemoryWalk(root)}
-    from memsync.sync.engine import refuse_colliding_names
+    from memsync.sync.scan import refuse_colliding_names
 
     # names macOS or Windows could not keep apart from a synced one (as far as this device knows)
     clashes = refuse_colliding_names(engine.scan_local(), engine.state.records)
