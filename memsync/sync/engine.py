@@ -14,17 +14,15 @@ from typing import TYPE_CHECKING
 from memsync.context.config import Context
 from memsync.context.identity import MANIFEST, MOVED, pin, to_note, unnamed_message
 from memsync.memory.index_links import INDEX
-from memsync.memory.names import fold
 from memsync.stores import (
     Entry,
     Store,
     check_key,
     open_store,
 )
-from memsync.sync import execute, index, localswap, merging, planner, scan
+from memsync.sync import execute, index, localswap, merging, planner, prepare, scan
 from memsync.sync.durability import Durability, recover_landing
-from memsync.sync.planner import Mode, Run
-from memsync.sync.remote_files import classify
+from memsync.sync.planner import Mode
 from memsync.sync.remote_keys import CONFLICTS, PURGED, TOMBSTONES
 from memsync.sync.result import SYNC_OFF, SyncResult
 from memsync.sync.scan import LocalScan, LostDir
@@ -35,7 +33,6 @@ from memsync.sync.state import (
 )
 from memsync.util.errors import (
     ConfigError,
-    GuardError,
     NotFound,
     StateError,
     StoreError,
@@ -49,7 +46,6 @@ from memsync.util.fsutil import (
     private_dir,
     read_if_there,
     sha256,
-    sweep_temp_files,
 )
 
 if TYPE_CHECKING:
@@ -385,7 +381,7 @@ class Engine:
         self._published = []  # this run's conflicts, from the take-in (case renames) on
         recover_landing(self.state, self.ctx.memory_dir, self.local_path, self._keep)
         self.adopt_pending_forgets()
-        local = self._look_here(result, mode, names, allow)
+        local = prepare.look_here(self, result, mode, names, allow)
         pending = self.state.pending  # read after a lost dir's restore, which empties it
         # `push FILE` of files synced before trusts the records: one conditional PUT each. A
         # new file (or a device that never synced) lists first, one request as the check it
@@ -410,9 +406,9 @@ class Engine:
             self._records_run = False
             return
         if self._records_run:
-            run = self._plan_from_records(result, local, names or [], pending)
+            run = prepare.from_records(self, result, local, names or [], pending)
         else:
-            planned = self._plan_from_listing(result, mode, local, names, pending)
+            planned = prepare.from_listing(self, result, mode, local, names, pending)
             if planned is None:
                 return
             run = planned
@@ -421,7 +417,7 @@ class Engine:
         planner.refuse_mass_deletion(mode, run.actions, known, self.state.records, singly, force)
         self._records_at_start = dict(self.state.records)
         execute.carry_out(self, result, run, deadline, progress)
-        self._count_singly(result, mode, names, force)
+        prepare.count_singly(self, result, mode, names, force)
         if self._came_back or self.state.meta.index_comebacks:
             settle = names is None and mode is not Mode.PUSH and not result.offline
             index.comebacks(self, result, self._index_before, settle)
@@ -506,121 +502,6 @@ class Engine:
                     f"lines another device forgot (`memsync forget`) were taken out of {name}"
                 )
 
-    def _look_here(
-        self,
-        result: SyncResult,
-        mode: Mode,
-        names: list[str] | None,
-        allow: dict[str, set[str]],
-    ) -> LocalScan:
-        """The memory dir's scan; a lost memory dir restored first (see memory_dir_lost)."""
-        local = self.scan_local(allow)
-        # the state dir only on full runs: `push FILE` after each memory write stays lean
-        swept = local.swept + (sweep_temp_files(self.ctx.state_dir) if names is None else 0)
-        if swept:
-            result.notes.append(f"Removed {swept} temp file(s) left by an interrupted write.")
-        result.refused, result.kept_local = local.split_refused()
-        # `push FILE` too (the PostToolUse hook): once the agent's first new file in a lost
-        # folder were recorded, the folder would no longer look lost, and the next push
-        # would delete everything the folder held from the remote
-        if self.memory_dir_lost(local):
-            self._restore_lost_dir(result, mode)
-        return local
-
-    def _plan_from_records(
-        self, result: SyncResult, local: LocalScan, names: list[str], pending: list[str]
-    ) -> Run:
-        """`push FILE`: trust the records instead of listing, so the happy path is one
-        conditional request a file."""
-        records = self.state.records
-        result.refused.update(scan.refuse_colliding_names(local, records))
-        remote = {n: r.etag for n, r in records.items()}
-        only = set(names) | set(pending)
-        result.refused = {n: r for n, r in result.refused.items() if n in only}
-        result.kept_local = {n: r for n, r in result.kept_local.items() if n in only}
-        local_hashes = dict(local.content.hashes)
-        actions = planner.plan(
-            local_hashes, remote, records, kinds=planner.PUSH_KINDS, only=only, skip=local.refused
-        )
-        return Run(local, local_hashes, remote, {}, actions)
-
-    def _plan_from_listing(
-        self,
-        result: SyncResult,
-        mode: Mode,
-        local: LocalScan,
-        names: list[str] | None,
-        pending: list[str],
-    ) -> Run | None:
-        """List the remote and plan `mode` against it; None when the remote cannot be reached
-        (what the run was for is queued)."""
-        records = self.state.records
-        self._manifest_ahead = None
-        if not records:
-            # a fresh device fetches or sends everything: open the transfers' connections
-            # while the listing is in flight; a fresh pull reads the project's manifest
-            # alongside the listing too, not one round trip after it
-            if mode is Mode.PULL:
-                from memsync.sync.transfers import GetAhead
-
-                self._manifest_ahead = GetAhead(self.store, MANIFEST)
-            self.store.warm(int(self.ctx.setting("concurrency")))
-        listing = self._list(result, mode, dict(local.content.hashes), records, pending)
-        if listing is None:
-            return None
-        if not listing and records:
-            raise GuardError(self._remote_lost_message(len(records)))
-        self._take_in_listing(listing, local, result, mode)
-        local_hashes = dict(local.content.hashes)
-        files = classify(listing, self.state.refused_remote)
-        result.refused_remote.update(files.unsafe)
-        result.ignored_remote.update(files.ignored)
-        self.state.keep_refused_remote(files.ignored)
-        remote = {key: entry.etag for key, entry in files.memory.items()}
-        entries = {key: entry.modified for key, entry in files.memory.items()}
-        result.refused.update(scan.refuse_colliding_names(local, records, remote))
-        named = None if names is None else {*names, *pending}
-        if named is not None:
-            # a letter-case rename pushed by its new name (the FileChanged or PostToolUse
-            # hook) takes the old name off the remote in the same run, as a sync would:
-            # another device's edit of the old name in between would bring both names back
-            folds = {fold(n) for n in named}
-            here = local.content.hashes
-            named |= {n for n in records if fold(n) in folds and n not in here}
-            named |= {n for n in here if fold(n) in folds and n not in records}
-        if mode is Mode.PUSH and named is not None:
-            # `push FILE` of a new file: it speaks of those files only, as when it plans
-            # from the records
-            result.refused = {n: r for n, r in result.refused.items() if n in named}
-            result.kept_local = {n: r for n, r in result.kept_local.items() if n in named}
-        skip = set(local.refused) | set(result.refused_remote)
-        actions, other_way = planner.for_mode(
-            mode,
-            local_hashes,
-            remote,
-            records,
-            names=names,
-            named=named,
-            pending=pending,
-            skip=skip,
-        )
-        if other_way is not None:
-            result.other_way = other_way
-        execute.warm_for(self, actions)
-        return Run(local, local_hashes, remote, entries, actions)
-
-    def _count_singly(
-        self, result: SyncResult, mode: Mode, names: list[str] | None, force: bool
-    ) -> None:
-        """Keep the count `planner.refuse_mass_deletion` reads: `push FILE` deletions add to it, a
-        full sync or push that went through starts it again."""
-        meta = self.state.meta
-        if names is not None and mode is Mode.PUSH:
-            if result.deleted_remote and not force:  # forced: a command's (compaction's) own
-                meta.deleted_singly = sorted({*meta.deleted_singly, *result.deleted_remote})
-        elif mode in (Mode.SYNC, Mode.PUSH) and not result.offline and not result.errors:
-            meta.deleted_singly = []
-
     def _index_text(self) -> str | None:
         try:
             data = self.read_local(INDEX)
@@ -641,44 +522,6 @@ class Engine:
         """Whether the memory dir is lost (scan.memory_dir_lost): never a request to delete
         every file everywhere."""
         return scan.memory_dir_lost(local, self.state, self._index_text)
-
-    def _remote_lost_message(self, count: int) -> str:
-        """An empty remote where this device synced files: an unmounted share (its mount
-        point is an empty folder), a container emptied or made anew. Syncing would delete
-        every file here; nothing is done until the user says which it is."""
-        return (
-            f"the remote {_display_remote(self.ctx)} is empty, but this device synced {count} "
-            "file(s) with it; nothing was changed here or there: if it is a drive or a share, "
-            "mount it; if it was emptied on purpose, `memsync push --republish` publishes this "
-            "device's memory to it again"
-        )
-
-    def _restore_lost_dir(self, result: SyncResult, mode: Mode) -> None:
-        """A lost memory dir is restored by a pull and refused by a push or sync."""
-        where = self.ctx.memory_dir
-        here = self.scan_local().content.hashes if where.is_dir() else {}
-        self._restoring = scan.restore_lost_dir(result, mode, self.state, where, here)
-
-    def _list(self, result, mode, local_hashes, records, pending):
-        try:
-            return self.store.list()
-        except NotFound:
-            if records:  # not made again here: it may be an unmounted share's mount point
-                raise GuardError(self._remote_lost_message(len(records))) from None
-            if mode is Mode.PULL:
-                raise UserError(
-                    f"the remote {_display_remote(self.ctx)} does not exist yet; "
-                    f"{self.store.create_advice()}"
-                ) from None
-            try:
-                self.store.ensure()
-            except Unreachable as exc:
-                self._go_offline(result, str(exc), local_hashes, records)
-                return None
-            return {}
-        except Unreachable as exc:
-            self._go_offline(result, str(exc), local_hashes, records)
-            return None
 
     def _apply_tombstones(self, listing, local: LocalScan, result: SyncResult) -> None:
         """Files forgotten on another device are removed here too, history included, so an
@@ -761,13 +604,6 @@ class Engine:
         except StoreError as exc:
             result.notes.append(f"could not record the conflicts on the remote ({exc})")
         self._published = []
-
-    def _go_offline(self, result: SyncResult, reason: str, local_hashes, records) -> None:
-        result.offline = reason
-        changed = [n for n, h in local_hashes.items() if n not in records or records[n].sha != h]
-        deleted = [n for n in records if n not in local_hashes]
-        self.state.queue(changed + deleted)
-        result.queued = self.state.pending
 
     # --- executing actions ----------------------------------------------------------------
 
@@ -870,9 +706,3 @@ def _edit_time_here(edited: float | None) -> float | None:
     if edited is None:
         return None
     return min(edited, time.time())
-
-
-def _display_remote(ctx: Context) -> str:
-    from memsync.sync.project import display_remote  # only for these messages
-
-    return display_remote(ctx)
