@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from memsync.context import config
-from memsync.sync import scan as scan_mod
 from memsync.sync import localfiles
+from memsync.sync import scan as scan_mod
 from memsync.sync.engine import Engine
 from memsync.sync.localfiles import COARSE_MARGIN_NS, FINE_MARGIN_NS, LocalFiles, settled
 from memsync.util.errors import UserError
