@@ -17,93 +17,22 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from memsync.sync import cas
 from memsync.sync.remote_keys import CONFLICTS
 from memsync.util.errors import NotFound, StoreError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Sequence
+    from collections.abc import Callable, Sequence
 
     from memsync.stores import Store
+    from memsync.sync.conflict_list import Conflict, Conflicts
     from memsync.sync.state import Meta, State
 
 KEEP = 200  # entries on the remote
 KEEP_SEEN = 1000  # ids a device remembers having taken in
 SKEW = 300.0  # seconds: a conflict this much before our last sync may still be about our edit
-
-
-class Conflict(NamedTuple):
-    """A conflict this device reports (status, `--json`, the primer) until it is resolved."""
-
-    file: str
-    detail: str
-    at: float
-    id: str | None = None  # its entry in the remote record: a `resolve` elsewhere clears it
-    marks: tuple[str, ...] = ()  # the versions kept side by side (merge.entry_mark)
-
-    def as_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"file": self.file, "detail": self.detail, "at": self.at}
-        if self.id is not None:
-            out["id"] = self.id
-        if self.marks:
-            out["marks"] = list(self.marks)
-        return out
-
-    @classmethod
-    def from_json(cls, item: object) -> Conflict | None:
-        """One meta.json entry; None for one memsync did not write."""
-        if not isinstance(item, dict) or not isinstance(item.get("file"), str):
-            return None
-        at = item.get("at")
-        return cls(
-            item["file"],
-            str(item.get("detail")),
-            float(at) if isinstance(at, (int, float)) else 0.0,
-            item["id"] if isinstance(item.get("id"), str) else None,
-            tuple(_marks(item)),
-        )
-
-
-class Conflicts:
-    """The one owner of this device's conflict list (meta.json "conflicts"): every change
-    goes through these methods. Not locked: the engine's transfer threads hold its lock."""
-
-    def __init__(self, items: Iterable[Conflict] = ()) -> None:
-        self._items = list(items)
-
-    def __iter__(self) -> Iterator[Conflict]:
-        return iter(list(self._items))
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __bool__(self) -> bool:
-        return bool(self._items)
-
-    def add(
-        self, name: str, detail: str, conflict_id: str | None = None, marks: Iterable[str] = ()
-    ) -> None:
-        self._items.append(Conflict(name, detail, time.time(), conflict_id, tuple(marks)))
-
-    def resolve(self, name: str | None = None) -> list[Conflict]:
-        """Clear the conflicts of `name` (None: all of them); the ones cleared."""
-        return self.drop(lambda c: name is None or c.file == name)
-
-    def drop(self, gone: Callable[[Conflict], bool]) -> list[Conflict]:
-        """Clear the conflicts `gone` is true of; the ones cleared."""
-        cleared = [c for c in self._items if gone(c)]
-        if cleared:
-            self._items = [c for c in self._items if not gone(c)]
-        return cleared
-
-    def as_json(self) -> list[dict[str, Any]]:
-        return [c.as_json() for c in self._items]
-
-    @classmethod
-    def from_json(cls, items: Iterable[object]) -> Conflicts:
-        return cls(c for c in map(Conflict.from_json, items) if c is not None)
 
 
 def entry(name: str, detail: str, device: str, marks: Sequence[str] = ()) -> dict[str, Any]:

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 from memsync.privacy.gate import check_inbound
 from memsync.sync import localswap, merging, planner
-from memsync.sync.planner import Action, Kind, Run, renames_in_two_steps
-from memsync.sync.scan import mtime_of
+from memsync.sync.planner import Action, Kind, renames_in_two_steps
+from memsync.sync.scan import Run, mtime_of
 from memsync.util.errors import (
     NotFound,
     PreconditionFailed,

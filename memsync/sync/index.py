@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING
 from memsync.memory import index_links
 from memsync.memory.index_links import INDEX
 from memsync.sync import execute
-from memsync.sync.planner import Run
-from memsync.sync.scan import mtime_of
+from memsync.sync.scan import Run, mtime_of
 from memsync.util.errors import StoreError, Unreachable, UnsafeKey
 
 if TYPE_CHECKING:

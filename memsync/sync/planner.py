@@ -12,7 +12,6 @@ from memsync.memory.names import fold
 from memsync.util.errors import GuardError
 
 if TYPE_CHECKING:
-    from memsync.sync.scan import LocalScan
     from memsync.sync.state import Record
 
 
@@ -204,25 +203,3 @@ def renames_in_two_steps(actions: list[Action]) -> list[list[Action]]:
     if not first:
         return [actions]
     return [first, [a for a in actions if a not in first]]
-
-
-class Run:
-    """What one run knows about both sides when it starts.
-
-    This module and the stores it drives are on every sync's path: their classes are plain
-    classes and NamedTuples, not dataclasses, whose import and class building cost a whole
-    no-op sync more than a tenth (docs/benchmarks.md)."""
-
-    def __init__(
-        self,
-        local: LocalScan,
-        local_hashes: dict[str, str],
-        remote: dict[str, str],
-        modified: dict[str, float],
-        actions: list[Action],
-    ) -> None:
-        self.local, self.local_hashes, self.remote = local, local_hashes, remote
-        self.modified, self.actions = modified, actions
-
-    def mtime(self, name: str) -> float | None:
-        return self.local.mtimes.get(name)

@@ -20,7 +20,7 @@ from memsync.util.fsutil import read_if_there, sha256
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from memsync.sync.planner import Mode
+    from memsync.sync.planner import Action, Mode
     from memsync.sync.result import SyncResult
     from memsync.sync.state import Record, State
 
@@ -39,6 +39,28 @@ class LocalScan:
         """(refused: each needs the user's attention, kept local: by the user's choice)."""
         refused = {n: r for n, r in self.refused.items() if n not in self.kept}
         return refused, {n: r for n, r in self.refused.items() if n in self.kept}
+
+
+class Run:
+    """What one run knows about both sides when it starts.
+
+    This module and the stores it drives are on every sync's path: their classes are plain
+    classes and NamedTuples, not dataclasses, whose import and class building cost a whole
+    no-op sync more than a tenth (docs/benchmarks.md)."""
+
+    def __init__(
+        self,
+        local: LocalScan,
+        local_hashes: dict[str, str],
+        remote: dict[str, str],
+        modified: dict[str, float],
+        actions: list[Action],
+    ) -> None:
+        self.local, self.local_hashes, self.remote = local, local_hashes, remote
+        self.modified, self.actions = modified, actions
+
+    def mtime(self, name: str) -> float | None:
+        return self.local.mtimes.get(name)
 
 
 def scan(

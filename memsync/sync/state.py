@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from memsync.sync.bases import Bases
-from memsync.sync.conflicts import Conflicts
+from memsync.sync.conflict_list import Conflicts
 from memsync.util.errors import StateError
 from memsync.util.fsutil import atomic_write, private_dir, sha256
 
@@ -354,7 +354,7 @@ class State:
 
     @property
     def conflicts(self) -> Conflicts:
-        """This device's conflicts, owned by one object (sync/conflicts.py)."""
+        """This device's conflicts, owned by one object (sync/conflict_list.py)."""
         return self.meta.conflicts
 
     @property
