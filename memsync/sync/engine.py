@@ -1,5 +1,9 @@
-"""The sync executor: runs the planner's actions against a store, merging and retrying when
-a conditional write loses a race. Nothing here prints or exits; results are returned."""
+"""The sync engine: one memory dir, one remote prefix. `Engine.run` holds the state lock and
+takes a run through its stages: look here and plan (prepare.py, scan.py, planner.py), take in
+what the remote says (tombstones, conflicts, case renames), carry the plan out (execute.py,
+merging.py), keep MEMORY.md true (index.py), settle the queue and the records. The engine
+keeps what every stage shares: the state, the store, the memory dir's files and this run's
+bookkeeping. Nothing here prints or exits; results are returned (result.py)."""
 
 from __future__ import annotations
 
