@@ -67,20 +67,20 @@ class Engine:
         self._store = store
         self.max_bytes = int(ctx.setting("max_file_bytes"))
         self._lock = threading.Lock()
-        self._durability = Durability(ctx.memory_dir)  # this run's writes not yet flushed
+        self.durability = Durability(ctx.memory_dir)  # this run's writes not yet flushed
         self._published: list[dict] = []  # this run's conflicts, for the remote record
-        self._came_back: set[str] = set()  # this run's files an edit brought back
-        self._index_before: str | None = None  # MEMORY.md before the run, when one came back
+        self.came_back: set[str] = set()  # this run's files an edit brought back
+        self.index_before: str | None = None  # MEMORY.md before the run, when one came back
         # files this run took forgotten lines out of, and those lines' hashes: told at the end
         self._taken_out: tuple[list[str], set[str]] = ([], set())
-        self._index_read = False
+        self.index_read = False
         # `push FILE` (no listing): the files whose remote copy changed while the remote's
         # tombstone list moved since this device applied it; a listing sync of them follows
         self._records_run = False
         self._deferred: set[str] = set()
         # the records as this run found them: the synced copies a roll-up base is made of
-        # (`_rollup_base`), unchanged by what the run records meanwhile
-        self._records_at_start: dict[str, Record] = {}
+        # (`merging.rollup_base`), unchanged by what the run records meanwhile
+        self.records_at_start: dict[str, Record] = {}
         # a lost memory dir this run restores: where, how it was found, the files it expects
         self._restoring: LostDir | None = None
         self._manifest_ahead: GetAhead | None = None  # a fresh pull's manifest, read early
@@ -188,9 +188,9 @@ class Engine:
                 mode = path.stat().st_mode & 0o777
         atomic_write(path, data, mode, sync=sync, sync_dir=sync_dir)
         if not sync_dir:
-            self._durability.wrote_in(path.parent)
+            self.durability.wrote_in(path.parent)
 
-    def _replace(
+    def replace_local(
         self,
         path: Path,
         data: bytes,
@@ -208,12 +208,12 @@ class Engine:
             mode = path.stat().st_mode & 0o777  # keep the mode the user gave the file
         mtime = _edit_time_here(edited)
         landed = localswap.replace(path, data, expected, mode, sync=sync, mtime=mtime)
-        self._durability.wrote_in(path.parent)
+        self.durability.wrote_in(path.parent)
         return landed
 
     def _make_durable(self) -> None:
         """This run's writes made durable before the records claim them (durability.py)."""
-        self._durability.make_durable(self.local_path, self.state.meta)
+        self.durability.make_durable(self.local_path, self.state.meta)
 
     def scan_local(self, allow: dict[str, set[str]] | None = None) -> LocalScan:
         """The memory dir's scan (scan.py)."""
@@ -383,7 +383,7 @@ class Engine:
         if self.state.meta.purged:
             raise self._purged(result, None, None)
         self._published = []  # this run's conflicts, from the take-in (case renames) on
-        recover_landing(self.state, self.ctx.memory_dir, self.local_path, self._keep)
+        recover_landing(self.state, self.ctx.memory_dir, self.local_path, self.keep)
         self.adopt_pending_forgets()
         local = prepare.look_here(self, result, mode, names, allow)
         pending = self.state.pending  # read after a lost dir's restore, which empties it
@@ -419,12 +419,12 @@ class Engine:
         known = set(run.local_hashes) | set(run.remote)
         singly = self.state.meta.deleted_singly
         planner.refuse_mass_deletion(mode, run.actions, known, self.state.records, singly, force)
-        self._records_at_start = dict(self.state.records)
+        self.records_at_start = dict(self.state.records)
         execute.carry_out(self, result, run, deadline, progress)
         prepare.count_singly(self, result, mode, names, force)
-        if self._came_back or self.state.meta.index_comebacks:
+        if self.came_back or self.state.meta.index_comebacks:
             settle = names is None and mode is not Mode.PUSH and not result.offline
-            index.comebacks(self, result, self._index_before, settle)
+            index.comebacks(self, result, self.index_before, settle)
         if names is None and (result.deleted_local or result.deleted_remote):
             index.departures(self, result, run)
         if self.state.meta.pruned:
@@ -506,26 +506,26 @@ class Engine:
                     f"lines another device forgot (`memsync forget`) were taken out of {name}"
                 )
 
-    def _index_text(self) -> str | None:
+    def index_text(self) -> str | None:
         try:
             data = self.read_local(INDEX)
         except (OSError, UnsafeKey):
             return None
         return None if data is None else data.decode("utf-8", "surrogateescape")
 
-    def _came_back_here(self, name: str) -> None:
+    def came_back_here(self, name: str) -> None:
         """`name`, synced before and deleted on one side, is back: an edit beat the deletion."""
         with self._lock:
             if name != INDEX:
-                self._came_back.add(name)
-                if not self._index_read:
-                    self._index_read = True
-                    self._index_before = self._index_text()
+                self.came_back.add(name)
+                if not self.index_read:
+                    self.index_read = True
+                    self.index_before = self.index_text()
 
     def memory_dir_lost(self, local: LocalScan) -> bool:
         """Whether the memory dir is lost (scan.memory_dir_lost): never a request to delete
         every file everywhere."""
-        return scan.memory_dir_lost(local, self.state, self._index_text)
+        return scan.memory_dir_lost(local, self.state, self.index_text)
 
     def _apply_tombstones(self, listing, local: LocalScan, result: SyncResult) -> None:
         """Files forgotten on another device are removed here too, history included, so an
@@ -591,7 +591,7 @@ class Engine:
             queued = self.state.meta.unpublished_conflicts
             self.state.meta.unpublished_conflicts = [*queued, shared]
 
-    def _publish_conflicts(self, result: SyncResult) -> None:
+    def publish_conflicts(self, result: SyncResult) -> None:
         queued = list(self.state.meta.unpublished_conflicts)
         entries = [*queued, *self._published]
         if result.offline or not (entries or self.state.meta.pending_resolutions):
@@ -611,7 +611,7 @@ class Engine:
 
     # --- executing actions ----------------------------------------------------------------
 
-    def _record(self, name: str, etag: str, content: bytes) -> None:
+    def record(self, name: str, etag: str, content: bytes) -> None:
         with self._lock:
             self.state.set_synced(name, etag, content)
 
@@ -640,9 +640,9 @@ class Engine:
         on the remote record the other devices read."""
         assert outcome.conflict is not None
         shared = merging.shared_conflict(self, name, outcome)
-        self._report_conflict(result, name, outcome.conflict, shared)
+        self.report_conflict(result, name, outcome.conflict, shared)
 
-    def _report_conflict(self, result: SyncResult, name: str, detail: str, shared: dict) -> None:
+    def report_conflict(self, result: SyncResult, name: str, detail: str, shared: dict) -> None:
         with self._lock:
             self.state.conflicts.add(name, detail, shared["id"], shared.get("marks", ()))
             result.conflicts.append(f"{name}: {detail}")
@@ -695,7 +695,7 @@ class Engine:
                 result.notes.append(why)
         return why is not None
 
-    def _keep(self, name: str, content: bytes, reason: str) -> None:
+    def keep(self, name: str, content: bytes, reason: str) -> None:
         with self._lock:
             self.state.keep(name, content, reason)
 

@@ -40,13 +40,13 @@ def carry_out(
     files and the queue) sends them next time."""
     actions, records = run.actions, engine.state.records
     new = [a.name for a in actions if a.kind is Kind.DOWNLOAD and a.name not in run.local_hashes]
-    engine._durability.land(sorted(new), engine.state)
-    engine._came_back = set()
+    engine.durability.land(sorted(new), engine.state)
+    engine.came_back = set()
     # MEMORY.md as it was, for the index line of a file an edit brings back: read now only
     # when the plan says one comes back (the index may be merged before it is uploaded),
-    # else when one does (see _came_back_here)
-    engine._index_before = None
-    engine._index_read = any(
+    # else when one does (see Engine.came_back_here)
+    engine.index_before = None
+    engine.index_read = any(
         a.name in records
         and (
             (a.kind is Kind.UPLOAD and a.name not in run.remote)
@@ -54,8 +54,8 @@ def carry_out(
         )
         for a in actions
     )
-    if engine._index_read:
-        engine._index_before = engine._index_text()
+    if engine.index_read:
+        engine.index_before = engine.index_text()
     try:
         for batch in renames_in_two_steps(actions):
             execute(engine, result, batch, run, deadline, progress)
@@ -69,7 +69,7 @@ def carry_out(
             ]
         )
         raise
-    engine._publish_conflicts(result)
+    engine.publish_conflicts(result)
 
 
 def settle(engine: Engine, result: SyncResult, run: Run, pending: list[str], full: bool) -> None:
@@ -164,7 +164,7 @@ def execute(engine: Engine, result, actions, run, deadline, progress) -> None:
 def warm_for(engine: Engine, actions: list[Action]) -> None:
     """A fresh pull whose manifest, read beside the listing, took a slow network's round
     trip opens the connections of the widened transfers now, while the first ones run:
-    when the run widens (`_workers`, once eight requests are timed) they are ready, not a
+    when the run widens (`worker_count`, once eight requests are timed) they are ready, not a
     handshake away. One request is only a guess (on a loopback Azurite, which serves one
     request at a time, it can wait behind a long listing), so it opens idle connections
     and no more: a wrong guess costs a few milliseconds of handshakes."""
@@ -224,7 +224,7 @@ def upload(
     try:
         if remote_etag is None:
             if name in engine.state.records:
-                engine._came_back_here(name)  # synced, gone on the remote, edited here
+                engine.came_back_here(name)  # synced, gone on the remote, edited here
             elif engine._forgotten_since(name):
                 # a new file: another device may have forgotten its content under the
                 # name it had before a rename here (the listing sync that follows
@@ -242,7 +242,7 @@ def upload(
             return
         merging.merge(engine, result, name, ours, mtime)  # `push FILE` too: the edit times decide
         return
-    engine._record(name, etag, ours)
+    engine.record(name, etag, ours)
     with engine._lock:
         result.uploaded.append(name)
 
@@ -262,11 +262,11 @@ def download(engine: Engine, result: SyncResult, name: str, expected_sha: str | 
         return
     if current != theirs:
         if current is not None:
-            engine._keep(name, current, "replaced by a newer version from the remote")
+            engine.keep(name, current, "replaced by a newer version from the remote")
         elif (rec := engine.state.records.get(name)) is not None and rec.etag != etag:
-            engine._came_back_here(name)  # deleted here, edited on another device
-        sync = name not in engine._durability.landing
-        landed = engine._replace(path, theirs, current, sync=sync, edited=edited)
+            engine.came_back_here(name)  # deleted here, edited on another device
+        sync = name not in engine.durability.landing
+        landed = engine.replace_local(path, theirs, current, sync=sync, edited=edited)
         if landed is not None:
             merging.merge(
                 engine, result, name, landed, mtime_of(path)
@@ -274,7 +274,7 @@ def download(engine: Engine, result: SyncResult, name: str, expected_sha: str | 
             return
         with engine._lock:
             result.downloaded.append(name)
-    engine._record(name, etag, theirs)
+    engine.record(name, etag, theirs)
 
 
 def delete_remote(engine: Engine, result: SyncResult, name: str) -> None:
@@ -301,12 +301,12 @@ def delete_local(engine: Engine, result: SyncResult, name: str, expected_sha: st
         if sha256(current) != expected_sha:
             upload(engine, result, name, current, None, mtime_of(engine.local_path(name)))
             return
-        engine._keep(name, current, "deleted on another device")
+        engine.keep(name, current, "deleted on another device")
         landed = localswap.remove(engine.local_path(name), current)
         if landed is not None:  # written here meanwhile: the edit beats the deletion
             now = engine.read_local(name)
             if now is not None and now != landed:
-                engine._keep(name, landed, "written here during a sync, then again")
+                engine.keep(name, landed, "written here during a sync, then again")
             mtime = mtime_of(engine.local_path(name))
             upload(engine, result, name, now if now is not None else landed, None, mtime)
             return

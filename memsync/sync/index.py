@@ -33,7 +33,7 @@ def comebacks(engine: Engine, result: SyncResult, before: str | None, settle: bo
 
     forgotten = engine.state.meta.forgotten_lines or {}
     waiting = dict(engine.state.meta.index_comebacks or {})
-    for name in sorted(engine._came_back):
+    for name in sorted(engine.came_back):
         lines = index_links.linking_lines(before, name)
         made = index_links.made_line(name, text_of(engine, name))
         waiting[name] = next((x for x in lines if line_hash(x) not in forgotten), made)
@@ -41,7 +41,7 @@ def comebacks(engine: Engine, result: SyncResult, before: str | None, settle: bo
     failed = result.errors.keys() | result.refused.keys() | set(result.skipped)
     if not settle or INDEX in failed:
         return  # the other device's index is not taken in yet: kept for the next sync
-    current = engine._index_text()
+    current = engine.index_text()
     missing = [
         (name, line)
         for name, line in sorted(waiting.items())
@@ -55,7 +55,7 @@ def comebacks(engine: Engine, result: SyncResult, before: str | None, settle: bo
     new = index_links.with_lines(current, [line for _, line in missing])
     data = new.encode("utf-8", "surrogateescape")
     path = engine.local_path(INDEX)
-    if engine._replace(path, data, current.encode("utf-8", "surrogateescape")) is not None:
+    if engine.replace_local(path, data, current.encode("utf-8", "surrogateescape")) is not None:
         engine.state.meta.index_comebacks = waiting  # written here meanwhile: the next sync
         return
     upload_index(engine, result, data, path)
@@ -93,7 +93,7 @@ def departures(engine: Engine, result: SyncResult, run: Run) -> None:
         for n in (*result.deleted_local, *result.deleted_remote)
         if n != INDEX and n not in engine.state.records and text_of(engine, n) is None
     }
-    current = engine._index_text()
+    current = engine.index_text()
     if not gone or current is None:
         return
     text, removed = index_links.without_links(current, gone)
@@ -102,8 +102,8 @@ def departures(engine: Engine, result: SyncResult, run: Run) -> None:
     before = current.encode("utf-8", "surrogateescape")
     data = text.encode("utf-8", "surrogateescape")
     path = engine.local_path(INDEX)
-    engine._keep(INDEX, before, "lines linking to deleted files taken out")
-    if engine._replace(path, data, before) is not None:
+    engine.keep(INDEX, before, "lines linking to deleted files taken out")
+    if engine.replace_local(path, data, before) is not None:
         return  # written here meanwhile: left for the next sync to find
     upload_index(engine, result, data, path)
     names = sorted({t for line in removed for t in index_links.link_targets(line)} & gone)
@@ -129,8 +129,8 @@ def departures(engine: Engine, result: SyncResult, run: Run) -> None:
             "out: the file was deleted or renamed on another device; the line as it was is "
             f"in `memsync history MEMORY.md` on {engine.ctx.device}"
         )
-        engine._report_conflict(result, INDEX, detail, entry(INDEX, theirs, engine.ctx.device))
-        engine._publish_conflicts(result)
+        engine.report_conflict(result, INDEX, detail, entry(INDEX, theirs, engine.ctx.device))
+        engine.publish_conflicts(result)
 
 
 def text_of(engine: Engine, name: str) -> str | None:

@@ -35,7 +35,7 @@ def merge(engine: Engine, result: SyncResult, name: str, ours: bytes, mtime: flo
             continue
         theirs_ok = remote_copy_accepted(engine, result, name, theirs)
         if theirs == ours:  # e.g. a PUT that landed as an interrupted run ended: record it
-            engine._record(name, etag, ours)
+            engine.record(name, etag, ours)
             conflict_that_landed(engine, result, name, ours)
             return
         base = _base_by_hash(base, engine.state.records.get(name), ours, theirs)
@@ -87,7 +87,7 @@ def rollup_base(engine: Engine, ours: bytes, theirs: bytes) -> bytes | None:
     both = set(rollups.sources(ours)) & set(rollups.sources(theirs))
     copies = {}
     for source in both:
-        content = engine._synced_copy(engine._records_at_start.get(source))
+        content = engine._synced_copy(engine.records_at_start.get(source))
         if content is not None:
             copies[source] = content
     return rollups.base_of(copies, ours, theirs)
@@ -112,7 +112,7 @@ def put_back_removed(
     except AlreadyExists:
         return False
     if name in engine.state.records:
-        engine._came_back_here(name)
+        engine.came_back_here(name)
     finish_merge(engine, result, name, ours, etag)
     return True
 
@@ -142,7 +142,7 @@ def send_merge(
 ) -> str | None:
     """Write the merge over the remote copy read (`etag`), with its edit time `edited`
     (`_merge_edited`): its new ETag, or None when the remote changed meanwhile (another
-    attempt). Its conflict is noted first (see _expect_conflict)."""
+    attempt). Its conflict is noted first (see expect_conflict)."""
     expect_conflict(engine, name, merged, outcome)
     try:
         return engine.store.replace(name, merged, etag, edited)
@@ -162,8 +162,8 @@ def land_merge(
         return base, current, mtime_of(engine.local_path(name))  # edited here meanwhile
     if merged != ours or current is None:
         if current is not None:
-            engine._keep(name, current, "replaced by a merge with the remote version")
-        landed = engine._replace(engine.local_path(name), merged, current, edited=edited)
+            engine.keep(name, current, "replaced by a merge with the remote version")
+        landed = engine.replace_local(engine.local_path(name), merged, current, edited=edited)
         if landed is not None:
             # written here between the re-read and the rename, over what we had read
             # (`ours`), which becomes the base
@@ -184,7 +184,7 @@ def settle_merge(
     if outcome is not None and outcome.conflict:
         if outcome.discarded is not None:
             reason = f"lost a merge conflict: {outcome.conflict}"
-            engine._keep(name, outcome.discarded, reason)
+            engine.keep(name, outcome.discarded, reason)
         engine.report_merge_conflict(result, name, outcome)
     no_landing_conflict(engine, name)
     finish_merge(engine, result, name, merged, etag)
@@ -216,7 +216,7 @@ def conflict_that_landed(engine: Engine, result: SyncResult, name: str, content:
     """Report the conflict of a merge whose write landed though its answer was lost."""
     pending = no_landing_conflict(engine, name)
     if pending is not None and pending["sha"] == sha256(content):
-        engine._report_conflict(result, name, pending["detail"], pending["shared"])
+        engine.report_conflict(result, name, pending["detail"], pending["shared"])
 
 
 def shared_conflict(engine: Engine, name: str, outcome) -> dict:
@@ -228,7 +228,7 @@ def shared_conflict(engine: Engine, name: str, outcome) -> dict:
 
 
 def finish_merge(engine: Engine, result: SyncResult, name: str, merged: bytes, etag: str) -> None:
-    engine._record(name, etag, merged)
+    engine.record(name, etag, merged)
     with engine._lock:
         result.merged.append(name)
 
