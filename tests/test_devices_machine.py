@@ -736,7 +736,7 @@ class DevicesMachine(RuleBasedStateMachine):
             # reported: by a run's result, or in a device's state (`status`, the primer), where
             # an interrupted run's conflicts are too
             reported = self.conflicted | {
-                c["file"] for e in self.engines for c in State(e.ctx.state_dir).conflicts
+                c.file for e in self.engines for c in State(e.ctx.state_dir).conflicts
             }
             assert FACT in reported, f"fact version {version} went to history silently"
 
@@ -754,7 +754,7 @@ class DevicesMachine(RuleBasedStateMachine):
         # which one): the remote record, each device's own, and so its primer
         record = self.tmp / "remote" / "machine" / "_memsync" / "conflicts.json"
         described = [record.read_text()] if record.exists() else []
-        described += [json.dumps(State(e.ctx.state_dir).conflicts) for e in self.engines]
+        described += [json.dumps(State(e.ctx.state_dir).conflicts.as_json()) for e in self.engines]
         for token in sorted(self.forgotten):
             assert not any(token in d for d in described), f"{token} in a conflict description"
 

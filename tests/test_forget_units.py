@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from urllib.parse import quote
 
 from hypothesis import given
 from hypothesis import strategies as st
@@ -23,7 +22,7 @@ from memsync.sync.forgotten import (
     text_marks,
     without_marks,
 )
-from memsync.sync.state import State, history_folder
+from memsync.sync.state import Meta, State, history_folder
 from memsync.sync.tombstones import read_tombstones
 
 
@@ -83,20 +82,17 @@ def test_history_folder_names_are_short_ascii_and_distinct(name):
     assert history_folder(name.swapcase()) != folder or name.swapcase() == name
 
 
-def test_history_of_a_long_name_and_of_a_legacy_folder(tmp_path):
+def test_history_of_a_long_name(tmp_path):
     state = State(tmp_path)
     long_name = "user_" + "記憶の同期についての長いメモです" * 2 + ".md"
     state.keep(long_name, b"one\n", "first")
     state.keep(long_name, b"two\n", "second")
     assert [v.path.read_bytes() for v in state.history(long_name)] == [b"two\n", b"one\n"]
-    legacy = tmp_path / "history" / quote("user_a.md", safe="")
-    legacy.mkdir()
-    (legacy / "00000001700000000000-abcdef12.md").write_bytes(b"legacy\n")
     state.keep("user_a.md", b"new\n", "kept now")
-    assert [v.reason for v in state.history("user_a.md")] == ["kept now", ""]
+    assert [v.reason for v in state.history("user_a.md")] == ["kept now"]
     assert state.history_names() == sorted([long_name, "user_a.md"])
-    assert state.drop_history("user_a.md") == 2
-    assert not legacy.exists() and state.history_names() == [long_name]
+    assert state.drop_history("user_a.md") == 1
+    assert state.history_names() == [long_name]
 
 
 def test_tombstones_carry_conflict_ids_and_the_record_loses_those_entries():
@@ -217,7 +213,7 @@ def test_a_file_set_aside_twice_within_a_second_keeps_both_copies(tmp_path, monk
     monkeypatch.setattr(tombstones.time, "strftime", lambda fmt, *a: "20261126-120000")
     engine = SimpleNamespace(
         ctx=SimpleNamespace(home=tmp_path, state_dir=tmp_path / "state" / "proj"),
-        state=SimpleNamespace(meta={}),
+        state=SimpleNamespace(meta=Meta()),
         local_path=lambda name: tmp_path / "mem" / name,
     )
     first = tombstones.quarantine(engine, "MEMORY.md", b"- first rewording\n", lines=True)
@@ -225,7 +221,7 @@ def test_a_file_set_aside_twice_within_a_second_keeps_both_copies(tmp_path, monk
     assert first != second
     assert first.read_bytes() == b"- first rewording\n"
     assert second.read_bytes() == b"- second rewording\n"
-    assert [q["path"] for q in engine.state.meta["quarantined"]] == [str(first), str(second)]
+    assert [q["path"] for q in engine.state.meta.quarantined] == [str(first), str(second)]
 
 
 def test_a_job_that_knew_no_copy_names_a_remote_copy_it_never_held_late():

@@ -65,7 +65,7 @@ def test_a_pull_of_many_new_files_flushes_once_instead_of_file_by_file(
     assert flushes == [b.ctx.memory_dir]
     assert len(fsyncs) < 10  # the state files and directories, not one per pulled file
     assert {p.name: p.read_bytes() for p in b.ctx.memory_dir.iterdir()} == remote_with_files
-    assert "landing" not in make_engine("b").state.meta
+    assert make_engine("b").state.meta.landing is None
 
 
 def test_files_an_interrupted_pull_was_landing_are_fetched_again(
@@ -75,7 +75,7 @@ def test_files_an_interrupted_pull_was_landing_are_fetched_again(
     names = sorted(remote_with_files)
     # what a power cut leaves: the names saved, files renamed into place but torn, no records,
     # and a machine that has booted since
-    b.state.meta["landing"] = {"names": names, "boot": "the boot before the power cut"}
+    b.state.meta.landing = {"names": names, "boot": "the boot before the power cut"}
     b.state.save_meta()
     before_boot = boot_time() - 60
     for name in names[:5]:
@@ -93,12 +93,12 @@ def test_files_an_interrupted_pull_was_landing_are_fetched_again(
     kept = make_engine("b").state.history(names[0])
     torn = remote_with_files[names[0]]
     assert [v.path.read_bytes() for v in kept] == [torn[: len(torn) * 2 // 3]]
-    assert "landing" not in make_engine("b").state.meta
+    assert make_engine("b").state.meta.landing is None
 
 
 def _interrupted_landing(b: Engine, names: list[str], boot: str | None) -> None:
     """A pull killed after saving its landing list, before its final flush and records."""
-    b.state.meta["landing"] = {"names": names, "boot": boot}
+    b.state.meta.landing = {"names": names, "boot": boot}
     b.state.save_meta()
 
 
@@ -122,7 +122,7 @@ def test_a_file_written_after_a_killed_pull_is_kept_and_pushed_not_deleted(
     assert all(c.startswith(names[0]) for c in result.conflicts)
     assert (b.ctx.memory_dir / names[0]).read_bytes() == claude
     assert (tmp_path / "remote" / "p" / names[0]).read_bytes() == claude
-    assert "landing" not in make_engine("b").state.meta
+    assert make_engine("b").state.meta.landing is None
 
 
 def test_after_a_restart_a_file_written_since_the_boot_is_not_taken_for_a_torn_one(

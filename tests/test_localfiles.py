@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from memsync.context import config
-from memsync.sync import engine as engine_mod
 from memsync.sync import localfiles
+from memsync.sync import scan as scan_mod
 from memsync.sync.engine import Engine
 from memsync.sync.localfiles import COARSE_MARGIN_NS, FINE_MARGIN_NS, LocalFiles, settled
 from memsync.util.errors import UserError
@@ -52,13 +52,13 @@ def make_engine(tmp_path: Path) -> Engine:
 def reads(monkeypatch) -> list[str]:
     """The memory files the scan reads, by name."""
     seen: list[str] = []
-    real = engine_mod.read_if_there
+    real = scan_mod.read_if_there
 
     def counting(path: str) -> bytes | None:
         seen.append(Path(path).name)
         return real(path)
 
-    monkeypatch.setattr(engine_mod, "read_if_there", counting)
+    monkeypatch.setattr(scan_mod, "read_if_there", counting)
     return seen
 
 

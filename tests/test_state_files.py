@@ -60,7 +60,7 @@ def test_an_unreadable_meta_json_is_reported_and_the_queue_is_still_there_after(
     engine: Engine,
 ) -> None:
     engine.state.queue(["user_a.md"])
-    engine.state.meta["tombstones_etag"] = "etag-1"
+    engine.state.meta.tombstones_etag = "etag-1"
     engine.state.save()
     path = engine.ctx.state_dir / "meta.json"
     saved = path.read_bytes()
@@ -71,7 +71,7 @@ def test_an_unreadable_meta_json_is_reported_and_the_queue_is_still_there_after(
     path.rmdir()
     path.write_bytes(saved)
     state = _reopen(engine).state
-    assert state.pending == ["user_a.md"] and state.meta["tombstones_etag"] == "etag-1"
+    assert state.pending == ["user_a.md"] and state.meta.tombstones_etag == "etag-1"
 
 
 def test_a_file_where_the_state_folder_should_be_is_named(engine: Engine, tmp_path) -> None:
@@ -132,28 +132,20 @@ def test_a_no_op_sync_flushes_nothing_yet_the_last_sync_time_advances(
 ) -> None:
     write_memory(engine.ctx.memory_dir, "user_a.md", "Pat.\n", type="user")
     engine.run("sync")
-    first = _reopen(engine).state.meta["last_sync"]
+    first = _reopen(engine).state.meta.last_sync
     flushes: list[int] = []
     monkeypatch.setattr("os.fsync", flushes.append)
     assert _reopen(engine).run("sync").changes == 0
     assert flushes == []
-    assert _reopen(engine).state.meta["last_sync"] > first
+    assert _reopen(engine).state.meta.last_sync > first
 
 
-def test_the_sync_times_survive_a_torn_file_and_move_out_of_an_older_meta_json(
-    engine: Engine,
-) -> None:
+def test_the_sync_times_are_kept_apart_and_survive_a_torn_file(engine: Engine) -> None:
     state_dir = engine.ctx.state_dir
-    engine.state.meta.update(pending=["user_a.md"], last_sync=1000.0)
+    engine.state.meta.pending, engine.state.meta.last_sync = ["user_a.md"], 1000.0
     engine.state.save_meta()
+    assert "last_sync" not in (state_dir / "meta.json").read_text()
+    assert _reopen(engine).state.meta.last_sync == 1000.0
     (state_dir / "times.json").write_text('{"last_sync": 10')  # torn by a power cut
     state = _reopen(engine).state
-    assert "last_sync" not in state.meta and state.pending == ["user_a.md"]
-    # a meta.json written before the times had a file of their own keeps its time, once
-    (state_dir / "times.json").unlink()
-    (state_dir / "meta.json").write_text('{"pending": ["user_a.md"], "last_sync": 1000.0}')
-    state = _reopen(engine).state
-    assert state.meta["last_sync"] == 1000.0
-    state.save_meta()
-    assert "last_sync" not in (state_dir / "meta.json").read_text()
-    assert _reopen(engine).state.meta["last_sync"] == 1000.0
+    assert state.meta.last_sync is None and state.pending == ["user_a.md"]

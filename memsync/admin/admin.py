@@ -26,9 +26,11 @@ from memsync.memory.index_links import INDEX, without_links
 from memsync.memory.memtypes import TYPES, UNKNOWN, type_of
 from memsync.privacy.gate import check_inbound
 from memsync.stores import Entry, check_key
-from memsync.sync.engine import PURGED, TOMBSTONES, Engine, LocalScan
+from memsync.sync.engine import PURGED, TOMBSTONES, Engine
 from memsync.sync.forgotten import scrub
-from memsync.sync.state import PRUNED, Record
+from memsync.sync.planner import Mode
+from memsync.sync.scan import LocalScan
+from memsync.sync.state import Record
 from memsync.sync.walk import is_ignored
 from memsync.util.errors import (
     AlreadyExists,
@@ -117,7 +119,7 @@ def _remote_listing(engine: Engine, create: bool = False) -> dict[str, Entry]:
 
         marker = blocking_purge(engine, listing[PURGED].etag)
         if marker is not None:
-            engine.state.meta["purged"] = marker
+            engine.state.meta.purged = marker
             engine.state.save_meta()
             raise purged_here(engine)
     return {k: e for k, e in listing.items() if _safe_name(k) is None}
@@ -336,7 +338,7 @@ def _drop_index_lines(engine: Engine, names: list[str]) -> int:
     offline, the push is queued like any other."""
     path = str(engine.local_path(INDEX))
     with contextlib.suppress(MemsyncError):
-        engine.run("sync", [path])
+        engine.run(Mode.SYNC, [path])
     with engine.locked():
         data = engine.read_local(INDEX)
         if data is None:
@@ -348,7 +350,7 @@ def _drop_index_lines(engine: Engine, names: list[str]) -> int:
         engine.write_local(INDEX, text.encode("utf-8"))
         engine.state.save()
     with contextlib.suppress(MemsyncError):
-        engine.run("push", [path])
+        engine.run(Mode.PUSH, [path])
     return len(removed)
 
 
@@ -392,7 +394,7 @@ def _prune_one(engine: Engine, name: str, entry: Entry | None, result: PruneResu
     engine.state.forget(name)
     engine.state.unqueue([name])
     # remembered: a sync that brings it back (another device's edit beat the deletion) says so
-    engine.state.meta.setdefault(PRUNED, {})[name] = time.time()
+    engine.state.meta.pruned[name] = time.time()
     result.deleted.append(name)
     audit(
         engine, "prune", file=name, remote_deleted=remote_deleted, local_removed=local is not None

@@ -153,9 +153,10 @@ def _project(ctx: Context, store: Any, synced: int) -> Check:
     """Whether the prefix holds this project's memory: the check every sync makes against
     the project's manifest (read only: nothing is written)."""
     from memsync.sync.project import confirm_project
+    from memsync.sync.state import Meta
 
     try:
-        confirm_project(ctx, store, {}, synced > 0)
+        confirm_project(ctx, store, Meta(), synced > 0)
     except UserError as exc:
         return Check("project", False, str(exc), "see the message")
     return Check("project", True, f"{ctx.project} ({ctx.project_source})")

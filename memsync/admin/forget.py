@@ -51,6 +51,7 @@ from memsync.sync.forgotten import (
     text_mark,
     title_parts,
 )
+from memsync.sync.state import Meta
 from memsync.sync.tombstones import (
     PURGED,
     REPUBLISH,
@@ -141,8 +142,8 @@ def _start(
         "body_lines": _body_lines(engine, files),
     }
     meta = engine.state.meta
-    meta["forgetting"] = [*meta.get("forgetting", []), job]
-    meta["tombstones_applied"] = sorted({*meta.get("tombstones_applied", []), job["id"]})
+    meta.forgetting = [*meta.forgetting, job]
+    meta.tombstones_applied = sorted({*meta.tombstones_applied, str(job["id"])})
     share_job(engine, job)  # beside the state folder too: it survives a new URL or meta.json
     engine.state.save_meta()
     audit(engine, action, id=job["id"], files=job["files"], **details)
@@ -284,7 +285,7 @@ def incoming(engine: Engine, names: Iterable[str]) -> list[str]:
     except MemsyncError:
         return []
     files = read_tombstones(data)["files"]
-    applied = set(engine.state.meta.get("tombstones_applied", []))
+    applied = set(engine.state.meta.tombstones_applied)
     return [
         f"{name} was forgotten on another device; the next sync removes it here (an edit "
         "not yet uploaded is set aside, not uploaded)"
@@ -296,11 +297,11 @@ def incoming(engine: Engine, names: Iterable[str]) -> list[str]:
 def notices(engine: Engine, remote_purged: dict[str, Any] | None = None) -> list[str]:
     """What `status` says about forgetting and purging that needs the user."""
     out = []
-    if remote_purged is not None and not engine.state.meta.get("purged"):
-        engine.state.meta["purged"] = remote_purged or {"at": time.time()}
-    if engine.state.meta.get("purged"):
+    if remote_purged is not None and not engine.state.meta.purged:
+        engine.state.meta.purged = remote_purged or {"at": time.time()}
+    if engine.state.meta.purged:
         out.append(str(purged_here(engine)))
-    for job in engine.state.meta.get("forgetting", []):
+    for job in engine.state.meta.forgetting:
         out.append(
             f"forgetting {', '.join(job['files']) or 'the matched entries'} is not finished on "
             "the remote; the next `memsync sync` finishes it"
@@ -583,9 +584,8 @@ def _matching_conflicts(engine: Engine, plan: MatchPlan) -> set[str]:
         return over or _contains(str(c.get("detail")), plan.text)
 
     state = engine.state
-    hit = [c for c in state.conflicts if about(c)]
-    ids = {c["id"] for c in hit if isinstance(c.get("id"), str)}
-    state.meta["conflicts"] = [c for c in state.conflicts if not about(c)]
+    hit = state.conflicts.drop(lambda c: about(c.as_json()))
+    ids = {c.id for c in hit if c.id is not None}
     with contextlib.suppress(MemsyncError):
         data, _ = engine.store.get(CONFLICTS)
         ids |= {c["id"] for c in recorded(data) if about(c)}
@@ -788,7 +788,8 @@ def purge(engine: Engine) -> PurgeReport:
             else:
                 path.unlink()
         shutil.rmtree(engine.ctx.home / "quarantine" / state_dir.name, ignore_errors=True)
-        engine.state.meta = {"purged": {**marker, "synced": synced}}
+        engine.state.meta = Meta()
+        engine.state.meta.purged = {**marker, "synced": synced}
         engine.state.save_meta()
     audit(engine, "purge", remote_objects_deleted=deleted)
     remote_kind = "azure" if engine.ctx.remote.startswith("http") else "folder"
@@ -822,7 +823,7 @@ def republish(engine: Engine) -> str | None:
     purging device has no merge base left, so the content hash it kept (`purge`) says which
     side changed."""
     with engine.locked():
-        marker = engine.state.meta.pop("purged", None)
+        marker, engine.state.meta.purged = engine.state.meta.purged, None
         engine.store.project_known = False  # a folder remote: its project folder may be made
         try:
             listing = engine.store.list()
@@ -831,7 +832,7 @@ def republish(engine: Engine) -> str | None:
         had = _records_for_republish(engine, listing, marker)
         engine.state.save()
         had = _lift_remote_mark(engine, had) or had
-        by = engine.state.meta.pop("lifted_by", None)
+        by, engine.state.meta.lifted_by = engine.state.meta.lifted_by, None
         engine.state.save_meta()
     if had:
         audit(engine, "republish")
@@ -880,12 +881,12 @@ def _lift_remote_mark(engine: Engine, had: bool) -> bool:
         if not isinstance(mark, dict):
             mark = {}
         lifted = isinstance(mark.get("republished"), dict)
-        if lifted and not had and mark.get("id") == engine.state.meta.get("purge_seen"):
+        if lifted and not had and mark.get("id") == engine.state.meta.purge_seen:
             return False  # lifted long ago, with this device's knowledge: nothing to lift
         if lifted:  # another device published again first: the mark keeps saying so
-            engine.state.meta["purge_seen"] = mark.get("id")
-            engine.state.meta["purge_seen_etag"] = etag
-            engine.state.meta["lifted_by"] = mark["republished"].get("device")
+            engine.state.meta.purge_seen = mark.get("id")
+            engine.state.meta.purge_seen_etag = etag
+            engine.state.meta.lifted_by = mark["republished"].get("device")
             return False
         mark["republished"] = {"device": engine.ctx.device, "at": time.time()}
         try:
@@ -894,7 +895,7 @@ def _lift_remote_mark(engine: Engine, had: bool) -> bool:
             return False
         except PreconditionFailed:
             continue
-        engine.state.meta["purge_seen"] = mark.get("id")
-        engine.state.meta["purge_seen_etag"] = new
+        engine.state.meta.purge_seen = mark.get("id")
+        engine.state.meta.purge_seen_etag = new
         return True
     return False

@@ -7,17 +7,11 @@ from typing import Any
 
 from memsync.context.config import strip_query
 from memsync.sync import planner
-from memsync.sync.engine import (
-    MOVED,
-    PURGED,
-    TOMBSTONES,
-    Engine,
-    LocalScan,
-    refuse_colliding_names,
-)
+from memsync.sync.engine import MOVED, PURGED, TOMBSTONES, Engine
 from memsync.sync.planner import Kind
 from memsync.sync.project import moved_notice
 from memsync.sync.remote_files import classify
+from memsync.sync.scan import LocalScan, refuse_colliding_names
 from memsync.util.errors import NotFound, Unreachable, UserError
 
 
@@ -94,11 +88,11 @@ def status(engine: Engine) -> Status:
     actions = _sort_actions(engine, local, seen.etags, result)
     hashes = local.content.hashes
     _add_notices(engine, seen, set(hashes), result)
-    if seen.purged or engine.state.meta.get("purged"):
+    if seen.purged or engine.state.meta.purged:
         result.memory_dir_lost = False  # no pull brings it back: the purge notice says why
     acted = {a.name for a in actions}
     records = engine.state.records
-    purged = seen.purged or bool(engine.state.meta.get("purged"))
+    purged = seen.purged or bool(engine.state.meta.purged)
     # an empty remote holds none of them, whatever was assumed; a purged one syncs none
     if not (result.remote_lost or purged):
         result.in_sync = len([n for n in hashes if n not in acted and n in records])
@@ -128,10 +122,10 @@ def _read_local(engine: Engine, local: LocalScan, result: Status) -> None:
     state = engine.state
     result.refused, result.kept_local = local.split_refused()
     result.memory_dir_lost = engine.memory_dir_lost(local)
-    result.conflicts = state.conflicts
+    result.conflicts = state.conflicts.as_json()
     result.queued = state.pending
-    result.last_sync = state.meta.get("last_sync")
-    result.last_interrupted = state.meta.get("last_interrupted")
+    result.last_sync = state.meta.last_sync
+    result.last_interrupted = state.meta.last_interrupted
 
 
 def _read_remote(engine: Engine, result: Status) -> _RemoteView:
@@ -158,7 +152,7 @@ def _read_remote(engine: Engine, result: Status) -> _RemoteView:
             if moved:
                 result.notices.append(moved)
         stone = listing.get(TOMBSTONES)
-        seen.tombstones = stone is not None and stone.etag != state.meta.get("tombstones_etag")
+        seen.tombstones = stone is not None and stone.etag != state.meta.tombstones_etag
         files = classify(listing, state.refused_remote)
         result.refused.update(files.unsafe)
         result.ignored.update(files.ignored)
@@ -193,7 +187,7 @@ def _add_notices(engine: Engine, seen: _RemoteView, names: set[str], result: Sta
     """A purge, an unfinished forget, quarantined edits, and tombstones not yet read."""
     state = engine.state
     engine.adopt_pending_forgets()  # one started under another remote URL is pending here too
-    if seen.purged or state.meta.keys() & {"purged", "forgetting", "quarantined"}:
+    if seen.purged or state.meta.purged or state.meta.forgetting or state.meta.quarantined:
         from memsync.admin.forget import notices
 
         result.notices += notices(engine, seen.marker)

@@ -25,6 +25,7 @@ from memsync.memory import ids, sections
 from memsync.memory.digests import digest_name
 from memsync.memory.merge import commitment_id, item_text, merge, session_blocks
 from memsync.privacy.scanner import redact
+from memsync.sync.planner import Mode
 from memsync.util import resources
 from memsync.util.errors import UserError
 from memsync.util.fsutil import read_text_if_there
@@ -666,7 +667,7 @@ def write_digest(ctx: Context, digest: Digest, push: bool = True) -> Any:
         engine.write_local(name, data)
     if not push:
         return None
-    return engine.run("push", [str(ctx.memory_dir / name) for name in digest.files])
+    return engine.run(Mode.PUSH, [str(ctx.memory_dir / name) for name in digest.files])
 
 
 def digest_date(transcript: Transcript, given: str | None = None) -> Date:

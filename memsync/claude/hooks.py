@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from memsync.context import config
+from memsync.sync.planner import Mode
 from memsync.util.errors import UserError
 
 EVENTS = (
@@ -189,8 +190,8 @@ def push_unsynced(payload: dict[str, Any], stdout: Any) -> None:
     ctx = _context(payload)
     event = str(payload.get("hook_event_name") or "stop")
     engine, known = _engine(ctx)
-    held_before = {q.get("path") for q in engine.state.meta.get("quarantined", [])}
-    result = engine.run("push")
+    held_before = {q.get("path") for q in engine.state.meta.quarantined}
+    result = engine.run(Mode.PUSH)
     _after(ctx, known, result)
     for name, why in _set_aside(engine, held_before).items():
         _log(ctx.home).warning("%s: %s not pushed: %s", event, name, why)
@@ -218,11 +219,11 @@ def _push_one(ctx: config.Context, path: Path, event: str) -> tuple[dict[str, st
         log.warning("%s: %s not pushed: %s", event, path.name, exc)
         return {path.name: str(exc)}, {}
     name = engine.name_of(path)
-    held_before = {q.get("path") for q in engine.state.meta.get("quarantined", [])}
+    held_before = {q.get("path") for q in engine.state.meta.quarantined}
     # a stalled or trickling remote fails at the cutoff and the file is queued: the agent
     # waits for this hook after every memory write
     try:
-        result = engine.run("push", [str(path)], cutoff=time.monotonic() + PUSH_BUDGET)
+        result = engine.run(Mode.PUSH, [str(path)], cutoff=time.monotonic() + PUSH_BUDGET)
     except UserError as exc:
         # a lost memory dir (nothing goes out until it is pulled back), another project's
         # memory under this name, a purge: the model is told, as for a refused file
@@ -261,7 +262,7 @@ def _set_aside(engine: Any, before: set[Any]) -> dict[str, str]:
     from memsync.sync.tombstones import held_as
 
     out = {}
-    for q in engine.state.meta.get("quarantined", []):
+    for q in engine.state.meta.quarantined:
         if q.get("path") in before:
             continue
         if q.get("was") and q.get("lines"):
@@ -300,8 +301,8 @@ def _set_aside(engine: Any, before: set[Any]) -> dict[str, str]:
 # --- session-start -------------------------------------------------------------------------
 
 
-def pull_within(engine: Any, budget: float, mode: str = "pull") -> tuple[Any, str | None]:
-    """Pull (draining the queue first; `mode="sync"` also pushes every unsynced local change)
+def pull_within(engine: Any, budget: float, mode: Mode = Mode.PULL) -> tuple[Any, str | None]:
+    """Pull (draining the queue first; `Mode.SYNC` also pushes every unsynced local change)
     for at most `budget` seconds.
 
     The pull runs in a daemon thread (its transfers too) so a hung connection cannot hold the
@@ -381,7 +382,7 @@ def primer_input(ctx: config.Context, engine: Any, source: str, offline: str | N
 
     state = engine.state
     refused = state.refused
-    for q in state.meta.get("quarantined", []):  # see forget.py
+    for q in state.meta.quarantined:  # see forget.py
         if Path(q["path"]).exists():
             refused[q["file"]] = (
                 f"it was forgotten on another device; the unsynced edit is in {q['path']} "
@@ -391,11 +392,11 @@ def primer_input(ctx: config.Context, engine: Any, source: str, offline: str | N
         memory_dir=ctx.memory_dir,
         project=ctx.project,
         source=source,
-        conflicts=state.conflicts,
+        conflicts=state.conflicts.as_json(),
         refused=refused,
         queued=state.pending,
         offline=offline,
-        last_sync=state.meta.get("last_sync"),
+        last_sync=state.meta.last_sync,
     )
 
 
@@ -420,7 +421,7 @@ def session_start(payload: dict[str, Any], stdout: Any) -> None:
     ended = sessions.ended_uncleanly(session_id)
     # after an unclean end a sync, not a pull: writes no hook pushed (a crash, a kill) go out
     # now; unless the memory dir is lost, which only a pull restores (a sync refuses)
-    mode = "sync" if ended and not engine.memory_dir_lost(engine.scan_local()) else "pull"
+    mode = Mode.SYNC if ended and not engine.memory_dir_lost(engine.scan_local()) else Mode.PULL
     result, offline = pull_within(engine, budget, mode)
     _after(ctx, known, result)
     if offline:
@@ -518,7 +519,7 @@ def _flush(argv: list[str]) -> int:
         log = _log(ctx.home)
         from memsync.sync.engine import Engine
 
-        result = Engine(ctx).run("push")  # detached: it may wait out the retries
+        result = Engine(ctx).run(Mode.PUSH)  # detached: it may wait out the retries
         _after(ctx, None, result)
         if result.offline:
             log.warning("flush: remote unreachable, %d change(s) queued", len(result.queued))

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from memsync.sync.engine import Engine
+from memsync.sync.planner import Mode
 from memsync.sync.walk import is_ignored
 from memsync.util.errors import GuardError, MemsyncError
 
@@ -76,7 +77,7 @@ def watch(
             names = collector.take(debounce)
             if names:
                 try:
-                    outcome: Any = engine.run("push")
+                    outcome: Any = engine.run(Mode.PUSH)
                 except GuardError as exc:  # watch has no --force: say what does
                     outcome = GuardError(
                         str(exc).replace(

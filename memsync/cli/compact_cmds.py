@@ -62,6 +62,7 @@ def compact(
     from memsync.cli.plain import DONE, done_lines
     from memsync.retention import compact as core
     from memsync.sync.engine import Engine
+    from memsync.sync.planner import Mode
     from memsync.util.errors import GuardError
 
     today = checks.day("--now", now) or date.today()
@@ -75,7 +76,7 @@ def compact(
     synced = None
     if not dry_run:  # compact the latest: what other devices wrote merges in first
         try:
-            synced = engine.run("sync")
+            synced = engine.run(Mode.SYNC)
         except GuardError as exc:  # compact has no --force: say which command takes it
             raise exc.within("compaction", "sync") from None
         if not json:  # what that sync sent, took in and deleted, as `sync` says it

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from memsync.context import config, identity
 from memsync.context.config import Context
+from memsync.sync.planner import Mode
 from memsync.util.errors import (
     ConfigError,
     Interrupted,
@@ -150,7 +151,7 @@ def progress_bar(label: str):  # (progress callback or None, context manager)
 
 def progress_runner(engine: Engine, **kwargs) -> SyncResult:
     """Run a sync with a progress bar when there are many files and a terminal."""
-    tick, bar = progress_bar(kwargs.get("mode", "sync"))
+    tick, bar = progress_bar(str(kwargs.get("mode", Mode.SYNC)))
     with bar:
         return engine.run(progress=tick, **kwargs)
 
@@ -189,7 +190,7 @@ def _nothing_done(
     waiting = _waiting(result)
     if waiting:
         return f"Nothing to {result.mode}; {waiting}"
-    if names and result.mode == "push":
+    if names and result.mode is Mode.PUSH:
         return (
             f"Nothing to push: {', '.join(names)} unchanged since the last sync (`memsync "
             "sync` looks for changes on the remote)."
@@ -202,7 +203,7 @@ def _waiting(result: SyncResult) -> str | None:
     if not result.other_way:
         return None
     count = len(result.other_way)
-    if result.mode == "push":
+    if result.mode is Mode.PUSH:
         return (
             f"{count} file(s) changed on the remote (written or deleted) since this device last "
             "pulled: `memsync pull` or `memsync sync` brings any change here."
@@ -307,7 +308,7 @@ def pushable(engine: Engine, path: Path) -> str:
     if not engine.local_path(name).exists() and name not in engine.state.records:
         held = [
             q["path"]
-            for q in engine.state.meta.get("quarantined", [])
+            for q in engine.state.meta.quarantined
             if q.get("file") == name and not q.get("lines") and Path(q["path"]).exists()
         ]
         if held:  # set aside for a forget: say where, not "no such file" (fresh-eyes s31c)
@@ -324,7 +325,7 @@ def pushable(engine: Engine, path: Path) -> str:
 
 
 def transfer(
-    mode: str,
+    mode: Mode,
     memory_dir: Path | None = None,
     remote: str | None = None,
     project: str | None = None,
@@ -374,7 +375,7 @@ def parse_transfer(argv: list[str]) -> dict[str, Any] | None:
     each at most once; None for anything else, which Typer then parses (and explains)."""
     if not argv or argv[0] not in ("pull", "push", "sync"):
         return None
-    mode, args = argv[0], argv[1:]
+    mode, args = Mode(argv[0]), argv[1:]
     parsed: dict[str, Any] = {"mode": mode}
     paths: list[Path] = []
     allow: list[str] = []
@@ -382,7 +383,7 @@ def parse_transfer(argv: list[str]) -> dict[str, Any] | None:
     while i < len(args):
         arg = args[i]
         option, eq, inline = arg.partition("=")
-        if option in _VALUES or (mode == "push" and option == "--allow"):
+        if option in _VALUES or (mode is Mode.PUSH and option == "--allow"):
             if eq:
                 value = inline
             elif i + 1 < len(args):
@@ -400,7 +401,7 @@ def parse_transfer(argv: list[str]) -> dict[str, Any] | None:
                 parsed[_VALUES[option]] = Path(value) if option == "--memory-dir" else value
         elif arg in _FLAGS and _FLAGS[arg] not in parsed:
             parsed[_FLAGS[arg]] = True
-        elif mode == "push" and arg and not arg.startswith("-"):
+        elif mode is Mode.PUSH and arg and not arg.startswith("-"):
             paths.append(Path(arg))
         else:
             return None

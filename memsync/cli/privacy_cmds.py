@@ -60,7 +60,7 @@ def forget(
 ) -> None:
     """Remove memory for real: here, on the remote, in local history, and on other devices."""
     from memsync.admin import forget as core
-    from memsync.sync.engine import SYNC_OFF
+    from memsync.sync.result import SYNC_OFF
 
     if bool(paths) == bool(match):
         raise UsageError("name the files to forget, or give --match TEXT (not both)")
@@ -133,7 +133,7 @@ def forget(
 
 
 def _finish(report: ForgetReport) -> None:
-    from memsync.sync.engine import SYNC_OFF
+    from memsync.sync.result import SYNC_OFF
 
     if report.offline == SYNC_OFF:
         out.print(

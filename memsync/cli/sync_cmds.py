@@ -22,6 +22,7 @@ from memsync.cli.common import (
     out,
 )
 from memsync.cli.plain import transfer
+from memsync.sync.planner import Mode
 from memsync.util.dates import local_time
 from memsync.util.errors import KeptLocal, RefusedFile, UserError
 
@@ -38,7 +39,7 @@ def pull(
     stats: StatsOpt = False,
 ) -> None:
     """Bring remote changes here (pending pushes go out first)."""
-    transfer("pull", memory_dir, remote, project, force, stats)
+    transfer(Mode.PULL, memory_dir, remote, project, force, stats)
 
 
 @app.command()
@@ -83,7 +84,7 @@ def push(
                 "device's memory again.",
                 markup=False,
             )
-    transfer("push", memory_dir, remote, project, force, stats, paths, allow)
+    transfer(Mode.PUSH, memory_dir, remote, project, force, stats, paths, allow)
 
 
 @app.command()
@@ -95,7 +96,7 @@ def sync(
     stats: StatsOpt = False,
 ) -> None:
     """Two-way sync: push local changes, pull remote ones, merge where both changed."""
-    transfer("sync", memory_dir, remote, project, force, stats)
+    transfer(Mode.SYNC, memory_dir, remote, project, force, stats)
 
 
 @app.command()
@@ -208,7 +209,7 @@ def validate(
         from memsync.sync.walk import MemoryWalk
 
         files = {name: Path(path) for name, path, _ in MemoryWalk(root)}
-    from memsync.sync.engine import refuse_colliding_names
+    from memsync.sync.scan import refuse_colliding_names
 
     # names macOS or Windows could not keep apart from a synced one (as far as this device knows)
     clashes = refuse_colliding_names(engine.scan_local(), engine.state.records)
@@ -306,7 +307,9 @@ def resolve(
     from memsync.sync.conflicts import share_resolution
 
     with engine.locked():  # re-reads the state: a push queued meanwhile is kept
-        cleared, note = share_resolution(engine, name)
+        cleared, note = share_resolution(
+            engine.state, lambda: engine.store, engine.ctx.device, name
+        )
     if name is not None and not cleared:  # a typo must not look like a resolution
         raise UserError(f"no conflict is recorded for {name}; `memsync status` lists them")
     out.print(f"Cleared {cleared} conflict(s).{note}")

@@ -310,8 +310,8 @@ def _carry_conflicts(engine: Engine, source: Action) -> None:
     from memsync.sync.forgotten import heading_forms
 
     for conflict in list(engine.state.conflicts):
-        marks = set(conflict.get("marks") or ())
-        if conflict.get("file") != source.name or not marks:
+        marks = set(conflict.marks)
+        if conflict.file != source.name or not marks:
             continue
         for target in source.into:
             data = engine.read_local(target)
@@ -322,11 +322,10 @@ def _carry_conflicts(engine: Engine, source: Action) -> None:
                 if line.strip() and {entry_mark(x) for x in (line, *heading_forms(line))} & marks
             ]
             if held:
-                detail = str(conflict.get("detail")).replace(source.name, target)
+                detail = conflict.detail.replace(source.name, target)
                 told = re.sub(r" \(merged on [^)]*\)$", "", detail)  # the receiver says where
                 engine.share_conflict(target, detail, told, held)
-                kept = [c for c in engine.state.conflicts if c is not conflict]
-                engine.state.meta["conflicts"] = kept
+                engine.state.conflicts.drop(conflict.__eq__)
                 engine.state.save_meta()
 
 

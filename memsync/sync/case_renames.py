@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from memsync.memory.index_links import INDEX
 from memsync.memory.names import fold
@@ -21,11 +21,34 @@ from memsync.util.errors import NotFound
 from memsync.util.fsutil import sha256
 
 if TYPE_CHECKING:
-    from memsync.stores import Entry
-    from memsync.sync.engine import Engine, LocalScan, SyncResult
+    from pathlib import Path
+
+    from memsync.memory.merge import MergeResult
+    from memsync.stores import Entry, Store
+    from memsync.sync.result import SyncResult
+    from memsync.sync.scan import LocalScan
+    from memsync.sync.state import State
 
 
-def follow_case_renames(engine: Engine, listed: Iterable[str], local: LocalScan) -> list[str]:
+class Side(Protocol):
+    """What a rename here needs of the run (the engine): its state, the remote, the memory
+    dir's files, and the report of a merge's conflict."""
+
+    state: State
+
+    @property
+    def store(self) -> Store: ...
+
+    def local_path(self, name: str) -> Path: ...
+
+    def write_local(self, name: str, data: bytes, *, sync_dir: bool = True) -> None: ...
+
+    def report_merge_conflict(
+        self, result: SyncResult, name: str, outcome: MergeResult
+    ) -> None: ...
+
+
+def follow_case_renames(engine: Side, listed: Iterable[str], local: LocalScan) -> list[str]:
     """Rename each locally edited file whose recorded name left the remote while exactly one
     new remote name folds like it; the notes that say so."""
     records = engine.state.records
@@ -61,7 +84,7 @@ def follow_case_renames(engine: Engine, listed: Iterable[str], local: LocalScan)
 
 
 def carry_into_case_renames(
-    engine: Engine, listing: dict[str, Entry], local: LocalScan, result: SyncResult
+    engine: Side, listing: dict[str, Entry], local: LocalScan, result: SyncResult
 ) -> list[str]:
     """The other way round: this device renamed `user_pat.md` to `User_Pat.md` while another
     device's edit of `user_pat.md` reached the remote. Read name by name, the edit comes back
@@ -115,7 +138,7 @@ def carry_into_case_renames(
     return notes
 
 
-def _relink(engine: Engine, local: LocalScan, old: str, new: str) -> None:
+def _relink(engine: Side, local: LocalScan, old: str, new: str) -> None:
     """MEMORY.md here links the renamed file by its new name, as the renaming device's does:
     a push (the Stop hook) sends the rename without pulling the index, which would otherwise
     link a file this device no longer has until its next sync."""

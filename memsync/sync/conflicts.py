@@ -14,21 +14,21 @@ The file holds no memory content, only file names and what happened; it is bound
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from memsync.stores.base import MAX_ATTEMPTS
+from memsync.sync import cas
 from memsync.sync.remote_keys import CONFLICTS
-from memsync.util.errors import AlreadyExists, NotFound, PreconditionFailed, StoreError
+from memsync.util.errors import NotFound, StoreError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
-    from typing import Any
 
     from memsync.stores import Store
-    from memsync.sync.engine import Engine
-    from memsync.sync.state import State
+    from memsync.sync.conflict_list import Conflict, Conflicts
+    from memsync.sync.state import Meta, State
 
 KEEP = 200  # entries on the remote
 KEEP_SEEN = 1000  # ids a device remembers having taken in
@@ -36,7 +36,7 @@ SKEW = 300.0  # seconds: a conflict this much before our last sync may still be 
 
 
 def entry(name: str, detail: str, device: str, marks: Sequence[str] = ()) -> dict[str, Any]:
-    """A conflict as the remote record holds it; `marks` as in State.add_conflict."""
+    """A conflict as the remote record holds it; `marks` as in Conflict."""
     import secrets  # only when there is a conflict to record
 
     record: dict[str, Any] = {
@@ -56,28 +56,24 @@ def _marks(item: dict[str, Any]) -> list[str]:
     return [m for m in marks if isinstance(m, str)] if isinstance(marks, list) else []
 
 
-def outlived(state: State, read: Callable[[str], bytes | None]) -> int:
+def outlived(conflicts: Conflicts, read: Callable[[str], bytes | None]) -> int:
     """Clear the conflicts of versions kept side by side (those with marks) none of which is
     in the file any more: a third device consumed or delivered the entry, the user removed
     both, the file went. "Both versions are in the file" is then no longer true, and there is
     nothing left to pick. Each device clears its own, from its own copy; returns how many."""
     from memsync.memory.merge import marks_of
 
-    before = state.conflicts
     held: dict[str, set[str]] = {}
-    kept = []
-    for conflict in before:
-        marks = _marks(conflict)
-        name = str(conflict.get("file"))
-        if marks and name not in held:
-            data = read(name)
-            held[name] = marks_of(data) if data is not None else set()
-        if marks and not held[name] & set(marks):
-            continue
-        kept.append(conflict)
-    if len(kept) != len(before):
-        state.meta["conflicts"] = kept
-    return len(before) - len(kept)
+
+    def over(conflict: Conflict) -> bool:
+        if not conflict.marks:
+            return False
+        if conflict.file not in held:
+            data = read(conflict.file)
+            held[conflict.file] = marks_of(data) if data is not None else set()
+        return not held[conflict.file] & set(conflict.marks)
+
+    return len(conflicts.drop(over))
 
 
 def _records(data: bytes, field: str = "conflicts") -> list[dict[str, Any]]:
@@ -121,102 +117,91 @@ def publish(
     entries: Sequence[dict[str, Any]],
     resolutions: Sequence[dict[str, Any]] = (),
 ) -> None:
-    """Append `entries` (conflicts) and `resolutions` to the remote record (conditional
-    writes, bounded retries)."""
-    for _ in range(MAX_ATTEMPTS):
-        try:
-            data, etag = store.get(CONFLICTS)
-        except NotFound:
-            try:
-                store.create(CONFLICTS, _dump(list(entries), list(resolutions)))
-                return
-            except AlreadyExists:
-                continue
+    """Append `entries` (conflicts) and `resolutions` to the remote record (a compare-and-swap;
+    given up silently when the record keeps changing: each device still holds its own)."""
+
+    def append(data: bytes | None) -> bytes:
+        if data is None:
+            return _dump(list(entries), list(resolutions))
         items, done = _records(data), _records(data, "resolved")
         known = {x["id"] for x in items} | {x["id"] for x in done}
         items += [e for e in entries if e["id"] not in known]
         done += [r for r in resolutions if r["id"] not in known]
-        try:
-            store.replace(CONFLICTS, _dump(items, done), etag)
-            return
-        except PreconditionFailed:
-            continue
+        return _dump(items, done)
+
+    with contextlib.suppress(cas.Contended):
+        cas.update(store, CONFLICTS, append)
 
 
-def resolution(state: State, name: str | None, device: str) -> tuple[int, dict[str, Any] | None]:
+def resolution(meta: Meta, name: str | None, device: str) -> tuple[int, dict[str, Any] | None]:
     """Clear this device's conflicts (all, or `name`'s) and return how many, with the
     resolution the other devices need to clear theirs (queued in the state until published:
     `pending_resolutions`)."""
     import secrets
 
-    cleared = [c for c in state.conflicts if name is None or c.get("file") == name]
-    count = state.resolve_conflicts(name)
+    cleared = meta.conflicts.resolve(name)
     if not cleared:
-        return count, None
+        return 0, None
     record = {
         "id": secrets.token_hex(8),
         "file": name,  # None: every file
-        "ids": [c["id"] for c in cleared if isinstance(c.get("id"), str)],
+        "ids": [c.id for c in cleared if c.id is not None],
         "device": device,
         "at": time.time(),
     }
-    state.meta["pending_resolutions"] = [*state.meta.get("pending_resolutions", []), record]
-    return count, record
+    meta.pending_resolutions = [*meta.pending_resolutions, record]
+    return len(cleared), record
 
 
-def publish_resolutions(store: Store, state: State) -> None:
+def publish_resolutions(store: Store, meta: Meta) -> None:
     """Publish the resolutions made here that the remote has not heard of yet."""
-    pending = list(state.meta.get("pending_resolutions", []))
+    pending = list(meta.pending_resolutions)
     if pending:
         publish(store, [], pending)
-        state.meta["pending_resolutions"] = []
+        meta.pending_resolutions = []
 
 
-def share_resolution(engine: Engine, name: str | None) -> tuple[int, str]:
+def share_resolution(state: State, store: Callable[[], Store], device: str, name: str | None):
     """`memsync resolve`: clear here, then tell the other devices through the remote (or at
-    the next sync if it cannot be reached now). Returns the count and a note for the user."""
-    cleared, record = resolution(engine.state, name, engine.ctx.device)
-    engine.state.save()
+    the next sync if it cannot be reached now). Returns the count and a note for the user.
+    `store`: opens the remote, only when there is a resolution to publish."""
+    cleared, record = resolution(state.meta, name, device)
+    state.save()
     if record is None:
         return cleared, ""
     try:
-        publish_resolutions(engine.store, engine.state)
+        publish_resolutions(store(), state.meta)
     except (StoreError, OSError):  # unreachable or refused: the next sync publishes it
         return cleared, " The other devices hear of it at the next sync that reaches the remote."
-    engine.state.save()
+    state.save()
     return cleared, " The other devices clear it at their next sync."
 
 
-def _apply_resolution(state: State, record: dict[str, Any]) -> int:
+def _apply_resolution(conflicts: Conflicts, record: dict[str, Any]) -> int:
     """Clear the conflicts another device's resolution names: by id, and those recorded here
-    without an id (before ids were kept) for that file, no later than the resolution."""
+    without an id for that file, no later than the resolution."""
     ids = set(record.get("ids") or [])
     name, at = record.get("file"), record.get("at")
     if not isinstance(at, (int, float)):
         at = 0.0
-    before = state.conflicts
-    kept = []
-    for c in before:
-        if c.get("id") in ids:
-            continue
-        unnamed = "id" not in c and (name is None or c.get("file") == name)
-        if unnamed and isinstance(c.get("at"), (int, float)) and c["at"] <= at:
-            continue
-        kept.append(c)
-    state.meta["conflicts"] = kept
-    return len(before) - len(kept)
+
+    def named(c: Conflict) -> bool:
+        unnamed = c.id is None and (name is None or c.file == name)
+        return c.id in ids or (unnamed and c.at <= at)
+
+    return len(conflicts.drop(named))
 
 
-def receive(store: Store, state: State, device: str) -> list[dict[str, Any]]:
+def receive(store: Store, meta: Meta, device: str) -> list[dict[str, Any]]:
     """Take in the remote record's conflicts made by other devices since our last sync, and
     return them. Called when the record's ETag differs from the one last read."""
     try:
         data, etag = store.get(CONFLICTS)
     except NotFound:
         return []
-    seen = list(state.meta.get("conflicts_seen", []))
+    seen = list(meta.conflicts_seen)
     seen_set = set(seen)
-    since = state.meta.get("last_sync")
+    since = meta.last_sync
     added: list[dict[str, Any]] = []
     resolutions = []
     for record in _records(data, "resolved"):
@@ -239,10 +224,10 @@ def receive(store: Store, state: State, device: str) -> list[dict[str, Any]]:
         detail = f"{item.get('detail')} (merged on {item.get('device')})"
         if any(item["id"] in (r.get("ids") or ()) for r in resolutions):
             continue  # recorded and already resolved on another device
-        state.add_conflict(str(item.get("file")), detail, item["id"], _marks(item))
+        meta.conflicts.add(str(item.get("file")), detail, item["id"], _marks(item))
         added.append({"file": str(item.get("file")), "detail": detail})
     for record in resolutions:
-        _apply_resolution(state, record)
-    state.meta["conflicts_seen"] = seen[-KEEP_SEEN:]
-    state.meta["conflicts_etag"] = etag
+        _apply_resolution(meta.conflicts, record)
+    meta.conflicts_seen = seen[-KEEP_SEEN:]
+    meta.conflicts_etag = etag
     return added

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from memsync.context.boot import boot_id, boot_time
-from memsync.sync.state import State
+from memsync.sync.state import Meta, State
 from memsync.util.errors import UnsafeKey
 from memsync.util.fsutil import fsync_dir, fsync_file, read_if_there, sync_filesystem
 
@@ -41,11 +41,11 @@ class Durability:
         saved (fsynced) first: after a power cut before that flush, the next run knows which
         files may be torn (`recover_landing`)."""
         if len(names) >= LAND_WITHOUT_FSYNC_AT:
-            state.meta["landing"] = {"names": names, "boot": boot_id()}
+            state.meta.landing = {"names": names, "boot": boot_id()}
             state.save_meta()
             self.landing = set(names)
 
-    def make_durable(self, path_of: Callable[[str], Path], meta: dict) -> None:
+    def make_durable(self, path_of: Callable[[str], Path], meta: Meta) -> None:
         """Make this run's writes durable before the records claim them: the landed files
         (one syncfs, else an fsync each) and the renames (one fsync per directory)."""
         with self._lock:
@@ -57,7 +57,7 @@ class Durability:
         for folder in sorted(dirs):
             fsync_dir(folder)
         if landed:
-            meta.pop("landing", None)  # saved with the records, right after this
+            meta.landing = None  # saved with the records, right after this
 
 
 def recover_landing(
@@ -76,13 +76,10 @@ def recover_landing(
     - after a restart: a listed file last modified before this boot may be torn: it is
       kept in history (`keep`) and fetched again; one modified since the boot was written
       after the landing and is left alone."""
-    landing = state.meta.pop("landing", None)
+    landing, state.meta.landing = state.meta.landing, None
     if not landing:
         return
-    if isinstance(landing, dict):
-        names, boot = list(landing.get("names") or []), landing.get("boot")
-    else:  # written by an earlier memsync: which boot is unknown
-        names, boot = list(landing), None
+    names, boot = list(landing.get("names") or []), landing.get("boot")
     paths = {}
     for name in names:
         try:

@@ -12,6 +12,8 @@ from collections.abc import Callable
 from memsync.context import identity
 from memsync.context.config import Context, strip_query
 from memsync.stores import Entry, Store, open_store
+from memsync.sync.planner import Mode
+from memsync.sync.state import Meta
 from memsync.sync.walk import is_ignored
 from memsync.util.errors import (
     AlreadyExists,
@@ -34,9 +36,9 @@ def display_remote(ctx: Context) -> str:
 def check_project(
     ctx: Context,
     store: Store,
-    meta: dict,
+    meta: Meta,
     listing: dict[str, Entry],
-    mode: str,
+    mode: Mode,
     ahead: ReadAhead | None = None,
     known: bool = False,
 ) -> None:
@@ -53,7 +55,7 @@ def check_project(
         return
 
 
-def confirm_project(ctx: Context, store: Store, meta: dict, known: bool, listing=None) -> None:
+def confirm_project(ctx: Context, store: Store, meta: Meta, known: bool, listing=None) -> None:
     """The refusal a sync gives when this prefix holds another project's memory (or a
     template clone's not yet named), for the commands that read or change the remote outside
     a sync: ls, export, import, prune, forget, purge. Nothing is written; a remote that cannot
@@ -63,27 +65,27 @@ def confirm_project(ctx: Context, store: Store, meta: dict, known: bool, listing
             listing = store.list()
         except (NotFound, Unreachable):
             return
-    check_project(ctx, store, meta, listing, "pull", None, known)
+    check_project(ctx, store, meta, listing, Mode.PULL, None, known)
 
 
 def _check_manifest(
     ctx: Context,
     store: Store,
-    meta: dict,
+    meta: Meta,
     listing: dict[str, Entry],
-    mode: str,
+    mode: Mode,
     ahead: ReadAhead | None,
     known: bool,
 ) -> None:
     entry = listing.get(identity.MANIFEST)
     ours = ctx.fingerprint
-    unstamped = meta.get("manifest_unstamped") and ours  # ours to stamp, though no ETag moved
-    if entry is not None and entry.etag == meta.get("manifest_etag") and not unstamped:
+    unstamped = meta.manifest_unstamped and ours  # ours to stamp, though no ETag moved
+    if entry is not None and entry.etag == meta.manifest_etag and not unstamped:
         return
     if entry is None:
         if not [k for k in listing if not is_ignored(k)]:
             check_old_name(ctx, store)
-        if mode == "pull":
+        if mode is Mode.PULL:
             return  # a pull writes nothing to the remote; the next push or sync does
         mine = identity.Identity(ctx.project, ctx.project_source, ours)
         unborn = ours is None and ctx.git_root is not None  # a repository before its first commit
@@ -95,7 +97,7 @@ def _check_manifest(
         except AlreadyExists:
             pass  # another device wrote it first: read and check it below
         else:
-            meta["manifest_etag"] = etag
+            meta.manifest_etag = etag
             _unstamped(meta, ours is None)
             return
     try:
@@ -129,7 +131,7 @@ def _check_manifest(
                 "records its first commit), then here again; if it is another project, give this "
                 "one its own name with --project NAME (or MEMSYNC_PROJECT)"
             )
-        if mode == "pull":
+        if mode is Mode.PULL:
             return  # stamped by the next push or sync
         mine = identity.Identity(ctx.project, ctx.project_source, ours)
         manifest = identity.manifest_bytes(mine, first_commit(ctx), origin=exact_origin(ctx))
@@ -138,17 +140,14 @@ def _check_manifest(
         except PreconditionFailed:
             return  # changed meanwhile: checked again next time
         theirs = ours
-    meta["manifest_etag"] = etag
+    meta.manifest_etag = etag
     _unstamped(meta, theirs is None)
 
 
-def _unstamped(meta: dict, unstamped: bool) -> None:
+def _unstamped(meta: Meta, unstamped: bool) -> None:
     """Remember a manifest without a fingerprint, so the first run here that has one stamps
     it even though the manifest's ETag has not moved."""
-    if unstamped:
-        meta["manifest_unstamped"] = True
-    else:
-        meta.pop("manifest_unstamped", None)
+    meta.manifest_unstamped = unstamped
 
 
 def _read_manifest(store: Store, entry: Entry | None, ahead: ReadAhead | None) -> tuple[bytes, str]:
@@ -184,7 +183,7 @@ def exact_origin(ctx: Context) -> str | None:
 
 
 def _check_origin(
-    ctx: Context, store: Store, data: bytes, etag: str, mode: str, known: bool
+    ctx: Context, store: Store, data: bytes, etag: str, mode: Mode, known: bool
 ) -> str | None:
     """A manifest of this project's fingerprint, an origin's name: refuse it if it records
     another origin of that name (`me-x/proj` and `me/x-proj` are both
@@ -198,7 +197,7 @@ def _check_origin(
         if recorded != origin:
             raise another_project(ctx, f"origin {recorded}", f"origin {origin}")
         return etag
-    if mode == "pull" or not _stamps_origin(ctx, data, known):
+    if mode is Mode.PULL or not _stamps_origin(ctx, data, known):
         return etag  # written by an earlier memsync: let in as before
     mine = identity.Identity(ctx.project, ctx.project_source, ctx.fingerprint)
     manifest = identity.manifest_bytes(mine, first_commit(ctx), origin=origin)

@@ -4,15 +4,16 @@ write is atomic, so a kill at any point leaves a readable state."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
-from urllib.parse import quote, unquote
 
 from memsync.sync.bases import Bases
+from memsync.sync.conflict_list import Conflicts
 from memsync.util.errors import StateError
 from memsync.util.fsutil import atomic_write, private_dir, sha256
 
@@ -58,23 +59,38 @@ _FIX = "check its permissions, then run the command again"
 # kept apart from meta.json, in a file written without a flush (see State.save_meta)
 _TIMES = "times.json"
 _TIME_KEYS = ("last_sync", "last_attempt", "last_interrupted")
-SINGLY = "deleted_singly"  # meta: files `push FILE` deleted from the remote since a full sync
-COMEBACKS = "index_comebacks"  # meta: files an edit brought back -> their MEMORY.md line
-PRUNED = "pruned"  # meta: files `memsync prune` deleted here -> when (their return is said)
-# the type of each meta.json field, checked when it is read
-_META_KINDS: dict[str, type | tuple[type, ...]] = {
-    "pending": list,
-    "conflicts": list,
-    "refused": dict,
-    "refused_remote": dict,
-    "landing": (list, dict),
-    "last_sync": (int, float),
-    "last_attempt": (int, float),
-    "last_interrupted": (int, float),
-    "tombstones_etag": (str, type(None)),
-    "manifest_etag": str,
-    SINGLY: list,
-    PRUNED: dict,
+_TIME = (int, float)
+# each meta.json field: its JSON types (checked when read) and its empty value, which is
+# left out of the file
+_FIELDS: dict[str, tuple[type | tuple[type, ...], Any]] = {
+    "pending": (list, list),  # files to push, queued while offline or interrupted
+    "conflicts": (list, Conflicts),  # see sync/conflicts.py
+    "refused": (dict, dict),  # local files refused: name -> reason
+    "refused_remote": (dict, dict),  # remote copies refused: name -> [etag, reason]
+    "landing": (dict, type(None)),  # new files a run writes without fsync (durability.py)
+    "last_sync": (_TIME, type(None)),  # these three in times.json
+    "last_attempt": (_TIME, type(None)),
+    "last_interrupted": (_TIME, type(None)),
+    "tombstones_etag": (str, type(None)),  # the tombstone list last applied
+    "manifest_etag": (str, type(None)),  # the project manifest last checked (project.py)
+    "manifest_unstamped": (bool, bool),  # that manifest has no fingerprint yet
+    "deleted_singly": (list, list),  # files `push FILE` deleted from the remote since a full sync
+    "index_comebacks": (dict, dict),  # files an edit brought back -> their MEMORY.md line
+    "pruned": (dict, dict),  # files `memsync prune` deleted here -> when (their return is said)
+    "purged": (dict, type(None)),  # the purge marker that keeps this device out
+    "lifted_by": (str, type(None)),  # the device that published a purged project again
+    "purge_seen": (str, type(None)),  # the purge marker's id and ETag last read
+    "purge_seen_etag": (str, type(None)),
+    "forgetting": (list, list),  # this device's forgets not finished on the remote
+    "tombstones_applied": (list, list),  # ids of the tombstones applied here
+    "quarantined": (list, list),  # edits of forgotten files set aside here
+    "forgotten_lines": (dict, dict),  # hashes of lines forgotten -> when
+    "bases_scrubbed": (str, type(None)),  # the forgotten lines last taken out of the bases
+    "conflicts_etag": (str, type(None)),  # the remote conflict record last read
+    "conflicts_seen": (list, list),  # ids of the remote record's entries taken in
+    "pending_resolutions": (list, list),  # resolutions not published yet
+    "unpublished_conflicts": (list, list),  # conflicts found outside a merge, to publish
+    "landing_conflicts": (dict, dict),  # conflicts of merges whose answer may be lost
 }
 _JSON_KINDS = {
     dict: "object",
@@ -85,6 +101,79 @@ _JSON_KINDS = {
     bool: "boolean",
     type(None): "null",
 }
+
+
+class Meta:
+    """The project's state besides the records (meta.json and times.json), one typed
+    attribute per field. A field at its empty value (None, [], {}, False) is left out of the
+    file. Plain attributes, not a dataclass: this is read on every sync (see engine._Run)."""
+
+    pending: list[str]
+    conflicts: Conflicts
+    refused: dict[str, str]
+    refused_remote: dict[str, list]
+    landing: dict[str, Any] | None
+    last_sync: float | None
+    last_attempt: float | None
+    last_interrupted: float | None
+    tombstones_etag: str | None
+    manifest_etag: str | None
+    manifest_unstamped: bool
+    deleted_singly: list[str]
+    index_comebacks: dict[str, str]
+    pruned: dict[str, float]
+    purged: dict[str, Any] | None
+    lifted_by: str | None
+    purge_seen: str | None
+    purge_seen_etag: str | None
+    forgetting: list[dict[str, Any]]
+    tombstones_applied: list[str]
+    quarantined: list[dict[str, Any]]
+    forgotten_lines: dict[str, float]
+    bases_scrubbed: str | None
+    conflicts_etag: str | None
+    conflicts_seen: list[str]
+    pending_resolutions: list[dict[str, Any]]
+    unpublished_conflicts: list[dict[str, Any]]
+    landing_conflicts: dict[str, dict[str, Any]]
+
+    def __init__(self) -> None:
+        for key, (_, empty) in _FIELDS.items():
+            setattr(self, key, empty())
+
+    @classmethod
+    def read(cls, path: Path, raw: dict[str, Any], times: object) -> Meta:
+        """From meta.json's object and times.json's (a cache: a wrong value is dropped)."""
+        meta = cls()
+        for key, value in raw.items():
+            if key not in _FIELDS or key in _TIME_KEYS:
+                continue
+            if not isinstance(value, _FIELDS[key][0]):
+                raise StateError(
+                    f"{path} holds a {key!r} memsync did not write; {_move_aside(path)}"
+                )
+            if key == "conflicts" and isinstance(value, list):
+                value = Conflicts.from_json(value)
+            setattr(meta, key, value)
+        if isinstance(times, dict):
+            for key in _TIME_KEYS:
+                if _is_time(times.get(key)):
+                    setattr(meta, key, times[key])
+        return meta
+
+    def fields(self) -> dict[str, Any]:
+        """meta.json's object: the fields not at their empty value, times left out."""
+        out = {}
+        for key in _FIELDS:
+            value = getattr(self, key)
+            if isinstance(value, Conflicts):
+                value = value.as_json()
+            if key not in _TIME_KEYS and value not in (None, [], {}, False):
+                out[key] = value
+        return out
+
+    def times(self) -> dict[str, float]:
+        return {k: getattr(self, k) for k in _TIME_KEYS if getattr(self, k) is not None}
 
 
 def _is_time(value: object) -> bool:
@@ -129,7 +218,7 @@ class State:
         self.dir = directory
         self.history_versions = history_versions
         self.records: dict[str, Record] = {}
-        self.meta: dict[str, Any] = {}
+        self.meta = Meta()
         self.bases = Bases(directory)
         self._new_bases: dict[str, bytes] = {}  # written by save(), before the records
         _make_state_dir(self.dir)
@@ -164,19 +253,12 @@ class State:
         self._saved = dict(self.records)
         records_missing = not path.exists()
         path = self.dir / "meta.json"
-        self.meta = _expect(path, self._json("meta.json", {}), dict)
-        self._meta_saved = json.dumps(self.meta, sort_keys=True)
-        times = self._json(_TIMES, {}, cache=True)
-        if isinstance(times, dict):
-            self.meta.update((k, v) for k, v in times.items() if k in _TIME_KEYS and _is_time(v))
+        raw = _expect(path, self._json("meta.json", {}), dict)
+        self.meta = Meta.read(path, raw, self._json(_TIMES, {}, cache=True))
+        self._meta_saved = json.dumps(self.meta.fields(), sort_keys=True)
         # synced before, yet no records.json (moved aside, as a damaged one's message advises):
         # merges this run have no base to tell a removal from an addition
-        self.records_lost = records_missing and bool(self.meta.get("last_sync"))
-        for key, kind in _META_KINDS.items():
-            if key in self.meta and not isinstance(self.meta[key], kind):
-                raise StateError(
-                    f"{path} holds a {key!r} memsync did not write; {_move_aside(path)}"
-                )
+        self.records_lost = records_missing and bool(self.meta.last_sync)
         self._seen: dict[str, list] | None = None  # read on first use: only a scan needs it
         self._seen_saved: dict[str, list] = {}
 
@@ -203,8 +285,8 @@ class State:
         """meta.json is fsynced, but only when more than the times of the last sync changed:
         those go to a file written without a flush (a power cut loses at most a time that
         `status` shows), so a no-op sync makes no flush at all."""
-        times = {k: self.meta[k] for k in _TIME_KEYS if k in self.meta}
-        rest = {k: v for k, v in self.meta.items() if k not in _TIME_KEYS}
+        times = self.meta.times()
+        rest = self.meta.fields()
         text = json.dumps(rest, sort_keys=True)
         if text != self._meta_saved:
             self._write_json("meta.json", rest)
@@ -262,81 +344,49 @@ class State:
 
     @property
     def pending(self) -> list[str]:
-        return list(self.meta.get("pending", []))
+        return list(self.meta.pending)
 
     def queue(self, names: list[str]) -> None:
-        self.meta["pending"] = sorted(set(self.pending) | set(names))
+        self.meta.pending = sorted(set(self.pending) | set(names))
 
     def unqueue(self, names: list[str]) -> None:
-        self.meta["pending"] = sorted(set(self.pending) - set(names))
+        self.meta.pending = sorted(set(self.pending) - set(names))
 
     @property
-    def conflicts(self) -> list[dict[str, Any]]:
-        return list(self.meta.get("conflicts", []))
-
-    def add_conflict(
-        self,
-        name: str,
-        detail: str,
-        conflict_id: str | None = None,
-        marks: Iterable[str] = (),
-    ) -> None:
-        """`conflict_id`: the id of its entry in the remote record (memsync/sync/conflicts.py), by
-        which a `resolve` on another device clears it here too; `marks`: the versions kept side
-        by side, by merge.entry_mark (the conflict is over once none is in the file)."""
-        entry: dict[str, Any] = {"file": name, "detail": detail, "at": time.time()}
-        if conflict_id is not None:
-            entry["id"] = conflict_id
-        if marks:
-            entry["marks"] = list(marks)
-        self.meta["conflicts"] = [*self.conflicts, entry]
-
-    def resolve_conflicts(self, name: str | None = None) -> int:
-        before = self.conflicts
-        kept = [c for c in before if name is not None and c["file"] != name]
-        if len(kept) != len(before):
-            self.meta["conflicts"] = kept
-        return len(before) - len(kept)
+    def conflicts(self) -> Conflicts:
+        """This device's conflicts, owned by one object (sync/conflict_list.py)."""
+        return self.meta.conflicts
 
     @property
     def refused(self) -> dict[str, str]:
-        return dict(self.meta.get("refused", {}))
+        return dict(self.meta.refused)
 
     def set_refused(self, refused: dict[str, str]) -> None:
-        self.meta["refused"] = dict(sorted(refused.items()))
+        self.meta.refused = dict(sorted(refused.items()))
 
     @property
     def refused_remote(self) -> dict[str, list]:
         """Remote copies a download refused: name -> [etag, reason] (remote_files.classify)."""
-        return dict(self.meta.get("refused_remote", {}))
+        return dict(self.meta.refused_remote)
 
     def refuse_remote(self, name: str, etag: str, reason: str) -> None:
-        self.meta["refused_remote"] = {**self.refused_remote, name: [etag, reason]}
+        self.meta.refused_remote = {**self.refused_remote, name: [etag, reason]}
 
     def keep_refused_remote(self, still: Iterable[str]) -> None:
         """Forget the refused copies a listing no longer shows unchanged."""
         kept = {n: v for n, v in self.refused_remote.items() if n in set(still)}
         if kept != self.refused_remote:
-            self.meta["refused_remote"] = kept
+            self.meta.refused_remote = kept
 
     # --- local history --------------------------------------------------------------------
 
     def _history_dir(self, name: str) -> Path:
         return self.dir / "history" / history_folder(name)
 
-    def _legacy_history_dir(self, name: str) -> Path | None:
-        """Where versions were kept before folder names were bounded (`quote(name)`); None
-        when that name could never have been created."""
-        legacy = quote(name, safe="")
-        return self.dir / "history" / legacy if len(legacy) <= 255 else None
-
     def _version_files(self, name: str) -> list[Path]:
-        """Every kept version of `name`, oldest first, in the current and the legacy folder."""
-        files: list[Path] = []
-        for folder in (self._history_dir(name), self._legacy_history_dir(name)):
-            if folder is not None and folder.is_dir():
-                files += folder.glob("*.md")
-        return sorted(files, key=lambda p: p.name)
+        """Every kept version of `name`, oldest first."""
+        folder = self._history_dir(name)
+        return sorted(folder.glob("*.md"), key=lambda p: p.name) if folder.is_dir() else []
 
     def keep(self, name: str, content: bytes, reason: str) -> None:
         """Keep a copy of local content about to be replaced or removed (bounded per file).
@@ -344,7 +394,7 @@ class State:
         left out of the copy: history never takes forgotten text back in. By their hashes
         only: a line holding a forgotten text (`forgotten.text_mark`) that is still here was
         written since the forget, or the sync's scrub would have taken it."""
-        forgotten = self.meta.get("forgotten_lines")
+        forgotten = self.meta.forgotten_lines
         if forgotten:
             from memsync.sync.forgotten import scrub, without_marks
 
@@ -381,10 +431,8 @@ class State:
         names = set()
         for sub in folder.iterdir():
             if sub.is_dir():
-                try:
+                with contextlib.suppress(FileNotFoundError):
                     names.add((sub / NAME_FILE).read_text(encoding="utf-8"))
-                except FileNotFoundError:
-                    names.add(unquote(sub.name))  # a legacy folder: its name is the quoted name
         return sorted(names)
 
     def drop_history(self, name: str, before: float | None = None) -> int:
@@ -396,9 +444,8 @@ class State:
             version.path.unlink(missing_ok=True)
             version.path.with_suffix(".reason").unlink(missing_ok=True)
             removed += 1
-        for folder in (self._history_dir(name), self._legacy_history_dir(name)):
-            if folder is None or not folder.is_dir() or any(folder.glob("*.md")):
-                continue
+        folder = self._history_dir(name)
+        if folder.is_dir() and not any(folder.glob("*.md")):
             for leftover in folder.iterdir():
                 leftover.unlink()
             folder.rmdir()

@@ -35,7 +35,7 @@ from memsync.sync.forgotten import (
     text_marks,
 )
 from memsync.sync.remote_keys import PURGED, TOMBSTONES
-from memsync.sync.state import COMEBACKS, NO_COPY, history_folder, pending_forgets_file
+from memsync.sync.state import NO_COPY, history_folder, pending_forgets_file
 from memsync.util.dates import local_time
 from memsync.util.errors import MemsyncError, NotFound, PreconditionFailed, Unreachable, UserError
 from memsync.util.fsutil import atomic_write, file_lock, private_dir, sha256
@@ -103,11 +103,11 @@ def scrub_bases(state: State) -> None:
     keeps. For a purged project, whose refused syncs replace no base: without this, the copy
     of a file synced before a forget made or taken in since keeps the line until the device
     publishes again, which it may never do (it purged to leave that remote)."""
-    lines = set(state.meta.get("forgotten_lines") or ())
+    lines = set(state.meta.forgotten_lines or ())
     done = sha256("\n".join(sorted(lines)).encode())  # each refused sync reads no base again
-    if not lines or state.meta.get("bases_scrubbed") == done:
+    if not lines or state.meta.bases_scrubbed == done:
         return
-    state.meta["bases_scrubbed"] = done
+    state.meta.bases_scrubbed = done
     for name, rec in list(state.records.items()):
         base = state.content(rec.sha)
         if base is not None and (clean := scrub(base, lines)) != base:
@@ -117,11 +117,11 @@ def scrub_bases(state: State) -> None:
 def _remember_lines(engine: Engine, hashes: dict[str, float]) -> None:
     """Keep the hashes (never the lines) so that later history copies leave them out too."""
     if hashes:
-        known = engine.state.meta.setdefault("forgotten_lines", {})
+        known = engine.state.meta.forgotten_lines
         for h, at in hashes.items():
             known.setdefault(h, at)
         scrub_history(engine.state, set(hashes), engine)
-        waiting = engine.state.meta.get(COMEBACKS) or {}
+        waiting = engine.state.meta.index_comebacks or {}
         for name, line in list(waiting.items()):
             if line_hash(line) in hashes:
                 del waiting[name]  # an index line kept for a file that came back: forgotten
@@ -573,15 +573,11 @@ def erase_here(engine: Engine, job: dict[str, Any], *, first: bool) -> None:
         state.drop_history(name)
         state.forget(name)
         state.unqueue([name])
-        state.resolve_conflicts(name)  # a conflict about a forgotten file is moot
+        state.conflicts.resolve(name)  # a conflict about a forgotten file is moot
     if job["files"]:  # its index line's conflicts and history copies, from before the job
-        kept = [
-            c
-            for c in state.conflicts
-            if not names_forgotten(c, job["files"]) or c.get("at", 0) > job["at"]
-        ]
-        if len(kept) != len(state.conflicts):
-            state.meta["conflicts"] = kept
+        state.conflicts.drop(
+            lambda c: names_forgotten(c.as_json(), job["files"]) and c.at <= job["at"]
+        )
         _scrub_index_history(engine, job["files"], job["at"])
     index = engine.read_local(INDEX)
     if index is not None and job["files"]:
@@ -654,23 +650,21 @@ def _carry_job(other: State, job: dict[str, Any], held: set[str]) -> None:
     rewrite = held if job["lines"] else set()
     if not known and not rewrite:
         return
-    if job["id"] in meta.get("tombstones_applied", []):
+    if job["id"] in meta.tombstones_applied:
         return
-    if any(j.get("id") == job["id"] for j in meta.get("forgetting", [])):
+    if any(j.get("id") == job["id"] for j in meta.forgetting):
         return
     copy = {k: v for k, v in job.items() if k not in ("shared", "seen")}
     copy["known"] = known
     copy["scrub"] = sorted({*job.get("scrub", []), *rewrite})
     copy["carried"] = True
-    meta["forgetting"] = [*meta.get("forgetting", []), copy]
-    meta["tombstones_applied"] = sorted({*meta.get("tombstones_applied", []), job["id"]})
+    meta.forgetting = [*meta.forgetting, copy]
+    meta.tombstones_applied = sorted({*meta.tombstones_applied, job["id"]})
 
 
 def drop_job(engine: Engine, job: dict[str, Any]) -> None:
     meta = engine.state.meta
-    meta["forgetting"] = [j for j in meta.get("forgetting", []) if j.get("id") != job["id"]]
-    if not meta["forgetting"]:
-        del meta["forgetting"]
+    meta.forgetting = [j for j in meta.forgetting if j.get("id") != job["id"]]
     shared = _shared_jobs(engine)
     if shared is not None and any(j.get("id") == job["id"] for j in shared):
         _write_shared(engine, [j for j in shared if j.get("id") != job["id"]])
@@ -723,16 +717,16 @@ def adopt_pending(engine: Engine) -> None:
         return
     meta = engine.state.meta
     ids = {j["id"] for j in shared}
-    mine = meta.get("forgetting", [])
+    mine = meta.forgetting
     kept = [j for j in mine if not j.get("shared") or j.get("id") in ids]
     known = {j.get("id") for j in kept}
     adopted = [j for j in shared if j["id"] not in known]
     if not adopted and len(kept) == len(mine):
         return
     if kept or adopted:
-        meta["forgetting"] = [*kept, *adopted]
+        meta.forgetting = [*kept, *adopted]
     else:
-        meta.pop("forgetting", None)
+        meta.forgetting = []
     records = engine.state.records
     for job in adopted:
         # a job started under another remote URL knew no copy of this remote: the copies
@@ -742,8 +736,8 @@ def adopt_pending(engine: Engine) -> None:
             if name not in known and (rec := records.get(name)) is not None and rec.etag:
                 known[name] = rec.etag
     if adopted:
-        applied = {*meta.get("tombstones_applied", []), *(j["id"] for j in adopted)}
-        meta["tombstones_applied"] = sorted(applied)
+        applied = {*meta.tombstones_applied, *(j["id"] for j in adopted)}
+        meta.tombstones_applied = sorted(applied)
     engine.state.save_meta()
 
 
@@ -751,7 +745,7 @@ def finish_pending(engine: Engine, listing: dict[str, Entry]) -> list[str]:
     """Finish the forgets an outage or a kill interrupted, or made while syncing another
     remote (called by every listing run); the sentence for each job finished."""
     finished = []
-    for job in list(engine.state.meta.get("forgetting", [])):
+    for job in list(engine.state.meta.forgetting):
         try:
             finish_remote(engine, job, listing)
         except (Unreachable, UserError):
@@ -788,7 +782,7 @@ def apply_tombstones(
     once the run shows whether they stayed out)."""
     doc = read_tombstones(data)
     meta = engine.state.meta
-    before = set(meta.get("tombstones_applied", []))
+    before = set(meta.tombstones_applied)
     applied = set(before)
     fresh = {h: t["at"] for h, t in doc["lines"].items() if t["id"] not in before}
     late = {h for h in fresh if doc["lines"][h].get("late")}
@@ -819,7 +813,7 @@ def apply_tombstones(
     if gone or fresh:  # this device's state under another remote URL holds them too
         body = {h for n in gone for h in doc["files"][n].get("lines", ())}
         _erase_in_other_states(engine, dict(gone), {*fresh, *body}, _jobs_of(doc, before))
-    meta["tombstones_applied"] = sorted(applied - failed)
+    meta.tombstones_applied = sorted(applied - failed)
     changed = [n for n, h in local.content.hashes.items() if before_scrub.get(n, h) != h]
     return sorted(changed), set(fresh)
 
@@ -1392,8 +1386,7 @@ def _forget_conflicts(engine: Engine, ids: dict[str, Any], before: set[str]) -> 
     remote record (by the conflict's id: the tombstone never holds the text)."""
     fresh = {c for c, t in ids.items() if t["id"] not in before}
     if fresh:
-        kept = [c for c in engine.state.conflicts if c.get("id") not in fresh]
-        engine.state.meta["conflicts"] = kept
+        engine.state.conflicts.drop(lambda c: c.id in fresh)
 
 
 def _apply_file_tombstone(
@@ -1451,17 +1444,13 @@ def _apply_file_tombstone(
         _drop_from_rollups(engine, name, local)
         state.forget(name)
         state.unqueue([name])
-        state.resolve_conflicts(name)
+        state.conflicts.resolve(name)
     # history of the forgotten lineage goes whole (a merge may have kept a copy after the
     # forget, when its tombstone was late); beside content from after it, the older copies
     state.drop_history(name, before=None if from_before else t["at"])
     _scrub_index_history(engine, [name], t["at"])
     # a conflict about its index line from before the forget: the forget settled it
-    kept = [
-        c for c in state.conflicts if not names_forgotten(c, [name]) or c.get("at", 0) > t["at"]
-    ]
-    if len(kept) != len(state.conflicts):
-        state.meta["conflicts"] = kept
+    state.conflicts.drop(lambda c: names_forgotten(c.as_json(), [name]) and c.at <= t["at"])
 
 
 def _held_bodies(engine: Engine, name: str) -> set[str]:
@@ -1479,7 +1468,7 @@ def recreate_blocked(engine: Engine, name: str) -> str | None:
     except NotFound:
         data = None
     t = read_tombstones(data)["files"].get(name)
-    if t is not None and t["id"] not in engine.state.meta.get("tombstones_applied", []):
+    if t is not None and t["id"] not in engine.state.meta.tombstones_applied:
         return (
             f"{name} was forgotten on another device, so it was not uploaded; "
             "run `memsync sync` to set your copy aside"
@@ -1525,17 +1514,17 @@ def quarantine(
         entry["part"] = True
     if how is not None:
         entry["how"] = how
-    engine.state.meta["quarantined"] = [*engine.state.meta.get("quarantined", []), entry]
+    engine.state.meta.quarantined = [*engine.state.meta.quarantined, entry]
     return path
 
 
 def quarantine_notices(engine: Engine) -> list[str]:
     """One sentence for each quarantined edit still there (those the user deleted are done)."""
-    kept = [q for q in engine.state.meta.get("quarantined", []) if Path(q["path"]).exists()]
+    kept = [q for q in engine.state.meta.quarantined if Path(q["path"]).exists()]
     if kept:
-        engine.state.meta["quarantined"] = kept
+        engine.state.meta.quarantined = kept
     else:
-        engine.state.meta.pop("quarantined", None)
+        engine.state.meta.quarantined = []
     return [
         f"lines of {q['file']} came from {q['was']}, which was forgotten on another device, so "
         f"they were taken out of it; the file as it was is in {q['path']}: copy what you still "
@@ -1575,7 +1564,7 @@ def held_as(q: dict[str, Any]) -> str:
 
 def purged_here(engine: Engine) -> Purged:
     """The sentence for a device that purged, or saw the purge of, this project."""
-    marker = engine.state.meta.get("purged") or {}
+    marker = engine.state.meta.purged or {}
     by = marker.get("device")
     where = "from this device" if by == engine.ctx.device else f"from the remote by {by}"
     again = marker.get("republished")
@@ -1604,7 +1593,7 @@ def blocking_purge(engine: Engine, etag: str | None = None) -> dict[str, Any] | 
     erased) is still told and kept out until it says so too; a device that lifted it, or
     that joins afterwards with nothing synced before, goes on (remembered by the mark's id)."""
     meta = engine.state.meta
-    if etag is not None and etag == meta.get("purge_seen_etag"):
+    if etag is not None and etag == meta.purge_seen_etag:
         return None
     try:
         data, etag = engine.store.get(PURGED)
@@ -1617,8 +1606,8 @@ def blocking_purge(engine: Engine, etag: str | None = None) -> dict[str, Any] | 
     if not isinstance(marker, dict):
         return {"at": time.time()}
     if isinstance(marker.get("republished"), dict) and (
-        marker.get("id") == meta.get("purge_seen") or not engine.state.records
+        marker.get("id") == meta.purge_seen or not engine.state.records
     ):
-        meta["purge_seen"], meta["purge_seen_etag"] = marker.get("id"), etag
+        meta.purge_seen, meta.purge_seen_etag = marker.get("id"), etag
         return None
     return marker

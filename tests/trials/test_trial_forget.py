@@ -727,14 +727,6 @@ def test_a_long_japanese_name_keeps_history_and_old_folders_are_still_read(pair,
     b.run("restore", name, "1")
     assert "一つ目。" in (b.memory / name).read_text()
 
-    # a folder written by an earlier memsync (`quote(name)`) is still read
-    state = next((b.home / "state").iterdir())
-    legacy = state / "history" / quote("user_role.md", safe="")
-    legacy.mkdir(parents=True)
-    (legacy / "00000001700000000000-abcdef12.md").write_text("old role\n")
-    (legacy / "00000001700000000000-abcdef12.reason").write_text("kept by an older memsync")
-    assert "kept by an older memsync" in b.run("history", "user_role.md").stdout
-
 
 # --- the same on Azure (Azurite) --------------------------------------------------------------
 
