@@ -6,10 +6,13 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import json
 import re
 import unicodedata
-from collections.abc import Collection, Container, Iterable
+from collections.abc import Collection, Container, Iterable, Mapping
+from dataclasses import dataclass
 
+from memsync.memory.index_links import INDEX, link_targets
 from memsync.memory.sections import heading_levels
 from memsync.util.resources import template_lines
 
@@ -257,3 +260,153 @@ def body_line_hashes(versions: Iterable[bytes | None]) -> set[str]:
             if h is not None:
                 out.add(h)
     return out
+
+
+# --- the rule, as one function ----------------------------------------------------------------
+#
+# A device that learns of a forget takes out of everything it holds at that moment every line
+# holding the text; a heading holding it takes its section, a frontmatter line holding it takes
+# the file, and `MEMORY.md` lines linking to a taken file go. `forget FILE` takes the file.
+# Everything below is that sentence; nothing else decides whether content is forgotten.
+
+
+@dataclass(frozen=True)
+class Forget:
+    """One forget as the remote's tombstone list keeps it: a text's mark (`text_mark`: its
+    length and a keyed hash, never the text) or a file's name. `serial` is its place in the
+    list, counted from 1: the list only grows, so a writer that knew `n` forgets knew exactly
+    those numbered 1 to `n`, and whatever it wrote is scrubbed of the later ones by whoever
+    reads it (`unknown_to`). That count is the whole of the causal order; no clock is read."""
+
+    serial: int
+    id: str
+    text: str | None = None  # `text:<len>:<hash>`
+    file: str | None = None
+
+    def as_json(self) -> dict[str, str]:
+        out = {"id": self.id}
+        if self.text is not None:
+            out["text"] = self.text
+        if self.file is not None:
+            out["file"] = self.file
+        return out
+
+
+def read_forgets(data: bytes | None) -> list[Forget]:
+    """The forgets a tombstone list holds, in order (an unreadable list holds none)."""
+    try:
+        doc = json.loads(data) if data else {}
+    except ValueError:
+        doc = {}
+    items = doc.get("forgets") if isinstance(doc, dict) else None
+    out: list[Forget] = []
+    for item in items if isinstance(items, list) else ():
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str):
+            continue
+        text, file = item.get("text"), item.get("file")
+        text = text if isinstance(text, str) and text_marks([text]) else None
+        file = file if isinstance(file, str) and file else None
+        if text is not None or file is not None:
+            out.append(Forget(len(out) + 1, item["id"], text, file))
+    return out
+
+
+def with_forget(data: bytes | None, forget: Forget) -> tuple[bytes, Forget]:
+    """The tombstone list `data` with `forget` added at its end (numbered there), and the
+    forget as numbered. A forget already in the list (same id) is not added again."""
+    known = read_forgets(data)
+    for f in known:
+        if f.id == forget.id:
+            return _dump(known), f
+    added = Forget(len(known) + 1, forget.id, forget.text, forget.file)
+    return _dump([*known, added]), added
+
+
+def _dump(forgets: list[Forget]) -> bytes:
+    doc = {"version": 3, "forgets": [f.as_json() for f in forgets]}
+    return json.dumps(doc, indent=1, sort_keys=True).encode()
+
+
+def unknown_to(knew: int, forgets: Iterable[Forget]) -> list[Forget]:
+    """The forgets a writer that knew `knew` of them had not learned of when it wrote."""
+    return [f for f in forgets if f.serial > knew]
+
+
+def holds(line: str, forgets: Iterable[Forget]) -> bool:
+    """Whether `line` holds a forgotten text (case-insensitive, any Unicode form)."""
+    marks = text_marks(f.text for f in forgets if f.text is not None)
+    return bool(holds_text(line, marks))
+
+
+def scrub_file(
+    name: str, data: bytes, forgets: Iterable[Forget], taken: Collection[str] = ()
+) -> bytes | None:
+    """`data`, the content of memory file `name`, without what `forgets` take: None when the
+    file is taken (a `forget FILE` of it, or a frontmatter line holding a forgotten text);
+    otherwise without each line holding a forgotten text, each heading holding one with its
+    whole section, and, in `MEMORY.md`, each line linking to a name in `taken`. Pure: the
+    same bytes and forgets give the same answer on every device, for a memory file, a history
+    version, a merge base, a queued upload or a quarantined copy alike."""
+    forgets = list(forgets)
+    if any(f.file == name for f in forgets):
+        return None
+    marks = text_marks(f.text for f in forgets if f.text is not None)
+    if not marks and not (taken and name == INDEX):
+        return data
+    text = data.decode("utf-8", "surrogateescape")
+    lines = text.splitlines(keepends=True)
+    start = _body_start(lines)
+    if any(holds_text(line, marks) for line in lines[:start]):
+        return None
+    levels = [0] * start + heading_levels(lines[start:])
+    gone: set[int] = set()
+    i = start
+    while i < len(lines):
+        line = lines[i]
+        if holds_text(line, marks) or (name == INDEX and taken and link_targets(line) & set(taken)):
+            gone.add(i)
+            if levels[i]:  # a heading takes its section: down to the next heading at its level
+                j = i + 1
+                while j < len(lines) and not 0 < levels[j] <= levels[i]:
+                    gone.add(j)
+                    j += 1
+                i = j
+                continue
+        i += 1
+    if not gone:
+        return data
+    kept: list[str] = []
+    cut = False
+    for i, line in enumerate(lines):
+        if i in gone:
+            cut = True
+        elif not (cut and not line.strip() and kept and not kept[-1].strip()):
+            cut = cut and not line.strip()
+            kept.append(line)
+    return "".join(kept).encode("utf-8", "surrogateescape")
+
+
+def scrub_files(
+    files: Mapping[str, bytes | None], forgets: Iterable[Forget]
+) -> dict[str, bytes | None]:
+    """Every file of a set (a memory folder, a device's bases, its queue) as `scrub_file`
+    leaves it, `MEMORY.md` without its links to the files taken anywhere in the set or by a
+    `forget FILE`."""
+    forgets = list(forgets)
+    out = {n: None if d is None else scrub_file(n, d, forgets) for n, d in files.items()}
+    taken = {n for n, d in out.items() if d is None} | {f.file for f in forgets if f.file}
+    index = out.get(INDEX)
+    if index is not None:
+        out[INDEX] = scrub_file(INDEX, index, forgets, taken)
+    return out
+
+
+def _body_start(lines: list[str]) -> int:
+    """The index of the first line after a frontmatter block (0 without one)."""
+    first = lines[0].removeprefix("\ufeff") if lines else ""
+    if first.rstrip("\r\n").rstrip(" \t") != "---":
+        return 0
+    for i in range(1, len(lines)):
+        if lines[i].rstrip("\r\n").rstrip(" \t") == "---":
+            return i + 1
+    return 0
