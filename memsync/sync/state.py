@@ -340,17 +340,8 @@ class State:
 
     def keep(self, name: str, content: bytes, reason: str) -> None:
         """Keep a copy of local content about to be replaced or removed (bounded per file).
-        Lines another device forgot (`forget --match`, index lines of forgotten files) are
-        left out of the copy: history never takes forgotten text back in. By their hashes
-        only: a line holding a forgotten text (`forgotten.text_mark`) that is still here was
-        written since the forget, or the sync's scrub would have taken it."""
-        forgotten = self.meta.get("forgotten_lines")
-        if forgotten:
-            from memsync.sync.forgotten import scrub, without_marks
-
-            content = scrub(content, without_marks(forgotten))
-            if not content.strip():
-                return
+        Whatever is here was scrubbed when this device learned of each forget: content still
+        here holding forgotten text was written since, and is kept like any other."""
         folder = self._history_dir(name)
         if not folder.is_dir():
             private_dir(folder)
