@@ -60,10 +60,10 @@ class ForgetReport:
     purged: bool = False  # the project is purged: only the tombstone went to the remote
 
 
-def _run(engine: Engine, job: ForgetJob, report: ForgetReport, **details: Any) -> None:
+def _run(engine: Engine, job: ForgetJob, report: ForgetReport, action: str, **details: Any) -> None:
     """Apply the job here, then finish it on the remote (or leave it for the next sync)."""
     with engine.locked():
-        start(engine, job, **details)
+        start(engine, job, action, **details)
         try:
             report.remote_deleted = finish(engine, job)
         except Unreachable as exc:
@@ -92,7 +92,7 @@ def forget_files(engine: Engine, names: list[str]) -> ForgetReport:
     index = (engine.read_local(INDEX) or b"").decode("utf-8", "replace")
     report.index_lines = sum(bool(link_targets(x) & set(names)) for x in index.splitlines())
     job = ForgetJob(os.urandom(8).hex(), engine.ctx.device, files=report.files)
-    _run(engine, job, report)
+    _run(engine, job, report, "forget")
     return report
 
 
@@ -152,8 +152,8 @@ def apply_match(engine: Engine, plan: MatchPlan) -> ForgetReport:
     audit log get its mark, never the text."""
     report = ForgetReport(files=sorted(plan.files))
     job = ForgetJob(os.urandom(8).hex(), engine.ctx.device, text=text_mark(plan.text))
-    digest = hashlib.sha256(plan.text.encode()).hexdigest()[:16]
-    _run(engine, job, report, match_sha256=digest)
+    digest = hashlib.sha256(plan.text.encode()).hexdigest()[:16]  # the audit log's, as the mark
+    _run(engine, job, report, "forget-match", match_sha256=digest, lines=plan.lines)
     return report
 
 

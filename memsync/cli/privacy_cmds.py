@@ -90,8 +90,8 @@ def forget(
         )
     if not plan.files and not plan.lines and not plan.held:
         out.print(
-            "Nothing matches here. Other devices still learn of the forget and take out "
-            "every line holding it that they hold."
+            "Nothing matches on this device; the other devices take out every line holding "
+            "it when they learn of this forget."
         )
     if plan.held:
         out.print(f"will remove it from {plan.held} earlier version(s) kept on this device")

@@ -123,11 +123,11 @@ def _save_jobs(engine: Engine, jobs: list[ForgetJob]) -> None:
     atomic_write(path, json.dumps([job.__dict__ for job in jobs], sort_keys=True).encode())
 
 
-def start(engine: Engine, job: ForgetJob, **details: Any) -> list[str]:
+def start(engine: Engine, job: ForgetJob, action: str, **details: Any) -> list[str]:
     """Save the job and its audit line, then apply it here (an edit of a forgotten file made
     here is the user's to forget: no quarantine). Returns the files it changed here."""
     _save_jobs(engine, [*pending_jobs(engine), job])
-    audit(engine, "forget", id=job.id, files=job.files, **details)
+    audit(engine, action, id=job.id, files=job.files, **details)
     changed = apply_here(engine, job.forgets(), set_aside=False)
     state = engine.state
     state.meta[APPLIED] = sorted({*state.meta.get(APPLIED, []), *(f.id for f in job.forgets())})
