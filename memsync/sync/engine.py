@@ -475,10 +475,18 @@ class Engine:
         """This device's forgets that waited for the remote are finished there, then the
         forgets on the remote list it has not learned of are applied to everything it holds
         (sync/tombstones.py). Returns a sentence for each forget finished."""
-        from memsync.sync.tombstones import finish_pending, learn
+        finished: list[str] = []
+        if self.forgets_pending():
+            from memsync.sync.tombstones import finish_pending
 
-        finished = finish_pending(self, listing) if self.forgets_pending() else []
-        result.forgets_finished += len(finished)  # a change: never "in sync" after
+            finished = finish_pending(self, listing)
+            result.forgets_finished += len(finished)  # a change: never "in sync" after
+        entry = listing.get(TOMBSTONES)
+        unchanged = entry is None or entry.etag == self.state.meta.get("tombstones_etag")
+        if unchanged and not finished:
+            return finished  # the usual case: no import, no request
+        from memsync.sync.tombstones import learn
+
         taken, changed = learn(self, listing)
         for name in {*taken, *changed, *(INDEX for _ in finished)}:
             data = self.read_local(name)
