@@ -34,7 +34,6 @@ from memsync.sync.remote_files import classify
 from memsync.sync.remote_keys import CONFLICTS, PURGED, TOMBSTONES
 from memsync.sync.state import (
     COMEBACKS,
-    NO_COPY,
     PRUNED,
     SINGLY,
     Record,
@@ -1008,9 +1007,7 @@ class Engine:
             gone = {n for job in pending_jobs(self) for n in job.files}
         here = local.content.hashes
         gone |= rolled_up(self.state.records.keys() - here.keys(), here)
-        records = {
-            n: r for n, r in self.state.records.items() if n not in gone and r.sha != NO_COPY
-        }
+        records = {n: r for n, r in self.state.records.items() if n not in gone}
         if not records or local.refused:
             return False
         synced_here = records.keys() & local.content.hashes.keys()

@@ -23,17 +23,10 @@ if TYPE_CHECKING:
 
 def pending_forgets_file(home: Path, project: str, memory_dir: Path) -> Path:
     """The forgets started here whose remote part is not finished, for one project's memory
-    dir: kept beside the state folders, not in one. A state folder is per remote URL, and its
-    meta.json is what memsync asks the user to move aside when it is damaged: a forget waiting
-    there would be lost to a sync naming the remote another way, or to that move (report 27,
-    finding 14), and what it forgot published again (see sync/tombstones.py `adopt_pending`)."""
+    dir: kept beside the state folders, not in one, so a sync naming the remote another way,
+    or run after meta.json was moved aside, still finishes them (sync/tombstones.py)."""
     digest = hashlib.sha256(f"{project}\n{memory_dir}".encode()).hexdigest()[:10]
     return home / "forgetting" / f"{project}-{digest}.json"
-
-
-# the sha of a record whose synced copy was forgotten (under another remote's state: see
-# sync/tombstones.py `_erase_in_other_states`): none kept, so the copy here is an edit of it
-NO_COPY = "forgotten"
 
 
 class Record(NamedTuple):
@@ -72,6 +65,7 @@ _META_KINDS: dict[str, type | tuple[type, ...]] = {
     "last_attempt": (int, float),
     "last_interrupted": (int, float),
     "tombstones_etag": (str, type(None)),
+    "forgets_applied": list,
     "manifest_etag": str,
     SINGLY: list,
     PRUNED: dict,
