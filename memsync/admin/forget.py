@@ -132,7 +132,7 @@ def plan_match(engine: Engine, needle: str) -> MatchPlan:
         raise UserError("--match needs at least 3 characters, so it cannot match everything")
     engine.confirm_project()
     plan = MatchPlan(needle, offline=_pull(engine))
-    forgets = [Forget(0, "plan", text=text_mark(needle))]
+    forgets = [Forget("plan", text=text_mark(needle))]
     files = {name: engine.read_local(name) for name, _, _ in MemoryWalk(engine.ctx.memory_dir)}
     for name, clean in sorted(scrub_files(files, forgets).items()):
         before = files[name]

@@ -96,12 +96,9 @@ def _window_in(data: bytes, size: int, digests: frozenset[bytes]) -> bytes | Non
 @dataclass(frozen=True)
 class Forget:
     """One forget as the remote's tombstone list keeps it: a text's mark (`text_mark`: its
-    length and a keyed hash, never the text) or a file's name. `serial` is its place in the
-    list, counted from 1: the list only grows, so a writer that knew `n` forgets knew exactly
-    those numbered 1 to `n`, and whatever it wrote is scrubbed of the later ones by whoever
-    reads it (`unknown_to`). That count is the whole of the causal order; no clock is read."""
+    length and a keyed hash, never the text) or a file's name. The list only grows; each
+    device applies each forget once, by its id, when it first reads it."""
 
-    serial: int
     id: str
     text: str | None = None  # `text:<len>:<hash>`
     file: str | None = None
@@ -130,35 +127,20 @@ def read_forgets(data: bytes | None) -> list[Forget]:
         text = text if isinstance(text, str) and text_marks([text]) else None
         file = file if isinstance(file, str) and file else None
         if text is not None or file is not None:
-            out.append(Forget(len(out) + 1, item["id"], text, file))
+            out.append(Forget(item["id"], text, file))
     return out
 
 
-def with_forget(data: bytes | None, forget: Forget) -> tuple[bytes, Forget]:
-    """The tombstone list `data` with `forget` added at its end (numbered there), and the
-    forget as numbered. A forget already in the list (same id) is not added again."""
+def with_forget(data: bytes | None, forget: Forget) -> bytes:
+    """The tombstone list `data` with `forget` added at its end; a forget already there (same
+    id: a retry after a 412) is not added again."""
     known = read_forgets(data)
-    for f in known:
-        if f.id == forget.id:
-            return _dump(known), f
-    added = Forget(len(known) + 1, forget.id, forget.text, forget.file)
-    return _dump([*known, added]), added
+    return _dump(known if any(f.id == forget.id for f in known) else [*known, forget])
 
 
 def _dump(forgets: list[Forget]) -> bytes:
     doc = {"version": 3, "forgets": [f.as_json() for f in forgets]}
     return json.dumps(doc, indent=1, sort_keys=True).encode()
-
-
-def unknown_to(knew: int, forgets: Iterable[Forget]) -> list[Forget]:
-    """The forgets a writer that knew `knew` of them had not learned of when it wrote."""
-    return [f for f in forgets if f.serial > knew]
-
-
-def holds(line: str, forgets: Iterable[Forget]) -> bool:
-    """Whether `line` holds a forgotten text (case-insensitive, any Unicode form)."""
-    marks = text_marks(f.text for f in forgets if f.text is not None)
-    return bool(holds_text(line, marks))
 
 
 def scrub_file(

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from memsync.context.config import strip_query
 from memsync.memory.index_links import INDEX
 from memsync.stores import MAX_ATTEMPTS
-from memsync.sync.forgotten import Forget, folded, read_forgets, scrub_files, with_forget
+from memsync.sync.forgotten import Forget, read_forgets, scrub_files, with_forget
 from memsync.sync.remote_keys import PURGED, TOMBSTONES
 from memsync.sync.state import pending_forgets_file
 from memsync.util.dates import local_time
@@ -85,8 +85,8 @@ class ForgetJob:
     text: str | None = None  # `forgotten.text_mark` of the text, never the text
 
     def forgets(self) -> list[Forget]:
-        out = [Forget(0, f"{self.id}:{i}", file=name) for i, name in enumerate(self.files)]
-        return out + ([Forget(0, self.id, text=self.text)] if self.text else [])
+        out = [Forget(f"{self.id}:{i}", file=name) for i, name in enumerate(self.files)]
+        return out + ([Forget(self.id, text=self.text)] if self.text else [])
 
     @classmethod
     def read(cls, doc: Any) -> ForgetJob | None:
@@ -149,6 +149,7 @@ def finish(engine: Engine, job: ForgetJob, listing: dict[str, Entry] | None = No
 
     names = [n for n in listing if not is_ignored(n)]
     deleted = scrub_remote(engine, names, job.forgets())
+    _scrub_remote_conflicts(engine, job.forgets(), {*job.files, *deleted})
     _save_jobs(engine, [j for j in pending_jobs(engine) if j.id != job.id])
     return deleted
 
@@ -178,7 +179,7 @@ def _add_tombstones(engine: Engine, forgets: list[Forget]) -> None:
             data, etag = None, None
         payload = data
         for forget in forgets:
-            payload, _ = with_forget(payload, forget)
+            payload = with_forget(payload, forget)
         if payload == data:
             return
         assert payload is not None
@@ -320,22 +321,48 @@ def apply_here(engine: Engine, forgets: list[Forget], *, set_aside: bool = True)
     return changed
 
 
+def _about(conflict: dict[str, Any], forgets: list[Forget], taken: set[str]) -> bool:
+    """Whether a conflict record is about forgotten content: its file was taken, or its
+    description holds a forgotten text."""
+    detail = str(conflict.get("detail")).encode()
+    texts = [f for f in forgets if f.text]
+    return conflict.get("file") in taken or (
+        bool(texts) and scrub_files({"x": detail}, texts)["x"] != detail
+    )
+
+
 def _drop_conflicts(engine: Engine, forgets: list[Forget], names: set[str]) -> None:
-    """Conflict records whose description holds a forgotten text or that are about a file
-    the forgets took go from this device's list."""
+    """The conflict records about forgotten content go from this device's list."""
     taken = {f.file for f in forgets if f.file} | {n for n in names if engine.read_local(n) is None}
-    marks = [f for f in forgets if f.text]
-
-    def about(c: dict[str, Any]) -> bool:
-        detail = str(c.get("detail"))
-        return c.get("file") in taken or bool(
-            scrub_files({"x": detail.encode()}, marks)["x"] != detail.encode()
-        )
-
     conflicts = engine.state.meta.get("conflicts") or []
-    kept = [c for c in conflicts if not about(c)]
+    kept = [c for c in conflicts if not _about(c, forgets, taken)]
     if len(kept) != len(conflicts):
         engine.state.meta["conflicts"] = kept
+
+
+def _scrub_remote_conflicts(engine: Engine, forgets: list[Forget], taken: set[str]) -> None:
+    """The remote conflict record without the records about forgotten content (read, drop,
+    conditional write; again on 412)."""
+    from memsync.sync.conflicts import recorded, rewrite
+    from memsync.sync.remote_keys import CONFLICTS
+
+    for _ in range(MAX_ATTEMPTS):
+        try:
+            data, etag = engine.store.get(CONFLICTS)
+        except NotFound:
+            return
+        gone = {c["id"] for c in recorded(data) if _about(c, forgets, taken)}
+        clean = rewrite(data, gone)
+        if clean == data:
+            return
+        try:
+            engine.store.replace(CONFLICTS, clean, etag)
+            return
+        except NotFound:
+            return
+        except PreconditionFailed:
+            continue
+    raise UserError("the remote conflict record kept changing; run `memsync sync` to finish")
 
 
 def incoming(engine: Engine, names: Iterable[str]) -> list[str]:
@@ -352,11 +379,6 @@ def incoming(engine: Engine, names: Iterable[str]) -> list[str]:
         "not yet synced is set aside in quarantine)"
         for name in sorted(set(names) & forgotten)
     ]
-
-
-def holds(text: str, needle: str) -> bool:
-    """Whether `text` holds `needle` as `forget --match` reads it."""
-    return folded(needle) in folded(text)
 
 
 # --- quarantine -------------------------------------------------------------------------------
