@@ -51,7 +51,7 @@ def forget(
     paths: Annotated[list[Path] | None, typer.Argument(help="Memory files to forget.")] = None,
     match: Annotated[
         str | None,
-        typer.Option("--match", help="Forget every entry (or file) that contains this text."),
+        typer.Option("--match", help="Forget every line holding this text, on every device."),
     ] = None,
     yes: YesOpt = False,
     memory_dir: MemoryDirOpt = None,

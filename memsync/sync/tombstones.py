@@ -33,13 +33,14 @@ from memsync.sync.remote_keys import PURGED, TOMBSTONES
 from memsync.sync.state import pending_forgets_file
 from memsync.util.dates import local_time
 from memsync.util.errors import MemsyncError, NotFound, PreconditionFailed, UserError
-from memsync.util.fsutil import atomic_write, private_dir, sha256
+from memsync.util.fsutil import atomic_write, file_lock, private_dir, sha256
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from memsync.stores import Entry
     from memsync.sync.engine import Engine
+    from memsync.sync.state import State
 
 
 REPUBLISH = "memsync push --republish"
@@ -292,6 +293,25 @@ def apply_here(engine: Engine, forgets: list[Forget], *, set_aside: bool = True)
             engine.local_path(name).unlink(missing_ok=True)
         else:  # no history copy: that copy is what is forgotten
             engine.write_local(name, clean)
+    _scrub_state(state, forgets)
+    _scrub_other_states(engine, forgets)
+    texts = [f for f in forgets if f.text]  # a file's quarantined edit is where it is kept
+    for q in state.meta.get(QUARANTINED, []) if texts else ():
+        path = Path(q["path"])
+        with contextlib.suppress(OSError):
+            data = path.read_bytes()
+            clean = scrub_files({q["file"]: data}, texts)[q["file"]]
+            if clean is None:
+                path.unlink()
+            elif clean != data:
+                atomic_write(path, clean)
+    _drop_conflicts(engine, forgets, {n for n in changed if files[n] is not None})
+    return changed
+
+
+def _scrub_state(state: State, forgets: list[Forget]) -> None:
+    """A state folder's merge bases (a base taken drops its record) and history versions (one
+    taken or left empty is deleted), each through `scrub_files`."""
     bases = {name: state.content(rec.sha) for name, rec in state.records.items()}
     for name, clean in scrub_files(bases, forgets).items():
         if clean is None:
@@ -307,18 +327,25 @@ def apply_here(engine: Engine, forgets: list[Forget], *, set_aside: bool = True)
                 version.path.with_suffix(".reason").unlink(missing_ok=True)
             elif clean != data:
                 atomic_write(version.path, clean)
-    texts = [f for f in forgets if f.text]  # a file's quarantined edit is where it is kept
-    for q in state.meta.get(QUARANTINED, []) if texts else ():
-        path = Path(q["path"])
-        with contextlib.suppress(OSError):
-            data = path.read_bytes()
-            clean = scrub_files({q["file"]: data}, texts)[q["file"]]
-            if clean is None:
-                path.unlink()
-            elif clean != data:
-                atomic_write(path, clean)
-    _drop_conflicts(engine, forgets, {n for n in changed if files[n] is not None})
-    return changed
+
+
+def _scrub_other_states(engine: Engine, forgets: list[Forget]) -> None:
+    """The state this device keeps for the project under other remotes (one folder per
+    remote URL) holds copies too: scrubbed the same way, each under its own lock (one that
+    is busy is left as it is; its own next sync of that remote does not bring the text
+    here, since the memory files were scrubbed)."""
+    from memsync.context.config import state_folders
+    from memsync.sync.state import State
+
+    ctx = engine.ctx
+    for folder in state_folders(ctx.home, ctx.project):
+        if folder == ctx.state_dir or not (folder / "records.json").is_file():
+            continue
+        busy = contextlib.suppress(TimeoutError, OSError, MemsyncError)
+        with busy, file_lock(folder / "lock", timeout=1):
+            other = State(folder, engine.state.history_versions)
+            _scrub_state(other, forgets)
+            other.save()
 
 
 def _about(conflict: dict[str, Any], forgets: list[Forget], taken: set[str]) -> bool:
