@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from memsync.context.config import strip_query
 from memsync.memory.index_links import INDEX
 from memsync.stores import MAX_ATTEMPTS
-from memsync.sync.forgotten import Forget, read_forgets, scrub_files, with_forget
+from memsync.sync.forgotten import Forget, read_forgets, scrub_file, scrub_files, with_forget
 from memsync.sync.remote_keys import PURGED, TOMBSTONES
 from memsync.sync.state import pending_forgets_file
 from memsync.util.dates import local_time
@@ -149,6 +149,8 @@ def finish(engine: Engine, job: ForgetJob, listing: dict[str, Entry] | None = No
     from memsync.sync.walk import is_ignored
 
     names = [n for n in listing if not is_ignored(n)]
+    if not job.text:  # a file forget reads only the files it names and the index
+        names = [n for n in names if n in job.files or n == INDEX]
     deleted = scrub_remote(engine, names, job.forgets())
     _scrub_remote_conflicts(engine, job.forgets(), {*job.files, *deleted})
     _save_jobs(engine, [j for j in pending_jobs(engine) if j.id != job.id])
@@ -213,10 +215,7 @@ def scrub_remote(engine: Engine, names: list[str], forgets: list[Forget]) -> lis
                 data, etag = store.get(name)
             except NotFound:
                 break
-            files: dict[str, bytes | None] = {name: data}
-            if name == INDEX:
-                files.update(dict.fromkeys(taken, b""))
-            clean = scrub_files(files, forgets)[name]
+            clean = scrub_file(name, data, forgets, taken if name == INDEX else ())
             if clean == data:
                 break
             try:
@@ -254,17 +253,27 @@ def learn(engine: Engine, listing: dict[str, Entry]) -> tuple[list[str], list[st
     new = [f for f in read_forgets(data) if f.id not in applied]
     changed: list[str] = []
     if new:
-        synced = {
-            n: r.etag for n, r in engine.state.records.items() if n in listing
-        }  # before the bases are scrubbed: which remote copies are this device's synced ones
+        held = _still_on_remote(engine, listing, new)
         changed = apply_here(engine, new)
-        held = [n for n in changed if n in synced and listing[n].etag == synced[n]]
         if held:  # a copy of its own that raced the forget: scrubbed on the remote too
             scrub_remote(engine, held, new)
     meta[APPLIED] = sorted(applied | {f.id for f in new})
     meta["tombstones_etag"] = etag
     taken = [n for n in changed if engine.read_local(n) is None]
     return taken, [n for n in changed if n not in taken]
+
+
+def _still_on_remote(engine: Engine, listing: dict[str, Entry], forgets: list[Forget]) -> list[str]:
+    """The files whose remote copy is still the one this device synced (same ETag) and holds
+    what `forgets` take: written before the forgetting device scrubbed the remote, or after it
+    by a device that had not learned of the forget (this one, racing it)."""
+    state = engine.state
+    bases = {
+        name: state.content(rec.sha)
+        for name, rec in state.records.items()
+        if name in listing and listing[name].etag == rec.etag
+    }
+    return [n for n, clean in scrub_files(bases, forgets).items() if clean != bases[n]]
 
 
 def apply_here(engine: Engine, forgets: list[Forget], *, set_aside: bool = True) -> list[str]:
