@@ -208,3 +208,35 @@ def test_a_forget_made_with_the_remote_away_finishes_at_the_next_sync(pair, remo
     b.run("sync")
     gone_everywhere(pair, remote, "dentist")
     assert os.path.exists(b.memory / NOTES) and "- buy milk" in text(b)
+
+
+def test_an_upload_that_raced_the_forget_is_scrubbed_by_its_writer_when_it_learns(
+    pair, remote, monkeypatch
+):
+    """B's upload lands after A's forget scrubbed the remote (the copy there did not hold the
+    text, so A left it): B learns of the forget at its next sync and scrubs that copy on the
+    remote too, before A or anyone else takes it in."""
+    a, b = pair
+    seed(a, b, "- dentist on Tuesday\n- buy milk\n")
+    b.write("project_other.md", "- garden\n", type="project")
+    b.run("sync")
+    a.run("sync")
+    b.append("project_other.md", "- the dentist called\n- roses\n")
+    engine = _engine(b, monkeypatch)
+    replace = engine.store.replace
+    raced = []
+
+    def racing(key, data, etag, edited=None):
+        if key == "project_other.md" and not raced:
+            raced.append(key)
+            a.run("forget", "--match", "dentist", "--yes")
+        return replace(key, data, etag, edited)
+
+    monkeypatch.setattr(engine.store, "replace", racing)
+    engine.run("sync")
+    assert raced and "dentist called" in on_remote(remote)["project_other.md"]  # it raced
+    b.run("sync")
+    a.run("sync")
+    gone_everywhere(pair, remote, "dentist")
+    for where in (text(a, "project_other.md"), on_remote(remote)["project_other.md"]):
+        assert "- roses" in where
