@@ -337,12 +337,6 @@ def test_a_long_japanese_name_keeps_history_and_old_folders_are_still_read(pair,
     assert "kept by an older memsync" in b.run("history", "user_role.md").stdout
 
 
-# --- conflict descriptions are scrubbed too (remote record, each device's, the primer) ----
-
-
-# --- a compaction made offline, before the device heard of a forget ---------------------------
-
-
 def _told(proc: subprocess.CompletedProcess[str]) -> str:
     """What the PostToolUse hook told Claude (its additionalContext), or ""."""
     if not proc.stdout.strip():
@@ -398,9 +392,6 @@ def test_claude_is_told_when_its_new_task_went_with_an_item_consumed_elsewhere(p
     assert "replaced" in _log(b)
     kept = [p for p in b.home.rglob("*") if p.is_file() and "history" in p.parts]
     assert any(b"catering" in p.read_bytes() for p in kept), kept
-
-
-# --- fresh-eyes trial, finding 16: a forgotten file renamed on a device that had not heard --
 
 
 def test_a_compaction_elsewhere_is_no_mass_deletion_for_sync_or_forget(pair, remote):
