@@ -1,7 +1,7 @@
 """The forget rule as a property of two devices syncing one folder remote (docs/forget.md):
 for any memory content, any edits not synced yet and any forget text, once the forget has
 arrived on both devices, no memory file, history version, merge base or queued upload on
-either, and nothing on the remote, holds the text (quarantine aside); every line not holding
+either, and nothing on the remote, holds the text; every line not holding
 it is still there; and a line holding it written after the device learned of the forget
 stays. MEMSYNC_FORGET_EXAMPLES sets the number of examples (default 25)."""
 
@@ -20,7 +20,7 @@ from memsync.admin import forget
 from memsync.context.config import resolve
 from memsync.sync.engine import Engine
 from tests.conftest import write_memory
-from tests.privacy_oracle import assert_forgotten, quarantine_dir
+from tests.privacy_oracle import assert_forgotten
 
 EXAMPLES = int(os.environ.get("MEMSYNC_FORGET_EXAMPLES", "25"))
 WORDS = ["dentist", "Dentist", "garden", "milk", "plan", "tuesday", "DENTIST", "roses"]
@@ -67,9 +67,6 @@ class World:
 
     def roots(self) -> list[Path]:
         return [self.remote] + [p for e in self.engines for p in (e.ctx.home, e.ctx.memory_dir)]
-
-    def quarantines(self) -> list[Path]:
-        return [quarantine_dir(e.ctx.home) for e in self.engines]
 
 
 _ids = itertools.count()
@@ -121,7 +118,7 @@ def test_a_forget_takes_exactly_the_lines_holding_its_text_everywhere(
         world.sync(other)  # it learns here
         world.sync(forgetter)
 
-        assert_forgotten([needle], world.roots(), world.quarantines())
+        assert_forgotten([needle], world.roots())  # quarantine included
         for name in FILES:
             want = [
                 x for x in synced.get(name, []) + unsynced.get(name, []) if not _holds(x, needle)

@@ -240,3 +240,20 @@ def test_an_upload_that_raced_the_forget_is_scrubbed_by_its_writer_when_it_learn
     gone_everywhere(pair, remote, "dentist")
     for where in (text(a, "project_other.md"), on_remote(remote)["project_other.md"]):
         assert "- roses" in where
+
+
+def test_a_later_match_scrubs_a_copy_set_aside_in_quarantine(pair, remote):
+    """Quarantine is held content too: a copy set aside for a `forget FILE` loses its lines
+    holding a text forgotten later, and keeps the rest."""
+    a, b = pair
+    seed(a, b, "- secret plan\n")
+    b.append(NOTES, "- the dentist knows\n- keep this\n")
+    a.run("forget", NOTES, "--yes")
+    b.run("sync")
+    a.write("project_other.md", "- dentist again\n", type="project")
+    a.run("sync")
+    a.run("forget", "--match", "dentist", "--yes")
+    b.run("sync")
+    assert_forgotten(["dentist"], [a.home, a.memory, b.home, b.memory, remote])
+    kept = list(quarantine_dir(b.home).rglob("*.md"))
+    assert len(kept) == 1 and "- keep this" in kept[0].read_text()
