@@ -133,3 +133,24 @@ def test_the_tombstone_list_grows_once_per_forget_and_never_holds_the_text(found
 def test_an_unreadable_list_holds_no_forgets() -> None:
     assert read_forgets(b"{not json") == []
     assert read_forgets(b'{"forgets": [{"id": 1}, {"id": "x"}, {"id": "y", "text": "t"}]}') == []
+
+
+def test_conflict_records_about_forgotten_content_go(tmp_path, monkeypatch) -> None:
+    """A conflict record whose description holds the text, or whose file a forget took, is
+    held content like any other: it goes from the device's list."""
+    from memsync.context.config import resolve
+    from memsync.sync.engine import Engine
+    from memsync.sync.tombstones import apply_here
+
+    monkeypatch.setenv("MEMSYNC_HOME", str(tmp_path / "home"))
+    (tmp_path / "mem").mkdir()
+    (tmp_path / "remote").mkdir()
+    ctx = resolve(memory_dir=tmp_path / "mem", remote=(tmp_path / "remote").as_uri(), project="p")
+    engine = Engine(ctx)
+    engine.state.meta["conflicts"] = [
+        {"id": "c1", "file": "a.md", "detail": "the section ## Dentist visits"},
+        {"id": "c2", "file": "b.md", "detail": "line 3"},
+        {"id": "c3", "file": "c.md", "detail": "line 4"},
+    ]
+    apply_here(engine, [_forget("dentist"), Forget("f2", file="b.md")])
+    assert [c["id"] for c in engine.state.meta["conflicts"]] == ["c3"]
