@@ -117,8 +117,8 @@ def new_token() -> str:
 # coprime, so lineages fewer than 19 * 23 apart share no two words, and those fewer than 19
 # apart none at all; none holds a secret scanner's needle ("pass", "api", "token", ...). Two
 # lineages' lines share less than half their words (merge.SIMILAR), a reword and its lineage
-# more: the same-words-as-most rules (merge.pair_rewords, compaction's reworded rule, forget's
-# rewording of a forgotten line) then read them as a person's entries would be read
+# more: the same-words-as-most rules (merge.pair_rewords, compaction's reworded rule) then
+# read them as a person's entries would be read
 _SUBJECT_WORDS = (
     "budget launch hiring roadmap invoice offsite pricing survey release audit onboarding "
     "migration contract training backlog forecast outage rollout partner vendor demo "
@@ -236,10 +236,6 @@ class DevicesMachine(RuleBasedStateMachine):
         # files forgotten on another device since this device last listed the remote: an
         # edit made here meanwhile is quarantined on its next sync, not lost (forget.py)
         self.stale: list[set[str]] = [set() for _ in range(DEVICES)]
-        # the same for entries: lineages forgotten with forget --match on another device since
-        # this device last ran. Its rewording of one meanwhile (it cannot know) is that entry:
-        # its next run takes it out and sets its copy aside (tombstones._rewords_of_forgotten)
-        self.match_stale: list[set[str]] = [set() for _ in range(DEVICES)]
         self.quarantined: set[str] = set()  # entry tokens written into such a file
         self.merge_problems: list[str] = []
         self._real_merge = merge_mod.merge
@@ -308,8 +304,6 @@ class DevicesMachine(RuleBasedStateMachine):
     ) -> str:
         if where is not None and where[1] in self.stale[where[0]]:
             self.quarantined.add(token)
-        if where is not None and lineage is not None and lineage in self.match_stale[where[0]]:
-            self.quarantined.add(token)
         self.edits += 1
         self.added.add(token)
         self.lineage[token] = lineage or token
@@ -331,7 +325,6 @@ class DevicesMachine(RuleBasedStateMachine):
             self.fact_seen.update(TOKEN.findall(fact))
         result = self.engines[device].run(mode, **kwargs)
         self.stale[device] = set()
-        self.match_stale[device] = set()
         tally(f"run_{mode}")
         assert not result.errors, result.errors
         assert not result.refused, result.refused
@@ -612,22 +605,8 @@ class DevicesMachine(RuleBasedStateMachine):
         apply_match(engine, plan_match(engine, token))
         self.forgotten.add(token)
         self.gone |= {token} | self._absorbed_into({token})
-        # another device's unsynced rewording of that entry is the same entry: its next sync
-        # takes it out and sets its file aside (or keeps it where the words drifted too far
-        # to be recognised as the entry), never loses it
-        lineage = self.lineage.get(token, token)
-        self.quarantined |= {
-            t
-            for d in range(DEVICES)
-            if d != device
-            for e in self.entries_on(d)
-            for t in TOKEN.findall(e[3])
-            if t != token and self.lineage.get(t, t) == lineage
-        }
-        # and so is a rewording another device makes before its next run (_added)
-        for other in range(DEVICES):
-            if other != device:
-                self.match_stale[other].add(lineage)
+        # a rewording of it that no longer holds the token is not found (docs/forget.md): it
+        # stays, like any other entry
         tally("forget_match")
 
     @rule(device=st.integers(0, DEVICES - 1))
@@ -875,9 +854,8 @@ def test_a_promise_reworded_after_its_delivery_is_not_back_open_after_a_reword_e
 
 def test_a_new_promise_is_kept_when_another_device_forgets_one_this_device_removed():
     """Found by the machine: one device removed a promise and wrote a new one under another id,
-    and another device forgot the old one with forget --match. Taking the rewordings of the
-    forgotten line out, the first device's sync read the new promise (the same date in its id,
-    a few words of a promise in common) as one and set it aside."""
+    and another device forgot the old one with forget --match. The new promise does not hold
+    the forgotten text, so it stays."""
     machine = DevicesMachine()
     try:
         machine.add_index_line(device=0)
@@ -897,40 +875,10 @@ def test_a_new_promise_is_kept_when_another_device_forgets_one_this_device_remov
         machine.teardown()
 
 
-def test_two_rewordings_set_aside_within_a_second_are_both_kept(monkeypatch):
-    """Found by the machine: a device's unsynced rewording of an index line was set aside when
-    another device forgot the line, and later its edit of another line, when a third device
-    forgot that one. The second copy set aside was named by the same second as the first and
-    replaced it, so the first rewording was nowhere. The clock is held still here, as a fast
-    run made it."""
-    from memsync.sync import tombstones
-
-    monkeypatch.setattr(tombstones.time, "strftime", lambda fmt, *a: "20261126-120000")
-    machine = DevicesMachine()
-    try:
-        machine.same_id_on_two_devices(first=0, second=1)
-        machine.change_entry(action="remove", device=0, pick=0)
-        machine.add_index_line(device=1)
-        machine.add_index_line(device=0)
-        machine.sigterm_mid_sync(after=5, device=0)
-        machine.sigterm_mid_sync(after=3, device=1)
-        machine.change_entry(action="reword", device=0, pick=61)
-        machine.forget_match(device=1, pick=362881)
-        machine.sync(device=0, mode="sync")
-        machine.edit_index_description(device=0, pick=2013)
-        machine.sync(device=2, mode="sync")
-        machine.forget_match(device=2, pick=510511)
-        machine.converge()
-    finally:
-        machine.teardown()
-
-
-def test_an_index_line_edited_after_another_device_forgot_it_is_set_aside():
-    """Found by the machine: one device forgot an index line with forget --match, and another,
-    not yet synced, then edited that line's description. Its next sync reads the edit as the
-    forgotten line reworded, takes it out and sets its index aside, as it does for a rewording
-    made before the forget. The machine counted only those made before, and called this one
-    lost."""
+def test_an_index_line_edited_before_the_device_learned_of_its_forget():
+    """One device forgot an index line with forget --match; another, not yet synced, then
+    edited that line's description. Its next sync learns of the forget and takes the line
+    out where it still holds the text; nothing else of its index is lost."""
     machine = DevicesMachine()
     try:
         machine.add_index_line(device=0)

@@ -142,7 +142,7 @@ def test_forget_a_file_everywhere_and_no_device_resurrects_it(pair, remote):
     assert "divorce" not in (a.home / "audit.log").read_text()
 
 
-def test_forget_match_removes_entries_not_files(pair, remote):
+def test_forget_match_removes_lines_and_files_whose_frontmatter_holds_it(pair, remote):
     a, b = pair
     a.write(
         "voice_calibration.md",
@@ -155,7 +155,7 @@ def test_forget_match_removes_entries_not_files(pair, remote):
     b.run("pull")
     proc = a.run("forget", "--match", "priya", "--yes")
     assert "will forget file: user_priya.md" in proc.stdout
-    assert "will remove 1 entry from voice_calibration.md" in proc.stdout
+    assert "will remove 1 line(s) from voice_calibration.md" in proc.stdout
     text = (a.memory / "voice_calibration.md").read_text()
     assert "Priya" not in text and "- too long" in text
     assert sorted(remote_files(remote)) == ["user_ok.md", "voice_calibration.md"]
@@ -169,8 +169,8 @@ def test_forget_match_removes_entries_not_files(pair, remote):
     log = (a.home / "audit.log").read_text()
     entry = json.loads(log.splitlines()[-1])
     assert entry["action"] == "forget-match" and "match_sha256" in entry
-    assert "surgery" not in log and "priya" not in json.dumps(entry["entries"]).lower()
-    assert set(entry) >= {"at", "device", "files", "entries"} and "match" not in entry
+    assert "surgery" not in log and "priya" not in json.dumps(entry["lines"]).lower()
+    assert set(entry) >= {"at", "device", "files", "lines"} and "match" not in entry
     assert "Nothing matches on this device" in a.run("forget", "--match", "priya", "--yes").stdout
 
 

@@ -27,7 +27,7 @@ from memsync.memory.memtypes import TYPES, UNKNOWN, type_of
 from memsync.privacy.gate import check_inbound
 from memsync.stores import Entry, check_key
 from memsync.sync.engine import PURGED, TOMBSTONES, Engine
-from memsync.sync.forgotten import scrub
+from memsync.sync.forgotten import Forget, read_forgets, scrub_files
 from memsync.sync.planner import Mode
 from memsync.sync.scan import LocalScan
 from memsync.sync.state import Record
@@ -535,9 +535,9 @@ class ImportResult:
     replaced: list[str] = field(default_factory=list)  # overwritten (only with force)
     unchanged: list[str] = field(default_factory=list)  # already there with the same content
     skipped: dict[str, str] = field(default_factory=dict)  # name -> why it was not written
-    # left out because they were forgotten (name -> when), and files imported without the
-    # lines that were: an import never brings forgotten content back
-    forgotten: dict[str, float] = field(default_factory=dict)
+    # left out because they were forgotten, and files imported without the lines that were:
+    # an import never brings forgotten content back
+    forgotten: list[str] = field(default_factory=list)
     scrubbed: list[str] = field(default_factory=list)
 
 
@@ -639,14 +639,14 @@ def import_archive(
     result = ImportResult(Path(path), project if isinstance(project, str) else None)
     store = engine.store
     listing = _remote_listing(engine, create=True)
-    gone_files, gone_lines = _forgotten_on_remote(engine)
+    clean = scrub_files(dict(files), _forgotten_on_remote(engine))
     names = sorted(files)
     for i, name in enumerate(names, start=1):
-        if name in gone_files:
-            result.forgotten[name] = gone_files[name]
+        data = clean[name]
+        if data is None:
+            result.forgotten.append(name)
             _tick(progress, i, len(names))
             continue
-        data = scrub(files[name], gone_lines) if gone_lines else files[name]
         if data != files[name]:
             result.scrubbed.append(name)
         entry = listing.get(name)
@@ -678,16 +678,13 @@ def import_archive(
     return result
 
 
-def _forgotten_on_remote(engine: Engine) -> tuple[dict[str, float], set[str]]:
-    """The files (name -> when) and the line hashes that `forget` took off the remote."""
-    from memsync.sync.tombstones import read_tombstones
-
+def _forgotten_on_remote(engine: Engine) -> list[Forget]:
+    """The forgets on the remote's tombstone list: a backup is content from before them."""
     try:
         data, _ = engine.store.get(TOMBSTONES)
     except NotFound:
-        return {}, set()
-    doc = read_tombstones(data)
-    return {name: t["at"] for name, t in doc["files"].items()}, set(doc["lines"])
+        return []
+    return read_forgets(data)
 
 
 # --- migrate ------------------------------------------------------------------------------

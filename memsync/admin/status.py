@@ -186,13 +186,12 @@ def _sort_actions(
 def _add_notices(engine: Engine, seen: _RemoteView, names: set[str], result: Status) -> None:
     """A purge, an unfinished forget, quarantined edits, and tombstones not yet read."""
     state = engine.state
-    engine.adopt_pending_forgets()  # one started under another remote URL is pending here too
-    if seen.purged or state.meta.purged or state.meta.forgetting or state.meta.quarantined:
+    if seen.purged or state.meta.purged or state.meta.quarantined or engine.forgets_pending():
         from memsync.admin.forget import notices
 
         result.notices += notices(engine, seen.marker)
         state.save_meta()  # quarantined edits the user has dealt with are no longer listed
     if seen.tombstones:
-        from memsync.admin.forget import incoming
+        from memsync.sync.tombstones import incoming
 
         result.notices += incoming(engine, names | set(state.records))

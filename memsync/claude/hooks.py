@@ -257,45 +257,17 @@ def _push_one(ctx: config.Context, path: Path, event: str) -> tuple[dict[str, st
 
 
 def _set_aside(engine: Any, before: set[Any]) -> dict[str, str]:
-    """{name: why} for the edits this run set aside in quarantine: files (or lines) another
-    device forgot, which the push therefore did not upload (see sync/tombstones.py)."""
-    from memsync.sync.tombstones import held_as
-
-    out = {}
-    for q in engine.state.meta.quarantined:
-        if q.get("path") in before:
-            continue
-        if q.get("was") and q.get("lines"):
-            out[q["file"]] = (
-                f"lines of it came from {q['was']}, which was forgotten on another device "
-                "(`memsync forget`), so they were taken out of it; the file as it was is in "
-                f"quarantine at {q['path']}"
-            )
-        elif q.get("was") and q.get("part"):
-            out[q["file"]] = (
-                f"it holds text of {q['was']}, which was forgotten on another device (`memsync "
-                f"forget`), so it was moved out of the memory dir to quarantine at {q['path']}; "
-                "write what is still needed, without that text, into a new memory file"
-            )
-        elif q.get("was"):
-            out[q["file"]] = (
-                f"it is {q['was']} under a new name, and {q['was']} was forgotten on another "
-                "device (`memsync forget`), so it was moved out of the memory dir to quarantine "
-                f"at {q['path']}; write what is still needed into a new memory file"
-            )
-        elif q.get("lines"):
-            out[q["file"]] = (
-                "lines of it were forgotten on another device (`memsync forget`), so "
-                f"{held_as(q)} was taken out of it; the file as it was is in quarantine at "
-                f"{q['path']}"
-            )
-        else:
-            out[q["file"]] = (
-                "it was forgotten on another device (`memsync forget`), so the edit was moved "
-                f"out of the memory dir to quarantine at {q['path']}; write what is still needed "
-                "into a new memory file"
-            )
-    return out
+    """{name: why} for the edits this run set aside in quarantine: files another device
+    forgot, which the push therefore did not upload (see sync/tombstones.py)."""
+    return {
+        q["file"]: (
+            "it was forgotten on another device (`memsync forget`), so the edit was moved "
+            f"out of the memory dir to quarantine at {q['path']}; write what is still needed "
+            "into a new memory file"
+        )
+        for q in engine.state.meta.quarantined
+        if q.get("path") not in before
+    }
 
 
 # --- session-start -------------------------------------------------------------------------

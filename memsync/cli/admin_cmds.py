@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import time
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated
@@ -148,11 +147,10 @@ def import_cmd(
         result = import_archive(engine_for(memory_dir, remote, project), path, force, tick)
     for name, why in sorted(result.skipped.items()):
         err.print(f"skipped {name}: {why}", markup=False)
-    for name, at in sorted(result.forgotten.items()):
-        when = time.strftime("%Y-%m-%d", time.localtime(at)) if at else "earlier"
+    for name in sorted(result.forgotten):
         out.print(
-            f"left out {name}: it was forgotten (`memsync forget`) on {when}, and an import "
-            "never brings forgotten content back",
+            f"left out {name}: it was forgotten (`memsync forget`), and an import never "
+            "brings forgotten content back",
             markup=False,
         )
     for name in result.scrubbed:

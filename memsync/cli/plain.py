@@ -158,7 +158,6 @@ def progress_runner(engine: Engine, **kwargs) -> SyncResult:
 
 DONE = (
     ("forgotten", "forgotten here (another device ran `memsync forget`)"),
-    ("forgotten_again", "forgotten again (its text is that of a file `memsync forget` took out)"),
     ("uploaded", "pushed"),
     ("downloaded", "pulled"),
     ("merged", "merged"),

@@ -51,7 +51,7 @@ def forget(
     paths: Annotated[list[Path] | None, typer.Argument(help="Memory files to forget.")] = None,
     match: Annotated[
         str | None,
-        typer.Option("--match", help="Forget every entry (or file) that contains this text."),
+        typer.Option("--match", help="Forget every line holding this text, on every device."),
     ] = None,
     yes: YesOpt = False,
     memory_dir: MemoryDirOpt = None,
@@ -78,57 +78,30 @@ def forget(
         return
     assert match is not None
     plan = core.plan_match(engine, match)
-    if not plan.files and not plan.entries and not plan.held and plan.offline == SYNC_OFF:
+    if not plan.files and not plan.lines and not plan.held and plan.offline == SYNC_OFF:
         out.print(f"Nothing matches on this device ({SYNC_OFF}: the remote was not searched).")
         return
-    if not plan.files and not plan.entries and not plan.held and plan.offline:
+    if not plan.files and not plan.lines and not plan.held and plan.offline:
         fail(
             f"Nothing matches on this device, and the remote is unreachable ({plan.offline}), "
             "so its copies were not searched: run the same `memsync forget --match` again "
             "once it is back",
             3,
         )
-    if not plan.files and not plan.entries and not plan.held:
+    if not plan.files and not plan.lines and not plan.held:
         out.print(
-            "Nothing matches on this device or the remote. A copy only in another device's "
-            "history is out of reach from here: run the same `memsync forget --match` there."
+            "Nothing matches on this device; the other devices take out every line holding "
+            "it when they learn of this forget."
         )
-        return
     if plan.held:
         out.print(f"will remove it from {plan.held} earlier version(s) kept on this device")
     for name in plan.files:
         out.print(f"will forget file: {name}", markup=False)
-    for name, count in plan.entries.items():
-        taken, whole = plan.sections.get(name, (0, False))
-        if not count and not taken:
-            continue
-        noun = "entry" if count == 1 else "entries"
-        what = f"{count} {noun} from {name}" if count else f"from {name}"
-        held = (
-            " (its whole body: the text is in a heading above all of it)"
-            if whole
-            else f" ({taken} section(s) whose heading holds the text, or held it before "
-            "another device renamed it, with what is under them)"
-            if taken
-            else ""
-        )
-        out.print(f"will remove {what}{held}", markup=False)
-    for name, described in sorted(plan.relined.items()):
-        instead = "the file's own description" if described else "no description"
-        out.print(
-            f"will keep the MEMORY.md line for {name} (the file stays), with {instead} in "
-            "place of its words",
-            markup=False,
-        )
+    for name, count in plan.lines.items():
+        out.print(f"will remove {count} line(s) from {name}", markup=False)
     confirm("Go ahead?", yes)
     report = core.apply_match(engine, plan)
-    if report.index_lines:
-        out.print(f"removed {report.index_lines} MEMORY.md line(s) linking to forgotten files")
     _finish(report)
-    out.print(
-        "A line holding it that another device wrote and has not synced yet is new content "
-        "there and stays: run the same `memsync forget --match` once every device has synced."
-    )
     out.print("Done. The audit log has the record (not the content).")
 
 
@@ -144,13 +117,7 @@ def _finish(report: ForgetReport) -> None:
     if report.offline:
         fail(
             f"forgotten here, but the remote is unreachable ({report.offline}); the next "
-            "`memsync sync` finishes it there, and other devices follow when they sync"
-            + (
-                " (a copy only on the remote was not searched: run the same `memsync forget "
-                "--match` again once it is back)"
-                if report.searched_offline
-                else ""
-            ),
+            "`memsync sync` finishes it there, and other devices follow when they sync",
             3,
         )
     if report.purged:

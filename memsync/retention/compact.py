@@ -302,13 +302,20 @@ def _delete_sources(
         result.deleted.append(a.name)
 
 
+_HEADING_LINE = re.compile(r"^\s*#{1,6}\s+(\S.*?)\s*$")
+
+
+def heading_forms(line: str) -> list[str]:
+    """A heading at every level: a roll-up moves a digest's `## Session …` down a level."""
+    m = _HEADING_LINE.match(line)
+    return [f"{'#' * n} {m.group(1)}" for n in range(1, 7)] if m else []
+
+
 def _carry_conflicts(engine: Engine, source: Action) -> None:
     """A conflict on a digest this compaction deletes whose versions kept side by side are in
     its roll-up now (both titles of a session, `## A / B`, a heading a level down there) goes
     with them, on every device, so the user is still asked to pick; the digest's own record
     clears with the file."""
-    from memsync.sync.forgotten import heading_forms
-
     for conflict in list(engine.state.conflicts):
         marks = set(conflict.marks)
         if conflict.file != source.name or not marks:

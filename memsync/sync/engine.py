@@ -71,11 +71,9 @@ class Engine:
         self._published: list[dict] = []  # this run's conflicts, for the remote record
         self.came_back: set[str] = set()  # this run's files an edit brought back
         self.index_before: str | None = None  # MEMORY.md before the run, when one came back
-        # files this run took forgotten lines out of, and those lines' hashes: told at the end
-        self._taken_out: tuple[list[str], set[str]] = ([], set())
         self.index_read = False
-        # `push FILE` (no listing): the files whose remote copy changed while the remote's
-        # tombstone list moved since this device applied it; a listing sync of them follows
+        # the files whose conditional write failed (or, for `push FILE`, that it was about to
+        # create) while the remote's tombstone list moved: a listing sync of them follows
         self._records_run = False
         self._deferred: set[str] = set()
         # the records as this run found them: the synced copies a roll-up base is made of
@@ -255,7 +253,6 @@ class Engine:
                 if self._restoring is not None:
                     lost, self._restoring = self._restoring, None
                     scan.recount_restored(result, lost)
-                self._tell_taken_out(result)
                 again = set(result.forgotten) & {*result.downloaded, *result.merged}
                 if again:  # the forgotten copy went; a file made since under its name came
                     result.notes.append(
@@ -350,23 +347,39 @@ class Engine:
     def _take_in_forgets(
         self, listing: dict[str, Entry], local: LocalScan, result: SyncResult
     ) -> list[str]:
-        """This device's forgets that waited for the remote are finished there, then other
-        devices' tombstones are applied here. Returns a sentence for each forget finished."""
+        """This device's forgets that waited for the remote are finished there, then the
+        forgets on the remote list it has not learned of are applied to everything it holds
+        (sync/tombstones.py). Returns a sentence for each forget finished."""
         finished: list[str] = []
-        if self.state.meta.forgetting:
+        if self.forgets_pending():
             from memsync.sync.tombstones import finish_pending
 
             finished = finish_pending(self, listing)
-            if finished:
-                for name in list(local.content.hashes):  # the finish erased some here
-                    if not self.local_path(name).exists():
-                        local.content.discard(name)
-                index = self.read_local(INDEX)  # and took their index lines out of it
-                if index is not None:
-                    local.content.add(INDEX, sha256(index), index)
-                result.forgets_finished += len(finished)  # a change: never "in sync" after
-        self._apply_tombstones(listing, local, result)
+            result.forgets_finished += len(finished)  # a change: never "in sync" after
+        entry = listing.get(TOMBSTONES)
+        unchanged = entry is None or entry.etag == self.state.meta.tombstones_etag
+        if unchanged and not finished:
+            return finished  # the usual case: no import, no request
+        from memsync.sync.tombstones import learn
+
+        taken, changed = learn(self, listing)
+        for name in {*taken, *changed, *(INDEX for _ in finished)}:
+            data = self.read_local(name)
+            if data is None:
+                local.content.discard(name)
+            else:
+                local.content.add(name, sha256(data), data)
+        result.forgotten += sorted(taken)
+        result.notes += [
+            f"lines another device forgot (`memsync forget`) were taken out of {name}"
+            for name in sorted(changed)
+        ]
         return finished
+
+    def forgets_pending(self) -> bool:
+        """Whether a forget made here waits for the remote (one stat)."""
+        ctx = self.ctx
+        return pending_forgets_file(ctx.home, ctx.project, ctx.memory_dir).exists()
 
     def _run_locked(
         self,
@@ -384,7 +397,6 @@ class Engine:
             raise self._purged(result, None, None)
         self._published = []  # this run's conflicts, from the take-in (case renames) on
         recover_landing(self.state, self.ctx.memory_dir, self.local_path, self.keep)
-        self.adopt_pending_forgets()
         local = prepare.look_here(self, result, mode, names, allow)
         pending = self.state.pending  # read after a lost dir's restore, which empties it
         # `push FILE` of files synced before trusts the records: one conditional PUT each. A
@@ -449,7 +461,7 @@ class Engine:
         A forget of this device's that waited for the remote is finished there the same way
         (its record goes up, no content), so no device publishing again brings its files back
         (fresh-eyes s31c, finding 2)."""
-        from memsync.sync.tombstones import Purged, purged_here, scrub_bases
+        from memsync.sync.tombstones import Purged, purged_here
 
         refusal = purged_here(self)
         done: list[str] = []
@@ -458,7 +470,6 @@ class Engine:
             done += self._take_in_forgets(listing, local or self.scan_local(), result)
         except (StoreError, OSError):
             pass  # the refusal stands; the forget is applied another time
-        scrub_bases(self.state)
         if result.forgotten:
             done.append(
                 f"another device's `memsync forget` was applied here: {', '.join(result.forgotten)}"
@@ -471,40 +482,6 @@ class Engine:
         from memsync.sync.project import confirm_project
 
         confirm_project(self.ctx, self.store, self.state.meta, bool(self.state.records), listing)
-
-    def adopt_pending_forgets(self) -> None:
-        """Forgets started under another remote URL or a meta.json since moved aside (see
-        state.pending_forgets_file): one stat when there are none."""
-        ctx = self.ctx
-        shared = pending_forgets_file(ctx.home, ctx.project, ctx.memory_dir)
-        if self.state.meta.forgetting or shared.exists():
-            from memsync.sync.tombstones import adopt_pending
-
-            adopt_pending(self)
-
-    def _tell_taken_out(self, result: SyncResult) -> None:
-        """Say which files forgotten lines were taken out of, once the run is done and only
-        where none of them is back (a merge could have taken one in from another copy)."""
-        names, hashes = self._taken_out
-        self._taken_out = ([], set())
-        if not names:
-            return
-        from memsync.sync.forgotten import known_by, text_marks
-
-        marks = text_marks(hashes)
-        for name in names:
-            data = self.read_local(name)
-            text = (data or b"").decode("utf-8", "replace").splitlines()
-            if any(known_by(line, hashes, marks) for line in text):
-                result.notes.append(
-                    f"lines another device forgot (`memsync forget`) were taken out of {name}, "
-                    "but another copy brought them back (one from before the forget, or the "
-                    "same words written again since): if they should be gone, forget them again"
-                )
-            elif data is not None:
-                result.notes.append(
-                    f"lines another device forgot (`memsync forget`) were taken out of {name}"
-                )
 
     def index_text(self) -> str | None:
         try:
@@ -525,47 +502,12 @@ class Engine:
     def memory_dir_lost(self, local: LocalScan) -> bool:
         """Whether the memory dir is lost (scan.memory_dir_lost): never a request to delete
         every file everywhere."""
-        return scan.memory_dir_lost(local, self.state, self.index_text)
+        forgetting: set[str] = set()
+        if self.forgets_pending():
+            from memsync.sync.tombstones import pending_jobs
 
-    def _apply_tombstones(self, listing, local: LocalScan, result: SyncResult) -> None:
-        """Files forgotten on another device are removed here too, history included, so an
-        edited copy on this device cannot bring them back (an unsynced edit is set aside in
-        quarantine). Each tombstone is applied once; see forget.py."""
-        entry = listing.get(TOMBSTONES)
-        if entry is None:
-            return
-        if entry.etag == self.state.meta.tombstones_etag:
-            self._forget_restored(local, result)
-            return
-        from memsync.sync.tombstones import apply_tombstones
-
-        try:
-            data, etag = self.store.get(TOMBSTONES)
-        except NotFound:
-            return
-        known = set(self.state.records) | set(local.content.hashes)
-        self._taken_out = apply_tombstones(self, data, listing, local)
-        result.forgotten += sorted(  # what the user had here and no longer has: say so
-            n for n in known if n not in self.state.records and n not in local.content.hashes
-        )
-        self.state.meta.tombstones_etag = etag
-
-    def _forget_restored(self, local: LocalScan, result: SyncResult) -> None:
-        """Tombstones applied here before: a new file about to go up may still be a forgotten
-        one restored from a backup (tombstones.forget_restored). One GET, only when there are
-        new files."""
-        records = self.state.records
-        if not any(
-            n not in records and n not in local.refused and n != INDEX for n in local.content.hashes
-        ):
-            return
-        from memsync.sync.tombstones import forget_restored
-
-        try:
-            data, _ = self.store.get(TOMBSTONES)
-        except NotFound:
-            return
-        result.forgotten_again += forget_restored(self, data, local)
+            forgetting = {n for job in pending_jobs(self) for n in job.files}
+        return scan.memory_dir_lost(local, self.state, self.index_text, forgetting)
 
     def _receive_conflicts(self, result: SyncResult, listing) -> None:
         """Conflicts other devices recorded while merging (maybe with our edit) become ours."""
@@ -615,25 +557,9 @@ class Engine:
         with self._lock:
             self.state.set_synced(name, etag, content)
 
-    def _base_without_forgotten(self, name: str) -> bytes | None:
-        """The merge base without the lines forgotten since it was synced. Another device's
-        forget took them off both sides; left in the base, a forgotten entry would be read as
-        reworded by whatever new entry resembles it on each side (two new items, one of them
-        consumed, merged as one item reworded and consumed: the other lost)."""
-        return self._synced_copy(self.state.records.get(name))
-
     def _synced_copy(self, rec: Record | None) -> bytes | None:
-        """The content `rec` names (the base), without the lines forgotten since."""
-        base = self.state.content(rec.sha) if rec is not None else None
-        forgotten = self.state.meta.forgotten_lines
-        if base is None or rec is None or not forgotten:
-            return base
-        since = {h for h, at in forgotten.items() if at >= rec.synced_at}
-        if not since:
-            return base
-        from memsync.sync.forgotten import scrub
-
-        return scrub(base, since)
+        """The content `rec` names (the base)."""
+        return self.state.content(rec.sha) if rec is not None else None
 
     def report_merge_conflict(self, result: SyncResult, name: str, outcome: MergeResult) -> None:
         """A merge's conflict, here (status, `--json`, the primer) and, at the end of the run,
@@ -666,14 +592,12 @@ class Engine:
         return True
 
     def _forgotten_since(self, name: str) -> bool:
-        """`push FILE` found the file changed on the remote, or is about to create a new one:
-        whether the remote's tombstone list moved since this device applied it (one GET, on
-        these rarer paths: a memory write is mostly an edit of a file synced before). Then the file
-        is not merged here but left to the listing sync that follows (`_deferred`): a merge
-        keeps an edit over a concurrent removal, so an edit of a line another device forgot
-        would otherwise go up before this device heard of the forget."""
-        if not self._records_run:
-            return False
+        """A conditional write of `name` failed (412), or `push FILE` is about to create it:
+        whether the remote's tombstone list moved since this device learned of its forgets
+        (one GET, on these rarer paths). Then the file is not merged here but left to the
+        listing sync that follows (`_deferred`), which learns the new forgets first: a merge
+        keeps an edit over a concurrent removal, so an edit holding forgotten text would
+        otherwise go up before this device heard of the forget."""
         try:
             _, etag = self.store.get(TOMBSTONES)
         except NotFound:

@@ -225,10 +225,9 @@ def upload(
         if remote_etag is None:
             if name in engine.state.records:
                 engine.came_back_here(name)  # synced, gone on the remote, edited here
-            elif engine._forgotten_since(name):
-                # a new file: another device may have forgotten its content under the
-                # name it had before a rename here (the listing sync that follows
-                # sets it aside then; finding 16)
+            elif engine._records_run and engine._forgotten_since(name):
+                # `push FILE` of a new file while the tombstone list moved: the listing
+                # sync that follows learns the new forgets before anything goes up
                 return
             try:
                 etag = engine.store.create(name, ours, mtime)

@@ -29,14 +29,11 @@ def comebacks(engine: Engine, result: SyncResult, before: str | None, settle: bo
     index had before the run (else one made from the file's frontmatter), remembered until
     a full sync or pull has taken in the other device's index; then it is added if that
     index lacks it, pushed, and said in a note."""
-    from memsync.sync.forgotten import line_hash
-
-    forgotten = engine.state.meta.forgotten_lines or {}
     waiting = dict(engine.state.meta.index_comebacks or {})
     for name in sorted(engine.came_back):
         lines = index_links.linking_lines(before, name)
         made = index_links.made_line(name, text_of(engine, name))
-        waiting[name] = next((x for x in lines if line_hash(x) not in forgotten), made)
+        waiting[name] = lines[0] if lines else made
     engine.state.meta.index_comebacks = waiting
     failed = result.errors.keys() | result.refused.keys() | set(result.skipped)
     if not settle or INDEX in failed:

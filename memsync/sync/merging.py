@@ -25,7 +25,7 @@ def merge(engine: Engine, result: SyncResult, name: str, ours: bytes, mtime: flo
     with it (`Store.fetch`): never an upload time. Each attempt reads the remote copy and
     writes the merge there (a conditional write) and here; a race lost on either side is
     another attempt, up to MAX_ATTEMPTS."""
-    base = engine._base_without_forgotten(name)
+    base = engine._synced_copy(engine.state.records.get(name))
     for _ in range(MAX_ATTEMPTS):
         try:
             theirs, etag, theirs_mtime = engine.store.fetch(name)

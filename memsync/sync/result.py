@@ -22,8 +22,6 @@ class SyncResult:
         self.deleted_remote: list[str] = []
         self.deleted_local: list[str] = []
         self.forgotten: list[str] = []  # removed here because another device forgot them
-        # new files here holding a forgotten version's text (a backup restored): removed again
-        self.forgotten_again: list[str] = []
         self.forgets_finished = 0  # this device's forgets it finished (each said in notes)
         self.conflicts: list[str] = []
         self.refused: dict[str, str] = {}
@@ -55,7 +53,6 @@ class SyncResult:
             self.deleted_remote,
             self.deleted_local,
             self.forgotten,
-            self.forgotten_again,
         )
         return sum(map(len, done)) + self.forgets_finished
 

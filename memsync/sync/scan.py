@@ -12,7 +12,6 @@ from memsync.memory.index_links import INDEX
 from memsync.memory.names import collisions, fold
 from memsync.privacy.gate import check_outbound
 from memsync.sync.localfiles import LocalFiles, settled, stat_key
-from memsync.sync.state import NO_COPY
 from memsync.sync.walk import MemoryWalk
 from memsync.util.errors import GuardError, KeptLocal, RefusedFile
 from memsync.util.fsutil import read_if_there, sha256
@@ -109,7 +108,9 @@ def scan(
     return found
 
 
-def memory_dir_lost(local: LocalScan, state: State, index_text: Callable[[], str | None]) -> bool:
+def memory_dir_lost(
+    local: LocalScan, state: State, index_text: Callable[[], str | None], forgetting: set[str]
+) -> bool:
     """Whether the memory dir is missing or holds no memory file at all while the records
     say files were synced from it: a lost folder (a wiped disk, a new checkout, an `rm
     -rf`), never a request to delete every file everywhere. A folder made again, where
@@ -120,15 +121,16 @@ def memory_dir_lost(local: LocalScan, state: State, index_text: Callable[[], str
     way: the index is what Claude Code writes first into a new folder, and so is one
     left with MEMORY.md alone written anew, linking to none of the files synced from it,
     whatever their number (a user deleting a few by hand leaves the index's other lines).
-    `index_text`: MEMORY.md here, read only when it decides."""
+    `index_text`: MEMORY.md here, read only when it decides; `forgetting`: files this
+    device forgot whose forget waits for the remote."""
     from memsync.memory.digests import rolled_up
 
     # no loss: a file forgotten here (not finished on this remote yet), or a digest a
     # roll-up here covers (compaction with sync off deletes them before any sync)
-    gone = {n for job in state.meta.forgetting for n in job["files"]}
+    gone = set(forgetting)
     here = local.content.hashes
     gone |= rolled_up(state.records.keys() - here.keys(), here)
-    records = {n: r for n, r in state.records.items() if n not in gone and r.sha != NO_COPY}
+    records = {n: r for n, r in state.records.items() if n not in gone}
     if not records or local.refused:
         return False
     synced_here = records.keys() & local.content.hashes.keys()

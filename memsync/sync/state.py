@@ -24,17 +24,10 @@ if TYPE_CHECKING:
 
 def pending_forgets_file(home: Path, project: str, memory_dir: Path) -> Path:
     """The forgets started here whose remote part is not finished, for one project's memory
-    dir: kept beside the state folders, not in one. A state folder is per remote URL, and its
-    meta.json is what memsync asks the user to move aside when it is damaged: a forget waiting
-    there would be lost to a sync naming the remote another way, or to that move (report 27,
-    finding 14), and what it forgot published again (see sync/tombstones.py `adopt_pending`)."""
+    dir: kept beside the state folders, not in one, so a sync naming the remote another way,
+    or run after meta.json was moved aside, still finishes them (sync/tombstones.py)."""
     digest = hashlib.sha256(f"{project}\n{memory_dir}".encode()).hexdigest()[:10]
     return home / "forgetting" / f"{project}-{digest}.json"
-
-
-# the sha of a record whose synced copy was forgotten (under another remote's state: see
-# sync/tombstones.py `_erase_in_other_states`): none kept, so the copy here is an edit of it
-NO_COPY = "forgotten"
 
 
 class Record(NamedTuple):
@@ -81,11 +74,8 @@ _FIELDS: dict[str, tuple[type | tuple[type, ...], Any]] = {
     "lifted_by": (str, type(None)),  # the device that published a purged project again
     "purge_seen": (str, type(None)),  # the purge marker's id and ETag last read
     "purge_seen_etag": (str, type(None)),
-    "forgetting": (list, list),  # this device's forgets not finished on the remote
-    "tombstones_applied": (list, list),  # ids of the tombstones applied here
+    "forgets_applied": (list, list),  # ids of the forgets applied here (sync/tombstones.py)
     "quarantined": (list, list),  # edits of forgotten files set aside here
-    "forgotten_lines": (dict, dict),  # hashes of lines forgotten -> when
-    "bases_scrubbed": (str, type(None)),  # the forgotten lines last taken out of the bases
     "conflicts_etag": (str, type(None)),  # the remote conflict record last read
     "conflicts_seen": (list, list),  # ids of the remote record's entries taken in
     "pending_resolutions": (list, list),  # resolutions not published yet
@@ -126,11 +116,8 @@ class Meta:
     lifted_by: str | None
     purge_seen: str | None
     purge_seen_etag: str | None
-    forgetting: list[dict[str, Any]]
-    tombstones_applied: list[str]
+    forgets_applied: list[str]
     quarantined: list[dict[str, Any]]
-    forgotten_lines: dict[str, float]
-    bases_scrubbed: str | None
     conflicts_etag: str | None
     conflicts_seen: list[str]
     pending_resolutions: list[dict[str, Any]]
@@ -390,17 +377,8 @@ class State:
 
     def keep(self, name: str, content: bytes, reason: str) -> None:
         """Keep a copy of local content about to be replaced or removed (bounded per file).
-        Lines another device forgot (`forget --match`, index lines of forgotten files) are
-        left out of the copy: history never takes forgotten text back in. By their hashes
-        only: a line holding a forgotten text (`forgotten.text_mark`) that is still here was
-        written since the forget, or the sync's scrub would have taken it."""
-        forgotten = self.meta.forgotten_lines
-        if forgotten:
-            from memsync.sync.forgotten import scrub, without_marks
-
-            content = scrub(content, without_marks(forgotten))
-            if not content.strip():
-                return
+        Whatever is here was scrubbed when this device learned of each forget: content still
+        here holding forgotten text was written since, and is kept like any other."""
         folder = self._history_dir(name)
         if not folder.is_dir():
             private_dir(folder)
