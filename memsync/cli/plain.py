@@ -180,7 +180,7 @@ def _nothing_done(
 ) -> str:
     """The one line of a run that changed nothing: "in sync" only when nothing waits. A
     `push FILE` of files unchanged since their last sync asks the remote nothing, so it
-    cannot say the rest is in sync (fresh-eyes s32a, finding 7)."""
+    cannot say the rest is in sync."""
     if memory_dir is not None and not memory_dir.is_dir():
         return (
             f"Nothing to sync yet: the memory dir {memory_dir} does not exist (Claude Code "
@@ -310,7 +310,7 @@ def pushable(engine: Engine, path: Path) -> str:
             for q in engine.state.meta.quarantined
             if q.get("file") == name and not q.get("lines") and Path(q["path"]).exists()
         ]
-        if held:  # set aside for a forget: say where, not "no such file" (fresh-eyes s31c)
+        if held:  # set aside for a forget: say where, not "no such file"
             raise UserError(
                 f"{path} was set aside in quarantine, as {held[-1]}, because it was forgotten "
                 "on another device; it is not synced: copy what you still need into a new "

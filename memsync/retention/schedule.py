@@ -8,8 +8,7 @@
 marked, so install is idempotent and remove exact. Every entry runs one exec-form command with
 everything the installing command resolved — `MEMSYNC_HOME`, the memory dir, the remote,
 the project identity and the device's name — as arguments, never read again from an
-environment the scheduler does not have (issue 16, defect 15: the job compacted against the
-embedded remote instead; a device named by MEMSYNC_DEVICE merged as the host name)."""
+environment the scheduler does not have."""
 
 from __future__ import annotations
 

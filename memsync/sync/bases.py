@@ -1,6 +1,6 @@
 """Merge bases: the last-synced content of each memory file, by its sha256, in one SQLite file.
 
-One file instead of one file a base: a pull of 5000 new files used to create 5000 base files
+One file instead of one file a base: a pull of 5000 new files would create 5000 base files
 next to the 5000 memory files, and creating a file costs far more system time than writing a
 row (docs/benchmarks.md). Every read is checked against the hash, and
 the database is written without fsync: a base lost or torn by a power cut is ignored (the

@@ -418,7 +418,7 @@ class Engine:
             # ETags that are content hashes: a purge and another device's republish leave the
             # copies this device synced byte for byte, so their ETags too, and the conditional
             # write of an edit would succeed; the mark is asked for first (a folder remote:
-            # one local read; fresh-eyes s30f)
+            # one local read)
             self._records_run = False
             return
         if self._records_run:
@@ -446,7 +446,7 @@ class Engine:
         if self._deferred and not result.offline:
             # another device forgot something since this device last listed: a listing
             # sync of those files takes the forget in first (sets aside an edit of what
-            # was forgotten) and only then merges and uploads (report 27, finding 17)
+            # was forgotten) and only then merges and uploads
             deferred, self._deferred = sorted(self._deferred), set()
             self._run_locked(result, Mode.SYNC, deferred, force, allow, deadline, progress)
 
@@ -457,10 +457,9 @@ class Engine:
         this device last read them are applied here: a purge keeps the forget records, and
         `forget` on a purged device records one, so a device that syncs nothing more there
         (it purged to leave that remote) still forgets, and carries the forget to the other
-        remotes it syncs. That deletes here and uploads nothing (fresh-eyes s31a, finding 3).
-        A forget of this device's that waited for the remote is finished there the same way
-        (its record goes up, no content), so no device publishing again brings its files back
-        (fresh-eyes s31c, finding 2)."""
+        remotes it syncs. That deletes here and uploads nothing. A forget of this device's
+        that waited for the remote is finished there the same way (its record goes up, no
+        content), so no device publishing again brings its files back."""
         from memsync.sync.tombstones import Purged, purged_here
 
         refusal = purged_here(self)
@@ -523,8 +522,7 @@ class Engine:
         self, name: str, detail: str, for_others: str, marks: Sequence[str] = ()
     ) -> None:
         """A conflict found outside a merge (a compaction's): recorded here, and on the remote
-        record with the next run that reaches it, so every device's status and primer say it
-        (fresh-eyes s33c, G4: only the compacting device did)."""
+        record with the next run that reaches it, so every device's status and primer say it."""
         from memsync.sync.conflicts import entry
 
         shared = entry(name, for_others, self.ctx.device, marks)

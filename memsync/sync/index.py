@@ -140,8 +140,8 @@ def text_of(engine: Engine, name: str) -> str | None:
 
 def pruned_back(engine: Engine, result: SyncResult) -> None:
     """A file `memsync prune` deleted here that this run brought back: another device
-    edited it after the prune, and an edit beats a deletion. Said once (fresh-eyes s31c,
-    q19: only the editing device was told); a prune a month old is no longer watched."""
+    edited it after the prune, and an edit beats a deletion. Said once, on this device too;
+    a prune a month old is no longer watched."""
     pruned = engine.state.meta.pruned
     back = {*result.downloaded, *result.merged}
     for name, at in list(pruned.items()):

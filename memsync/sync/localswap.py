@@ -1,7 +1,7 @@
 """Replacing or removing a memory file that someone else may be writing at the same moment.
 
 A sync reads a file, decides, and later renames a download or a merge over it. A write landing
-in between (Claude, an editor) used to be replaced and kept nowhere. Here the replacement is
+in between (Claude, an editor) would be replaced and kept nowhere. Here the replacement is
 an atomic exchange where the platform has one (Linux renameat2 RENAME_EXCHANGE, macOS
 renamex_np RENAME_SWAP): afterwards the temp name holds exactly the bytes that were replaced,
 so a write that landed is seen and put back. Elsewhere the file is re-read right before the
