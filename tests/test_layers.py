@@ -1,7 +1,14 @@
 """The tree is the architecture (docs/design.md): every import points down, and no module
 imports itself back through others. Read from the source with `ast`, so a lazy import inside a
-function counts as much as one at the top; an import under `if TYPE_CHECKING:` never runs, so it
-may close a loop, but it still has to point down."""
+function counts as much as one at the top.
+
+Modules, package `__init__` modules included, form the graph: `from memsync.stores import Entry`
+is an edge to the `memsync.stores` package module, `from memsync.cli import checks` one to the
+submodule `memsync.cli.checks`. An import under `if TYPE_CHECKING:` never runs, but it still
+means one module knows the other, so it counts both for direction and for loops: two modules
+that name each other, even only in annotations, cannot be read or changed apart. A submodule
+never takes a name from its own package's `__init__` (the package runs its `__init__` first, so
+that is a loop through the package however it is written); it imports the defining module."""
 
 from __future__ import annotations
 
@@ -93,28 +100,102 @@ def test_every_import_points_down():
     assert upward == []
 
 
-def test_no_module_imports_itself_back():
+# Loops between modules that exist today, each as the set of modules the loop joins. The
+# split of the sync engine removes this one; the lead empties the list after merging it. The
+# list only shrinks: a new loop, or a loop that grew, fails below.
+KNOWN_CYCLES: list[set[str]] = [
+    {
+        "memsync.sync.case_renames",
+        "memsync.sync.conflicts",
+        "memsync.sync.engine",
+        "memsync.sync.tombstones",
+    },
+]
+
+
+def _cycles() -> list[set[str]]:
+    """The loops as strongly connected components of more than one module (Tarjan's)."""
     edges = {
-        module: {target for target, runs in imports if runs and target != module}
+        module: sorted({target for target, _ in imports if target != module})
         for module, imports in GRAPH.items()
     }
-    # a package's __init__ runs before its modules: `memsync.sync` → its modules is no loop
-    cycles = []
-    state: dict[str, int] = {}  # 1 on the path, 2 done
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[set[str]] = []
 
-    def walk(module: str, path: list[str]) -> None:
-        state[module] = 1
-        for target in sorted(edges[module]):
-            if state.get(target) == 1:
-                cycles.append(" -> ".join([*path[path.index(target) :], target]))
-            elif target not in state:
-                walk(target, [*path, target])
-        state[module] = 2
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for target in edges[module]:
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            component = set()
+            while True:
+                member = stack.pop()
+                component.add(member)
+                if member == module:
+                    break
+            if len(component) > 1:
+                found.append(component)
 
     for module in sorted(edges):
-        if module not in state:
-            walk(module, [module])
-    assert cycles == []
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_module_imports_itself_back():
+    cycles = _cycles()
+    new = [sorted(c) for c in cycles if not any(c <= known for known in KNOWN_CYCLES)]
+    assert new == []
+    # an entry the code no longer needs leaves the list
+    stale = [sorted(k) for k in KNOWN_CYCLES if not any(c & k for c in cycles)]
+    assert stale == []
+
+
+def test_no_module_takes_a_name_from_its_own_package():
+    through_init = [
+        f"{module} imports from {target}"
+        for module, imports in GRAPH.items()
+        if MODULES[module].name != "__init__.py"
+        for target, _ in imports
+        if target == module.rpartition(".")[0]
+    ]
+    assert through_init == []
+
+
+def test_the_cycle_search_finds_a_loop():
+    """The loop test passes for the right reason: the search sees a loop when there is one."""
+    assert {"memsync.sync.engine", "memsync.sync.tombstones"} <= set().union(*_cycles())
+
+
+MAX_LINES = 800
+# Modules over MAX_LINES non-blank lines today; the splits under way bring each below it, and the
+# lead empties this list after merging them. It only shrinks, like KNOWN_CYCLES.
+OVERSIZED = {
+    "memsync/claude/tool_backend.py",
+    "memsync/memory/merge.py",
+    "memsync/retention/compact.py",
+    "memsync/sync/engine.py",
+    "memsync/sync/tombstones.py",
+}
+
+
+def test_no_module_is_over_the_size_limit():
+    sizes = {
+        path.relative_to(PACKAGE.parent).as_posix(): sum(
+            1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+        )
+        for path in MODULES.values()
+    }
+    over = {name for name, lines in sizes.items() if lines > MAX_LINES}
+    assert sorted(over - OVERSIZED) == []
+    assert sorted(OVERSIZED - over) == []  # a module back under the limit leaves the list
 
 
 def test_the_graph_is_read():
