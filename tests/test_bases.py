@@ -46,22 +46,6 @@ def test_a_database_sqlite_cannot_read_is_started_again(tmp_path):
     assert bases.get(sha256(b"x")) == b"x"
 
 
-def test_the_one_file_a_base_layout_is_read_then_adopted(tmp_path):
-    legacy = tmp_path / "bases"
-    legacy.mkdir()
-    live, dead, torn = b"still synced\n", b"an older version\n", b"torn by a power cut\n"
-    for content in (live, dead):
-        (legacy / sha256(content)).write_bytes(content)
-    (legacy / sha256(torn)).write_bytes(torn[:4])
-    bases = Bases(tmp_path)
-    assert bases.get(sha256(live)) == live
-    assert bases.get(sha256(torn)) is None
-    bases.keep_only([sha256(live), sha256(torn)])
-    assert not legacy.exists()
-    assert bases.get(sha256(live)) == live
-    assert bases.get(sha256(dead)) is None and bases.get(sha256(torn)) is None
-
-
 def test_state_writes_bases_before_records_and_reads_its_own_unsaved_ones(tmp_path):
     state = State(tmp_path)
     state.set_synced("user_role.md", '"etag-1"', b"Engineer.\n")

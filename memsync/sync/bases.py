@@ -27,13 +27,11 @@ if TYPE_CHECKING:
 FILE = "bases.sqlite"
 # SQLite's result codes for a file that is not (or no longer) a readable database
 _DAMAGED = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
-LEGACY_DIR = "bases"  # before bases.sqlite: one file a base, named by its hash
 
 
 class Bases:
     def __init__(self, state_dir: Path) -> None:
         self.path = state_dir / FILE
-        self.legacy = state_dir / LEGACY_DIR
         self._db: sqlite3.Connection | None = None
         self._lock = threading.Lock()  # merges on the transfer threads read bases
         self.reset: str | None = None  # why the database was started again, to report
@@ -88,13 +86,6 @@ class Bases:
             )
             if row is not None and sha256(row[0]) == sha:
                 return bytes(row[0])
-        if self.legacy.is_dir():
-            try:
-                data = (self.legacy / sha).read_bytes()
-            except (FileNotFoundError, NotADirectoryError):
-                return None
-            if sha256(data) == sha:
-                return data
         return None
 
     def put(self, contents: Mapping[str, bytes]) -> None:
@@ -112,14 +103,11 @@ class Bases:
     def keep_only(self, live: Iterable[str]) -> None:
         """Drop every base whose hash is not in `live` (bases of earlier versions, of
         forgotten files, of runs killed before their records were saved)."""
-        live = set(live)
-        if self.legacy.is_dir():
-            self._adopt_legacy(live)
         if not self.path.exists():
             return
         import json
 
-        keep = json.dumps(sorted(live))
+        keep = json.dumps(sorted(set(live)))
 
         def work(db: sqlite3.Connection) -> None:
             with db:
@@ -129,22 +117,6 @@ class Bases:
                 )
 
         self._run(work)
-
-    def _adopt_legacy(self, live: set[str]) -> None:
-        """Move the live bases of the one-file-a-base layout into the database; remove it."""
-        adopted = {}
-        for path in self.legacy.iterdir():
-            if path.name in live:
-                try:
-                    data = path.read_bytes()
-                except OSError:
-                    continue
-                if sha256(data) == path.name:
-                    adopted[path.name] = data
-        self.put(adopted)
-        for path in self.legacy.iterdir():
-            path.unlink(missing_ok=True)
-        self.legacy.rmdir()
 
     def close(self) -> None:
         with self._lock:
