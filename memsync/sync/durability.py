@@ -79,10 +79,7 @@ def recover_landing(
     landing = state.meta.pop("landing", None)
     if not landing:
         return
-    if isinstance(landing, dict):
-        names, boot = list(landing.get("names") or []), landing.get("boot")
-    else:  # written by an earlier memsync: which boot is unknown
-        names, boot = list(landing), None
+    names, boot = list(landing.get("names") or []), landing.get("boot")
     paths = {}
     for name in names:
         try:
