@@ -25,7 +25,7 @@ from memsync.memory.frontmatter import FrontmatterError, decode, parse
 from memsync.memory.index_links import INDEX, without_links
 from memsync.memory.memtypes import TYPES, UNKNOWN, type_of
 from memsync.privacy.gate import check_inbound, check_outbound
-from memsync.stores import Entry, check_key
+from memsync.stores.base import Entry, check_key
 from memsync.sync.engine import PURGED, TOMBSTONES, Engine, LocalScan
 from memsync.sync.forgotten import scrub
 from memsync.sync.state import PRUNED, Record

@@ -11,7 +11,8 @@ from collections.abc import Callable
 
 from memsync.context import identity
 from memsync.context.config import Context, strip_query
-from memsync.stores import Entry, Store, open_store
+from memsync.stores import open_store
+from memsync.stores.base import Entry, Store
 from memsync.sync.walk import is_ignored
 from memsync.util.errors import (
     AlreadyExists,
