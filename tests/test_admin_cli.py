@@ -111,3 +111,96 @@ def test_export_through_a_symlink_writes_where_it_points(tmp_path, remote_url):
     link.symlink_to(tmp_path / "nas" / "backup.tar.gz")
     a.run("export", str(link))
     assert link.is_symlink() and (tmp_path / "nas" / "backup.tar.gz").stat().st_size > 0
+
+
+AWS = "AKIA" + "IOSFODNN7EXAMPLE"
+GITHUB = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+
+
+def archive_of(path, project, files):
+    """An archive in the format `export` writes, holding `files` (name -> text) of `project`:
+    what a backup taken from a remote can hold, made here without a remote."""
+    import hashlib
+    import io
+    import tarfile
+
+    from memsync.admin.admin import MANIFEST, MANIFEST_VERSION
+    from memsync.memory.frontmatter import render
+
+    data = {
+        name: render({"name": name.removesuffix(".md"), "description": name, **meta}, body).encode()
+        for name, (body, meta) in files.items()
+    }
+    manifest = {
+        "version": MANIFEST_VERSION,
+        "project": project,
+        "files": {
+            name: {"sha256": hashlib.sha256(raw).hexdigest(), "size": len(raw)}
+            for name, raw in data.items()
+        },
+    }
+    with tarfile.open(path, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+        for name, raw in [(MANIFEST, json.dumps(manifest).encode()), *data.items()]:
+            info = tarfile.TarInfo(name)
+            info.size = len(raw)
+            tar.addfile(info, io.BytesIO(raw))
+    return path
+
+
+def test_import_passes_the_gate_a_push_does(tmp_path, remote_url):
+    """A secret or a `sensitivity: high` file without consent refuses the whole import in one
+    sentence, nothing written; `--allow KIND` and consent let it through, as for push."""
+    a = make_device(tmp_path, "a", remote_url)
+    clean = {"user_role.md": ("Staff engineer.\n", {"type": "user"})}
+    cases = {
+        "aws.md": ({"project_keys.md": (f"key {AWS}\n", {"type": "project"})}, "AWS access key"),
+        "gh.md": ({"project_ci.md": (f"token {GITHUB}\n", {"type": "project"})}, "GitHub token"),
+        "high.md": (
+            {"user_health.md": ("A diagnosis.\n", {"type": "user", "sensitivity": "high"})},
+            "sensitivity: high",
+        ),
+    }
+    for label, (files, why) in cases.items():
+        archive = archive_of(tmp_path / f"{label}.tar.gz", "e2e-project", {**clean, **files})
+        proc = a.run("import", str(archive), check=1)
+        assert why in proc.stderr and "nothing was imported" in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert AWS not in proc.stderr and GITHUB not in proc.stderr
+        assert "Copied" not in proc.stdout
+    assert a.run("ls").stdout.count(".md") == 0  # nothing reached the remote
+
+    aws = tmp_path / "aws.md.tar.gz"
+    assert "--allow aws_access_key" in a.run("import", str(aws), check=1).stderr
+    assert "Copied: 2" in a.run("import", "--allow", "aws_access_key", str(aws)).stdout
+    assert a.run("import", "--allow", "nonsense", str(aws), check=2).stderr
+    consented = archive_of(
+        tmp_path / "consent.tar.gz",
+        "e2e-project",
+        {"user_health.md": ("A diagnosis.\n", {"sensitivity": "high", "consent": True})},
+    )
+    assert "Copied: 1" in a.run("import", str(consented)).stdout
+    a.run("pull")
+    assert sorted(a.files()) == ["project_keys.md", "user_health.md", "user_role.md"]
+
+
+def test_import_of_another_projects_archive_is_refused_unless_named(tmp_path, remote_url):
+    work = make_device(tmp_path, "work", remote_url, MEMSYNC_PROJECT="work")
+    work.write("user_role.md", "Staff engineer at work.\n", type="user")
+    work.run("push")
+    archive = tmp_path / "work.tar.gz"
+    work.run("export", str(archive))
+
+    personal = make_device(tmp_path, "personal", remote_url, MEMSYNC_PROJECT="personal")
+    proc = personal.run("import", str(archive), check=1)
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "'work'" in proc.stderr and "'personal'" in proc.stderr, proc.stderr
+    assert "--from-project work" in proc.stderr, proc.stderr
+    personal.run("pull")
+    assert personal.files() == {}  # nothing written to the personal project
+
+    wrong = personal.run("import", "--from-project", "home", str(archive), check=1)
+    assert "'work'" in wrong.stderr and "'home'" in wrong.stderr, wrong.stderr
+    assert "Copied: 1" in personal.run("import", "--from-project", "work", str(archive)).stdout
+    personal.run("pull")
+    assert list(personal.files()) == ["user_role.md"]
+    assert "--from-project" in personal.run("import", "--help").stdout

@@ -94,17 +94,6 @@ def test_a_folder_without_git_needs_a_name_once_and_keeps_it(tmp_path) -> None:
     assert again.run("sync").changes == 0
 
 
-def test_an_existing_users_project_keeps_its_folder_name(tmp_path) -> None:
-    repo = git_repo(tmp_path / "one" / "app", "the app")
-    old = engine(tmp_path, "a", repo, project="app")  # what earlier versions derived
-    write_memory(old.ctx.memory_dir, "user_pat.md", "Pat.\n")
-    old.run("sync")
-    (tmp_path / "home-a" / "projects.json").unlink()  # as an earlier version left it
-    upgraded = engine(tmp_path, "a", repo)
-    assert (upgraded.ctx.project, upgraded.ctx.project_source) == ("app", "legacy")
-    assert upgraded.run("sync").changes == 0
-
-
 def test_a_different_repo_under_an_old_shared_name_is_refused_in_one_sentence(tmp_path) -> None:
     """Both clients synced under `app` before (the defect): the first to sync after the
     upgrade claims the prefix with its first commit; the other is refused, nothing moves."""
@@ -122,21 +111,6 @@ def test_a_different_repo_under_an_old_shared_name_is_refused_in_one_sentence(tm
     assert "\n" not in message
     assert not (b.ctx.memory_dir / "project_deal.md").exists()
     assert not (tmp_path / "remote" / "app" / "project_other.md").exists()
-
-
-def test_a_new_device_is_pointed_at_the_name_its_project_had_before(tmp_path) -> None:
-    repo = git_repo(tmp_path / "one" / "app", "the app")
-    old = engine(tmp_path, "a", repo, project="app")  # the first device, synced long ago
-    write_memory(old.ctx.memory_dir, "user_pat.md", "Pat.\n")
-    old.run("sync")
-    clone = tmp_path / "two" / "app"
-    subprocess.run(["git", "clone", "-q", str(repo), str(clone)], check=True)
-    subprocess.run(["git", "-C", str(clone), "remote", "remove", "origin"], check=True)
-    new = engine(tmp_path, "b", clone)
-    assert new.ctx.project_source == "first-commit"
-    with pytest.raises(UserError, match="run `memsync sync --project app` once"):
-        new.run("sync")
-    assert engine(tmp_path, "b", clone, project="app").run("sync").downloaded == ["user_pat.md"]
 
 
 def test_the_project_check_costs_a_no_op_sync_no_request(tmp_path) -> None:
@@ -181,43 +155,12 @@ def test_a_changed_origin_keeps_the_name_synced_under(tmp_path) -> None:
     assert later.ctx.other_origin == "github.com-org-app"
 
 
-def test_a_device_that_already_followed_its_origin_stays_there(tmp_path) -> None:
-    """Before pins were kept for origins, a device whose origin appeared synced under it; its
-    stale pin must not send it back."""
-    repo = git_repo(tmp_path / "one" / "app", "the app")
-    first = engine(tmp_path, "a", repo)
-    write_memory(first.ctx.memory_dir, "user_pat.md", "Pat.\n")
-    first.run("sync")
-    pins = (tmp_path / "home-a" / "projects.json").read_text()
-    add_origin(repo, "git@github.com:me/app.git")
-    engine(tmp_path, "a", repo, project="github.com-me-app").run("sync")
-    (tmp_path / "home-a" / "projects.json").write_text(pins)  # as an earlier version left it
-    later = engine(tmp_path, "a", repo)
-    assert (later.ctx.project, later.ctx.project_source) == ("github.com-me-app", "origin")
-    assert later.ctx.other_origin is None
-
-
 def test_a_name_the_user_gave_wins_over_an_origin(tmp_path) -> None:
     repo = git_repo(tmp_path / "one" / "app", "the app", origin="git@github.com:me/app.git")
     engine(tmp_path, "a", repo).run("sync")
     engine(tmp_path, "a", repo, project="shared-notes").run("sync")
     later = engine(tmp_path, "a", repo)
     assert (later.ctx.project, later.ctx.other_origin) == ("shared-notes", "github.com-me-app")
-
-
-def test_a_folder_name_synced_under_before_wins_over_a_new_origin(tmp_path) -> None:
-    repo = git_repo(tmp_path / "one" / "app", "the app")
-    old = engine(tmp_path, "a", repo, project="app")  # what earlier versions derived
-    write_memory(old.ctx.memory_dir, "user_pat.md", "Pat.\n")
-    old.run("sync")
-    (tmp_path / "home-a" / "projects.json").unlink()
-    add_origin(repo, "git@github.com:me/app.git")
-    later = engine(tmp_path, "a", repo)
-    assert (later.ctx.project, later.ctx.project_source) == ("app", "legacy")
-    assert later.ctx.other_origin == "github.com-me-app"
-
-
-# --- fresh-eyes s28c finding 4: two origins that make one name ------------------------------
 
 
 def test_the_manifest_origin_keeps_what_the_name_folds_together() -> None:

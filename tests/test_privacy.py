@@ -164,7 +164,7 @@ def test_forget_match_removes_lines_and_files_whose_frontmatter_holds_it(pair, r
     assert "user_priya.md" not in b.files()
     assert "Priya" not in (b.memory / "voice_calibration.md").read_text()
     for path in (a.home / "state").rglob("*"):
-        if path.is_file() and "bases" not in path.parts:
+        if path.is_file():
             assert b"Priya" not in path.read_bytes(), path
     log = (a.home / "audit.log").read_text()
     entry = json.loads(log.splitlines()[-1])

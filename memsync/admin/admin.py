@@ -24,8 +24,8 @@ from memsync.context.config import Context
 from memsync.memory.frontmatter import FrontmatterError, decode, parse
 from memsync.memory.index_links import INDEX, without_links
 from memsync.memory.memtypes import TYPES, UNKNOWN, type_of
-from memsync.privacy.gate import check_inbound
-from memsync.stores import Entry, check_key
+from memsync.privacy.gate import check_inbound, check_outbound
+from memsync.stores.base import Entry, check_key
 from memsync.sync.engine import PURGED, TOMBSTONES, Engine
 from memsync.sync.forgotten import Forget, read_forgets, scrub_files
 from memsync.sync.planner import Mode
@@ -34,6 +34,7 @@ from memsync.sync.state import Record
 from memsync.sync.walk import is_ignored
 from memsync.util.errors import (
     AlreadyExists,
+    KeptLocal,
     MemsyncError,
     NotFound,
     PreconditionFailed,
@@ -625,10 +626,17 @@ def read_archive(path: Path, max_bytes: int) -> tuple[dict[str, Any], dict[str, 
 
 
 def import_archive(
-    engine: Engine, path: Path, force: bool = False, progress: Progress | None = None
+    engine: Engine,
+    path: Path,
+    force: bool = False,
+    progress: Progress | None = None,
+    allow: Iterable[str] = (),
+    from_project: str | None = None,
 ) -> ImportResult:
-    """Copy an export's files to the remote. The whole archive is verified first; a bad one
-    raises UserError and writes nothing.
+    """Copy an export's files to the remote. The whole archive is verified first, and passes
+    the same gate as a push (secrets unless `allow`ed, `sensitivity: high` without consent) and
+    the project check (an archive of another project only with `from_project` naming it); a
+    refused one raises UserError and writes nothing.
 
     New keys are created create-only. A key already there with other content is skipped and
     reported unless `force`, which replaces it with If-Match on the listed ETag. Local files are
@@ -637,6 +645,8 @@ def import_archive(
     manifest, files = read_archive(path, engine.max_bytes)
     project = manifest.get("project")
     result = ImportResult(Path(path), project if isinstance(project, str) else None)
+    _check_project(Path(path), result.project, engine.ctx.project, from_project)
+    _check_gate(Path(path), files, engine.max_bytes, allow)
     store = engine.store
     listing = _remote_listing(engine, create=True)
     clean = scrub_files(dict(files), _forgotten_on_remote(engine))
@@ -676,6 +686,38 @@ def import_archive(
         finally:
             _tick(progress, i, len(names))
     return result
+
+
+def _check_project(archive: Path, theirs: str | None, ours: str, confirmed: str | None) -> None:
+    """An archive lands in another project only when the user names the project it holds."""
+    if confirmed is not None and confirmed != theirs:
+        raise UserError(
+            f"{archive} holds the memory of project {theirs!r}, not {confirmed!r}; "
+            "nothing was imported"
+        )
+    if theirs != ours and confirmed is None:
+        raise UserError(
+            f"{archive} holds the memory of project {theirs!r}, and this is project {ours!r}; "
+            f"to import it here on purpose, run `memsync import --from-project {theirs} "
+            f"{archive}`"
+        )
+
+
+def _check_gate(
+    archive: Path, files: dict[str, bytes], max_bytes: int, allow: Iterable[str]
+) -> None:
+    """Every file passes the gate a push applies before anything is written."""
+    how = f"memsync import --allow {{kind}} {archive}"
+    for name, data in sorted(files.items()):
+        try:
+            check_outbound(name, data, max_bytes, allow, how)
+        except KeptLocal:
+            raise UserError(
+                f"{archive}: {name} is marked 'sensitivity: high' without 'consent: true', so "
+                "it may not go to the remote; nothing was imported"
+            ) from None
+        except RefusedFile as exc:
+            raise UserError(f"{archive}: {name}: {exc.reason}; nothing was imported") from None
 
 
 def _forgotten_on_remote(engine: Engine) -> list[Forget]:

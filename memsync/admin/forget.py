@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memsync.memory.index_links import INDEX, link_targets
-from memsync.stores import MAX_ATTEMPTS
+from memsync.stores.base import MAX_ATTEMPTS
 from memsync.sync.forgotten import Forget, scrub_files, text_mark
 from memsync.sync.remote_keys import PURGED, TOMBSTONES
 from memsync.sync.state import Meta

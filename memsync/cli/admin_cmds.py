@@ -135,16 +135,40 @@ def import_cmd(
     force: Annotated[
         bool, typer.Option("--force", help="Overwrite remote files whose content differs.")
     ] = False,
+    allow: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow",
+            help="KIND: import the archive's files even though they contain that kind of secret.",
+        ),
+    ] = None,
+    from_project: Annotated[
+        str | None,
+        typer.Option(
+            "--from-project",
+            metavar="NAME",
+            help=(
+                "Import an archive of project NAME into this project on purpose (without it, an "
+                "archive of another project is refused)."
+            ),
+        ),
+    ] = None,
     memory_dir: MemoryDirOpt = None,
     remote: RemoteOpt = None,
     project: ProjectOpt = None,
 ) -> None:
-    """Restore an archive into the remote (verified, conditional writes, never clobbers)."""
+    """Restore an archive into the remote (verified, conditional writes, never clobbers). Its
+    files pass the same checks as a push: one with a secret or marked 'sensitivity: high'
+    without consent refuses the whole import, as does an archive of another project."""
     from memsync.admin.admin import import_archive
 
+    if allow:
+        checks.secret_kinds(allow)
     tick, bar = progress_bar("import")
     with bar:
-        result = import_archive(engine_for(memory_dir, remote, project), path, force, tick)
+        result = import_archive(
+            engine_for(memory_dir, remote, project), path, force, tick, allow or (), from_project
+        )
     for name, why in sorted(result.skipped.items()):
         err.print(f"skipped {name}: {why}", markup=False)
     for name in sorted(result.forgotten):

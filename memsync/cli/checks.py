@@ -47,3 +47,15 @@ def memory_type(option: str, value: str | None) -> str | None:
             f"{', '.join(t for t in TYPES if t != 'index')}"
         )
     return value
+
+
+def secret_kinds(kinds: Iterable[str]) -> None:
+    """`--allow KIND`: each a kind of secret the scanner finds."""
+    from memsync.privacy.scanner import KINDS
+
+    unknown = sorted(set(kinds) - set(KINDS))
+    if unknown:
+        raise UsageError(
+            f"--allow {unknown[0]!r} is not a kind of secret memsync finds; "
+            f"use one of {', '.join(KINDS)}"
+        )

@@ -335,14 +335,9 @@ def transfer(
 ) -> None:
     """`memsync pull|push|sync`: run, print what happened, exit with the contract's code."""
     if allow:
-        from memsync.privacy.scanner import KINDS
+        from memsync.cli.checks import secret_kinds
 
-        unknown = sorted(set(allow) - set(KINDS))
-        if unknown:
-            raise UsageError(
-                f"--allow {unknown[0]!r} is not a kind of secret memsync finds; "
-                f"use one of {', '.join(KINDS)}"
-            )
+        secret_kinds(allow)
         if not paths:
             raise UsageError("--allow needs its file(s): memsync push --allow KIND FILE")
     engine = engine_for(memory_dir, remote, project)

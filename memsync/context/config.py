@@ -385,16 +385,8 @@ def host_name() -> str:
 def state_dir_for(home: Path, remote: str, project: str, memory_dir: Path) -> Path:
     """This device's state for one (remote, project, memory dir). One remote has one state
     however its URL is spelled (`file:///x/remote/`, `file:/x/remote`, `…/./remote`): the
-    key is the canonical spelling's. A state kept under another spelling before memsync
-    normalised URLs is still used while the canonical one has none, so no user's key moves."""
-    canonical = canonical_remote(remote)
-    state = _state_dir(home, canonical, project, memory_dir)
-    spelled = strip_query(remote)
-    if spelled != canonical and not (state / "records.json").exists():
-        legacy = _state_dir(home, spelled, project, memory_dir)
-        if legacy.is_dir():
-            return legacy
-    return state
+    key is the canonical spelling's."""
+    return _state_dir(home, canonical_remote(remote), project, memory_dir)
 
 
 def _state_dir(home: Path, remote_key: str, project: str, memory_dir: Path) -> Path:
@@ -546,10 +538,7 @@ def resolve(
 
     remote_url = str(settings.get("remote") or (home / "remote").resolve().as_uri())
     check_folder_remote(remote_url)
-    def used_before(name: str) -> bool:
-        return (state_dir_for(home, remote_url, name, mem) / "records.json").exists()
-
-    identity = resolve_identity(cwd, settings.get("project"), mem, home, used_before)
+    identity = resolve_identity(cwd, settings.get("project"), mem, home)
     return Context(
         home=home,
         memory_dir=mem,

@@ -3,19 +3,14 @@ on every device, and never shared by two unrelated projects.
 
 In order: a name the user gave (`--project`, MEMSYNC_PROJECT, the `project` setting); the name
 this memory dir synced under before on this device (pinned in `$MEMSYNC_HOME/projects.json` by
-every sync); the normalised git `origin`; the folder's name if this device already synced it
-under that name (what memsync used before identities had a fingerprint: kept, so existing
-users' projects keep working); the folder's name plus its repository's first commit
+every sync); the normalised git `origin`; the folder's name plus its repository's first commit
 (`app-4f72ac06b2b5`: two unrelated repositories named `app` cannot meet); else no name at all,
 and a sync asks for one.
 
 A name synced under before wins over an origin that appeared (or changed) since: a repository
 pushed to GitHub for the first time keeps the memory its other devices share instead of
 silently starting an empty prefix of its own. The identity then carries the origin's name
-(`other_origin`) so that sync says once, and status always, how to move (`origin_note`). An
-origin this device has synced under already wins over an older pin (a device that followed
-its origin before pins were kept for it stays where it is), unless the pin is a name the user
-gave.
+(`other_origin`) so that sync says once, and status always, how to move (`origin_note`).
 
 The fingerprint (the origin, else the first commit) goes into a small manifest on the remote
 (`_memsync/project.json`, see sync/project.py), with the origin itself (two origins can
@@ -101,8 +96,7 @@ def _origin_parts(url: str) -> tuple[str, str, bool]:
 def local_origin(url: str) -> bool:
     """Whether the origin is a folder on this machine (`../template`, `/srv/git/app.git`,
     `file:///srv/git/app`, `C:\\repos\\app`), not a host's repository: any two clones of two
-    folders named alike would share its name, so it names no project (a project an earlier
-    memsync synced under such a name keeps it)."""
+    folders named alike would share its name, so it names no project."""
     host, _, _ = _origin_parts(url)
     return len(host) <= 1 or host == "localhost"
 
@@ -132,7 +126,7 @@ def safe_segment(text: str) -> str:
 
 class Identity(NamedTuple):
     name: str  # the remote prefix; "" when nothing names the project
-    source: str  # configured | origin | pinned | legacy | first-commit | unnamed
+    source: str  # configured | origin | pinned | first-commit | unnamed
     fingerprint: str | None  # "origin:<normalised url>" or "commit:<sha>"; None if neither
     other_origin: str | None = None  # the origin's name, when a name synced before won over it
 
@@ -252,11 +246,10 @@ def resolve_identity(
     configured: str | None,
     memory_dir: Path,
     home: Path,
-    used_before,  # (name) -> whether this device has state under that name
 ) -> Identity:
     root = find_git_root(cwd)
     origin = git_origin(root) if root is not None else None
-    if origin and local_origin(origin) and not used_before(normalise_origin(origin)):
+    if origin and local_origin(origin):
         origin = None  # a folder on one machine names no project: known by its first commit
     origin_id = normalise_origin(origin) if origin else None
     pinned = read_pins(home).get(str(memory_dir))
@@ -276,18 +269,9 @@ def resolve_identity(
         return Identity(name, "configured", commit_print() if same or root else None)
     folder = safe_segment((root or cwd).name)
     if origin_id:
-        remembered = str(pinned["project"]) if pinned else None
-        if remembered is None and used_before(folder):
-            remembered = folder  # synced under its folder name by an earlier version
-        if (
-            remembered is None
-            or remembered == origin_id
-            or (used_before(origin_id) and not (pinned and pinned.get("given")))
-        ):
+        if pinned is None or pinned["project"] == origin_id:
             return Identity(origin_id, "origin", f"origin:{origin_id}")
-        if pinned:
-            return Identity(remembered, "pinned", pinned.get("fingerprint"), origin_id)
-        return Identity(folder, "legacy", commit_print(), origin_id)
+        return Identity(str(pinned["project"]), "pinned", pinned.get("fingerprint"), origin_id)
     if pinned:
         # a name pinned before the repository's first commit takes that commit once there
         # is one, so the manifest written without a fingerprint gets this project's
@@ -296,8 +280,6 @@ def resolve_identity(
             fingerprint = commit_print()
         return Identity(str(pinned["project"]), "pinned", fingerprint)
     fingerprint = commit_print()
-    if used_before(folder):
-        return Identity(folder, "legacy", fingerprint)
     if fingerprint:
         name = first_commit_name(folder, fingerprint.split(":", 1)[1])
         return Identity(name, "first-commit", fingerprint)
@@ -312,18 +294,14 @@ def first_commit_name(folder: str, commit: str) -> str:
 
 def earlier_name(identity: Identity, git_root: Path | None) -> tuple[str, str] | None:
     """(name, fingerprint its manifest would hold) of the name this project's memory may be
-    under from before, if any: under a first-commit name, the folder name earlier memsync
-    versions used (`app` for `app-4f72ac06b2b5`); under an origin name, the first-commit name
-    it synced under before it had an origin (asks git: a subprocess)."""
-    if git_root is None:
+    under from before, if any: under an origin name, the first-commit name it synced under
+    before it had an origin (asks git: a subprocess)."""
+    if git_root is None or identity.source != "origin":
         return None
-    folder = safe_segment(git_root.name)
-    if identity.source == "first-commit" and identity.fingerprint:
-        return folder, identity.fingerprint
-    if identity.source == "origin":
-        commit = first_commit(git_root)
-        return None if commit is None else (first_commit_name(folder, commit), f"commit:{commit}")
-    return None
+    commit = first_commit(git_root)
+    if commit is None:
+        return None
+    return first_commit_name(safe_segment(git_root.name), commit), f"commit:{commit}"
 
 
 def describe(fingerprint: str | None) -> str:

@@ -70,9 +70,15 @@ def shown_name(name: str) -> str:
 
 
 def check_outbound(
-    name: str, data: bytes, max_bytes: int = DEFAULT_MAX_BYTES, allow: Iterable[str] = ()
+    name: str,
+    data: bytes,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    allow: Iterable[str] = (),
+    allow_with: str = "memsync push --allow {kind} {name}",
 ) -> Document:
-    """Validate a local file for upload, or raise RefusedFile saying why (never the secret)."""
+    """Validate a file for upload, or raise RefusedFile saying why (never the secret). Every
+    path that writes memory to the remote calls this; `allow_with` is the command that would
+    send the file anyway, named in the refusal."""
     from memsync.privacy.scanner import KINDS, scan
 
     kind = name_secret(name)
@@ -105,7 +111,7 @@ def check_outbound(
         raise RefusedFile(
             name,
             f"line {first.line} looks like a secret or personal data: {label}{more}; remove it, "
-            f"or allow it with `memsync push --allow {first.kind} {name}`",
+            f"or allow it with `{allow_with.format(kind=first.kind, name=name)}`",
         )
     return doc
 

@@ -13,7 +13,7 @@ from memsync.util.errors import NotFound, PreconditionFailed
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from memsync.stores import Store
+    from memsync.stores.base import Store
 
 
 class Contended(PreconditionFailed):

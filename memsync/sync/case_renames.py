@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from memsync.memory.merge import MergeResult
-    from memsync.stores import Entry, Store
+    from memsync.stores.base import Entry, Store
     from memsync.sync.result import SyncResult
     from memsync.sync.scan import LocalScan
     from memsync.sync.state import State

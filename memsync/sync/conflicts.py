@@ -26,7 +26,7 @@ from memsync.util.errors import NotFound, StoreError
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from memsync.stores import Store
+    from memsync.stores.base import Store
     from memsync.sync.conflict_list import Conflict, Conflicts
     from memsync.sync.state import Meta, State
 

@@ -18,12 +18,8 @@ from typing import TYPE_CHECKING
 from memsync.context.config import Context
 from memsync.context.identity import MANIFEST, MOVED, pin, to_note, unnamed_message
 from memsync.memory.index_links import INDEX
-from memsync.stores import (
-    Entry,
-    Store,
-    check_key,
-    open_store,
-)
+from memsync.stores import open_store
+from memsync.stores.base import Entry, Store, check_key
 from memsync.sync import execute, index, localswap, merging, planner, prepare, scan
 from memsync.sync.durability import Durability, recover_landing
 from memsync.sync.planner import Mode

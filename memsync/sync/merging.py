@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from memsync.memory.digests import is_rollup
 from memsync.privacy.gate import check_inbound
-from memsync.stores import MAX_ATTEMPTS
+from memsync.stores.base import MAX_ATTEMPTS
 from memsync.sync.scan import mtime_of
 from memsync.util.errors import AlreadyExists, NotFound, PreconditionFailed, RefusedFile
 from memsync.util.fsutil import sha256

@@ -11,7 +11,8 @@ from collections.abc import Callable
 
 from memsync.context import identity
 from memsync.context.config import Context, strip_query
-from memsync.stores import Entry, Store, open_store
+from memsync.stores import open_store
+from memsync.stores.base import Entry, Store
 from memsync.sync.planner import Mode
 from memsync.sync.state import Meta
 from memsync.sync.walk import is_ignored
@@ -313,16 +314,14 @@ def check_old_name(ctx: Context, store: Store | None = None) -> None:
     `app-4f72ac06b2b5`). Say which and how to use it, upload nothing: one project's memory
     stays under one name unless the user chooses otherwise (`--project`)."""
     earlier = identity.earlier_name(ctx.identity, ctx.git_root)
-    if earlier is None:
-        return
-    old_name, expected = earlier
-    if _manifest_says(ctx, old_name, expected):
+    if earlier is not None and _manifest_says(ctx, *earlier):
         raise UserError(
-            f"this project's memory is on the remote under its earlier name {old_name!r}; "
-            f"no memory was read or written: run `memsync sync --project {old_name}` once on "
+            f"this project's memory is on the remote under its earlier name {earlier[0]!r}; "
+            f"no memory was read or written: run `memsync sync --project {earlier[0]}` once on "
             "this device to keep using it (it is remembered)"
         )
-    if ctx.project_source == "first-commit":
+    expected = ctx.identity.fingerprint
+    if ctx.project_source == "first-commit" and expected:
         found = same_first_commit(ctx, store, expected)
         if found:
             raise UserError(elsewhere_message(ctx, found))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from memsync.stores import Entry, check_key
+from memsync.stores.base import Entry, check_key
 from memsync.sync.walk import is_ignored
 from memsync.util.errors import UnsafeKey
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from memsync.context.config import strip_query
 from memsync.memory.index_links import INDEX
-from memsync.stores import MAX_ATTEMPTS
+from memsync.stores.base import MAX_ATTEMPTS
 from memsync.sync.forgotten import Forget, read_forgets, scrub_file, scrub_files, with_forget
 from memsync.sync.remote_keys import PURGED, TOMBSTONES
 from memsync.sync.state import pending_forgets_file
@@ -38,7 +38,7 @@ from memsync.util.fsutil import atomic_write, file_lock, private_dir, sha256
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from memsync.stores import Entry
+    from memsync.stores.base import Entry
     from memsync.sync.engine import Engine
     from memsync.sync.state import State
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from memsync.stores import Store
+    from memsync.stores.base import Store
     from memsync.sync.planner import Action
 
 # Over a slow network (the quickest of the first transfers took SLOW_ROUND_TRIP or more: a WAN,

@@ -280,7 +280,7 @@ def test_a_file_claude_writes_after_a_killed_pull_is_kept_and_pushed(tmp_path, r
     proc.communicate(timeout=30)
     assert meta_path is not None, "the pull never saved its landing list"
     landing = json.loads(meta_path.read_text())["landing"]
-    name = (landing["names"] if isinstance(landing, dict) else landing)[0]
+    name = landing["names"][0]
     b.env_extra.update(MEMSYNC_TEST_STORE_DELAY_MS="0")
 
     claude = "---\nname: fact\ndescription: rewritten by Claude\ntype: project\n---\n\nNew.\n"

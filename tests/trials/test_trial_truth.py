@@ -55,23 +55,6 @@ def test_the_same_remote_spelled_another_way_keeps_this_devices_state(tmp_path, 
     assert a.files() == b.files()
 
 
-def test_a_state_kept_under_a_trailing_slash_before_is_still_used(tmp_path, share):
-    """A user who always wrote the slash keeps the state memsync made for that spelling."""
-    import hashlib
-
-    a, b = two_synced(tmp_path, share)
-    (state,) = (a.home / "state").iterdir()
-    key = f"{share.as_uri()}/\ne2e-project\n{a.memory.resolve()}"
-    old = state.with_name(f"e2e-project-{hashlib.sha256(key.encode()).hexdigest()[:10]}")
-    state.rename(old)  # what memsync 0.x left for `file:///…/remote/`
-    a.remote = share.as_uri() + "/"
-    (a.memory / "MEMORY.md").write_text(index("user_pat"))
-    a.run("sync")
-    assert sorted(p.name for p in (a.home / "state").iterdir()) == [old.name]
-    b.run("sync")
-    assert "user_riley" not in (b.memory / "MEMORY.md").read_text()
-
-
 # --- finding 1: a project named before its first commit ------------------------------------
 
 
