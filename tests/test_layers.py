@@ -19,9 +19,7 @@ TIERS = [
     {"sync"},  # making two sides the same
     {"retention", "admin", "claude"},  # what uses a sync: compaction, archives, forget, Claude Code
     {"cli"},  # Typer and Rich: parse, call, render
-    # the console script, `python -m memsync`, and memory_tool.py: the import path README gave
-    # before issue 20, kept for code written against it
-    {"entry", "__main__", "", "memory_tool"},
+    {"entry", "__main__", ""},  # the console script and `python -m memsync`
 ]
 TIER = {part: n for n, parts in enumerate(TIERS) for part in parts}
 

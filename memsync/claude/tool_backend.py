@@ -5,9 +5,10 @@ The Claude API's client-side memory tool (`memory_20250818`) asks the applicatio
 `ToolMemory` does that on a memsync memory dir: every path is checked before it touches the disk,
 every write is checked like any memory file (frontmatter, size, secrets, consent) before it is
 written, and the privacy fields (consent, allow_sensitive, sensitivity) are never granted
-through it. Each write is first one conditional write to the remote (`_claim`), so the first
-writer wins: a create or a fact edit that loses is not applied and the model is shown what won;
-a lost race that merges cleanly by type (an append-only file) is merged as `sync` merges it.
+through it. Each write is written here, then pushed at once as `memsync push FILE` pushes it:
+the engine's conditional write, merge and retry on a lost race, and offline queue decide what
+the remote holds, so a race ends as it does for `sync` (a fact: the later edit wins, the other
+version kept in local history) and the model is shown what the file now holds.
 What the model must act on comes back as a `MemoryToolError` (the SDK adapter in
 `memory_tool.py` turns it into a tool error); everything else is the text the tool returns.
 
@@ -25,7 +26,7 @@ import time
 import unicodedata
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 from memsync.context.config import Context
 from memsync.memory import frontmatter as memory
@@ -35,11 +36,7 @@ from memsync.privacy.gate import check_outbound, name_secret
 from memsync.sync.planner import too_many
 from memsync.util.errors import (
     MemsyncError,
-    NotFound,
-    PreconditionFailed,
     RefusedFile,
-    StoreError,
-    Unreachable,
     UserError,
 )
 from memsync.util.fsutil import atomic_write, private_dir, read_text_if_there
@@ -47,7 +44,6 @@ from memsync.util.fsutil import atomic_write, private_dir, read_text_if_there
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from memsync.stores.base import Store
     from memsync.sync.engine import SyncResult
 
 ROOT = "/memories"
@@ -286,7 +282,6 @@ class ToolMemory:
                         "find it."
                     )
                 data = self._checked(name, path, text, offset=_lines_added(text, file_text))
-                self._claim(name, path, data, creating=True)
                 private_dir(target.parent)
                 atomic_write(target, data, 0o600)
                 indexed = self._index_add(name, text)
@@ -324,11 +319,10 @@ class ToolMemory:
                 changed_line = text[:at].count("\n")
                 new_text = _touch_modified(text.replace(old_str, new_str, 1))
                 data = self._checked(name, path, new_text, before=text)
-                merged = self._claim(name, path, data, creating=False)
-                atomic_write(target, merged or data, _mode(target))
+                atomic_write(target, data, _mode(target))
             head = "The memory file has been edited. Here is the snippet showing the change:"
             snippet = _snippet(new_text, changed_line)
-            return self._push([name], f"{head}\n{snippet}", self._merged_note(name, merged), path)
+            return self._push([name], f"{head}\n{snippet}", [], path)
 
     def insert(self, path: str, insert_line: int, insert_text: str) -> str:
         with self._lock:
@@ -356,10 +350,8 @@ class ToolMemory:
                 lines.insert(insert_line, insert_text.rstrip("\n"))
                 new_text = _touch_modified("\n".join(lines) + "\n")
                 data = self._checked(name, path, new_text, before=text)
-                merged = self._claim(name, path, data, creating=False)
-                atomic_write(target, merged or data, _mode(target))
-            notes = self._merged_note(name, merged)
-            return self._push([name], f"The file {path} has been edited.", notes, path)
+                atomic_write(target, data, _mode(target))
+            return self._push([name], f"The file {path} has been edited.", [], path)
 
     def delete(self, path: str) -> str:
         with self._lock:
@@ -424,8 +416,6 @@ class ToolMemory:
                     moved = _renamed_fields(text, src, dst)
                     data = self._checked(dst, f"{ROOT}/{dst}", moved, before=text)
                     staged.append((src, dst, data))
-                if len(staged) == 1 and not source.is_dir():  # a file: the first writer wins
-                    self._claim(new, new_path, staged[0][2], creating=True)
                 for src, dst, data in staged:
                     target = self._writable(dst)
                     private_dir(target.parent)
@@ -437,136 +427,6 @@ class ToolMemory:
             names = [n for s, d, _ in staged for n in (s, d)] + ([INDEX] if indexed else [])
             done = f"Successfully renamed {old_path} to {new_path}"
             return self._push(names, done, [], new_path, deleted=[s for s, _, _ in staged])
-
-    # --- the conditional write that decides a race -------------------------------------------
-
-    def _claim(self, name: str, path: str, data: bytes, creating: bool) -> bytes | None:
-        """Write `data` to the remote as one conditional write (If-None-Match for a new file,
-        If-Match on the last-synced ETag for an edit) before the local file changes, under
-        memsync's lock. The first writer wins: a create that finds the file there, or an
-        edit that finds the file changed or deleted and whose merge by type would have to
-        drop a version, is not applied; the remote is left as the other device wrote it, this
-        device takes that version (the model's text goes to local history) and the
-        MemoryToolError shows what won. A clean merge (an append-only file) and an unreachable
-        remote are left to the push that follows. Returns the merged content when this write
-        lost to one it merged with cleanly (then on the remote), else None."""
-        if not self.ctx.sync_enabled:
-            return None
-        try:
-            store = self.engine.store
-        except MemsyncError:
-            return None  # a remote that cannot be opened: the push after says why
-        edited = time.time()
-        try:
-            if self._write_first(store, name, data, edited):
-                return None
-        except (Unreachable, StoreError):
-            return None  # the push after the local write queues it or says why
-        try:
-            theirs, etag, theirs_edited = store.fetch(name)  # lost the race: what won
-        except NotFound:
-            if creating:
-                return None  # deleted again meanwhile: the push creates it
-            self._lost_to_delete(name, path, data)
-        except (Unreachable, StoreError):
-            return None
-        if theirs == data:
-            self._record_synced(name, etag, data)
-            return None
-        if not creating:
-            from memsync.memory.merge import merge
-
-            base = self.engine.state.base(name)
-            outcome = merge(name, base, data, theirs, ours_mtime=edited, theirs_mtime=theirs_edited)
-            if not outcome.conflict:  # merges cleanly (an append-only file): write the merge
-                return self._write_merge(
-                    store, name, outcome.content, etag, outcome.edited or edited
-                )
-        self._lost_to_first_writer(name, path, data, theirs, etag, creating)
-
-    def _write_first(self, store: Store, name: str, data: bytes, edited: float) -> bool:
-        """The claim's one conditional write: True when it went through (then recorded as
-        synced), False when another device wrote the file first. A missing container is made
-        for a first file."""
-        rec = self.engine.state.records.get(name)
-        try:
-            if rec is None:
-                try:
-                    etag = store.create(name, data, edited)
-                except NotFound:  # no container yet
-                    store.ensure()
-                    etag = store.create(name, data, edited)
-            else:
-                etag = store.replace(name, data, rec.etag, edited)
-        except PreconditionFailed:
-            return False
-        self._record_synced(name, etag, data)
-        return True
-
-    def _write_merge(
-        self, store: Store, name: str, merged: bytes, etag: str, edited: float
-    ) -> bytes | None:
-        """Write a clean merge over the version that won; None when that fails (the file
-        changed again, the remote went away): the push after the local write merges it."""
-        try:
-            etag = store.replace(name, merged, etag, edited)
-        except (PreconditionFailed, Unreachable, StoreError):
-            return None
-        self._record_synced(name, etag, merged)
-        return merged
-
-    def _lost_to_first_writer(
-        self, name: str, path: str, data: bytes, theirs: bytes, etag: str, creating: bool
-    ) -> NoReturn:
-        """A create or edit that lost to another device's write and does not merge cleanly:
-        this device takes the version that won (the model's goes to local history), and the
-        model is shown it."""
-        state = self.engine.state
-        target = self.local(name)
-        state.keep(name, data, "not applied: another device wrote this file first (memory tool)")
-        private_dir(target.parent)
-        atomic_write(target, theirs, _mode(target) if target.exists() else 0o600)
-        self._record_synced(name, etag, theirs)
-        shown = self._numbered(path, theirs.decode("utf-8", "replace"), None, header=False)
-        if creating:
-            raise MemoryToolError(
-                f"{path} already exists: another device created it first, so your text was not "
-                f"saved and nothing was overwritten. It reads:\n{shown}\nView it and use "
-                "str_replace or insert to change it."
-            )
-        raise MemoryToolError(
-            f"Your edit to {path} was not applied: another device changed the file at the same "
-            "time and its version won (your version is kept in this device's local history, "
-            f"`memsync history {name}`). It now reads:\n{shown}\nIf your change still "
-            "holds, apply it again to this content."
-        )
-
-    def _record_synced(self, name: str, etag: str, content: bytes) -> None:
-        state = self.engine.state
-        state.set_synced(name, etag, content)
-        state.save()
-
-    def _merged_note(self, name: str, merged: bytes | None) -> list[str]:
-        if merged is None:
-            return []
-        return [
-            f"Another device changed {ROOT}/{name} at the same time; memsync merged both "
-            f"versions. It now reads:\n{self._current(name)}"
-        ]
-
-    def _lost_to_delete(self, name: str, path: str, data: bytes) -> NoReturn:
-        """An edit of a file another device deleted first: the delete stands here too."""
-        state = self.engine.state
-        state.keep(name, data, "not applied: deleted on another device first (memory tool)")
-        self.local(name).unlink(missing_ok=True)
-        state.forget(name)
-        state.save()
-        self._index_drop([name])
-        raise MemoryToolError(
-            f"Your edit to {path} was not applied: another device deleted the file at the same "
-            f"time, so it is gone (your version is kept in local history, `memsync history "
-            f"{name}`). Create it again if it should stay."
-        )
 
     # --- pushing and what it tells the model ------------------------------------------------
 
@@ -604,18 +464,18 @@ class ToolMemory:
             ) from None
 
     def _problems(self, name: str, result: SyncResult, deleted: Sequence[str]) -> list[str]:
-        """What the push of one file did that the model must act on: a merge that had to
-        drop a version, an error, a refusal, a delete another device's edit undid (its index
-        line is put back)."""
+        """What the push of one file did that the model must act on: its version lost a race
+        to another device's (kept in local history), an error, a refusal, a delete another
+        device's edit undid (its index line is put back)."""
         problems: list[str] = []
-        for conflict in result.conflicts:
-            if conflict.startswith(f"{name}: "):
-                problems.append(
-                    f"{ROOT}/{name}: another device changed it at the same time and both "
-                    f"versions could not be kept ({conflict[len(name) + 2 :]}). "
-                    f"It now reads:\n{self._current(name)}\nIf your change is missing, "
-                    "apply it again to this content."
-                )
+        if name in result.replaced:
+            problems.append(
+                f"Your change to {ROOT}/{name} was not applied: another device changed the file "
+                f"at the same time and its version won ({result.replaced[name]}; yours is kept "
+                f"in this device's local history, `memsync history {name}`). It now reads:\n"
+                f"{self._current(name)}\nIf your change still holds, apply it again to this "
+                "content."
+            )
         if name in result.errors:
             problems.append(
                 f"{ROOT}/{name} is saved on this device but not on the remote: "
@@ -633,14 +493,17 @@ class ToolMemory:
         return problems
 
     def _notes(self, names: list[str], result: SyncResult, deleted: Sequence[str]) -> list[str]:
-        """What the push did that the model should know: a clean merge (the file now reads
-        otherwise), sync off, the remote unreachable."""
+        """What the push did that the model should know: another device's version merged in
+        or set aside (the file may now read otherwise), sync off, the remote unreachable."""
         notes = []
         for name in names:
-            if name in result.merged and name not in deleted and self.local(name).exists():
+            conflicted = any(c.startswith(f"{name}: ") for c in result.conflicts)
+            raced = name in result.merged or conflicted
+            if raced and name not in result.replaced and name not in deleted:
                 notes.append(
                     f"Another device changed {ROOT}/{name} at the same time; memsync merged "
-                    f"both versions. It now reads:\n{self._current(name)}"
+                    "the two as `sync` does (a version that could not be merged is kept in "
+                    f"local history). It now reads:\n{self._current(name)}"
                 )
         if result.disabled:
             notes.append("Saved on this device only: sync is off (MEMSYNC_SYNC=off).")
