@@ -24,19 +24,30 @@ import stat
 import threading
 import time
 import unicodedata
-from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memsync.claude.tool_checks import (
+    INDEX,
+    ROOT,
+    MemoryToolError,
+    checked,
+    file_name_of,
+    file_title,
+    frontmatter_end,
+    lines_added,
+    made_description,
+    name_of,
+    need_markdown,
+    renamed_fields,
+    touch_modified,
+    with_frontmatter,
+)
 from memsync.context.config import Context
 from memsync.memory import frontmatter as memory
-from memsync.memory.memtypes import TYPES, UNKNOWN, type_of
-from memsync.memory.names import unportable
-from memsync.privacy.gate import check_outbound, name_secret
 from memsync.sync.planner import too_many
 from memsync.util.errors import (
     MemsyncError,
-    RefusedFile,
     UserError,
 )
 from memsync.util.fsutil import atomic_write, private_dir, read_text_if_there
@@ -46,34 +57,15 @@ if TYPE_CHECKING:
 
     from memsync.sync.engine import SyncResult
 
-ROOT = "/memories"
-INDEX = memory.INDEX_NAME
 LINE_NUMBER_WIDTH = 6  # the SDK's own backend numbers lines this wide
 VIEW_MAX_CHARS = 16_000  # one view's output: about 4,000 tokens of the model's context
 LIST_DEPTH = 2  # a directory view lists two levels, as the tool documentation shows
-MAX_PATH_CHARS = 1024
-MAX_SEGMENT_BYTES = 255
 LOCK_TIMEOUT = 60.0
-_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-# text-direction controls: a name that displays as something else (`user_\u202egpj.md`)
-_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_BAD_CHARS = re.compile(r'[\\:*?"<>|]')  # what the remote refuses in a key (stores.check_key)
-_MODIFIED_LINE = re.compile(
-    r"^(?P<lead>\s*modified:\s*)(?P<q>['\"]?)(?P<value>[^'\"\n]*)(?P=q)\s*$"
-)
-_DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _INDEX_KEPT = (
     "/memories/MEMORY.md is the index Claude Code reads to find every memory file, so it "
     "cannot be {what} through this tool; memsync keeps its lines in step with the files you "
     "create, rename and delete. Edit its lines with str_replace if one is wrong."
 )
-_SECRET_HINT = "; remove it, or allow it with"
-_SECRET_LINE = re.compile(r"^line (\d+)")
-
-
-class MemoryToolError(Exception):
-    """A refused or failed command: `str(err)` is what the model reads, saying what to do."""
 
 
 class ToolMemory:
@@ -112,27 +104,8 @@ class ToolMemory:
 
     # --- paths ------------------------------------------------------------------------------
 
-    def name_of(self, path: object) -> str:
-        """The memory-dir-relative name of a tool path ('' for /memories itself), or a
-        MemoryToolError saying why the path is refused. Purely lexical: see `local`. A refused
-        path is described, never quoted back (it may hold a secret the scanner cannot tell)."""
-        if not isinstance(path, str) or not path:
-            raise MemoryToolError("The path is empty: give a path under /memories.")
-        _check_characters(path)
-        rest = _under_root(path)
-        if rest:
-            _check_names(rest)
-        return rest
-
-    def file_name_of(self, path: object) -> str:
-        """`name_of` for a command on a file: a path ending in `/` names a folder."""
-        name = self.name_of(path)
-        if name and isinstance(path, str) and path.endswith("/"):
-            raise MemoryToolError(
-                "The path ends in '/', which names a folder: give the file's path without the "
-                "trailing '/'."
-            )
-        return name
+    name_of = staticmethod(name_of)
+    file_name_of = staticmethod(file_name_of)
 
     def _need_new_name(self, name: str, path: str) -> None:
         """A new file or folder name: every folder on the way is a folder (not a file), and no
@@ -262,7 +235,7 @@ class ToolMemory:
         with self._lock:
             self._start()
             name = self.file_name_of(path)
-            self._need_markdown(name, path)
+            need_markdown(name, path)
             notes: list[str] = []
             with self._local_edit():
                 self._need_new_name(name, path)
@@ -273,7 +246,7 @@ class ToolMemory:
                         f"The {kind} {path} already exists. View it, then use str_replace or "
                         "insert to change it (or delete it first)."
                     )
-                text, added = self._with_frontmatter(name, file_text)
+                text, added = with_frontmatter(name, file_text)
                 if added:
                     notes.append(f"Added the frontmatter its name implies ({added}).")
                     notes.append(
@@ -281,7 +254,8 @@ class ToolMemory:
                         "description (str_replace the description line) helps later sessions "
                         "find it."
                     )
-                data = self._checked(name, path, text, offset=_lines_added(text, file_text))
+                offset = lines_added(text, file_text)
+                data = checked(name, path, text, self.max_bytes, offset=offset)
                 private_dir(target.parent)
                 atomic_write(target, data, 0o600)
                 indexed = self._index_add(name, text)
@@ -317,8 +291,8 @@ class ToolMemory:
                     )
                 at = text.index(old_str)
                 changed_line = text[:at].count("\n")
-                new_text = _touch_modified(text.replace(old_str, new_str, 1))
-                data = self._checked(name, path, new_text, before=text)
+                new_text = touch_modified(text.replace(old_str, new_str, 1))
+                data = checked(name, path, new_text, self.max_bytes, before=text)
                 atomic_write(target, data, _mode(target))
             head = "The memory file has been edited. Here is the snippet showing the change:"
             snippet = _snippet(new_text, changed_line)
@@ -340,7 +314,7 @@ class ToolMemory:
                         f"it must be between 0 (before the first) and {len(lines)} (after the "
                         "last)."
                     )
-                closing = _frontmatter_end(text)
+                closing = frontmatter_end(text)
                 if closing and insert_line == 0:
                     raise MemoryToolError(
                         f"Nothing was inserted: {path} starts with its frontmatter (lines "
@@ -348,8 +322,8 @@ class ToolMemory:
                         f"insert_line {closing} (after the frontmatter's closing ---)."
                     )
                 lines.insert(insert_line, insert_text.rstrip("\n"))
-                new_text = _touch_modified("\n".join(lines) + "\n")
-                data = self._checked(name, path, new_text, before=text)
+                new_text = touch_modified("\n".join(lines) + "\n")
+                data = checked(name, path, new_text, self.max_bytes, before=text)
                 atomic_write(target, data, _mode(target))
             return self._push([name], f"The file {path} has been edited.", [], path)
 
@@ -406,15 +380,15 @@ class ToolMemory:
                 if source.is_dir():
                     moves = [(n, new + n[len(old) :]) for n in self._whole_folder(old, old_path)]
                 elif source.is_file():
-                    self._need_markdown(new, new_path)
+                    need_markdown(new, new_path)
                     moves = [(old, new)]
                 else:
                     raise MemoryToolError(f"The path {old_path} does not exist.")
                 staged = []
                 for src, dst in moves:
                     text = self._read_existing(self.local(src), f"{ROOT}/{src}")
-                    moved = _renamed_fields(text, src, dst)
-                    data = self._checked(dst, f"{ROOT}/{dst}", moved, before=text)
+                    moved = renamed_fields(text, src, dst)
+                    data = checked(dst, f"{ROOT}/{dst}", moved, self.max_bytes, before=text)
                     staged.append((src, dst, data))
                 for src, dst, data in staged:
                     target = self._writable(dst)
@@ -557,84 +531,6 @@ class ToolMemory:
                 "create it."
             )
         return self._read_text(target, path)
-
-    def _need_markdown(self, name: str, path: str) -> None:
-        if not name:
-            raise MemoryToolError("/memories is the memory directory; give a file name under it.")
-        if not name.endswith(".md"):
-            raise MemoryToolError(
-                f"{path} was not saved: memory files are Markdown and their names end in .md "
-                "(for example /memories/user_preferences.md)."
-            )
-
-    def _checked(
-        self, name: str, path: str, text: str, before: str | None = None, offset: int = 0
-    ) -> bytes:
-        """`text` as it will be written, after the checks every memory file passes before it
-        may leave the machine; a refusal names the problem (a secret's kind, never the
-        secret) and nothing is written. `before`: the file's text before this edit (None for a
-        new file); `offset`: lines memsync put before the model's own text (a secret's line is
-        told in the model's terms)."""
-        _refuse_privacy_grants(path, text, before)
-        _refuse_unknown_type(path, text, before)
-        data = text.encode("utf-8")
-        try:
-            check_outbound(name, data, self.max_bytes)
-        except RefusedFile as exc:
-            reason = exc.reason
-            if _SECRET_HINT in reason:
-                reason = reason.split(_SECRET_HINT)[0]
-                reason = _SECRET_LINE.sub(
-                    lambda m: (
-                        f"line {max(1, int(m.group(1)) - offset)} of "
-                        + ("your text" if offset else "the file")
-                    ),
-                    reason,
-                    count=1,
-                )
-                reason += (
-                    "; memory is copied to other machines, so credentials and personal "
-                    "numbers never go in it: write it again without that line"
-                )
-            elif reason.startswith("it is marked 'sensitivity: high'"):
-                reason = (
-                    "it is marked sensitivity: high, so it stays off the remote until the user "
-                    "allows it; only the user can do that, outside this tool"
-                )
-            elif (
-                "frontmatter is missing required field" in reason or "no YAML frontmatter" in reason
-            ):
-                reason += ". " + _frontmatter_hint(name)
-            raise MemoryToolError(f"{path} was not saved: {reason}.") from None
-        return data
-
-    def _with_frontmatter(self, name: str, text: str) -> tuple[str, str]:
-        """Text without frontmatter gets what its name implies: name, a description from the
-        name (never a copy of a body line, which would make the agent's later str_replace of
-        that line ambiguous), and the type when the name says it (user_*.md,
-        voice_calibration.md ...). Text with frontmatter is left as the agent wrote it (the
-        checks say what is missing)."""
-        basename = name.rsplit("/", 1)[-1]
-        if basename == INDEX:
-            return text, ""
-        try:
-            source, body = memory.split(text)
-        except memory.FrontmatterError:
-            return text, ""  # the checks name the problem
-        if source is not None:
-            return text, ""
-        if not body.strip():
-            return text, ""  # empty: the checks say so
-        mtype = type_of(name)
-        description = _made_description(name)
-        # Claude Code's own shape (docs/claude-code.md), so its sessions read the file as theirs
-        nested: dict[str, object] = {"node_type": "memory"}
-        if mtype is not UNKNOWN:
-            nested["type"] = mtype.name
-        nested["modified"] = memory.modified_now()
-        meta = {"name": _file_title(name), "description": description}
-        added = ", ".join([*meta, *(f"metadata.{k}" for k in nested)])
-        return memory.render({**meta, memory.NESTED: nested}, body.lstrip("\n")), added
 
     # --- listings and numbered text --------------------------------------------------------
 
@@ -805,15 +701,15 @@ class ToolMemory:
             return False
         text = current
         for src, dst in moves.items():
-            old_titles = {_file_title(src), src[:-3], src.rsplit("/", 1)[-1][:-3]}
+            old_titles = {file_title(src), src[:-3], src.rsplit("/", 1)[-1][:-3]}
 
             def relabel(
                 m: re.Match[str], src: str = src, dst: str = dst, old_titles: set[str] = old_titles
             ) -> str:
-                title = _file_title(dst) if m.group(1) in old_titles else m.group(1)
+                title = file_title(dst) if m.group(1) in old_titles else m.group(1)
                 rest = m.group(2)
-                if rest == f" — {_made_description(src)}":
-                    rest = f" — {_made_description(dst)}"
+                if rest == f" — {made_description(src)}":
+                    rest = f" — {made_description(dst)}"
                 return f"[{title}]({dst}){rest}"
 
             pattern = r"\[([^\]\n]*)\]\(" + re.escape(src) + r"\)([^\n]*)"
@@ -849,72 +745,6 @@ class ToolMemory:
 
 
 # --- small helpers ----------------------------------------------------------------------------
-
-
-def _check_characters(path: str) -> None:
-    """Refuse a path whose characters no memory file name may hold: a name that looks like a
-    secret (names go to the remote and into MEMORY.md), control or text-direction
-    characters, an overlong path, a percent-escape, or a character some platform refuses."""
-    from memsync.privacy.scanner import KINDS
-
-    kind = name_secret(path[:MAX_PATH_CHARS])
-    if kind is not None:  # a name goes to the remote and into MEMORY.md; never quoted back
-        raise MemoryToolError(
-            f"The file or folder name looks like it holds a secret ({KINDS.get(kind, kind)}); "
-            "names are copied to other machines like the files: choose a plain name."
-        )
-    if _CONTROL.search(path) or _BIDI.search(path):
-        raise MemoryToolError(
-            "The path contains control or text-direction characters (like a newline, NUL "
-            "or U+202E), which memory file names cannot hold: use plain characters."
-        )
-    if len(path) > MAX_PATH_CHARS:
-        raise MemoryToolError(f"The path is over {MAX_PATH_CHARS} characters.")
-    if _PERCENT_ESCAPE.search(path):
-        raise MemoryToolError(
-            "The path contains a percent-escape (like %2e or %2f); memory paths "
-            "are plain text: write the characters themselves."
-        )
-    if _BAD_CHARS.search(path):
-        raise MemoryToolError(
-            'The path contains a backslash or one of : * ? " < > |, which memory '
-            "file names cannot hold."
-        )
-
-
-def _under_root(path: str) -> str:
-    """The part of the path after /memories/, NFC, without a trailing '/'; or refuse a path
-    outside /memories."""
-    if path != ROOT and not path.startswith(ROOT + "/"):
-        raise MemoryToolError(
-            "The path is outside /memories: every memory path starts with "
-            "/memories/ (for example /memories/notes.md)."
-        )
-    rest = unicodedata.normalize("NFC", path[len(ROOT) + 1 :])
-    return rest[:-1] if rest.endswith("/") else rest
-
-
-def _check_names(rest: str) -> None:
-    """Refuse a relative path with an empty, '.' or '..' segment, a name too long or not
-    portable, or a name a sync never syncs."""
-    for segment in rest.split("/"):
-        if segment in ("", ".", ".."):
-            raise MemoryToolError(
-                "The path has an empty, '.' or '..' segment; give the plain path "
-                "under /memories."
-            )
-        if len(segment.encode("utf-8")) > MAX_SEGMENT_BYTES:
-            raise MemoryToolError(f"A name in the path is over {MAX_SEGMENT_BYTES} bytes.")
-        problem = unportable(segment)
-        if problem:
-            raise MemoryToolError(f"{problem[0].upper()}{problem[1:]}.")
-    from memsync.sync.walk import is_ignored
-
-    if is_ignored(rest):
-        raise MemoryToolError(
-            "The path is not part of the synced memory (hidden names, editor "
-            "temp files, team/ and _memsync/ are not synced); choose another name."
-        )
 
 
 def _note(text: str, note: str) -> str:
@@ -964,165 +794,6 @@ def _occurrence_lines(text: str, needle: str) -> list[int]:
         lines.append(text[:at].count("\n") + 1)
         start = at + 1
     return lines
-
-
-def _privacy_fields(text: str | None) -> tuple[bool, frozenset[str], bool]:
-    """(consent given, kinds allow-listed, sensitivity high) of a memory file's frontmatter."""
-    if text is None:
-        return False, frozenset(), False
-    try:
-        meta = memory.parse(text).meta or {}
-    except memory.FrontmatterError:
-        return False, frozenset(), False
-    extra = memory.field(meta, "allow_sensitive")
-    kinds = (
-        frozenset(str(k) for k in extra)
-        if isinstance(extra, list)
-        else frozenset([str(extra)])
-        if extra
-        else frozenset()
-    )
-    high = str(memory.field(meta, "sensitivity") or "").lower() == "high"
-    return memory.field(meta, "consent") is True, kinds, high
-
-
-def _declared_type(text: str | None) -> object:
-    if text is None:
-        return None
-    try:
-        return memory.field(memory.parse(text).meta, "type")
-    except memory.FrontmatterError:
-        return None
-
-
-def _refuse_unknown_type(path: str, text: str, before: str | None) -> None:
-    """A `type` memsync does not know merges as plain lines and Claude Code ignores it: a
-    write that sets one is refused, naming the valid types (an existing one is left alone)."""
-    declared = _declared_type(text)
-    if declared is None or declared in TYPES or declared == _declared_type(before):
-        return
-    valid = ", ".join(t for t in TYPES if t != "index")
-    raise MemoryToolError(
-        f"{path} was not saved: its type {str(declared)[:40]!r} is not a memory type. Use one "
-        f"of: {valid} (or leave type out and memsync takes it from the file name)."
-    )
-
-
-def _refuse_privacy_grants(path: str, text: str, before: str | None) -> None:
-    """Consent, allow-listed secret kinds and a lowered sensitivity are the user's to give:
-    a write through the tool that grants any of them is refused (taking them away is fine)."""
-    consent, kinds, high = _privacy_fields(text)
-    had_consent, had_kinds, was_high = _privacy_fields(before)
-    if (consent and not had_consent) or not kinds <= had_kinds or (was_high and not high):
-        raise MemoryToolError(
-            f"{path} was not saved: the privacy fields consent, allow_sensitive and "
-            "sensitivity decide what may leave this machine, and only the user sets them, "
-            "outside this tool. Write the file without changing them."
-        )
-
-
-def _made_description(name: str) -> str:
-    """The description memsync makes from a file's name when the model gives none."""
-    mtype = type_of(name)
-    return mtype.summary if mtype.filename else name.rsplit("/", 1)[-1][:-3].replace("_", " ")
-
-
-def _file_title(name: str) -> str:
-    """The `name` field memsync gives a file called `name` (`user_日本語.md` keeps its letters)."""
-    stem = name.rsplit("/", 1)[-1][:-3]
-    return memory.name_slug(stem) if stem.isascii() else stem
-
-
-def _renamed_fields(text: str, src: str, dst: str) -> str:
-    """A renamed file's frontmatter follows its name: a `name` that was the old file's name
-    becomes the new one, and a `type` the old name implied becomes the type the new name
-    implies. Only those lines change (format and order kept)."""
-    try:
-        source, _ = memory.split(text)
-        meta = memory.parse(text).meta or {}
-    except memory.FrontmatterError:
-        return text
-    if source is None:
-        return text
-    old_type, new_type = type_of(src), type_of(dst)
-    swaps = {}
-    if str(meta.get("name")) == _file_title(src) and _file_title(src) != _file_title(dst):
-        swaps["name"] = (_file_title(src), _file_title(dst))
-    if str(meta.get("description")) == _made_description(src):
-        swaps["description"] = (_made_description(src), _made_description(dst))
-    declared = memory.field(meta, "type")
-    if (
-        declared == old_type.name
-        and old_type is not UNKNOWN
-        and new_type is not UNKNOWN
-        and new_type is not old_type
-    ):
-        swaps["type"] = (old_type.name, new_type.name)
-    if not swaps:
-        return text
-    start = text.index("\n") + 1
-    end = start + len(source)
-    lines = source.split("\n")
-    for i, line in enumerate(lines):
-        key, sep, value = line.partition(":")
-        field_name = key.strip()
-        if sep and field_name in swaps and value.strip().strip("'\"") == swaps[field_name][0]:
-            lines[i] = f"{key}: {swaps[field_name][1]}"
-    return text[:start] + "\n".join(lines) + text[end:]
-
-
-def _lines_added(text: str, file_text: str) -> int:
-    """How many lines memsync put before the model's own text (the frontmatter it added)."""
-    body = file_text.lstrip("\n")
-    if not body or text == file_text or not text.endswith(body):
-        return 0
-    return text[: len(text) - len(body)].count("\n") - (len(file_text) - len(body))
-
-
-def _frontmatter_end(text: str) -> int:
-    """The line number of the frontmatter's closing `---` (0: no frontmatter)."""
-    try:
-        source, _ = memory.split(text)
-    except memory.FrontmatterError:
-        return 0
-    if source is None:
-        return 0
-    return source.count("\n") + 2 if source else 2
-
-
-def _frontmatter_hint(name: str) -> str:
-    mtype = type_of(name)
-    fields = ["name: " + name.rsplit("/", 1)[-1][:-3]]
-    fields += [f"{f}: ..." for f in mtype.required if f != "name"]
-    if mtype is not UNKNOWN:
-        fields.append(f"type: {mtype.name}")
-    lines = "\\n".join(["---", *fields, "---"])
-    return f"Start the file with frontmatter like: {lines} (or leave it out and memsync adds it)"
-
-
-def _touch_modified(text: str) -> str:
-    """An edited file's existing `modified` field (top level or under `metadata:`) moves to
-    now, so the later edit wins a fact-file race; its format, quoting and place are kept, and
-    no field is added (the agent's line numbers stay right)."""
-    try:
-        source, _ = memory.split(text)
-    except memory.FrontmatterError:
-        return text
-    if source is None:
-        return text
-    start = text.index("\n") + 1
-    end = start + len(source)
-    lines = source.split("\n")
-    for i, line in enumerate(lines):
-        m = _MODIFIED_LINE.match(line)
-        if m:
-            value = m.group("value").strip()
-            if _DATE_ONLY.fullmatch(value):
-                new = date.today().isoformat()
-            else:
-                new = memory.stamp_text(memory.modified_now())
-            lines[i] = f"{m.group('lead')}{m.group('q')}{new}{m.group('q')}"
-    return text[:start] + "\n".join(lines) + text[end:]
 
 
 def _mode(path: Path) -> int:
