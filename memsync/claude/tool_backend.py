@@ -43,6 +43,7 @@ from memsync.claude.tool_checks import (
     touch_modified,
     with_frontmatter,
 )
+from memsync.claude.tool_view import LIST_DEPTH, VIEW_MAX_CHARS, Pages, snippet
 from memsync.context.config import Context
 from memsync.memory import frontmatter as memory
 from memsync.sync.planner import too_many
@@ -57,9 +58,6 @@ if TYPE_CHECKING:
 
     from memsync.sync.engine import SyncResult
 
-LINE_NUMBER_WIDTH = 6  # the SDK's own backend numbers lines this wide
-VIEW_MAX_CHARS = 16_000  # one view's output: about 4,000 tokens of the model's context
-LIST_DEPTH = 2  # a directory view lists two levels, as the tool documentation shows
 LOCK_TIMEOUT = 60.0
 _INDEX_KEPT = (
     "/memories/MEMORY.md is the index Claude Code reads to find every memory file, so it "
@@ -96,11 +94,10 @@ class ToolMemory:
         )
         self.refresh_after = refresh_after
         self.index = index
-        self.view_max_chars = view_max_chars
+        self.pages = Pages(view_max_chars)
         self._lock = threading.RLock()
         self._pulled: float | None = None  # monotonic time of the last pull
         self._session_note = ""
-        self._line_cursor: tuple[object, int] = (None, 0)  # the long line a view is paging
 
     # --- paths ------------------------------------------------------------------------------
 
@@ -219,17 +216,17 @@ class ToolMemory:
                 st = os.stat(target)
             except (FileNotFoundError, NotADirectoryError):
                 if not name:  # no memory yet
-                    return _note(self._listing(path, []), self._session_note)
+                    return _note(self.pages.listing(path, []), self._session_note)
                 raise MemoryToolError(
                     f"The path {path} does not exist. View /memories to see what there is."
                 ) from None
             if stat.S_ISDIR(st.st_mode):
-                listing = self._listing(path, self._entries(target, name), view_range)
+                listing = self.pages.listing(path, self._entries(target, name), view_range)
                 return _note(listing, self._session_note)
             if not stat.S_ISREG(st.st_mode):
                 raise MemoryToolError(f"{path} is not a file or a directory.")
             text = self._read_text(target, path)
-            return _note(self._numbered(path, text, view_range), self._session_note)
+            return _note(self.pages.numbered(path, text, view_range), self._session_note)
 
     def create(self, path: str, file_text: str) -> str:
         with self._lock:
@@ -295,8 +292,8 @@ class ToolMemory:
                 data = checked(name, path, new_text, self.max_bytes, before=text)
                 atomic_write(target, data, _mode(target))
             head = "The memory file has been edited. Here is the snippet showing the change:"
-            snippet = _snippet(new_text, changed_line)
-            return self._push([name], f"{head}\n{snippet}", [], path)
+            shown = snippet(new_text, changed_line)
+            return self._push([name], f"{head}\n{shown}", [], path)
 
     def insert(self, path: str, insert_line: int, insert_text: str) -> str:
         with self._lock:
@@ -504,7 +501,7 @@ class ToolMemory:
         text = read_text_if_there(self.local(name), unreadable="none")
         if text is None:
             return "(the file is gone)"
-        return self._numbered(f"{ROOT}/{name}", text, None, header=False)
+        return self.pages.numbered(f"{ROOT}/{name}", text, None, header=False)
 
     # --- reading and checking ------------------------------------------------------------
 
@@ -531,8 +528,6 @@ class ToolMemory:
                 "create it."
             )
         return self._read_text(target, path)
-
-    # --- listings and numbered text --------------------------------------------------------
 
     def _entries(self, folder: Path, name: str) -> list[tuple[str, int]]:
         """What a view of a folder lists. Not MemoryWalk: a view shows folders too, two levels
@@ -565,95 +560,6 @@ class ToolMemory:
 
         walk(folder, "", 1)
         return found
-
-    def _listing(
-        self, path: str, entries: list[tuple[str, int]], view_range: list[int] | None = None
-    ) -> str:
-        """A directory listing; `view_range` [first, last] pages through its entries (1-based,
-        last -1: the end), which is what the notice of a cut listing tells the model to use."""
-        shown = path.rstrip("/") or ROOT
-        header = (
-            f"Here're the files and directories up to {LIST_DEPTH} levels deep in {shown}, "
-            "excluding hidden items:"
-        )
-        total = sum(size for _, size in entries if not _.endswith("/"))
-        lines = [header, f"{_size(total)}\t{shown}"]
-        first, last = 1, len(entries)
-        if view_range is not None and entries:
-            first, last = _check_range(path, view_range, len(entries), unit="entries")
-            lines[0] = header[:-1] + f" (entries {first}-{last} of {len(entries)}):"
-        used = sum(len(x) + 1 for x in lines)
-        for number in range(first, last + 1):
-            rel, size = entries[number - 1]
-            line = f"{_size(size)}\t{shown}/{rel}"
-            if used + len(line) + 1 > self.view_max_chars - 200:
-                lines.append(
-                    f"[listing cut: entries {first}-{number - 1} of {len(entries)} shown; view "
-                    f"{shown} with view_range [{number}, {last}] for the rest]"
-                )
-                break
-            lines.append(line)
-            used += len(line) + 1
-        return "\n".join(lines)
-
-    def _numbered(
-        self, path: str, text: str, view_range: list[int] | None, header: bool = True
-    ) -> str:
-        lines = text.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        first, last = 1, len(lines)
-        if view_range is not None:
-            first, last = _check_range(path, view_range, len(lines))
-        out = [f"Here's the content of {path} with line numbers:"] if header else []
-        used = sum(len(x) + 1 for x in out)
-        budget = self.view_max_chars - 300  # room for the notice
-        for number in range(first, last + 1):
-            line = f"{str(number).rjust(LINE_NUMBER_WIDTH)}\t{lines[number - 1]}"
-            if used + len(line) + 1 > budget and number > first:
-                out.append(
-                    f"[output cut at {self.view_max_chars} characters: lines {first}-{number - 1} "
-                    f"of {len(lines)} shown; view with view_range [{number}, {last}] for the "
-                    "rest]"
-                )
-                break
-            if len(line) > budget:  # one line longer than a view: shown in parts
-                out.extend(self._line_part(path, text, number, lines[number - 1], budget - used))
-                if number < last:
-                    out.append(
-                        f"[lines {number + 1}-{last} not shown: view with view_range "
-                        f"[{number + 1}, {last}] for them]"
-                    )
-                break
-            out.append(line)
-            used += len(line) + 1
-        return "\n".join(out)
-
-    def _line_part(self, path: str, text: str, number: int, line: str, room: int) -> list[str]:
-        """The next part of a line too long for one view: the first view of [N, N] shows its
-        start, each further view of the same line (unchanged) the part after, and every part
-        says which characters it holds and how to get the rest."""
-        key = (path, number, hash(text))
-        start = self._line_cursor[1] if self._line_cursor[0] == key else 0
-        room = max(room - LINE_NUMBER_WIDTH - 1, 1000)
-        end = min(start + room, len(line))
-        part = f"{str(number).rjust(LINE_NUMBER_WIDTH)}\t{line[start:end]}"
-        if end < len(line):
-            self._line_cursor = (key, end)
-            notice = (
-                f"[line {number} is {len(line):,} characters, more than one view shows: "
-                f"characters {start + 1:,}-{end:,} shown; view {path} with view_range "
-                f"[{number}, {number}] again for the next part]"
-            )
-        else:
-            self._line_cursor = (None, 0)
-            notice = (
-                f"[line {number}: characters {start + 1:,}-{end:,} of {len(line):,} shown, "
-                "the end of the line]"
-                if start
-                else ""
-            )
-        return [part, notice] if notice else [part]
 
     # --- the MEMORY.md index, so Claude Code sees what the agent writes -------------------
 
@@ -749,43 +655,6 @@ class ToolMemory:
 
 def _note(text: str, note: str) -> str:
     return f"{text}\n{note}" if note else text
-
-
-def _size(size: int) -> str:
-    """Sizes as the SDK's own backend shows them: 0B, 512B, 1.5K, 2M."""
-    if size == 0:
-        return "0B"
-    units = ["B", "K", "M", "G"]
-    i = min((size.bit_length() - 1) // 10, len(units) - 1)
-    value = size / (1024**i)
-    return f"{int(value)}{units[i]}" if value == int(value) else f"{value:.1f}{units[i]}"
-
-
-def _check_range(
-    path: str, view_range: list[int], count: int, unit: str = "lines"
-) -> tuple[int, int]:
-    if (
-        not isinstance(view_range, (list, tuple))
-        or len(view_range) != 2
-        or not all(isinstance(x, int) for x in view_range)
-    ):
-        raise MemoryToolError("view_range must be two line numbers, [first, last] (last -1: end).")
-    first, last = view_range
-    last = count if last == -1 else min(last, count)  # past the end: up to the end
-    if first < 1 or first > max(count, 1) or last < first:
-        raise MemoryToolError(
-            f"view_range {list(view_range)} is outside {path}, which has {count} {unit}: use "
-            f"[first, last] with 1 <= first <= last <= {count} (or last = -1)."
-        )
-    return first, last
-
-
-def _snippet(text: str, line_index: int) -> str:
-    lines = text.split("\n")
-    start, end = max(0, line_index - 2), min(len(lines), line_index + 3)
-    return "\n".join(
-        f"{str(n + 1).rjust(LINE_NUMBER_WIDTH)}\t{lines[n]}" for n in range(start, end)
-    )
 
 
 def _occurrence_lines(text: str, needle: str) -> list[int]:
