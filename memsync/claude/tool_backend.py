@@ -45,7 +45,7 @@ from memsync.claude.tool_checks import (
 )
 from memsync.claude.tool_view import LIST_DEPTH, VIEW_MAX_CHARS, Pages, snippet
 from memsync.context.config import Context
-from memsync.memory import frontmatter as memory
+from memsync.memory import index_links
 from memsync.sync.planner import too_many
 from memsync.util.errors import (
     MemsyncError,
@@ -254,7 +254,7 @@ class ToolMemory:
                 offset = lines_added(text, file_text)
                 data = checked(name, path, text, self.max_bytes, offset=offset)
                 private_dir(target.parent)
-                atomic_write(target, data, 0o600)
+                self.engine.write_local(name, data)
                 indexed = self._index_add(name, text)
             if indexed:
                 notes.append("Listed it in /memories/MEMORY.md, the index Claude Code reads.")
@@ -290,7 +290,7 @@ class ToolMemory:
                 changed_line = text[:at].count("\n")
                 new_text = touch_modified(text.replace(old_str, new_str, 1))
                 data = checked(name, path, new_text, self.max_bytes, before=text)
-                atomic_write(target, data, _mode(target))
+                self.engine.write_local(name, data)
             head = "The memory file has been edited. Here is the snippet showing the change:"
             shown = snippet(new_text, changed_line)
             return self._push([name], f"{head}\n{shown}", [], path)
@@ -321,7 +321,7 @@ class ToolMemory:
                 lines.insert(insert_line, insert_text.rstrip("\n"))
                 new_text = touch_modified("\n".join(lines) + "\n")
                 data = checked(name, path, new_text, self.max_bytes, before=text)
-                atomic_write(target, data, _mode(target))
+                self.engine.write_local(name, data)
             return self._push([name], f"The file {path} has been edited.", [], path)
 
     def delete(self, path: str) -> str:
@@ -390,7 +390,7 @@ class ToolMemory:
                 for src, dst, data in staged:
                     target = self._writable(dst)
                     private_dir(target.parent)
-                    atomic_write(target, data, _mode(self.local(src)))
+                    atomic_write(target, data, self.local(src).stat().st_mode & 0o777)
                     self.local(src).unlink()
                 if source.is_dir():
                     _remove_empty_dirs(source)
@@ -490,7 +490,7 @@ class ToolMemory:
         (on this device and the remote), or Claude Code could not find it."""
         if not self.index:
             return
-        text = _read_or_none(self.local(name))
+        text = read_text_if_there(self.local(name), undecodable="none")
         with self._local_edit():
             added = self._index_add(name, text or "")
         if added:
@@ -563,46 +563,34 @@ class ToolMemory:
 
     # --- the MEMORY.md index, so Claude Code sees what the agent writes -------------------
 
-    def _index_add(self, name: str, text: str) -> bool:
-        if not self.index or name == INDEX or name.rsplit("/", 1)[-1] == INDEX:
+    def _index_text(self) -> str | None:
+        """MEMORY.md's text; not UTF-8 counts as none."""
+        return read_text_if_there(self.root / INDEX, undecodable="none")
+
+    def _index_add(self, name: str, content: str) -> bool:
+        """A new file's line, made from its frontmatter as Claude Code writes one."""
+        if not self.index or name.rsplit("/", 1)[-1] == INDEX:
             return False
-        index = self.root / INDEX
-        current = _read_or_none(index)
-        if current is not None and f"]({name})" in current:
+        current = self._index_text()
+        if index_links.links_to(current, name):
             return False
-        try:
-            meta = memory.parse(text).meta or {}
-        except memory.FrontmatterError:
-            meta = {}
-        title = str(meta.get("name") or name[:-3])
-        description = str(meta.get("description") or "")
-        line = f"- [{title}]({name})" + (f" — {description}" if description else "")
-        base = "# Memory index\n\n" if current is None else current.rstrip("\n") + "\n"
-        atomic_write(index, (base + line + "\n").encode("utf-8"), 0o600)
+        line = index_links.made_line(name, content)
+        text = index_links.with_lines(current or "# Memory index\n", [line])
+        self.engine.write_local(INDEX, text.encode("utf-8"))
         return True
 
     def _index_drop(self, names: list[str]) -> bool:
-        if not self.index:
+        if not self.index or INDEX in names:
             return False
-        index = self.root / INDEX
-        current = _read_or_none(index)
-        if current is None or INDEX in names:
-            return False
-        kept = [
-            line
-            for line in current.splitlines(keepends=True)
-            if not any(f"]({n})" in line for n in names)
-        ]
-        if len(kept) == len(current.splitlines(keepends=True)):
-            return False
-        atomic_write(index, "".join(kept).encode("utf-8"), _mode(index))
-        return True
+        kept, removed = index_links.without_links(self._index_text() or "", set(names))
+        if removed:
+            self.engine.write_local(INDEX, kept.encode("utf-8"))
+        return bool(removed)
 
     def _index_move(self, moves: dict[str, str]) -> bool:
         if not self.index:
             return False
-        index = self.root / INDEX
-        current = _read_or_none(index)
+        current = self._index_text()
         if current is None:
             return False
         text = current
@@ -623,7 +611,7 @@ class ToolMemory:
             text = text.replace(f"]({src})", f"]({dst})")
         if text == current:
             return False
-        atomic_write(index, text.encode("utf-8"), _mode(index))
+        self.engine.write_local(INDEX, text.encode("utf-8"))
         return True
 
     def _file_count(self) -> int:
@@ -663,18 +651,6 @@ def _occurrence_lines(text: str, needle: str) -> list[int]:
         lines.append(text[:at].count("\n") + 1)
         start = at + 1
     return lines
-
-
-def _mode(path: Path) -> int:
-    try:
-        return path.stat().st_mode & 0o777
-    except OSError:
-        return 0o600
-
-
-def _read_or_none(path: Path) -> str | None:
-    """The text of the index (or a file memsync adds to it); not UTF-8 counts as none."""
-    return read_text_if_there(path, undecodable="none")
 
 
 def _remove_empty_dirs(folder: Path) -> None:
