@@ -2,13 +2,13 @@
 
 The Claude API's client-side memory tool (`memory_20250818`) asks the application to carry out
 `view`, `create`, `str_replace`, `insert`, `delete` and `rename` on paths under `/memories`.
-`ToolMemory` does that on a memsync memory dir: every path is checked before it touches the disk,
-every write is checked like any memory file (frontmatter, size, secrets, consent) before it is
-written, and the privacy fields (consent, allow_sensitive, sensitivity) are never granted
-through it. Each write is written here, then pushed at once as `memsync push FILE` pushes it:
-the engine's conditional write, merge and retry on a lost race, and offline queue decide what
-the remote holds, so a race ends as it does for `sync` (a fact: the later edit wins, the other
-version kept in local history) and the model is shown what the file now holds.
+`ToolMemory` does that on a memsync memory dir. What a command lets through (paths, a write's
+text, the privacy fields the model may not grant) is `tool_checks.py`; what a view shows is
+`tool_view.py`. Each write is written here under memsync's lock, then pushed at once as
+`memsync push FILE` pushes it: the engine's conditional write, merge and retry on a lost race,
+privacy gate and offline queue decide what the remote holds, so a race ends as it does for
+`sync` (a fact: the later edit wins, the other version kept in local history) and the model is
+shown what the file now holds.
 What the model must act on comes back as a `MemoryToolError` (the SDK adapter in
 `memory_tool.py` turns it into a tool error); everything else is the text the tool returns.
 
