@@ -1,7 +1,7 @@
-"""What the memory tool must refuse or say, found by a fresh-eyes trial of issue 21: privacy
-fields the model may not grant itself, secrets in names (the tool and the CLI's gate), races a
-create or a fact edit loses, a delete racing an edit, Claude Code's index, view caps the model
-can follow, and names that do not travel. Driven through the SDK's tool runner against the fake
+"""What the memory tool must refuse or say: privacy fields the model may not grant itself,
+secrets in names (the tool and the CLI's gate), races that end as they do for `sync` and are
+said, a delete racing an edit, Claude Code's index, view caps the model can follow, and names
+that do not travel. Driven through the SDK's tool runner against the fake
 Messages API server where that is where the model sees it."""
 
 from __future__ import annotations
