@@ -26,9 +26,7 @@ TIERS = [
     {"sync"},  # making two sides the same
     {"retention", "admin", "claude"},  # what uses a sync: compaction, archives, forget, Claude Code
     {"cli"},  # Typer and Rich: parse, call, render
-    # the console script, `python -m memsync`, and memory_tool.py: the import path README gave
-    # before issue 20, kept for code written against it
-    {"entry", "__main__", "", "memory_tool"},
+    {"entry", "__main__", ""},  # the console script and `python -m memsync`
 ]
 TIER = {part: n for n, parts in enumerate(TIERS) for part in parts}
 
@@ -197,15 +195,6 @@ def test_names_come_from_the_module_that_defines_them():
 
 
 MAX_LINES = 800
-# Modules over MAX_LINES non-blank lines today; the splits under way bring each below it, and the
-# lead empties this list after merging them. It only shrinks, like KNOWN_CYCLES.
-OVERSIZED = {
-    "memsync/claude/tool_backend.py",
-    "memsync/memory/merge.py",
-    "memsync/retention/compact.py",
-    "memsync/sync/engine.py",
-    "memsync/sync/tombstones.py",
-}
 
 
 def test_no_module_is_over_the_size_limit():
@@ -216,8 +205,7 @@ def test_no_module_is_over_the_size_limit():
         for path in MODULES.values()
     }
     over = {name for name, lines in sizes.items() if lines > MAX_LINES}
-    assert sorted(over - OVERSIZED) == []
-    assert sorted(OVERSIZED - over) == []  # a module back under the limit leaves the list
+    assert sorted(over) == []
 
 
 def test_the_graph_is_read():

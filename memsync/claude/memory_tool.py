@@ -12,9 +12,9 @@
 `/memories` is one project's memsync memory: the memory dir and remote are resolved like every
 memsync command (arguments > MEMSYNC_* environment > settings file > Claude Code's memory dir of
 the current directory), so an agent can share its memory with Claude Code sessions on other
-machines. The rules live in `memsync.claude.tool_backend`; this module only adapts them to the SDK's
-`BetaAbstractMemoryTool` (and its async twin), whose handlers return the text the model reads
-and raise `ToolError` for what comes back with `is_error: true`.
+machines. The rules live in `memsync.claude.tool_backend` and the modules it uses; this module
+only adapts them to the SDK's `BetaAbstractMemoryTool` (and its async twin), whose handlers
+return the text the model reads and raise `ToolError` for what comes back with `is_error: true`.
 """
 
 from __future__ import annotations

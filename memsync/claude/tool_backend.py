@@ -2,12 +2,13 @@
 
 The Claude API's client-side memory tool (`memory_20250818`) asks the application to carry out
 `view`, `create`, `str_replace`, `insert`, `delete` and `rename` on paths under `/memories`.
-`ToolMemory` does that on a memsync memory dir: every path is checked before it touches the disk,
-every write is checked like any memory file (frontmatter, size, secrets, consent) before it is
-written, and the privacy fields (consent, allow_sensitive, sensitivity) are never granted
-through it. Each write is first one conditional write to the remote (`_claim`), so the first
-writer wins: a create or a fact edit that loses is not applied and the model is shown what won;
-a lost race that merges cleanly by type (an append-only file) is merged as `sync` merges it.
+`ToolMemory` does that on a memsync memory dir. What a command lets through (paths, a write's
+text, the privacy fields the model may not grant) is `tool_checks.py`; what a view shows is
+`tool_view.py`. Each write is written here under memsync's lock, then pushed at once as
+`memsync push FILE` pushes it: the engine's conditional write, merge and retry on a lost race,
+privacy gate and offline queue decide what the remote holds, so a race ends as it does for
+`sync` (a fact: the later edit wins, the other version kept in local history) and the model is
+shown what the file now holds.
 What the model must act on comes back as a `MemoryToolError` (the SDK adapter in
 `memory_tool.py` turns it into a tool error); everything else is the text the tool returns.
 
@@ -23,23 +24,31 @@ import stat
 import threading
 import time
 import unicodedata
-from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
+from memsync.claude.tool_checks import (
+    INDEX,
+    ROOT,
+    MemoryToolError,
+    checked,
+    file_name_of,
+    file_title,
+    frontmatter_end,
+    lines_added,
+    made_description,
+    name_of,
+    need_markdown,
+    renamed_fields,
+    touch_modified,
+    with_frontmatter,
+)
+from memsync.claude.tool_view import LIST_DEPTH, VIEW_MAX_CHARS, Pages, snippet
 from memsync.context.config import Context
-from memsync.memory import frontmatter as memory
-from memsync.memory.memtypes import TYPES, UNKNOWN, type_of
-from memsync.memory.names import unportable
-from memsync.privacy.gate import check_outbound, name_secret
+from memsync.memory import index_links
 from memsync.sync.planner import too_many
 from memsync.util.errors import (
     MemsyncError,
-    NotFound,
-    PreconditionFailed,
-    RefusedFile,
-    StoreError,
-    Unreachable,
     UserError,
 )
 from memsync.util.fsutil import atomic_write, private_dir, read_text_if_there
@@ -47,37 +56,14 @@ from memsync.util.fsutil import atomic_write, private_dir, read_text_if_there
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from memsync.stores.base import Store
     from memsync.sync.engine import SyncResult
 
-ROOT = "/memories"
-INDEX = memory.INDEX_NAME
-LINE_NUMBER_WIDTH = 6  # the SDK's own backend numbers lines this wide
-VIEW_MAX_CHARS = 16_000  # one view's output: about 4,000 tokens of the model's context
-LIST_DEPTH = 2  # a directory view lists two levels, as the tool documentation shows
-MAX_PATH_CHARS = 1024
-MAX_SEGMENT_BYTES = 255
 LOCK_TIMEOUT = 60.0
-_PERCENT_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-# text-direction controls: a name that displays as something else (`user_\u202egpj.md`)
-_BIDI = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-_BAD_CHARS = re.compile(r'[\\:*?"<>|]')  # what the remote refuses in a key (stores.check_key)
-_MODIFIED_LINE = re.compile(
-    r"^(?P<lead>\s*modified:\s*)(?P<q>['\"]?)(?P<value>[^'\"\n]*)(?P=q)\s*$"
-)
-_DATE_ONLY = re.compile(r"\d{4}-\d{2}-\d{2}")
 _INDEX_KEPT = (
     "/memories/MEMORY.md is the index Claude Code reads to find every memory file, so it "
     "cannot be {what} through this tool; memsync keeps its lines in step with the files you "
     "create, rename and delete. Edit its lines with str_replace if one is wrong."
 )
-_SECRET_HINT = "; remove it, or allow it with"
-_SECRET_LINE = re.compile(r"^line (\d+)")
-
-
-class MemoryToolError(Exception):
-    """A refused or failed command: `str(err)` is what the model reads, saying what to do."""
 
 
 class ToolMemory:
@@ -108,35 +94,15 @@ class ToolMemory:
         )
         self.refresh_after = refresh_after
         self.index = index
-        self.view_max_chars = view_max_chars
+        self.pages = Pages(view_max_chars)
         self._lock = threading.RLock()
         self._pulled: float | None = None  # monotonic time of the last pull
         self._session_note = ""
-        self._line_cursor: tuple[object, int] = (None, 0)  # the long line a view is paging
 
     # --- paths ------------------------------------------------------------------------------
 
-    def name_of(self, path: object) -> str:
-        """The memory-dir-relative name of a tool path ('' for /memories itself), or a
-        MemoryToolError saying why the path is refused. Purely lexical: see `local`. A refused
-        path is described, never quoted back (it may hold a secret the scanner cannot tell)."""
-        if not isinstance(path, str) or not path:
-            raise MemoryToolError("The path is empty: give a path under /memories.")
-        _check_characters(path)
-        rest = _under_root(path)
-        if rest:
-            _check_names(rest)
-        return rest
-
-    def file_name_of(self, path: object) -> str:
-        """`name_of` for a command on a file: a path ending in `/` names a folder."""
-        name = self.name_of(path)
-        if name and isinstance(path, str) and path.endswith("/"):
-            raise MemoryToolError(
-                "The path ends in '/', which names a folder: give the file's path without the "
-                "trailing '/'."
-            )
-        return name
+    name_of = staticmethod(name_of)
+    file_name_of = staticmethod(file_name_of)
 
     def _need_new_name(self, name: str, path: str) -> None:
         """A new file or folder name: every folder on the way is a folder (not a file), and no
@@ -250,23 +216,23 @@ class ToolMemory:
                 st = os.stat(target)
             except (FileNotFoundError, NotADirectoryError):
                 if not name:  # no memory yet
-                    return _note(self._listing(path, []), self._session_note)
+                    return _note(self.pages.listing(path, []), self._session_note)
                 raise MemoryToolError(
                     f"The path {path} does not exist. View /memories to see what there is."
                 ) from None
             if stat.S_ISDIR(st.st_mode):
-                listing = self._listing(path, self._entries(target, name), view_range)
+                listing = self.pages.listing(path, self._entries(target, name), view_range)
                 return _note(listing, self._session_note)
             if not stat.S_ISREG(st.st_mode):
                 raise MemoryToolError(f"{path} is not a file or a directory.")
             text = self._read_text(target, path)
-            return _note(self._numbered(path, text, view_range), self._session_note)
+            return _note(self.pages.numbered(path, text, view_range), self._session_note)
 
     def create(self, path: str, file_text: str) -> str:
         with self._lock:
             self._start()
             name = self.file_name_of(path)
-            self._need_markdown(name, path)
+            need_markdown(name, path)
             notes: list[str] = []
             with self._local_edit():
                 self._need_new_name(name, path)
@@ -277,7 +243,7 @@ class ToolMemory:
                         f"The {kind} {path} already exists. View it, then use str_replace or "
                         "insert to change it (or delete it first)."
                     )
-                text, added = self._with_frontmatter(name, file_text)
+                text, added = with_frontmatter(name, file_text)
                 if added:
                     notes.append(f"Added the frontmatter its name implies ({added}).")
                     notes.append(
@@ -285,10 +251,10 @@ class ToolMemory:
                         "description (str_replace the description line) helps later sessions "
                         "find it."
                     )
-                data = self._checked(name, path, text, offset=_lines_added(text, file_text))
-                self._claim(name, path, data, creating=True)
+                offset = lines_added(text, file_text)
+                data = checked(name, path, text, self.max_bytes, offset=offset)
                 private_dir(target.parent)
-                atomic_write(target, data, 0o600)
+                self.engine.write_local(name, data)
                 indexed = self._index_add(name, text)
             if indexed:
                 notes.append("Listed it in /memories/MEMORY.md, the index Claude Code reads.")
@@ -322,13 +288,12 @@ class ToolMemory:
                     )
                 at = text.index(old_str)
                 changed_line = text[:at].count("\n")
-                new_text = _touch_modified(text.replace(old_str, new_str, 1))
-                data = self._checked(name, path, new_text, before=text)
-                merged = self._claim(name, path, data, creating=False)
-                atomic_write(target, merged or data, _mode(target))
+                new_text = touch_modified(text.replace(old_str, new_str, 1))
+                data = checked(name, path, new_text, self.max_bytes, before=text)
+                self.engine.write_local(name, data)
             head = "The memory file has been edited. Here is the snippet showing the change:"
-            snippet = _snippet(new_text, changed_line)
-            return self._push([name], f"{head}\n{snippet}", self._merged_note(name, merged), path)
+            shown = snippet(new_text, changed_line)
+            return self._push([name], f"{head}\n{shown}", [], path)
 
     def insert(self, path: str, insert_line: int, insert_text: str) -> str:
         with self._lock:
@@ -346,7 +311,7 @@ class ToolMemory:
                         f"it must be between 0 (before the first) and {len(lines)} (after the "
                         "last)."
                     )
-                closing = _frontmatter_end(text)
+                closing = frontmatter_end(text)
                 if closing and insert_line == 0:
                     raise MemoryToolError(
                         f"Nothing was inserted: {path} starts with its frontmatter (lines "
@@ -354,12 +319,10 @@ class ToolMemory:
                         f"insert_line {closing} (after the frontmatter's closing ---)."
                     )
                 lines.insert(insert_line, insert_text.rstrip("\n"))
-                new_text = _touch_modified("\n".join(lines) + "\n")
-                data = self._checked(name, path, new_text, before=text)
-                merged = self._claim(name, path, data, creating=False)
-                atomic_write(target, merged or data, _mode(target))
-            notes = self._merged_note(name, merged)
-            return self._push([name], f"The file {path} has been edited.", notes, path)
+                new_text = touch_modified("\n".join(lines) + "\n")
+                data = checked(name, path, new_text, self.max_bytes, before=text)
+                self.engine.write_local(name, data)
+            return self._push([name], f"The file {path} has been edited.", [], path)
 
     def delete(self, path: str) -> str:
         with self._lock:
@@ -414,22 +377,20 @@ class ToolMemory:
                 if source.is_dir():
                     moves = [(n, new + n[len(old) :]) for n in self._whole_folder(old, old_path)]
                 elif source.is_file():
-                    self._need_markdown(new, new_path)
+                    need_markdown(new, new_path)
                     moves = [(old, new)]
                 else:
                     raise MemoryToolError(f"The path {old_path} does not exist.")
                 staged = []
                 for src, dst in moves:
                     text = self._read_existing(self.local(src), f"{ROOT}/{src}")
-                    moved = _renamed_fields(text, src, dst)
-                    data = self._checked(dst, f"{ROOT}/{dst}", moved, before=text)
+                    moved = renamed_fields(text, src, dst)
+                    data = checked(dst, f"{ROOT}/{dst}", moved, self.max_bytes, before=text)
                     staged.append((src, dst, data))
-                if len(staged) == 1 and not source.is_dir():  # a file: the first writer wins
-                    self._claim(new, new_path, staged[0][2], creating=True)
                 for src, dst, data in staged:
                     target = self._writable(dst)
                     private_dir(target.parent)
-                    atomic_write(target, data, _mode(self.local(src)))
+                    atomic_write(target, data, self.local(src).stat().st_mode & 0o777)
                     self.local(src).unlink()
                 if source.is_dir():
                     _remove_empty_dirs(source)
@@ -437,136 +398,6 @@ class ToolMemory:
             names = [n for s, d, _ in staged for n in (s, d)] + ([INDEX] if indexed else [])
             done = f"Successfully renamed {old_path} to {new_path}"
             return self._push(names, done, [], new_path, deleted=[s for s, _, _ in staged])
-
-    # --- the conditional write that decides a race -------------------------------------------
-
-    def _claim(self, name: str, path: str, data: bytes, creating: bool) -> bytes | None:
-        """Write `data` to the remote as one conditional write (If-None-Match for a new file,
-        If-Match on the last-synced ETag for an edit) before the local file changes, under
-        memsync's lock. The first writer wins: a create that finds the file there, or an
-        edit that finds the file changed or deleted and whose merge by type would have to
-        drop a version, is not applied; the remote is left as the other device wrote it, this
-        device takes that version (the model's text goes to local history) and the
-        MemoryToolError shows what won. A clean merge (an append-only file) and an unreachable
-        remote are left to the push that follows. Returns the merged content when this write
-        lost to one it merged with cleanly (then on the remote), else None."""
-        if not self.ctx.sync_enabled:
-            return None
-        try:
-            store = self.engine.store
-        except MemsyncError:
-            return None  # a remote that cannot be opened: the push after says why
-        edited = time.time()
-        try:
-            if self._write_first(store, name, data, edited):
-                return None
-        except (Unreachable, StoreError):
-            return None  # the push after the local write queues it or says why
-        try:
-            theirs, etag, theirs_edited = store.fetch(name)  # lost the race: what won
-        except NotFound:
-            if creating:
-                return None  # deleted again meanwhile: the push creates it
-            self._lost_to_delete(name, path, data)
-        except (Unreachable, StoreError):
-            return None
-        if theirs == data:
-            self._record_synced(name, etag, data)
-            return None
-        if not creating:
-            from memsync.memory.merge import merge
-
-            base = self.engine.state.base(name)
-            outcome = merge(name, base, data, theirs, ours_mtime=edited, theirs_mtime=theirs_edited)
-            if not outcome.conflict:  # merges cleanly (an append-only file): write the merge
-                return self._write_merge(
-                    store, name, outcome.content, etag, outcome.edited or edited
-                )
-        self._lost_to_first_writer(name, path, data, theirs, etag, creating)
-
-    def _write_first(self, store: Store, name: str, data: bytes, edited: float) -> bool:
-        """The claim's one conditional write: True when it went through (then recorded as
-        synced), False when another device wrote the file first. A missing container is made
-        for a first file."""
-        rec = self.engine.state.records.get(name)
-        try:
-            if rec is None:
-                try:
-                    etag = store.create(name, data, edited)
-                except NotFound:  # no container yet
-                    store.ensure()
-                    etag = store.create(name, data, edited)
-            else:
-                etag = store.replace(name, data, rec.etag, edited)
-        except PreconditionFailed:
-            return False
-        self._record_synced(name, etag, data)
-        return True
-
-    def _write_merge(
-        self, store: Store, name: str, merged: bytes, etag: str, edited: float
-    ) -> bytes | None:
-        """Write a clean merge over the version that won; None when that fails (the file
-        changed again, the remote went away): the push after the local write merges it."""
-        try:
-            etag = store.replace(name, merged, etag, edited)
-        except (PreconditionFailed, Unreachable, StoreError):
-            return None
-        self._record_synced(name, etag, merged)
-        return merged
-
-    def _lost_to_first_writer(
-        self, name: str, path: str, data: bytes, theirs: bytes, etag: str, creating: bool
-    ) -> NoReturn:
-        """A create or edit that lost to another device's write and does not merge cleanly:
-        this device takes the version that won (the model's goes to local history), and the
-        model is shown it."""
-        state = self.engine.state
-        target = self.local(name)
-        state.keep(name, data, "not applied: another device wrote this file first (memory tool)")
-        private_dir(target.parent)
-        atomic_write(target, theirs, _mode(target) if target.exists() else 0o600)
-        self._record_synced(name, etag, theirs)
-        shown = self._numbered(path, theirs.decode("utf-8", "replace"), None, header=False)
-        if creating:
-            raise MemoryToolError(
-                f"{path} already exists: another device created it first, so your text was not "
-                f"saved and nothing was overwritten. It reads:\n{shown}\nView it and use "
-                "str_replace or insert to change it."
-            )
-        raise MemoryToolError(
-            f"Your edit to {path} was not applied: another device changed the file at the same "
-            "time and its version won (your version is kept in this device's local history, "
-            f"`memsync history {name}`). It now reads:\n{shown}\nIf your change still "
-            "holds, apply it again to this content."
-        )
-
-    def _record_synced(self, name: str, etag: str, content: bytes) -> None:
-        state = self.engine.state
-        state.set_synced(name, etag, content)
-        state.save()
-
-    def _merged_note(self, name: str, merged: bytes | None) -> list[str]:
-        if merged is None:
-            return []
-        return [
-            f"Another device changed {ROOT}/{name} at the same time; memsync merged both "
-            f"versions. It now reads:\n{self._current(name)}"
-        ]
-
-    def _lost_to_delete(self, name: str, path: str, data: bytes) -> NoReturn:
-        """An edit of a file another device deleted first: the delete stands here too."""
-        state = self.engine.state
-        state.keep(name, data, "not applied: deleted on another device first (memory tool)")
-        self.local(name).unlink(missing_ok=True)
-        state.forget(name)
-        state.save()
-        self._index_drop([name])
-        raise MemoryToolError(
-            f"Your edit to {path} was not applied: another device deleted the file at the same "
-            f"time, so it is gone (your version is kept in local history, `memsync history "
-            f"{name}`). Create it again if it should stay."
-        )
 
     # --- pushing and what it tells the model ------------------------------------------------
 
@@ -604,18 +435,18 @@ class ToolMemory:
             ) from None
 
     def _problems(self, name: str, result: SyncResult, deleted: Sequence[str]) -> list[str]:
-        """What the push of one file did that the model must act on: a merge that had to
-        drop a version, an error, a refusal, a delete another device's edit undid (its index
-        line is put back)."""
+        """What the push of one file did that the model must act on: its version lost a race
+        to another device's (kept in local history), an error, a refusal, a delete another
+        device's edit undid (its index line is put back)."""
         problems: list[str] = []
-        for conflict in result.conflicts:
-            if conflict.startswith(f"{name}: "):
-                problems.append(
-                    f"{ROOT}/{name}: another device changed it at the same time and both "
-                    f"versions could not be kept ({conflict[len(name) + 2 :]}). "
-                    f"It now reads:\n{self._current(name)}\nIf your change is missing, "
-                    "apply it again to this content."
-                )
+        if name in result.replaced:
+            problems.append(
+                f"Your change to {ROOT}/{name} was not applied: another device changed the file "
+                f"at the same time and its version won ({result.replaced[name]}; yours is kept "
+                f"in this device's local history, `memsync history {name}`). It now reads:\n"
+                f"{self._current(name)}\nIf your change still holds, apply it again to this "
+                "content."
+            )
         if name in result.errors:
             problems.append(
                 f"{ROOT}/{name} is saved on this device but not on the remote: "
@@ -633,14 +464,17 @@ class ToolMemory:
         return problems
 
     def _notes(self, names: list[str], result: SyncResult, deleted: Sequence[str]) -> list[str]:
-        """What the push did that the model should know: a clean merge (the file now reads
-        otherwise), sync off, the remote unreachable."""
+        """What the push did that the model should know: another device's version merged in
+        or set aside (the file may now read otherwise), sync off, the remote unreachable."""
         notes = []
         for name in names:
-            if name in result.merged and name not in deleted and self.local(name).exists():
+            conflicted = any(c.startswith(f"{name}: ") for c in result.conflicts)
+            raced = name in result.merged or conflicted
+            if raced and name not in result.replaced and name not in deleted:
                 notes.append(
                     f"Another device changed {ROOT}/{name} at the same time; memsync merged "
-                    f"both versions. It now reads:\n{self._current(name)}"
+                    "the two as `sync` does (a version that could not be merged is kept in "
+                    f"local history). It now reads:\n{self._current(name)}"
                 )
         if result.disabled:
             notes.append("Saved on this device only: sync is off (MEMSYNC_SYNC=off).")
@@ -656,7 +490,7 @@ class ToolMemory:
         (on this device and the remote), or Claude Code could not find it."""
         if not self.index:
             return
-        text = _read_or_none(self.local(name))
+        text = read_text_if_there(self.local(name), undecodable="none")
         with self._local_edit():
             added = self._index_add(name, text or "")
         if added:
@@ -667,7 +501,7 @@ class ToolMemory:
         text = read_text_if_there(self.local(name), unreadable="none")
         if text is None:
             return "(the file is gone)"
-        return self._numbered(f"{ROOT}/{name}", text, None, header=False)
+        return self.pages.numbered(f"{ROOT}/{name}", text, None, header=False)
 
     # --- reading and checking ------------------------------------------------------------
 
@@ -694,86 +528,6 @@ class ToolMemory:
                 "create it."
             )
         return self._read_text(target, path)
-
-    def _need_markdown(self, name: str, path: str) -> None:
-        if not name:
-            raise MemoryToolError("/memories is the memory directory; give a file name under it.")
-        if not name.endswith(".md"):
-            raise MemoryToolError(
-                f"{path} was not saved: memory files are Markdown and their names end in .md "
-                "(for example /memories/user_preferences.md)."
-            )
-
-    def _checked(
-        self, name: str, path: str, text: str, before: str | None = None, offset: int = 0
-    ) -> bytes:
-        """`text` as it will be written, after the checks every memory file passes before it
-        may leave the machine; a refusal names the problem (a secret's kind, never the
-        secret) and nothing is written. `before`: the file's text before this edit (None for a
-        new file); `offset`: lines memsync put before the model's own text (a secret's line is
-        told in the model's terms)."""
-        _refuse_privacy_grants(path, text, before)
-        _refuse_unknown_type(path, text, before)
-        data = text.encode("utf-8")
-        try:
-            check_outbound(name, data, self.max_bytes)
-        except RefusedFile as exc:
-            reason = exc.reason
-            if _SECRET_HINT in reason:
-                reason = reason.split(_SECRET_HINT)[0]
-                reason = _SECRET_LINE.sub(
-                    lambda m: (
-                        f"line {max(1, int(m.group(1)) - offset)} of "
-                        + ("your text" if offset else "the file")
-                    ),
-                    reason,
-                    count=1,
-                )
-                reason += (
-                    "; memory is copied to other machines, so credentials and personal "
-                    "numbers never go in it: write it again without that line"
-                )
-            elif reason.startswith("it is marked 'sensitivity: high'"):
-                reason = (
-                    "it is marked sensitivity: high, so it stays off the remote until the user "
-                    "allows it; only the user can do that, outside this tool"
-                )
-            elif (
-                "frontmatter is missing required field" in reason or "no YAML frontmatter" in reason
-            ):
-                reason += ". " + _frontmatter_hint(name)
-            raise MemoryToolError(f"{path} was not saved: {reason}.") from None
-        return data
-
-    def _with_frontmatter(self, name: str, text: str) -> tuple[str, str]:
-        """Text without frontmatter gets what its name implies: name, a description from the
-        name (never a copy of a body line, which would make the agent's later str_replace of
-        that line ambiguous), and the type when the name says it (user_*.md,
-        voice_calibration.md ...). Text with frontmatter is left as the agent wrote it (the
-        checks say what is missing)."""
-        basename = name.rsplit("/", 1)[-1]
-        if basename == INDEX:
-            return text, ""
-        try:
-            source, body = memory.split(text)
-        except memory.FrontmatterError:
-            return text, ""  # the checks name the problem
-        if source is not None:
-            return text, ""
-        if not body.strip():
-            return text, ""  # empty: the checks say so
-        mtype = type_of(name)
-        description = _made_description(name)
-        # Claude Code's own shape (docs/claude-code.md), so its sessions read the file as theirs
-        nested: dict[str, object] = {"node_type": "memory"}
-        if mtype is not UNKNOWN:
-            nested["type"] = mtype.name
-        nested["modified"] = memory.modified_now()
-        meta = {"name": _file_title(name), "description": description}
-        added = ", ".join([*meta, *(f"metadata.{k}" for k in nested)])
-        return memory.render({**meta, memory.NESTED: nested}, body.lstrip("\n")), added
-
-    # --- listings and numbered text --------------------------------------------------------
 
     def _entries(self, folder: Path, name: str) -> list[tuple[str, int]]:
         """What a view of a folder lists. Not MemoryWalk: a view shows folders too, two levels
@@ -807,150 +561,49 @@ class ToolMemory:
         walk(folder, "", 1)
         return found
 
-    def _listing(
-        self, path: str, entries: list[tuple[str, int]], view_range: list[int] | None = None
-    ) -> str:
-        """A directory listing; `view_range` [first, last] pages through its entries (1-based,
-        last -1: the end), which is what the notice of a cut listing tells the model to use."""
-        shown = path.rstrip("/") or ROOT
-        header = (
-            f"Here're the files and directories up to {LIST_DEPTH} levels deep in {shown}, "
-            "excluding hidden items:"
-        )
-        total = sum(size for _, size in entries if not _.endswith("/"))
-        lines = [header, f"{_size(total)}\t{shown}"]
-        first, last = 1, len(entries)
-        if view_range is not None and entries:
-            first, last = _check_range(path, view_range, len(entries), unit="entries")
-            lines[0] = header[:-1] + f" (entries {first}-{last} of {len(entries)}):"
-        used = sum(len(x) + 1 for x in lines)
-        for number in range(first, last + 1):
-            rel, size = entries[number - 1]
-            line = f"{_size(size)}\t{shown}/{rel}"
-            if used + len(line) + 1 > self.view_max_chars - 200:
-                lines.append(
-                    f"[listing cut: entries {first}-{number - 1} of {len(entries)} shown; view "
-                    f"{shown} with view_range [{number}, {last}] for the rest]"
-                )
-                break
-            lines.append(line)
-            used += len(line) + 1
-        return "\n".join(lines)
-
-    def _numbered(
-        self, path: str, text: str, view_range: list[int] | None, header: bool = True
-    ) -> str:
-        lines = text.split("\n")
-        if lines and lines[-1] == "":
-            lines.pop()
-        first, last = 1, len(lines)
-        if view_range is not None:
-            first, last = _check_range(path, view_range, len(lines))
-        out = [f"Here's the content of {path} with line numbers:"] if header else []
-        used = sum(len(x) + 1 for x in out)
-        budget = self.view_max_chars - 300  # room for the notice
-        for number in range(first, last + 1):
-            line = f"{str(number).rjust(LINE_NUMBER_WIDTH)}\t{lines[number - 1]}"
-            if used + len(line) + 1 > budget and number > first:
-                out.append(
-                    f"[output cut at {self.view_max_chars} characters: lines {first}-{number - 1} "
-                    f"of {len(lines)} shown; view with view_range [{number}, {last}] for the "
-                    "rest]"
-                )
-                break
-            if len(line) > budget:  # one line longer than a view: shown in parts
-                out.extend(self._line_part(path, text, number, lines[number - 1], budget - used))
-                if number < last:
-                    out.append(
-                        f"[lines {number + 1}-{last} not shown: view with view_range "
-                        f"[{number + 1}, {last}] for them]"
-                    )
-                break
-            out.append(line)
-            used += len(line) + 1
-        return "\n".join(out)
-
-    def _line_part(self, path: str, text: str, number: int, line: str, room: int) -> list[str]:
-        """The next part of a line too long for one view: the first view of [N, N] shows its
-        start, each further view of the same line (unchanged) the part after, and every part
-        says which characters it holds and how to get the rest."""
-        key = (path, number, hash(text))
-        start = self._line_cursor[1] if self._line_cursor[0] == key else 0
-        room = max(room - LINE_NUMBER_WIDTH - 1, 1000)
-        end = min(start + room, len(line))
-        part = f"{str(number).rjust(LINE_NUMBER_WIDTH)}\t{line[start:end]}"
-        if end < len(line):
-            self._line_cursor = (key, end)
-            notice = (
-                f"[line {number} is {len(line):,} characters, more than one view shows: "
-                f"characters {start + 1:,}-{end:,} shown; view {path} with view_range "
-                f"[{number}, {number}] again for the next part]"
-            )
-        else:
-            self._line_cursor = (None, 0)
-            notice = (
-                f"[line {number}: characters {start + 1:,}-{end:,} of {len(line):,} shown, "
-                "the end of the line]"
-                if start
-                else ""
-            )
-        return [part, notice] if notice else [part]
-
     # --- the MEMORY.md index, so Claude Code sees what the agent writes -------------------
 
-    def _index_add(self, name: str, text: str) -> bool:
-        if not self.index or name == INDEX or name.rsplit("/", 1)[-1] == INDEX:
+    def _index_text(self) -> str | None:
+        """MEMORY.md's text; not UTF-8 counts as none."""
+        return read_text_if_there(self.root / INDEX, undecodable="none")
+
+    def _index_add(self, name: str, content: str) -> bool:
+        """A new file's line, made from its frontmatter as Claude Code writes one."""
+        if not self.index or name.rsplit("/", 1)[-1] == INDEX:
             return False
-        index = self.root / INDEX
-        current = _read_or_none(index)
-        if current is not None and f"]({name})" in current:
+        current = self._index_text()
+        if index_links.links_to(current, name):
             return False
-        try:
-            meta = memory.parse(text).meta or {}
-        except memory.FrontmatterError:
-            meta = {}
-        title = str(meta.get("name") or name[:-3])
-        description = str(meta.get("description") or "")
-        line = f"- [{title}]({name})" + (f" — {description}" if description else "")
-        base = "# Memory index\n\n" if current is None else current.rstrip("\n") + "\n"
-        atomic_write(index, (base + line + "\n").encode("utf-8"), 0o600)
+        line = index_links.made_line(name, content)
+        text = index_links.with_lines(current or "# Memory index\n", [line])
+        self.engine.write_local(INDEX, text.encode("utf-8"))
         return True
 
     def _index_drop(self, names: list[str]) -> bool:
-        if not self.index:
+        if not self.index or INDEX in names:
             return False
-        index = self.root / INDEX
-        current = _read_or_none(index)
-        if current is None or INDEX in names:
-            return False
-        kept = [
-            line
-            for line in current.splitlines(keepends=True)
-            if not any(f"]({n})" in line for n in names)
-        ]
-        if len(kept) == len(current.splitlines(keepends=True)):
-            return False
-        atomic_write(index, "".join(kept).encode("utf-8"), _mode(index))
-        return True
+        kept, removed = index_links.without_links(self._index_text() or "", set(names))
+        if removed:
+            self.engine.write_local(INDEX, kept.encode("utf-8"))
+        return bool(removed)
 
     def _index_move(self, moves: dict[str, str]) -> bool:
         if not self.index:
             return False
-        index = self.root / INDEX
-        current = _read_or_none(index)
+        current = self._index_text()
         if current is None:
             return False
         text = current
         for src, dst in moves.items():
-            old_titles = {_file_title(src), src[:-3], src.rsplit("/", 1)[-1][:-3]}
+            old_titles = {file_title(src), src[:-3], src.rsplit("/", 1)[-1][:-3]}
 
             def relabel(
                 m: re.Match[str], src: str = src, dst: str = dst, old_titles: set[str] = old_titles
             ) -> str:
-                title = _file_title(dst) if m.group(1) in old_titles else m.group(1)
+                title = file_title(dst) if m.group(1) in old_titles else m.group(1)
                 rest = m.group(2)
-                if rest == f" — {_made_description(src)}":
-                    rest = f" — {_made_description(dst)}"
+                if rest == f" — {made_description(src)}":
+                    rest = f" — {made_description(dst)}"
                 return f"[{title}]({dst}){rest}"
 
             pattern = r"\[([^\]\n]*)\]\(" + re.escape(src) + r"\)([^\n]*)"
@@ -958,7 +611,7 @@ class ToolMemory:
             text = text.replace(f"]({src})", f"]({dst})")
         if text == current:
             return False
-        atomic_write(index, text.encode("utf-8"), _mode(index))
+        self.engine.write_local(INDEX, text.encode("utf-8"))
         return True
 
     def _file_count(self) -> int:
@@ -988,111 +641,8 @@ class ToolMemory:
 # --- small helpers ----------------------------------------------------------------------------
 
 
-def _check_characters(path: str) -> None:
-    """Refuse a path whose characters no memory file name may hold: a name that looks like a
-    secret (names go to the remote and into MEMORY.md), control or text-direction
-    characters, an overlong path, a percent-escape, or a character some platform refuses."""
-    from memsync.privacy.scanner import KINDS
-
-    kind = name_secret(path[:MAX_PATH_CHARS])
-    if kind is not None:  # a name goes to the remote and into MEMORY.md; never quoted back
-        raise MemoryToolError(
-            f"The file or folder name looks like it holds a secret ({KINDS.get(kind, kind)}); "
-            "names are copied to other machines like the files: choose a plain name."
-        )
-    if _CONTROL.search(path) or _BIDI.search(path):
-        raise MemoryToolError(
-            "The path contains control or text-direction characters (like a newline, NUL "
-            "or U+202E), which memory file names cannot hold: use plain characters."
-        )
-    if len(path) > MAX_PATH_CHARS:
-        raise MemoryToolError(f"The path is over {MAX_PATH_CHARS} characters.")
-    if _PERCENT_ESCAPE.search(path):
-        raise MemoryToolError(
-            "The path contains a percent-escape (like %2e or %2f); memory paths "
-            "are plain text: write the characters themselves."
-        )
-    if _BAD_CHARS.search(path):
-        raise MemoryToolError(
-            'The path contains a backslash or one of : * ? " < > |, which memory '
-            "file names cannot hold."
-        )
-
-
-def _under_root(path: str) -> str:
-    """The part of the path after /memories/, NFC, without a trailing '/'; or refuse a path
-    outside /memories."""
-    if path != ROOT and not path.startswith(ROOT + "/"):
-        raise MemoryToolError(
-            "The path is outside /memories: every memory path starts with "
-            "/memories/ (for example /memories/notes.md)."
-        )
-    rest = unicodedata.normalize("NFC", path[len(ROOT) + 1 :])
-    return rest[:-1] if rest.endswith("/") else rest
-
-
-def _check_names(rest: str) -> None:
-    """Refuse a relative path with an empty, '.' or '..' segment, a name too long or not
-    portable, or a name a sync never syncs."""
-    for segment in rest.split("/"):
-        if segment in ("", ".", ".."):
-            raise MemoryToolError(
-                "The path has an empty, '.' or '..' segment; give the plain path "
-                "under /memories."
-            )
-        if len(segment.encode("utf-8")) > MAX_SEGMENT_BYTES:
-            raise MemoryToolError(f"A name in the path is over {MAX_SEGMENT_BYTES} bytes.")
-        problem = unportable(segment)
-        if problem:
-            raise MemoryToolError(f"{problem[0].upper()}{problem[1:]}.")
-    from memsync.sync.walk import is_ignored
-
-    if is_ignored(rest):
-        raise MemoryToolError(
-            "The path is not part of the synced memory (hidden names, editor "
-            "temp files, team/ and _memsync/ are not synced); choose another name."
-        )
-
-
 def _note(text: str, note: str) -> str:
     return f"{text}\n{note}" if note else text
-
-
-def _size(size: int) -> str:
-    """Sizes as the SDK's own backend shows them: 0B, 512B, 1.5K, 2M."""
-    if size == 0:
-        return "0B"
-    units = ["B", "K", "M", "G"]
-    i = min((size.bit_length() - 1) // 10, len(units) - 1)
-    value = size / (1024**i)
-    return f"{int(value)}{units[i]}" if value == int(value) else f"{value:.1f}{units[i]}"
-
-
-def _check_range(
-    path: str, view_range: list[int], count: int, unit: str = "lines"
-) -> tuple[int, int]:
-    if (
-        not isinstance(view_range, (list, tuple))
-        or len(view_range) != 2
-        or not all(isinstance(x, int) for x in view_range)
-    ):
-        raise MemoryToolError("view_range must be two line numbers, [first, last] (last -1: end).")
-    first, last = view_range
-    last = count if last == -1 else min(last, count)  # past the end: up to the end
-    if first < 1 or first > max(count, 1) or last < first:
-        raise MemoryToolError(
-            f"view_range {list(view_range)} is outside {path}, which has {count} {unit}: use "
-            f"[first, last] with 1 <= first <= last <= {count} (or last = -1)."
-        )
-    return first, last
-
-
-def _snippet(text: str, line_index: int) -> str:
-    lines = text.split("\n")
-    start, end = max(0, line_index - 2), min(len(lines), line_index + 3)
-    return "\n".join(
-        f"{str(n + 1).rjust(LINE_NUMBER_WIDTH)}\t{lines[n]}" for n in range(start, end)
-    )
 
 
 def _occurrence_lines(text: str, needle: str) -> list[int]:
@@ -1101,177 +651,6 @@ def _occurrence_lines(text: str, needle: str) -> list[int]:
         lines.append(text[:at].count("\n") + 1)
         start = at + 1
     return lines
-
-
-def _privacy_fields(text: str | None) -> tuple[bool, frozenset[str], bool]:
-    """(consent given, kinds allow-listed, sensitivity high) of a memory file's frontmatter."""
-    if text is None:
-        return False, frozenset(), False
-    try:
-        meta = memory.parse(text).meta or {}
-    except memory.FrontmatterError:
-        return False, frozenset(), False
-    extra = memory.field(meta, "allow_sensitive")
-    kinds = (
-        frozenset(str(k) for k in extra)
-        if isinstance(extra, list)
-        else frozenset([str(extra)])
-        if extra
-        else frozenset()
-    )
-    high = str(memory.field(meta, "sensitivity") or "").lower() == "high"
-    return memory.field(meta, "consent") is True, kinds, high
-
-
-def _declared_type(text: str | None) -> object:
-    if text is None:
-        return None
-    try:
-        return memory.field(memory.parse(text).meta, "type")
-    except memory.FrontmatterError:
-        return None
-
-
-def _refuse_unknown_type(path: str, text: str, before: str | None) -> None:
-    """A `type` memsync does not know merges as plain lines and Claude Code ignores it: a
-    write that sets one is refused, naming the valid types (an existing one is left alone)."""
-    declared = _declared_type(text)
-    if declared is None or declared in TYPES or declared == _declared_type(before):
-        return
-    valid = ", ".join(t for t in TYPES if t != "index")
-    raise MemoryToolError(
-        f"{path} was not saved: its type {str(declared)[:40]!r} is not a memory type. Use one "
-        f"of: {valid} (or leave type out and memsync takes it from the file name)."
-    )
-
-
-def _refuse_privacy_grants(path: str, text: str, before: str | None) -> None:
-    """Consent, allow-listed secret kinds and a lowered sensitivity are the user's to give:
-    a write through the tool that grants any of them is refused (taking them away is fine)."""
-    consent, kinds, high = _privacy_fields(text)
-    had_consent, had_kinds, was_high = _privacy_fields(before)
-    if (consent and not had_consent) or not kinds <= had_kinds or (was_high and not high):
-        raise MemoryToolError(
-            f"{path} was not saved: the privacy fields consent, allow_sensitive and "
-            "sensitivity decide what may leave this machine, and only the user sets them, "
-            "outside this tool. Write the file without changing them."
-        )
-
-
-def _made_description(name: str) -> str:
-    """The description memsync makes from a file's name when the model gives none."""
-    mtype = type_of(name)
-    return mtype.summary if mtype.filename else name.rsplit("/", 1)[-1][:-3].replace("_", " ")
-
-
-def _file_title(name: str) -> str:
-    """The `name` field memsync gives a file called `name` (`user_日本語.md` keeps its letters)."""
-    stem = name.rsplit("/", 1)[-1][:-3]
-    return memory.name_slug(stem) if stem.isascii() else stem
-
-
-def _renamed_fields(text: str, src: str, dst: str) -> str:
-    """A renamed file's frontmatter follows its name: a `name` that was the old file's name
-    becomes the new one, and a `type` the old name implied becomes the type the new name
-    implies. Only those lines change (format and order kept)."""
-    try:
-        source, _ = memory.split(text)
-        meta = memory.parse(text).meta or {}
-    except memory.FrontmatterError:
-        return text
-    if source is None:
-        return text
-    old_type, new_type = type_of(src), type_of(dst)
-    swaps = {}
-    if str(meta.get("name")) == _file_title(src) and _file_title(src) != _file_title(dst):
-        swaps["name"] = (_file_title(src), _file_title(dst))
-    if str(meta.get("description")) == _made_description(src):
-        swaps["description"] = (_made_description(src), _made_description(dst))
-    declared = memory.field(meta, "type")
-    if (
-        declared == old_type.name
-        and old_type is not UNKNOWN
-        and new_type is not UNKNOWN
-        and new_type is not old_type
-    ):
-        swaps["type"] = (old_type.name, new_type.name)
-    if not swaps:
-        return text
-    start = text.index("\n") + 1
-    end = start + len(source)
-    lines = source.split("\n")
-    for i, line in enumerate(lines):
-        key, sep, value = line.partition(":")
-        field_name = key.strip()
-        if sep and field_name in swaps and value.strip().strip("'\"") == swaps[field_name][0]:
-            lines[i] = f"{key}: {swaps[field_name][1]}"
-    return text[:start] + "\n".join(lines) + text[end:]
-
-
-def _lines_added(text: str, file_text: str) -> int:
-    """How many lines memsync put before the model's own text (the frontmatter it added)."""
-    body = file_text.lstrip("\n")
-    if not body or text == file_text or not text.endswith(body):
-        return 0
-    return text[: len(text) - len(body)].count("\n") - (len(file_text) - len(body))
-
-
-def _frontmatter_end(text: str) -> int:
-    """The line number of the frontmatter's closing `---` (0: no frontmatter)."""
-    try:
-        source, _ = memory.split(text)
-    except memory.FrontmatterError:
-        return 0
-    if source is None:
-        return 0
-    return source.count("\n") + 2 if source else 2
-
-
-def _frontmatter_hint(name: str) -> str:
-    mtype = type_of(name)
-    fields = ["name: " + name.rsplit("/", 1)[-1][:-3]]
-    fields += [f"{f}: ..." for f in mtype.required if f != "name"]
-    if mtype is not UNKNOWN:
-        fields.append(f"type: {mtype.name}")
-    lines = "\\n".join(["---", *fields, "---"])
-    return f"Start the file with frontmatter like: {lines} (or leave it out and memsync adds it)"
-
-
-def _touch_modified(text: str) -> str:
-    """An edited file's existing `modified` field (top level or under `metadata:`) moves to
-    now, so the later edit wins a fact-file race; its format, quoting and place are kept, and
-    no field is added (the agent's line numbers stay right)."""
-    try:
-        source, _ = memory.split(text)
-    except memory.FrontmatterError:
-        return text
-    if source is None:
-        return text
-    start = text.index("\n") + 1
-    end = start + len(source)
-    lines = source.split("\n")
-    for i, line in enumerate(lines):
-        m = _MODIFIED_LINE.match(line)
-        if m:
-            value = m.group("value").strip()
-            if _DATE_ONLY.fullmatch(value):
-                new = date.today().isoformat()
-            else:
-                new = memory.stamp_text(memory.modified_now())
-            lines[i] = f"{m.group('lead')}{m.group('q')}{new}{m.group('q')}"
-    return text[:start] + "\n".join(lines) + text[end:]
-
-
-def _mode(path: Path) -> int:
-    try:
-        return path.stat().st_mode & 0o777
-    except OSError:
-        return 0o600
-
-
-def _read_or_none(path: Path) -> str | None:
-    """The text of the index (or a file memsync adds to it); not UTF-8 counts as none."""
-    return read_text_if_there(path, undecodable="none")
 
 
 def _remove_empty_dirs(folder: Path) -> None:
