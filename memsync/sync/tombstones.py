@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from memsync.context.config import strip_query
 from memsync.memory.index_links import INDEX
 from memsync.stores.base import MAX_ATTEMPTS
+from memsync.sync import cas
 from memsync.sync.forgotten import Forget, read_forgets, scrub_file, scrub_files, with_forget
 from memsync.sync.remote_keys import PURGED, TOMBSTONES
 from memsync.sync.state import pending_forgets_file
@@ -172,32 +173,19 @@ def finish_pending(engine: Engine, listing: dict[str, Entry]) -> list[str]:
 
 
 def _add_tombstones(engine: Engine, forgets: list[Forget]) -> None:
-    """Add `forgets` to the remote list (read, add, conditional write; again on 412)."""
-    store = engine.store
-    for _ in range(MAX_ATTEMPTS):
-        try:
-            data, etag = store.get(TOMBSTONES)
-        except NotFound:
-            data, etag = None, None
-        payload = data
+    """Add `forgets` to the remote list (sync/cas.py: read, add, conditional write)."""
+
+    def add(data: bytes | None) -> bytes | None:
         for forget in forgets:
-            payload = with_forget(payload, forget)
-        if payload == data:
-            return
-        assert payload is not None
-        try:
-            if etag is not None:
-                store.replace(TOMBSTONES, payload, etag)
-            else:
-                try:
-                    store.create(TOMBSTONES, payload)
-                except NotFound:
-                    store.ensure()
-                    store.create(TOMBSTONES, payload)
-        except PreconditionFailed:
-            continue
-        return
-    raise UserError("the remote tombstone list kept changing; run `memsync sync` to finish")
+            data = with_forget(data, forget)
+        return data
+
+    try:
+        cas.update(engine.store, TOMBSTONES, add)
+    except cas.Contended:
+        raise UserError(
+            "the remote tombstone list kept changing; run `memsync sync` to finish"
+        ) from None
 
 
 def scrub_remote(engine: Engine, names: list[str], forgets: list[Forget]) -> list[str]:
@@ -373,28 +361,21 @@ def _drop_conflicts(engine: Engine, forgets: list[Forget], names: set[str]) -> N
 
 
 def _scrub_remote_conflicts(engine: Engine, forgets: list[Forget], taken: set[str]) -> None:
-    """The remote conflict record without the records about forgotten content (read, drop,
-    conditional write; again on 412)."""
+    """The remote conflict record without the records about forgotten content."""
     from memsync.sync.conflicts import recorded, rewrite
     from memsync.sync.remote_keys import CONFLICTS
 
-    for _ in range(MAX_ATTEMPTS):
-        try:
-            data, etag = engine.store.get(CONFLICTS)
-        except NotFound:
-            return
-        gone = {c["id"] for c in recorded(data) if _about(c, forgets, taken)}
-        clean = rewrite(data, gone)
-        if clean == data:
-            return
-        try:
-            engine.store.replace(CONFLICTS, clean, etag)
-            return
-        except NotFound:
-            return
-        except PreconditionFailed:
-            continue
-    raise UserError("the remote conflict record kept changing; run `memsync sync` to finish")
+    def drop(data: bytes | None) -> bytes | None:
+        if data is None:
+            return None
+        return rewrite(data, {c["id"] for c in recorded(data) if _about(c, forgets, taken)})
+
+    try:
+        cas.update(engine.store, CONFLICTS, drop)
+    except cas.Contended:
+        raise UserError(
+            "the remote conflict record kept changing; run `memsync sync` to finish"
+        ) from None
 
 
 def incoming(engine: Engine, names: Iterable[str]) -> list[str]:
