@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from memsync.memory.index_links import INDEX, link_targets
 from memsync.stores.base import MAX_ATTEMPTS
+from memsync.sync import cas
 from memsync.sync.forgotten import Forget, scrub_files, text_mark
 from memsync.sync.remote_keys import PURGED, TOMBSTONES
 from memsync.sync.state import Meta
@@ -168,40 +169,33 @@ class PurgeReport:
 
 
 def _delete_remote(engine: Engine, name: str) -> bool:
-    store = engine.store
-    for _ in range(MAX_ATTEMPTS):
-        try:
-            _, etag = store.get(name)
-        except NotFound:
-            return False
-        try:
-            store.delete(name, etag)
-            return True
-        except NotFound:
-            return False
-        except PreconditionFailed:
-            continue  # changed meanwhile: purging wins, try again with the new ETag
-    raise UserError(f"{name} kept changing on the remote; run `memsync purge --all` again")
+    """Delete `name` whatever it holds now (purging wins over a write made meanwhile);
+    whether there was one."""
+    found: list[bytes] = []
+
+    def delete(data: bytes | None) -> None:
+        found[:] = [data] if data is not None else []
+        return None
+
+    try:
+        cas.update(engine.store, name, delete)
+    except cas.Contended:
+        raise UserError(
+            f"{name} kept changing on the remote; run `memsync purge --all` again"
+        ) from None
+    return bool(found)
 
 
 def _put_purge_mark(engine: Engine, payload: bytes) -> None:
     """The purge mark, written before anything is deleted: a purge the remote stops answering
-    halfway through still keeps every device from publishing what is left."""
-    store = engine.store
-    for _ in range(MAX_ATTEMPTS):
-        try:
-            store.create(PURGED, payload)
-            return
-        except NotFound:  # no container (an Azure remote never pushed to)
-            store.ensure()
-        except PreconditionFailed:  # an earlier purge's mark (perhaps lifted): this one's now
-            try:
-                _, etag = store.get(PURGED)
-                store.replace(PURGED, payload, etag)
-                return
-            except (NotFound, PreconditionFailed):
-                continue
-    raise UserError(f"{PURGED} kept changing on the remote; run `memsync purge --all` again")
+    halfway through still keeps every device from publishing what is left. An earlier
+    purge's mark (perhaps lifted) is replaced by this one."""
+    try:
+        cas.update(engine.store, PURGED, lambda _: payload)
+    except cas.Contended:
+        raise UserError(
+            f"{PURGED} kept changing on the remote; run `memsync purge --all` again"
+        ) from None
 
 
 def purge(engine: Engine) -> PurgeReport:
