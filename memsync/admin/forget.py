@@ -27,6 +27,7 @@ from memsync.memory.index_links import INDEX, link_targets
 from memsync.stores.base import MAX_ATTEMPTS
 from memsync.sync import cas
 from memsync.sync.forgotten import Forget, scrub_files, text_mark
+from memsync.sync.planner import Mode
 from memsync.sync.remote_keys import PURGED, TOMBSTONES
 from memsync.sync.state import Meta
 from memsync.sync.tombstones import (
@@ -78,7 +79,7 @@ def _run(engine: Engine, job: ForgetJob, report: ForgetReport, action: str, **de
 def _pull(engine: Engine) -> str | None:
     """Bring this device up to date first, so the forget sees what the remote has."""
     try:
-        return engine.run("pull").offline
+        return engine.run(Mode.PULL).offline
     except Purged:
         return None  # nothing to pull: what this device holds is what there is to forget
     except GuardError as exc:  # forget has no --force: say which command takes it

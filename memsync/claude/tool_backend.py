@@ -46,7 +46,7 @@ from memsync.claude.tool_checks import (
 from memsync.claude.tool_view import LIST_DEPTH, VIEW_MAX_CHARS, Pages, snippet
 from memsync.context.config import Context
 from memsync.memory import index_links
-from memsync.sync.planner import too_many
+from memsync.sync.planner import Mode, too_many
 from memsync.util.errors import (
     MemsyncError,
     UserError,
@@ -162,7 +162,7 @@ class ToolMemory:
         with self._lock:
             self._pulled = time.monotonic()
             try:
-                result = self.engine.run("pull", deadline=time.monotonic() + self.pull_timeout)
+                result = self.engine.run(Mode.PULL, deadline=time.monotonic() + self.pull_timeout)
             except (MemsyncError, OSError, TimeoutError) as exc:
                 if isinstance(exc, UserError) and self._remote_missing():
                     self._session_note = ""  # a fresh remote: nothing to pull yet
@@ -423,7 +423,7 @@ class ToolMemory:
         """One `push` of the files; the lock busy or a push that could not start is a
         MemoryToolError saying the change is saved here."""
         try:
-            return self.engine.run("push", [str(self.root / n) for n in names])
+            return self.engine.run(Mode.PUSH, [str(self.root / n) for n in names])
         except TimeoutError:
             raise MemoryToolError(
                 f"{shown} is saved on this device, but memsync's lock was busy so it is not "
@@ -495,7 +495,7 @@ class ToolMemory:
             added = self._index_add(name, text or "")
         if added:
             with contextlib.suppress(MemsyncError, TimeoutError):
-                self.engine.run("push", [str(self.root / INDEX)])
+                self.engine.run(Mode.PUSH, [str(self.root / INDEX)])
 
     def _current(self, name: str) -> str:
         text = read_text_if_there(self.local(name), unreadable="none")

@@ -36,6 +36,7 @@ from memsync.retention.policy import (
     sha256_hex,
 )
 from memsync.retention.rollup_plan import plan_digests
+from memsync.sync.planner import Mode
 from memsync.sync.walk import MemoryWalk
 
 if TYPE_CHECKING:
@@ -385,7 +386,7 @@ def apply(
     )
     if homes:
         step("push", "")
-        pushed = engine.run("push", [str(engine.local_path(n)) for n in homes])
+        pushed = engine.run(Mode.PUSH, [str(engine.local_path(n)) for n in homes])
         result.pushes.append(pushed)
         if pushed.disabled:
             result.notes.append("sync is off: the roll-ups are kept on this device only")
@@ -408,6 +409,6 @@ def apply(
     if gone and not disabled:
         step("push", "")
         result.pushes.append(
-            engine.run("push", [str(engine.local_path(n)) for n in gone], force=True)
+            engine.run(Mode.PUSH, [str(engine.local_path(n)) for n in gone], force=True)
         )
     return result

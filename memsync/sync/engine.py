@@ -226,7 +226,8 @@ class Engine:
         progress: Callable[[int, int], None] | None = None,
         cutoff: float | None = None,
     ) -> SyncResult:
-        """mode: "sync" (both ways), "push" (local → remote) or "pull" (remote → local).
+        """mode: Mode.SYNC (both ways), Mode.PUSH (local → remote) or Mode.PULL (remote →
+        local); its value ("sync", "push", "pull") is taken too.
 
         Pending (queued) pushes are always drained first. With `paths`, a push trusts the
         last-synced records instead of listing, so pushing one known file is one request.
