@@ -471,3 +471,13 @@ def test_a_mebibyte_of_adversarial_text_takes_bounded_time() -> None:
         [sys.executable, "-c", _ADVERSARIAL], env=env, capture_output=True, text=True, timeout=300
     )
     assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("kind", ["gitlab_token", "stripe_key", "registry_token", "gcp_api_key"])
+def test_a_file_name_holding_a_new_kind_is_caught(kind: str) -> None:
+    from memsync.privacy.gate import name_secret, shown_name
+
+    row = next(r for r in SECRET_ROWS if r["kind"] == kind)
+    name = f"notes/deploy_{row['secret']}.md"
+    assert name_secret(name) == kind
+    assert row["secret"] not in shown_name(name)
