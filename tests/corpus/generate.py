@@ -1,0 +1,379 @@
+"""Writes the scanner's recall corpus (secrets.jsonl) and its look-alike corpus (lookalikes.jsonl).
+
+Every credential here is FAKE: random characters in the published shape of each format, drawn
+from a seeded generator, so the files are the same on every run. Each secret is pasted into a
+line of prose the way credentials reach memory notes (a deploy log, a chat, a config). The
+look-alikes are what memory is full of and must never be refused: hashes, UUIDs, checksums,
+base64 images, version numbers, numbers failing their checksum, prose about secrets.
+
+Usage: python tests/corpus/generate.py  (rewrites both files)
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import random
+import string
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+HERE = Path(__file__).parent
+rng = random.Random(38)
+ALNUM = string.ascii_letters + string.digits
+LOWER_DIGITS = string.ascii_lowercase + string.digits
+HEX = "0123456789abcdef"
+B64 = ALNUM + "+/"
+URLSAFE = ALNUM + "-_"
+
+
+def pick(alphabet: str, n: int) -> str:
+    return "".join(rng.choice(alphabet) for _ in range(n))
+
+
+def mixed(n: int, alphabet: str = ALNUM) -> str:
+    """n random characters holding a lower-case letter, an upper-case letter and a digit."""
+    while True:
+        s = pick(alphabet, n)
+        if (
+            any(c.islower() for c in s)
+            and any(c.isupper() for c in s)
+            and any(c.isdigit() for c in s)
+        ):
+            return s
+
+
+def luhn_complete(prefix: str, length: int) -> str:
+    body = prefix + pick(string.digits, length - len(prefix) - 1)
+    for d in string.digits:
+        digits = body + d
+        total = sum(
+            (int(c) * 2 - 9 if int(c) * 2 > 9 else int(c) * 2) if i % 2 else int(c)
+            for i, c in enumerate(reversed(digits))
+        )
+        if total % 10 == 0:
+            return digits
+    raise AssertionError
+
+
+def grouped(number: str, sep: str) -> str:
+    return sep.join(number[i : i + 4] for i in range(0, len(number), 4))
+
+
+def bad_luhn() -> str:
+    good = luhn_complete("4", 16)
+    return good[:-1] + str((int(good[-1]) + 1) % 10)
+
+
+def iban(country: str, length: int, good: bool = True) -> str:
+    bban = pick(string.digits, length - 4)
+    moved = bban + country + "00"
+    check = 98 - int("".join(str(int(c, 36)) for c in moved)) % 97
+    if not good:
+        check = (check + 1) % 97 or 2
+    raw = f"{country}{check:02d}{bban}"
+    return " ".join(raw[i : i + 4] for i in range(0, len(raw), 4))
+
+
+def dni(good: bool = True) -> str:
+    n = rng.randint(10_000_000, 99_999_999)
+    letter = "TRWAGMYFPDXBNJZSQVHLCKE"[n % 23]
+    if not good:
+        letter = "TRWAGMYFPDXBNJZSQVHLCKE"[(n + 1) % 23]
+    return f"{n}{letter}"
+
+
+def pem(label: str) -> str:
+    body = "\n".join(pick(B64, 64) for _ in range(4))
+    return f"-----BEGIN {label}-----\n{body}\n-----END {label}-----"
+
+
+def jwt() -> str:
+    def seg(obj: dict[str, object]) -> str:
+        raw = json.dumps(obj, separators=(",", ":")).encode()
+        return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+    claims = {"sub": str(rng.randint(1000, 99999)), "iat": rng.randint(1.7e9, 1.8e9)}
+    return f"{seg({'alg': 'HS256', 'typ': 'JWT'})}.{seg(claims)}.{pick(URLSAFE, 43)}"
+
+
+def sas() -> str:
+    return (
+        f"https://acct{pick(LOWER_DIGITS, 6)}.blob.core.windows.net/memory?sv=2022-11-02&ss=b"
+        f"&srt=co&sp=rl&se=2026-05-01T00:00:00Z&spr=https&sig={pick(ALNUM, 43)}%3D"
+    )
+
+
+PROSE = [
+    "- Pasted from the deploy log (fake, for the scanner test): {s}",
+    "- Sam shared this in chat yesterday, rotate it: {s}",
+    "- Staging setup uses {s} until the vault migration lands.",
+    "- Note to self: the CI job failed because `{s}` had expired.",
+    "- Config snippet from the incident review:\n\n    {s}\n",
+]
+
+
+def prose(secret: str) -> str:
+    return rng.choice(PROSE).format(s=secret)
+
+
+# kind -> makers of one fake secret each; every maker is used twice (different random draws)
+MAKERS: dict[str, list[Callable[[], str]]] = {
+    "private_key": [
+        lambda: pem("RSA PRIVATE KEY"),
+        lambda: pem("OPENSSH PRIVATE KEY"),
+        lambda: pem("EC PRIVATE KEY"),
+        lambda: pem("PRIVATE KEY"),
+        lambda: pem("ENCRYPTED PRIVATE KEY"),
+        lambda: pem("PGP PRIVATE KEY BLOCK"),
+    ],
+    "azure_connection_string": [
+        lambda: (
+            f"DefaultEndpointsProtocol=https;AccountName=memsync{pick(LOWER_DIGITS, 5)};"
+            f"AccountKey={pick(B64, 86)}==;EndpointSuffix=core.windows.net"
+        ),
+        lambda: (
+            f"Endpoint=sb://bus-{pick(LOWER_DIGITS, 6)}.servicebus.windows.net/;"
+            f"SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey={pick(B64, 43)}="
+        ),
+    ],
+    "azure_account_key": [lambda: f"{pick(B64, 86)}=="] * 2,
+    "azure_sas_token": [sas, sas],
+    "azure_client_secret": [lambda: f"{pick(ALNUM, 3)}8Q~{mixed(34, URLSAFE + '.~')}"] * 2,
+    "aws_access_key": [
+        lambda: "AKIA" + pick(string.ascii_uppercase + "234567", 16),
+        lambda: "ASIA" + pick(string.ascii_uppercase + "234567", 16),
+    ],
+    "aws_secret_key": [lambda: f"aws_secret_access_key = {mixed(40, B64)}"] * 2,
+    "gcp_api_key": [lambda: "AIza" + mixed(35, URLSAFE)] * 2,
+    "anthropic_key": [lambda: "sk-ant-api03-" + mixed(93, URLSAFE)] * 2,
+    "openai_key": [
+        lambda: "sk-proj-" + mixed(48, URLSAFE),
+        lambda: "sk-" + mixed(48),
+    ],
+    "ai_api_key": [
+        lambda: "hf_" + pick(string.ascii_letters, 34),
+        lambda: "gsk_" + mixed(52),
+        lambda: "xai-" + mixed(80),
+        lambda: "pplx-" + mixed(48),
+        lambda: "r8_" + mixed(37),
+    ],
+    "github_token": [
+        lambda: "ghp_" + mixed(36),
+        lambda: "gho_" + mixed(36),
+        lambda: "ghs_" + mixed(36),
+        lambda: "github_pat_11" + mixed(20) + "_" + mixed(59),
+    ],
+    "gitlab_token": [
+        lambda: "glpat-" + mixed(20, URLSAFE),
+        lambda: "glptt-" + pick(HEX, 40),
+        lambda: "gldt-" + mixed(20),
+        lambda: "GR1348941" + mixed(20),
+    ],
+    "bitbucket_token": [
+        lambda: "ATBB" + mixed(32),
+        lambda: "ATATT3xFfGF0" + mixed(180, URLSAFE),
+    ],
+    "slack_token": [
+        lambda: f"xoxb-{pick(string.digits, 12)}-{pick(string.digits, 13)}-{mixed(24)}",
+        lambda: f"xoxp-{pick(string.digits, 12)}-{pick(string.digits, 12)}-{pick(HEX, 32)}",
+    ],
+    "webhook_url": [
+        lambda: (
+            f"https://hooks.slack.com/services/T{mixed(8).upper()}/B{mixed(10).upper()}/"
+            + mixed(24)
+        ),
+        lambda: f"https://discord.com/api/webhooks/{pick(string.digits, 18)}/{mixed(68, URLSAFE)}",
+        lambda: (
+            f"https://contoso.webhook.office.com/webhookb2/{uuid.UUID(int=rng.getrandbits(128))}"
+            f"@{uuid.UUID(int=rng.getrandbits(128))}/IncomingWebhook/{pick(HEX, 32)}/"
+            f"{uuid.UUID(int=rng.getrandbits(128))}"
+        ),
+    ],
+    "discord_token": [lambda: f"M{mixed(25)}.{mixed(6)}.{mixed(38, URLSAFE)}"] * 2,
+    "stripe_key": [
+        lambda: "sk_live_" + mixed(99),
+        lambda: "rk_live_" + mixed(24),
+        lambda: "whsec_" + mixed(32),
+    ],
+    "payment_token": [
+        lambda: f"access_token$production${pick(LOWER_DIGITS, 16)}${pick(HEX, 32)}",
+        lambda: "sq0atp-" + mixed(22, URLSAFE),
+        lambda: "sq0csp-" + mixed(43, URLSAFE),
+        lambda: "EAAA" + mixed(60, URLSAFE),
+    ],
+    "registry_token": [
+        lambda: "npm_" + mixed(36),
+        lambda: "pypi-AgEIcHlwaS5vcmc" + mixed(70, URLSAFE),
+        lambda: "rubygems_" + pick(HEX, 48),
+        lambda: "oy2" + pick(LOWER_DIGITS, 43),
+        lambda: "dckr_pat_" + mixed(27, URLSAFE),
+    ],
+    "email_sms_key": [
+        lambda: f"SG.{mixed(22, URLSAFE)}.{mixed(43, URLSAFE)}",
+        lambda: "key-" + pick(HEX, 32),
+        lambda: "SK" + pick(HEX, 32),
+    ],
+    "infra_token": [
+        lambda: "hvs." + mixed(90, URLSAFE),
+        lambda: "dop_v1_" + pick(HEX, 64),
+        lambda: "HRKU-AA" + mixed(58, URLSAFE),
+        lambda: f"{mixed(14)}.atlasv1.{mixed(67, URLSAFE)}",
+        lambda: "sntryu_" + pick(HEX, 64),
+        lambda: f"v1.0-{pick(HEX, 24)}-{pick(HEX, 146)}",
+    ],
+    "jwt": [jwt, jwt],
+    "url_password": [
+        lambda: f"postgres://app:{mixed(16)}@db.internal:5432/memsync",
+        lambda: f"mongodb+srv://admin:{mixed(12)}@cluster0.mongodb.net/test",
+        lambda: f"redis://:{mixed(20)}@cache.internal:6379/0",
+        lambda: f"amqp://svc:{mixed(14)}@rabbit.local/vhost",
+    ],
+    "password": [
+        lambda: f"DB_PASSWORD={mixed(14, ALNUM + '!#%&')}",
+        lambda: f"password: {mixed(12, ALNUM + '@$')}",
+        lambda: f'client_secret="{mixed(32)}"',
+        lambda: f"DD_API_KEY={pick(HEX, 32)}",
+        lambda: f"CLOUDFLARE_API_TOKEN={mixed(40, URLSAFE)}",
+        lambda: f"POSTMARK_SERVER_TOKEN={uuid.UUID(int=rng.getrandbits(128))}",
+        lambda: f"HEROKU_API_KEY={uuid.UUID(int=rng.getrandbits(128))}",
+        lambda: f"TWILIO_AUTH_TOKEN={pick(HEX, 32)}",
+        lambda: f"spring.datasource.password={mixed(12)}",
+        lambda: f"SENTRY_AUTH_TOKEN={pick(HEX, 64)}",
+    ],
+    "card_number": [
+        lambda: luhn_complete("4", 16),
+        lambda: grouped(luhn_complete("52", 16), " "),
+        lambda: (lambda n: f"{n[:4]} {n[4:10]} {n[10:]}")(luhn_complete("37", 15)),
+        lambda: grouped(luhn_complete("6011", 16), "-"),
+    ],
+    "iban": [
+        lambda: iban("DE", 22),
+        lambda: iban("GB", 22),
+        lambda: iban("FR", 27),
+        lambda: iban("NL", 18).replace(" ", ""),
+        lambda: iban("ES", 24),
+    ],
+    "national_id": [
+        lambda: f"{rng.randint(100, 665)}-{rng.randint(10, 99)}-{rng.randint(1000, 9999)}",
+        lambda: f"AB {rng.randint(10, 99)} {rng.randint(10, 99)} {rng.randint(10, 99)} C",
+        dni,
+    ],
+}
+
+
+def secret_lines() -> list[dict[str, str]]:
+    out = []
+    for kind, makers in MAKERS.items():
+        for maker in makers * 2 if len(makers) < 5 else makers:
+            secret = maker()
+            out.append({"kind": kind, "secret": secret, "text": prose(secret)})
+    return out
+
+
+def _sha(n: int) -> str:
+    return hashlib.sha256(str(n).encode()).hexdigest()
+
+
+def _png_data_uri() -> str:
+    raw = b"\x89PNG\r\n\x1a\n" + bytes(rng.getrandbits(8) for _ in range(120))
+    return "data:image/png;base64," + base64.b64encode(raw).decode()
+
+
+NOTES = ["hello world, this is memsync", "notes about the deploy window"]
+
+LOOKALIKES: list[Callable[[], str]] = [
+    lambda: f"- Merged in commit {_sha(rng.random())[:40]} after review.",
+    lambda: f"- Bisected to {_sha(rng.random())[:7]}; reverted in {_sha(rng.random())[:12]}.",
+    lambda: f"- Request id {uuid.UUID(int=rng.getrandbits(128))} in the log.",
+    lambda: f"- sha256 of the release tarball: {_sha(rng.random())}",
+    lambda: f"- md5 {hashlib.md5(str(rng.random()).encode()).hexdigest()}  memsync-0.3.1.tar.gz",
+    lambda: f"- Docker image pinned to ghcr.io/example/memsync@sha256:{_sha(rng.random())}",
+    lambda: f"- Inline logo: ![logo]({_png_data_uri()})",
+    lambda: (
+        f"- Bumped to v{rng.randint(0, 9)}.{rng.randint(0, 30)}.{rng.randint(0, 99)}"
+        f"-rc.{rng.randint(1, 9)}"
+    ),
+    lambda: (
+        f"- Node {rng.randint(14, 22)}.{rng.randint(0, 20)}.{rng.randint(0, 9)}"
+        f", Python 3.{rng.randint(8, 13)}.{rng.randint(0, 9)}"
+    ),
+    lambda: f"- Ticket reference {bad_luhn()} opened on 2026-04-{rng.randint(10, 28)}",
+    lambda: f"- Wire reference {iban('DE', 22, good=False)} was rejected by the bank form.",
+    lambda: f"- Order number {rng.randint(10**15, 10**16 - 1)} shipped.",
+    lambda: f"- Call me at +1 555-{rng.randint(100, 999)}-{rng.randint(1000, 9999)} after 5.",
+    lambda: f"- The password reset flow sends a {rng.randint(4, 8)}-digit code.",
+    lambda: f"- Token budget: {rng.randint(1, 900)}k per day; api_key rotation is monthly.",
+    lambda: "- password: ${DB_PASSWORD}; api_key: <your key here>; secret: changeme",
+    lambda: '- api_key = os.environ["OPENAI_API_KEY"] in the loader.',
+    lambda: (
+        f"- Connects to postgres://localhost:{rng.randint(5000, 6000)}/memsync without a password."
+    ),
+    lambda: "- Connection string template: postgres://user:${PGPASSWORD}@db/app",
+    lambda: f"- Clone https://github.com/example/repo-{rng.randint(1, 99)}.git and run make.",
+    lambda: (
+        "- ssh git@github.com:example/memsync.git; key fingerprint SHA256:"
+        + base64.b64encode(rng.randbytes(32)).decode().rstrip("=")
+    ),
+    lambda: f"- Public key: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAI{pick(B64, 43)} sam@laptop",
+    lambda: f"- The colour is #{pick(HEX, 6)} and the font {rng.randint(10, 16)}px.",
+    lambda: (
+        f"- Build {rng.randint(1000, 9999)} took {rng.randint(1, 59)}m{rng.randint(1, 59)}"
+        f"s on runner-{pick(LOWER_DIGITS, 8)}."
+    ),
+    lambda: (
+        f"- Ran scikit-learn {rng.randint(0, 1)}.{rng.randint(0, 5)}"
+        f" with sk-learn style pipelines; task-{rng.randint(1, 99)} done."
+    ),
+    lambda: f"- npm_config_cache lives at ~/.npm; npm install left {rng.randint(1, 99)} warnings.",
+    lambda: f"- SKU {pick(string.ascii_uppercase, 3)}-{rng.randint(1000, 9999)} is out of stock.",
+    lambda: (
+        f"- Secret: {rng.choice(['Nobody', 'Everyone', 'Sam'])}"
+        f" reads the summary past the first line."
+    ),
+    lambda: f"- Ran it from pwd: /home/sam/projects/memsync-{rng.randint(1, 9)} and it worked.",
+    lambda: "- Encoded text: " + base64.b64encode(rng.choice(NOTES).encode()).decode(),
+    lambda: (
+        f"- Released on {rng.randint(2020, 2026)}-{rng.randint(1, 12):02d}"
+        f"-{rng.randint(1, 28):02d}T{rng.randint(0, 23):02d}:{rng.randint(0, 59):02d}:00Z"
+    ),
+    lambda: (
+        f"- Server at 10.{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}"
+        f":{rng.randint(1000, 9999)}"
+    ),
+    lambda: f"- Zip code {rng.randint(10000, 99999)}, room {rng.randint(100, 999)}-B.",
+    lambda: (
+        f"- Cache key-{rng.choice(['value', 'store', 'prefix'])}"
+        f" design; see key_{rng.randint(1, 9)}.md"
+    ),
+    lambda: f"- Coupon code ABCD{rng.randint(10, 99)} EFGH 1234 IJKL expired.",
+    lambda: f"- Shipment {dni(good=False)} arrived at the depot.",
+    lambda: (
+        f"- Use AIzaSy placeholders only in docs; the key lives in the vault (ref {pick(HEX, 8)})."
+    ),
+    lambda: f"- xoxo from the team, see you on the {rng.randint(1, 28)}th",
+    lambda: "- The JWT header eyJhbGciOiJIUzI1NiJ9 decodes to alg HS256.",
+    lambda: (
+        f"- Go module github.com/example/memsync v0.0.0-{rng.randint(2020, 2026)}"
+        f"0101000000-{pick(HEX, 12)}"
+    ),
+]
+
+
+def lookalike_lines() -> list[str]:
+    return [make() for _ in range(5) for make in LOOKALIKES]
+
+
+def main() -> None:
+    with (HERE / "secrets.jsonl").open("w", encoding="utf-8") as f:
+        for row in secret_lines():
+            f.write(json.dumps(row) + "\n")
+    with (HERE / "lookalikes.jsonl").open("w", encoding="utf-8") as f:
+        for line in lookalike_lines():
+            f.write(json.dumps({"text": line}) + "\n")
+
+
+if __name__ == "__main__":
+    main()
