@@ -11,35 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.devices import Device, make_device
+from tests.devices import Device
 from tests.privacy_oracle import assert_forgotten, quarantine_dir
+from tests.trials.shared import on_remote
 
-PROJECT = "e2e-project"
 NOTES = "project_notes.md"
-
-
-@pytest.fixture
-def remote(tmp_path) -> Path:
-    folder = tmp_path / "remote"
-    folder.mkdir()
-    return folder
-
-
-@pytest.fixture
-def pair(tmp_path, remote) -> tuple[Device, Device]:
-    return make_device(tmp_path, "laptop", remote.as_uri()), make_device(
-        tmp_path, "desktop", remote.as_uri()
-    )
-
-
-def on_remote(remote: Path) -> dict[str, str]:
-    """The remote's memory files (memsync's own `_memsync/` records left out)."""
-    base = remote / PROJECT
-    return {
-        p.relative_to(base).as_posix(): p.read_text(encoding="utf-8")
-        for p in sorted(base.rglob("*"))
-        if p.is_file() and not p.name.startswith(".") and "_memsync" not in p.parts
-    }
 
 
 def gone_everywhere(pair: tuple[Device, Device], remote: Path, text: str) -> None:

@@ -15,34 +15,7 @@ import pytest
 
 from tests.devices import Device, make_device
 from tests.privacy_oracle import assert_forgotten
-
-PROJECT = "e2e-project"
-
-
-@pytest.fixture
-def remote(tmp_path) -> Path:
-    folder = tmp_path / "remote"
-    folder.mkdir()
-    return folder
-
-
-@pytest.fixture
-def pair(tmp_path, remote) -> tuple[Device, Device]:
-    return make_device(tmp_path, "laptop", remote.as_uri()), make_device(
-        tmp_path, "desktop", remote.as_uri()
-    )
-
-
-def on_remote(remote: Path) -> dict[str, str]:
-    """The remote's memory files (memsync's own `_memsync/` records left out)."""
-    base = remote / PROJECT
-    if not base.is_dir():
-        return {}
-    return {
-        p.relative_to(base).as_posix(): p.read_text(encoding="utf-8")
-        for p in sorted(base.rglob("*"))
-        if p.is_file() and not p.name.startswith(".") and "_memsync" not in p.parts
-    }
+from tests.trials.shared import PROJECT, on_remote
 
 
 def everywhere(pair: tuple[Device, Device], remote: Path) -> list[Path]:
