@@ -15,6 +15,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parent.parent / "memsync"
 
 # Lowest first. A module may import from its own subpackage, from its tier and from below.
@@ -214,3 +216,17 @@ def test_the_graph_is_read():
     assert "memsync.sync.planner" in engine and "memsync.context.identity" in engine
     assert ("memsync.sync.walk", True) in GRAPH["memsync.admin.forget"]  # a lazy import
     assert ("memsync.sync.engine", False) in GRAPH["memsync.sync.tombstones"]  # TYPE_CHECKING
+
+
+def test_every_package_ships():
+    """pyproject.toml lists the packages by hand (templates/ and skills/ ship from outside the
+    tree): a package missing there works in an editable install and is gone from a real one."""
+    tomllib = pytest.importorskip("tomllib")
+    project = PACKAGE.parent / "pyproject.toml"
+    settings = tomllib.loads(project.read_text(encoding="utf-8"))["tool"]["setuptools"]
+    listed = set(settings["packages"])
+    packages = {
+        ".".join(["memsync", *init.parent.relative_to(PACKAGE).parts])
+        for init in PACKAGE.rglob("__init__.py")
+    }
+    assert sorted(packages - listed) == []

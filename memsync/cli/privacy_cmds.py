@@ -94,7 +94,10 @@ def forget(
             "it when they learn of this forget."
         )
     if plan.held:
-        out.print(f"will remove it from {plan.held} earlier version(s) kept on this device")
+        out.print(
+            f"will remove the text from {plan.held} earlier cop(ies) this device keeps "
+            "(local history and the last-synced copies merges start from)"
+        )
     for name in plan.files:
         out.print(f"will forget file: {name}", markup=False)
     for name, count in plan.lines.items():
