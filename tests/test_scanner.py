@@ -251,6 +251,8 @@ def test_clean_corpus_has_no_findings(path: Path) -> None:
         "- access_token: [REDACTED:password] in the pasted log",
         "- The password reset flow sends a 6-digit code; token budget: 200000.",
         "- Rotated per api-key-rotation; see client-secret-rotation.md.",
+        "- credential: DefaultAzureCredential (az login, a managed identity)",
+        "- The job uses credentials=ManagedIdentityCredential on the build agents.",
     ],
 )
 def test_prose_about_secrets_is_not_a_finding(line: str) -> None:

@@ -105,6 +105,7 @@ _PLACEHOLDER = re.compile(
     r"|\*\*\*.*|os\.(?:environ|getenv).*|env\(.*)$"
 )
 _KEBAB_WORDS = re.compile(r"^[a-z]+(?:[-_][a-z]+)*[.,;:!?]?$")
+_CLASS_NAME = re.compile(r"^(?:[A-Z][a-z]+){2,}$")  # credential: DefaultAzureCredential
 _PATH = re.compile(r"^(?:~|\.{1,2})?(?:/[a-z0-9._-]+)+/?$")  # pwd: /home/sam/projects
 _PROSE = re.compile(r"[A-Z][a-z]+ +[a-z]")  # "The secret: Nobody reads the summary"
 
@@ -169,6 +170,8 @@ def _brand_lengths(head: str) -> tuple[int, ...]:
 def _looks_secret(value: str) -> bool:
     value = value.rstrip(".,;:)")
     if len(value) < 6 or _PLACEHOLDER.match(value) or _KEBAB_WORDS.match(value):
+        return False
+    if _CLASS_NAME.match(value):
         return False
     if _PATH.match(value):
         return False
