@@ -28,7 +28,7 @@ from memsync.privacy.gate import check_inbound, check_outbound
 from memsync.stores.base import Entry, check_key
 from memsync.sync.engine import PURGED, TOMBSTONES, Engine
 from memsync.sync.forgotten import Forget, read_forgets, scrub_files
-from memsync.sync.planner import Mode
+from memsync.sync.mode import Mode
 from memsync.sync.scan import LocalScan
 from memsync.sync.state import Record
 from memsync.sync.walk import is_ignored

@@ -27,7 +27,7 @@ from memsync.memory.index_links import INDEX, link_targets
 from memsync.stores.base import MAX_ATTEMPTS
 from memsync.sync import cas
 from memsync.sync.forgotten import Forget, scrub_files, text_mark
-from memsync.sync.planner import Mode
+from memsync.sync.mode import Mode
 from memsync.sync.remote_keys import PURGED, TOMBSTONES
 from memsync.sync.state import Meta
 from memsync.sync.tombstones import (

@@ -25,7 +25,7 @@ from memsync.memory import ids, sections
 from memsync.memory.digests import digest_name
 from memsync.memory.merge import commitment_id, item_text, merge, session_blocks
 from memsync.privacy.scanner import redact
-from memsync.sync.planner import Mode
+from memsync.sync.mode import Mode
 from memsync.util import resources
 from memsync.util.errors import UserError
 from memsync.util.fsutil import read_text_if_there

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from memsync.context import config
-from memsync.sync.planner import Mode
+from memsync.sync.mode import Mode
 from memsync.util.errors import UserError
 
 EVENTS = (

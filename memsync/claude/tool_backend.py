@@ -46,7 +46,8 @@ from memsync.claude.tool_checks import (
 from memsync.claude.tool_view import LIST_DEPTH, VIEW_MAX_CHARS, Pages, snippet
 from memsync.context.config import Context
 from memsync.memory import index_links
-from memsync.sync.planner import Mode, too_many
+from memsync.sync.mode import Mode
+from memsync.sync.planner import too_many
 from memsync.util.errors import (
     MemsyncError,
     UserError,

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from memsync.sync.engine import Engine
-from memsync.sync.planner import Mode
+from memsync.sync.mode import Mode
 from memsync.sync.walk import is_ignored
 from memsync.util.errors import GuardError, MemsyncError
 

@@ -62,7 +62,7 @@ def compact(
     from memsync.cli.plain import DONE, done_lines
     from memsync.retention import compact as core
     from memsync.sync.engine import Engine
-    from memsync.sync.planner import Mode
+    from memsync.sync.mode import Mode
     from memsync.util.errors import GuardError
 
     today = checks.day("--now", now) or date.today()

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from memsync.context import config, identity
 from memsync.context.config import Context
-from memsync.sync.planner import Mode
+from memsync.sync.mode import Mode
 from memsync.util.errors import (
     ConfigError,
     Interrupted,

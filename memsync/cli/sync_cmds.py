@@ -22,7 +22,7 @@ from memsync.cli.common import (
     out,
 )
 from memsync.cli.plain import transfer
-from memsync.sync.planner import Mode
+from memsync.sync.mode import Mode
 from memsync.util.dates import local_time
 from memsync.util.errors import KeptLocal, RefusedFile, UserError
 

@@ -36,7 +36,7 @@ from memsync.retention.policy import (
     sha256_hex,
 )
 from memsync.retention.rollup_plan import plan_digests
-from memsync.sync.planner import Mode
+from memsync.sync.mode import Mode
 from memsync.sync.walk import MemoryWalk
 
 if TYPE_CHECKING:

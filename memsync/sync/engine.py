@@ -22,7 +22,7 @@ from memsync.stores import open_store
 from memsync.stores.base import Entry, Store, check_key
 from memsync.sync import execute, index, localswap, merging, planner, prepare, scan
 from memsync.sync.durability import Durability, recover_landing
-from memsync.sync.planner import Mode
+from memsync.sync.mode import Mode
 from memsync.sync.remote_keys import CONFLICTS, PURGED, TOMBSTONES
 from memsync.sync.result import SYNC_OFF, SyncResult
 from memsync.sync.scan import LocalScan, LostDir

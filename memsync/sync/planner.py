@@ -9,6 +9,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, NamedTuple
 
 from memsync.memory.names import fold
+from memsync.sync.mode import Mode
 from memsync.util.errors import GuardError
 
 if TYPE_CHECKING:
@@ -22,17 +23,6 @@ class Kind(str, Enum):
     DELETE_REMOTE = "delete-remote"  # deleted here after it was synced
     DELETE_LOCAL = "delete-local"  # deleted remotely; unchanged here
     FORGET = "forget"  # gone on both sides: drop the record
-
-    def __str__(self) -> str:
-        return self.value
-
-
-class Mode(str, Enum):
-    """What a run does: both ways, local → remote (and no deletion here), remote → local."""
-
-    SYNC = "sync"
-    PUSH = "push"
-    PULL = "pull"
 
     def __str__(self) -> str:
         return self.value

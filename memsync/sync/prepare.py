@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from memsync.context.identity import MANIFEST
 from memsync.memory.names import fold
 from memsync.sync import execute, planner, scan
-from memsync.sync.planner import Mode
+from memsync.sync.mode import Mode
 from memsync.sync.remote_files import classify
 from memsync.sync.scan import Run
 from memsync.util.errors import GuardError, NotFound, Unreachable, UserError

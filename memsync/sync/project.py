@@ -13,7 +13,7 @@ from memsync.context import identity
 from memsync.context.config import Context, strip_query
 from memsync.stores import open_store
 from memsync.stores.base import Entry, Store
-from memsync.sync.planner import Mode
+from memsync.sync.mode import Mode
 from memsync.sync.state import Meta
 from memsync.sync.walk import is_ignored
 from memsync.util.errors import (

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from memsync.stores.base import Stats
 
 if TYPE_CHECKING:
-    from memsync.sync.planner import Mode
+    from memsync.sync.mode import Mode
 
 
 class SyncResult:

@@ -19,7 +19,8 @@ from memsync.util.fsutil import read_if_there, sha256
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from memsync.sync.planner import Action, Mode
+    from memsync.sync.mode import Mode
+    from memsync.sync.planner import Action
     from memsync.sync.result import SyncResult
     from memsync.sync.state import Record, State
 
@@ -169,7 +170,7 @@ def restore_lost_dir(
     """A lost memory dir is restored by a pull and refused by a push or sync (which would
     otherwise delete every file on the remote, --force or not). `here`: the files the dir
     holds, by hash."""
-    from memsync.sync.planner import Mode
+    from memsync.sync.mode import Mode
 
     lost = {n for n in state.records if n not in here}  # as status counts them
     gone = (
