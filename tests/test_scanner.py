@@ -252,6 +252,8 @@ def test_clean_corpus_has_no_findings(path: Path) -> None:
         "- The password reset flow sends a 6-digit code; token budget: 200000.",
         "- Rotated per api-key-rotation; see client-secret-rotation.md.",
         "- credential: DefaultAzureCredential (az login, a managed identity)",
+        '- "integrity": "sha512-LpZ3IjJIf7OgWNWPLDEAI+B+QBfJTVbMX65LVLRGBfQqdbCx81iZH4xsvptotk5b'
+        'KgnQrSP8rAfumpGYp0Xh1Q==" in package-lock.json',
         "- The job uses credentials=ManagedIdentityCredential on the build agents.",
     ],
 )

@@ -249,7 +249,8 @@ _RULES: list[Rule] = [
         r"(?:DefaultEndpointsProtocol|BlobEndpoint|AccountName|Endpoint)=[^\s;]+;"
         r"(?:[A-Za-z]+=[^\s;]*;)*?(?:AccountKey|SharedAccessSignature|SharedAccessKey)=[^\s;]+",
     ),
-    _rule("azure_account_key", "==", rf"(?<![{_B64}])[{_B64}]{{86}}==(?![{_B64}=])"),
+    # 64 bytes in base64; not a subresource-integrity hash (`"integrity": "sha512-…=="`)
+    _rule("azure_account_key", "==", rf"(?<![{_B64}])(?<!sha512-)[{_B64}]{{86}}==(?![{_B64}=])"),
     _rule(
         "azure_sas_token",
         "sig=",
