@@ -302,3 +302,20 @@ def test_everything_memsync_creates_is_private(pair, remote):
             assert mode == 0o600, path
     store = FolderStore(remote, "e2e-project")
     assert stat.S_IMODE(store.base.stat().st_mode) == 0o700
+
+
+def test_a_secret_in_a_file_name_is_masked_in_status_json_and_the_primer(tmp_path) -> None:
+    """`status --json` and the primer Claude reads list a refused file by name: a secret in
+    the name is printed as `***` there too."""
+    from tests.devices import make_device
+
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    device = make_device(tmp_path, "laptop", remote.as_uri())
+    token = "ghp_" + "o3C9ipXdSo4ZCkoSkgN570vErcNTjDuqSb81"
+    device.write(f"project_{token}.md", "A note.\n", type="project")
+    device.run("sync", check=None)
+    status = device.run("status", "--json", check=None)
+    primer = device.run("context", check=None)
+    assert "project_***.md" in status.stdout and "project_***.md" in primer.stdout
+    assert token not in status.stdout + status.stderr + primer.stdout + primer.stderr

@@ -44,7 +44,12 @@ class Status:
     project_note: str = ""  # the git origin differs from the name the project keeps
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        doc = asdict(self)
+        if self.refused:  # a name refused for a secret in it is printed masked
+            from memsync.privacy.gate import shown_name
+
+            doc["refused"] = {shown_name(n): why for n, why in self.refused.items()}
+        return doc
 
 
 _BUCKET = {

@@ -98,8 +98,11 @@ def parts(data: PrimerInput) -> list[tuple[str, str]]:
     attention = []
     for c in data.conflicts:
         attention.append(f"- conflict in {c.get('file')}: {c.get('detail')}")
-    for name, reason in sorted(data.refused.items()):
-        attention.append(f"- {name} was not synced: {reason}")
+    if data.refused:  # a name refused for a secret in it goes to Claude masked
+        from memsync.privacy.gate import shown_name
+
+        for name, reason in sorted(data.refused.items()):
+            attention.append(f"- {shown_name(name)} was not synced: {reason}")
     if attention:
         out.append(
             (
