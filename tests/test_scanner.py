@@ -261,6 +261,25 @@ def test_prose_about_secrets_is_not_a_finding(line: str) -> None:
     assert scan(memory_file(line)) == []
 
 
+@pytest.mark.parametrize(
+    ("line", "kind"),
+    [
+        ("curl -H 'Authorization: Bearer kd6oaet8Ix2kp4NKJRffyoDnKUZfRb9isPy37N5z'", "password"),
+        ("Authorization: Basic YWRtaW46U3VwM3JTM2NyZXQh", "password"),
+        ("-H 'Authorization: Token 58bfddc811be3470816c76f80be0aba9cf505e33'", "password"),
+        ("GITHUB_TOKEN=kG3DuvTojMLqKBCWDeM9XCveLxn8IQIfOH5ZQ4Ow", "password"),
+        ("      token: 6MP6sm6MCuCdSLlLRPlmooApVsGYj6v0UWe7plep", "password"),
+        ("NEW_RELIC_LICENSE_KEY=bca4e85015cd13761ac34669eca5ae0a4e300044", "password"),
+        ("client_secret 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", "gcp_api_key"),
+        ("Bearer ya29.a0fOptqCWCsuZrJZaVLaPeAU5moHH5F-grANC-aBcnwDDOOAZvw6d3eK3px", "gcp_api_key"),
+        ("refresh 1//0gaT1yVPMm5nYtffRcvy0Dxo5pCJFz2B30M8KVM_w8MDaD3vSS1Mmn7", "gcp_api_key"),
+    ],
+)
+def test_headers_token_assignments_and_google_oauth_are_caught(line: str, kind: str) -> None:
+    """Lines a fresh-eyes trial pasted that an earlier table let through."""
+    assert kind in {f.kind for f in scan(memory_file(f"- {line}"))}
+
+
 # --- properties -----------------------------------------------------------------------------
 
 WORDS = [

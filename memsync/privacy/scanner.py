@@ -276,6 +276,12 @@ _RULES: list[Rule] = [
         r"[A-Za-z0-9/+=]{40}(?![A-Za-z0-9/+=])",
     ),
     _rule("gcp_api_key", "aiza", rf"\bAIza[\w-]{{35}}{_END}"),
+    _rule(  # an OAuth client secret, an access token, a refresh token
+        "gcp_api_key",
+        "gocspx- ya29. 1//0",
+        rf"{_START}(?:GOCSPX-[\w-]{{28}}|ya29\.[\w-]{{30,}}|1//0[\w-]{{40,}}){_END}",
+        _random,
+    ),
     _rule("anthropic_key", "sk-ant-", r"\bsk-ant-[A-Za-z0-9_-]{20,}"),
     _rule("openai_key", "sk-", r"\bsk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
     _rule(
@@ -365,8 +371,14 @@ _RULES: list[Rule] = [
         r"(?i)\b(?:[a-z0-9]{1,24}[_.-]){0,4}(?:password|passwd|pwd|passphrase|secret"
         r"|client[_-]?secret|api[_-]?key|api[_-]?secret|access[_-]?key|secret[_-]?key|app[_-]?key"
         r"|private[_-]?key|(?:api|auth|access|bearer|bot|server|service|secret|refresh|session"
-        r"|personal|deploy)[_-]?token|credentials?)\b[\"']?\s*[:=]\s*[\"'`]?"
+        r"|personal|deploy)[_-]?token|token|license[_-]?key|credentials?)\b[\"']?\s*[:=]\s*[\"'`]?"
         r"(?![A-Z][a-z]+ +[a-z])(?P<s>[^\s\"'`]{6,})",  # "Secret: Nobody reads it" is prose
+        _looks_secret,
+    ),
+    _rule(
+        "password",
+        "authorization",
+        r"(?i)\bauthorization\b[\"']?\s*:\s*(?:bearer|basic|token)\s+(?P<s>[A-Za-z0-9._~+/=-]{16,})",
         _looks_secret,
     ),
     _rule(
