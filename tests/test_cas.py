@@ -7,7 +7,7 @@ import pytest
 from memsync.stores.base import MAX_ATTEMPTS
 from memsync.stores.memory import MemoryStore
 from memsync.sync import cas
-from memsync.util.errors import NotFound
+from memsync.util.errors import NotFound, UserError
 
 
 def test_creates_replaces_leaves_and_deletes():
@@ -52,3 +52,6 @@ def test_gives_up_after_max_attempts():
     with pytest.raises(cas.Contended):
         cas.update(store, "k", always_beaten)
     assert len(calls) == MAX_ATTEMPTS and store.get("k")[0] != b"mine"
+    # for a command the user ran: one sentence naming what kept changing and what to run
+    with pytest.raises(UserError, match=r"^the list kept changing on the remote; run it again$"):
+        cas.update_or_say(store, "k", always_beaten, "the list", "run it again")

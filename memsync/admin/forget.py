@@ -169,6 +169,9 @@ class PurgeReport:
     unreachable: list[str]
 
 
+_AGAIN = "run `memsync purge --all` again"
+
+
 def _delete_remote(engine: Engine, name: str) -> bool:
     """Delete `name` whatever it holds now (purging wins over a write made meanwhile);
     whether there was one."""
@@ -178,12 +181,7 @@ def _delete_remote(engine: Engine, name: str) -> bool:
         found[:] = [data] if data is not None else []
         return None
 
-    try:
-        cas.update(engine.store, name, delete)
-    except cas.Contended:
-        raise UserError(
-            f"{name} kept changing on the remote; run `memsync purge --all` again"
-        ) from None
+    cas.update_or_say(engine.store, name, delete, name, _AGAIN)
     return bool(found)
 
 
@@ -191,12 +189,7 @@ def _put_purge_mark(engine: Engine, payload: bytes) -> None:
     """The purge mark, written before anything is deleted: a purge the remote stops answering
     halfway through still keeps every device from publishing what is left. An earlier
     purge's mark (perhaps lifted) is replaced by this one."""
-    try:
-        cas.update(engine.store, PURGED, lambda _: payload)
-    except cas.Contended:
-        raise UserError(
-            f"{PURGED} kept changing on the remote; run `memsync purge --all` again"
-        ) from None
+    cas.update_or_say(engine.store, PURGED, lambda _: payload, PURGED, _AGAIN)
 
 
 def purge(engine: Engine) -> PurgeReport:

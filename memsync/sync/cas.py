@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from memsync.stores.base import MAX_ATTEMPTS
-from memsync.util.errors import NotFound, PreconditionFailed
+from memsync.util.errors import NotFound, PreconditionFailed, UserError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -46,6 +46,17 @@ def update(store: Store, key: str, change: Callable[[bytes | None], bytes | None
         except (PreconditionFailed, NotFound):  # changed or removed since the read
             continue
     raise Contended(f"{key} kept changing on the remote; gave up after {MAX_ATTEMPTS} attempts")
+
+
+def update_or_say(
+    store: Store, key: str, change: Callable[[bytes | None], bytes | None], what: str, then: str
+) -> str | None:
+    """`update` for a command the user ran: a contest lost every time is their error in one
+    sentence, naming `what` kept changing and `then`, the command that finishes the job."""
+    try:
+        return update(store, key, change)
+    except Contended:
+        raise UserError(f"{what} kept changing on the remote; {then}") from None
 
 
 def _create(store: Store, key: str, data: bytes) -> str:

@@ -172,6 +172,9 @@ def finish_pending(engine: Engine, listing: dict[str, Entry]) -> list[str]:
     return out
 
 
+_FINISH = "run `memsync sync` to finish"
+
+
 def _add_tombstones(engine: Engine, forgets: list[Forget]) -> None:
     """Add `forgets` to the remote list (sync/cas.py: read, add, conditional write)."""
 
@@ -180,12 +183,7 @@ def _add_tombstones(engine: Engine, forgets: list[Forget]) -> None:
             data = with_forget(data, forget)
         return data
 
-    try:
-        cas.update(engine.store, TOMBSTONES, add)
-    except cas.Contended:
-        raise UserError(
-            "the remote tombstone list kept changing; run `memsync sync` to finish"
-        ) from None
+    cas.update_or_say(engine.store, TOMBSTONES, add, "the tombstone list", _FINISH)
 
 
 def scrub_remote(engine: Engine, names: list[str], forgets: list[Forget]) -> list[str]:
@@ -370,12 +368,7 @@ def _scrub_remote_conflicts(engine: Engine, forgets: list[Forget], taken: set[st
             return None
         return rewrite(data, {c["id"] for c in recorded(data) if _about(c, forgets, taken)})
 
-    try:
-        cas.update(engine.store, CONFLICTS, drop)
-    except cas.Contended:
-        raise UserError(
-            "the remote conflict record kept changing; run `memsync sync` to finish"
-        ) from None
+    cas.update_or_say(engine.store, CONFLICTS, drop, "the conflict record", _FINISH)
 
 
 def incoming(engine: Engine, names: Iterable[str]) -> list[str]:
