@@ -37,6 +37,15 @@ if ! command -v fusefat >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >
     echo "fusefat could not be installed: the case-insensitive file system test will skip"
 fi
 
+# The age CLI, so tests/test_crypt_interop.py shows a file memsync encrypted decrypts without
+# memsync. Installed where this is a Debian-like machine run as root; elsewhere that test
+# says why it skips.
+if ! command -v age >/dev/null && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "Installing age (the interoperability test decrypts with it) ..."
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q age >/dev/null 2>&1 ||
+    echo "age could not be installed: the interoperability test will skip"
+fi
+
 ruff check memsync tests scripts
 mypy memsync  # the settings are in pyproject.toml
 python -m pytest "$@"

@@ -11,7 +11,15 @@ __all__ = ["MAX_ATTEMPTS", "Entry", "Stats", "Store", "check_key", "open_store"]
 
 
 def open_store(url: str, prefix: str) -> Store:
-    """Open the store for remote `url`, scoped to the project `prefix` inside it."""
+    """Open the store for remote `url`, scoped to the project `prefix` inside it, inside the
+    encrypting wrapper: it passes a plain remote through and encrypts one whose recipients
+    object is there (see stores/crypt.py)."""
+    from memsync.stores.crypt import CryptStore
+
+    return CryptStore(_open(url, prefix), url, prefix)
+
+
+def _open(url: str, prefix: str) -> Store:
     parts = urlsplit(url)
     if parts.scheme == "file":
         from memsync.stores.folder import FolderStore

@@ -1,0 +1,310 @@
+"""The encrypting store: wraps any store, as rclone's crypt wraps a backend.
+
+open_store wraps every store in one. Whether a remote is encrypted is on the remote: it is if
+its recipients object (`_memsync/crypt.json`) is there. A listing shows it for free, so a
+no-op sync sends nothing more; a read before any listing tries the plain name first and looks
+for the recipients object only when that is missing. A device that trusted a data key for this
+remote (keys/remotes/ in MEMSYNC_HOME) starts encrypted and refuses a remote whose recipients
+object is gone, so nobody can turn encryption off by deleting it.
+
+Encrypted objects live under `_memsync/x/` (a name no device syncs, this version or an earlier
+one, so a device that has not yet seen the switch ignores them). ETags are the ciphertext's.
+A write that loses its condition, and a read that finds nothing, read the recipients object
+again: a device whose run began before `keys init` or a rotation then follows the switch, and
+the engine's usual merge-and-retry does the rest. Objects outside `_memsync/x/` on an encrypted
+remote (written by a device that had not seen the switch yet, or by someone without a key) are
+listed with a marked ETag and refused on download: they are not authenticated, and nothing a
+device holds is deleted because of them; a conditional write over one replaces it, and
+`memsync keys init` folds them in (see migrate).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from memsync.stores.base import Entry, Store
+from memsync.stores.crypt_keys import (
+    CRYPT_KEY,
+    BadRecipients,
+    DataKey,
+    Keyring,
+    check_trust,
+    load_identity,
+    load_trust,
+    read,
+    save_trust,
+    trust_path,
+)
+from memsync.util.errors import NotFound, PreconditionFailed, RefusedFile
+
+HIDDEN = "_memsync/x/"  # where every encrypted object lives
+MARK = "plain:"  # the ETag prefix of an object outside HIDDEN on an encrypted remote
+_HEADROOM = 4096  # age's header and the MAC line, over the plaintext's size
+
+
+def is_stray(key: str) -> bool:
+    """A plaintext object, of the kind an encrypted remote should not hold."""
+    return not key.startswith(HIDDEN) and key != CRYPT_KEY
+
+
+class CryptStore(Store):
+    """Encrypts names, contents and edit times on the way out, checks and decrypts them on the
+    way in. Plain remotes pass through unchanged."""
+
+    def __init__(self, inner: Store, remote: str, prefix: str) -> None:
+        self.inner = inner
+        self.remote = (remote, prefix)
+        self.url = inner.url
+        self.stats = inner.stats
+        self._lock = threading.RLock()
+        self._key: DataKey | None = None  # None: plain (or not known yet)
+        self._ring: Keyring | None = None  # the whole recipients object, once read
+        self._etag: str | None = None  # the recipients object's, as last read
+        self._known = False  # whether plain/encrypted is settled
+        self._strays: dict[str, Entry] = {}  # name -> the plaintext object, as last listed
+        trust = load_trust(remote, prefix)
+        self._trusted = trust is not None
+        if trust is not None:
+            self._key = DataKey(trust.secret, trust.generation)
+            self._etag = trust.etag
+            self._known = True
+
+    # --- what the engine sets and reads, passed to the wrapped store ----------------------
+
+    def __getattr__(self, name: str) -> Any:  # anything else a caller asks of the store
+        try:
+            inner = self.__dict__["inner"]
+        except KeyError:
+            raise AttributeError(name) from None
+        return getattr(inner, name)
+
+    @property
+    def max_bytes(self) -> int | None:
+        return self.inner.max_bytes
+
+    @max_bytes.setter
+    def max_bytes(self, value: int | None) -> None:
+        self.inner.max_bytes = None if value is None else value + _HEADROOM + value // 4000
+
+    @property
+    def deadline(self) -> float | None:
+        return self.inner.deadline
+
+    @deadline.setter
+    def deadline(self, value: float | None) -> None:
+        self.inner.deadline = value
+
+    @property
+    def project_known(self) -> bool:
+        return self.inner.project_known
+
+    @project_known.setter
+    def project_known(self, value: bool) -> None:
+        self.inner.project_known = value
+
+    @property
+    def content_etags(self) -> bool:
+        # age encrypts with a fresh key each time: the same bytes written again get a new ETag
+        return self.inner.content_etags and self._key is None
+
+    @content_etags.setter
+    def content_etags(self, value: bool) -> None:
+        self.inner.content_etags = value
+
+    @property
+    def round_trip(self) -> float | None:
+        return self.inner.round_trip
+
+    def warm(self, count: int) -> None:
+        self.inner.warm(count)
+
+    def can_create(self) -> bool:
+        return self.inner.can_create()
+
+    def projects(self) -> tuple[str, ...] | None:
+        return self.inner.projects()
+
+    def create_advice(self) -> str:
+        return self.inner.create_advice()
+
+    def exists(self) -> bool:
+        return self.inner.exists()
+
+    def ensure(self) -> None:
+        self.inner.ensure()
+
+    def close(self) -> None:
+        self.inner.close()
+
+    @property
+    def encrypted(self) -> bool:
+        return self._key is not None
+
+    @property
+    def key(self) -> DataKey | None:
+        return self._key
+
+    # --- settling plain or encrypted ------------------------------------------------------
+
+    def _settle(self, etag: str | None) -> bool:
+        """Take in the recipients object's ETag (None: absent); True if the key changed."""
+        with self._lock:
+            self._known = True
+            if etag is None:
+                if self._trusted:
+                    url = self.remote[0]
+                    raise BadRecipients(
+                        f"the remote {url} was encrypted and its recipients list "
+                        f"({CRYPT_KEY}) is gone; nothing was synced: restore it from a "
+                        "backup of the remote, or if you mean to start over without "
+                        f"encryption, delete {trust_path(url, self.remote[1])} on this device"
+                    )
+                changed = self._key is not None
+                self._key = self._ring = None
+                return changed
+            if etag == self._etag and self._key is not None:
+                return False
+            before = self._key
+            self.load()
+            return before is None or self._key is None or before.secret != self._key.secret
+
+    def load(self) -> Keyring:
+        """Read and check the recipients object, trust it, and use its data key."""
+        with self._lock:
+            data, etag = self.inner.get(CRYPT_KEY)
+            url, prefix = self.remote
+            ring = read(data, load_identity(), url)
+            check_trust(ring, load_trust(url, prefix), url, prefix)
+            save_trust(url, prefix, ring.key, etag)
+            self._key, self._ring, self._etag = ring.key, ring, etag
+            self._trusted = self._known = True
+            return ring
+
+    def ring(self) -> Keyring:
+        with self._lock:
+            return self._ring if self._ring is not None else self.load()
+
+    def use(self, ring: Keyring, etag: str) -> None:
+        """After this device wrote the recipients object itself (keys init, add, remove)."""
+        with self._lock:
+            save_trust(*self.remote, ring.key, etag)
+            self._key, self._ring, self._etag = ring.key, ring, etag
+            self._trusted = self._known = True
+
+    def _probe(self) -> bool:
+        """Read the recipients object's ETag again; True if the data key changed."""
+        try:
+            _, etag = self.inner.get(CRYPT_KEY)
+        except NotFound:
+            etag = None
+        return self._settle(etag)
+
+    def _ensure_known(self) -> None:
+        if not self._known:
+            self._probe()
+
+    # --- the protocol ---------------------------------------------------------------------
+
+    def list(self) -> dict[str, Entry]:
+        raw = self.inner.list()
+        crypt = raw.get(CRYPT_KEY)
+        self._settle(None if crypt is None else crypt.etag)
+        key = self._key
+        if key is None:
+            return raw
+        out: dict[str, Entry] = {}
+        strays: dict[str, Entry] = {}
+        for name, entry in raw.items():
+            if name.startswith(HIDDEN):
+                real = key.reveal(name[len(HIDDEN) :])
+                if real is not None:  # others: an earlier data key's, left by a rotation
+                    out[real] = Entry(real, entry.etag, entry.size, entry.modified)
+            elif name != CRYPT_KEY:
+                strays[name] = entry
+        for name, entry in strays.items():
+            if name not in out:
+                out[name] = Entry(name, MARK + entry.etag, entry.size, entry.modified)
+        with self._lock:
+            self._strays = strays
+        return out
+
+    def _hidden(self, key: DataKey, name: str) -> str:
+        return HIDDEN + key.hide(name)
+
+    def get(self, key: str) -> tuple[bytes, str]:
+        data, etag, _ = self.fetch(key)
+        return data, etag
+
+    def fetch(self, key: str) -> tuple[bytes, str, float | None]:
+        if not self._known:  # a plain remote answers at once; a missing name settles it
+            try:
+                return self.inner.fetch(key)
+            except NotFound:
+                self._probe()
+        for attempt in (0, 1):
+            dkey = self._key
+            try:
+                if dkey is None:
+                    return self.inner.fetch(key)
+                blob, etag, _ = self.inner.fetch(self._hidden(dkey, key))
+            except NotFound:
+                if attempt == 0 and self._probe():  # the remote switched since
+                    continue
+                if key in self._strays:
+                    raise RefusedFile(key, _STRAY) from None
+                raise
+            data, edited = dkey.open(key, blob)
+            return data, etag, edited
+        raise NotFound(f"{key} is not on the remote")
+
+    def create(self, key: str, data: bytes, edited: float | None = None) -> str:
+        self._ensure_known()
+        dkey = self._key
+        if dkey is None:
+            return self.inner.create(key, data, edited)
+        return self.inner.create(self._hidden(dkey, key), dkey.seal(key, data, edited))
+
+    def replace(self, key: str, data: bytes, etag: str, edited: float | None = None) -> str:
+        self._ensure_known()
+        dkey = self._key
+        try:
+            if dkey is None:
+                return self.inner.replace(key, data, etag, edited)
+            if etag.startswith(MARK):  # over a plaintext object: the sealed copy replaces it
+                new = self.inner.create(self._hidden(dkey, key), dkey.seal(key, data, edited))
+                with contextlib.suppress(NotFound):
+                    self.inner.delete(key, etag[len(MARK) :])
+                return new
+            return self.inner.replace(self._hidden(dkey, key), dkey.seal(key, data, edited), etag)
+        except (PreconditionFailed, NotFound):
+            self._probe()
+            raise PreconditionFailed(f"{key} changed on the remote") from None
+
+    def delete(self, key: str, etag: str) -> None:
+        self._ensure_known()
+        dkey = self._key
+        try:
+            if dkey is None:
+                return self.inner.delete(key, etag)
+            if etag.startswith(MARK):
+                return self.inner.delete(key, etag[len(MARK) :])
+            return self.inner.delete(self._hidden(dkey, key), etag)
+        except (PreconditionFailed, NotFound):
+            if self._probe():
+                raise PreconditionFailed(f"{key} changed on the remote") from None
+            raise
+
+    def raw_entries(self) -> Iterator[tuple[str, Entry]]:
+        """The wrapped store's listing, unmapped (for keys init/remove and tests)."""
+        yield from self.inner.list().items()
+
+
+_STRAY = (
+    "it is in plaintext on an encrypted remote (written by a device before it saw encryption "
+    "turned on, or by someone without a key), so it is not trusted; check it and run "
+    "`memsync keys init` on a device with access to fold it in"
+)
+

@@ -1,0 +1,355 @@
+"""The key material of an encrypted remote (see docs/encryption.md).
+
+The rule, in one breath: each remote has one age X25519 identity, its *data key*. Every
+object is an age file to the data key's public key; the data key itself is kept on the remote
+in the recipients object (`_memsync/crypt.json`), as an age file to every device's own
+identity. Remote names are the memory's names under deterministic authenticated encryption
+(SIV: an HMAC of the name is its IV) with keys derived from the data key, so one name is always
+one remote key and a listing maps back. Inside each object, before the content, one header line
+carries the writer's edit time and an HMAC of name, time and content under the data key: age
+alone lets anyone holding the public key write a valid file, the HMAC does not.
+
+The recipients object is authenticated by an HMAC under its own data key and, for a new data
+key, by one under every earlier key (`vouch`), so a device that trusted the key before accepts
+a rotation by a device with access and refuses one made by someone without a key. What this
+device trusted last is kept beside its identity (`keys/remotes/`), 0600, never uploaded.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memsync.util.errors import RefusedFile, UserError
+from memsync.util.fsutil import atomic_write, private_dir, read_if_there
+
+CRYPT_KEY = "_memsync/crypt.json"  # the recipients object, the one name not hidden
+FORMAT = "memsync-crypt 1"
+HEADER = b"memsync-crypt 1 "  # the first line of every decrypted object
+_SEGMENT = 200  # characters of a hidden name a path segment holds (file systems allow 255)
+_PAD = 16  # names are padded to a multiple of this many bytes: only their rough length shows
+
+
+class NoAccess(UserError):
+    """The remote is encrypted and this device holds no key to it."""
+
+
+class BadRecipients(UserError):
+    """The recipients object does not verify: changed by someone without a key, or damaged."""
+
+
+def memsync_home() -> Path:
+    """MEMSYNC_HOME, by the rule context/config.py keeps (stores sit below context)."""
+    return Path(os.environ.get("MEMSYNC_HOME") or Path.home() / ".memsync").expanduser()
+
+
+def keys_dir() -> Path:
+    return memsync_home() / "keys"
+
+
+def identity_path() -> Path:
+    return keys_dir() / "identity.txt"
+
+
+def _age():  # pyrage, imported only by an encrypted remote
+    try:
+        import pyrage
+    except ImportError:
+        raise UserError(
+            "this remote is encrypted and memsync's age library is missing; run "
+            "`pip install pyrage` (or reinstall memsync) and try again"
+        ) from None
+    return pyrage
+
+
+def load_identity() -> Any | None:
+    """This device's age identity, or None if it has none yet."""
+    data = read_if_there(identity_path())
+    if data is None:
+        return None
+    lines = [ln.strip() for ln in data.decode("utf-8", "replace").splitlines()]
+    secret = next((ln for ln in lines if ln.startswith("AGE-SECRET-KEY-")), None)
+    try:
+        return _age().x25519.Identity.from_str(secret or "")
+    except Exception:
+        raise UserError(
+            f"{identity_path()} holds no age identity; restore it from your backup "
+            "(or move it away and run `memsync keys init` for a new one)"
+        ) from None
+
+
+def create_identity() -> tuple[Any, bool]:
+    """(identity, made now): this device's identity, made if missing, in the file format
+    `age-keygen` writes (so `age -d -i` reads it), mode 0600."""
+    found = load_identity()
+    if found is not None:
+        return found, False
+    identity = _age().x25519.Identity.generate()
+    created = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    text = f"# created: {created}\n# public key: {identity.to_public()}\n{identity}\n"
+    private_dir(keys_dir())
+    atomic_write(identity_path(), text.encode(), mode=0o600)
+    return identity, True
+
+
+def public_key(identity: Any) -> str:
+    return str(identity.to_public())
+
+
+def _b32(data: bytes) -> str:
+    return base64.b32encode(data).decode().rstrip("=").lower()
+
+
+def _unb32(text: str) -> bytes | None:
+    try:
+        return base64.b32decode(text.upper() + "=" * (-len(text) % 8))
+    except (ValueError, TypeError):
+        return None
+
+
+class DataKey:
+    """One generation of a remote's data key, and what is derived from it."""
+
+    def __init__(self, secret: str, generation: int) -> None:
+        self.secret = secret
+        self.generation = generation
+        self.identity = _age().x25519.Identity.from_str(secret)
+        self.recipient = self.identity.to_public()
+        master = hashlib.sha256(b"memsync-crypt\0" + secret.encode()).digest()
+        self._siv = hmac.new(master, b"name-iv", hashlib.sha256).digest()
+        self._ctr = hmac.new(master, b"name-stream", hashlib.sha256).digest()
+        self._mac = hmac.new(master, b"mac", hashlib.sha256).digest()
+
+    @classmethod
+    def generate(cls, generation: int) -> DataKey:
+        return cls(str(_age().x25519.Identity.generate()), generation)
+
+    def mac(self, *parts: bytes) -> str:
+        return hmac.new(self._mac, b"\0".join(parts), hashlib.sha256).hexdigest()
+
+    def _stream(self, iv: bytes, size: int) -> bytes:
+        blocks = (size + 31) // 32
+        return b"".join(
+            hmac.new(self._ctr, iv + n.to_bytes(4, "big"), hashlib.sha256).digest()
+            for n in range(blocks)
+        )[:size]
+
+    def hide(self, name: str) -> str:
+        """The remote key of `name`: the same every time, unreadable without the key."""
+        raw = name.encode()
+        padded = raw + b"\0" * (-len(raw) % _PAD)  # names are never empty (check_key)
+        iv = hmac.new(self._siv, padded, hashlib.sha256).digest()[:16]
+        sealed = bytes(a ^ b for a, b in zip(padded, self._stream(iv, len(padded)), strict=True))
+        text = _b32(iv + sealed)
+        return "/".join(text[i : i + _SEGMENT] for i in range(0, len(text), _SEGMENT))
+
+    def reveal(self, hidden: str) -> str | None:
+        """The name `hidden` stands for, or None if it is not one of this key's names."""
+        raw = _unb32(hidden.replace("/", ""))
+        if raw is None or len(raw) < 16 + _PAD or (len(raw) - 16) % _PAD:
+            return None
+        iv, sealed = raw[:16], raw[16:]
+        padded = bytes(a ^ b for a, b in zip(sealed, self._stream(iv, len(sealed)), strict=True))
+        want = hmac.new(self._siv, padded, hashlib.sha256).digest()[:16]
+        if not hmac.compare_digest(iv, want):
+            return None
+        try:
+            return padded.rstrip(b"\0").decode()
+        except UnicodeDecodeError:
+            return None
+
+    def seal(self, name: str, data: bytes, edited: float | None) -> bytes:
+        """`data` as an age file to this key, the header line first (edit time and MAC)."""
+        when = "-" if edited is None else repr(float(edited))
+        tag = self.mac(b"file", name.encode(), when.encode(), data)
+        plain = HEADER + f"{tag} {when}\n".encode() + data
+        return bytes(_age().encrypt(plain, [self.recipient]))
+
+    def open(self, name: str, blob: bytes) -> tuple[bytes, float | None]:
+        """(content, edited) of an object sealed under `name`; RefusedFile if it does not
+        decrypt or its MAC does not hold (damaged, truncated, swapped or forged)."""
+        pyrage = _age()
+        try:
+            plain = bytes(pyrage.decrypt(blob, [self.identity]))
+        except Exception:
+            raise RefusedFile(name, _DAMAGED) from None
+        head, nl, data = plain.partition(b"\n")
+        parts = head[len(HEADER) :].split(b" ")
+        if not nl or not head.startswith(HEADER) or len(parts) != 2:
+            raise RefusedFile(name, _DAMAGED)
+        tag, when = parts[0].decode("ascii", "replace"), parts[1]
+        if not hmac.compare_digest(tag, self.mac(b"file", name.encode(), when, data)):
+            raise RefusedFile(name, _DAMAGED)
+        return data, None if when == b"-" else float(when)
+
+
+_DAMAGED = (
+    "its encrypted copy on the remote does not decrypt or its authentication fails "
+    "(damaged, truncated or changed by someone without the key); not synced"
+)
+
+
+@dataclass
+class Device:
+    key: str  # age1…
+    name: str
+    added: float
+
+
+@dataclass
+class Keyring:
+    """What the recipients object holds, decrypted: the data key, the devices it is wrapped
+    to, and the earlier data keys (old names and vouches for devices that trusted them)."""
+
+    key: DataKey
+    devices: list[Device]
+    history: list[DataKey] = field(default_factory=list)
+    vouched: dict[int, str] = field(default_factory=dict)  # as read: generation -> MAC
+    body: bytes = b""  # as read: what the MACs cover
+
+    def keys(self) -> list[DataKey]:
+        return [self.key, *self.history]
+
+
+def build(ring: Keyring) -> bytes:
+    """The recipients object for `ring`: the box (age, to every device) and its MACs."""
+    pyrage = _age()
+    inner = {
+        "data_key": ring.key.secret,
+        "generation": ring.key.generation,
+        "devices": [{"key": d.key, "name": d.name, "added": d.added} for d in ring.devices],
+        "history": [{"data_key": k.secret, "generation": k.generation} for k in ring.history],
+    }
+    to = [pyrage.x25519.Recipient.from_str(d.key) for d in ring.devices]
+    box = base64.b64encode(pyrage.encrypt(json.dumps(inner).encode(), to)).decode()
+    body = _body(ring.key.generation, box)
+    doc = {
+        "format": FORMAT,
+        "generation": ring.key.generation,
+        "box": box,
+        "mac": ring.key.mac(b"recipients", body),
+        "vouch": {str(k.generation): k.mac(b"recipients", body) for k in ring.history},
+    }
+    return (json.dumps(doc, indent=1) + "\n").encode()
+
+
+def _body(generation: int, box: str) -> bytes:
+    return json.dumps({"format": FORMAT, "generation": generation, "box": box}).encode()
+
+
+def read(data: bytes, identity: Any | None, url: str) -> Keyring:
+    """Open the recipients object with this device's identity. NoAccess if it is not one of
+    the recipients; BadRecipients if the object is damaged or its own MAC fails."""
+    bad = BadRecipients(
+        f"the recipients list of the encrypted remote {url} ({CRYPT_KEY}) is damaged or was "
+        "changed by someone without a key; nothing was synced: restore it from a device that "
+        "has access (`memsync keys list` there checks it)"
+    )
+    try:
+        doc = json.loads(data)
+        generation, box, tag = int(doc["generation"]), str(doc["box"]), str(doc["mac"])
+        sealed = base64.b64decode(box, validate=True)
+    except (ValueError, KeyError, TypeError):
+        raise bad from None
+    if identity is None:
+        raise no_access(url, None)
+    pyrage = _age()
+    try:
+        inner = json.loads(pyrage.decrypt(sealed, [identity]))
+    except pyrage.DecryptError:
+        raise no_access(url, public_key(identity)) from None
+    except ValueError:
+        raise bad from None
+    try:
+        key = DataKey(inner["data_key"], int(inner["generation"]))
+        devices = [Device(d["key"], d["name"], float(d["added"])) for d in inner["devices"]]
+        history = [DataKey(h["data_key"], int(h["generation"])) for h in inner["history"]]
+    except (KeyError, TypeError, ValueError):
+        raise bad from None
+    body = _body(generation, box)
+    if key.generation != generation or not hmac.compare_digest(tag, key.mac(b"recipients", body)):
+        raise bad
+    vouch = doc.get("vouch")
+    vouch = vouch if isinstance(vouch, dict) else {}
+    vouched = {int(g): v for g, v in vouch.items() if isinstance(v, str) and str(g).isdigit()}
+    return Keyring(key, devices, history, vouched, body)
+
+
+def no_access(url: str, public: str | None) -> NoAccess:
+    if public is None:
+        return NoAccess(
+            f"the remote {url} is encrypted and this device has no key yet: run `memsync keys "
+            "init` here, then on a device that has access `memsync keys add` with the key it "
+            "prints"
+        )
+    return NoAccess(
+        f"the remote {url} is encrypted and this device's key {public} is not among its "
+        f"recipients: on a device that has access, run `memsync keys add {public}`"
+    )
+
+
+# --- what this device trusted last, per remote --------------------------------------------
+
+
+def trust_path(url: str, prefix: str) -> Path:
+    digest = hashlib.sha256(f"{url}\0{prefix}".encode()).hexdigest()[:32]
+    return keys_dir() / "remotes" / f"{digest}.json"
+
+
+@dataclass
+class Trust:
+    generation: int
+    secret: str
+    etag: str
+
+
+def load_trust(url: str, prefix: str) -> Trust | None:
+    data = read_if_there(trust_path(url, prefix))
+    if data is None:
+        return None
+    try:
+        doc = json.loads(data)
+        return Trust(int(doc["generation"]), str(doc["data_key"]), str(doc["etag"]))
+    except (ValueError, KeyError, TypeError):
+        return None  # a damaged cache: the remote's object is read and checked afresh
+
+
+def save_trust(url: str, prefix: str, key: DataKey, etag: str) -> None:
+    path = trust_path(url, prefix)
+    doc = {"url": url, "prefix": prefix, "generation": key.generation, "data_key": key.secret}
+    doc["etag"] = etag
+    private_dir(path.parent)
+    atomic_write(path, json.dumps(doc).encode(), mode=0o600)
+
+
+def check_trust(ring: Keyring, trusted: Trust | None, url: str, prefix: str) -> None:
+    """Refuse a recipients object that does not follow from the data key this device
+    trusted: an older generation (rolled back), another key under the same generation, or a
+    newer one without a vouch under the trusted key (made by someone without it)."""
+    if trusted is None:
+        return  # the first time: its own MAC is all there is to check (trust on first use)
+    key = ring.key
+    if key.generation == trusted.generation and key.secret == trusted.secret:
+        return
+    vouch = ring.vouched.get(trusted.generation)
+    old = DataKey(trusted.secret, trusted.generation)
+    if (
+        key.generation > trusted.generation
+        and vouch is not None
+        and hmac.compare_digest(vouch, old.mac(b"recipients", ring.body))
+    ):
+        return
+    raise BadRecipients(
+        f"the recipients list of the encrypted remote {url} ({CRYPT_KEY}) was replaced by one "
+        "no device with access vouched for (changed by someone without a key, or rolled "
+        "back); nothing was synced: run `memsync keys list` on a device with access and, if "
+        f"the change is yours, delete {trust_path(url, prefix)} on this device to trust it "
+        "anew"
+    )
