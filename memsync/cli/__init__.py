@@ -13,6 +13,7 @@ def _register() -> None:
     # Each module adds its commands to `app` on import.
     from memsync.cli import sync_cmds  # noqa: F401, I001 - order is the help order
     from memsync.cli import admin_cmds, claude_cmds, compact_cmds, digest_cmds, privacy_cmds  # noqa: F401
+    from memsync.cli import keys_cmds  # noqa: F401
 
 
 def _usage_sentence(exc: Exception) -> str:
