@@ -25,7 +25,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from memsync.stores.base import Entry, Store
+from memsync.stores.base import Entry, Store, check_key
 from memsync.stores.crypt_keys import (
     CRYPT_KEY,
     BadRecipients,
@@ -232,7 +232,7 @@ class CryptStore(Store):
         return out
 
     def _hidden(self, key: DataKey, name: str) -> str:
-        return HIDDEN + key.hide(name)
+        return HIDDEN + key.hide(check_key(name))
 
     def get(self, key: str) -> tuple[bytes, str]:
         data, etag, _ = self.fetch(key)

@@ -263,8 +263,10 @@ def read(data: bytes, identity: Any | None, url: str) -> Keyring:
     pyrage = _age()
     try:
         inner = json.loads(pyrage.decrypt(sealed, [identity]))
-    except pyrage.DecryptError:
-        raise no_access(url, public_key(identity)) from None
+    except pyrage.DecryptError as exc:
+        if "no matching keys" in str(exc).lower():  # no stanza opens with this identity
+            raise no_access(url, public_key(identity)) from None
+        raise bad from None
     except ValueError:
         raise bad from None
     try:

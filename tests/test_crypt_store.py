@@ -1,0 +1,222 @@
+"""The encrypting store: the storage contract over it around each store, and what only it
+promises: names and edit times hidden, tampering refused, a forged recipients list refused,
+a device whose run began before the switch follows it."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+
+import pytest
+
+from memsync.stores.crypt import HIDDEN, CryptStore
+from memsync.stores.crypt_keys import (
+    CRYPT_KEY,
+    BadRecipients,
+    DataKey,
+    Device,
+    Keyring,
+    NoAccess,
+    build,
+    create_identity,
+    identity_path,
+    public_key,
+)
+from memsync.stores.crypt_migrate import add_device, remove_device, turn_on
+from memsync.stores.folder import FolderStore
+from memsync.stores.memory import MemoryStore
+from memsync.util.errors import NotFound, PreconditionFailed, RefusedFile
+from tests.store_contract import StoreContract
+
+
+def encrypted(inner, url="remote", prefix="proj") -> CryptStore:
+    create_identity()
+    store = CryptStore(inner, url, prefix)
+    turn_on(store, "this one")
+    return store
+
+
+class CryptContract(StoreContract):
+    """Sizes in a listing are the ciphertext's (age's header has a random length), the one
+    point where the wrapper answers differently from the store it wraps."""
+
+    def test_listing_has_every_key_with_its_current_etag(self, store):
+        etags = {f"f{i}.md": store.create(f"f{i}.md", f"body {i}".encode()) for i in range(7)}
+        etags["sub/deep.md"] = store.create("sub/deep.md", b"nested")
+        listing = store.list()
+        assert {k: e.etag for k, e in listing.items()} == etags
+        assert listing["f3.md"].size > len(b"body 3")
+
+    def test_listing_sees_overwrites(self, store):
+        etag = store.create("a.md", b"one")
+        new = store.replace("a.md", b"two!", etag)
+        entry = store.list()["a.md"]
+        assert entry.etag == new
+        assert entry.size == len(store.inner.get(HIDDEN + store.key.hide("a.md"))[0])
+
+
+class TestCryptOverMemory(CryptContract):
+    @pytest.fixture
+    def store(self):
+        return encrypted(MemoryStore("proj"))
+
+
+class TestCryptOverFolder(CryptContract):
+    @pytest.fixture
+    def store(self, tmp_path):
+        (tmp_path / "remote").mkdir()
+        return encrypted(FolderStore(tmp_path / "remote", "proj"))
+
+
+@pytest.mark.azure
+class TestCryptOverAzurite(CryptContract):
+    @pytest.fixture
+    def store(self, azure_url):
+        from memsync.stores import open_store
+
+        store = open_store(azure_url, "proj")
+        store.ensure()
+        create_identity()
+        turn_on(store, "this one")
+        yield store
+        store.close()
+
+
+def test_the_remote_holds_neither_words_names_nor_edit_times(tmp_path):
+    (tmp_path / "remote").mkdir()
+    store = encrypted(FolderStore(tmp_path / "remote", "proj"))
+    store.create("relationship_pat_quigley.md", b"Pat likes pineapple", 1_700_000_000.5)
+    seen = b""
+    for path in (tmp_path / "remote").rglob("*"):
+        seen += str(path.relative_to(tmp_path)).encode()
+        if path.is_file():
+            seen += path.read_bytes() + str(path.stat().st_mtime).encode()
+    for word in (b"quigley", b"pineapple", b"relationship", b"1700000000"):
+        assert word not in seen.lower()
+    assert store.fetch("relationship_pat_quigley.md")[2] == pytest.approx(1_700_000_000.5)
+
+
+def test_names_map_to_one_key_and_back():
+    key = DataKey.generate(1)
+    for name in ("a.md", "sub/deep.md", "é" * 60 + ".md", "x" * 250 + ".md"):
+        hidden = key.hide(name)
+        assert hidden == key.hide(name) and key.reveal(hidden) == name
+        assert all(len(part) <= 200 for part in hidden.split("/"))
+    assert DataKey.generate(1).reveal(key.hide("a.md")) is None
+
+
+def test_tampered_truncated_or_swapped_ciphertext_is_refused_like_a_bad_download():
+    store = encrypted(MemoryStore("proj"))
+    store.create("a.md", b"alpha")
+    store.create("b.md", b"beta")
+    a, b = HIDDEN + store.key.hide("a.md"), HIDDEN + store.key.hide("b.md")
+    blob, etag = store.inner.get(a)
+    flipped = blob[:-5] + bytes([blob[-5] ^ 1]) + blob[-4:]
+    for bad in (flipped, blob[: len(blob) - 20]):
+        etag = store.inner.replace(a, bad, etag)
+        with pytest.raises(RefusedFile, match="a.md.*does not decrypt"):
+            store.fetch("a.md")
+    # another name's valid ciphertext, or a valid age file made with the public key alone
+    etag = store.inner.replace(a, store.inner.get(b)[0], etag)
+    with pytest.raises(RefusedFile):
+        store.fetch("a.md")
+    import pyrage
+
+    forged = pyrage.encrypt(b"memsync-crypt 1 " + b"0" * 64 + b" -\nevil", [store.key.recipient])
+    store.inner.replace(a, forged, etag)
+    with pytest.raises(RefusedFile):
+        store.fetch("a.md")
+
+
+def _trusting_device(inner, tmp_path, monkeypatch, home="other"):
+    """A second device in the same process: its own MEMSYNC_HOME."""
+    monkeypatch.setenv("MEMSYNC_HOME", str(tmp_path / home))
+    identity, _ = create_identity()
+    return public_key(identity)
+
+
+def test_a_recipients_list_rewritten_without_a_key_is_refused(tmp_path, monkeypatch):
+    inner = MemoryStore("proj")
+    store = encrypted(inner)
+    store.create("a.md", b"alpha")
+    # someone who can write the bucket but holds no key: a new data key, wrapped to the
+    # devices' public keys and to their own, with a valid MAC under that new key
+    import pyrage
+
+    mallory = pyrage.x25519.Identity.generate()
+    ring = store.ring()
+    forged = Keyring(
+        DataKey.generate(1), [*ring.devices, Device(str(mallory.to_public()), "m", 0.0)]
+    )
+    etag = inner.list()[CRYPT_KEY].etag
+    inner.replace(CRYPT_KEY, build(forged), etag)
+    with pytest.raises(BadRecipients, match="no device with access vouched"):
+        CryptStore(inner, "remote", "proj").list()
+    # a flipped byte in the box, or the list removed altogether (encryption turned off)
+    doc = json.loads(build(ring))
+    box = bytearray(base64.b64decode(doc["box"]))
+    box[-3] ^= 1
+    doc["box"] = base64.b64encode(bytes(box)).decode()
+    etag = inner.replace(CRYPT_KEY, json.dumps(doc).encode(), inner.list()[CRYPT_KEY].etag)
+    with pytest.raises(BadRecipients):
+        CryptStore(inner, "remote", "proj").list()
+    inner.delete(CRYPT_KEY, etag)
+    with pytest.raises(BadRecipients, match="is gone"):
+        CryptStore(inner, "remote", "proj").list()
+
+
+def test_a_device_without_access_gets_one_sentence_and_reads_nothing(tmp_path, monkeypatch):
+    inner = MemoryStore("proj")
+    store = encrypted(inner)
+    store.create("a.md", b"alpha")
+    other = _trusting_device(inner, tmp_path, monkeypatch)
+    with pytest.raises(NoAccess, match=f"run `memsync keys add {other}`"):
+        CryptStore(inner, "remote", "proj").list()
+    os.remove(identity_path())
+    with pytest.raises(NoAccess, match="no key yet"):
+        CryptStore(inner, "remote", "proj").fetch("a.md")
+
+
+def test_add_then_remove_rotates_the_data_key(tmp_path, monkeypatch):
+    home = os.environ["MEMSYNC_HOME"]
+    inner = MemoryStore("proj")
+    store = encrypted(inner)
+    store.create("a.md", b"alpha")
+    other = _trusting_device(inner, tmp_path, monkeypatch)
+    monkeypatch.setenv("MEMSYNC_HOME", home)
+    add_device(store, other, "laptop")
+    first = store.key
+    monkeypatch.setenv("MEMSYNC_HOME", str(tmp_path / "other"))
+    theirs = CryptStore(inner, "remote", "proj")
+    assert theirs.get("a.md")[0] == b"alpha"  # no object changed for the new device to read it
+    monkeypatch.setenv("MEMSYNC_HOME", home)
+    remove_device(store, other)
+    assert store.key.generation == 2 and store.key.secret != first.secret
+    assert {k for k in inner.list() if k != CRYPT_KEY} == {HIDDEN + store.key.hide("a.md")}
+    assert store.get("a.md")[0] == b"alpha"
+    monkeypatch.setenv("MEMSYNC_HOME", str(tmp_path / "other"))
+    with pytest.raises(NoAccess):
+        theirs.list()
+
+
+def test_a_device_mid_run_follows_a_rotation(tmp_path, monkeypatch):
+    """Its write over an object the rotation moved fails its condition; it reads the switch
+    and the retry lands under the new key, readable by everyone."""
+    home = os.environ["MEMSYNC_HOME"]
+    inner = MemoryStore("proj")
+    store = encrypted(inner)
+    etag = store.create("a.md", b"v1")
+    stale = CryptStore(inner, "remote", "proj")
+    stale.list()
+    other = _trusting_device(inner, tmp_path, monkeypatch)
+    monkeypatch.setenv("MEMSYNC_HOME", home)
+    add_device(store, other, "b")
+    remove_device(store, other)
+    with pytest.raises(PreconditionFailed):
+        stale.replace("a.md", b"v2", etag)
+    data, now = stale.get("a.md")
+    stale.replace("a.md", data + b" v2", now)
+    assert store.get("a.md")[0] == b"v1 v2"
+    with pytest.raises(NotFound):
+        stale.get("gone.md")
