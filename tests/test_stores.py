@@ -86,7 +86,7 @@ def test_folder_compare_and_swap_is_atomic_across_processes(tmp_path):
 
 def test_open_store_by_url(tmp_path):
     store = open_store((tmp_path / "r").as_uri(), "proj")
-    assert isinstance(store, FolderStore)
+    assert isinstance(store.inner, FolderStore)  # inside the encrypting wrapper
     assert store.base == tmp_path / "r" / "proj"
     with pytest.raises(ConfigError):
         open_store("ftp://example/x", "proj")

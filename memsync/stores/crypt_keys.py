@@ -23,9 +23,8 @@ import hmac
 import json
 import os
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from memsync.util.errors import RefusedFile, UserError
 from memsync.util.fsutil import atomic_write, private_dir, read_if_there
@@ -196,23 +195,31 @@ _DAMAGED = (
 )
 
 
-@dataclass
-class Device:
+class Device(NamedTuple):
     key: str  # age1…
     name: str
     added: float
 
 
-@dataclass
 class Keyring:
     """What the recipients object holds, decrypted: the data key, the devices it is wrapped
-    to, and the earlier data keys (old names and vouches for devices that trusted them)."""
+    to, and the earlier data keys (old names and vouches for devices that trusted them).
+    (A plain class: a sync of a plain remote imports this module, and dataclasses costs more
+    than its work; docs/benchmarks.md.)"""
 
-    key: DataKey
-    devices: list[Device]
-    history: list[DataKey] = field(default_factory=list)
-    vouched: dict[int, str] = field(default_factory=dict)  # as read: generation -> MAC
-    body: bytes = b""  # as read: what the MACs cover
+    def __init__(
+        self,
+        key: DataKey,
+        devices: list[Device],
+        history: list[DataKey] | None = None,
+        vouched: dict[int, str] | None = None,
+        body: bytes = b"",
+    ) -> None:
+        self.key = key
+        self.devices = devices
+        self.history = history or []
+        self.vouched = vouched or {}  # as read: generation -> MAC
+        self.body = body  # as read: what the MACs cover
 
     def keys(self) -> list[DataKey]:
         return [self.key, *self.history]
@@ -305,8 +312,7 @@ def trust_path(url: str, prefix: str) -> Path:
     return keys_dir() / "remotes" / f"{digest}.json"
 
 
-@dataclass
-class Trust:
+class Trust(NamedTuple):
     generation: int
     secret: str
     etag: str

@@ -1,0 +1,227 @@
+"""Encryption as users meet it: `python -m memsync` on three devices sharing a folder remote.
+Turn it on, a device without access, join, write on both, forget, revoke; a device syncing
+while `keys init` re-uploads; every byte on the remote read for the memory's words and names;
+and a file decrypted with the age CLI alone."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import threading
+import time
+
+import pytest
+
+from tests.conftest import NO_FCNTL
+from tests.devices import make_device
+
+pytestmark = pytest.mark.skipif(NO_FCNTL, reason="the remote's protocol, not the lock")
+
+COUNT = 300
+WORDS = ("pineapple", "quigley", "dentist", "kilimanjaro", "saxophone")
+NAMES = ("relationship_pat_quigley", "user_health", "project_kilimanjaro")
+
+
+def _remote_bytes(root) -> bytes:
+    """Everything a reader of the remote sees: paths, contents and file times."""
+    seen = []
+    for path in sorted(root.rglob("*")):
+        seen.append(str(path.relative_to(root)).encode())
+        st = path.stat()
+        seen.append(f"{st.st_mtime} {st.st_size}".encode())
+        if path.is_file():
+            seen.append(path.read_bytes())
+    return b"\n".join(seen).lower()
+
+
+def _no_plaintext(root) -> None:
+    seen = _remote_bytes(root)
+    for word in (*WORDS, *NAMES):
+        assert word.encode() not in seen, f"{word!r} is readable on the remote"
+
+
+def _key(device) -> str:
+    out = device.run("keys", "init").stdout
+    return next(line for line in out.splitlines() if line.startswith("age1"))
+
+
+def _snapshot(device) -> dict[str, bytes]:
+    """The device's memory and state, but for the run's two caches (when it last tried, the
+    scan's stat cache), which every run that reaches its listing keeps."""
+    return {
+        str(p.relative_to(device.root)): p.read_bytes()
+        for p in sorted(device.root.rglob("*"))
+        if p.is_file() and "keys" not in p.parts and p.name not in ("times.json", "seen.json")
+    }
+
+
+@pytest.fixture
+def trio(tmp_path):
+    remote_dir = tmp_path / "remote"
+    remote_dir.mkdir()
+    url = remote_dir.as_uri()
+    return remote_dir, [make_device(tmp_path, n, url) for n in ("a", "b", "c")]
+
+
+def test_turn_on_join_write_forget_revoke(trio):
+    remote_dir, (a, b, c) = trio
+    a.write("relationship_pat_quigley.md", "Pat loves pineapple.\nPat plays saxophone.\n")
+    a.write("user_health.md", "Dentist on Tuesday.\n", type="user")
+    a.run("sync")
+    b.run("sync")  # b synced before encryption was on
+    _key(a)
+    _no_plaintext(remote_dir)
+
+    # b has no access: one sentence, exit 1, nothing changed here or there
+    before_b, before_remote = _snapshot(b), _remote_bytes(remote_dir)
+    b.write("project_kilimanjaro.md", "Climb kilimanjaro.\n", type="project")
+    before_b = _snapshot(b)
+    proc = b.run("sync", check=1)
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert "is encrypted and this device has no key yet: run `memsync keys init`" in proc.stderr
+    assert _snapshot(b) == before_b and _remote_bytes(remote_dir) == before_remote
+    key_b = _key(b)  # its key made, it is still no recipient
+    before_b = _snapshot(b)
+    proc = b.run("sync", check=1)
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert f"is encrypted and this device's key {key_b} is not among" in proc.stderr
+    assert f"run `memsync keys add {key_b}`" in proc.stderr
+    assert _snapshot(b) == before_b and _remote_bytes(remote_dir) == before_remote
+
+    # b and c join; everyone writes; all converge
+    a.run("keys", "add", key_b, "--name", "laptop")
+    a.run("keys", "add", _key(c), "--name", "phone")
+    listed = a.run("keys", "list", "--json").stdout
+    assert [r["name"] for r in json.loads(listed)["data"]["recipients"]][1:] == ["laptop", "phone"]
+    b.run("sync")
+    c.run("sync")
+    a.append("user_health.md", "The dentist moved to Friday.\n")
+    c.write("user_role.md", "Engineer.\n", type="user")
+    for device in (a, b, c, a, b):
+        device.run("sync")
+    assert a.files() == b.files() == c.files()
+    assert "project_kilimanjaro.md" in a.files() and "user_role.md" in b.files()
+    assert "relationship_pat_quigley.md" in b.run("ls").stdout  # real names to a device with access
+    _no_plaintext(remote_dir)
+
+    # forget: the text goes from every ciphertext too (checked with the data key)
+    a.run("forget", "--match", "saxophone", "--yes")
+    for device in (b, c, a):
+        device.run("sync")
+    data_key = a.run("keys", "export").stdout.strip()
+    assert b"saxophone" not in _decrypted(remote_dir, data_key)
+    assert b"pineapple" in _decrypted(remote_dir, data_key)  # the check can fail
+
+    # revoke c: a new data key; c gets the sentence; a and b go on
+    old_names = {p.name for p in (remote_dir / "e2e-project" / "_memsync" / "x").iterdir()}
+    out = a.run("keys", "remove", _key(c)).stdout
+    assert "before stays readable" in out
+    new_names = {p.name for p in (remote_dir / "e2e-project" / "_memsync" / "x").iterdir()}
+    assert not old_names & new_names, "every object is sealed again under the new data key"
+    assert a.run("keys", "export").stdout.strip() != data_key
+    assert "memsync keys add" in c.run("sync", check=1).stderr
+    b.append("user_role.md", "Staff engineer now.\n")
+    b.run("sync")
+    a.run("sync")
+    assert a.files() == b.files()
+    assert len(json.loads(b.run("keys", "list", "--json").stdout)["data"]["recipients"]) == 2
+    _no_plaintext(remote_dir)
+
+
+def _decrypted(remote_dir, data_key: str) -> bytes:
+    import pyrage
+
+    identity = pyrage.x25519.Identity.from_str(data_key)
+    out = []
+    for path in (remote_dir / "e2e-project" / "_memsync" / "x").rglob("*"):
+        if path.is_file():
+            out.append(pyrage.decrypt(path.read_bytes(), [identity]))
+    return b"\n".join(out).lower()
+
+
+def test_a_device_syncing_while_keys_init_reuploads_loses_nothing(trio, monkeypatch):
+    """b's sync runs in this process; a's `keys init` runs when b has sent ten files, so the
+    switch lands in the middle of b's uploads and its edit of a file the switch moves."""
+    remote_dir, (a, b, _) = trio
+    a.write("user_role.md", "Engineer.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    for i in range(COUNT):
+        b.write(f"project_{i:03}.md", f"fact {i}\n", type="project")
+    b.append("user_role.md", "Likes tea.\n")
+    for key, value in b.env().items():
+        monkeypatch.setenv(key, value)
+    from memsync.cli.plain import engine_for
+
+    engine = engine_for(None, None, None)
+    inner = engine.store.inner
+    switched: list[str] = []
+    calls = [0]
+    turn = threading.Lock()  # b's writers wait while a switches
+
+    def racing(write):
+        def wrapped(*args, **kwargs):
+            with turn:
+                calls[0] += 1
+                if calls[0] == 10:
+                    switched.append(a.run("keys", "init").stdout)
+            return write(*args, **kwargs)
+
+        return wrapped
+
+    monkeypatch.setattr(inner, "create", racing(inner.create))
+    monkeypatch.setattr(inner, "replace", racing(inner.replace))
+    try:
+        engine.run("sync")  # what it could not send stays queued here
+    except Exception as exc:  # b is not a recipient once the switch lands
+        assert "is encrypted" in str(exc)
+    finally:
+        engine.close()
+    copied = int(re.search(r"(\d+) object\(s\) sealed anew", switched[0]).group(1))
+    assert copied < COUNT, "b was still uploading when the switch began"
+    # b joins and syncs what is left; a folds in what b wrote in plaintext after the switch
+    a.run("keys", "add", _key(b))
+    joined = b.run("sync", check=None)
+    assert "in plaintext on an encrypted remote" in joined.stdout + joined.stderr
+    assert "sealed anew" in a.run("keys", "init").stdout  # b's writes after the switch
+    for device in (b, a, b):
+        device.run("sync")
+    assert a.files() == b.files()
+    assert len([n for n in a.files() if n.startswith("project_")]) == COUNT
+    assert b"Likes tea." in a.files()["user_role.md"]
+    names = [p.relative_to(remote_dir).as_posix() for p in remote_dir.rglob("*") if p.is_file()]
+    assert all("/_memsync/" in n or n.endswith(".memsync-lock") for n in names), names
+
+
+@pytest.mark.skipif(shutil.which("age") is None, reason="the age CLI is not installed")
+def test_a_file_decrypts_with_the_age_cli(trio, tmp_path):
+    remote_dir, (a, _, _) = trio
+    a.write("user_health.md", "Dentist on Tuesday.\n", type="user")
+    a.run("sync")
+    a.run("keys", "init")
+    project = remote_dir / "e2e-project"
+    # the device's own identity opens the recipients object's box, which holds the data key
+    box = tmp_path / "box.age"
+    import base64
+
+    box.write_bytes(base64.b64decode(json.loads((project / "_memsync/crypt.json").read_text())["box"]))
+    identity = a.home / "keys" / "identity.txt"
+    inner = json.loads(_age("-d", "-i", str(identity), str(box)))
+    data_key = tmp_path / "data-key.txt"
+    data_key.write_text(inner["data_key"] + "\n")
+    assert inner["data_key"] == a.run("keys", "export").stdout.strip()
+    plain = [
+        _age("-d", "-i", str(data_key), str(p))
+        for p in (project / "_memsync" / "x").rglob("*")
+        if p.is_file()
+    ]
+    ours = [p for p in plain if b"Dentist on Tuesday." in p]
+    assert len(ours) == 1
+    header, _, body = ours[0].partition(b"\n")
+    assert header.startswith(b"memsync-crypt 1 ") and body == a.files()["user_health.md"]
+
+
+def _age(*args: str) -> bytes:
+    return subprocess.run(["age", *args], capture_output=True, check=True, timeout=30).stdout
