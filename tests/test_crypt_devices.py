@@ -5,12 +5,12 @@ and a file decrypted with the age CLI alone."""
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import shutil
 import subprocess
 import threading
-import time
 
 import pytest
 
@@ -204,9 +204,8 @@ def test_a_file_decrypts_with_the_age_cli(trio, tmp_path):
     project = remote_dir / "e2e-project"
     # the device's own identity opens the recipients object's box, which holds the data key
     box = tmp_path / "box.age"
-    import base64
-
-    box.write_bytes(base64.b64decode(json.loads((project / "_memsync/crypt.json").read_text())["box"]))
+    recipients = json.loads((project / "_memsync/crypt.json").read_text())
+    box.write_bytes(base64.b64decode(recipients["box"]))
     identity = a.home / "keys" / "identity.txt"
     inner = json.loads(_age("-d", "-i", str(identity), str(box)))
     data_key = tmp_path / "data-key.txt"

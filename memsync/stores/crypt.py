@@ -307,4 +307,3 @@ _STRAY = (
     "turned on, or by someone without a key), so it is not trusted; check it and run "
     "`memsync keys init` on a device with access to fold it in"
 )
-

@@ -169,8 +169,11 @@ class _Switch:
             # an old object a late device deleted after the copy: the copy goes too
             twin = twins.get(name)
             gone = name not in sources and name not in self.dropped
-            if gone and twin is not None and twin.etag == made and self._delete(
-                self.twin_key(name), made
+            if (
+                gone
+                and twin is not None
+                and twin.etag == made
+                and self._delete(self.twin_key(name), made)
             ):
                 self.dropped.add(name)
                 acted = True
