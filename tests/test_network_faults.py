@@ -46,7 +46,8 @@ def _stores(azure_url: str, proxy: FaultProxy, monkeypatch, path: str):
     direct.ensure()
     _path_env(monkeypatch, path)
     through = open_store(proxy.url_for(azure_url), "proj")
-    assert type(through).__name__ == ("AzureSDKStore" if path == "sdk" else "AzureStore")
+    wrapped = getattr(through, "inner", through)  # inside the encrypting wrapper
+    assert type(wrapped).__name__ == ("AzureSDKStore" if path == "sdk" else "AzureStore")
     for client in (getattr(through, "http", None),):
         if client is not None:
             client.backoff = client.jitter = 0.05
