@@ -50,6 +50,9 @@ def is_stray(key: str) -> bool:
     return not key.startswith(HIDDEN) and key != CRYPT_KEY
 
 
+_OWN = frozenset("inner remote url stats _lock _key _ring _etag _known _strays _trusted".split())
+
+
 class CryptStore(Store):
     """Encrypts names, contents and edit times on the way out, checks and decrypts them on the
     way in. Plain remotes pass through unchanged."""
@@ -73,6 +76,14 @@ class CryptStore(Store):
             self._known = True
 
     # --- what the engine sets and reads, passed to the wrapped store ----------------------
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        """The wrapper's own attributes, properties and methods are its own; any other
+        setting (a store's tuning, such as Azure's page size) is the wrapped store's."""
+        if name in _OWN or hasattr(type(self), name):
+            object.__setattr__(self, name, value)
+        else:
+            setattr(self.inner, name, value)
 
     def __getattr__(self, name: str) -> Any:  # anything else a caller asks of the store
         try:
