@@ -50,7 +50,21 @@ def is_stray(key: str) -> bool:
     return not key.startswith(HIDDEN) and key != CRYPT_KEY
 
 
-_OWN = frozenset("inner remote url stats _lock _key _ring _etag _known _strays _trusted".split())
+_OWN = frozenset(
+    [
+        "inner",
+        "remote",
+        "url",
+        "stats",
+        "_lock",
+        "_key",
+        "_ring",
+        "_etag",
+        "_known",
+        "_strays",
+        "_trusted",
+    ]
+)
 
 
 class CryptStore(Store):
