@@ -224,3 +224,33 @@ def test_a_file_decrypts_with_the_age_cli(trio, tmp_path):
 
 def _age(*args: str) -> bytes:
     return subprocess.run(["age", *args], capture_output=True, check=True, timeout=30).stdout
+
+
+@pytest.mark.azure
+def test_on_azurite_join_write_revoke_and_every_blob_read(tmp_path, azurite, azure_url):
+    env = {"AZURE_STORAGE_CONNECTION_STRING": azurite.connection_string}
+    a, b = (make_device(tmp_path, n, azure_url, **env) for n in ("a", "b"))
+    a.write("relationship_pat_quigley.md", "Pat loves pineapple.\n")
+    a.run("sync")
+    _key(a)
+    assert "memsync keys add" in b.run("sync", check=1).stderr
+    a.run("keys", "add", _key(b))
+    b.run("sync")
+    b.write("project_kilimanjaro.md", "Climb kilimanjaro with the dentist.\n", type="project")
+    a.append("relationship_pat_quigley.md", "Pat plays saxophone.\n")
+    for device in (b, a, b):
+        device.run("sync")
+    assert a.files() == b.files() and len(a.files()) == 2
+    a.run("keys", "remove", _key(b))
+    assert "memsync keys add" in b.run("sync", check=1).stderr
+    from memsync.stores import open_store
+
+    raw = open_store(azure_url, "e2e-project").inner  # the blobs as they are, no wrapper
+    seen = []
+    for key in raw.list():
+        data, _, edited = raw.fetch(key)
+        seen += [key.encode(), data, str(edited).encode()]
+    every = b"\n".join(seen).lower()
+    for word in (*WORDS, *NAMES):
+        assert word.encode() not in every, f"{word!r} is readable on the remote"
+    assert len(seen) > 6  # the check read something
