@@ -103,6 +103,7 @@ def test_names_map_to_one_key_and_back():
         hidden = key.hide(name)
         assert hidden == key.hide(name) and key.reveal(hidden) == name
         assert all(len(part) <= 200 for part in hidden.split("/"))
+        assert key.reveal(hidden.upper()) is None  # one spelling: no second key for a name
     assert DataKey.generate(1).reveal(key.hide("a.md")) is None
 
 

@@ -102,14 +102,19 @@ def public_key(identity: Any) -> str:
     return str(identity.to_public())
 
 
-def _b32(data: bytes) -> str:
-    return base64.b32encode(data).decode().rstrip("=").lower()
+def _xor(a: bytes, b: bytes) -> bytes:
+    return (int.from_bytes(a, "big") ^ int.from_bytes(b, "big")).to_bytes(len(a), "big")
 
 
-def _unb32(text: str) -> bytes | None:
+def _split(text: str) -> str:
+    """A long hidden name as path segments a file system holds."""
+    return "/".join(text[i : i + _SEGMENT] for i in range(0, len(text), _SEGMENT))
+
+
+def _unhex(text: str) -> bytes | None:
     try:
-        return base64.b32decode(text.upper() + "=" * (-len(text) % 8))
-    except (ValueError, TypeError):
+        return bytes.fromhex(text)
+    except ValueError:
         return None
 
 
@@ -145,17 +150,19 @@ class DataKey:
         raw = name.encode()
         padded = raw + b"\0" * (-len(raw) % _PAD)  # names are never empty (check_key)
         iv = hmac.new(self._siv, padded, hashlib.sha256).digest()[:16]
-        sealed = bytes(a ^ b for a, b in zip(padded, self._stream(iv, len(padded)), strict=True))
-        text = _b32(iv + sealed)
-        return "/".join(text[i : i + _SEGMENT] for i in range(0, len(text), _SEGMENT))
+        sealed = _xor(padded, self._stream(iv, len(padded)))
+        return _split((iv + sealed).hex())  # lower case: one name on a case-insensitive disk
 
     def reveal(self, hidden: str) -> str | None:
         """The name `hidden` stands for, or None if it is not one of this key's names."""
-        raw = _unb32(hidden.replace("/", ""))
+        flat = hidden.replace("/", "")
+        raw = _unhex(flat)
         if raw is None or len(raw) < 16 + _PAD or (len(raw) - 16) % _PAD:
             return None
+        if raw.hex() != flat or _split(flat) != hidden:  # one spelling per name
+            return None
         iv, sealed = raw[:16], raw[16:]
-        padded = bytes(a ^ b for a, b in zip(sealed, self._stream(iv, len(sealed)), strict=True))
+        padded = _xor(sealed, self._stream(iv, len(sealed)))
         want = hmac.new(self._siv, padded, hashlib.sha256).digest()[:16]
         if not hmac.compare_digest(iv, want):
             return None
