@@ -89,6 +89,9 @@ def test_turn_on_join_write_forget_revoke(trio):
     assert f"is encrypted and this device's key {key_b} is not among" in proc.stderr
     assert f"run `memsync keys add {key_b}`" in proc.stderr
     assert _snapshot(b) == before_b and _remote_bytes(remote_dir) == before_remote
+    hook = b.post_tool_use(b.memory / "project_kilimanjaro.md")  # never fails the session
+    assert hook.returncode == 0 and f"memsync keys add {key_b}" in hook.stdout
+    assert _remote_bytes(remote_dir) == before_remote
 
     # b and c join; everyone writes; all converge
     a.run("keys", "add", key_b, "--name", "laptop")

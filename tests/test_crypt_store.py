@@ -97,6 +97,17 @@ def test_the_remote_holds_neither_words_names_nor_edit_times(tmp_path):
     assert store.fetch("relationship_pat_quigley.md")[2] == pytest.approx(1_700_000_000.5)
 
 
+def test_keys_stay_private_and_a_bad_public_key_is_named(tmp_path):
+    from memsync.stores.crypt_keys import trust_path
+    from memsync.util.errors import UserError
+
+    store = encrypted(MemoryStore("proj"))
+    assert identity_path().stat().st_mode & 0o777 == 0o600
+    assert trust_path("remote", "proj").stat().st_mode & 0o777 == 0o600
+    with pytest.raises(UserError, match="'age1nonsense' is not an age public key"):
+        add_device(store, "age1nonsense", "x")
+
+
 def test_names_map_to_one_key_and_back():
     key = DataKey.generate(1)
     for name in ("a.md", "sub/deep.md", "é" * 60 + ".md", "x" * 250 + ".md"):
