@@ -109,6 +109,31 @@ def test_turn_on_join_write_forget_revoke(trio):
     assert "relationship_pat_quigley.md" in b.run("ls").stdout  # real names to a device with access
     _no_plaintext(remote_dir)
 
+    # a damaged object is refused like a bad download: named, nothing lands
+    from memsync.stores.crypt_keys import DataKey, Device, Keyring, build
+
+    project = remote_dir / "e2e-project"
+    data_key = DataKey(a.run("keys", "export").stdout.strip(), 1)
+    hidden = project / "_memsync" / "x" / data_key.hide("user_role.md")
+    good = hidden.read_bytes()
+    hidden.write_bytes(good[:-1] + bytes([good[-1] ^ 1]))
+    before_b = b.files()
+    proc = b.run("sync", check=None)
+    assert "user_role.md" in proc.stdout + proc.stderr and "does not decrypt" in proc.stderr
+    assert b.files() == before_b
+    hidden.write_bytes(good)
+    # a recipients list rewritten by someone without a key: refused, nothing synced
+    import pyrage
+
+    genuine = (project / "_memsync" / "crypt.json").read_bytes()
+    mallory = str(pyrage.x25519.Identity.generate().to_public())
+    devices = [Device(key_b, "laptop", 0.0), Device(mallory, "mallory", 0.0)]
+    (project / "_memsync" / "crypt.json").write_bytes(build(Keyring(DataKey.generate(2), devices)))
+    proc = b.run("sync", check=1)
+    assert "no device with access vouched" in proc.stderr and proc.stderr.count("\n") == 1
+    (project / "_memsync" / "crypt.json").write_bytes(genuine)
+    b.run("sync")
+
     # forget: the text goes from every ciphertext too (checked with the data key)
     a.run("forget", "--match", "saxophone", "--yes")
     for device in (b, c, a):
