@@ -94,6 +94,8 @@ def test_turn_on_join_write_forget_revoke(trio):
     assert _remote_bytes(remote_dir) == before_remote
 
     # b and c join; everyone writes; all converge
+    bad = a.run("keys", "add", "age1-not-a-key", check=1)
+    assert bad.stderr.count("\n") == 1 and "is not an age public key" in bad.stderr
     a.run("keys", "add", key_b, "--name", "laptop")
     a.run("keys", "add", _key(c), "--name", "phone")
     listed = a.run("keys", "list", "--json").stdout
