@@ -512,7 +512,7 @@ class Engine:
             return  # the usual case: no import, no request
         from memsync.sync.conflicts import receive
 
-        for item in receive(self.store, self.state.meta, self.ctx.device):
+        for item in receive(self.store, self.state.meta, bool(self.state.records)):
             result.conflicts.append(f"{item['file']}: {item['detail']}")
 
     def share_conflict(
@@ -520,11 +520,12 @@ class Engine:
     ) -> None:
         """A conflict found outside a merge (a compaction's): recorded here, and on the remote
         record with the next run that reaches it, so every device's status and primer say it."""
-        from memsync.sync.conflicts import entry
+        from memsync.sync.conflicts import entry, made_here
 
         shared = entry(name, for_others, self.ctx.device, marks)
         with self._lock:
             self.state.conflicts.add(name, detail, shared["id"], marks)
+            made_here(self.state.meta, shared)
             queued = self.state.meta.unpublished_conflicts
             self.state.meta.unpublished_conflicts = [*queued, shared]
 
@@ -564,8 +565,11 @@ class Engine:
         self.report_conflict(result, name, outcome.conflict, shared)
 
     def report_conflict(self, result: SyncResult, name: str, detail: str, shared: dict) -> None:
+        from memsync.sync.conflicts import made_here
+
         with self._lock:
             self.state.conflicts.add(name, detail, shared["id"], shared.get("marks", ()))
+            made_here(self.state.meta, shared)
             result.conflicts.append(f"{name}: {detail}")
             self._published.append(shared)
 

@@ -1,0 +1,137 @@
+"""A new user's trials (two and three devices through the CLI): a merge past the size limit,
+conflicts seen through a skewed clock or a shared device name, compaction on a clock far
+ahead, and the small things a first week turns up."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import pytest
+
+from tests.conftest import python_path
+from tests.devices import REPO, Device, make_device
+from tests.trials.shared import on_remote
+
+# a device whose clock is `MEMSYNC_TEST_CLOCK_OFFSET` seconds off: time.time, date.today and
+# datetime.now read it (loaded into the memsync subprocess as sitecustomize)
+SKEWED_CLOCK = textwrap.dedent(
+    """
+    import datetime as _dt, os, time as _time
+    _offset = float(os.environ.get("MEMSYNC_TEST_CLOCK_OFFSET", "0"))
+    if _offset:
+        _real = _time.time
+        _time.time = lambda: _real() + _offset
+
+        class _Date(_dt.date):
+            @classmethod
+            def today(cls):
+                return _dt.date.fromtimestamp(_time.time())
+
+        class _DateTime(_dt.datetime):
+            @classmethod
+            def now(cls, tz=None):
+                return _dt.datetime.fromtimestamp(_time.time(), tz)
+
+        _dt.date, _dt.datetime = _Date, _DateTime
+    """
+)
+
+
+def skewed(device: Device, seconds: float) -> Device:
+    site = device.root / "site"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(SKEWED_CLOCK)
+    device.env_extra.update(
+        PYTHONPATH=python_path(site, REPO), MEMSYNC_TEST_CLOCK_OFFSET=str(seconds)
+    )
+    return device
+
+
+def settings(device: Device, **values: object) -> None:
+    device.home.mkdir(parents=True, exist_ok=True)
+    (device.home / "settings.json").write_text(json.dumps(values))
+
+
+def status(device: Device) -> dict:
+    return json.loads(device.run("status", "--json", check=None).stdout)["data"]
+
+
+# --- 1: a merge past the size limit --------------------------------------------------------
+
+LIMIT = 20_000
+
+
+def test_a_merge_over_the_size_limit_is_never_uploaded_and_both_devices_say_so(pair, remote):
+    """Each copy is under the limit, their merge over it: the remote keeps its copy, the
+    merging device keeps both sides' lines, and both devices list the conflict."""
+    a, b = pair
+    for device in pair:
+        settings(device, max_file_bytes=LIMIT)
+    filler = "".join(f"- observation {i:04d} about how the user works\n" for i in range(380))
+    a.write("self_observations.md", "## Patterns\n\n" + filler, type="self_observations")
+    assert LIMIT - 3600 < len((a.memory / "self_observations.md").read_bytes()) < LIMIT - 2600
+    a.run("sync")
+    b.run("sync")
+    a.append("self_observations.md", "".join(f"- laptop line {i}\n" for i in range(150)))
+    b.append("self_observations.md", "".join(f"- desktop line {i}\n" for i in range(150)))
+    a.run("sync")
+    merged = b.run("sync", check=1)
+    assert "over the" in merged.stderr + merged.stdout, merged
+    remote_copy = on_remote(remote)["self_observations.md"]
+    assert len(remote_copy.encode()) <= LIMIT
+    assert "laptop line 149" in remote_copy
+    here = (b.memory / "self_observations.md").read_text()
+    assert "desktop line 149" in here and "laptop line 149" in here  # both sides' lines
+    a.append("self_observations.md", "- one more laptop line\n")
+    a.run("sync")  # never "replaced it with the local version": nothing refused there
+    for device in pair:
+        conflicts = status(device)["conflicts"]
+        assert [c["file"] for c in conflicts] == ["self_observations.md"], (device.name, conflicts)
+    assert "desktop line 149" in (b.memory / "self_observations.md").read_text()
+    assert "laptop line 149" in on_remote(remote)["self_observations.md"]
+
+
+# --- 4: conflicts seen whatever the clocks and names ------------------------------------------
+
+
+def _fact_conflict(a: Device, b: Device) -> None:
+    """Both devices edit one fact file; `b` merges it (a conflict: the later edit wins)."""
+    a.write("user_role.md", "Engineer.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    a.run("sync")
+    b.write("user_role.md", "Principal engineer.\n", type="user")
+    b.run("sync")
+
+
+@pytest.mark.parametrize(("merger", "reader"), [(-310, 0), (0, 310), (0, 45 * 86400)])
+def test_a_conflict_merged_on_one_device_is_seen_on_the_other_whatever_their_clocks(
+    tmp_path, merger, reader
+):
+    remote = (tmp_path / "remote").as_uri()
+    (tmp_path / "remote").mkdir()
+    a = skewed(make_device(tmp_path, "laptop", remote), reader)
+    b = skewed(make_device(tmp_path, "desktop", remote), merger)
+    _fact_conflict(a, b)
+    assert [c["file"] for c in status(b)["conflicts"]] == ["user_role.md"]
+    a.run("sync")
+    assert [c["file"] for c in status(a)["conflicts"]] == ["user_role.md"]
+    assert "user_role.md" in a.run("context").stdout
+
+
+def test_a_conflict_is_seen_by_a_device_sharing_the_merging_devices_name(tmp_path):
+    remote = (tmp_path / "remote").as_uri()
+    (tmp_path / "remote").mkdir()
+    a = make_device(tmp_path, "laptop", remote)
+    b = make_device(tmp_path, "twin", remote)
+    b.env_extra["MEMSYNC_DEVICE"] = "laptop"  # a `device` set in a dotfiles settings file
+    _fact_conflict(a, b)
+    a.run("sync")
+    assert [c["file"] for c in status(a)["conflicts"]] == ["user_role.md"]
+    assert [c["file"] for c in status(b)["conflicts"]] == ["user_role.md"]  # not twice
+    b.run("resolve", "user_role.md")
+    b.run("sync")
+    a.run("sync")
+    assert status(a)["conflicts"] == []
