@@ -65,6 +65,7 @@ class Engine:
         self._lock = threading.Lock()
         self.durability = Durability(ctx.memory_dir)  # this run's writes not yet flushed
         self._published: list[dict] = []  # this run's conflicts, for the remote record
+        self.allow: dict[str, set[str]] = {}  # this run's `push --allow KIND FILE`
         self.came_back: set[str] = set()  # this run's files an edit brought back
         self.index_before: str | None = None  # MEMORY.md before the run, when one came back
         self.index_read = False
@@ -393,6 +394,7 @@ class Engine:
         if self.state.meta.purged:
             raise self._purged(result, None, None)
         self._published = []  # this run's conflicts, from the take-in (case renames) on
+        self.allow = allow
         recover_landing(self.state, self.ctx.memory_dir, self.local_path, self.keep)
         local = prepare.look_here(self, result, mode, names, allow)
         pending = self.state.pending  # read after a lost dir's restore, which empties it

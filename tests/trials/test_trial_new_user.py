@@ -90,6 +90,19 @@ def test_a_merge_over_the_size_limit_is_never_uploaded_and_both_devices_say_so(p
         assert [c["file"] for c in conflicts] == ["self_observations.md"], (device.name, conflicts)
     assert "desktop line 149" in (b.memory / "self_observations.md").read_text()
     assert "laptop line 149" in on_remote(remote)["self_observations.md"]
+    again = b.run("sync", check=1)  # refused as any file over the limit, not merged again
+    assert "over the 20000-byte limit" in again.stderr
+    assert len(status(b)["conflicts"]) == 1
+    # made to fit there (old observations removed), it goes up with every side's lines
+    path = b.memory / "self_observations.md"
+    path.write_text("".join(x for x in path.open() if "observation 00" not in x))
+    b.run("sync")
+    b.run("resolve", "self_observations.md")
+    a.run("sync")
+    kept = on_remote(remote)["self_observations.md"]
+    for line in ("desktop line 149", "laptop line 149", "one more laptop line"):
+        assert line in kept and line in (a.memory / "self_observations.md").read_text()
+    assert status(a)["conflicts"] == [] and status(b)["conflicts"] == []
 
 
 # --- 4: conflicts seen whatever the clocks and names ------------------------------------------
