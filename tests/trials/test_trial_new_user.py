@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from datetime import date, timedelta
 
 import pytest
 
@@ -148,3 +149,25 @@ def test_a_conflict_is_seen_by_a_device_sharing_the_merging_devices_name(tmp_pat
     b.run("sync")
     a.run("sync")
     assert status(a)["conflicts"] == []
+
+
+# --- 5: compaction on a clock far ahead ---------------------------------------------------------
+
+
+def test_compaction_on_a_clock_45_days_ahead_keeps_todays_entries_and_says_so(pair, remote):
+    a, b = pair
+    skewed(a, 45 * 86400)
+    today = date.today()
+    old = today - timedelta(days=40)
+    drafts = (
+        f"## {old.isoformat()}\n\n- Draft: an old note.\n\n"
+        f"## {today.isoformat()}\n\n- Draft: today's note to the team.\n"
+    )
+    b.write("unsent_drafts.md", drafts, type="unsent_drafts")
+    b.run("sync")
+    compacted = a.run("compact")
+    assert "45 days past the newest date the memory holds" in compacted.stderr, compacted
+    b.run("sync")
+    for text in (b.memory / "unsent_drafts.md").read_text(), on_remote(remote)["unsent_drafts.md"]:
+        assert "today's note to the team" in text
+        assert "an old note" not in text  # what is old by the memory's own dates still goes
