@@ -171,3 +171,105 @@ def test_compaction_on_a_clock_45_days_ahead_keeps_todays_entries_and_says_so(pa
     for text in (b.memory / "unsent_drafts.md").read_text(), on_remote(remote)["unsent_drafts.md"]:
         assert "today's note to the team" in text
         assert "an old note" not in text  # what is old by the memory's own dates still goes
+
+
+# --- 7: the small things ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["Thumbs.db", "desktop.ini"])
+def test_files_the_os_keeps_in_a_folder_are_never_synced(pair, remote, name):
+    a, b = pair
+    a.write("user_role.md", "Engineer.\n", type="user")
+    (a.memory / name).write_bytes(b"\x00\x01 what the OS keeps for itself")
+    assert "Everything is in sync" in a.run("sync").stdout + a.run("sync").stdout
+    assert a.run("validate").returncode == 0
+    assert "refused" not in a.run("context").stdout
+    b.run("sync")
+    assert sorted(b.files()) == ["user_role.md"]
+
+
+def test_the_mkdir_suggested_for_a_missing_folder_remote_works_with_a_space(tmp_path):
+    import shlex
+    import subprocess
+
+    folder = tmp_path / "my drive" / "memsync remote"
+    a = make_device(tmp_path, "laptop", folder.as_uri())
+    a.write("user_role.md", "Engineer.\n", type="user")
+    said = a.run("sync", check=3).stderr
+    command = said[said.index("`mkdir -p ") + 1 :].split("`")[0]
+    subprocess.run(shlex.split(command), check=True)
+    assert folder.is_dir()
+    a.run("sync")
+
+
+def test_status_says_unreachable_within_its_budget_when_the_endpoint_hangs(tmp_path):
+    """A loopback server that accepts connections and never answers."""
+    import socket
+    import threading
+    import time
+
+    from tests.azurite import KEY
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(16)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(server.accept()[0])
+            except OSError:
+                continue
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        port = server.getsockname()[1]
+        url = f"http://127.0.0.1:{port}/devstoreaccount1/mem/proj"
+        a = make_device(tmp_path, "laptop", url, AZURE_STORAGE_KEY=KEY)
+        a.write("user_role.md", "Engineer.\n", type="user")
+        started = time.monotonic()
+        proc = a.run("status", check=None, timeout=90)
+        took = time.monotonic() - started
+    finally:
+        stop.set()
+        server.close()
+        for conn in held:
+            conn.close()
+    assert "unreachable" in proc.stdout + proc.stderr, proc
+    assert took < 20, took
+
+
+def test_export_refuses_a_missing_folder_and_an_empty_project_writes_no_archive(pair):
+    a, _ = pair
+    missing = a.root / "no such folder" / "backup.tar.gz"
+    a.write("user_role.md", "Engineer.\n", type="user")
+    a.run("sync")
+    refused = a.run("export", str(missing), check=1)
+    assert f"the folder {missing.parent} does not exist" in refused.stderr
+    assert not missing.parent.exists()
+    empty = a.run("export", str(a.root / "x.tar.gz"), "--project", "typo-project", check=1)
+    assert "nothing to export" in empty.stderr and "'typo-project'" in empty.stderr
+    assert "Exported" not in empty.stdout and not (a.root / "x.tar.gz").exists()
+
+
+def test_marking_a_synced_file_sensitive_says_its_earlier_copy_is_still_out_there(pair, remote):
+    a, b = pair
+    a.write("user_health.md", "Takes a daily walk.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    a.write("user_health.md", "Takes a daily walk.\n", type="user", sensitivity="high")
+    marked = a.run("sync")
+    said = marked.stderr
+    assert "still on the remote and on the other devices" in said, marked
+    assert "memsync forget user_health.md" in said
+    # what it says to do takes the earlier copies away and keeps the marked one here
+    aside = (a.memory / "user_health.md").read_bytes()
+    a.run("forget", "user_health.md", "-y")
+    (a.memory / "user_health.md").write_bytes(aside)
+    a.run("sync")
+    b.run("sync")
+    assert "user_health.md" not in on_remote(remote) and "user_health.md" not in b.files()
+    assert a.files()["user_health.md"] == aside
