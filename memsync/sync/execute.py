@@ -232,7 +232,7 @@ def upload(
             try:
                 etag = engine.store.create(name, ours, mtime)
             except NotFound:  # a push that trusted its records found no container
-                engine.store.ensure()
+                create_remote(engine, result)
                 etag = engine.store.create(name, ours, mtime)
         else:
             etag = engine.store.replace(name, ours, remote_etag, mtime)
@@ -244,6 +244,19 @@ def upload(
     engine.record(name, etag, ours)
     with engine._lock:
         result.uploaded.append(name)
+
+
+def create_remote(engine: Engine, result: SyncResult) -> None:
+    """Create the remote the listing (or a write) found missing, and say so: a remote is
+    never made without a sentence naming it, so a typo in its name is seen at once."""
+    from memsync.context.config import strip_query
+
+    engine.store.ensure()
+    with engine._lock:
+        result.notes.append(
+            f"created the remote {strip_query(engine.ctx.remote)}, which did not exist: if "
+            "that name is a typo, correct the remote setting and sync again"
+        )
 
 
 def download(engine: Engine, result: SyncResult, name: str, expected_sha: str | None) -> None:

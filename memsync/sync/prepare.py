@@ -148,7 +148,7 @@ def list_remote(engine: Engine, result, mode, local_hashes, records, pending):
                 f"{engine.store.create_advice()}"
             ) from None
         try:
-            engine.store.ensure()
+            execute.create_remote(engine, result)
         except Unreachable as exc:
             go_offline(engine, result, str(exc), local_hashes, records)
             return None

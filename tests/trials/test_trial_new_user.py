@@ -273,3 +273,18 @@ def test_marking_a_synced_file_sensitive_says_its_earlier_copy_is_still_out_ther
     b.run("sync")
     assert "user_health.md" not in on_remote(remote) and "user_health.md" not in b.files()
     assert a.files()["user_health.md"] == aside
+
+
+# --- 6: a container is never made without a word ------------------------------------------------
+
+
+@pytest.mark.azure
+def test_a_new_container_is_named_when_it_is_created(tmp_path, azure_url):
+    typo = azure_url.replace("/memory", "/mem")  # a container nobody made yet
+    a = make_device(tmp_path, "laptop", typo)
+    a.write("user_role.md", "Engineer.\n", type="user")
+    first = a.run("sync")
+    container = typo.split("/")[-2]
+    assert f"created the remote {typo}, which did not exist" in first.stderr, first
+    assert container in first.stderr
+    assert "created" not in a.run("sync").stderr  # said once: it exists now
