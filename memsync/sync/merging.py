@@ -51,7 +51,7 @@ def merge(engine: Engine, result: SyncResult, name: str, ours: bytes, mtime: flo
         edited = theirs_mtime  # the edit time the remote copy carries, which lands here
         if merged != theirs:
             edited = _merge_edited(outcome, mtime)
-            refusal = _refused(engine, name, merged)
+            refusal = refused(engine, name, merged)
             if refusal is not None:
                 again = land_merge(engine, name, base, ours, merged, theirs_mtime)
                 if again is not None:
@@ -115,6 +115,11 @@ def put_back_removed(
         with engine._lock:
             engine._deferred.add(name)
         return True
+    why = refused(engine, name, ours)
+    if why is not None:  # read here since the scan: it stays here, reported
+        with engine._lock:
+            result.refused[name] = why
+        return True
     try:
         etag = engine.store.create(name, ours, mtime)
     except AlreadyExists:
@@ -140,10 +145,10 @@ def remote_copy_accepted(engine: Engine, result: SyncResult, name: str, theirs: 
     return True
 
 
-def _refused(engine: Engine, name: str, merged: bytes) -> str | None:
-    """Why the merge may not leave the machine (the gate every upload passes), or None."""
+def refused(engine: Engine, name: str, data: bytes) -> str | None:
+    """Why `data` may not leave the machine (the gate every upload passes), or None."""
     try:
-        check_outbound(name, merged, engine.max_bytes, engine.allow.get(name, ()))
+        check_outbound(name, data, engine.max_bytes, engine.allow.get(name, ()))
     except RefusedFile as exc:
         return exc.reason
     return None
