@@ -208,7 +208,7 @@ def receive(store: Store, meta: Meta, synced_before: bool) -> list[dict[str, Any
     except NotFound:
         return []
     seen = list(meta.conflicts_seen)
-    seen_set = set(seen)
+    seen_set = set(seen) | {c.id for c in meta.conflicts if c.id is not None}
     added: list[dict[str, Any]] = []
     resolutions = []
     for record in _records(data, "resolved"):
