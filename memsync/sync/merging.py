@@ -131,15 +131,16 @@ def put_back_removed(
 
 
 def remote_copy_accepted(engine: Engine, result: SyncResult, name: str, theirs: bytes) -> bool:
-    """Whether the remote copy may be merged (the inbound gate); a refused one is said,
-    then overwritten by the local version."""
+    """Whether the remote copy may be merged (the inbound gate); a refused one is kept in
+    local history and said, then overwritten by the local version."""
     try:
         check_inbound(name, theirs, engine.max_bytes)
     except RefusedFile as exc:
+        engine.keep(name, theirs, f"the remote copy, refused ({exc.reason})")
         with engine._lock:
             result.notes.append(
-                f"{name}: the remote copy was refused ({exc.reason}); "
-                "replaced it with the local version"
+                f"{name}: the remote copy was refused ({exc.reason}); replaced it with the "
+                f"local version (the refused copy is in `memsync history {name}`)"
             )
         return False
     return True
