@@ -288,3 +288,18 @@ def test_a_new_container_is_named_when_it_is_created(tmp_path, azure_url):
     assert f"created the remote {typo}, which did not exist" in first.stderr, first
     assert container in first.stderr
     assert "created" not in a.run("sync").stderr  # said once: it exists now
+
+
+def test_a_refused_remote_copy_replaced_by_the_local_version_is_kept_in_history(pair, remote):
+    """A copy memsync never wrote (over the limit, another tool's) is kept before it goes."""
+    a, _ = pair
+    settings(a, max_file_bytes=LIMIT)
+    a.write("self_observations.md", "## Patterns\n\n- tidy\n", type="self_observations")
+    a.run("sync")
+    path = remote / "e2e-project" / "self_observations.md"
+    path.write_text(path.read_text() + "- elsewhere\n" * 2000)  # over the limit
+    a.append("self_observations.md", "- one more\n")
+    said = a.run("sync", check=None)
+    assert "the refused copy is in `memsync history self_observations.md`" in said.stderr, said
+    history = a.run("history", "self_observations.md").stdout
+    assert "the remote copy, refused" in history
