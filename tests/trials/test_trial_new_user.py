@@ -10,7 +10,7 @@ from datetime import date, timedelta
 
 import pytest
 
-from tests.conftest import python_path
+from tests.conftest import NO_FCNTL, python_path
 from tests.devices import REPO, Device, make_device
 from tests.trials.shared import on_remote
 
@@ -202,6 +202,7 @@ def test_the_mkdir_suggested_for_a_missing_folder_remote_works_with_a_space(tmp_
     a.run("sync")
 
 
+@pytest.mark.skipif(NO_FCNTL, reason="a remote's protocol, not the lock: once is enough")
 def test_status_says_unreachable_within_its_budget_when_the_endpoint_hangs(tmp_path):
     """A loopback server that accepts connections and never answers."""
     import socket
