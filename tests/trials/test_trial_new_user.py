@@ -63,46 +63,53 @@ def status(device: Device) -> dict:
 LIMIT = 20_000
 
 
-def test_a_merge_over_the_size_limit_is_never_uploaded_and_both_devices_say_so(pair, remote):
-    """Each copy is under the limit, their merge over it: the remote keeps its copy, the
-    merging device keeps both sides' lines, and both devices list the conflict."""
-    a, b = pair
-    for device in pair:
+def test_a_merge_over_the_size_limit_is_never_uploaded_and_both_devices_say_so(
+    tmp_path, remote_url
+):
+    """Each copy is under the limit, their merge over it: the remote keeps its copy (what a
+    third device pulls), the merging device keeps both sides' lines, and both list the
+    conflict."""
+    a, b, c = (make_device(tmp_path, n, remote_url) for n in ("laptop", "desktop", "third"))
+    for device in (a, b, c):
         settings(device, max_file_bytes=LIMIT)
+    name = "self_observations.md"
+
+    def remote_copy() -> str:
+        c.run("pull")
+        return (c.memory / name).read_text()
+
     filler = "".join(f"- observation {i:04d} about how the user works\n" for i in range(380))
-    a.write("self_observations.md", "## Patterns\n\n" + filler, type="self_observations")
-    assert LIMIT - 3600 < len((a.memory / "self_observations.md").read_bytes()) < LIMIT - 2600
+    a.write(name, "## Patterns\n\n" + filler, type="self_observations")
+    assert LIMIT - 3600 < len((a.memory / name).read_bytes()) < LIMIT - 2600
     a.run("sync")
     b.run("sync")
-    a.append("self_observations.md", "".join(f"- laptop line {i}\n" for i in range(150)))
-    b.append("self_observations.md", "".join(f"- desktop line {i}\n" for i in range(150)))
+    a.append(name, "".join(f"- laptop line {i}\n" for i in range(150)))
+    b.append(name, "".join(f"- desktop line {i}\n" for i in range(150)))
     a.run("sync")
     merged = b.run("sync", check=1)
     assert "over the" in merged.stderr + merged.stdout, merged
-    remote_copy = on_remote(remote)["self_observations.md"]
-    assert len(remote_copy.encode()) <= LIMIT
-    assert "laptop line 149" in remote_copy
-    here = (b.memory / "self_observations.md").read_text()
+    assert "laptop line 149" in remote_copy() and "desktop line" not in remote_copy()
+    here = (b.memory / name).read_text()
     assert "desktop line 149" in here and "laptop line 149" in here  # both sides' lines
-    a.append("self_observations.md", "- one more laptop line\n")
+    a.append(name, "- one more laptop line\n")
     a.run("sync")  # never "replaced it with the local version": nothing refused there
-    for device in pair:
+    for device in (a, b):
         conflicts = status(device)["conflicts"]
-        assert [c["file"] for c in conflicts] == ["self_observations.md"], (device.name, conflicts)
-    assert "desktop line 149" in (b.memory / "self_observations.md").read_text()
-    assert "laptop line 149" in on_remote(remote)["self_observations.md"]
+        assert [c["file"] for c in conflicts] == [name], (device.name, conflicts)
+    assert "desktop line 149" in (b.memory / name).read_text()
+    assert "one more laptop line" in remote_copy()
     again = b.run("sync", check=1)  # refused as any file over the limit, not merged again
     assert "over the 20000-byte limit" in again.stderr
     assert len(status(b)["conflicts"]) == 1
     # made to fit there (old observations removed), it goes up with every side's lines
-    path = b.memory / "self_observations.md"
+    path = b.memory / name
     path.write_text("".join(x for x in path.open() if "observation 00" not in x))
     b.run("sync")
-    b.run("resolve", "self_observations.md")
+    b.run("resolve", name)
     a.run("sync")
-    kept = on_remote(remote)["self_observations.md"]
+    kept = remote_copy()
     for line in ("desktop line 149", "laptop line 149", "one more laptop line"):
-        assert line in kept and line in (a.memory / "self_observations.md").read_text()
+        assert line in kept and line in (a.memory / name).read_text()
     assert status(a)["conflicts"] == [] and status(b)["conflicts"] == []
 
 
