@@ -87,7 +87,7 @@ def test_a_merge_over_the_size_limit_is_never_uploaded_and_both_devices_say_so(
     b.append(name, "".join(f"- desktop line {i}\n" for i in range(150)))
     a.run("sync")
     merged = b.run("sync", check=1)
-    assert "over the" in merged.stderr + merged.stdout, merged
+    assert "over the 20000-byte limit" in merged.stderr, merged
     assert "laptop line 149" in remote_copy() and "desktop line" not in remote_copy()
     here = (b.memory / name).read_text()
     assert "desktop line 149" in here and "laptop line 149" in here  # both sides' lines
@@ -246,8 +246,8 @@ def test_status_says_unreachable_within_its_budget_when_the_endpoint_hangs(tmp_p
         server.close()
         for conn in held:
             conn.close()
-    assert "unreachable" in proc.stdout + proc.stderr, proc
-    assert took < 20, took
+    assert "not reachable:" in proc.stdout and "did not answer in time" in proc.stdout, proc
+    assert proc.returncode == 0 and took < 20, took  # it has shown what it can
 
 
 def test_export_refuses_a_missing_folder_and_an_empty_project_writes_no_archive(pair):
