@@ -232,3 +232,24 @@ def test_a_device_mid_run_follows_a_rotation(tmp_path, monkeypatch):
     assert store.get("a.md")[0] == b"v1 v2"
     with pytest.raises(NotFound):
         stale.get("gone.md")
+
+
+def test_a_device_offline_through_two_rotations_follows_them(tmp_path, monkeypatch):
+    """Every earlier data key vouches for the new recipients object, so a device that last
+    trusted generation 1 accepts generation 3."""
+    home = os.environ["MEMSYNC_HOME"]
+    inner = MemoryStore("proj")
+    store = encrypted(inner)
+    store.create("a.md", b"alpha")
+    keys = {n: _trusting_device(inner, tmp_path, monkeypatch, n) for n in ("b", "c", "d")}
+    monkeypatch.setenv("MEMSYNC_HOME", home)
+    for name in ("b", "c", "d"):
+        add_device(store, keys[name], name)
+    monkeypatch.setenv("MEMSYNC_HOME", str(tmp_path / "d"))
+    assert CryptStore(inner, "remote", "proj").get("a.md")[0] == b"alpha"  # d trusts gen 1
+    monkeypatch.setenv("MEMSYNC_HOME", home)
+    remove_device(store, keys["b"])
+    remove_device(store, keys["c"])
+    assert store.key.generation == 3
+    monkeypatch.setenv("MEMSYNC_HOME", str(tmp_path / "d"))
+    assert CryptStore(inner, "remote", "proj").get("a.md")[0] == b"alpha"
