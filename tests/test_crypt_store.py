@@ -253,3 +253,28 @@ def test_a_device_offline_through_two_rotations_follows_them(tmp_path, monkeypat
     assert store.key.generation == 3
     monkeypatch.setenv("MEMSYNC_HOME", str(tmp_path / "d"))
     assert CryptStore(inner, "remote", "proj").get("a.md")[0] == b"alpha"
+
+
+def test_a_new_file_pushed_without_a_listing_after_a_rotation_lands_under_the_new_key(
+    tmp_path, monkeypatch
+):
+    """A hook's `push FILE` lists nothing: a new name is checked against the remote's
+    recipients object first, so it is not written under the key the device remembers."""
+    home = os.environ["MEMSYNC_HOME"]
+    inner = MemoryStore("proj")
+    store = encrypted(inner)
+    keys = {n: _trusting_device(inner, tmp_path, monkeypatch, n) for n in ("b", "c")}
+    monkeypatch.setenv("MEMSYNC_HOME", home)
+    for name in ("b", "c"):
+        add_device(store, keys[name], name)
+    monkeypatch.setenv("MEMSYNC_HOME", str(tmp_path / "b"))
+    CryptStore(inner, "remote", "proj").list()  # b trusts generation 1
+    monkeypatch.setenv("MEMSYNC_HOME", home)
+    remove_device(store, keys["c"])
+    monkeypatch.setenv("MEMSYNC_HOME", str(tmp_path / "b"))
+    hook = CryptStore(inner, "remote", "proj")  # a new process: the remembered key
+    before = hook.stats.requests["get"]
+    hook.create("new.md", b"from the hook")
+    assert hook.stats.requests["get"] - before == 1  # the recipients object, read once
+    monkeypatch.setenv("MEMSYNC_HOME", home)
+    assert store.list()["new.md"] and store.get("new.md")[0] == b"from the hook"

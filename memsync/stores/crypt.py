@@ -61,6 +61,7 @@ _OWN = frozenset(
         "_ring",
         "_etag",
         "_known",
+        "_current",
         "_strays",
         "_trusted",
     ]
@@ -81,6 +82,7 @@ class CryptStore(Store):
         self._ring: Keyring | None = None  # the whole recipients object, once read
         self._etag: str | None = None  # the recipients object's, as last read
         self._known = False  # whether plain/encrypted is settled
+        self._current = False  # whether the key was checked against the remote in this run
         self._strays: dict[str, Entry] = {}  # name -> the plaintext object, as last listed
         trust = load_trust(remote, prefix)
         self._trusted = trust is not None
@@ -174,10 +176,11 @@ class CryptStore(Store):
 
     # --- settling plain or encrypted ------------------------------------------------------
 
-    def _settle(self, etag: str | None) -> bool:
-        """Take in the recipients object's ETag (None: absent); True if the key changed."""
+    def _settle(self, etag: str | None, data: bytes | None = None) -> bool:
+        """Take in the recipients object's ETag (None: absent; `data` if it was read too);
+        True if the key changed."""
         with self._lock:
-            self._known = True
+            self._known = self._current = True
             if etag is None:
                 if self._trusted:
                     url = self.remote[0]
@@ -193,19 +196,20 @@ class CryptStore(Store):
             if etag == self._etag and self._key is not None:
                 return False
             before = self._key
-            self.load()
+            self.load(None if data is None else (data, etag))
             return before is None or self._key is None or before.secret != self._key.secret
 
-    def load(self) -> Keyring:
-        """Read and check the recipients object, trust it, and use its data key."""
+    def load(self, read_now: tuple[bytes, str] | None = None) -> Keyring:
+        """Read (unless `read_now` has it) and check the recipients object, trust it, and use
+        its data key."""
         with self._lock:
-            data, etag = self.inner.get(CRYPT_KEY)
+            data, etag = self.inner.get(CRYPT_KEY) if read_now is None else read_now
             url, prefix = self.remote
             ring = read(data, load_identity(), url)
             check_trust(ring, load_trust(url, prefix), url, prefix)
             save_trust(url, prefix, ring.key, etag)
             self._key, self._ring, self._etag = ring.key, ring, etag
-            self._trusted = self._known = True
+            self._trusted = self._known = self._current = True
             return ring
 
     def ring(self) -> Keyring:
@@ -217,15 +221,15 @@ class CryptStore(Store):
         with self._lock:
             save_trust(*self.remote, ring.key, etag)
             self._key, self._ring, self._etag = ring.key, ring, etag
-            self._trusted = self._known = True
+            self._trusted = self._known = self._current = True
 
     def _probe(self) -> bool:
         """Read the recipients object's ETag again; True if the data key changed."""
         try:
-            _, etag = self.inner.get(CRYPT_KEY)
+            data, etag = self.inner.get(CRYPT_KEY)
         except NotFound:
-            etag = None
-        return self._settle(etag)
+            return self._settle(None)
+        return self._settle(etag, data)
 
     def _ensure_known(self) -> None:
         if not self._known:
@@ -286,7 +290,13 @@ class CryptStore(Store):
         raise NotFound(f"{key} is not on the remote")
 
     def create(self, key: str, data: bytes, edited: float | None = None) -> str:
+        """A new name under a key only remembered (a hook's push lists nothing) is checked
+        against the remote first: after a rotation it would land under the old key, where no
+        device with the new one sees it. A write over an existing object needs no check: one
+        under an old key fails its condition and follows the switch."""
         self._ensure_known()
+        if self._key is not None and not self._current:
+            self._probe()
         dkey = self._key
         if dkey is None:
             return self.inner.create(key, data, edited)
