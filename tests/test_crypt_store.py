@@ -278,3 +278,35 @@ def test_a_new_file_pushed_without_a_listing_after_a_rotation_lands_under_the_ne
     assert hook.stats.requests["get"] - before == 1  # the recipients object, read once
     monkeypatch.setenv("MEMSYNC_HOME", home)
     assert store.list()["new.md"] and store.get("new.md")[0] == b"from the hook"
+
+
+def test_a_file_written_under_a_rotated_out_key_is_kept_refused_then_folded(tmp_path, monkeypatch):
+    """A run that listed before a rotation and creates a file after it writes under the old
+    key: listed (so its writer does not take it for deleted), refused on download, folded in
+    by `keys init` (fold_strays)."""
+    from memsync.stores.crypt_migrate import fold_strays
+
+    home = os.environ["MEMSYNC_HOME"]
+    inner = MemoryStore("proj")
+    store = encrypted(inner)
+    keys = {n: _trusting_device(inner, tmp_path, monkeypatch, n) for n in ("b", "c")}
+    monkeypatch.setenv("MEMSYNC_HOME", home)
+    for name in ("b", "c"):
+        add_device(store, keys[name], name)
+    monkeypatch.setenv("MEMSYNC_HOME", str(tmp_path / "b"))
+    stale = CryptStore(inner, "remote", "proj")
+    stale.list()
+    monkeypatch.setenv("MEMSYNC_HOME", home)
+    remove_device(store, keys["c"])
+    monkeypatch.setenv("MEMSYNC_HOME", str(tmp_path / "b"))
+    written = stale.create("late.md", b"written mid-run")  # under generation 1
+    listed = CryptStore(inner, "remote", "proj").list()
+    assert listed["late.md"].etag.startswith("plain:")  # the writer does not see it gone
+    monkeypatch.setenv("MEMSYNC_HOME", home)
+    assert store.list()["late.md"].etag != written
+    with pytest.raises(RefusedFile, match="earlier data key"):
+        store.fetch("late.md")
+    moved = fold_strays(store)
+    assert moved.copied == 1 and moved.deleted == 1
+    assert store.get("late.md")[0] == b"written mid-run"
+    assert not store.list()["late.md"].etag.startswith("plain:")

@@ -12,10 +12,11 @@ one, so a device that has not yet seen the switch ignores them). ETags are the c
 A write that loses its condition, and a read that finds nothing, read the recipients object
 again: a device whose run began before `keys init` or a rotation then follows the switch, and
 the engine's usual merge-and-retry does the rest. Objects outside `_memsync/x/` on an encrypted
-remote (written by a device that had not seen the switch yet, or by someone without a key) are
-listed with a marked ETag and refused on download: they are not authenticated, and nothing a
-device holds is deleted because of them; a conditional write over one replaces it, and
-`memsync keys init` folds them in (see migrate).
+remote, or sealed under an earlier data key (written by a device that had not seen the
+switch yet, or by someone without the key), are listed with a marked ETag and refused on
+download: they are not authenticated, and nothing a device holds is deleted because of them;
+a conditional write over one replaces it, and `memsync keys init` folds them in (see
+crypt_migrate.fold_strays).
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ _OWN = frozenset(
         "_known",
         "_current",
         "_strays",
+        "_old",
         "_trusted",
     ]
 )
@@ -83,11 +85,13 @@ class CryptStore(Store):
         self._etag: str | None = None  # the recipients object's, as last read
         self._known = False  # whether plain/encrypted is settled
         self._current = False  # whether the key was checked against the remote in this run
-        self._strays: dict[str, Entry] = {}  # name -> the plaintext object, as last listed
+        self._strays: dict[str, Entry] = {}  # name -> the stray object, as last listed
+        self._old: list[DataKey] = []  # the earlier data keys
         trust = load_trust(remote, prefix)
         self._trusted = trust is not None
         if trust is not None:
             self._key = DataKey(trust.secret, trust.generation)
+            self._old = [DataKey(secret, g) for g, secret in trust.history]
             self._etag = trust.etag
             self._known = True
 
@@ -207,8 +211,9 @@ class CryptStore(Store):
             url, prefix = self.remote
             ring = read(data, load_identity(), url)
             check_trust(ring, load_trust(url, prefix), url, prefix)
-            save_trust(url, prefix, ring.key, etag)
+            save_trust(url, prefix, ring, etag)
             self._key, self._ring, self._etag = ring.key, ring, etag
+            self._old = list(ring.history)
             self._trusted = self._known = self._current = True
             return ring
 
@@ -219,8 +224,9 @@ class CryptStore(Store):
     def use(self, ring: Keyring, etag: str) -> None:
         """After this device wrote the recipients object itself (keys init, add, remove)."""
         with self._lock:
-            save_trust(*self.remote, ring.key, etag)
+            save_trust(*self.remote, ring, etag)
             self._key, self._ring, self._etag = ring.key, ring, etag
+            self._old = list(ring.history)
             self._trusted = self._known = self._current = True
 
     def _probe(self) -> bool:
@@ -245,12 +251,18 @@ class CryptStore(Store):
         if key is None:
             return raw
         out: dict[str, Entry] = {}
-        strays: dict[str, Entry] = {}
+        strays: dict[str, Entry] = {}  # by name; the entry keeps the object's own key
         for name, entry in raw.items():
             if name.startswith(HIDDEN):
                 real = key.reveal(name[len(HIDDEN) :])
-                if real is not None:  # others: an earlier data key's, left by a rotation
+                if real is not None:
                     out[real] = Entry(real, entry.etag, entry.size, entry.modified)
+                    continue
+                for old in self._old:  # one a device wrote under an earlier data key
+                    real = old.reveal(name[len(HIDDEN) :])
+                    if real is not None:
+                        strays[real] = entry
+                        break
             elif name != CRYPT_KEY:
                 strays[name] = entry
         for name, entry in strays.items():
@@ -259,6 +271,11 @@ class CryptStore(Store):
         with self._lock:
             self._strays = strays
         return out
+
+    def _stray_key(self, name: str) -> str:
+        """The object a marked ETag stands for: a plaintext one, or an earlier key's."""
+        entry = self._strays.get(name)
+        return name if entry is None else entry.key
 
     def _hidden(self, key: DataKey, name: str) -> str:
         return HIDDEN + key.hide(check_key(name))
@@ -282,8 +299,10 @@ class CryptStore(Store):
             except NotFound:
                 if attempt == 0 and self._probe():  # the remote switched since
                     continue
-                if key in self._strays:
-                    raise RefusedFile(key, _STRAY) from None
+                stray = self._strays.get(key)
+                if stray is not None:
+                    old = stray.key.startswith(HIDDEN)
+                    raise RefusedFile(key, _OLD_KEY if old else _STRAY) from None
                 raise
             data, edited = dkey.open(key, blob)
             return data, etag, edited
@@ -311,7 +330,7 @@ class CryptStore(Store):
             if etag.startswith(MARK):  # over a plaintext object: the sealed copy replaces it
                 new = self.inner.create(self._hidden(dkey, key), dkey.seal(key, data, edited))
                 with contextlib.suppress(NotFound):
-                    self.inner.delete(key, etag[len(MARK) :])
+                    self.inner.delete(self._stray_key(key), etag[len(MARK) :])
                 return new
             return self.inner.replace(self._hidden(dkey, key), dkey.seal(key, data, edited), etag)
         except (PreconditionFailed, NotFound):
@@ -325,7 +344,7 @@ class CryptStore(Store):
             if dkey is None:
                 return self.inner.delete(key, etag)
             if etag.startswith(MARK):
-                return self.inner.delete(key, etag[len(MARK) :])
+                return self.inner.delete(self._stray_key(key), etag[len(MARK) :])
             return self.inner.delete(self._hidden(dkey, key), etag)
         except (PreconditionFailed, NotFound):
             if self._probe():
@@ -340,5 +359,10 @@ class CryptStore(Store):
 _STRAY = (
     "it is in plaintext on an encrypted remote (written by a device before it saw encryption "
     "turned on, or by someone without a key), so it is not trusted; check it and run "
+    "`memsync keys init` on a device with access to fold it in"
+)
+_OLD_KEY = (
+    "it is sealed under an earlier data key (written by a device before it saw the key "
+    "rotated, or by a device removed since), so it is not trusted; check it and run "
     "`memsync keys init` on a device with access to fold it in"
 )

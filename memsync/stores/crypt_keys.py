@@ -323,6 +323,7 @@ class Trust(NamedTuple):
     generation: int
     secret: str
     etag: str
+    history: tuple[tuple[int, str], ...] = ()  # the earlier data keys: (generation, secret)
 
 
 def load_trust(url: str, prefix: str) -> Trust | None:
@@ -331,15 +332,20 @@ def load_trust(url: str, prefix: str) -> Trust | None:
         return None
     try:
         doc = json.loads(data)
-        return Trust(int(doc["generation"]), str(doc["data_key"]), str(doc["etag"]))
+        history = tuple((int(g), str(k)) for g, k in doc.get("history", []))
+        return Trust(int(doc["generation"]), str(doc["data_key"]), str(doc["etag"]), history)
     except (ValueError, KeyError, TypeError):
         return None  # a damaged cache: the remote's object is read and checked afresh
 
 
-def save_trust(url: str, prefix: str, key: DataKey, etag: str) -> None:
+def save_trust(url: str, prefix: str, ring: Keyring, etag: str) -> None:
+    """What this device trusts for the remote: the data key, the recipients object's ETag,
+    and the earlier data keys (to recognise objects a rotation left behind)."""
     path = trust_path(url, prefix)
-    doc = {"url": url, "prefix": prefix, "generation": key.generation, "data_key": key.secret}
-    doc["etag"] = etag
+    key = ring.key
+    doc: dict[str, Any] = {"url": url, "prefix": prefix, "generation": key.generation}
+    doc["data_key"], doc["etag"] = key.secret, etag
+    doc["history"] = [[k.generation, k.secret] for k in ring.history]
     private_dir(path.parent)
     atomic_write(path, json.dumps(doc).encode(), mode=0o600)
 

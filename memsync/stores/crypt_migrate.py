@@ -235,12 +235,18 @@ def turn_on(store: CryptStore, name: str) -> tuple[Keyring, Moved]:
 
 
 def fold_strays(store: CryptStore) -> Moved:
-    """Seal the plaintext objects left on an encrypted remote by devices that wrote before
-    they saw the switch (a person asked for it: they are not authenticated)."""
+    """Seal under the data key the objects left on an encrypted remote by devices that wrote
+    before they saw a switch: in plaintext, or under an earlier data key (a person asked for
+    it: plaintext ones are not authenticated)."""
     ring = store.ring()
-    switch = _Switch(store, None, ring.key)
-    switch.settle()
-    return switch.moved
+    moved = Moved()
+    for old in [None, *ring.history]:
+        switch = _Switch(store, old, ring.key)
+        switch.settle()
+        moved.copied += switch.moved.copied
+        moved.deleted += switch.moved.deleted
+        moved.left += switch.moved.left
+    return moved
 
 
 def _rewrite(store: CryptStore, ring: Keyring) -> str:
