@@ -42,7 +42,7 @@ def open_store(url: str, prefix: str) -> Store:
             return AzureSDKStore(url, prefix, credential)
         return AzureStore(url, prefix, credential)
     raise ConfigError(
-        f"the remote {url!r} is not a file:/// folder, an Azure Blob URL "
-        "(https://ACCOUNT.blob.core.windows.net/CONTAINER/PREFIX) or a memory store "
+        f"the remote {url!r} is not a file:/// folder or an Azure Blob URL "
+        "(https://ACCOUNT.blob.core.windows.net/CONTAINER/PREFIX), nor a memory store "
         "(memstore://memstore_ID[/PREFIX])"
     )
