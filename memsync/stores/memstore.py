@@ -28,11 +28,11 @@ import posixpath
 import threading
 import time
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
-from memsync.stores.base import Entry, Stats, Store, check_key
+from memsync.stores.base import Entry, RemoteVersion, Stats, Store, check_key
 from memsync.util.errors import (
     AlreadyExists,
     AuthError,
@@ -53,17 +53,6 @@ MAX_PATH_BYTES = 1024
 PAGE = 100  # the largest page a basic listing gives
 TIMEOUT = 30.0  # seconds a request may take, unless the command's deadline is nearer
 READ_RETRIES = 2  # the SDK's retries of a read; a write is sent once (see `_call`)
-
-
-class Version(NamedTuple):
-    """One version of a memory as the store keeps it (see `MemoryStoreStore.versions`)."""
-
-    id: str
-    operation: str  # created, modified, deleted
-    created: float  # seconds since the epoch
-    sha256: str | None  # None once redacted, or for a deletion
-    size: int | None
-    redacted: bool
 
 
 def path_problem(path: str) -> str | None:
@@ -118,6 +107,7 @@ class MemoryStoreStore(Store):
         self._lock = threading.Lock()
         self._ids: dict[str, str] = {}  # key -> memory id, as a listing or a write saw it
         self._folders: set[str] = set()  # keys the last listing shows as folders of others
+        self._gone: dict[str, str] = {}  # key -> id of the memory this store deleted there
 
     # --- the SDK ------------------------------------------------------------------------
 
@@ -393,8 +383,12 @@ class MemoryStoreStore(Store):
                     memory_id, memory_store_id=self.store_id, expected_content_sha256=etag, **k
                 ),
             )
-        finally:
+        except NotFound:
             self._forget_id(key)
+            raise
+        with self._lock:
+            self._gone[key] = memory_id
+            self._ids.pop(key, None)
 
     def exists(self) -> bool:
         self.stats.count("get")
@@ -425,11 +419,11 @@ class MemoryStoreStore(Store):
 
     # --- versions ----------------------------------------------------------------------
 
-    def versions(self, key: str) -> builtins.list[Version] | None:
-        """The versions the store keeps of the memory now at `key`, newest first."""
-        memory_id = self._find(key)
+    def versions(self, key: str) -> builtins.list[RemoteVersion] | None:
+        """The store's versions of the memory now at `key` (or deleted there by this store),
+        newest first."""
         return [
-            Version(
+            RemoteVersion(
                 v.id,
                 v.operation,
                 _seconds(v.created_at),
@@ -437,11 +431,72 @@ class MemoryStoreStore(Store):
                 v.content_size_bytes,
                 v.redacted_at is not None,
             )
-            for v in self._version_items(memory_id)
+            for v in self._version_items(self._id_of(key), full=False)
         ]
 
-    def _version_items(self, memory_id: str) -> Iterator[Any]:
-        kw: dict[str, Any] = {"memory_id": memory_id, "limit": PAGE, "view": "basic"}
+    def _id_of(self, key: str) -> str:
+        with self._lock:
+            gone = self._gone.get(key)
+        try:
+            return self._find(key)
+        except NotFound:
+            if gone is None:
+                raise
+            return gone
+
+    def erase_history(self, key: str, holds: Callable[[bytes], bool] | None = None) -> int:
+        """`redact` each earlier version of the memory at `key` (or deleted there) whose
+        content `holds` (every one when `holds` is None): the service erases its content,
+        path, size and hash and keeps the record (when, by whom). The current version stays:
+        it holds what the forget left."""
+        try:
+            memory_id = self._id_of(key)
+        except NotFound:
+            return 0
+        current = self._current_version(memory_id)
+        erased = 0
+        for v in list(self._version_items(memory_id, full=holds is not None)):
+            if v.id == current or v.redacted_at is not None or v.operation == "deleted":
+                continue
+            if holds is not None and (v.content is None or not holds(v.content.encode())):
+                continue
+            self.stats.count("erase")
+            try:
+                self._call(
+                    "a redaction",
+                    key,
+                    True,
+                    lambda m, vid=v.id, **k: m.memory_versions.redact(
+                        vid, memory_store_id=self.store_id, **k
+                    ),
+                )
+            except NotFound:
+                continue  # past the retention period meanwhile
+            erased += 1
+        return erased
+
+    def _current_version(self, memory_id: str) -> str | None:
+        """The version holding the memory's content now; None once it is deleted."""
+        self.stats.count("get")
+        try:
+            item = self._call(
+                "a read",
+                None,
+                False,
+                lambda m, **k: m.memories.retrieve(
+                    memory_id, memory_store_id=self.store_id, view="basic", **k
+                ),
+            )
+        except NotFound:
+            return None
+        return str(item.memory_version_id)
+
+    def _version_items(self, memory_id: str, full: bool) -> Iterator[Any]:
+        kw: dict[str, Any] = {
+            "memory_id": memory_id,
+            "limit": 20 if full else PAGE,
+            "view": "full" if full else "basic",
+        }
         while True:
             self.stats.count("list")
             page = self._call(
