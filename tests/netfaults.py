@@ -1,6 +1,6 @@
-"""A loopback HTTP proxy in front of Azurite that adds a fixed round trip and injects the
-faults a real network and real middleboxes produce, for the tests (both Azure paths) and for
-scripts/bench.py's WAN mode.
+"""A loopback HTTP proxy in front of Azurite (or the fake memory-store server) that adds a
+fixed round trip and injects the faults a real network and real middleboxes produce, for the
+tests (both Azure paths, the memory store) and for scripts/bench.py's WAN mode.
 
 Requests are parsed by http.server and forwarded by http.client on one upstream connection
 per client connection, with their headers untouched (Shared Key signatures stay valid). An
@@ -226,6 +226,6 @@ class FaultProxy:
                     self.send_header("Content-Length", str(length))
                 self.end_headers()
 
-            do_GET = do_PUT = do_HEAD = do_DELETE = handle_one
+            do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = handle_one
 
         return Handler

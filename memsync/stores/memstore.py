@@ -141,21 +141,33 @@ class MemoryStoreStore(Store):
 
     def _call(self, what: str, key: str | None, write: bool, fn: Any, *args: Any, **kw: Any):
         """One SDK call with the SDK's errors as memsync's. A write is sent once: a conditional
-        write retried after a lost answer would meet its own first attempt."""
+        write retried after a lost answer would meet its own first attempt, and a write whose
+        answer came damaged may have landed, so both are Unreachable (the next sync compares
+        the contents). A read whose answer came damaged (cut short, not JSON, not the model) is
+        asked again, READ_RETRIES times, then is Unreachable: a damaged answer is never used."""
         import anthropic
 
         client = self._client()
-        if write:
+        if write or self.deadline is not None:  # the SDK's retries would not see the deadline
             client = client.with_options(max_retries=0)
         memories = client.beta.memory_stores
-        try:
-            return fn(memories, *args, timeout=self._timeout(), **kw)
-        except anthropic.APIConnectionError as exc:
-            raise Unreachable(
-                f"the memory store {self.store_id} cannot be reached ({exc})"
-            ) from None
-        except anthropic.APIStatusError as exc:
-            raise self._translate(exc, what, key) from None
+        for _ in range(1 if write else READ_RETRIES + 1):
+            try:
+                return fn(memories, *args, timeout=self._timeout(), **kw)
+            except anthropic.APIConnectionError as exc:
+                raise Unreachable(
+                    f"the memory store {self.store_id} cannot be reached ({exc})"
+                ) from None
+            except anthropic.APIStatusError as exc:
+                raise self._translate(exc, what, key) from None
+            except (ValueError, anthropic.APIResponseValidationError) as exc:
+                damaged = exc  # a JSON body cut short or garbled, or not the SDK's model
+                if self.deadline is not None and time.monotonic() >= self.deadline:
+                    break
+        raise Unreachable(
+            f"the memory store {self.store_id}'s answer to {what} came damaged "
+            f"({type(damaged).__name__}); run the command again"
+        )
 
     def _translate(self, exc: Any, what: str, key: str | None) -> Exception:
         status, kind = exc.status_code, getattr(exc, "type", None)
