@@ -183,3 +183,33 @@ def test_opening_a_memory_store_remote_imports_no_sdk_until_a_request(tmp_path):
     out, loaded = device.imports(snippet, ("anthropic", "httpx"))
     assert out.strip() == f"{REMOTE}/p"
     assert loaded == []
+
+
+def test_migrate_from_a_folder_remote_to_a_memory_store_and_back(tmp_path, memstore_server):
+    folder = tmp_path / "remote"
+    folder.mkdir()
+    laptop = make_device(tmp_path, "laptop", folder.as_uri())
+    laptop.write("user_role.md", "Engineer.\n", type="user")
+    laptop.write("MEMORY.md", "- [Role](user_role.md) — the user's role\n")
+    laptop.write("reference_big.md", "x" * 110_000 + "\n", type="reference")
+    laptop.run("sync")
+    moved = laptop.run("migrate", "--remote", REMOTE)
+    assert "Copied: 2" in moved.stdout
+    assert "skipped reference_big.md: not sent to the memory store: it is" in moved.stderr
+    assert laptop.run("migrate", "--remote", REMOTE).stdout.count("Copied: 0") == 1
+    after = laptop.run("sync", "--remote", REMOTE, check=1)  # nothing to send but the refusal
+    assert "pushed" not in after.stdout
+    assert after.stderr.startswith("refused: reference_big.md: not sent to the memory store")
+
+    cloud = make_device(tmp_path, "cloud", REMOTE)
+    cloud.run("sync")
+    assert sorted(cloud.files()) == ["MEMORY.md", "user_role.md"]
+    cloud.write("feedback_tone.md", "Keep it short.\n", type="feedback")
+    back = tmp_path / "back"
+    back.mkdir()
+    assert "Copied: 3" in cloud.run("migrate", "--remote", back.as_uri()).stdout
+    assert sorted(p.name for p in (back / "e2e-project").iterdir() if p.suffix == ".md") == [
+        "MEMORY.md",
+        "feedback_tone.md",
+        "user_role.md",
+    ]
