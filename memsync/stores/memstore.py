@@ -131,6 +131,11 @@ class MemoryStoreStore(Store):
                     raise ConfigError(
                         "a memstore:// remote needs an API key: set ANTHROPIC_API_KEY"
                     )
+                if not hasattr(client.beta, "memory_stores"):
+                    raise ConfigError(
+                        f"a memstore:// remote needs anthropic 2.14 or later (this is "
+                        f"{anthropic.__version__}): pip install 'memsync[memstore]'"
+                    )
                 self._client_made = client
             return self._client_made
 
