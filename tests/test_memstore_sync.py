@@ -112,6 +112,9 @@ def test_a_file_the_store_cannot_hold_is_refused_by_name_and_the_rest_syncs(
     assert not any("reference_big" in json.dumps(r.body) for r in creates)
     status = device.run("status", "--json", check=None)
     assert "reference_big.md" in status.stdout
+    doctor = device.run("doctor", check=None).stdout
+    assert "container: the memory store memstore_test01 present" in doctor
+    assert "write/read/delete probe: ok" in doctor
 
 
 def _run_all(devices, verb: str) -> None:

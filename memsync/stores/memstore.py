@@ -108,6 +108,10 @@ class MemoryStoreStore(Store):
         self._ids: dict[str, str] = {}  # key -> memory id, as a listing or a write saw it
         self._folders: set[str] = set()  # keys the last listing shows as folders of others
         self._gone: dict[str, str] = {}  # key -> id of the memory this store deleted there
+        # what `memsync doctor` shows of this remote
+        self.credential_kind = "the anthropic SDK's API key (ANTHROPIC_API_KEY or its settings)"
+        self.credential_fix = "check ANTHROPIC_API_KEY and that the key's workspace holds the store"
+        self.container = f"the memory store {self.store_id}"
 
     # --- the SDK ------------------------------------------------------------------------
 
