@@ -216,3 +216,17 @@ def test_migrate_from_a_folder_remote_to_a_memory_store_and_back(tmp_path, memst
         "feedback_tone.md",
         "user_role.md",
     ]
+
+
+def test_the_post_tool_use_hook_pushes_to_a_memory_store_and_tells_claude_a_refusal(
+    tmp_path, memstore_server
+):
+    device = make_device(tmp_path, "laptop", REMOTE)
+    path = device.write("user_role.md", "Engineer.\n", type="user")
+    assert device.post_tool_use(path, "Write").returncode == 0
+    assert "/memsync/e2e-project/user_role.md" in memstore_server.contents(STORE)
+    big = device.write("reference_big.md", "x" * 110_000 + "\n", type="reference")
+    told = json.loads(device.post_tool_use(big, "Write").stdout)
+    context = told["hookSpecificOutput"]["additionalContext"]
+    assert "reference_big.md was NOT synced: not sent to the memory store" in context
+    assert not any("reference_big" in p for p in memstore_server.contents(STORE))

@@ -106,7 +106,6 @@ class MemoryStoreStore(Store):
         self._client_made: Anthropic | None = None
         self._lock = threading.Lock()
         self._ids: dict[str, str] = {}  # key -> memory id, as a listing or a write saw it
-        self._folders: set[str] = set()  # keys the last listing shows as folders of others
         self._gone: dict[str, str] = {}  # key -> id of the memory this store deleted there
         # what `memsync doctor` shows of this remote
         self.credential_kind = "the anthropic SDK's API key (ANTHROPIC_API_KEY or its settings)"
@@ -209,12 +208,12 @@ class MemoryStoreStore(Store):
         """The text to send for `key`, or Unholdable (before any request) saying which of the
         service's limits it is outside."""
         problem = path_problem(self._path(key))
+        with self._lock:  # the transfers run in threads, each adding the ids it wrote
+            known = list(self._ids)
         if problem is None and len(data) > MAX_CONTENT:
             problem = f"it is {len(data)} bytes; a memory store holds {MAX_CONTENT} a memory"
-        if problem is None and key in self._folders:
-            problem = "the memory store holds a folder of this name, so not a file too"
         if problem is None and any(
-            k.startswith(key + "/") or key.startswith(k + "/") for k in self._ids
+            k.startswith(key + "/") or key.startswith(k + "/") for k in known
         ):
             problem = "the memory store holds a file and a folder of one name apart, not both"
         try:
@@ -264,7 +263,6 @@ class MemoryStoreStore(Store):
             )
         with self._lock:
             self._ids = ids
-            self._folders = {posixpath.dirname(k) for k in ids} - {""}
         return entries
 
     def projects(self) -> tuple[str, ...] | None:
