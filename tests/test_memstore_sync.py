@@ -1,6 +1,7 @@
 """memsync over a memory store through the real CLI: devices that sync through the fake
-memory-store server (driven only through the SDK), the engine's request counts, a file the
-store cannot hold, eight writers on one file, and what a folder remote's hook imports."""
+memory-store server (driven only through the SDK), the engine's request counts, eight writers
+on one file, migrate to and from a folder remote with a file the store cannot hold, the
+PostToolUse hook, and what a folder remote's hook imports."""
 
 from __future__ import annotations
 
@@ -94,29 +95,6 @@ def test_a_no_op_sync_is_one_listing_and_a_push_a_lookup_and_an_update(
     engine.close()
 
 
-def test_a_file_the_store_cannot_hold_is_refused_by_name_and_the_rest_syncs(
-    tmp_path, memstore_server
-):
-    device = make_device(tmp_path, "laptop", REMOTE)
-    device.write("user_role.md", "Engineer.\n", type="user")
-    device.write("reference_big.md", "x" * 110_000 + "\n", type="reference")
-    sent = len(memstore_server.requests)
-    proc = device.run("sync", check=1)
-    assert "refused: reference_big.md: not sent to the memory store: it is" in proc.stderr
-    assert "102400" in proc.stderr
-    assert "Traceback" not in proc.stderr
-    paths = memstore_server.contents(STORE)
-    assert "/memsync/e2e-project/user_role.md" in paths
-    assert not any("reference_big" in p for p in paths)
-    creates = [r for r in memstore_server.requests[sent:] if r.method == "POST"]
-    assert not any("reference_big" in json.dumps(r.body) for r in creates)
-    status = device.run("status", "--json", check=None)
-    assert "reference_big.md" in status.stdout
-    doctor = device.run("doctor", check=None).stdout
-    assert "container: the memory store memstore_test01 present" in doctor
-    assert "write/read/delete probe: ok" in doctor
-
-
 def _run_all(devices, verb: str) -> None:
     """`memsync VERB` on every device at once, each its own process."""
 
@@ -200,9 +178,17 @@ def test_migrate_from_a_folder_remote_to_a_memory_store_and_back(tmp_path, memst
     assert "Copied: 2" in moved.stdout
     assert "skipped reference_big.md: not sent to the memory store: it is" in moved.stderr
     assert laptop.run("migrate", "--remote", REMOTE).stdout.count("Copied: 0") == 1
-    after = laptop.run("sync", "--remote", REMOTE, check=1)  # nothing to send but the refusal
-    assert "pushed" not in after.stdout
+    # a sync with the store: the file it cannot hold is refused by name, before any request
+    sent = len(memstore_server.requests)
+    after = laptop.run("sync", "--remote", REMOTE, check=1)
+    assert "pushed" not in after.stdout and "Traceback" not in after.stderr
     assert after.stderr.startswith("refused: reference_big.md: not sent to the memory store")
+    assert "110085 bytes; a memory store holds 102400" in after.stderr
+    assert not any("reference_big" in json.dumps(r.body) for r in memstore_server.requests[sent:])
+    assert not any("reference_big" in p for p in memstore_server.contents(STORE))
+    doctor = laptop.run("doctor", "--remote", REMOTE, check=None).stdout
+    assert "container: the memory store memstore_test01 present" in doctor
+    assert "write/read/delete probe: ok" in doctor
 
     cloud = make_device(tmp_path, "cloud", REMOTE)
     cloud.run("sync")
