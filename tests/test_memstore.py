@@ -193,3 +193,17 @@ def test_versions_are_the_stores(memstore_server):
     versions = store.versions("a.md")
     assert [v.operation for v in versions] == ["modified", "created"]
     assert versions[1].sha256 == hashlib.sha256(b"one").hexdigest()
+
+
+def test_a_delete_on_a_stale_id_meets_the_memory_made_again(memstore_server):
+    store = open_store(f"memstore://{STORE}", "proj")
+    etag = store.create("a.md", b"one")
+    other = open_store(f"memstore://{STORE}", "proj")
+    other.delete("a.md", other.get("a.md")[1])
+    other.create("a.md", b"one")  # the same content, under a new memory id
+    store.delete("a.md", etag)  # found again, and its hash matches: deleted
+    assert _paths(memstore_server) == []
+    again = other.create("a.md", b"two")
+    with pytest.raises(PreconditionFailed):
+        store.delete("a.md", etag)  # no id known; the new memory's hash differs
+    assert store.get("a.md")[1] == again

@@ -81,7 +81,8 @@ def parse_url(url: str) -> tuple[str, str]:
     if not store_id.startswith("memstore_") or "?" in rest or "#" in rest:
         raise ConfigError(
             f"the remote {url!r} is not a memory store URL (memstore://memstore_ID[/PREFIX], "
-            "the store's id as the Console or the API gives it)"
+            "the store's id as the Console or the API gives it); fix --remote, MEMSYNC_REMOTE "
+            "or the remote setting"
         )
     if prefix:
         try:
@@ -391,20 +392,30 @@ class MemoryStoreStore(Store):
         return str(item.content_sha256)
 
     def delete(self, key: str, etag: str) -> None:
+        """Delete on the hash. A remembered id that is gone (the memory was deleted, perhaps
+        made again by another client) is looked up once more: a memory at `key` under a new id
+        is deleted only if its hash is `etag` too."""
         memory_id = self._find(key)
-        self.stats.count("delete")
-        try:
-            self._call(
-                "a delete",
-                key,
-                True,
-                lambda m, **k: m.memories.delete(
-                    memory_id, memory_store_id=self.store_id, expected_content_sha256=etag, **k
-                ),
-            )
-        except NotFound:
-            self._forget_id(key)
-            raise
+        for _ in range(2):
+            self.stats.count("delete")
+            try:
+                self._call(
+                    "a delete",
+                    key,
+                    True,
+                    lambda m, mid=memory_id, **k: m.memories.delete(
+                        mid, memory_store_id=self.store_id, expected_content_sha256=etag, **k
+                    ),
+                )
+                break
+            except NotFound:
+                self._forget_id(key)
+                fresh = self._find(key)  # NotFound: gone indeed
+                if fresh == memory_id:
+                    raise
+                memory_id = fresh
+        else:
+            raise NotFound(f"{key} is not on the remote")
         with self._lock:
             self._gone[key] = memory_id
             self._ids.pop(key, None)
