@@ -219,3 +219,26 @@ def test_the_post_tool_use_hook_pushes_to_a_memory_store_and_tells_claude_a_refu
     context = told["hookSpecificOutput"]["additionalContext"]
     assert "reference_big.md was NOT synced: not sent to the memory store" in context
     assert not any("reference_big" in p for p in memstore_server.contents(STORE))
+
+
+def test_an_export_imports_into_a_memory_store_but_what_it_cannot_hold(
+    tmp_path, memstore_server, monkeypatch
+):
+    from memsync.admin.admin import export, import_archive
+
+    monkeypatch.setenv("MEMSYNC_HOME", str(tmp_path / "home"))
+    memory = tmp_path / "memory"
+    write_memory(memory, "user_role.md", "Engineer.\n", type="user")
+    write_memory(memory, "reference_big.md", "x" * 110_000 + "\n", type="reference")
+    (tmp_path / "remote").mkdir()
+    folder = Engine(
+        config.resolve(memory_dir=memory, remote=(tmp_path / "remote").as_uri(), project="p")
+    )
+    folder.run("sync")
+    export(folder, tmp_path / "backup.tar.gz")
+    store = Engine(config.resolve(memory_dir=tmp_path / "empty", remote=REMOTE, project="p"))
+    result = import_archive(store, tmp_path / "backup.tar.gz")
+    assert result.copied == ["user_role.md"]
+    assert result.skipped["reference_big.md"].startswith("not sent to the memory store: it is")
+    assert sorted(memstore_server.contents(STORE)) == ["/memsync/p/user_role.md"]
+    store.close()
