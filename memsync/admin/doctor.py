@@ -125,7 +125,11 @@ def _remote_checks(ctx: Context, store: Any) -> list[Check]:
     try:
         present = store.exists()
     except AuthError as exc:
-        fix = "check AZURE_STORAGE_CONNECTION_STRING / AZURE_STORAGE_KEY / the SAS token"
+        fix = getattr(
+            store,
+            "credential_fix",
+            "check AZURE_STORAGE_CONNECTION_STRING / AZURE_STORAGE_KEY / the SAS token",
+        )
         return [*checks, Check("remote reachable", False, str(exc), fix)]
     except Unreachable as exc:
         fix = "check the network or the mount; changes are queued until it is back"
@@ -218,6 +222,8 @@ def _container(store: Any) -> str:
     blob_url = getattr(store, "blob_url", None)
     if blob_url is not None:
         return f"the container {blob_url.container!r}"
+    if getattr(store, "container", None) is not None:  # a remote that names its own
+        return str(store.container)
     return f"the folder {getattr(store, 'base', 'of the remote')}"
 
 
@@ -379,7 +385,7 @@ def _probe(store: Any) -> Check:
 def _skew(store: Any) -> Check:
     server_time = getattr(store, "server_time", None)
     if server_time is None:
-        return Check("clock skew", True, "not applicable (folder remote)")
+        return Check("clock skew", True, "not applicable (the remote gives no clock)")
     try:
         server = server_time()
     except MemsyncError as exc:

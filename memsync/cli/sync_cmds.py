@@ -18,16 +18,18 @@ from memsync.cli.common import (
     context,
     emit_json,
     engine_for,
+    err,
     fail,
     out,
 )
 from memsync.cli.plain import transfer
 from memsync.sync.mode import Mode
 from memsync.util.dates import local_time
-from memsync.util.errors import KeptLocal, RefusedFile, UserError
+from memsync.util.errors import KeptLocal, NotFound, RefusedFile, StoreError, UserError
 
 if TYPE_CHECKING:
     from memsync.admin.status import Status
+    from memsync.sync.engine import Engine
 
 
 @app.command()
@@ -244,7 +246,8 @@ def history(
     remote: RemoteOpt = None,
     project: ProjectOpt = None,
 ) -> None:
-    """List the local versions kept of a file (newest first)."""
+    """List the local versions kept of a file (newest first), then the versions the remote
+    keeps itself, where it keeps them (a memory store)."""
     engine = engine_for(memory_dir, remote, project)
     name = engine.name_of(file)
     versions = engine.state.history(name)
@@ -255,11 +258,31 @@ def history(
         )
     if not versions:
         out.print(f"No history kept for {name}.", markup=False)
-        return
     for v in versions:
         size = v.path.stat().st_size
         when = local_time(v.saved_at)
         out.print(f"{v.version:>3}  {when}  {size:>7} B  {v.reason}", markup=False)
+    _remote_versions(engine, name)
+    engine.close()
+
+
+def _remote_versions(engine: Engine, name: str) -> None:
+    """The remote's own versions of `name`, where it keeps them; a note when unreadable."""
+    try:
+        kept = engine.store.versions(name)
+    except NotFound:
+        kept = []
+    except StoreError as exc:
+        err.print(f"note: the remote's own versions of {name} cannot be read now ({exc})")
+        return
+    if kept is None:
+        return
+    out.print(f"Kept by the remote itself ({len(kept)}, newest first):", markup=False)
+    for v in kept:
+        what = f"{v.size} B  sha256 {v.sha256[:12]}" if v.sha256 else "no content"
+        if v.erased:
+            what = "content erased"
+        out.print(f"  {local_time(v.created)}  {v.operation:<8}  {what}", markup=False)
 
 
 @app.command()
