@@ -122,7 +122,9 @@ class ClaudeHome:
     def memsync(self, *args: str, cwd: Path | None = None, **env: str) -> str:
         proc = subprocess.run(
             [sys.executable, "-m", "memsync", *args],
-            env={**self.env(**env), "PATH": os.environ["PATH"], "PYTHONPATH": python_path(REPO)},
+            # the PATH a test passes, else the Claude process's own: never the runner's, so a
+            # test's outcome does not depend on whether its venv is on the caller's PATH
+            env={**self.env(**env), "PYTHONPATH": python_path(REPO)},
             cwd=cwd or self.project,
             capture_output=True,
             text=True,

@@ -351,6 +351,7 @@ def _after(ctx: config.Context, known: str | None, result: Any) -> None:
 
 def primer_input(ctx: config.Context, engine: Any, source: str, offline: str | None) -> Any:
     from memsync.claude.primer import PrimerInput
+    from memsync.memory.index_limit import warning_for
 
     state = engine.state
     refused = state.refused
@@ -369,6 +370,7 @@ def primer_input(ctx: config.Context, engine: Any, source: str, offline: str | N
         queued=state.pending,
         offline=offline,
         last_sync=state.meta.last_sync,
+        index_warning=warning_for(ctx.memory_dir),
     )
 
 

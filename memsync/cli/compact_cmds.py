@@ -25,6 +25,8 @@ from memsync.cli.common import (
 
 if TYPE_CHECKING:
     from memsync.retention.compact import CompactResult
+    from memsync.retention.policy import Action
+    from memsync.sync.engine import Engine
 
 
 @app.command()
@@ -36,6 +38,13 @@ def compact(
         str | None, typer.Option("--now", help="Pretend today is YYYY-MM-DD (for tests).")
     ] = None,
     json: JsonOpt = False,
+    index: Annotated[
+        bool,
+        typer.Option(
+            "--index",
+            help="Only bring MEMORY.md within what Claude Code loads (sub-indexes for the rest).",
+        ),
+    ] = False,
     memory_dir: MemoryDirOpt = None,
     remote: RemoteOpt = None,
     project: ProjectOpt = None,
@@ -56,7 +65,8 @@ def compact(
         ),
     ] = None,
 ) -> None:
-    """Apply the retention rules: roll old digests up, fold old calibration into rules, trim."""
+    """Apply the retention rules: roll old digests up, fold old calibration into rules, trim;
+    and move the MEMORY.md lines Claude Code would not load into linked sub-indexes."""
     import os
 
     from memsync.cli.plain import DONE, done_lines
@@ -88,7 +98,12 @@ def compact(
         offline = synced.offline
         if synced.offline:
             err.print(f"note: remote unreachable ({synced.offline}); compacting local files")
-    actions = core.plan(core.read_memory(engine.ctx.memory_dir), today)
+    files = core.read_memory(engine.ctx.memory_dir)
+    rules = [] if index else core.plan(files, today)
+    # the index split after the rules (their MEMORY.md update first); planned on today's files
+    # for a dry run, made again on the files as the rules left them otherwise
+    split = core.plan_index_limit(files) if dry_run or not rules else []
+    actions = rules + split
     if json:
         doc = {"dry_run": dry_run, "today": today.isoformat(), **core.plan_to_dict(actions)}
         if synced is not None:  # what the sync before it did, as `sync` says it
@@ -113,9 +128,29 @@ def compact(
     if dry_run:
         out.print(f"{len(actions)} action(s) planned; nothing changed (--dry-run).")
         return
-    result = core.apply(engine, actions)
+    result = _apply(engine, rules, split, json)
     _report(result, json)
     _unreachable(offline or next((p.offline for p in result.pushes if p.offline), None))
+
+
+def _apply(engine: Engine, rules: list[Action], split: list[Action], json: bool) -> CompactResult:
+    """The retention rules, then the index split planned on the files they left: one result."""
+    from memsync.retention import compact as core
+
+    result = core.apply(engine, rules) if rules else None
+    if rules:
+        split = core.plan_index_limit(core.read_memory(engine.ctx.memory_dir))
+        if split and not json:
+            table(("action", "file", "reason"), [(a.kind, a.name, a.reason) for a in split])
+    done = core.apply_index_limit(engine, split) if split else None
+    if result is None or done is None:
+        result = result or done
+    else:
+        for attr in ("written", "updated", "deleted", "notes", "pushes"):
+            getattr(result, attr).extend(getattr(done, attr))
+        result.skipped.update(done.skipped)
+    assert result is not None
+    return result
 
 
 def _report(result: CompactResult, json: bool) -> None:

@@ -354,6 +354,12 @@ def transfer(
         raise
     finally:
         engine.close()
+    if "MEMORY.md" in (*result.downloaded, *result.merged):  # the index this run changed
+        from memsync.memory.index_limit import warning_for
+
+        past = warning_for(engine.ctx.memory_dir)
+        if past:
+            result.notes.append(f"after this {mode.value}, {past}")
     said = {identity.origin_note(engine.ctx.identity, shared) for shared in (False, True)}
     if engine.ctx.other_origin and said & set(result.notes):
         identity.noted(engine.ctx.home, engine.ctx.memory_dir, engine.ctx.identity)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import NamedTuple
 
 from memsync.memory.index_links import INDEX, link_targets
@@ -30,7 +31,9 @@ LINE_ROOM = 10
 CHAR_ROOM = 1_000
 
 SUBINDEX = re.compile(r"index_[a-z0-9_]+\.md")
-_SUBINDEX_MARK = re.compile(r"\A\ufeff?---\r?\n(?:.*\r?\n)*?\s*type:\s*index\s*\r?\n(?:.*\r?\n)*?---")
+_SUBINDEX_MARK = re.compile(
+    r"\A\ufeff?---\r?\n(?:.*\r?\n)*?\s*type:\s*index\s*\r?\n(?:.*\r?\n)*?---"
+)
 _TITLES = {
     "user": "About the user",
     "feedback": "Feedback",
@@ -124,6 +127,25 @@ def warning(text: str, read: Callable[[str], str | None]) -> str | None:
         f"MEMORY.md is {size} Claude Code loads: {what}; `memsync compact --index` moves "
         "them into linked sub-indexes"
     )
+
+
+def warning_for(memory_dir: Path) -> str | None:
+    """`warning` for the MEMORY.md in `memory_dir` (None without one); reads only the index
+    and the sub-indexes it links, so the session-start hook can afford it."""
+    try:
+        text = (memory_dir / INDEX).read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return None
+
+    def read(name: str) -> str | None:
+        if SUBINDEX.fullmatch(name) is None:
+            return None
+        try:
+            return (memory_dir / name).read_bytes().decode("utf-8", "replace")
+        except OSError:
+            return None
+
+    return warning(text, read)
 
 
 # --- the split ---------------------------------------------------------------------------
