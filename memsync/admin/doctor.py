@@ -62,6 +62,7 @@ def run(ctx: Context, store: Any = None) -> Report:
     index = _index(ctx)
     if index is not None:
         report.checks.append(index)
+    report.checks.append(_builtin_sync(ctx))
     if not ctx.sync_enabled:
         report.checks.append(
             Check(
@@ -121,6 +122,23 @@ def _index(ctx: Context) -> Check | None:
         f"MEMORY.md loads whole (Claude Code {index_limit.CLAUDE_CODE_VERSION} loads "
         f"{index_limit.MAX_LINES} lines, {index_limit.MAX_CHARS:,} characters)",
     )
+
+
+def _builtin_sync(ctx: Context) -> Check:
+    """Claude Code's own memory sync against this memory dir: one syncer a folder."""
+    from memsync.context import builtin_sync
+
+    said = builtin_sync.stand_aside(ctx)
+    if said:
+        return Check("Claude Code sync", False, said, "turn one of the two syncers off")
+    why = builtin_sync.detect(ctx.memory_dir, ctx.git_root)
+    if why:
+        return Check(
+            "Claude Code sync",
+            True,
+            f"on ({why}); memsync syncs too, as {builtin_sync.OVERRIDE} is set",
+        )
+    return Check("Claude Code sync", True, "off for this memory dir (memsync syncs it)")
 
 
 def _open(ctx: Context) -> Any:

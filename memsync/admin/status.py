@@ -80,6 +80,11 @@ def status(engine: Engine) -> Status:
     result = _start(engine)
     local = engine.scan_local()
     _read_local(engine, local, result)
+    from memsync.context.builtin_sync import stand_aside
+
+    aside = stand_aside(engine.ctx)
+    if aside:  # memsync does not sync this folder: said first, the rest as before
+        result.notices.append(aside)
     seen = _read_remote(engine, result)
     if (
         not engine.ctx.sync_enabled

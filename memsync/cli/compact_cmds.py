@@ -85,6 +85,9 @@ def compact(
     offline = None
     synced = None
     if not dry_run:  # compact the latest: what other devices wrote merges in first
+        from memsync.context.builtin_sync import refuse
+
+        refuse(engine.ctx)  # nor write a folder Claude Code's own memory sync syncs
         try:
             synced = engine.run(Mode.SYNC)
         except GuardError as exc:  # compact has no --force: say which command takes it

@@ -341,6 +341,9 @@ def transfer(
         if not paths:
             raise UsageError("--allow needs its file(s): memsync push --allow KIND FILE")
     engine = engine_for(memory_dir, remote, project)
+    from memsync.context.builtin_sync import refuse
+
+    refuse(engine.ctx)  # Claude Code's own memory sync syncs this folder: one syncer a folder
     engine.on_wait = lambda sentence: err.print(f"memsync: {sentence}", markup=False)
     names = [pushable(engine, p) for p in paths] if paths else None
     allowed = {name: set(allow) for name in names or ()} if allow else {}
