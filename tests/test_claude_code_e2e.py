@@ -417,3 +417,19 @@ def test_with_claude_codes_own_memory_sync_on_memsync_stands_aside(cc: ClaudeHom
     proc, _ = cc.claude("Hello.", [])
     assert proc.returncode == 0, proc.stderr
     assert wait_for(lambda: "feedback_tests.md" in cc.remote_files(), 20), cc.log()
+
+
+def test_the_index_limits_are_the_ones_the_cli_under_test_uses():
+    """memsync's limits (memory/index_limit.py) are the constants beside the name MEMORY.md in
+    the bundle of the Claude Code under test; a CLI that moved them fails here, by name."""
+    import mmap
+
+    from memsync.memory import index_limit
+
+    binary = claude_or_skip().resolve()
+    with binary.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        found = set(re.findall(rb'var [\w$]+="MEMORY\.md",[\w$]+=(\d+),[\w$]+=(\d+)', data))
+    assert found == {(str(index_limit.MAX_LINES).encode(), str(index_limit.MAX_CHARS).encode())}, (
+        f"{binary}: the index limits beside MEMORY.md are {found or 'not found'}; read them "
+        "again (docs/claude-code.md) and update memory/index_limit.py"
+    )

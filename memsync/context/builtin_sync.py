@@ -1,4 +1,4 @@
-"""Claude Code's own memory sync, as the CLI decides it (2.1.330): whether it syncs this memory
+"""Claude Code's own memory sync, as the CLI decides it (2.1.330 and 2.1.332): whether it syncs this memory
 dir, so that memsync never becomes a second syncer writing the same folder.
 
 What the bundle shows (docs/claude-code.md has the detail):

@@ -3,7 +3,7 @@
 Claude Code puts only the start of `MEMORY.md` into the system prompt: the index trimmed of
 surrounding whitespace, cut to its first 200 lines, then, past 25,000 characters (JavaScript
 string length: UTF-16 code units, which is bytes for ASCII), at the last line end before that
-(constants `q2=200`, `Mme=25000` beside `"MEMORY.md"` in the 2.1.330 bundle, function `Pyo`;
+(constants `q2=200`, `Mme=25000` beside `"MEMORY.md"` in the 2.1.330 bundle, function `Pyo`; the same in 2.1.332;
 docs/claude-code.md). A memory linked only from the part cut off exists, but Claude never sees
 it. Every check memsync makes against that limit reads it here.
 
@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 from memsync.memory.index_links import INDEX, link_targets
 
-CLAUDE_CODE_VERSION = "2.1.330"  # the bundle the limits were read from
+CLAUDE_CODE_VERSION = "2.1.332"  # the newest bundle the limits were read from (2.1.330 alike)
 MAX_LINES = 200
 MAX_CHARS = 25_000
 # what split leaves free under each limit, so a few lines Claude adds do not push it over at once
