@@ -1,5 +1,5 @@
-"""Claude Code's own memory sync, as the CLI decides it (2.1.330 and 2.1.332): whether it syncs this memory
-dir, so that memsync never becomes a second syncer writing the same folder.
+"""Claude Code's own memory sync, as the CLI decides it (2.1.330 and 2.1.332): whether it
+syncs this memory dir, so that memsync never becomes a second syncer writing the same folder.
 
 What the bundle shows (docs/claude-code.md has the detail):
 - Its memory watcher syncs the auto-memory dir itself only through a `CLAUDE_MEMORY_STORES`

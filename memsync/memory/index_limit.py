@@ -3,9 +3,9 @@
 Claude Code puts only the start of `MEMORY.md` into the system prompt: the index trimmed of
 surrounding whitespace, cut to its first 200 lines, then, past 25,000 characters (JavaScript
 string length: UTF-16 code units, which is bytes for ASCII), at the last line end before that
-(constants `q2=200`, `Mme=25000` beside `"MEMORY.md"` in the 2.1.330 bundle, function `Pyo`; the same in 2.1.332;
-docs/claude-code.md). A memory linked only from the part cut off exists, but Claude never sees
-it. Every check memsync makes against that limit reads it here.
+(constants `q2=200`, `Mme=25000` beside `"MEMORY.md"` in the 2.1.330 bundle, function `Pyo`;
+the same in 2.1.332; docs/claude-code.md). A memory linked only from the part cut off exists,
+but Claude never sees it. Every check memsync makes against that limit reads it here.
 
 `split` brings an index back within the limit without losing a link: the lines that do not fit
 move, in their order and wording, into sub-index files (one per memory type, `index_<type>.md`,
