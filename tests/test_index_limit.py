@@ -240,3 +240,24 @@ def test_three_devices_that_add_and_compact_apart_converge(tmp_path: Path):
     assert not status.get("data", status)["conflicts"]
     for device in devices:
         assert "Nothing to compact" in device.run("compact", "--index").stdout
+
+
+def test_forget_takes_a_forgotten_files_line_out_of_its_sub_index_too(tmp_path: Path):
+    """A sub-index line carries the file's description, as a MEMORY.md line does: `forget FILE`
+    takes it on every device."""
+    (tmp_path / "remote").mkdir()
+    remote = (tmp_path / "remote").as_uri()
+    a, b = make_device(tmp_path, "a", remote), make_device(tmp_path, "b", remote)
+    _add(a, memories("a", 262))
+    a.run("sync")
+    a.run("compact", "--index")
+    b.run("sync")
+    gone = "user_a258.md"  # past the cut: listed in index_user.md only
+    assert gone in (a.memory / "index_user.md").read_text()
+    assert gone not in (a.memory / "MEMORY.md").read_text()
+    a.run("forget", gone, "--yes")
+    b.run("sync")
+    for device in (a, b):
+        assert gone not in (device.memory / "index_user.md").read_text(), device.name
+        assert not (device.memory / gone).exists()
+    assert _device_files(a) == _device_files(b)
