@@ -261,3 +261,16 @@ def test_forget_takes_a_forgotten_files_line_out_of_its_sub_index_too(tmp_path: 
         assert gone not in (device.memory / "index_user.md").read_text(), device.name
         assert not (device.memory / gone).exists()
     assert _device_files(a) == _device_files(b)
+
+
+def test_a_write_of_the_index_past_the_limit_is_said_to_claude_at_once(tmp_path: Path):
+    (tmp_path / "remote").mkdir()
+    device = make_device(tmp_path, "a", (tmp_path / "remote").as_uri())
+    _add(device, memories("a", 100))
+    device.run("sync")
+    quiet = device.post_tool_use(device.memory / "MEMORY.md", "Edit")
+    assert quiet.stdout.strip() == ""
+    _add(device, memories("b", 120))
+    told = device.post_tool_use(device.memory / "MEMORY.md", "Edit")
+    context = json.loads(told.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "Claude cannot see" in context and "MEMORY.md is 222 lines long" in context

@@ -171,6 +171,12 @@ def post_tool_use(payload: dict[str, Any], stdout: Any) -> None:
             for name, why in replaced.items()
         )
         told.append(f"memsync: {said}. Read the file again before relying on it; tell the user.")
+    if path.name == "MEMORY.md" and path.parent == ctx.memory_dir:  # the index, as merged now
+        from memsync.memory.index_limit import warning_for
+
+        past = warning_for(ctx.memory_dir)
+        if past:
+            told.append(f"memsync: {past}; keep index lines short, one a memory.")
     if told:
         doc = {
             "hookSpecificOutput": {
