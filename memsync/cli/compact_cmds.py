@@ -29,6 +29,27 @@ if TYPE_CHECKING:
     from memsync.sync.engine import Engine
 
 
+def _plan(
+    memory_dir: Path, given: date | None, index: bool, dry_run: bool
+) -> tuple[date, str | None, list[Action], list[Action]]:
+    """The day compaction counts from (said when it is not the clock's), the rules' plan (none
+    with --index) and the index split: after the rules, whose MEMORY.md update comes first, so
+    planned here on today's files only for a dry run or when no rule acts (else `_apply` plans
+    it again on the files the rules left)."""
+    from memsync.retention import compact as core
+    from memsync.retention.clock import compaction_day
+
+    files = core.read_memory(memory_dir)
+    if index:
+        return given or date.today(), None, [], core.plan_index_limit(files)
+    today, held_back = compaction_day(files, date.today(), given)
+    if held_back:
+        err.print(f"note: {held_back}", markup=False)
+    rules = core.plan(files, today)
+    split = core.plan_index_limit(files) if dry_run or not rules else []
+    return today, held_back, rules, split
+
+
 @app.command()
 def compact(
     dry_run: Annotated[
@@ -75,7 +96,7 @@ def compact(
     from memsync.sync.mode import Mode
     from memsync.util.errors import GuardError
 
-    today = checks.day("--now", now) or date.today()
+    given = checks.day("--now", now)
     if home is not None:  # a scheduler's environment has no MEMSYNC_HOME (Task Scheduler none)
         os.environ["MEMSYNC_HOME"] = str(home)
     if device:  # nor the device's name: its merges and conflicts would name the host instead
@@ -101,14 +122,11 @@ def compact(
         offline = synced.offline
         if synced.offline:
             err.print(f"note: remote unreachable ({synced.offline}); compacting local files")
-    files = core.read_memory(engine.ctx.memory_dir)
-    rules = [] if index else core.plan(files, today)
-    # the index split after the rules (their MEMORY.md update first); planned on today's files
-    # for a dry run, made again on the files as the rules left them otherwise
-    split = core.plan_index_limit(files) if dry_run or not rules else []
+    today, held_back, rules, split = _plan(engine.ctx.memory_dir, given, index, dry_run)
     actions = rules + split
     if json:
         doc = {"dry_run": dry_run, "today": today.isoformat(), **core.plan_to_dict(actions)}
+        doc["held_back"] = held_back  # why `today` is not the clock's day (None: it is)
         if synced is not None:  # what the sync before it did, as `sync` says it
             doc["sync"] = {attr: getattr(synced, attr) for attr, _ in DONE}
             doc["sync"]["conflicts"] = list(synced.conflicts)
@@ -121,8 +139,7 @@ def compact(
         if not json:
             # a dry run does not sync: it sees this device's files only
             out.print(
-                "Nothing to compact here (--dry-run reads this device's files; it does not "
-                "sync)."
+                "Nothing to compact here (--dry-run reads this device's files; it does not sync)."
                 if dry_run
                 else "Nothing to compact."
             )
