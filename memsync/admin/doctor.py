@@ -59,6 +59,10 @@ def run(ctx: Context, store: Any = None) -> Report:
     that fails stops the ones that depend on it."""
     report = Report(settings=_settings(ctx))
     report.checks += [_settings_check(ctx), _memory_dir(ctx), hooks_check(), _state(ctx)]
+    index = _index(ctx)
+    if index is not None:
+        report.checks.append(index)
+    report.checks.append(_builtin_sync(ctx))
     if not ctx.sync_enabled:
         report.checks.append(
             Check(
@@ -100,6 +104,41 @@ def _memory_dir(ctx: Context) -> Check:
     count = sum(1 for name, _, _ in MemoryWalk(mem) if name.endswith(".md"))
     why = f"; {ctx.memory_dir_reason}" if ctx.memory_dir_reason else ""
     return Check("memory dir", True, f"{mem} ({count} Markdown file(s){why})")
+
+
+def _index(ctx: Context) -> Check | None:
+    """MEMORY.md against what Claude Code loads of it (None: there is no index yet)."""
+    from memsync.memory import index_limit
+
+    path = ctx.memory_dir / index_limit.INDEX
+    if not path.is_file():
+        return None
+    said = index_limit.warning_for(ctx.memory_dir)
+    if said:
+        return Check("index", False, said, "memsync compact --index")
+    return Check(
+        "index",
+        True,
+        f"MEMORY.md loads whole (Claude Code {index_limit.CLAUDE_CODE_VERSION} loads "
+        f"{index_limit.MAX_LINES} lines, {index_limit.MAX_CHARS:,} characters)",
+    )
+
+
+def _builtin_sync(ctx: Context) -> Check:
+    """Claude Code's own memory sync against this memory dir: one syncer a folder."""
+    from memsync.context import builtin_sync
+
+    said = builtin_sync.stand_aside(ctx)
+    if said:
+        return Check("Claude Code sync", False, said, "turn one of the two syncers off")
+    why = builtin_sync.detect(ctx.memory_dir, ctx.git_root)
+    if why:
+        return Check(
+            "Claude Code sync",
+            True,
+            f"on ({why}); memsync syncs too, as {builtin_sync.OVERRIDE} is set",
+        )
+    return Check("Claude Code sync", True, "off for this memory dir (memsync syncs it)")
 
 
 def _open(ctx: Context) -> Any:

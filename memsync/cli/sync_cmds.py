@@ -159,6 +159,8 @@ def status(
         out.print("  (see `memsync history FILE`; `memsync resolve FILE` clears a conflict)")
     for notice in st.notices:
         out.print(f"  note: {notice}.", markup=False)
+    if st.index_warning:
+        out.print(f"  note: {st.index_warning}.", markup=False)
     out.print(f"{st.in_sync} file(s) in sync.")
 
 
@@ -231,6 +233,12 @@ def validate(
         except OSError as exc:
             problems += 1
             out.print(f"{name}: it cannot be read ({exc.strerror})", markup=False)
+    if not paths:  # an index Claude Code cuts short is valid, but Claude misses memories
+        from memsync.memory.index_limit import warning_for
+
+        said = warning_for(ctx.memory_dir)
+        if said:
+            err.print(f"note: {said}.", markup=False)
     if problems:
         fail(f"{problems} of {len(files)} file(s) have problems", 1)
     if kept:

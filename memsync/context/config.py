@@ -37,6 +37,7 @@ DEFAULTS: dict[str, Any] = {
     "digest_min_turns": 6,
     "model": "claude-sonnet-5-5",
     "primer_max_chars": 9000,
+    "sync_beside_claude_code": False,  # sync a folder Claude Code's own memory sync syncs
 }
 
 ENV = {

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsync.context.config import strip_query
+from memsync.memory.index_limit import SUBINDEX
 from memsync.memory.index_links import INDEX
 from memsync.stores.base import MAX_ATTEMPTS
 from memsync.sync import cas
@@ -195,13 +196,13 @@ def scrub_remote(engine: Engine, names: list[str], forgets: list[Forget]) -> lis
     store = engine.store
     taken = {f.file for f in forgets if f.file}
     deleted = []
-    for name in sorted(names, key=lambda n: n == INDEX):
+    for name in sorted(names, key=lambda n: n == INDEX or SUBINDEX.fullmatch(n) is not None):
         for _ in range(MAX_ATTEMPTS):
             try:
                 data, etag = store.get(name)
             except NotFound:
                 break
-            clean = scrub_file(name, data, forgets, taken if name == INDEX else ())
+            clean = scrub_file(name, data, forgets, taken)  # taken: index lines only
             if clean == data:
                 break
             try:
