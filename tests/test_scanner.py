@@ -476,6 +476,7 @@ seeds = [
     "glpat-", "M" * 30 + ".", "=", "A", "0", " ", "@", ":a@", "key-",
     "pw ", "password is ", "password for a ", "Private-Lines: 1\\n", "LS0tLS1CRUdJTi",
     "BSN 1234.", "SSN 123 ", "a:5432:b:c:", "s.", '"auth": "', "api key ", "\\n-", "x-",
+    "-u a:", "mysql -p", "fnr 1", "password del a ",
 ]
 for seed in seeds:
     text = (seed * (MIB // len(seed) + 1))[:MIB]

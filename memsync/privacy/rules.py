@@ -62,7 +62,8 @@ def _rule(
 # --- value checks ----------------------------------------------------------------------------
 
 _PLACEHOLDER_MARK = re.compile(
-    r"(?i)example|placeholder|changeme|change_me|redacted|dummy|your|x{4}|\*{3}|\.\.\.|…"
+    r"(?i)example|placeholder|changeme|change_me|replace_?me|fixme|todo|redacted|dummy|your"
+    r"|x{4}|\*{3}|\.\.\.|…"
     r"|(.)\1{5}|12345678|abcdefgh|<[^>]*>|\$\{|\{\{|%[A-Za-z_]+%"
 )
 
@@ -121,6 +122,7 @@ _CODE = re.compile(
     r"(?i)^(?:[!&*-]|\w+:\w*\(|secrets\.|vault:)|\w\(|\[[\"']|process\.env|os\.environ|getenv"
     r"|^[a-z_]+(?:\.[a-z_]+)+$"
 )
+_CONSTANT = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")  # REPLACE_ME, SET_IN_CI, MY_KEY_V2
 _HEX_ID = re.compile(r"^[0-9a-f]{8,}(?:-[0-9a-f]{4,})*$")
 _VERSION = re.compile(r"(?i)^v?\d+(?:\.\d+)+(?:[-+.][\w.]+)?$")
 
@@ -131,7 +133,9 @@ def _looks_secret(value: str) -> bool:
     value = value.rstrip(".,;:)")
     if len(value) < 6 or _TEMPLATE.match(value) or _KEBAB_WORDS.match(value):
         return False
-    if _CLASS_NAME.match(value) or _PATH.match(value) or _VERSION.match(value):
+    if _CLASS_NAME.match(value) or _CONSTANT.match(value):
+        return False
+    if _PATH.match(value) or _VERSION.match(value):
         return False
     if _CODE.search(value) or value.startswith(("http://", "https://", "[REDACTED")):
         return False
@@ -342,6 +346,17 @@ def _sin(value: str) -> bool:
     return d[0] not in "08" and luhn(d)
 
 
+def _fnr(value: str) -> bool:
+    """A Norwegian fødselsnummer: a date (day + 40 for a D-number) and two mod-11 digits."""
+    d = [int(c) for c in _digits(value)]
+    for n, weights in ((9, (3, 7, 6, 1, 8, 9, 4, 5, 2)), (10, (5, 4, 3, 2, 7, 6, 5, 4, 3, 2))):
+        check = (11 - sum(x * w for x, w in zip(d, weights, strict=False)) % 11) % 11
+        if check != d[n]:
+            return False
+    day = d[0] * 10 + d[1]
+    return _valid_date(2000, d[2] * 10 + d[3], day - 40 if day > 40 else day)
+
+
 def _hetu(value: str) -> bool:
     """A Finnish HETU: DDMMYY, century sign, serial, and the mod-31 check character."""
     century = 1800 if value[6] == "+" else 1900 if value[6] in "-YXWVU" else 2000
@@ -361,13 +376,18 @@ _ASSIGN = r"[\"']?[ \t]*(?::=|=>|[:=])[ \t]*[\"'`]?"
 _PASSWORD_WORDS = (
     r"password|passwort|passwd|passcode|passphrase|kennwort|wachtwoord|mot de passe|contraseña"
     r"|contrasena|senha|passord|lösenord|losenord|salasana|adgangskode|hasło|haslo|parola|heslo"
-    r"|пароль"
+    r"|пароль|mdp"
 )
 _PASSWORD_NEEDLES = (
     "pass pw wachtwoord kennwort contrase senha lösenord losenord salasana adgangskode"
-    " hasło haslo parola heslo пароль"
+    " hasło haslo parola heslo пароль mdp"
 )
 _SPOKEN_TOKEN = r"(?![\w-])(?:[ \t]+(?:is|was|ist|est|es))?[ \t]+[\"'`]?(?P<s>[\w./+~=-]{20,200})"
+# "the password for the router is", "la password del router è", "hasło do wifi w biurze:"
+_OF = (
+    r"for|of|to|on|at|für|zum|zur|vom|des|pour|de|du|para|da|do|del|della|di|voor|van|för|till"
+    r"|til|av|dla|na"
+)
 _ONE_WORD = r"[^\s:=\"'`]{1,30}"
 
 RULES: list[Rule] = [
@@ -432,6 +452,13 @@ RULES: list[Rule] = [
         r"(?:[ \t]*(?::=|=>|[:=]|\bis\b)[ \t]*|[ \t]+)[\"'`]?"
         r"(?P<s>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])",
         _mixed,
+    ),
+    _rule(  # the secret next to its key id (the credentials CSV, a pasted pair)
+        "aws_secret_key",
+        "akia asia aws",
+        r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])",
+        _mixed,
+        context=r"\b(?:AKIA|ASIA)[A-Z2-7]{16}\b|\baws",
     ),
     _rule("aws_secret_key", "absk", rf"\bABSK[{_B64}]{{109,269}}={{0,2}}"),  # Bedrock API key
     # --- Google
@@ -570,7 +597,8 @@ RULES: list[Rule] = [
     _rule(  # a secret-named key assigned a value
         "password",
         f"pass pwd secret key token cred {_PASSWORD_NEEDLES}",
-        r"(?i)(?<![A-Za-z0-9])(?:[a-z0-9]{1,24}[_.-]){0,4}(?:" + _PASSWORD_WORDS + r"|pass|pwd"
+        r"(?i)(?<![A-Za-z0-9])(?:[a-z0-9]{1,24}[_.-]){0,4}(?:[a-z0-9]{0,12}?(?:password|passwd|pwd)"
+        r"|" + _PASSWORD_WORDS + r"|pass"
         r"|secret|client[_ -]?secret|api[_ -]?key|api[_ -]?secret|access[_ -]?key"
         r"|secret[_ -]?key|app[_ -]?key|auth[_ -]?key|master[_ -]?key|encryption[_ -]?key"
         r"|signing[_ -]?key|private[_ -]?key|(?:api|auth|access|bearer|bot|server|service"
@@ -582,10 +610,12 @@ RULES: list[Rule] = [
     _rule(  # a password said in a sentence, in several languages: "the wifi password is …"
         "password",
         _PASSWORD_NEEDLES,
-        rf"(?i)(?<![\w-])(?:{_PASSWORD_WORDS}|pwd|pw)(?![\w-])"
-        rf"(?:[ \t]+(?:for|of|für|pour|para|voor|van|för|do|di)(?:[ \t]+{_ONE_WORD}){{1,2}}?)?"
+        rf"(?i)(?<!\w)(?:{_PASSWORD_WORDS}|pwd|pw)(?![\w-])"
+        rf"(?:[ \t]+(?:{_OF})(?:[ \t]+{_ONE_WORD}){{1,3}}?)?"
         r"(?:[ \t]+(?:is|was|ist|lautet|est|es|é|er|är|on|jest|è|is now|ist jetzt))?"
-        r"(?:[ \t]*[:=][ \t]*|[ \t]+)[\"'`“„«]?(?P<s>[^\s\"'`”“«»]{6,64})",
+        # a word ending in `:` introduces the value, it is not one ("hasło do wifi w biurze:")
+        r"(?:[ \t]*[:=][ \t]*|[ \t]+)[\"'`“„«]?(?P<s>[^\s\"'`”“«»]{5,63}[^\s\"'`”“«»:])"
+        r"(?![^\s\"'`”“«»])",
         _spoken_password,
     ),
     _rule(  # a secret-named key followed by a long random token, no `=` or `:` between
@@ -601,6 +631,19 @@ RULES: list[Rule] = [
         "token secret",
         rf"(?i)(?<![A-Za-z0-9])(?:token|secret){_SPOKEN_TOKEN}",
         lambda v: _strong(v) and _mixed(v),
+    ),
+    _rule(  # curl -u user:password, wget --user
+        "password",
+        "-u --user",
+        r"(?<![\w-])(?:-u|--user)[ =][\"']?[^\s:\"'$]{1,64}:(?P<s>[^\s\"'`]{4,})",
+        _pgpass_password,
+    ),
+    _rule(  # mysql -pPASSWORD
+        "password",
+        "mysql mariadb",
+        r"(?<![\w-])-p(?P<s>[^\s\"'`-][^\s\"'`]{3,})",
+        _pgpass_password,
+        context=r"mysql|mariadb",
     ),
     _rule(  # a .pgpass line: host:port:database:user:password
         "password",
@@ -689,6 +732,14 @@ RULES: list[Rule] = [
         r"(?<![\d-])\d{3}[ -]?\d{3}[ -]?\d{3}(?![\d-])",
         _sin,
         context=r"\bsin\b|social insurance|\bnas\b|assurance sociale",
+        literal=True,
+    ),
+    _rule(  # Norwegian fødselsnummer / D-nummer: two mod-11 check digits
+        "national_id",
+        "fødselsnummer fodselsnummer fnr d-nummer",
+        r"(?<!\d)\d{6} ?\d{5}(?!\d)",
+        _fnr,
+        context=r"fødselsnummer|fodselsnummer|\bfnr\b|d-nummer",
         literal=True,
     ),
     _rule(  # Finnish HETU: the century sign and check character make it unambiguous

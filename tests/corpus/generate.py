@@ -27,6 +27,7 @@ LOWER_DIGITS = string.ascii_lowercase + string.digits
 HEX = "0123456789abcdef"
 B64 = ALNUM + "+/"
 URLSAFE = ALNUM + "-_"
+UPPER32 = string.ascii_uppercase + "234567"
 
 
 def pick(alphabet: str, n: int) -> str:
@@ -180,6 +181,18 @@ def hetu() -> str:
     return f"{day:02d}{month:02d}{year:02d}{sign}{serial:03d}{check}"
 
 
+def fodselsnummer() -> str:
+    while True:
+        d = [
+            int(c)
+            for c in f"{rng.randint(1, 28):02d}{rng.randint(1, 12):02d}{pick(string.digits, 5)}"
+        ]
+        for weights in ((3, 7, 6, 1, 8, 9, 4, 5, 2), (5, 4, 3, 2, 7, 6, 5, 4, 3, 2)):
+            d.append((11 - sum(x * w for x, w in zip(d, weights, strict=True)) % 11) % 11)
+        if d[-1] < 10 and d[-2] < 10:
+            return "".join(map(str, d))
+
+
 def ssn_digits() -> str:
     return f"{rng.randint(100, 665)}{rng.randint(10, 99)}{rng.randint(1000, 9999)}"
 
@@ -229,6 +242,10 @@ MAKERS: dict[str, list[Callable[[], str]]] = {
         lambda: f"aws_secret_access_key = {mixed(40, B64)}",
         lambda: ("aws secret access key: ", mixed(40, B64)),
         lambda: f"AWS_SECRET_ACCESS_KEY={mixed(40, B64)}",
+        lambda: (
+            f"User name,Password,Access key ID,Secret access key\nsam,,AKIA{pick(UPPER32, 16)},",
+            mixed(40, B64),
+        ),
     ],
     "gcp_api_key": [lambda: "AIza" + mixed(35, URLSAFE)] * 2,
     "anthropic_key": [lambda: "sk-ant-api03-" + mixed(93, URLSAFE)] * 2,
@@ -371,6 +388,13 @@ MAKERS: dict[str, list[Callable[[], str]]] = {
         lambda: ("Cloudflare API token: ", mixed(40, URLSAFE)),
         lambda: ("Postmark server token ", str(uuid.UUID(int=rng.getrandbits(128)))),
         lambda: (".npmrc: //npm.pkg.github.com/:_authToken=", mixed(36)),
+        lambda: ("ran curl -u deploy:", password() + " https://ci.internal/api"),
+        lambda: ("mysql -u root -p", mixed(12) + " orders"),
+        lambda: f"PGPASSWORD={mixed(10)}",
+        lambda: ("la password del router è ", password()),
+        lambda: ("hasło do wifi w biurze: ", password()),
+        lambda: ("Das WLAN-Passwort lautet: ", password()),
+        lambda: ("mdp : ", password()),
     ],
     "card_number": [
         lambda: luhn_complete("4", 16),
@@ -400,6 +424,7 @@ MAKERS: dict[str, list[Callable[[], str]]] = {
         ),
         hetu,
         lambda: ("SSN ", ssn_digits()),
+        lambda: ("fødselsnummer ", fodselsnummer()),
     ],
 }
 
@@ -566,6 +591,13 @@ DOC_LOOKALIKES: list[Callable[[], str]] = [
     lambda: f"- Account {uuid.UUID(int=rng.getrandbits(128))} owns the storage.",
     lambda: f"- Checksum sha1:{pick(HEX, 40)} matches the mirror.",
     lambda: f"- Commit {pick(HEX, 40)} and tag v{rng.randint(1, 9)}.{rng.randint(0, 9)}.0",
+    lambda: "- api_key: REPLACE_ME in config.example.yaml; token: TODO; secret: SET_IN_CI",
+    lambda: "- Passwort: siehe KeePass-Eintrag 'Router'; mot de passe : voir le coffre",
+    lambda: f"- secret_name: db-credentials-v{rng.randint(2, 9)} (the Kubernetes Secret object)",
+    lambda: "- Use `pass show work/vpn` to read it; curl -u $USER:$TOKEN in the CI script.",
+    lambda: f"- The wifi password is on the fridge; pw reset took {rng.randint(2, 9)} minutes.",
+    lambda: f"- mysql -h db -p (prompts); pg_dump -p {rng.randint(5000, 6000)} -U app",
+    lambda: f"- fnr field empty; order {_digits(11)} shipped to Oslo.",
 ]
 
 
