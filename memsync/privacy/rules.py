@@ -17,7 +17,6 @@ import binascii
 import math
 import re
 from collections.abc import Callable
-from datetime import date
 from typing import NamedTuple
 
 
@@ -64,14 +63,14 @@ def _rule(
 _PLACEHOLDER_MARK = re.compile(
     r"(?i)example|placeholder|changeme|change_me|replace_?me|fixme|todo|redacted|dummy|your"
     r"|x{4}|\*{3}|\.\.\.|…"
-    r"|(.)\1{5}|12345678|abcdefgh|<[^>]*>|\$\{|\{\{|%[A-Za-z_]+%"
+    r"|(.)\1{5}|<[^>]*>|\$\{|\{\{|%[A-Za-z_]+%"
 )
 
 
 def placeholder(value: str) -> bool:
     """A value written for documentation, not a credential: it says so (`EXAMPLE`, `your`,
-    `xxxx`, `***`, `<...>`, `${...}`, `{{ ... }}`), or repeats one character six times, or
-    counts (`12345678`). Random keys hold none of these marks (odds below 1 in 10,000)."""
+    `xxxx`, `***`, `<...>`, `${...}`, `{{ ... }}`), or repeats one character six times.
+    Random keys hold none of these marks (odds below 1 in 10,000)."""
     return _PLACEHOLDER_MARK.search(value) is not None
 
 
@@ -287,11 +286,9 @@ def _dni(value: str) -> bool:
 
 
 def _valid_date(year: int, month: int, day: int) -> bool:
-    try:
-        date(year, month, day)
-    except ValueError:
-        return False
-    return True
+    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
+    days = (31, 29 if leap else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+    return 1 <= month <= 12 and 1 <= day <= days[month - 1]
 
 
 def _ssn(value: str) -> bool:
