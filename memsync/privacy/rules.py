@@ -16,8 +16,32 @@ import base64
 import binascii
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from typing import NamedTuple
+
+
+class Pattern:
+    """A regular expression compiled when first used: the hook scans one file in a fresh
+    process, and most rows' needles are absent from it, so their patterns are never built."""
+
+    __slots__ = ("_compiled", "source")
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._compiled: re.Pattern[str] | None = None
+
+    @property
+    def compiled(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(self.source)
+        return self._compiled
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        return self.compiled.finditer(text)
+
+    @property
+    def groupindex(self) -> Mapping[str, int]:
+        return self.compiled.groupindex
 
 
 class Rule(NamedTuple):
@@ -31,7 +55,7 @@ class Rule(NamedTuple):
 
     kind: str
     needles: tuple[str, ...]
-    pattern: re.Pattern[str]
+    pattern: Pattern
     check: Callable[[str], bool] | None = None
     context: re.Pattern[str] | None = None
     literal: bool = False
@@ -51,7 +75,7 @@ def _rule(
     return Rule(
         kind,
         tuple(needles.split()) or ("",),
-        re.compile(pattern),
+        Pattern(pattern),
         check,
         re.compile(rf"(?i)(?:{context})") if context else None,
         literal,
@@ -594,13 +618,14 @@ RULES: list[Rule] = [
     _rule(  # a secret-named key assigned a value
         "password",
         f"pass pwd secret key token cred {_PASSWORD_NEEDLES}",
-        r"(?i)(?<![A-Za-z0-9])(?:[a-z0-9]{1,24}[_.-]){0,4}(?:[a-z0-9]{0,12}?(?:password|passwd|pwd)"
-        r"|" + _PASSWORD_WORDS + r"|pass"
+        # the name's last word is enough (DB_PASSWORD, x-api-key); a password word may be glued
+        # to what precedes it (PGPASSWORD)
+        r"(?i)(?:password|passwd|pwd|(?<![A-Za-z0-9])(?:" + _PASSWORD_WORDS + r"|pass"
         r"|secret|client[_ -]?secret|api[_ -]?key|api[_ -]?secret|access[_ -]?key"
         r"|secret[_ -]?key|app[_ -]?key|auth[_ -]?key|master[_ -]?key|encryption[_ -]?key"
         r"|signing[_ -]?key|private[_ -]?key|(?:api|auth|access|bearer|bot|server|service"
         r"|secret|refresh|session|personal|deploy)[_ -]?token|token|license[_ -]?key"
-        r"|credentials?)(?![\w-])" + _ASSIGN + r"(?![A-Z][a-z]+ +[a-z])"  # "Secret: Nobody ..."
+        r"|credentials?))(?![\w-])" + _ASSIGN + r"(?![A-Z][a-z]+ +[a-z])"  # "Secret: Nobody ..."
         r"(?P<s>[^\s\"'`]{6,})",
         _looks_secret,
     ),
