@@ -143,7 +143,7 @@ _PATH = re.compile(r"^(?:~|\.{1,2})?(?:/[\w.-]+)+/?$")  # pwd: /home/sam/project
 # (`!vault |`), a CLI flag, an attribute path (settings.SECRET_KEY, process.env.DB_PASS)
 _CODE = re.compile(
     r"(?i)^(?:[!&*-]|\w+:\w*\(|secrets\.|vault:)|\w\(|\[[\"']|process\.env|os\.environ|getenv"
-    r"|^[a-z_]+(?:\.[a-z_]+)+$"
+    r"|^[a-z_]+(?:\.[a-z_]+)+$|^[A-Z][a-z]+(?:To|From)?-[A-Z][A-Za-z]+$"  # a cmdlet
 )
 _CONSTANT = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")  # REPLACE_ME, SET_IN_CI, MY_KEY_V2
 _HEX_ID = re.compile(r"^[0-9a-f]{8,}(?:-[0-9a-f]{4,})*$")
@@ -290,7 +290,7 @@ EXAMPLE_IBANS = _words(
 def _iban(value: str) -> bool:
     """An IBAN of its country's length whose mod-97 check digits hold, not a published
     example."""
-    iban = value.replace(" ", "")
+    iban = value.replace(" ", "").upper()
     if _IBAN_LENGTHS.get(iban[:2]) != len(iban) or iban in EXAMPLE_IBANS:
         return False
     moved = iban[4:] + iban[:4]
@@ -367,6 +367,16 @@ def _sin(value: str) -> bool:
     return d[0] not in "08" and luhn(d)
 
 
+def _nir(value: str) -> bool:
+    """A French NIR: sex, birth year and month, place, order, and the key 97 - number mod 97
+    (Corsica's 2A / 2B count as 19 / 18)."""
+    v = value.replace(" ", "")
+    number = v[:13].replace("2A", "19", 1) if v[5:7] == "2A" else v[:13]
+    number = number.replace("2B", "18", 1) if v[5:7] == "2B" else number
+    month = int(v[3:5])
+    return (1 <= month <= 12 or month >= 20) and 97 - int(number) % 97 == int(v[13:])
+
+
 def _fnr(value: str) -> bool:
     """A Norwegian fødselsnummer: a date (day + 40 for a D-number) and two mod-11 digits."""
     d = [int(c) for c in _digits(value)]
@@ -393,21 +403,24 @@ _END = r"(?![\w-])"  # a token ends where its alphabet does
 _START = r"(?<![\w-])"
 _SEP = r"(?:\s|\\[nr])"  # a line break, or `\n` inside a JSON string
 # `KEY=value`, `key: value`, `"key": "value"`, `key => value`, `key := value`
-_ASSIGN = r"[\"']?[ \t]*(?::=|=>|[:=])[ \t]*[\"'`]?"
+_ASSIGN = r"[\"']?[ \t]*(?::=|=>|[:=：])[ \t]*[\"'`]?"
 _PASSWORD_WORDS = (
     r"password|passwort|passwd|passcode|passphrase|kennwort|wachtwoord|mot de passe|contraseña"
     r"|contrasena|senha|passord|lösenord|losenord|salasana|adgangskode|hasło|haslo|parola|heslo"
-    r"|пароль|mdp"
+    r"|пароль|mdp|şifre|sifre|jelszó|jelszo|lozinka|geslo|parool|κωδικός"
 )
+# words with no word boundary around them in their script
+_CJK_PASSWORD_WORDS = r"パスワード|暗証番号|密码|密碼|口令|비밀번호"
 _PASSWORD_NEEDLES = (
     "pass pw wachtwoord kennwort contrase senha lösenord losenord salasana adgangskode"
-    " hasło haslo parola heslo пароль mdp"
+    " hasło haslo parola heslo пароль mdp şifre sifre jelszó jelszo lozinka geslo parool κωδικός"
+    " パスワード 暗証番号 密码 密碼 口令 비밀번호"
 )
 _SPOKEN_TOKEN = r"(?![\w-])(?:[ \t]+(?:is|was|ist|est|es))?[ \t]+[\"'`]?(?P<s>[\w./+~=-]{20,200})"
 # "the password for the router is", "la password del router è", "hasło do wifi w biurze:"
 _OF = (
     r"for|of|to|on|at|für|zum|zur|vom|des|pour|de|du|para|da|do|del|della|di|voor|van|för|till"
-    r"|til|av|dla|na"
+    r"|til|av|af|dla|na|za|от|для|per|par"
 )
 _ONE_WORD = r"[^\s:=\"'`]{1,30}"
 
@@ -620,7 +633,11 @@ RULES: list[Rule] = [
         f"pass pwd secret key token cred {_PASSWORD_NEEDLES}",
         # the name's last word is enough (DB_PASSWORD, x-api-key); a password word may be glued
         # to what precedes it (PGPASSWORD)
-        r"(?i)(?:password|passwd|pwd|(?<![A-Za-z0-9])(?:" + _PASSWORD_WORDS + r"|pass"
+        r"(?i)(?:password|passwd|pwd|"
+        + _CJK_PASSWORD_WORDS
+        + r"|(?<![A-Za-z0-9])(?:"
+        + _PASSWORD_WORDS
+        + r"|pass"
         r"|secret|client[_ -]?secret|api[_ -]?key|api[_ -]?secret|access[_ -]?key"
         r"|secret[_ -]?key|app[_ -]?key|auth[_ -]?key|master[_ -]?key|encryption[_ -]?key"
         r"|signing[_ -]?key|private[_ -]?key|(?:api|auth|access|bearer|bot|server|service"
@@ -632,12 +649,14 @@ RULES: list[Rule] = [
     _rule(  # a password said in a sentence, in several languages: "the wifi password is …"
         "password",
         _PASSWORD_NEEDLES,
-        rf"(?i)(?<!\w)(?:{_PASSWORD_WORDS}|pwd|pw)(?![\w-])"
+        rf"(?i)(?:(?<!\w)(?:{_PASSWORD_WORDS}|pwd|pw)(?![\w-])|{_CJK_PASSWORD_WORDS})"
         rf"(?:[ \t]+(?:{_OF})(?:[ \t]+{_ONE_WORD}){{1,3}}?)?"
-        r"(?:[ \t]+(?:is|was|ist|lautet|est|es|é|er|är|on|jest|è|is now|ist jetzt))?"
+        r"(?:[ \t]+(?:is|was|ist|lautet|est|es|é|er|är|on|jest|è|is now|ist jetzt)"
+        r"|[ \t]*[はが是为為은는])?"
         # a word ending in `:` introduces the value, it is not one ("hasło do wifi w biurze:")
-        r"(?:[ \t]*[:=][ \t]*|[ \t]+)[\"'`“„«]?(?P<s>[^\s\"'`”“«»]{5,63}[^\s\"'`”“«»:])"
-        r"(?![^\s\"'`”“«»])",
+        r"(?:[ \t]*[:=：][ \t]*|[ \t]+|(?<=[はが是为為은는]))"
+        r"[\"'`“„«「]?(?P<s>[^\s\"'`”“«»」]{5,63}[^\s\"'`”“«»」:])"
+        r"(?![^\s\"'`”“«»」])",
         _spoken_password,
     ),
     _rule(  # a secret-named key followed by a long random token, no `=` or `:` between
@@ -660,6 +679,39 @@ RULES: list[Rule] = [
         r"(?<![\w-])(?:-u|--user)[ =][\"']?[^\s:\"'$]{1,64}:(?P<s>[^\s\"'`]{4,})",
         _pgpass_password,
     ),
+    _rule(  # --password VALUE, --password=VALUE
+        "password",
+        "--password",
+        r"(?<![\w-])--password[ =][\"']?(?P<s>[^\s\"'`]{4,})",
+        _pgpass_password,
+    ),
+    _rule(  # docker login -u sam -p VALUE, sshpass -p VALUE
+        "password",
+        "login sshpass",
+        r"(?<![\w-])-p[ =]?[\"']?(?P<s>[^\s\"'`-][^\s\"'`]{3,})",
+        _spoken_password,  # "the -p flag" is prose
+        context=r"\blogin\b|sshpass",
+    ),
+    _rule(  # <password>VALUE</password>
+        "password",
+        "pass pwd secret key token",
+        r"(?i)<(?:[\w.-]*[_.-])?(?:password|passwd|pwd|secret|client[_-]?secret|api[_-]?key|token"
+        r"|access[_-]?token|secret[_-]?key)>(?P<s>[^<\s]{4,200})</",
+        _looks_secret,
+    ),
+    _rule(  # <add key="ClearTextPassword" value="VALUE" /> (NuGet, .NET app settings)
+        "password",
+        "pass secret token key",
+        r"(?i)\bkey\s*=\s*\"[\w.:-]*(?:password|secret|token|api[_-]?key)\"\s+value\s*=\s*\""
+        r"(?P<s>[^\"\s]{4,200})\"",
+        _looks_secret,
+    ),
+    _rule(  # PowerShell: ConvertTo-SecureString "VALUE" -AsPlainText
+        "password",
+        "convertto-securestring",
+        r"(?i)ConvertTo-SecureString\s+(?:-String\s+)?[\"'](?P<s>[^\"'\s]{4,200})[\"']",
+        _pgpass_password,
+    ),
     _rule(  # mysql -pPASSWORD
         "password",
         "mysql mariadb",
@@ -677,7 +729,8 @@ RULES: list[Rule] = [
     _rule(
         "password",
         "authorization",
-        r"(?i)\bauthorization\b[\"']?\s*:\s*(?:bearer|basic|token)\s+(?P<s>[A-Za-z0-9._~+/=-]{16,})",
+        # any scheme: Bearer, Basic, Token, SSWS, …
+        r"(?i)\bauthorization\b[\"']?\s*:\s*[a-z][\w-]{1,20}\s+(?P<s>[A-Za-z0-9._~+/=-]{16,})",
         _looks_secret,
     ),
     # --- personal numbers
@@ -685,6 +738,13 @@ RULES: list[Rule] = [
         "iban",
         "",  # every text may hold one; the two letters and two digits are checked first
         r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b",
+        _iban,
+        literal=True,
+    ),
+    _rule(  # typed in lower case
+        "iban",
+        "",
+        r"\b[a-z]{2}\d{2}(?: ?[a-z0-9]{4}){2,7}(?: ?[a-z0-9]{1,3})?\b",
         _iban,
         literal=True,
     ),
@@ -754,6 +814,14 @@ RULES: list[Rule] = [
         r"(?<![\d-])\d{3}[ -]?\d{3}[ -]?\d{3}(?![\d-])",
         _sin,
         context=r"\bsin\b|social insurance|\bnas\b|assurance sociale",
+        literal=True,
+    ),
+    _rule(  # French NIR (social security number): mod-97 key, after its name
+        "national_id",
+        "sociale nir insee sécu secu",
+        r"(?<![\d-])[12] ?\d{2} ?\d{2} ?(?:\d{2}|2[AB]) ?\d{3} ?\d{3} ?\d{2}(?![\d-])",
+        _nir,
+        context=r"s[ée]curit[ée] sociale|\bnir\b|\binsee\b|\bs[ée]cu\b",
         literal=True,
     ),
     _rule(  # Norwegian fødselsnummer / D-nummer: two mod-11 check digits

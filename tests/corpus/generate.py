@@ -193,6 +193,14 @@ def fodselsnummer() -> str:
             return "".join(map(str, d))
 
 
+def nir() -> str:
+    body = (
+        f"{rng.choice('12')}{rng.randint(50, 99)}{rng.randint(1, 12):02d}{rng.randint(1, 95):02d}"
+        f"{pick(string.digits, 3)}{pick(string.digits, 3)}"
+    )
+    return f"{body}{97 - int(body) % 97:02d}"
+
+
 def ssn_digits() -> str:
     return f"{rng.randint(100, 665)}{rng.randint(10, 99)}{rng.randint(1000, 9999)}"
 
@@ -395,6 +403,16 @@ MAKERS: dict[str, list[Callable[[], str]]] = {
         lambda: ("hasło do wifi w biurze: ", password()),
         lambda: ("Das WLAN-Passwort lautet: ", password()),
         lambda: ("mdp : ", password()),
+        lambda: ("docker login -u sam -p ", password() + " registry.example.com"),
+        lambda: ("psql --password=", password()),
+        lambda: ("<password>", password() + "</password>"),
+        lambda: ('<add key="ClearTextPassword" value="', password() + '" />'),
+        lambda: ('$pw = ConvertTo-SecureString "', password() + '" -AsPlainText -Force'),
+        lambda: ("管理画面のパスワード: ", password()),
+        lambda: ("数据库密码：", password()),
+        lambda: ("sunucu şifre: ", password()),
+        lambda: ("пароль от сервера: ", password()),
+        lambda: ("Authorization: SSWS ", "00" + mixed(40, URLSAFE)),
     ],
     "card_number": [
         lambda: luhn_complete("4", 16),
@@ -408,6 +426,7 @@ MAKERS: dict[str, list[Callable[[], str]]] = {
         lambda: iban("FR", 27),
         lambda: iban("NL", 18).replace(" ", ""),
         lambda: iban("ES", 24),
+        lambda: iban("FR", 27).lower(),
     ],
     "national_id": [
         lambda: f"{rng.randint(100, 665)}-{rng.randint(10, 99)}-{rng.randint(1000, 9999)}",
@@ -425,6 +444,7 @@ MAKERS: dict[str, list[Callable[[], str]]] = {
         hetu,
         lambda: ("SSN ", ssn_digits()),
         lambda: ("fødselsnummer ", fodselsnummer()),
+        lambda: ("numéro de sécurité sociale : ", nir()),
     ],
 }
 
@@ -598,6 +618,17 @@ DOC_LOOKALIKES: list[Callable[[], str]] = [
     lambda: f"- The wifi password is on the fridge; pw reset took {rng.randint(2, 9)} minutes.",
     lambda: f"- mysql -h db -p (prompts); pg_dump -p {rng.randint(5000, 6000)} -U app",
     lambda: f"- fnr field empty; order {_digits(11)} shipped to Oslo.",
+    lambda: "- Use --password-stdin with docker login; the mysql -p flag prompts for it.",
+    lambda: "- secretKeyRef: name: db-secret, key: password; <password></password> stays empty",
+    lambda: (
+        "- Stripe test card 4000 0000 0000 9995 declines; IBAN field DE00 0000 0000 0000 0000 00"
+    ),
+    lambda: "- pgpass format is hostname:port:database:username:password (one per line)",
+    lambda: (
+        f"- Ticket SEC-{rng.randint(2020, 2026)}-{_digits(4)}: rotate the Stripe key next quarter"
+    ),
+    lambda: "- Authorization: see the auth section of the runbook; token_type: bearer",
+    lambda: f"- INSEE code {_digits(5)}, SIRET {_digits(14)} on the invoice.",
 ]
 
 
