@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -75,7 +76,14 @@ class _RemoteView:
     foreign: bool = False  # another project's memory is under this name: sync refuses
 
 
+BUDGET = 10.0  # seconds `status` waits for the remote: a look, not a transfer
+
+
 def status(engine: Engine) -> Status:
+    """What differs and what needs attention; the remote is asked for at most BUDGET seconds,
+    then said to be unreachable."""
+    if engine.ctx.sync_enabled:
+        engine.store.deadline = time.monotonic() + BUDGET
     result = _start(engine)
     local = engine.scan_local()
     _read_local(engine, local, result)

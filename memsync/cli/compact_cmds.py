@@ -27,6 +27,18 @@ if TYPE_CHECKING:
     from memsync.retention.compact import CompactResult
 
 
+def _plan(memory_dir: Path, given: date | None) -> tuple[date, str | None, list]:
+    """The day compaction counts from (said when it is not the clock's), and its plan."""
+    from memsync.retention import compact as core
+    from memsync.retention.clock import compaction_day
+
+    files = core.read_memory(memory_dir)
+    today, held_back = compaction_day(files, date.today(), given)
+    if held_back:
+        err.print(f"note: {held_back}", markup=False)
+    return today, held_back, core.plan(files, today)
+
+
 @app.command()
 def compact(
     dry_run: Annotated[
@@ -65,7 +77,7 @@ def compact(
     from memsync.sync.mode import Mode
     from memsync.util.errors import GuardError
 
-    today = checks.day("--now", now) or date.today()
+    given = checks.day("--now", now)
     if home is not None:  # a scheduler's environment has no MEMSYNC_HOME (Task Scheduler none)
         os.environ["MEMSYNC_HOME"] = str(home)
     if device:  # nor the device's name: its merges and conflicts would name the host instead
@@ -88,9 +100,10 @@ def compact(
         offline = synced.offline
         if synced.offline:
             err.print(f"note: remote unreachable ({synced.offline}); compacting local files")
-    actions = core.plan(core.read_memory(engine.ctx.memory_dir), today)
+    today, held_back, actions = _plan(engine.ctx.memory_dir, given)
     if json:
         doc = {"dry_run": dry_run, "today": today.isoformat(), **core.plan_to_dict(actions)}
+        doc["held_back"] = held_back  # why `today` is not the clock's day (None: it is)
         if synced is not None:  # what the sync before it did, as `sync` says it
             doc["sync"] = {attr: getattr(synced, attr) for attr, _ in DONE}
             doc["sync"]["conflicts"] = list(synced.conflicts)
@@ -103,8 +116,7 @@ def compact(
         if not json:
             # a dry run does not sync: it sees this device's files only
             out.print(
-                "Nothing to compact here (--dry-run reads this device's files; it does not "
-                "sync)."
+                "Nothing to compact here (--dry-run reads this device's files; it does not sync)."
                 if dry_run
                 else "Nothing to compact."
             )

@@ -353,7 +353,8 @@ def locate_memory_dir(cwd: Path) -> MemoryDir:
 def default_device(home: Path) -> str:
     """This machine's name for conflicts, forgets and purges: the host name and a short id
     made once per MEMSYNC_HOME. Host names alone repeat (two laptops called `vm`, a cloned
-    image) and a device would take another's conflicts for its own."""
+    image), and messages naming where a conflict was merged or who purged would not tell
+    them apart (which conflicts a device takes in is decided by id, not by this name)."""
     path = home / "device-id"
     try:
         suffix = path.read_text(encoding="utf-8").strip()

@@ -27,16 +27,9 @@ def open_store(url: str, prefix: str) -> Store:
 
         return MemoryStore.named(parts.netloc + parts.path, prefix)
     if parts.scheme in ("http", "https") and parts.netloc:
-        from memsync.stores.azure import AzureStore, BlobURL, credential_for, proxy_configured
+        from memsync.stores.azure import AzureStore
 
-        # the lean store, or the SDK's (which imports azure.* only now) when the credential or
-        # the network needs it
-        credential = credential_for(BlobURL.parse(url))
-        if credential.token is not None or proxy_configured():
-            from memsync.stores.azure_sdk import AzureSDKStore
-
-            return AzureSDKStore(url, prefix, credential)
-        return AzureStore(url, prefix, credential)
+        return AzureStore(url, prefix)
     raise ConfigError(
         f"the remote {url!r} is not a file:/// folder or an Azure Blob URL "
         "(https://ACCOUNT.blob.core.windows.net/CONTAINER/PREFIX)"
