@@ -134,7 +134,7 @@ def _strong(value: str) -> bool:
 
 _TEMPLATE = re.compile(
     r"(?i)^(?:<.*>|\[.*\]|\{.*\}|\$\{?\w+\}?|%\w+%|\*+|x{3,}|\.{3,}|none|null|nil|undefined"
-    r"|true|false|secret|password|\*\*\*.*)$"
+    r"|true|false|secret|password|passwd|pass|pwd|pw|token|api_?key|\*\*\*.*)$"
 )
 _KEBAB_WORDS = re.compile(r"^[a-z]+(?:[-_][a-z]+)*[.,;:!?]?$")
 _CLASS_NAME = re.compile(r"^(?:[A-Z][a-z]+){2,}$")  # credential: DefaultAzureCredential
@@ -187,8 +187,25 @@ def _spoken_password(value: str) -> bool:
     )
 
 
-def _pgpass_password(value: str) -> bool:
-    return len(value) >= 4 and any(c.isalpha() for c in value) and not _TEMPLATE.match(value)
+def _short_password(value: str) -> bool:
+    """A password where its place says it is one (a `.pgpass` field, `curl -u user:…`, `-p…`):
+    four characters or more, a letter and a second character class, not a placeholder word
+    (`pass`, `VALUE`, `REPLACE_ME`) or a template."""
+    classes = sum(
+        (
+            any(c.islower() for c in value),
+            any(c.isupper() for c in value),
+            any(c.isdigit() for c in value),
+            any(not c.isalnum() for c in value),
+        )
+    )
+    return (
+        len(value) >= 4
+        and any(c.isalpha() for c in value)
+        and classes >= 2
+        and not _TEMPLATE.match(value)
+        and not _CONSTANT.match(value)
+    )
 
 
 def _basic_auth(value: str) -> bool:
@@ -677,13 +694,13 @@ RULES: list[Rule] = [
         "password",
         "-u --user",
         r"(?<![\w-])(?:-u|--user)[ =][\"']?[^\s:\"'$]{1,64}:(?P<s>[^\s\"'`]{4,})",
-        _pgpass_password,
+        _short_password,
     ),
     _rule(  # --password VALUE, --password=VALUE
         "password",
         "--password",
         r"(?<![\w-])--password[ =][\"']?(?P<s>[^\s\"'`]{4,})",
-        _pgpass_password,
+        _short_password,
     ),
     _rule(  # docker login -u sam -p VALUE, sshpass -p VALUE
         "password",
@@ -710,13 +727,13 @@ RULES: list[Rule] = [
         "password",
         "convertto-securestring",
         r"(?i)ConvertTo-SecureString\s+(?:-String\s+)?[\"'](?P<s>[^\"'\s]{4,200})[\"']",
-        _pgpass_password,
+        _short_password,
     ),
     _rule(  # mysql -pPASSWORD
         "password",
         "mysql mariadb",
         r"(?<![\w-])-p(?P<s>[^\s\"'`-][^\s\"'`]{3,})",
-        _pgpass_password,
+        _short_password,
         context=r"mysql|mariadb",
     ),
     _rule(  # a .pgpass line: host:port:database:user:password
@@ -724,7 +741,7 @@ RULES: list[Rule] = [
         ":",
         r"(?<![^\s`\"'(])[\w.*-]+:(?:\d{1,5}|\*):[\w.*-]+:[\w.*@-]+:(?P<s>[^\s:`\"']+)"
         r"(?=[\s`\"')]|\Z)",
-        _pgpass_password,
+        _short_password,
     ),
     _rule(
         "password",

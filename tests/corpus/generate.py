@@ -614,7 +614,7 @@ DOC_LOOKALIKES: list[Callable[[], str]] = [
     lambda: "- api_key: REPLACE_ME in config.example.yaml; token: TODO; secret: SET_IN_CI",
     lambda: "- Passwort: siehe KeePass-Eintrag 'Router'; mot de passe : voir le coffre",
     lambda: f"- secret_name: db-credentials-v{rng.randint(2, 9)} (the Kubernetes Secret object)",
-    lambda: "- Use `pass show work/vpn` to read it; curl -u $USER:$TOKEN in the CI script.",
+    lambda: "- Use `pass show work/vpn`; curl -u $USER:$TOKEN in CI, -u user:pass in the docs.",
     lambda: f"- The wifi password is on the fridge; pw reset took {rng.randint(2, 9)} minutes.",
     lambda: f"- mysql -h db -p (prompts); pg_dump -p {rng.randint(5000, 6000)} -U app",
     lambda: f"- fnr field empty; order {_digits(11)} shipped to Oslo.",
