@@ -1,8 +1,9 @@
-"""A loopback HTTP proxy in front of Azurite that adds a fixed round trip and injects the
-faults a real network and real middleboxes produce, for the tests and for scripts/bench.py's
-WAN mode. It serves as a forward proxy too (HTTP_PROXY / HTTPS_PROXY pointing at it): an
-absolute-form request goes to Azurite like any other, and CONNECT opens a tunnel to the host
-asked for (counted in `tunnels`), with no faults in it.
+"""A loopback HTTP proxy in front of Azurite (or the fake memory-store server) that adds a
+fixed round trip and injects the faults a real network and real middleboxes produce, for the
+tests (Azure, the memory store) and for scripts/bench.py's WAN mode. It serves as a forward
+proxy too (HTTP_PROXY / HTTPS_PROXY pointing at it): an absolute-form request goes to Azurite
+like any other, and CONNECT opens a tunnel to the host asked for (counted in `tunnels`), with
+no faults in it.
 
 Requests are parsed by http.server and forwarded by http.client on one upstream connection
 per client connection, with their headers untouched (Shared Key signatures stay valid). An
@@ -259,6 +260,6 @@ class FaultProxy:
                 pump(self.connection, upstream)
                 self.close_connection = True
 
-            do_GET = do_PUT = do_HEAD = do_DELETE = handle_one
+            do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = handle_one
 
         return Handler

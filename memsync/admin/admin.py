@@ -40,6 +40,7 @@ from memsync.util.errors import (
     NotFound,
     PreconditionFailed,
     RefusedFile,
+    Unholdable,
     UnsafeKey,
     UserError,
 )
@@ -703,6 +704,8 @@ def import_archive(
                     result.skipped[name] = "it changed on the remote during the import"
         except NotFound:
             result.skipped[name] = "it was deleted on the remote during the import"
+        except Unholdable as exc:  # outside the remote's limits: refused before any request
+            result.skipped[name] = exc.reason
         finally:
             _tick(progress, i, len(names))
     return result
@@ -821,6 +824,9 @@ def _migrate_one(engine: Engine) -> MigratedSource:
                         continue
                 except AlreadyExists:
                     pass
+                except Unholdable as exc:  # outside the remote's limits: nothing was sent
+                    out.skipped[name] = exc.reason
+                    continue
                 try:
                     theirs, etag = store.get(name)
                 except NotFound:

@@ -43,6 +43,7 @@ class Status:
     memory_dir_lost: bool = False  # missing or empty while files were synced from it
     remote_lost: int = 0  # the remote is empty, but this device synced this many files with it
     project_note: str = ""  # the git origin differs from the name the project keeps
+    index_warning: str = ""  # MEMORY.md is past what Claude Code loads (index_limit.py)
 
     def as_dict(self) -> dict[str, Any]:
         doc = asdict(self)
@@ -87,6 +88,11 @@ def status(engine: Engine) -> Status:
     result = _start(engine)
     local = engine.scan_local()
     _read_local(engine, local, result)
+    from memsync.context.builtin_sync import stand_aside
+
+    aside = stand_aside(engine.ctx)
+    if aside:  # memsync does not sync this folder: said first, the rest as before
+        result.notices.append(aside)
     seen = _read_remote(engine, result)
     if (
         not engine.ctx.sync_enabled
@@ -139,6 +145,9 @@ def _read_local(engine: Engine, local: LocalScan, result: Status) -> None:
     result.queued = state.pending
     result.last_sync = state.meta.last_sync
     result.last_interrupted = state.meta.last_interrupted
+    from memsync.memory.index_limit import warning_for
+
+    result.index_warning = warning_for(engine.ctx.memory_dir) or ""
 
 
 def _read_remote(engine: Engine, result: Status) -> _RemoteView:

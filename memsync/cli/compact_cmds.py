@@ -25,18 +25,29 @@ from memsync.cli.common import (
 
 if TYPE_CHECKING:
     from memsync.retention.compact import CompactResult
+    from memsync.retention.policy import Action
+    from memsync.sync.engine import Engine
 
 
-def _plan(memory_dir: Path, given: date | None) -> tuple[date, str | None, list]:
-    """The day compaction counts from (said when it is not the clock's), and its plan."""
+def _plan(
+    memory_dir: Path, given: date | None, index: bool, dry_run: bool
+) -> tuple[date, str | None, list[Action], list[Action]]:
+    """The day compaction counts from (said when it is not the clock's), the rules' plan (none
+    with --index) and the index split: after the rules, whose MEMORY.md update comes first, so
+    planned here on today's files only for a dry run or when no rule acts (else `_apply` plans
+    it again on the files the rules left)."""
     from memsync.retention import compact as core
     from memsync.retention.clock import compaction_day
 
     files = core.read_memory(memory_dir)
+    if index:
+        return given or date.today(), None, [], core.plan_index_limit(files)
     today, held_back = compaction_day(files, date.today(), given)
     if held_back:
         err.print(f"note: {held_back}", markup=False)
-    return today, held_back, core.plan(files, today)
+    rules = core.plan(files, today)
+    split = core.plan_index_limit(files) if dry_run or not rules else []
+    return today, held_back, rules, split
 
 
 @app.command()
@@ -48,6 +59,13 @@ def compact(
         str | None, typer.Option("--now", help="Pretend today is YYYY-MM-DD (for tests).")
     ] = None,
     json: JsonOpt = False,
+    index: Annotated[
+        bool,
+        typer.Option(
+            "--index",
+            help="Only bring MEMORY.md within what Claude Code loads (sub-indexes for the rest).",
+        ),
+    ] = False,
     memory_dir: MemoryDirOpt = None,
     remote: RemoteOpt = None,
     project: ProjectOpt = None,
@@ -68,7 +86,8 @@ def compact(
         ),
     ] = None,
 ) -> None:
-    """Apply the retention rules: roll old digests up, fold old calibration into rules, trim."""
+    """Apply the retention rules: roll old digests up, fold old calibration into rules, trim;
+    and move the MEMORY.md lines Claude Code would not load into linked sub-indexes."""
     import os
 
     from memsync.cli.plain import DONE, done_lines
@@ -87,6 +106,9 @@ def compact(
     offline = None
     synced = None
     if not dry_run:  # compact the latest: what other devices wrote merges in first
+        from memsync.context.builtin_sync import refuse
+
+        refuse(engine.ctx)  # nor write a folder Claude Code's own memory sync syncs
         try:
             synced = engine.run(Mode.SYNC)
         except GuardError as exc:  # compact has no --force: say which command takes it
@@ -100,7 +122,8 @@ def compact(
         offline = synced.offline
         if synced.offline:
             err.print(f"note: remote unreachable ({synced.offline}); compacting local files")
-    today, held_back, actions = _plan(engine.ctx.memory_dir, given)
+    today, held_back, rules, split = _plan(engine.ctx.memory_dir, given, index, dry_run)
+    actions = rules + split
     if json:
         doc = {"dry_run": dry_run, "today": today.isoformat(), **core.plan_to_dict(actions)}
         doc["held_back"] = held_back  # why `today` is not the clock's day (None: it is)
@@ -125,9 +148,29 @@ def compact(
     if dry_run:
         out.print(f"{len(actions)} action(s) planned; nothing changed (--dry-run).")
         return
-    result = core.apply(engine, actions)
+    result = _apply(engine, rules, split, json)
     _report(result, json)
     _unreachable(offline or next((p.offline for p in result.pushes if p.offline), None))
+
+
+def _apply(engine: Engine, rules: list[Action], split: list[Action], json: bool) -> CompactResult:
+    """The retention rules, then the index split planned on the files they left: one result."""
+    from memsync.retention import compact as core
+
+    result = core.apply(engine, rules) if rules else None
+    if rules:
+        split = core.plan_index_limit(core.read_memory(engine.ctx.memory_dir))
+        if split and not json:
+            table(("action", "file", "reason"), [(a.kind, a.name, a.reason) for a in split])
+    done = core.apply_index_limit(engine, split) if split else None
+    if result is None or done is None:
+        result = result or done
+    else:
+        for attr in ("written", "updated", "deleted", "notes", "pushes"):
+            getattr(result, attr).extend(getattr(done, attr))
+        result.skipped.update(done.skipped)
+    assert result is not None
+    return result
 
 
 def _report(result: CompactResult, json: bool) -> None:

@@ -37,6 +37,7 @@ DEFAULTS: dict[str, Any] = {
     "digest_min_turns": 6,
     "model": "claude-sonnet-5-5",
     "primer_max_chars": 9000,
+    "sync_beside_claude_code": False,  # sync a folder Claude Code's own memory sync syncs
 }
 
 ENV = {
@@ -479,13 +480,13 @@ def check_folder_remote(url: str) -> None:
     the directory memsync runs in, and a regular file can never hold memory: both are a
     mistake in the setting, not an outage to queue work for."""
     parts = urlsplit(url)
-    if parts.scheme in ("http", "https", "memory") and (parts.netloc or parts.path):
+    if parts.scheme in ("http", "https", "memory", "memstore") and (parts.netloc or parts.path):
         return
     if parts.scheme != "file":
         raise ConfigError(
             f"the remote {url!r} is not a file:/// folder or an Azure Blob URL "
-            "(https://ACCOUNT.blob.core.windows.net/CONTAINER/PREFIX); fix --remote, "
-            "MEMSYNC_REMOTE or the remote setting"
+            "(https://ACCOUNT.blob.core.windows.net/CONTAINER/PREFIX), nor a memory store "
+            "(memstore://memstore_ID[/PREFIX]); fix --remote, MEMSYNC_REMOTE or the remote setting"
         )
     from memsync.util.portable import file_url_path
 

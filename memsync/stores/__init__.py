@@ -30,6 +30,10 @@ def _open(url: str, prefix: str) -> Store:
         except ValueError:
             raise ConfigError(f"the remote {url!r} is not a local file:/// URL") from None
         return FolderStore(folder, prefix)
+    if parts.scheme == "memstore":
+        from memsync.stores.memstore import MemoryStoreStore
+
+        return MemoryStoreStore(url, prefix)
     if parts.scheme == "memory":
         from memsync.stores.memory import MemoryStore
 
@@ -40,5 +44,6 @@ def _open(url: str, prefix: str) -> Store:
         return AzureStore(url, prefix)
     raise ConfigError(
         f"the remote {url!r} is not a file:/// folder or an Azure Blob URL "
-        "(https://ACCOUNT.blob.core.windows.net/CONTAINER/PREFIX)"
+        "(https://ACCOUNT.blob.core.windows.net/CONTAINER/PREFIX), nor a memory store "
+        "(memstore://memstore_ID[/PREFIX])"
     )

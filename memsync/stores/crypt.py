@@ -21,12 +21,13 @@ crypt_migrate.fold_strays).
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from memsync.stores.base import Entry, Store, check_key
+from memsync.stores.base import Entry, RemoteVersion, Store, check_key
 from memsync.stores.crypt_keys import (
     CRYPT_KEY,
     BadRecipients,
@@ -285,6 +286,10 @@ class CryptStore(Store):
         return data, etag
 
     def fetch(self, key: str) -> tuple[bytes, str, float | None]:
+        """A missing name reads the recipients object only where it may have moved unseen:
+        before this run knew plain from encrypted, or under a key only remembered (a rotation
+        since renamed everything). Otherwise missing is missing, and costs no request more
+        (a write that loses its condition is what follows a switch mid-run)."""
         if not self._known:  # a plain remote answers at once; a missing name settles it
             try:
                 return self.inner.fetch(key)
@@ -292,12 +297,12 @@ class CryptStore(Store):
                 self._probe()
         for attempt in (0, 1):
             dkey = self._key
+            if dkey is None:
+                return self.inner.fetch(key)
             try:
-                if dkey is None:
-                    return self.inner.fetch(key)
                 blob, etag, _ = self.inner.fetch(self._hidden(dkey, key))
             except NotFound:
-                if attempt == 0 and self._probe():  # the remote switched since
+                if attempt == 0 and not self._current and self._probe():
                     continue
                 stray = self._strays.get(key)
                 if stray is not None:
@@ -350,6 +355,32 @@ class CryptStore(Store):
             if self._probe():
                 raise PreconditionFailed(f"{key} changed on the remote") from None
             raise
+
+    def versions(self, key: str) -> builtins.list[RemoteVersion] | None:
+        """The wrapped store's versions of the object (of the hidden one when encrypted:
+        their sizes and hashes are the ciphertext's)."""
+        self._ensure_known()
+        dkey = self._key
+        return self.inner.versions(key if dkey is None else self._hidden(dkey, key))
+
+    def erase_history(self, key: str, holds: Callable[[bytes], bool] | None = None) -> int:
+        """As the wrapped store's; `holds` is asked about each version's plaintext, and a
+        version that does not decrypt is erased (it cannot be shown to hold nothing)."""
+        self._ensure_known()
+        dkey = self._key
+        if dkey is None:
+            return self.inner.erase_history(key, holds)
+        if holds is None:
+            return self.inner.erase_history(self._hidden(dkey, key), None)
+
+        def sealed_holds(blob: bytes) -> bool:
+            try:
+                data, _ = dkey.open(key, blob)
+            except RefusedFile:
+                return True
+            return holds(data)
+
+        return self.inner.erase_history(self._hidden(dkey, key), sealed_holds)
 
     def raw_entries(self) -> Iterator[tuple[str, Entry]]:
         """The wrapped store's listing, unmapped (for keys init/remove and tests)."""

@@ -17,6 +17,7 @@ from memsync.util.errors import (
     PreconditionFailed,
     RefusedFile,
     StoreError,
+    Unholdable,
     Unreachable,
     UserError,
     describe_os_error,
@@ -130,6 +131,9 @@ def execute(engine: Engine, result, actions, run, deadline, progress) -> None:
         except Unreachable as exc:
             with engine._lock:
                 result.offline = str(exc)
+        except Unholdable as exc:  # this device's copy, refused before it was sent
+            with engine._lock:
+                result.refused[action.name] = exc.reason
         except RefusedFile as exc:
             with engine._lock:
                 result.refused_remote[action.name] = exc.reason

@@ -31,10 +31,11 @@ def is_ignored(relpath: str) -> bool:
 
 
 def ignored_why(relpath: str) -> str | None:
-    """Why memsync never syncs `relpath`, or None. The team/ folder is matched in any letter
-    case: on macOS and Windows `Team/` is that folder."""
+    """Why memsync never syncs `relpath`, or None. The team/ folder (Claude Code's team memory,
+    `<memory dir>/team/<store>/`) is matched as Claude Code matches it: in any letter case and
+    without trailing dots or spaces (on Windows `Team./` is that folder)."""
     parts = relpath.split("/")
-    if parts[0].lower() == "team":
+    if parts[0].rstrip(". ").lower() == "team":
         return "it is in Claude Code's team/ folder, which memsync does not sync"
     if parts[0] == TOMBSTONES.split("/")[0]:
         return "it is in memsync's own _memsync/ folder"
