@@ -478,12 +478,13 @@ def check_folder_remote(url: str) -> None:
     the directory memsync runs in, and a regular file can never hold memory: both are a
     mistake in the setting, not an outage to queue work for."""
     parts = urlsplit(url)
-    if parts.scheme in ("http", "https", "memory") and (parts.netloc or parts.path):
+    if parts.scheme in ("http", "https", "memory", "s3") and (parts.netloc or parts.path):
         return
     if parts.scheme != "file":
         raise ConfigError(
-            f"the remote {url!r} is not a file:/// folder or an Azure Blob URL "
-            "(https://ACCOUNT.blob.core.windows.net/CONTAINER/PREFIX); fix --remote, "
+            f"the remote {url!r} is not a file:/// folder or an Azure Blob or S3 URL "
+            "(https://ACCOUNT.blob.core.windows.net/CONTAINER/PREFIX, s3://BUCKET/PREFIX); fix "
+            "--remote, "
             "MEMSYNC_REMOTE or the remote setting"
         )
     from memsync.util.portable import file_url_path

@@ -37,7 +37,11 @@ def open_store(url: str, prefix: str) -> Store:
 
             return AzureSDKStore(url, prefix, credential)
         return AzureStore(url, prefix, credential)
+    if parts.scheme == "s3":
+        from memsync.stores.s3 import S3Store
+
+        return S3Store(url, prefix)
     raise ConfigError(
-        f"the remote {url!r} is not a file:/// folder or an Azure Blob URL "
-        "(https://ACCOUNT.blob.core.windows.net/CONTAINER/PREFIX)"
+        f"the remote {url!r} is not a file:/// folder or an Azure Blob or S3 URL "
+        "(https://ACCOUNT.blob.core.windows.net/CONTAINER/PREFIX, s3://BUCKET/PREFIX)"
     )
