@@ -242,6 +242,12 @@ class S3Store(Store):
                 "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN or AWS_PROFILE "
                 "(aws sso login, aws configure)"
             )
+        if not code:  # a HEAD's answer has no body to say why
+            return (
+                f"the {kind} was refused by {self.where} ({status}); check AWS_ACCESS_KEY_ID / "
+                "AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN or AWS_PROFILE, and that it may list, "
+                f"read, write and delete in the bucket {bucket!r}"
+            )
         rights = "write and delete" if write else "list and read"
         return (
             f"the {kind} may not {rights} in the bucket {bucket!r} at {self.where} "
@@ -482,7 +488,7 @@ class S3Store(Store):
             return
         region = self.settings.region
         body = None
-        if region != "us-east-1" and not self.settings.custom_endpoint:
+        if region not in ("us-east-1", "auto"):  # us-east-1 takes none; R2's region is auto
             body = (
                 '<CreateBucketConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
                 f"<LocationConstraint>{region}</LocationConstraint></CreateBucketConfiguration>"
