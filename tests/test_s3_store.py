@@ -132,3 +132,36 @@ def test_the_signature_matches_the_published_example():
         "SignedHeaders=host;range;x-amz-content-sha256;x-amz-date, "
         "Signature=f0e8bdb87c964420e857bd35b5d6ed310bd44f0170aba48dd91039c6036bdb41"
     )
+
+
+@pytest.mark.parametrize("method", ["create", "replace"])
+def test_a_conditional_request_conflict_is_a_lost_race(s3_url, monkeypatch, method):
+    """S3 answers 409 ConditionalRequestConflict when two conditional writes of one key meet:
+    the engine re-reads, merges and writes again, as after a 412."""
+    from memsync.stores.blobhttp import Headers, Response
+    from memsync.util.errors import AlreadyExists
+
+    store = open_store(s3_url, "proj")
+    store.ensure()
+    etag = store.create("a.md", b"one")
+    conflict = Response(
+        409, Headers(), b"<Error><Code>ConditionalRequestConflict</Code></Error>", "Conflict"
+    )
+    monkeypatch.setattr(store.http, "request", lambda *a, **k: conflict)
+    expected = AlreadyExists if method == "create" else PreconditionFailed
+    with pytest.raises(expected):
+        if method == "create":
+            store.create("a.md", b"two")
+        else:
+            store.replace("a.md", b"two", etag)
+
+
+def test_replace_of_a_gone_object_is_a_lost_race_not_an_error(s3_url):
+    """S3 answers 404 to a PutObject with If-Match when the object is gone; the engine's
+    merge path expects the PreconditionFailed Azure's 412 gives."""
+    store = open_store(s3_url, "proj")
+    store.ensure()
+    etag = store.create("a.md", b"one")
+    store.delete("a.md", etag)
+    with pytest.raises(PreconditionFailed):
+        store.replace("a.md", b"two", etag)
