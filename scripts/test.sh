@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Install memsync with its test dependencies (Azurite, moto's S3 server and Claude Code included) and run the
-# whole suite; then the whole suite again with fcntl hidden (as on Windows).
+# Install memsync with its test dependencies (Azurite, moto's S3 server and Claude Code
+# included) and run the whole suite; then the whole suite again with fcntl hidden (as on Windows).
 # Usage: scripts/test.sh [pytest args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
