@@ -35,6 +35,7 @@ from memsync.stores.httpdate import format_date, parse_date
 from memsync.util.errors import ConfigError, Unreachable
 
 if TYPE_CHECKING:
+    import ssl
     from typing import Any
 
 API_VERSION = "2025-11-05"  # served by Azure, by Azurite 3.37, and by azure-storage-blob 12.31
@@ -127,12 +128,17 @@ def _lookup(address: tuple[str, int], *args: Any) -> socket.socket:
     return socket.create_connection((ascii_host, port), *args)  # type: ignore[arg-type]
 
 
-def _open(scheme: str, host: str, port: int, timeout: float) -> http.client.HTTPConnection:
+def _open(
+    scheme: str, host: str, port: int, timeout: float, context: ssl.SSLContext | None = None
+) -> http.client.HTTPConnection:
+    """A new connection (not yet connected); https:// trusts `context`, else the CAs tls.py
+    chooses."""
     conn: http.client.HTTPConnection
     if scheme == "https":
         from memsync.stores import tls
 
-        conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=tls.context())
+        context = context or tls.context()
+        conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=context)
     else:
         conn = http.client.HTTPConnection(host, port, timeout=timeout)
     conn.response_class = _Response
@@ -256,6 +262,7 @@ class BlobHTTP:
     retries = 3
     backoff = 0.5
     jitter = 0.25
+    tls_context: ssl.SSLContext | None = None  # None: the CAs memsync.stores.tls chooses
 
     def __init__(
         self,
@@ -290,7 +297,7 @@ class BlobHTTP:
         with self._lock:
             if self._idle:
                 return self._idle.pop()
-        return _open(self.scheme, self.host, self.port, self.connect_timeout)
+        return _open(self.scheme, self.host, self.port, self.connect_timeout, self.tls_context)
 
     def _give_back(self, conn: http.client.HTTPConnection) -> None:
         if conn.sock is not None:
@@ -316,7 +323,7 @@ class BlobHTTP:
         caller's next request (the listing) goes out without waiting for them."""
 
         def one() -> bool:
-            conn = _open(self.scheme, self.host, self.port, self.connect_timeout)
+            conn = _open(self.scheme, self.host, self.port, self.connect_timeout, self.tls_context)
             try:
                 self._connect(conn, self.connect_timeout)
             except (OSError, http.client.HTTPException):

@@ -91,6 +91,31 @@ class S3HTTP(BlobHTTP):
         super().__init__(settings.scheme, settings.netloc, **kwargs)  # type: ignore[arg-type]
         self.signer = SigV4(settings.credential, settings.region)
         self.host_header = host_header(self.host, self.port, self.scheme)
+        self.ca_bundle = settings.ca_bundle
+        if self.ca_bundle and self.scheme == "https":
+            import ssl
+
+            try:
+                self.tls_context = ssl.create_default_context(cafile=self.ca_bundle)
+            except (OSError, ssl.SSLError) as exc:
+                raise ConfigError(
+                    f"AWS_CA_BUNDLE (or the profile's ca_bundle) names {self.ca_bundle}, which "
+                    f"is not a readable CA bundle ({exc.strerror or exc}); fix or unset it"
+                ) from None
+
+    def _refuse_untrusted(self, exc: BaseException) -> None:
+        if not self.ca_bundle or self.scheme != "https":
+            super()._refuse_untrusted(exc)
+            return
+        from memsync.stores import tls
+
+        reason = tls.untrusted(exc)
+        if reason:
+            raise ConfigError(
+                f"the TLS certificate of https://{self.netloc} is not trusted ({reason}); the "
+                f"CA bundle in effect is AWS_CA_BUNDLE (or the profile's ca_bundle) "
+                f"{self.ca_bundle}: point it at the bundle that signed it"
+            ) from None
 
     def _signed(
         self,

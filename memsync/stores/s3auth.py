@@ -11,6 +11,8 @@ The order is the CLI's (botocore's default chain):
    container's credentials): loaded lazily, only then, so a static key costs no import of it.
 
 The region is `AWS_REGION`, `AWS_DEFAULT_REGION`, the profile's `region`, else us-east-1. The
+CAs an https:// endpoint is checked against: `AWS_CA_BUNDLE` or the profile's `ca_bundle` if
+set, else those memsync.stores.tls chooses for every remote. The
 endpoint is `AWS_ENDPOINT_URL_S3`, `AWS_ENDPOINT_URL`, the profile's `endpoint_url` (also inside
 its `s3 =` block), else AWS's regional endpoint. A custom endpoint (R2, MinIO, a test server) is
 addressed path-style (`/BUCKET/KEY`), AWS virtual-hosted (`BUCKET.s3.REGION.amazonaws.com`)
@@ -73,6 +75,7 @@ class S3Settings(NamedTuple):
     path_style: bool
     custom_endpoint: bool
     credential: AwsCredential
+    ca_bundle: str = ""  # AWS_CA_BUNDLE or the profile's ca_bundle: the CAs to trust instead
 
 
 def _profile_name() -> tuple[str, str | None]:
@@ -239,8 +242,15 @@ def settings_for(bucket: str) -> S3Settings:
         path_style = addressing == "path" or "." in bucket
         if not path_style:
             netloc = f"{bucket}.{netloc}"
+    ca_bundle = os.environ.get("AWS_CA_BUNDLE") or profile.config.get("ca_bundle") or ""
     return S3Settings(
-        scheme, netloc, region, path_style, bool(endpoint), resolve_credential(profile)
+        scheme,
+        netloc,
+        region,
+        path_style,
+        bool(endpoint),
+        resolve_credential(profile),
+        os.path.expanduser(ca_bundle) if ca_bundle else "",
     )
 
 
