@@ -295,10 +295,12 @@ class S3Backend:
 
 class TLSFront:
     """A TLS-terminating front before the round-trip proxy: each connection's handshake waits
-    one round trip (TLS 1.3's), then its bytes are piped to the proxy and back."""
+    one round trip (TLS 1.3's), then its bytes are piped to the proxy and back. On asyncio's
+    TLS (a memory BIO per connection; Python 3.11+ for StreamWriter.start_tls): one ssl socket
+    read and written from two threads at once can hang."""
 
     def __init__(self, upstream: FaultProxy, work: Path) -> None:
-        import socket
+        import asyncio
         import ssl
         import threading
 
@@ -310,56 +312,49 @@ class TLSFront:
             check=True,
             capture_output=True,
         )
-        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        self.context.load_cert_chain(self.cert, key)
-        self.upstream = upstream
-        self.listener = socket.create_server(("127.0.0.1", 0), backlog=1024)
-        self.port = self.listener.getsockname()[1]
-        self.stopping = False
-        self._socket, self._threading = socket, threading
-        threading.Thread(target=self._accept, daemon=True).start()
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(self.cert, key)
+        self.loop = asyncio.new_event_loop()
+        ready = threading.Event()
 
-    def _accept(self) -> None:
-        while not self.stopping:
+        async def pipe(reader, writer) -> None:  # type: ignore[no-untyped-def]
             try:
-                conn, _ = self.listener.accept()
-            except OSError:
-                return
-            self._threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
-
-    def _serve(self, conn) -> None:  # type: ignore[no-untyped-def]
-        socket = self._socket
-        try:
-            if self.upstream.rtt:
-                time.sleep(self.upstream.rtt)  # the TLS handshake's round trip
-            tls = self.context.wrap_socket(conn, server_side=True)
-            tls.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            up = socket.create_connection(("127.0.0.1", self.upstream.port))
-            up.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        except OSError:
-            conn.close()
-            return
-
-        def pipe(src, dst) -> None:  # type: ignore[no-untyped-def]
-            try:
-                while True:
-                    data = src.recv(65536)
-                    if not data:
-                        break
-                    dst.sendall(data)
-            except OSError:
+                while data := await reader.read(65536):
+                    writer.write(data)
+                    await writer.drain()
+            except (OSError, ConnectionError):
                 pass
             finally:
-                for end in (src, dst):
-                    with contextlib.suppress(OSError):
-                        end.shutdown(socket.SHUT_RDWR)
+                with contextlib.suppress(OSError, RuntimeError):
+                    writer.close()
 
-        self._threading.Thread(target=pipe, args=(up, tls), daemon=True).start()
-        pipe(tls, up)
+        async def serve(reader, writer) -> None:  # type: ignore[no-untyped-def]
+            try:
+                await writer.start_tls(context)
+                if upstream.rtt:  # the handshake's round trip (after it: a ClientHello read
+                    await asyncio.sleep(upstream.rtt)  # before start_tls would be lost)
+                up_reader, up_writer = await asyncio.open_connection("127.0.0.1", upstream.port)
+            except (OSError, ssl.SSLError, ConnectionError):
+                writer.close()
+                return
+            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+        async def start() -> None:
+            self.server = await asyncio.start_server(serve, "127.0.0.1", 0, backlog=1024)
+            self.port = self.server.sockets[0].getsockname()[1]
+            ready.set()
+
+        def run() -> None:
+            asyncio.set_event_loop(self.loop)
+            self.loop.run_until_complete(start())
+            self.loop.run_forever()
+
+        threading.Thread(target=run, daemon=True).start()
+        ready.wait(10)
 
     def stop(self) -> None:
-        self.stopping = True
-        self.listener.close()
+        self.loop.call_soon_threadsafe(self.server.close)
+        self.loop.call_soon_threadsafe(self.loop.stop)
 
 
 def wan_size(

@@ -33,16 +33,27 @@ class MotoServer:
     def __init__(self, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
         self.env = env or {}
+        self.extra_args: tuple[str, ...] = ()  # e.g. --ssl-cert, --ssl-key (then scheme https)
+        self.scheme = "http"
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{self.scheme}://127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30.0) -> None:
         env = {**os.environ, **self.env}
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+            [
+                sys.executable,
+                "-m",
+                "moto.server",
+                "-H",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+                *self.extra_args,
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             env=env,

@@ -332,3 +332,37 @@ def test_region_and_addressing_follow_the_cli(clean_env):
     clean_env.setenv("AWS_ENDPOINT_URL_S3", "ftp://x")
     with pytest.raises(ConfigError, match="not an http:// or https:// address"):
         settings_for("memory-bucket")
+
+
+def test_https_trusts_aws_ca_bundle_and_names_it_when_it_does_not_vouch(tmp_path, clean_env):
+    """Real services are TLS only: moto behind its own TLS, its certificate trusted through
+    AWS_CA_BUNDLE (as the AWS CLI does); another bundle there is one sentence naming it."""
+    from tests.test_blobhttp import _self_signed
+
+    (tmp_path / "ca").mkdir()
+    (tmp_path / "other").mkdir()
+    cert, key = _self_signed(tmp_path / "ca")
+    other, _ = _self_signed(tmp_path / "other")
+    server = MotoServer()
+    server.extra_args = ("--ssl-cert", str(cert), "--ssl-key", str(key))
+    server.scheme = "https"
+    try:
+        server.start()
+    except (OSError, RuntimeError) as exc:
+        pytest.fail(f"moto did not start with TLS: {exc}")
+    try:
+        for name, value in server.env_for().items():
+            clean_env.setenv(name, value)
+        clean_env.setenv("AWS_CA_BUNDLE", str(cert))
+        _works()
+        clean_env.setenv("AWS_CA_BUNDLE", str(other))
+        message = _refused_quickly(lambda: open_store(bucket_url(), "p").list())
+        assert (
+            "is not trusted" in message
+            and f"AWS_CA_BUNDLE (or the profile's ca_bundle) {other}" in message
+        )
+        clean_env.setenv("AWS_CA_BUNDLE", str(tmp_path / "missing.pem"))
+        message = _refused_quickly(lambda: open_store(bucket_url(), "p").list())
+        assert "is not a readable CA bundle" in message
+    finally:
+        server.stop()
