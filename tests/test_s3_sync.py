@@ -142,3 +142,17 @@ def test_migrate_from_a_folder_remote_to_s3_and_back(tmp_path, s3_url):
     assert "Copied: 3, Skipped: 0" in fresh.run("migrate", "--remote", back.as_uri()).stdout
     store = open_store(back.as_uri(), "e2e-project")
     assert sorted(k for k in store.list() if k.endswith(".md")) == sorted(old.files())
+
+
+def test_purge_empties_the_project_on_s3_and_says_what_it_cannot_reach(tmp_path, s3_url):
+    a = make_device(tmp_path, "a", s3_url)
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    a.write("project_plan.md", "Ship it.\n", type="project")
+    a.run("push")
+    out = a.run("purge", "--all", "--yes")
+    assert "versioning is enabled on the bucket" in out.stdout + out.stderr
+    left = [k for k in open_store(s3_url, "e2e-project").list() if k.endswith(".md")]
+    assert left == []
+    b = make_device(tmp_path, "b", s3_url)
+    assert "was purged from the remote" in b.run("pull", check=1).stderr
+    assert b.files() == {}
