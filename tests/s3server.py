@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -43,6 +44,7 @@ class MotoServer:
 
     def start(self, timeout: float = 30.0) -> None:
         env = {**os.environ, **self.env}
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115 (closed by stop)
         self.proc = subprocess.Popen(
             [
                 sys.executable,
@@ -55,14 +57,17 @@ class MotoServer:
                 *self.extra_args,
             ],
             stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
+            # a file, not a pipe: moto logs every request to stderr, and a pipe nobody reads
+            # fills after some hundred requests and hangs the server
+            stderr=self.log,
             env=env,
             start_new_session=True,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                err = self.proc.stderr.read().decode(errors="replace") if self.proc.stderr else ""
+                self.log.seek(0)
+                err = self.log.read().decode(errors="replace")
                 raise RuntimeError(f"moto exited with {self.proc.returncode}: {err[-500:]}")
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
@@ -80,8 +85,8 @@ class MotoServer:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
-        if self.proc and self.proc.stderr:
-            self.proc.stderr.close()
+        if self.proc is not None:
+            self.log.close()
         self.proc = None
 
     def env_for(self, endpoint: str | None = None) -> dict[str, str]:
