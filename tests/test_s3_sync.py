@@ -156,3 +156,20 @@ def test_purge_empties_the_project_on_s3_and_says_what_it_cannot_reach(tmp_path,
     b = make_device(tmp_path, "b", s3_url)
     assert "was purged from the remote" in b.run("pull", check=1).stderr
     assert b.files() == {}
+
+
+def test_a_sync_on_s3_imports_no_sdk(tmp_path, s3_url):
+    """Start-up is most of a small sync: a static key signs with memsync's own SigV4, so
+    neither boto3/botocore nor Azure's SDK is imported (docs/s3.md has the measurement)."""
+    device = make_device(tmp_path, "lean", s3_url)
+    device.write("project_a.md", "a fact\n", type="project")
+    snippet = (
+        "import sys\n"
+        "from memsync.entry import main\n"
+        "sys.argv = ['memsync', 'sync']\n"
+        "try:\n    main()\nexcept SystemExit as exc:\n    assert not exc.code, exc.code"
+    )
+    heavy = ("boto3", "botocore", "azure", "requests", "urllib3", "typer", "rich", "yaml")
+    out, loaded = device.imports(snippet, heavy)
+    assert "pushed: project_a.md" in out
+    assert loaded == []
