@@ -353,8 +353,15 @@ class TLSFront:
         ready.wait(10)
 
     def stop(self) -> None:
-        self.loop.call_soon_threadsafe(self.server.close)
-        self.loop.call_soon_threadsafe(self.loop.stop)
+        import asyncio
+
+        def close() -> None:
+            self.server.close()
+            for task in asyncio.all_tasks(self.loop):
+                task.cancel()
+            self.loop.call_later(0.1, self.loop.stop)
+
+        self.loop.call_soon_threadsafe(close)
 
 
 def wan_size(
