@@ -337,7 +337,8 @@ class TLSFront:
             except (OSError, ssl.SSLError, ConnectionError):
                 writer.close()
                 return
-            await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+            with contextlib.suppress(asyncio.CancelledError):  # stop() ends every connection
+                await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
 
         async def start() -> None:
             self.server = await asyncio.start_server(serve, "127.0.0.1", 0, backlog=1024)
