@@ -173,3 +173,15 @@ def test_a_sync_on_s3_imports_no_sdk(tmp_path, s3_url):
     out, loaded = device.imports(snippet, heavy)
     assert "pushed: project_a.md" in out
     assert loaded == []
+
+
+def test_claude_codes_hooks_carry_an_edit_between_devices_on_s3(tmp_path, s3_url):
+    a, b = make_device(tmp_path, "a", s3_url), make_device(tmp_path, "b", s3_url)
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    a.run("push")
+    b.hook("session-start", source="startup")
+    assert (b.memory / "user_role.md").exists()
+    path = b.append("user_role.md", "Leads the storage team.\n")
+    b.post_tool_use(path)  # the PostToolUse hook pushes the one file
+    a.hook("session-start", source="startup")
+    assert "Leads the storage team." in (a.memory / "user_role.md").read_text()
