@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 AZURITE_VERSION="3.37.0"
-CLAUDE_CODE_VERSION="2.1.330"  # the Claude Code CLI the end-to-end suite runs (docs/claude-code.md)
+CLAUDE_CODE_VERSION="2.1.332"  # the Claude Code CLI the end-to-end suite runs (docs/claude-code.md)
 TOOLS="$PWD/.tools"
 
 python -m pip install --quiet --disable-pip-version-check -e ".[test]"
@@ -23,14 +23,25 @@ if [ ! -x "$TOOLS/node_modules/.bin/azurite-blob" ] ||
 fi
 export MEMSYNC_AZURITE="$TOOLS/node_modules/.bin/azurite-blob"
 
-if ! grep -q "\"version\": \"$CLAUDE_CODE_VERSION\"" \
-     "$TOOLS/node_modules/@anthropic-ai/claude-code/package.json" 2>/dev/null; then
-  echo "Installing Claude Code $CLAUDE_CODE_VERSION into $TOOLS ..."
-  mkdir -p "$TOOLS"
-  npm install --prefix "$TOOLS" --no-audit --no-fund --silent \
-    "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION"
+# MEMSYNC_CLAUDE_VERSION=latest (or a version) runs the suite against that Claude Code instead,
+# installed beside the pinned one: `MEMSYNC_CLAUDE_VERSION=latest scripts/test.sh -k claude_code`
+CLAUDE_PREFIX="$TOOLS"
+WANTED="${MEMSYNC_CLAUDE_VERSION:-$CLAUDE_CODE_VERSION}"
+if [ "$WANTED" = "latest" ]; then
+  WANTED="$(npm view @anthropic-ai/claude-code version)"
 fi
-export MEMSYNC_CLAUDE="$TOOLS/node_modules/.bin/claude"
+if [ "$WANTED" != "$CLAUDE_CODE_VERSION" ]; then
+  CLAUDE_PREFIX="$TOOLS/claude-code-$WANTED"
+fi
+if ! grep -q "\"version\": \"$WANTED\"" \
+     "$CLAUDE_PREFIX/node_modules/@anthropic-ai/claude-code/package.json" 2>/dev/null; then
+  echo "Installing Claude Code $WANTED into $CLAUDE_PREFIX ..."
+  mkdir -p "$CLAUDE_PREFIX"
+  npm install --prefix "$CLAUDE_PREFIX" --no-audit --no-fund --silent \
+    "@anthropic-ai/claude-code@$WANTED"
+fi
+echo "Claude Code for the end-to-end tests: $WANTED"
+export MEMSYNC_CLAUDE="$CLAUDE_PREFIX/node_modules/.bin/claude"
 
 # A case-insensitive file system for tests/test_names.py: a FAT image mounted through FUSE.
 # Installed where this is a Debian-like machine run as root; elsewhere that test says why it

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.anthropic_server import AnthropicServer, Reply, message, text_message
-from tests.conftest import NO_FCNTL, python_path
+from tests.conftest import python_path
 
 REPO = Path(__file__).resolve().parent.parent
 CLAUDE = Path(
@@ -114,15 +114,18 @@ class ClaudeHome:
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "NO_PROXY": "127.0.0.1,localhost",
         }
-        if NO_FCNTL:  # the hooks Claude Code runs take the same lock as the tests' memsync
-            env["PYTHONPATH"] = python_path()
+        # the hooks Claude Code runs import this checkout's memsync (not whichever copy the
+        # interpreter has installed) and, without fcntl, take the same lock as the tests' memsync
+        env["PYTHONPATH"] = python_path(REPO)
         env.update(extra)
         return env
 
     def memsync(self, *args: str, cwd: Path | None = None, **env: str) -> str:
         proc = subprocess.run(
             [sys.executable, "-m", "memsync", *args],
-            env={**self.env(**env), "PATH": os.environ["PATH"], "PYTHONPATH": python_path(REPO)},
+            # the PATH a test passes, else the Claude process's own: never the runner's, so a
+            # test's outcome does not depend on whether its venv is on the caller's PATH
+            env={**self.env(**env), "PYTHONPATH": python_path(REPO)},
             cwd=cwd or self.project,
             capture_output=True,
             text=True,

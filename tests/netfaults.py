@@ -1,6 +1,9 @@
-"""A loopback HTTP proxy in front of Azurite that adds a fixed round trip and injects the
-faults a real network and real middleboxes produce, for the tests (both Azure paths) and for
-scripts/bench.py's WAN mode.
+"""A loopback HTTP proxy in front of Azurite (or the fake memory-store server) that adds a
+fixed round trip and injects the faults a real network and real middleboxes produce, for the
+tests (Azure, the memory store) and for scripts/bench.py's WAN mode. It serves as a forward
+proxy too (HTTP_PROXY / HTTPS_PROXY pointing at it): an absolute-form request goes to Azurite
+like any other, and CONNECT opens a tunnel to the host asked for (counted in `tunnels`), with
+no faults in it.
 
 Requests are parsed by http.server and forwarded by http.client on one upstream connection
 per client connection, with their headers untouched (Shared Key signatures stay valid). An
@@ -25,6 +28,7 @@ import struct
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
 
 FAULTS = ("cut", "cut-length", "lie", "stall", "trickle", "reset", "429", "503", "garble")
 _HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "proxy-connection"}
@@ -61,6 +65,8 @@ class FaultProxy:
         # order in which requests overlapped, with no clock read
         self.events: list[tuple[str, str]] = []
         self.connections = 0
+        self.forwarded = 0  # absolute-form requests: the client took this for its proxy
+        self.tunnels = 0
         self.strip: set[str] = set()  # answer headers to drop (lower case), e.g. content-md5
         self.stopping = threading.Event()
         self._lock = threading.Lock()
@@ -117,6 +123,11 @@ class FaultProxy:
                 pass
 
             def handle_one(self) -> None:
+                if self.path.startswith("http://"):
+                    parts = urlsplit(self.path)
+                    self.path = parts.path + (f"?{parts.query}" if parts.query else "")
+                    with proxy._lock:
+                        proxy.forwarded += 1
                 line = f"{self.command} {self.path}"
                 with proxy._lock:
                     proxy.requests.append(line)
@@ -226,6 +237,29 @@ class FaultProxy:
                     self.send_header("Content-Length", str(length))
                 self.end_headers()
 
-            do_GET = do_PUT = do_HEAD = do_DELETE = handle_one
+            def do_CONNECT(self) -> None:
+                host, _, port = self.path.rpartition(":")
+                upstream = socket.create_connection((host, int(port)))
+                with proxy._lock:
+                    proxy.tunnels += 1
+                self.send_response_only(200, "Connection established")
+                self.end_headers()
+                self.wfile.flush()
+
+                def pump(source: socket.socket, sink: socket.socket) -> None:
+                    try:
+                        while data := source.recv(65536):
+                            sink.sendall(data)
+                    except OSError:
+                        pass
+                    finally:
+                        sink.close()
+                        source.close()
+
+                threading.Thread(target=pump, args=(upstream, self.connection), daemon=True).start()
+                pump(self.connection, upstream)
+                self.close_connection = True
+
+            do_GET = do_PUT = do_POST = do_HEAD = do_DELETE = handle_one
 
         return Handler

@@ -83,6 +83,7 @@ def test_export_import_round_trip_into_an_empty_remote(tmp_path, source):
     a.run("sync")
     ticks: list[tuple[int, int]] = []
     archive = tmp_path / "out" / "backup.tar.gz"
+    archive.parent.mkdir()
     exported = admin.export(a, archive, source, progress=lambda d, t: ticks.append((d, t)))
     assert exported.files == sorted(files)
     assert exported.refused == {}

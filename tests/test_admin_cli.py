@@ -113,7 +113,7 @@ def test_export_through_a_symlink_writes_where_it_points(tmp_path, remote_url):
     assert link.is_symlink() and (tmp_path / "nas" / "backup.tar.gz").stat().st_size > 0
 
 
-AWS = "AKIA" + "IOSFODNN7EXAMPLE"
+AWS = "AKIA" + "Q4XW7ZT2MRB5KJ3N"
 GITHUB = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
 
 

@@ -27,13 +27,20 @@ class TestAzureStore(StoreContract):
         store.close()
 
 
-class TestAzureStoreThroughTheSDK(TestAzureStore):
-    """The SDK path (token credentials, proxies) keeps the same contract."""
+class TestAzureStoreThroughAProxy(TestAzureStore):
+    """Through the forward proxy HTTP_PROXY names, the same contract."""
 
-    def open(self, url):
-        from memsync.stores.azure_sdk import AzureSDKStore
+    @pytest.fixture(autouse=True)
+    def forward_proxy(self, azurite, monkeypatch):
+        from tests.netfaults import FaultProxy
 
-        return AzureSDKStore(url, "proj")
+        server = FaultProxy(azurite.port)
+        for name in ("NO_PROXY", "no_proxy"):
+            monkeypatch.delenv(name, raising=False)
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{server.port}")
+        yield server
+        assert server.forwarded, "the requests went through the proxy"
+        server.stop()
 
 
 def test_prefixes_keep_projects_apart(azure_url):
@@ -46,16 +53,13 @@ def test_prefixes_keep_projects_apart(azure_url):
     assert b.get("x.md")[0] == b"b"
 
 
-@pytest.mark.parametrize("sdk", [False, True])
 @pytest.mark.parametrize("under", ["", "/team"])
-def test_projects_lists_the_prefixes_beside_this_one(azure_url, sdk, under):
+def test_projects_lists_the_prefixes_beside_this_one(azure_url, under):
     """One delimiter listing: each project once, however many blobs it holds (a first
     sync asks, to find this repository's memory under another folder's name)."""
-    from memsync.stores.azure_sdk import AzureSDKStore
 
     def opened(prefix):
-        url = azure_url + under
-        return AzureSDKStore(url, prefix) if sdk else open_store(url, prefix)
+        return open_store(azure_url + under, prefix)
 
     opened("alpha").ensure()
     opened("alpha").create("x.md", b"a")
@@ -65,8 +69,7 @@ def test_projects_lists_the_prefixes_beside_this_one(azure_url, sdk, under):
         open_store(azure_url, "outside").create("z.md", b"c")
     store = opened("gamma")
     assert store.projects() == ("alpha", "beta-4f72ac06b2b5")
-    if not sdk:
-        assert store.stats.requests == {"list": 1}
+    assert store.stats.requests == {"list": 1}
 
 
 def test_missing_container_is_not_found_then_ensure_creates_it(azure_url):
@@ -178,7 +181,7 @@ def test_sas_signature_is_masked():
     assert mask_url(url).startswith("https://a.blob.core.windows.net/c/p?sv=2024&sig=***")
 
 
-def test_fast_listing_pages_and_agrees_with_the_sdk(azure_url):
+def test_fast_listing_pages_and_agrees_with_the_sdk(azurite, azure_url):
     store = open_store(azure_url, "proj")
     store.ensure()
     other = open_store(azure_url, "proj-other")  # a sibling prefix must not leak in
@@ -189,9 +192,15 @@ def test_fast_listing_pages_and_agrees_with_the_sdk(azure_url):
     before = store.stats.requests["list"]
     fast = store.list()
     assert store.stats.requests["list"] - before == 3  # ceil(7 / 3) pages
-    from memsync.stores.azure_sdk import AzureSDKStore
+    from azure.storage.blob import ContainerClient
 
-    assert fast == AzureSDKStore(azure_url, "proj").list()
+    from memsync.stores.azure import BlobURL, quote_etag
+
+    blob_url = BlobURL.parse(azure_url)
+    sdk = ContainerClient.from_connection_string(azurite.connection_string, blob_url.container)
+    base = store.base
+    listed = {b.name.removeprefix(base): quote_etag(b.etag) for b in sdk.list_blobs(base)}
+    assert {k: e.etag for k, e in fast.items()} == listed
     assert sorted(fast) == [f"d/f{i}.md" for i in range(7)]
 
 
@@ -216,46 +225,13 @@ def test_a_listing_name_azure_had_to_percent_encode_is_decoded():
     assert entries["ctl\x07.md"].modified > 0
 
 
-def test_environment_settings_are_read_once_unless_a_proxy_is_configured(monkeypatch, tmp_path):
-    """requests would re-read proxy settings on every request; without proxy variables memsync
-    turns that off and hands the CA bundle over itself, so TLS verification is unchanged."""
-    from memsync.stores.azure_sdk import client_options
-
-    for name in (
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "ALL_PROXY",
-        "NO_PROXY",
-        "http_proxy",
-        "https_proxy",
-        "all_proxy",
-        "no_proxy",
-        "CURL_CA_BUNDLE",
-    ):
-        monkeypatch.delenv(name, raising=False)
-    bundle = tmp_path / "bundle.pem"
-    bundle.write_text("")
-    monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(bundle))
-    options = client_options()
-    assert options["use_env_settings"] is False
-    assert options["connection_verify"] == str(bundle)
-    monkeypatch.setenv("NO_PROXY", "localhost")  # alone, it changes nothing
-    assert client_options()["use_env_settings"] is False
-    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
-    options = client_options()
-    assert "use_env_settings" not in options
-    assert options["connection_verify"] == str(bundle)  # the same trust either way
-
-
-@pytest.mark.parametrize("path", ["lean", "sdk"])
-def test_a_sas_token_in_the_url_is_the_whole_credential(azurite, monkeypatch, path):
+def test_a_sas_token_in_the_url_is_the_whole_credential(azurite, monkeypatch):
     """A container SAS made with the account key, and nothing else in the environment."""
     from datetime import datetime, timedelta, timezone
 
     from azure.storage.blob import ContainerSasPermissions, generate_container_sas
 
     from memsync.stores.azure import BlobURL
-    from memsync.stores.azure_sdk import AzureSDKStore
     from tests.azurite import ACCOUNT
 
     for name in ("AZURE_STORAGE_CONNECTION_STRING", "AZURE_STORAGE_KEY"):
@@ -274,7 +250,7 @@ def test_a_sas_token_in_the_url_is_the_whole_credential(azurite, monkeypatch, pa
     monkeypatch.delenv("AZURE_STORAGE_CONNECTION_STRING")
 
     signed = f"{url}?{sas}"
-    store = open_store(signed, "proj") if path == "lean" else AzureSDKStore(signed, "proj")
+    store = open_store(signed, "proj")
     assert store.credential_kind == "SAS token in the URL"
     etag = store.create("a b.md", b"one")
     assert store.get("a b.md") == (b"one", etag)

@@ -357,3 +357,79 @@ def test_two_sessions_at_once_then_a_kill_the_primer_says_only_what_is_true(cc: 
     assert "did not end cleanly" in primer
     assert "1 memory file(s) it left unsynced were pushed now" in primer
     assert "feedback_killed.md" in cc.remote_files()
+
+
+def test_after_compact_index_a_memory_past_line_200_is_reachable_by_claude(cc: ClaudeHome):
+    """An index past 200 lines: Claude Code loads its start only (and says so), the primer says
+    how many memories Claude cannot see; after `memsync compact --index` the index in the
+    system prompt links the sub-index holding the late memory, and Claude reads it there."""
+    mem = cc.memory_dir()
+    mem.mkdir(parents=True, exist_ok=True)
+    lines = ["# Memory index", ""]
+    for i in range(262):
+        kind = ("project", "feedback", "user", "reference")[i % 4]
+        name = f"{kind}_fact{i:03d}.md"
+        body = "The LATE-MARKER-77 fact.\n" if i == 261 else f"Fact {i}.\n"
+        (mem / name).write_text(
+            f"---\nname: fact{i:03d}\ndescription: fact {i}\nmetadata:\n  type: {kind}\n---\n"
+            + body,
+            encoding="utf-8",
+        )
+        lines.append(f"- [Fact {i:03d}]({name}) — fact number {i}")
+    (mem / "MEMORY.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    late = "feedback_fact261.md"
+    cc.memsync("push")
+    proc, script = cc.claude("What do you remember?", [])
+    assert proc.returncode == 0, proc.stderr
+    before = said(script.main[0])
+    assert late not in before  # cut off by Claude Code
+    assert "Claude cannot see 64 memories" in before  # memsync's primer says so
+
+    out = cc.memsync("compact", "--index")
+    assert "index_feedback.md" in out
+    sub = mem / "index_feedback.md"
+    script = Script(
+        [[tool("Read", file_path=str(sub))], [tool("Read", file_path=str(mem / late))]]
+    )
+    proc, _ = cc.claude("What do you remember?", script, "--allowedTools", "Read")
+    assert proc.returncode == 0, proc.stderr
+    first = said(script.main[0])
+    assert "(index_feedback.md)" in first and "Claude cannot see" not in first
+    assert "Only part of it was loaded" not in first
+    assert late in said(script.main[1])  # the sub-index, as Claude read it
+    assert "LATE-MARKER-77" in said(script.main[2])
+    assert cc.remote_files()["index_feedback.md"] == sub.read_text(encoding="utf-8")
+
+
+def test_with_claude_codes_own_memory_sync_on_memsync_stands_aside(cc: ClaudeHome):
+    """CLAUDE_MEMORY_STORES with a "scope": "user" store (how Claude Code is told to sync the
+    auto-memory itself): memsync's hooks sync nothing, exit 0 and say why in the primer."""
+    stores = json.dumps([{"path": "/memories/me", "scope": "user"}])
+    mem = cc.memory_dir()
+    fact = mem / "feedback_tests.md"
+    script = Script([[tool("Write", file_path=str(fact), content=FACT)]])
+    proc, _ = cc.claude("Remember tests first.", script, CLAUDE_MEMORY_STORES=stores)
+    assert proc.returncode == 0, proc.stderr
+    assert "Claude Code's own memory sync is on for" in said(script.main[0])
+    assert fact.exists() and "feedback_tests.md" not in cc.remote_files()
+    assert "post-tool-use: nothing synced: Claude Code's own memory sync" in cc.log()
+    # off again: the next session syncs as before
+    proc, _ = cc.claude("Hello.", [])
+    assert proc.returncode == 0, proc.stderr
+    assert wait_for(lambda: "feedback_tests.md" in cc.remote_files(), 20), cc.log()
+
+
+def test_the_index_limits_are_the_ones_the_cli_under_test_uses():
+    """memsync's limits (memory/index_limit.py) are the constants beside the name MEMORY.md in
+    the bundle of the Claude Code under test; a CLI that moved them fails here, by name."""
+    import mmap
+
+    from memsync.memory import index_limit
+
+    binary = claude_or_skip().resolve()
+    with binary.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        found = set(re.findall(rb'var [\w$]+="MEMORY\.md",[\w$]+=(\d+),[\w$]+=(\d+)', data))
+    assert found == {(str(index_limit.MAX_LINES).encode(), str(index_limit.MAX_CHARS).encode())}, (
+        f"{binary}: the index limits beside MEMORY.md are {found or 'not found'}; read them "
+        "again (docs/claude-code.md) and update memory/index_limit.py"
+    )

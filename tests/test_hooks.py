@@ -151,7 +151,7 @@ def test_memory_md_is_not_repeated_in_the_primer(tmp_path):
 
 def test_conflicts_and_refused_files_lead_the_primer(tmp_path):
     device = folder_device(tmp_path)
-    key = "AKIA" + "IOSFODNN7EXAMPLE"
+    key = "AKIA" + "Q4XW7ZT2MRB5KJ3N"
     device.write("reference_aws.md", f"The key is {key}\n", type="reference")
     device.run("sync", check=1)
     context = primer(hook(device, "session-start", start_payload(device)))

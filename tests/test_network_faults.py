@@ -1,6 +1,6 @@
 """What lands on disk and in the records when the network between memsync and Azure misbehaves:
-a fault-injecting proxy (tests/netfaults.py) in front of Azurite, for the lean REST path and the
-SDK path (chosen by a proxy variable that NO_PROXY then bypasses for the loopback)."""
+a fault-injecting proxy (tests/netfaults.py) in front of Azurite, as the remote's address
+("direct") and as the forward proxy HTTP_PROXY names ("proxy")."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from tests.azurite import ACCOUNT, KEY, Azurite
 from tests.devices import Device, make_device
 from tests.netfaults import FaultProxy
 
-PATHS = ["lean", "sdk"]
-SDK_ENV = {"HTTPS_PROXY": "http://192.0.2.1:9", "NO_PROXY": "127.0.0.1,localhost"}
+PATHS = ["direct", "proxy"]
+_PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 BODY = "".join(f"- line {i} of a fact that matters\n" for i in range(60))
 
 
@@ -31,25 +31,24 @@ def proxy(azurite: Azurite) -> Iterator[FaultProxy]:
     server.stop()
 
 
-def _path_env(monkeypatch: pytest.MonkeyPatch, path: str) -> dict[str, str]:
-    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    if path == "sdk":
-        for name, value in SDK_ENV.items():
-            monkeypatch.setenv(name, value)
-        return dict(SDK_ENV)
-    return {}
+def _route(azure_url: str, proxy: FaultProxy, path: str) -> tuple[str, dict[str, str]]:
+    """The remote URL and the environment that send requests through the proxy."""
+    env = {name: "" for name in (*_PROXY_VARIABLES, *map(str.lower, _PROXY_VARIABLES))}
+    if path == "proxy":
+        env["HTTP_PROXY"] = env["http_proxy"] = f"http://127.0.0.1:{proxy.port}"
+        return azure_url, env
+    return proxy.url_for(azure_url), env
 
 
 def _stores(azure_url: str, proxy: FaultProxy, monkeypatch, path: str):
     direct = open_store(azure_url, "proj")
     direct.ensure()
-    _path_env(monkeypatch, path)
-    through = open_store(proxy.url_for(azure_url), "proj")
-    assert type(through).__name__ == ("AzureSDKStore" if path == "sdk" else "AzureStore")
-    for client in (getattr(through, "http", None),):
-        if client is not None:
-            client.backoff = client.jitter = 0.05
+    url, env = _route(azure_url, proxy, path)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    through = open_store(url, "proj")
+    assert (through.http.proxy is not None) == (path == "proxy")
+    through.http.backoff = through.http.jitter = 0.05
     return direct, through
 
 
@@ -130,8 +129,8 @@ def test_no_request_outlives_the_deadline(azure_url, proxy, monkeypatch, path, f
 
 def _pair(tmp_path, azure_url, proxy, path):
     a = make_device(tmp_path, "a", azure_url)
-    env = SDK_ENV if path == "sdk" else {}
-    b = make_device(tmp_path, "b", proxy.url_for(azure_url), **env)
+    url, env = _route(azure_url, proxy, path)
+    b = make_device(tmp_path, "b", url, **env)
     return a, b
 
 
@@ -196,7 +195,7 @@ def test_a_fresh_pull_reads_the_manifest_beside_the_listing_not_after_it(
 ):
     """Over a slow network each request one after another is a round trip: a fresh pull asks
     for the project's manifest while its listing is in flight, and no more often than before."""
-    a, b = _pair(tmp_path, azure_url, proxy, "lean")
+    a, b = _pair(tmp_path, azure_url, proxy, "direct")
     for i in range(3):
         a.write(f"project_{i}.md", f"fact {i}\n", type="project")
     a.run("push")
@@ -215,7 +214,7 @@ def test_a_fresh_pull_over_a_slow_link_sends_every_download_in_one_wave(
     """The manifest, read beside the listing, already timed the link: a fresh pull widens at
     once, so every download is in flight together (one round trip), not `concurrency` at a
     time until eight answers have been timed."""
-    a, b = _pair(tmp_path, azure_url, proxy, "lean")
+    a, b = _pair(tmp_path, azure_url, proxy, "direct")
     for i in range(12):
         a.write(f"project_{i}.md", f"fact {i}\n", type="project")
     a.run("push")
@@ -308,16 +307,15 @@ def _sas(azurite: Azurite, url: str, **rights: bool) -> str:
     )
 
 
-@pytest.mark.parametrize("path", PATHS)
 def test_container_sas_rights_each_get_a_message_that_says_what_to_do(
-    tmp_path, azurite, proxy, monkeypatch, path
+    tmp_path, azurite, proxy, monkeypatch
 ):
     url = azurite.url("team")
     monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", azurite.connection_string)
     owner = make_device(tmp_path, "owner", url)
     owner.write("project_a.md", "a fact\n", type="project")
     owner.run("push")
-    env = {"AZURE_STORAGE_CONNECTION_STRING": "", **(SDK_ENV if path == "sdk" else {})}
+    env = {"AZURE_STORAGE_CONNECTION_STRING": ""}
     full = _sas(azurite, url, read=True, write=True, delete=True, list=True)
     user = make_device(tmp_path, "user", f"{proxy.url_for(url)}?{full}", **env)
     user.run("pull")

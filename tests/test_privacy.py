@@ -12,7 +12,7 @@ import pytest
 from memsync.stores.folder import FolderStore
 from tests.devices import make_device
 
-AWS = "AKIA" + "IOSFODNN7EXAMPLE"
+AWS = "AKIA" + "Q4XW7ZT2MRB5KJ3N"
 CONN = (
     "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey="
     + "Zm9vYmFy" * 11

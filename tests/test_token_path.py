@@ -204,3 +204,26 @@ def test_an_untrusted_certificate_is_a_configuration_error_not_an_outage(oauth, 
     assert "Traceback" not in pushed.stderr and "queued" not in pushed.stderr
     status = device.run("status", check=None)  # the same sentence, not "queued, not sent yet"
     assert status.returncode == 1 and "not trusted" in status.stderr
+
+
+def test_an_https_remote_goes_through_the_proxy_https_proxy_names(oauth, tmp_path):
+    """HTTPS_PROXY: a CONNECT tunnel through the proxy, TLS to the service inside it (the
+    certificate still checked against the service's name), the bearer token unseen by it."""
+    from tests.netfaults import FaultProxy
+
+    server, ca, identity = oauth
+    forward = FaultProxy(server.port)
+    url = server.url()
+    try:
+        env = {**_env(ca, identity), "HTTPS_PROXY": f"http://127.0.0.1:{forward.port}"}
+        env |= {"NO_PROXY": "", "no_proxy": "", "https_proxy": env["HTTPS_PROXY"]}
+        a = make_device(tmp_path, "a", url, **env)
+        a.write("project_tunnel.md", "through the tunnel\n", type="project")
+        pushed = a.run("push")
+        assert "pushed: project_tunnel.md" in pushed.stdout, pushed.stderr
+        assert forward.tunnels >= 1 and forward.requests == []  # nothing in the clear
+        b = make_device(tmp_path, "b", url, **_env(ca, identity))
+        b.run("pull")
+        assert b.files() == a.files()
+    finally:
+        forward.stop()

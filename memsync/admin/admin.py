@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import shlex
 import tarfile
 import time
 import zlib
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memsync.admin.forget import audit
-from memsync.context.config import Context
+from memsync.context.config import Context, strip_query
 from memsync.memory.frontmatter import FrontmatterError, decode, parse
 from memsync.memory.index_links import INDEX, without_links
 from memsync.memory.memtypes import TYPES, UNKNOWN, type_of
@@ -39,6 +40,7 @@ from memsync.util.errors import (
     NotFound,
     PreconditionFailed,
     RefusedFile,
+    Unholdable,
     UnsafeKey,
     UserError,
 )
@@ -491,14 +493,34 @@ def export(
 
     source="remote" exports what the remote holds; "local" exports this device's memory dir
     (files the outbound checks refuse are left out, as a push would). Unsafe names are left out
-    and reported. The archive is written atomically and is private (0600).
+    and reported. The archive is written atomically and is private (0600), into a folder that
+    exists (as `tar` and `cp` write, never making folders); an archive of nothing is not written
+    (a wrong project or remote is the likely cause), a user error.
     """
+    target = Path(path).expanduser()
+    if not target.parent.is_dir():
+        raise UserError(
+            f"the folder {target.parent} does not exist; create it first "
+            f"(mkdir -p {shlex.quote(str(target.parent))}) or give another path"
+        )
     if source == "remote":
         files, refused = _collect_remote(engine, progress)
     elif source == "local":
         files, refused = _collect_local(engine, progress)
     else:
         raise UserError(f"export source must be 'remote' or 'local', not {source!r}")
+    if not files:
+        where = (
+            f"the remote {strip_query(engine.ctx.remote)}"
+            if source == "remote"
+            else f"the memory dir {engine.ctx.memory_dir}"
+        )
+        other = "--from local" if source == "remote" else "--from remote"
+        raise UserError(
+            f"nothing to export: {where} holds no memory files of project "
+            f"{engine.ctx.project!r}; check --project and --remote (or try {other}); "
+            "no archive was written"
+        )
     manifest = {
         "version": MANIFEST_VERSION,
         "project": engine.ctx.project,
@@ -507,7 +529,6 @@ def export(
             for name, (data, _) in sorted(files.items())
         },
     }
-    target = Path(path).expanduser()
     if target.is_symlink():  # written where the link points, the link kept
         target = target.resolve()
     if target.is_dir():
@@ -683,6 +704,8 @@ def import_archive(
                     result.skipped[name] = "it changed on the remote during the import"
         except NotFound:
             result.skipped[name] = "it was deleted on the remote during the import"
+        except Unholdable as exc:  # outside the remote's limits: refused before any request
+            result.skipped[name] = exc.reason
         finally:
             _tick(progress, i, len(names))
     return result
@@ -801,6 +824,9 @@ def _migrate_one(engine: Engine) -> MigratedSource:
                         continue
                 except AlreadyExists:
                     pass
+                except Unholdable as exc:  # outside the remote's limits: nothing was sent
+                    out.skipped[name] = exc.reason
+                    continue
                 try:
                     theirs, etag = store.get(name)
                 except NotFound:

@@ -59,6 +59,10 @@ def run(ctx: Context, store: Any = None) -> Report:
     that fails stops the ones that depend on it."""
     report = Report(settings=_settings(ctx))
     report.checks += [_settings_check(ctx), _memory_dir(ctx), hooks_check(), _state(ctx)]
+    index = _index(ctx)
+    if index is not None:
+        report.checks.append(index)
+    report.checks.append(_builtin_sync(ctx))
     if not ctx.sync_enabled:
         report.checks.append(
             Check(
@@ -102,6 +106,41 @@ def _memory_dir(ctx: Context) -> Check:
     return Check("memory dir", True, f"{mem} ({count} Markdown file(s){why})")
 
 
+def _index(ctx: Context) -> Check | None:
+    """MEMORY.md against what Claude Code loads of it (None: there is no index yet)."""
+    from memsync.memory import index_limit
+
+    path = ctx.memory_dir / index_limit.INDEX
+    if not path.is_file():
+        return None
+    said = index_limit.warning_for(ctx.memory_dir)
+    if said:
+        return Check("index", False, said, "memsync compact --index")
+    return Check(
+        "index",
+        True,
+        f"MEMORY.md loads whole (Claude Code {index_limit.CLAUDE_CODE_VERSION} loads "
+        f"{index_limit.MAX_LINES} lines, {index_limit.MAX_CHARS:,} characters)",
+    )
+
+
+def _builtin_sync(ctx: Context) -> Check:
+    """Claude Code's own memory sync against this memory dir: one syncer a folder."""
+    from memsync.context import builtin_sync
+
+    said = builtin_sync.stand_aside(ctx)
+    if said:
+        return Check("Claude Code sync", False, said, "turn one of the two syncers off")
+    why = builtin_sync.detect(ctx.memory_dir, ctx.git_root)
+    if why:
+        return Check(
+            "Claude Code sync",
+            True,
+            f"on ({why}); memsync syncs too, as {builtin_sync.OVERRIDE} is set",
+        )
+    return Check("Claude Code sync", True, "off for this memory dir (memsync syncs it)")
+
+
 def _open(ctx: Context) -> Any:
     from memsync.stores import open_store
 
@@ -125,7 +164,11 @@ def _remote_checks(ctx: Context, store: Any) -> list[Check]:
     try:
         present = store.exists()
     except AuthError as exc:
-        fix = "check AZURE_STORAGE_CONNECTION_STRING / AZURE_STORAGE_KEY / the SAS token"
+        fix = getattr(
+            store,
+            "credential_fix",
+            "check AZURE_STORAGE_CONNECTION_STRING / AZURE_STORAGE_KEY / the SAS token",
+        )
         return [*checks, Check("remote reachable", False, str(exc), fix)]
     except Unreachable as exc:
         fix = "check the network or the mount; changes are queued until it is back"
@@ -221,6 +264,8 @@ def _container(store: Any) -> str:
     s3_url = getattr(store, "s3_url", None)
     if s3_url is not None:
         return f"the bucket {s3_url.bucket!r}"
+    if getattr(store, "container", None) is not None:  # a remote that names its own
+        return str(store.container)
     return f"the folder {getattr(store, 'base', 'of the remote')}"
 
 
@@ -382,7 +427,7 @@ def _probe(store: Any) -> Check:
 def _skew(store: Any) -> Check:
     server_time = getattr(store, "server_time", None)
     if server_time is None:
-        return Check("clock skew", True, "not applicable (folder remote)")
+        return Check("clock skew", True, "not applicable (the remote gives no clock)")
     try:
         server = server_time()
     except MemsyncError as exc:

@@ -61,16 +61,19 @@ class ForgetReport:
     index_lines: int = 0  # MEMORY.md lines removed with the files
     offline: str | None = None  # the remote part waits for the next sync
     purged: bool = False  # the project is purged: only the tombstone went to the remote
+    history_erased: int = 0  # earlier versions the remote keeps itself, their content erased
 
 
 def _run(engine: Engine, job: ForgetJob, report: ForgetReport, action: str, **details: Any) -> None:
     """Apply the job here, then finish it on the remote (or leave it for the next sync)."""
     with engine.locked():
         start(engine, job, action, **details)
+        erased_before = engine.store.stats.requests["erase"]
         try:
             report.remote_deleted = finish(engine, job)
         except Unreachable as exc:
             report.offline = str(exc)
+        report.history_erased = engine.store.stats.requests["erase"] - erased_before
         if engine.state.meta.purged:
             report.purged = True
         engine.state.save()
@@ -167,6 +170,7 @@ def apply_match(engine: Engine, plan: MatchPlan) -> ForgetReport:
 class PurgeReport:
     remote_deleted: int
     unreachable: list[str]
+    history_erased: int = 0  # earlier versions the remote keeps itself, their content erased
 
 
 _AGAIN = "run `memsync purge --all` again"
@@ -225,6 +229,7 @@ def purge(engine: Engine) -> PurgeReport:
                     continue
                 except PreconditionFailed:
                     deleted += _delete_remote(engine, key)
+                store.erase_history(key)  # the versions the remote keeps of it, every one
         except Unreachable as exc:
             raise Unreachable(
                 f"{exc}; the remote became unreachable after {deleted} of its object(s) were "
@@ -252,6 +257,7 @@ def purge(engine: Engine) -> PurgeReport:
     remote_kind = (
         "azure" if remote.startswith("http") else "s3" if remote.startswith("s3:") else "folder"
     )
+    erased = store.stats.requests["erase"]
     unreachable = [
         "other devices keep their local copies; their next sync sees the purge, uploads "
         "nothing and says so (to erase memsync's state there too, run `memsync purge --all "
@@ -269,9 +275,14 @@ def purge(engine: Engine) -> PurgeReport:
             "if versioning is enabled on the bucket, S3 keeps the deleted objects as noncurrent "
             "versions; delete them there (or let a lifecycle rule expire them)"
         )
+    elif erased:
+        unreachable.append(
+            f"the remote keeps its own versions: the content of {erased} of them was erased, "
+            "and their records (when, by whom) stay for the remote's retention period"
+        )
     else:
         unreachable.append("backups or snapshots of the remote folder are out of memsync's reach")
-    return PurgeReport(deleted, unreachable)
+    return PurgeReport(deleted, unreachable, erased)
 
 
 def republish(engine: Engine) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -42,6 +43,7 @@ class Status:
     memory_dir_lost: bool = False  # missing or empty while files were synced from it
     remote_lost: int = 0  # the remote is empty, but this device synced this many files with it
     project_note: str = ""  # the git origin differs from the name the project keeps
+    index_warning: str = ""  # MEMORY.md is past what Claude Code loads (index_limit.py)
 
     def as_dict(self) -> dict[str, Any]:
         doc = asdict(self)
@@ -75,10 +77,22 @@ class _RemoteView:
     foreign: bool = False  # another project's memory is under this name: sync refuses
 
 
+BUDGET = 10.0  # seconds `status` waits for the remote: a look, not a transfer
+
+
 def status(engine: Engine) -> Status:
+    """What differs and what needs attention; the remote is asked for at most BUDGET seconds,
+    then said to be unreachable."""
+    if engine.ctx.sync_enabled:
+        engine.store.deadline = time.monotonic() + BUDGET
     result = _start(engine)
     local = engine.scan_local()
     _read_local(engine, local, result)
+    from memsync.context.builtin_sync import stand_aside
+
+    aside = stand_aside(engine.ctx)
+    if aside:  # memsync does not sync this folder: said first, the rest as before
+        result.notices.append(aside)
     seen = _read_remote(engine, result)
     if (
         not engine.ctx.sync_enabled
@@ -131,6 +145,9 @@ def _read_local(engine: Engine, local: LocalScan, result: Status) -> None:
     result.queued = state.pending
     result.last_sync = state.meta.last_sync
     result.last_interrupted = state.meta.last_interrupted
+    from memsync.memory.index_limit import warning_for
+
+    result.index_warning = warning_for(engine.ctx.memory_dir) or ""
 
 
 def _read_remote(engine: Engine, result: Status) -> _RemoteView:

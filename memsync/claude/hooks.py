@@ -60,6 +60,17 @@ def _context(payload: dict[str, Any]) -> config.Context:
     return config.resolve(cwd=path)
 
 
+def _aside(ctx: config.Context, event: str) -> str | None:
+    """The sentence (logged) when Claude Code's own memory sync syncs this memory dir and
+    memsync stands aside; None when memsync syncs it."""
+    from memsync.context.builtin_sync import stand_aside
+
+    said = stand_aside(ctx)
+    if said:
+        _log(ctx.home).warning("%s: nothing synced: %s", event, said)
+    return said
+
+
 def main(argv: list[str], stdin: Any = None, stdout: Any = None) -> int:
     """Run one hook event. Returns 0, always."""
     stdin = sys.stdin if stdin is None else stdin
@@ -139,7 +150,7 @@ PUSH_BUDGET = 10.0  # seconds a post-tool-use push may spend on the network
 def post_tool_use(payload: dict[str, Any], stdout: Any) -> None:
     ctx = _context(payload)
     path = memory_file_of(payload, ctx)
-    if path is None:
+    if path is None or _aside(ctx, "post-tool-use"):
         return
     problems, replaced = _push_one(ctx, path, "post-tool-use")
     told = []
@@ -160,6 +171,12 @@ def post_tool_use(payload: dict[str, Any], stdout: Any) -> None:
             for name, why in replaced.items()
         )
         told.append(f"memsync: {said}. Read the file again before relying on it; tell the user.")
+    if path.name == "MEMORY.md" and path.parent == ctx.memory_dir:  # the index, as merged now
+        from memsync.memory.index_limit import warning_for
+
+        past = warning_for(ctx.memory_dir)
+        if past:
+            told.append(f"memsync: {past}; keep index lines short, one a memory.")
     if told:
         doc = {
             "hookSpecificOutput": {
@@ -181,6 +198,8 @@ def file_changed(payload: dict[str, Any], stdout: Any) -> None:
     path = inside_memory_dir(file_path, ctx)
     if path is None or not path.name.endswith(".md") or path.name.startswith("."):
         return
+    if _aside(ctx, "file-changed"):
+        return
     _push_one(ctx, path, "file-changed")
 
 
@@ -189,6 +208,8 @@ def push_unsynced(payload: dict[str, Any], stdout: Any) -> None:
     no other hook saw reaches the remote within the session. A no-op push only scans."""
     ctx = _context(payload)
     event = str(payload.get("hook_event_name") or "stop")
+    if _aside(ctx, event):
+        return
     engine, known = _engine(ctx)
     held_before = {q.get("path") for q in engine.state.meta.quarantined}
     result = engine.run(Mode.PUSH)
@@ -351,6 +372,7 @@ def _after(ctx: config.Context, known: str | None, result: Any) -> None:
 
 def primer_input(ctx: config.Context, engine: Any, source: str, offline: str | None) -> Any:
     from memsync.claude.primer import PrimerInput
+    from memsync.memory.index_limit import warning_for
 
     state = engine.state
     refused = state.refused
@@ -369,6 +391,7 @@ def primer_input(ctx: config.Context, engine: Any, source: str, offline: str | N
         queued=state.pending,
         offline=offline,
         last_sync=state.meta.last_sync,
+        index_warning=warning_for(ctx.memory_dir),
     )
 
 
@@ -394,7 +417,8 @@ def session_start(payload: dict[str, Any], stdout: Any) -> None:
     # after an unclean end a sync, not a pull: writes no hook pushed (a crash, a kill) go out
     # now; unless the memory dir is lost, which only a pull restores (a sync refuses)
     mode = Mode.SYNC if ended and not engine.memory_dir_lost(engine.scan_local()) else Mode.PULL
-    result, offline = pull_within(engine, budget, mode)
+    aside = _aside(ctx, "session-start")
+    result, offline = (None, aside) if aside else pull_within(engine, budget, mode)
     _after(ctx, known, result)
     if offline:
         log.warning("session-start: %s", offline)
@@ -489,6 +513,8 @@ def _flush(argv: list[str]) -> int:
     try:
         ctx = config.resolve(memory_dir=opts.get("memory-dir"), cwd=cwd)
         log = _log(ctx.home)
+        if _aside(ctx, "flush"):
+            return 0
         from memsync.sync.engine import Engine
 
         result = Engine(ctx).run(Mode.PUSH)  # detached: it may wait out the retries

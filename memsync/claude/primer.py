@@ -49,6 +49,7 @@ class PrimerInput:
     crashed: str | None = None  # the previous session ended without a clean stop
     restored: str | None = None  # the session-start pull restored a lost memory dir
     include_index: bool = False
+    index_warning: str | None = None  # MEMORY.md is past what Claude Code loads
     today: date = field(default_factory=date.today)
     now: float = field(default_factory=time.time)
 
@@ -158,6 +159,11 @@ def _sync_warnings(data: PrimerInput) -> list[str]:
         warnings.append(f"- {data.crashed}")
     if data.restored:
         warnings.append(f"- {data.restored} (from the remote, at this session's start)")
+    if data.index_warning:
+        warnings.append(
+            f"- {data.index_warning}; until then, open the memory files by name from the "
+            "memory dir when the index shown is not enough (tell the user)"
+        )
     return warnings
 
 

@@ -82,9 +82,13 @@ def _show(plan, dry_run: bool, nothing: str) -> None:
 @app.command()
 def install(scope: ScopeOpt = "user", dry_run: DryRunOpt = False) -> None:
     """Add memsync's hooks, skills and memory-types block to Claude Code (idempotent)."""
+    from pathlib import Path
+
     from memsync.claude.install import plan_install
+    from memsync.context.builtin_sync import refuse_install
 
     checks.choice("--scope", scope, ("user", "project"))
+    refuse_install(Path.cwd())  # Claude Code syncs this memory itself: one syncer a folder
     _show(plan_install(scope), dry_run, "Already installed; nothing changed.")
 
 
@@ -126,10 +130,12 @@ def watch(
 ) -> None:
     """Push edits made outside Claude (an editor, a script) as they happen. Ctrl-C stops."""
     from memsync.claude.watch import watch as run_watch
+    from memsync.context.builtin_sync import refuse
     from memsync.sync.engine import Engine
 
     checks.number("--debounce", debounce, 0, 3600)
     ctx = context(memory_dir, remote, project)
+    refuse(ctx)
     engine = Engine(ctx)
 
     def report(_: str, detail) -> None:

@@ -341,6 +341,9 @@ def transfer(
         if not paths:
             raise UsageError("--allow needs its file(s): memsync push --allow KIND FILE")
     engine = engine_for(memory_dir, remote, project)
+    from memsync.context.builtin_sync import refuse
+
+    refuse(engine.ctx)  # Claude Code's own memory sync syncs this folder: one syncer a folder
     engine.on_wait = lambda sentence: err.print(f"memsync: {sentence}", markup=False)
     names = [pushable(engine, p) for p in paths] if paths else None
     allowed = {name: set(allow) for name in names or ()} if allow else {}
@@ -354,6 +357,12 @@ def transfer(
         raise
     finally:
         engine.close()
+    if "MEMORY.md" in (*result.downloaded, *result.merged):  # the index this run changed
+        from memsync.memory.index_limit import warning_for
+
+        past = warning_for(engine.ctx.memory_dir)
+        if past:
+            result.notes.append(f"after this {mode.value}, {past}")
     said = {identity.origin_note(engine.ctx.identity, shared) for shared in (False, True)}
     if engine.ctx.other_origin and said & set(result.notes):
         identity.noted(engine.ctx.home, engine.ctx.memory_dir, engine.ctx.identity)

@@ -130,6 +130,11 @@ def _finish(report: ForgetReport) -> None:
         )
         return
     out.print("Forgotten here and on the remote; other devices apply it on their next sync.")
+    if report.history_erased:
+        out.print(
+            f"The remote's own history: the content of {report.history_erased} earlier "
+            "version(s) that held it was erased (their records, when and by whom, stay)."
+        )
 
 
 @app.command()

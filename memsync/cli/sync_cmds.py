@@ -18,16 +18,18 @@ from memsync.cli.common import (
     context,
     emit_json,
     engine_for,
+    err,
     fail,
     out,
 )
 from memsync.cli.plain import transfer
 from memsync.sync.mode import Mode
 from memsync.util.dates import local_time
-from memsync.util.errors import KeptLocal, RefusedFile, UserError
+from memsync.util.errors import KeptLocal, NotFound, RefusedFile, StoreError, UserError
 
 if TYPE_CHECKING:
     from memsync.admin.status import Status
+    from memsync.sync.engine import Engine
 
 
 @app.command()
@@ -157,6 +159,8 @@ def status(
         out.print("  (see `memsync history FILE`; `memsync resolve FILE` clears a conflict)")
     for notice in st.notices:
         out.print(f"  note: {notice}.", markup=False)
+    if st.index_warning:
+        out.print(f"  note: {st.index_warning}.", markup=False)
     out.print(f"{st.in_sync} file(s) in sync.")
 
 
@@ -229,6 +233,12 @@ def validate(
         except OSError as exc:
             problems += 1
             out.print(f"{name}: it cannot be read ({exc.strerror})", markup=False)
+    if not paths:  # an index Claude Code cuts short is valid, but Claude misses memories
+        from memsync.memory.index_limit import warning_for
+
+        said = warning_for(ctx.memory_dir)
+        if said:
+            err.print(f"note: {said}.", markup=False)
     if problems:
         fail(f"{problems} of {len(files)} file(s) have problems", 1)
     if kept:
@@ -244,7 +254,8 @@ def history(
     remote: RemoteOpt = None,
     project: ProjectOpt = None,
 ) -> None:
-    """List the local versions kept of a file (newest first)."""
+    """List the local versions kept of a file (newest first), then the versions the remote
+    keeps itself, where it keeps them (a memory store)."""
     engine = engine_for(memory_dir, remote, project)
     name = engine.name_of(file)
     versions = engine.state.history(name)
@@ -255,11 +266,31 @@ def history(
         )
     if not versions:
         out.print(f"No history kept for {name}.", markup=False)
-        return
     for v in versions:
         size = v.path.stat().st_size
         when = local_time(v.saved_at)
         out.print(f"{v.version:>3}  {when}  {size:>7} B  {v.reason}", markup=False)
+    _remote_versions(engine, name)
+    engine.close()
+
+
+def _remote_versions(engine: Engine, name: str) -> None:
+    """The remote's own versions of `name`, where it keeps them; a note when unreadable."""
+    try:
+        kept = engine.store.versions(name)
+    except NotFound:
+        kept = []
+    except StoreError as exc:
+        err.print(f"note: the remote's own versions of {name} cannot be read now ({exc})")
+        return
+    if kept is None:
+        return
+    out.print(f"Kept by the remote itself ({len(kept)}, newest first):", markup=False)
+    for v in kept:
+        what = f"{v.size} B  sha256 {v.sha256[:12]}" if v.sha256 else "no content"
+        if v.erased:
+            what = "content erased"
+        out.print(f"  {local_time(v.created)}  {v.operation:<8}  {what}", markup=False)
 
 
 @app.command()

@@ -37,6 +37,7 @@ DEFAULTS: dict[str, Any] = {
     "digest_min_turns": 6,
     "model": "claude-sonnet-5-5",
     "primer_max_chars": 9000,
+    "sync_beside_claude_code": False,  # sync a folder Claude Code's own memory sync syncs
 }
 
 ENV = {
@@ -353,7 +354,8 @@ def locate_memory_dir(cwd: Path) -> MemoryDir:
 def default_device(home: Path) -> str:
     """This machine's name for conflicts, forgets and purges: the host name and a short id
     made once per MEMSYNC_HOME. Host names alone repeat (two laptops called `vm`, a cloned
-    image) and a device would take another's conflicts for its own."""
+    image), and messages naming where a conflict was merged or who purged would not tell
+    them apart (which conflicts a device takes in is decided by id, not by this name)."""
     path = home / "device-id"
     try:
         suffix = path.read_text(encoding="utf-8").strip()
@@ -478,14 +480,16 @@ def check_folder_remote(url: str) -> None:
     the directory memsync runs in, and a regular file can never hold memory: both are a
     mistake in the setting, not an outage to queue work for."""
     parts = urlsplit(url)
-    if parts.scheme in ("http", "https", "memory", "s3") and (parts.netloc or parts.path):
+    if parts.scheme in ("http", "https", "memory", "memstore", "s3") and (
+        parts.netloc or parts.path
+    ):
         return
     if parts.scheme != "file":
         raise ConfigError(
-            f"the remote {url!r} is not a file:/// folder or an Azure Blob or S3 URL "
-            "(https://ACCOUNT.blob.core.windows.net/CONTAINER/PREFIX, s3://BUCKET/PREFIX); fix "
-            "--remote, "
-            "MEMSYNC_REMOTE or the remote setting"
+            f"the remote {url!r} is not a file:/// folder or an Azure Blob URL "
+            "(https://ACCOUNT.blob.core.windows.net/CONTAINER/PREFIX), an S3 URL "
+            "(s3://BUCKET/PREFIX) nor a memory store (memstore://memstore_ID[/PREFIX]); fix "
+            "--remote, MEMSYNC_REMOTE or the remote setting"
         )
     from memsync.util.portable import file_url_path
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsync.memory import frontmatter as memory
-from memsync.memory import rollups
+from memsync.memory import index_limit, rollups
 from memsync.memory.index_links import link_targets
 from memsync.memory.memtypes import type_of
 from memsync.memory.merge import entry_mark
@@ -118,6 +118,51 @@ def _plan_index(files: Mapping[str, bytes], actions: list[Action]) -> Action | N
     reason = f"points the index lines of {dropped} compacted {noun} at their roll-ups."
     new = "".join(out).encode("utf-8")
     return Action(UPDATE, _INDEX, reason, new, [_INDEX], [], sha256_hex(data))
+
+
+def plan_index_limit(files: Mapping[str, bytes]) -> list[Action]:
+    """MEMORY.md brought within what Claude Code loads (index_limit.split): the sub-indexes
+    to write or update, then MEMORY.md. Pure, like `plan`."""
+    new = index_limit.split(files)
+    actions = []
+    for name in sorted(new, key=lambda n: (n == _INDEX, n)):
+        old = files.get(name)
+        if name == _INDEX:
+            reason = (
+                "keeps the lines Claude Code loads and links the sub-indexes holding the rest "
+                f"(it loads {index_limit.MAX_LINES} lines, {index_limit.MAX_CHARS:,} characters)."
+            )
+        else:
+            reason = "holds the MEMORY.md lines past what Claude Code loads, linked from it."
+        kind = WRITE if old is None else UPDATE
+        expected = None if old is None else sha256_hex(old)
+        actions.append(Action(kind, name, reason, new[name], [_INDEX], [], expected))
+    return actions
+
+
+def apply_index_limit(engine: Engine, actions: list[Action]) -> CompactResult:
+    """Write the sub-indexes and push them, then MEMORY.md and push it: no other device
+    gets an index linking a sub-index the remote does not hold yet. A file changed since the
+    plan is left for the next run (and MEMORY.md with it, so no line is lost)."""
+    result = CompactResult(False, list(actions))
+    subs = [a for a in actions if a.name != _INDEX]
+    index = [a for a in actions if a.name == _INDEX]
+    with engine.locked():
+        if _write_rollups(engine, subs, result, _no_step):
+            result.skipped.update({a.name: "a sub-index it needs changed meanwhile" for a in index})
+            return result
+    if subs:
+        result.pushes.append(engine.run(Mode.PUSH, [str(engine.local_path(a.name)) for a in subs]))
+    with engine.locked():
+        if _write_rollups(engine, index, result, _no_step):
+            return result
+    if index:
+        result.pushes.append(engine.run(Mode.PUSH, [str(engine.local_path(_INDEX))]))
+    return result
+
+
+def _no_step(kind: str, name: str) -> None:
+    return None
 
 
 def _index_line(name: str, content: bytes | None) -> str:

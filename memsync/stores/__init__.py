@@ -22,26 +22,24 @@ def open_store(url: str, prefix: str) -> Store:
         except ValueError:
             raise ConfigError(f"the remote {url!r} is not a local file:/// URL") from None
         return FolderStore(folder, prefix)
+    if parts.scheme == "memstore":
+        from memsync.stores.memstore import MemoryStoreStore
+
+        return MemoryStoreStore(url, prefix)
     if parts.scheme == "memory":
         from memsync.stores.memory import MemoryStore
 
         return MemoryStore.named(parts.netloc + parts.path, prefix)
     if parts.scheme in ("http", "https") and parts.netloc:
-        from memsync.stores.azure import AzureStore, BlobURL, credential_for, proxy_configured
+        from memsync.stores.azure import AzureStore
 
-        # the lean store, or the SDK's (which imports azure.* only now) when the credential or
-        # the network needs it
-        credential = credential_for(BlobURL.parse(url))
-        if credential.token is not None or proxy_configured():
-            from memsync.stores.azure_sdk import AzureSDKStore
-
-            return AzureSDKStore(url, prefix, credential)
-        return AzureStore(url, prefix, credential)
+        return AzureStore(url, prefix)
     if parts.scheme == "s3":
         from memsync.stores.s3 import S3Store
 
         return S3Store(url, prefix)
     raise ConfigError(
-        f"the remote {url!r} is not a file:/// folder or an Azure Blob or S3 URL "
-        "(https://ACCOUNT.blob.core.windows.net/CONTAINER/PREFIX, s3://BUCKET/PREFIX)"
+        f"the remote {url!r} is not a file:/// folder or an Azure Blob URL "
+        "(https://ACCOUNT.blob.core.windows.net/CONTAINER/PREFIX), an S3 URL "
+        "(s3://BUCKET/PREFIX) nor a memory store (memstore://memstore_ID[/PREFIX])"
     )

@@ -5,10 +5,9 @@ replace or delete), and every failure is translated here into memsync's own erro
 reaches the engine as the same PreconditionFailed the folder store raises, so the
 merge-and-retry path is shared.
 
-With an account key or a SAS token (the usual case, and Azurite's) requests go out through
-memsync's lean REST client (memsync.stores.blobhttp): no `azure.*` import at all. With a token
-credential (DefaultAzureCredential) or proxy settings, `AzureSDKStore` sends the same
-operations through azure-storage-blob.
+Requests go out through memsync's lean REST client (memsync.stores.blobhttp), signed with an
+account key, carrying a SAS token or a bearer token from DefaultAzureCredential (the only
+`azure.*` import, made only for that credential).
 
 Every download is verified before the engine sees it: against the Content-MD5 the service
 keeps for the blob (set by every upload, which sends one), else against the size the listing
@@ -46,7 +45,6 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from typing import Any
 
-_PROXY_ENV = {"http_proxy", "https_proxy", "all_proxy"}  # NO_PROXY alone changes nothing
 MARKDOWN = "text/markdown; charset=utf-8"
 # blob metadata `edited`: when the writer's file was edited (seconds since the epoch)
 EDITED_METADATA = "edited"
@@ -151,14 +149,6 @@ class Credential(NamedTuple):
     sas: str = ""  # a SAS token's query string
     token: Any = None  # an azure-identity TokenCredential
 
-    def for_sdk(self) -> Any:
-        """The credential argument the SDK's clients take (a SAS in the URL stays there)."""
-        if self.account_key:
-            return {"account_name": self.account_name, "account_key": self.account_key}
-        if self.kind == URL_SAS:
-            return None
-        return self.token or self.sas or None
-
 
 def credential_for(url: BlobURL) -> Credential:
     """The credential in DESIGN.md's order: connection string, SAS in the URL,
@@ -192,11 +182,6 @@ def credential_for(url: BlobURL) -> Credential:
     from memsync.stores.token import token_credential
 
     return Credential("DefaultAzureCredential", token=token_credential(NO_CREDENTIAL))
-
-
-def proxy_configured() -> bool:
-    """Whether proxy variables are set: only the SDK (through requests) honours them."""
-    return any(k.lower() in _PROXY_ENV and os.environ[k] for k in os.environ)
 
 
 def sas_expiry(sas: str) -> float | None:
@@ -293,8 +278,6 @@ class AzureStore(Store):
         from memsync.stores.blobhttp import BlobHTTP, SharedKey
 
         cred = self.credential
-        if cred.token is not None:
-            raise ConfigError("token credentials need the SDK: open the store with open_store")
         if cred.account_key and self.blob_url.scheme != "https" and not self.blob_url.path_style:
             # Azurite's path-style URLs may be http://; a storage account's name never is
             raise ConfigError(
@@ -306,10 +289,19 @@ class AzureStore(Store):
             self.blob_url.netloc,
             shared_key=SharedKey(cred.account_name, cred.account_key) if cred.account_key else None,
             sas=cred.sas,
+            token=self._bearer(cred),
             on_request=self.stats.count,
         )
         account = f"/{self.blob_url.account}" if self.blob_url.path_style else ""
         self.container_path = f"{account}/{self.blob_url.container}"
+
+    @staticmethod
+    def _bearer(cred: Credential) -> Any:
+        if cred.token is None:
+            return None
+        from memsync.stores.token import Bearer
+
+        return Bearer(cred.token)
 
     def _name(self, key: str) -> str:
         return self.base + check_key(key)

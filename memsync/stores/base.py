@@ -6,9 +6,11 @@ boolean — so the sync engine has one merge-and-retry path for every backend.
 
 from __future__ import annotations
 
+import builtins
 import re
 import threading
 from collections import Counter
+from collections.abc import Callable
 from typing import NamedTuple, Protocol
 
 from memsync.util.errors import UnsafeKey
@@ -21,6 +23,17 @@ class Entry(NamedTuple):
     etag: str
     size: int = 0
     modified: float = 0.0  # seconds since the epoch
+
+
+class RemoteVersion(NamedTuple):
+    """One version of an object that the remote keeps itself (see `Store.versions`)."""
+
+    id: str
+    operation: str  # created, modified, deleted
+    created: float  # seconds since the epoch
+    sha256: str | None  # None once its content was erased, or for a deletion
+    size: int | None
+    erased: bool
 
 
 class Stats:
@@ -138,6 +151,24 @@ class Store(Protocol):
     def create_advice(self) -> str:
         """What to tell a user whose remote does not exist yet."""
         return "run `memsync push` to create it"
+
+    # A remote that keeps its own versions of an object (a memory store does, for a retention
+    # period) shows them to `history` and erases their content for `forget` and `purge`: what
+    # memsync takes back must not stay readable in the remote's history. A remote without
+    # versions memsync can reach (a folder, Azure without blob versioning) has none to show
+    # or erase.
+
+    def versions(self, key: str) -> builtins.list[RemoteVersion] | None:
+        """The versions of `key` the remote keeps itself, newest first; None where it keeps
+        none memsync can read."""
+        return None
+
+    def erase_history(self, key: str, holds: Callable[[bytes], bool] | None = None) -> int:
+        """Erase the content of the earlier versions of `key` the remote keeps (every one, or
+        those whose content `holds` says yes to; never the current content), after a forget or
+        a purge rewrote or deleted `key`; how many it erased. Each erasure is counted in
+        `stats` as an "erase" request."""
+        return 0
 
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")

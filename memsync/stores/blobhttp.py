@@ -2,10 +2,11 @@
 
 Moving thousands of small files, the SDK's pipeline (azure-core policies, requests, urllib3)
 costs several times the CPU of the request itself, and `import azure.storage.blob` is a large
-share of a process's start (docs/benchmarks.md). This client keeps one keep-alive connection
-per thread (one TLS context for all of them), signs with Shared Key or carries a SAS token, and
-leaves the framing of answers to http.client, which is well kept and fuzzed: memsync adds only
-what it needs on top of it. Every
+share of a process's start (docs/benchmarks.md). This client keeps a pool of keep-alive
+connections (one TLS context for all of them), signs with Shared Key, carries a SAS token or a
+bearer token, goes through the proxy HTTP(S)_PROXY and NO_PROXY name, and leaves the framing of
+answers to http.client, which is well kept and fuzzed: memsync adds only what it needs on top
+of it. Every
 interim (1xx) answer is skipped, a body is capped before it is read (a memory file's maximum plus
 headroom; listings have their own cap) and read in bounded pieces against an overall deadline,
 and a connection that saw any error is closed, never reused.
@@ -13,7 +14,7 @@ and a connection that saw any error is closed, never reused.
 Retries are the SDK's, plus 429: connection errors and 408, 429, 500, 502, 503, 504 and other
 5xx but 501 and 505, three times, half a second apart (with jitter) or as long as a
 `Retry-After` asks if that fits the deadline, so an outage reaches the engine within seconds and
-the work is queued. Token credentials and proxies go through the SDK (memsync.stores.azure_sdk).
+the work is queued.
 """
 
 from __future__ import annotations
@@ -23,13 +24,14 @@ import binascii
 import hashlib
 import hmac
 import http.client
+import os
 import random
 import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, NamedTuple
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, unquote, urlencode, urlsplit
 
 from memsync.stores.httpdate import format_date, parse_date
 from memsync.util.errors import ConfigError, Unreachable
@@ -128,19 +130,64 @@ def _lookup(address: tuple[str, int], *args: Any) -> socket.socket:
     return socket.create_connection((ascii_host, port), *args)  # type: ignore[arg-type]
 
 
+class Proxy(NamedTuple):
+    host: str
+    port: int
+    authorization: str | None  # Proxy-Authorization, from the proxy URL's user and password
+
+
+_PROXY_VARIABLES = ("https_proxy", "http_proxy", "all_proxy")
+
+
+def proxy_for(scheme: str, host: str) -> Proxy | None:
+    """The proxy the environment names for `scheme://host`, as curl and requests read it
+    (`https_proxy` / `http_proxy` / `all_proxy`, either case, and `no_proxy`); None for none.
+    Only an http:// proxy is spoken to: https:// targets go through it with CONNECT."""
+    if not any(os.environ.get(n) or os.environ.get(n.upper()) for n in _PROXY_VARIABLES):
+        return None  # the usual case, decided without importing urllib.request
+    import urllib.request
+
+    if urllib.request.proxy_bypass(host):
+        return None
+    url = urllib.request.getproxies().get(scheme) or ""
+    if not url:
+        return None
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    if parts.scheme != "http" or not parts.hostname:
+        raise ConfigError(
+            f"the proxy {parts.scheme}://{parts.hostname or ''} in {scheme}_proxy is not an "
+            "http:// proxy; memsync speaks to proxies in plain HTTP (https remotes go through "
+            "them encrypted, with CONNECT)"
+        )
+    authorization = None
+    if parts.username is not None:
+        user = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
+        authorization = "Basic " + base64.b64encode(user).decode()
+    return Proxy(parts.hostname, parts.port or 80, authorization)
+
+
 def _open(
-    scheme: str, host: str, port: int, timeout: float, context: ssl.SSLContext | None = None
+    scheme: str,
+    host: str,
+    port: int,
+    timeout: float,
+    proxy: Proxy | None = None,
+    context: ssl.SSLContext | None = None,
 ) -> http.client.HTTPConnection:
-    """A new connection (not yet connected); https:// trusts `context`, else the CAs tls.py
-    chooses."""
+    """A new connection (not yet connected), through `proxy` if given; https:// trusts
+    `context`, else the CAs tls.py chooses."""
     conn: http.client.HTTPConnection
+    peer = (proxy.host, proxy.port) if proxy else (host, port)
     if scheme == "https":
         from memsync.stores import tls
 
         context = context or tls.context()
-        conn = http.client.HTTPSConnection(host, port, timeout=timeout, context=context)
+        conn = http.client.HTTPSConnection(*peer, timeout=timeout, context=context)
+        if proxy:
+            auth = {"Proxy-Authorization": proxy.authorization} if proxy.authorization else None
+            conn.set_tunnel(host, port, headers=auth)
     else:
-        conn = http.client.HTTPConnection(host, port, timeout=timeout)
+        conn = http.client.HTTPConnection(*peer, timeout=timeout)
     conn.response_class = _Response
     conn._create_connection = _lookup  # type: ignore[attr-defined]
     return conn
@@ -271,6 +318,7 @@ class BlobHTTP:
         *,
         shared_key: SharedKey | None = None,
         sas: str = "",
+        token: Callable[[], str] | None = None,
         on_request: Callable[[str, int, int], None] = lambda kind, up, down: None,
         connect_timeout: float = 5,
         read_timeout: float = 30,
@@ -278,7 +326,8 @@ class BlobHTTP:
     ) -> None:
         self.scheme, self.netloc = scheme, netloc
         self.host, self.port = split_netloc(netloc, scheme)  # a bad port fails now, not later
-        self.shared_key, self.sas = shared_key, sas
+        self.shared_key, self.sas, self.token = shared_key, sas, token
+        self.proxy = proxy_for(scheme, self.host)
         self.on_request = on_request
         self.connect_timeout, self.read_timeout = connect_timeout, read_timeout
         self.request_timeout = request_timeout
@@ -297,7 +346,9 @@ class BlobHTTP:
         with self._lock:
             if self._idle:
                 return self._idle.pop()
-        return _open(self.scheme, self.host, self.port, self.connect_timeout, self.tls_context)
+        return _open(
+            self.scheme, self.host, self.port, self.connect_timeout, self.proxy, self.tls_context
+        )
 
     def _give_back(self, conn: http.client.HTTPConnection) -> None:
         if conn.sock is not None:
@@ -323,7 +374,14 @@ class BlobHTTP:
         caller's next request (the listing) goes out without waiting for them."""
 
         def one() -> bool:
-            conn = _open(self.scheme, self.host, self.port, self.connect_timeout, self.tls_context)
+            conn = _open(
+                self.scheme,
+                self.host,
+                self.port,
+                self.connect_timeout,
+                self.proxy,
+                self.tls_context,
+            )
             try:
                 self._connect(conn, self.connect_timeout)
             except (OSError, http.client.HTTPException):
@@ -403,12 +461,15 @@ class BlobHTTP:
 
     def _target(self, path: str, query: Mapping[str, str]) -> tuple[str, str]:
         """The quoted path (what the signature covers) and the URL to send: the path with the
-        query and the SAS, if any."""
+        query and the SAS, if any (absolute, to a proxy in plain HTTP)."""
         target = quote_path(path)
         qs = urlencode(query, quote_via=quote)
         if self.sas:
             qs = f"{qs}&{self.sas}" if qs else self.sas
-        return target, f"{target}?{qs}" if qs else target
+        url = f"{target}?{qs}" if qs else target
+        if self.proxy and self.scheme == "http":
+            url = f"http://{self.netloc}{url}"
+        return target, url
 
     def _signed(
         self,
@@ -418,13 +479,16 @@ class BlobHTTP:
         headers: Mapping[str, str] | None,
         body: bytes | None,
     ) -> dict[str, str]:
-        """The headers of one attempt: dated now, and signed with the shared key if any."""
+        """The headers of one attempt: dated now, and signed with the shared key or carrying
+        the bearer token, if any."""
         send = {"x-ms-date": format_date(), "x-ms-version": API_VERSION}
         send.update(headers or {})
         if body is not None:
             send["Content-Length"] = str(len(body))
         if self.shared_key is not None:
             send["Authorization"] = self.shared_key.authorization(method, target, query, send)
+        elif self.token is not None:
+            send["Authorization"] = f"Bearer {self.token()}"
         return send
 
     def _send(

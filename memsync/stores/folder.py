@@ -43,10 +43,12 @@ class FolderStore(Store):
         self.project_known = False
 
     def _missing(self) -> str:
+        import shlex  # only said when the folder is missing
+
         return (
             f"the folder remote {self.root} is not there (is the drive mounted? a new one is "
-            f"made with `mkdir -p {self.root}`: memsync never makes it, so an unmounted drive's "
-            "mount point is never written to)"
+            f"made with `mkdir -p {shlex.quote(str(self.root))}`: memsync never makes it, so "
+            "an unmounted drive's mount point is never written to)"
         )
 
     def _path(self, key: str) -> Path:

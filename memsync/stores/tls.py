@@ -1,4 +1,4 @@
-"""Which certificate authorities an https:// remote is checked against, for both Azure paths.
+"""Which certificate authorities an https:// remote is checked against.
 
 The order curl, requests and OpenSSL agree on: `REQUESTS_CA_BUNDLE` (or `CURL_CA_BUNDLE`), a
 file or a directory, replaces the default; otherwise `SSL_CERT_FILE` / `SSL_CERT_DIR`, which
@@ -72,21 +72,6 @@ def context() -> ssl.SSLContext:
                 _load_certifi(ctx)
             _contexts[key] = ctx
         return ctx
-
-
-def sdk_verify() -> str | bool:
-    """What requests (the SDK's transport) takes as `verify`: the same bundle, or the system's
-    store instead of certifi's copy."""
-    cafile, capath = verify_paths()
-    if cafile or capath:
-        return cafile or capath or True
-    import ssl
-
-    defaults = ssl.get_default_verify_paths()
-    for path in (defaults.cafile, defaults.capath):
-        if path and os.path.exists(path):
-            return path
-    return True  # requests' own (certifi)
 
 
 def _system_store_present() -> bool:

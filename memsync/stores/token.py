@@ -1,16 +1,17 @@
 """Token credentials (DefaultAzureCredential), made to fail fast and quietly.
 
 Left alone, with no credential anywhere DefaultAzureCredential spends seconds per attempt
-(probing for a managed identity), the storage retry policy asks it four times, and every
-attempt logs a dozen warnings: 21 s and a screenful before "refused". Here the first attempt is
-bounded, its failure is remembered and raised as memsync's own AuthError (which the SDK's retry
-policy does not retry), and azure-identity's log stays out of the terminal.
+(probing for a managed identity) and every attempt logs a dozen warnings: seconds and a
+screenful before "refused". Here the first attempt is bounded, its failure is remembered and
+raised as memsync's own AuthError (which no retry repeats), and azure-identity's log stays out
+of the terminal. `Bearer` hands each request a token, asking for a new one near its expiry.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 from memsync.util.errors import AuthError
@@ -64,6 +65,25 @@ class FailFastCredential:
         close = getattr(self.inner, "close", None)
         if close:
             close()
+
+
+STORAGE_SCOPE = "https://storage.azure.com/.default"
+REFRESH_BEFORE = 300  # seconds before its expiry a token is replaced
+
+
+class Bearer:
+    """The bearer token for each request: the credential's, kept until it nearly expires."""
+
+    def __init__(self, credential: Any) -> None:
+        self.credential = credential
+        self._token: Any = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> str:
+        with self._lock:
+            if self._token is None or self._token.expires_on - REFRESH_BEFORE < time.time():
+                self._token = self.credential.get_token(STORAGE_SCOPE)
+            return str(self._token.token)
 
 
 def token_credential(no_credential: str) -> FailFastCredential:

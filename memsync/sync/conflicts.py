@@ -6,6 +6,9 @@ device took part too: its edit may be the one that went to history. So the mergi
 also appends the conflict to `_memsync/conflicts.json` on the remote, and every other device
 adds the entries it has not seen to its own conflicts at its next listing sync (when that
 file's ETag moved): `status`, `status --json` and the session-start primer then say so on both.
+Which entries a device takes in is decided by id alone, never by a clock or a device name
+(clocks disagree, names repeat): every id it has seen is skipped, and a device sees the ids it
+makes itself (`made_here`) and every id the record held when it had nothing synced yet.
 `memsync resolve` on one device appends a resolution naming the conflicts it cleared (by id),
 and the other devices clear them too at their next sync, so no device keeps reporting a
 conflict the user already dealt with. A resolution made offline is published at the next sync.
@@ -31,8 +34,7 @@ if TYPE_CHECKING:
     from memsync.sync.state import Meta, State
 
 KEEP = 200  # entries on the remote
-KEEP_SEEN = 1000  # ids a device remembers having taken in
-SKEW = 300.0  # seconds: a conflict this much before our last sync may still be about our edit
+KEEP_SEEN = 1000  # ids a device remembers having seen (taken in or made itself)
 
 
 def entry(name: str, detail: str, device: str, marks: Sequence[str] = ()) -> dict[str, Any]:
@@ -49,6 +51,12 @@ def entry(name: str, detail: str, device: str, marks: Sequence[str] = ()) -> dic
     if marks:
         record["marks"] = list(marks)
     return record
+
+
+def made_here(meta: Meta, record: dict[str, Any]) -> None:
+    """A conflict or resolution this device made: seen, so it is never taken in again as
+    another device's when the remote record comes back with it."""
+    meta.conflicts_seen = [*meta.conflicts_seen, record["id"]][-KEEP_SEEN:]
 
 
 def _marks(item: dict[str, Any]) -> list[str]:
@@ -150,6 +158,7 @@ def resolution(meta: Meta, name: str | None, device: str) -> tuple[int, dict[str
         "at": time.time(),
     }
     meta.pending_resolutions = [*meta.pending_resolutions, record]
+    made_here(meta, record)
     return len(cleared), record
 
 
@@ -178,30 +187,28 @@ def share_resolution(state: State, store: Callable[[], Store], device: str, name
 
 
 def _apply_resolution(conflicts: Conflicts, record: dict[str, Any]) -> int:
-    """Clear the conflicts another device's resolution names: by id, and those recorded here
-    without an id for that file, no later than the resolution."""
+    """Clear the conflicts another device's resolution names: by id, and, for that file (or
+    every file), those recorded here without an id (by a version that gave none)."""
     ids = set(record.get("ids") or [])
-    name, at = record.get("file"), record.get("at")
-    if not isinstance(at, (int, float)):
-        at = 0.0
+    name = record.get("file")
 
     def named(c: Conflict) -> bool:
-        unnamed = c.id is None and (name is None or c.file == name)
-        return c.id in ids or (unnamed and c.at <= at)
+        return c.id in ids or (c.id is None and (name is None or c.file == name))
 
     return len(conflicts.drop(named))
 
 
-def receive(store: Store, meta: Meta, device: str) -> list[dict[str, Any]]:
-    """Take in the remote record's conflicts made by other devices since our last sync, and
-    return them. Called when the record's ETag differs from the one last read."""
+def receive(store: Store, meta: Meta, synced_before: bool) -> list[dict[str, Any]]:
+    """Take in the remote record's conflicts and resolutions this device has not seen, and
+    return the conflicts. Called when the record's ETag differs from the one last read.
+    `synced_before`: whether this device holds records; one that does not had no edit in any
+    conflict recorded so far, and only marks those seen."""
     try:
         data, etag = store.get(CONFLICTS)
     except NotFound:
         return []
     seen = list(meta.conflicts_seen)
-    seen_set = set(seen)
-    since = meta.last_sync
+    seen_set = set(seen) | {c.id for c in meta.conflicts if c.id is not None}
     added: list[dict[str, Any]] = []
     resolutions = []
     for record in _records(data, "resolved"):
@@ -209,21 +216,16 @@ def receive(store: Store, meta: Meta, device: str) -> list[dict[str, Any]]:
             continue
         seen.append(record["id"])
         seen_set.add(record["id"])
-        if record.get("device") != device:
-            resolutions.append(record)
+        resolutions.append(record)
+    resolved = {i for r in resolutions for i in r.get("ids") or ()}
     for item in _load(data):
         if item["id"] in seen_set:
             continue
         seen.append(item["id"])
         seen_set.add(item["id"])
-        at = item.get("at")
-        if item.get("device") == device or since is None or not isinstance(at, (int, float)):
-            continue  # ours, or from before this device ever synced: not about its edits
-        if at < since - SKEW:
-            continue
+        if not synced_before or item["id"] in resolved:
+            continue  # from before this device synced anything, or already resolved
         detail = f"{item.get('detail')} (merged on {item.get('device')})"
-        if any(item["id"] in (r.get("ids") or ()) for r in resolutions):
-            continue  # recorded and already resolved on another device
         meta.conflicts.add(str(item.get("file")), detail, item["id"], _marks(item))
         added.append({"file": str(item.get("file")), "detail": detail})
     for record in resolutions:

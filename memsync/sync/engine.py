@@ -65,6 +65,7 @@ class Engine:
         self._lock = threading.Lock()
         self.durability = Durability(ctx.memory_dir)  # this run's writes not yet flushed
         self._published: list[dict] = []  # this run's conflicts, for the remote record
+        self.allow: dict[str, set[str]] = {}  # this run's `push --allow KIND FILE`
         self.came_back: set[str] = set()  # this run's files an edit brought back
         self.index_before: str | None = None  # MEMORY.md before the run, when one came back
         self.index_read = False
@@ -393,6 +394,7 @@ class Engine:
         if self.state.meta.purged:
             raise self._purged(result, None, None)
         self._published = []  # this run's conflicts, from the take-in (case renames) on
+        self.allow = allow
         recover_landing(self.state, self.ctx.memory_dir, self.local_path, self.keep)
         local = prepare.look_here(self, result, mode, names, allow)
         pending = self.state.pending  # read after a lost dir's restore, which empties it
@@ -512,7 +514,7 @@ class Engine:
             return  # the usual case: no import, no request
         from memsync.sync.conflicts import receive
 
-        for item in receive(self.store, self.state.meta, self.ctx.device):
+        for item in receive(self.store, self.state.meta, bool(self.state.records)):
             result.conflicts.append(f"{item['file']}: {item['detail']}")
 
     def share_conflict(
@@ -520,11 +522,12 @@ class Engine:
     ) -> None:
         """A conflict found outside a merge (a compaction's): recorded here, and on the remote
         record with the next run that reaches it, so every device's status and primer say it."""
-        from memsync.sync.conflicts import entry
+        from memsync.sync.conflicts import entry, made_here
 
         shared = entry(name, for_others, self.ctx.device, marks)
         with self._lock:
             self.state.conflicts.add(name, detail, shared["id"], marks)
+            made_here(self.state.meta, shared)
             queued = self.state.meta.unpublished_conflicts
             self.state.meta.unpublished_conflicts = [*queued, shared]
 
@@ -564,8 +567,11 @@ class Engine:
         self.report_conflict(result, name, outcome.conflict, shared)
 
     def report_conflict(self, result: SyncResult, name: str, detail: str, shared: dict) -> None:
+        from memsync.sync.conflicts import made_here
+
         with self._lock:
             self.state.conflicts.add(name, detail, shared["id"], shared.get("marks", ()))
+            made_here(self.state.meta, shared)
             result.conflicts.append(f"{name}: {detail}")
             self._published.append(shared)
 

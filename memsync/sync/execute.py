@@ -17,6 +17,7 @@ from memsync.util.errors import (
     PreconditionFailed,
     RefusedFile,
     StoreError,
+    Unholdable,
     Unreachable,
     UserError,
     describe_os_error,
@@ -130,6 +131,9 @@ def execute(engine: Engine, result, actions, run, deadline, progress) -> None:
         except Unreachable as exc:
             with engine._lock:
                 result.offline = str(exc)
+        except Unholdable as exc:  # this device's copy, refused before it was sent
+            with engine._lock:
+                result.refused[action.name] = exc.reason
         except RefusedFile as exc:
             with engine._lock:
                 result.refused_remote[action.name] = exc.reason
@@ -198,7 +202,8 @@ def worker_count(engine: Engine, count: int) -> int:
 def apply(engine: Engine, result: SyncResult, action: Action, run: Run) -> None:
     name = action.name
     if action.kind is Kind.UPLOAD:
-        upload(engine, result, name, run.local.content[name], run.remote.get(name), run.mtime(name))
+        ours, etag = run.local.content[name], run.remote.get(name)
+        upload(engine, result, name, ours, etag, run.mtime(name), scanned=True)
     elif action.kind is Kind.DOWNLOAD:
         download(engine, result, name, run.local_hashes.get(name))
     elif action.kind is Kind.MERGE:
@@ -219,8 +224,16 @@ def upload(
     ours: bytes,
     remote_etag: str | None,
     mtime: float | None = None,
+    *,
+    scanned: bool = False,
 ) -> None:
-    """Upload with the file's mtime, the time of its edit here, kept with the object."""
+    """Upload with the file's mtime, the time of its edit here, kept with the object. Content
+    the scan did not check (`scanned`: read since, or made by this run) passes the gate first:
+    refused, it stays here and is reported, as the scan reports a file."""
+    if not scanned and (why := merging.refused(engine, name, ours)) is not None:
+        with engine._lock:
+            result.refused[name] = why
+        return
     try:
         if remote_etag is None:
             if name in engine.state.records:
@@ -232,7 +245,7 @@ def upload(
             try:
                 etag = engine.store.create(name, ours, mtime)
             except NotFound:  # a push that trusted its records found no container
-                engine.store.ensure()
+                create_remote(engine, result)
                 etag = engine.store.create(name, ours, mtime)
         else:
             etag = engine.store.replace(name, ours, remote_etag, mtime)
@@ -244,6 +257,19 @@ def upload(
     engine.record(name, etag, ours)
     with engine._lock:
         result.uploaded.append(name)
+
+
+def create_remote(engine: Engine, result: SyncResult) -> None:
+    """Create the remote the listing (or a write) found missing, and say so: a remote is
+    never made without a sentence naming it, so a typo in its name is seen at once."""
+    from memsync.context.config import strip_query
+
+    engine.store.ensure()
+    with engine._lock:
+        result.notes.append(
+            f"created the remote {strip_query(engine.ctx.remote)}, which did not exist: if "
+            "that name is a typo, correct the remote setting and sync again"
+        )
 
 
 def download(engine: Engine, result: SyncResult, name: str, expected_sha: str | None) -> None:

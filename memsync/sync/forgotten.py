@@ -16,6 +16,7 @@ import unicodedata
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
+from memsync.memory.index_limit import SUBINDEX, is_subindex
 from memsync.memory.index_links import INDEX, link_targets
 from memsync.memory.sections import heading_levels
 
@@ -149,14 +150,16 @@ def scrub_file(
     """`data`, the content of memory file `name`, without what `forgets` take: None when the
     file is taken (a `forget FILE` of it, or a frontmatter line holding a forgotten text);
     otherwise without each line holding a forgotten text, each heading holding one with its
-    whole section, and, in `MEMORY.md`, each line linking to a name in `taken`. Pure: the
+    whole section, and, in `MEMORY.md` or a sub-index of it (index_limit.is_subindex), each
+    line linking to a name in `taken`. Pure: the
     same bytes and forgets give the same answer on every device, for a memory file, a history
     version, a merge base, a queued upload or a quarantined copy alike."""
     forgets = list(forgets)
     if any(f.file == name for f in forgets):
         return None
     marks = text_marks(f.text for f in forgets if f.text is not None)
-    if not marks and not (taken and name == INDEX):
+    index = bool(taken) and is_index(name, data)
+    if not marks and not index:
         return data
     text = data.decode("utf-8", "surrogateescape")
     lines = text.splitlines(keepends=True)
@@ -168,7 +171,7 @@ def scrub_file(
     i = start
     while i < len(lines):
         line = lines[i]
-        if holds_text(line, marks) or (name == INDEX and taken and link_targets(line) & set(taken)):
+        if holds_text(line, marks) or (index and link_targets(line) & set(taken)):
             gone.add(i)
             if levels[i]:  # a heading takes its section: down to the next heading at its level
                 j = i + 1
@@ -200,10 +203,20 @@ def scrub_files(
     forgets = list(forgets)
     out = {n: None if d is None else scrub_file(n, d, forgets) for n, d in files.items()}
     taken = {n for n, d in out.items() if d is None} | {f.file for f in forgets if f.file}
-    index = out.get(INDEX)
-    if index is not None:
-        out[INDEX] = scrub_file(INDEX, index, forgets, taken)
+    for name, data in list(out.items()):
+        if data is not None and is_index(name, data):
+            out[name] = scrub_file(name, data, forgets, taken)
     return out
+
+
+def is_index(name: str, data: bytes) -> bool:
+    """MEMORY.md, or a sub-index compaction split from it: its lines carry the descriptions
+    of the files they link to, so a line linking to a forgotten file goes with it."""
+    if name == INDEX:
+        return True
+    return SUBINDEX.fullmatch(name) is not None and is_subindex(
+        name, data.decode("utf-8", "replace")
+    )
 
 
 def _body_start(lines: list[str]) -> int:

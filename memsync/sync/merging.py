@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from memsync.memory.digests import is_rollup
-from memsync.privacy.gate import check_inbound
+from memsync.privacy.gate import check_inbound, check_outbound
 from memsync.stores.base import MAX_ATTEMPTS
 from memsync.sync.scan import mtime_of
 from memsync.util.errors import AlreadyExists, NotFound, PreconditionFailed, RefusedFile
@@ -51,6 +51,14 @@ def merge(engine: Engine, result: SyncResult, name: str, ours: bytes, mtime: flo
         edited = theirs_mtime  # the edit time the remote copy carries, which lands here
         if merged != theirs:
             edited = _merge_edited(outcome, mtime)
+            refusal = refused(engine, name, merged)
+            if refusal is not None:
+                again = land_merge(engine, name, base, ours, merged, theirs_mtime)
+                if again is not None:
+                    base, ours, mtime = again
+                    continue
+                held_here(engine, result, name, refusal, theirs, etag)
+                return
             sent = send_merge(engine, name, merged, etag, outcome, edited)
             if sent is None:
                 continue
@@ -107,6 +115,11 @@ def put_back_removed(
         with engine._lock:
             engine._deferred.add(name)
         return True
+    why = refused(engine, name, ours)
+    if why is not None:  # read here since the scan: it stays here, reported
+        with engine._lock:
+            result.refused[name] = why
+        return True
     try:
         etag = engine.store.create(name, ours, mtime)
     except AlreadyExists:
@@ -118,18 +131,52 @@ def put_back_removed(
 
 
 def remote_copy_accepted(engine: Engine, result: SyncResult, name: str, theirs: bytes) -> bool:
-    """Whether the remote copy may be merged (the inbound gate); a refused one is said,
-    then overwritten by the local version."""
+    """Whether the remote copy may be merged (the inbound gate); a refused one is kept in
+    local history and said, then overwritten by the local version."""
     try:
         check_inbound(name, theirs, engine.max_bytes)
     except RefusedFile as exc:
+        engine.keep(name, theirs, f"the remote copy, refused ({exc.reason})")
         with engine._lock:
             result.notes.append(
-                f"{name}: the remote copy was refused ({exc.reason}); "
-                "replaced it with the local version"
+                f"{name}: the remote copy was refused ({exc.reason}); replaced it with the "
+                f"local version (the refused copy is in `memsync history {name}`)"
             )
         return False
     return True
+
+
+def refused(engine: Engine, name: str, data: bytes) -> str | None:
+    """Why `data` may not leave the machine (the gate every upload passes), or None."""
+    try:
+        check_outbound(name, data, engine.max_bytes, engine.allow.get(name, ()))
+    except RefusedFile as exc:
+        return exc.reason
+    return None
+
+
+def held_here(
+    engine: Engine, result: SyncResult, name: str, reason: str, theirs: bytes, etag: str
+) -> None:
+    """A merge the gate refuses is never uploaded: it stays here, holding both sides' lines,
+    and the remote keeps its copy, which is recorded as synced (so the file here is a local
+    edit the scan refuses, for that reason, until it is made to pass). Both devices list the
+    conflict until `memsync resolve`."""
+    from memsync.sync.conflicts import entry
+
+    here = (
+        f"the merge with the remote copy was not uploaded ({reason}): it is here with both "
+        "sides' lines, the remote keeps its copy; make the file pass `memsync validate`, "
+        f"sync, then `memsync resolve {name}`"
+    )
+    others = (
+        f"another device's edits merged with this copy could not be uploaded ({reason}): "
+        "they stay on that device until the file is made to pass `memsync validate` there"
+    )
+    engine.record(name, etag, theirs)
+    engine.report_conflict(result, name, here, entry(name, others, engine.ctx.device))
+    with engine._lock:
+        result.refused[name] = f"the merge with the remote copy was not uploaded: {reason}"
 
 
 def send_merge(

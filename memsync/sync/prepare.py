@@ -36,6 +36,14 @@ def look_here(
     if swept:
         result.notes.append(f"Removed {swept} temp file(s) left by an interrupted write.")
     result.refused, result.kept_local = local.split_refused()
+    for name in sorted(n for n in result.kept_local if n in engine.state.records):
+        # marked after it was synced: what stays here from now on is the new content only
+        result.notes.append(
+            f"{name} was synced before it was marked 'sensitivity: high': that copy is still "
+            f"on the remote and on the other devices; `memsync forget {name}` takes every "
+            "copy away, this one too: copy it aside first and put it back after (written "
+            "after the forget, it is new, and stays here)"
+        )
     # `push FILE` too (the PostToolUse hook): once the agent's first new file in a lost
     # folder were recorded, the folder would no longer look lost, and the next push
     # would delete everything the folder held from the remote
@@ -140,7 +148,7 @@ def list_remote(engine: Engine, result, mode, local_hashes, records, pending):
                 f"{engine.store.create_advice()}"
             ) from None
         try:
-            engine.store.ensure()
+            execute.create_remote(engine, result)
         except Unreachable as exc:
             go_offline(engine, result, str(exc), local_hashes, records)
             return None

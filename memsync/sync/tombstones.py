@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memsync.context.config import strip_query
+from memsync.memory.index_limit import SUBINDEX
 from memsync.memory.index_links import INDEX
 from memsync.stores.base import MAX_ATTEMPTS
 from memsync.sync import cas
@@ -37,7 +38,7 @@ from memsync.util.errors import MemsyncError, NotFound, PreconditionFailed, User
 from memsync.util.fsutil import atomic_write, file_lock, private_dir, sha256
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Collection, Iterable
 
     from memsync.stores.base import Entry
     from memsync.sync.engine import Engine
@@ -138,8 +139,9 @@ def start(engine: Engine, job: ForgetJob, action: str, **details: Any) -> list[s
 
 def finish(engine: Engine, job: ForgetJob, listing: dict[str, Entry] | None = None) -> list[str]:
     """The job's remote part: its forgets added to the tombstone list, then the remote copies
-    scrubbed by them (conditional writes, each re-read on 412). Raises Unreachable. Returns
-    the remote files it deleted."""
+    scrubbed by them (conditional writes, each re-read on 412), with the earlier versions the
+    remote keeps of them that held what was forgotten (`Store.erase_history`). Raises
+    Unreachable. Returns the remote files it deleted."""
     _add_tombstones(engine, job.forgets())
     if listing is None:
         try:
@@ -194,13 +196,13 @@ def scrub_remote(engine: Engine, names: list[str], forgets: list[Forget]) -> lis
     store = engine.store
     taken = {f.file for f in forgets if f.file}
     deleted = []
-    for name in sorted(names, key=lambda n: n == INDEX):
+    for name in sorted(names, key=lambda n: n == INDEX or SUBINDEX.fullmatch(n) is not None):
         for _ in range(MAX_ATTEMPTS):
             try:
                 data, etag = store.get(name)
             except NotFound:
                 break
-            clean = scrub_file(name, data, forgets, taken if name == INDEX else ())
+            clean = scrub_file(name, data, forgets, taken)  # taken: index lines only
             if clean == data:
                 break
             try:
@@ -220,7 +222,14 @@ def scrub_remote(engine: Engine, names: list[str], forgets: list[Forget]) -> lis
             break
         else:
             raise UserError(f"{name} kept changing on the remote; run `memsync sync` to finish")
+        # the remote's own earlier versions that held it (a memory store keeps them)
+        store.erase_history(name, _holds(name, forgets, taken if name == INDEX else ()))
     return deleted
+
+
+def _holds(name: str, forgets: list[Forget], taken: Collection[str]) -> Callable[[bytes], bool]:
+    """Whether an earlier version of `name` held something `forgets` take."""
+    return lambda old: scrub_file(name, old, forgets, taken) != old
 
 
 # --- learning of forgets ----------------------------------------------------------------------

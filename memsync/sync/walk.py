@@ -20,24 +20,30 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
 _TEMP_SUFFIXES = ("~", ".swp", ".swo", ".swx", ".tmp", ".part", ".crdownload")
+# what an operating system writes into any folder for itself (the rest, on macOS, is hidden)
+_SYSTEM_FILES = {"thumbs.db", "ehthumbs.db", "desktop.ini", "icon\r"}
 
 
 def is_ignored(relpath: str) -> bool:
-    """Files memsync never syncs: Claude Code's team/ folder, hidden and editor temp files."""
+    """Files memsync never syncs: Claude Code's team/ folder, hidden files, what the operating
+    system keeps in a folder for itself, and editor temp files."""
     return ignored_why(relpath) is not None
 
 
 def ignored_why(relpath: str) -> str | None:
-    """Why memsync never syncs `relpath`, or None. The team/ folder is matched in any letter
-    case: on macOS and Windows `Team/` is that folder."""
+    """Why memsync never syncs `relpath`, or None. The team/ folder (Claude Code's team memory,
+    `<memory dir>/team/<store>/`) is matched as Claude Code matches it: in any letter case and
+    without trailing dots or spaces (on Windows `Team./` is that folder)."""
     parts = relpath.split("/")
-    if parts[0].lower() == "team":
+    if parts[0].rstrip(". ").lower() == "team":
         return "it is in Claude Code's team/ folder, which memsync does not sync"
     if parts[0] == TOMBSTONES.split("/")[0]:
         return "it is in memsync's own _memsync/ folder"
     name = parts[-1]
     if any(p.startswith(".") for p in parts):
         return "hidden files and folders are not synced"
+    if name.lower() in _SYSTEM_FILES:
+        return "the operating system keeps it in the folder for itself"
     if name.endswith(_TEMP_SUFFIXES) or (name.startswith("#") and name.endswith("#")):
         return "it is named like an editor's temporary file, which memsync does not sync"
     return None

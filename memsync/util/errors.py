@@ -40,6 +40,11 @@ class RefusedFile(UserError):
         super().__init__(f"{path}: {reason}")
 
 
+class Unholdable(RefusedFile):
+    """A file the remote cannot hold (its size, its name or its encoding is outside the store's
+    limits): refused before any request, so nothing of it is written."""
+
+
 class KeptLocal(RefusedFile):
     """A file the user marked to stay on this machine (`sensitivity: high` without consent):
     not synced, by choice, so not an error."""

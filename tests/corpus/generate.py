@@ -27,6 +27,7 @@ LOWER_DIGITS = string.ascii_lowercase + string.digits
 HEX = "0123456789abcdef"
 B64 = ALNUM + "+/"
 URLSAFE = ALNUM + "-_"
+UPPER32 = string.ascii_uppercase + "234567"
 
 
 def pick(alphabet: str, n: int) -> str:
@@ -108,6 +109,9 @@ def sas() -> str:
 
 PROSE = [
     "- Pasted from the deploy log (fake, for the scanner test): {s}",
+    "- Aus dem Chat kopiert, bitte rotieren: {s}",
+    "- Copié depuis le ticket (faux, pour le test) : {s}",
+    "- Del registro de despliegue de ayer: {s}",
     "- Sam shared this in chat yesterday, rotate it: {s}",
     "- Staging setup uses {s} until the vault migration lands.",
     "- Note to self: the CI job failed because `{s}` had expired.",
@@ -119,6 +123,92 @@ def prose(secret: str) -> str:
     return rng.choice(PROSE).format(s=secret)
 
 
+def in_json(text: str) -> str:
+    return text.replace("\n", "\\n")
+
+
+def ppk() -> str:
+    public = "\n".join(pick(B64, 64) for _ in range(6))
+    private = "\n".join(pick(B64, 64) for _ in range(14))
+    return (
+        f"PuTTY-User-Key-File-2: ssh-rsa\nEncryption: none\nComment: rsa-key-2026\n"
+        f"Public-Lines: 6\n{public}\nPrivate-Lines: 14\n{private}\nPrivate-MAC: {pick(HEX, 40)}"
+    )
+
+
+def pem_base64() -> str:
+    label = rng.choice(["RSA PRIVATE KEY", "EC PRIVATE KEY", "PRIVATE KEY"])
+    return base64.b64encode((pem(label) + "\n").encode()).decode()
+
+
+def bsn() -> str:
+    while True:
+        d = [rng.randint(0, 9) for _ in range(8)]
+        last = sum(x * w for x, w in zip(d, range(9, 1, -1), strict=True)) % 11
+        if last < 10:
+            return "".join(map(str, d)) + str(last)
+
+
+def pesel() -> str:
+    year, month, day = rng.randint(1950, 2015), rng.randint(1, 12), rng.randint(1, 28)
+    month += 20 if year >= 2000 else 0
+    d = [int(c) for c in f"{year % 100:02d}{month:02d}{day:02d}{rng.randint(0, 9999):04d}"]
+    check = (
+        10 - sum(x * w for x, w in zip(d, (1, 3, 7, 9, 1, 3, 7, 9, 1, 3), strict=True)) % 10
+    ) % 10
+    return "".join(map(str, d)) + str(check)
+
+
+def cpf(written: bool = True) -> str:
+    d = [rng.randint(0, 9) for _ in range(9)]
+    for n in (9, 10):
+        d.append(sum(x * w for x, w in zip(d, range(n + 1, 1, -1), strict=True)) * 10 % 11 % 10)
+    s = "".join(map(str, d))
+    return f"{s[:3]}.{s[3:6]}.{s[6:9]}-{s[9:]}" if written else s
+
+
+def personnummer() -> str:
+    body = f"{rng.randint(40, 99):02d}{rng.randint(1, 12):02d}{rng.randint(1, 28):02d}"
+    return f"{body}-{luhn_complete(body, 10)[6:]}"
+
+
+def hetu() -> str:
+    day, month, year = rng.randint(1, 28), rng.randint(1, 12), rng.randint(0, 99)
+    sign = rng.choice("-A")
+    serial = rng.randint(2, 899)
+    number = int(f"{day:02d}{month:02d}{year:02d}{serial:03d}")
+    check = "0123456789ABCDEFHJKLMNPRSTUVWXY"[number % 31]
+    return f"{day:02d}{month:02d}{year:02d}{sign}{serial:03d}{check}"
+
+
+def fodselsnummer() -> str:
+    while True:
+        d = [
+            int(c)
+            for c in f"{rng.randint(1, 28):02d}{rng.randint(1, 12):02d}{pick(string.digits, 5)}"
+        ]
+        for weights in ((3, 7, 6, 1, 8, 9, 4, 5, 2), (5, 4, 3, 2, 7, 6, 5, 4, 3, 2)):
+            d.append((11 - sum(x * w for x, w in zip(d, weights, strict=True)) % 11) % 11)
+        if d[-1] < 10 and d[-2] < 10:
+            return "".join(map(str, d))
+
+
+def nir() -> str:
+    body = (
+        f"{rng.choice('12')}{rng.randint(50, 99)}{rng.randint(1, 12):02d}{rng.randint(1, 95):02d}"
+        f"{pick(string.digits, 3)}{pick(string.digits, 3)}"
+    )
+    return f"{body}{97 - int(body) % 97:02d}"
+
+
+def ssn_digits() -> str:
+    return f"{rng.randint(100, 665)}{rng.randint(10, 99)}{rng.randint(1000, 9999)}"
+
+
+def password() -> str:
+    return mixed(rng.randint(8, 14), ALNUM + "!#%&*@")
+
+
 # kind -> makers of one fake secret each; every maker is used twice (different random draws)
 MAKERS: dict[str, list[Callable[[], str]]] = {
     "private_key": [
@@ -128,6 +218,10 @@ MAKERS: dict[str, list[Callable[[], str]]] = {
         lambda: pem("PRIVATE KEY"),
         lambda: pem("ENCRYPTED PRIVATE KEY"),
         lambda: pem("PGP PRIVATE KEY BLOCK"),
+        ppk,
+        pem_base64,
+        lambda: in_json(pem("PRIVATE KEY")),
+        lambda: "AGE-SECRET-KEY-1" + pick("QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", 58),
     ],
     "azure_connection_string": [
         lambda: (
@@ -139,14 +233,28 @@ MAKERS: dict[str, list[Callable[[], str]]] = {
             f"SharedAccessKeyName=RootManageSharedAccessKey;SharedAccessKey={pick(B64, 43)}="
         ),
     ],
-    "azure_account_key": [lambda: f"{pick(B64, 86)}=="] * 2,
-    "azure_sas_token": [sas, sas],
+    "azure_account_key": [
+        lambda: ("storage account key ", f"{pick(B64, 86)}=="),
+        lambda: ("key1 of the backup account: ", f"{pick(B64, 86)}=="),
+    ],
+    "azure_sas_token": [
+        sas,
+        lambda: f"?sig={pick(ALNUM, 43)}%3D&se=2026-06-01T00%3A00%3A00Z&sp=r&sv=2022-11-02&sr=b",
+    ],
     "azure_client_secret": [lambda: f"{pick(ALNUM, 3)}8Q~{mixed(34, URLSAFE + '.~')}"] * 2,
     "aws_access_key": [
         lambda: "AKIA" + pick(string.ascii_uppercase + "234567", 16),
         lambda: "ASIA" + pick(string.ascii_uppercase + "234567", 16),
     ],
-    "aws_secret_key": [lambda: f"aws_secret_access_key = {mixed(40, B64)}"] * 2,
+    "aws_secret_key": [
+        lambda: f"aws_secret_access_key = {mixed(40, B64)}",
+        lambda: ("aws secret access key: ", mixed(40, B64)),
+        lambda: f"AWS_SECRET_ACCESS_KEY={mixed(40, B64)}",
+        lambda: (
+            f"User name,Password,Access key ID,Secret access key\nsam,,AKIA{pick(UPPER32, 16)},",
+            mixed(40, B64),
+        ),
+    ],
     "gcp_api_key": [lambda: "AIza" + mixed(35, URLSAFE)] * 2,
     "anthropic_key": [lambda: "sk-ant-api03-" + mixed(93, URLSAFE)] * 2,
     "openai_key": [
@@ -155,6 +263,7 @@ MAKERS: dict[str, list[Callable[[], str]]] = {
     ],
     "ai_api_key": [
         lambda: "hf_" + pick(string.ascii_letters, 34),
+        lambda: "hf_" + mixed(34),
         lambda: "gsk_" + mixed(52),
         lambda: "xai-" + mixed(80),
         lambda: "pplx-" + mixed(48),
@@ -174,6 +283,7 @@ MAKERS: dict[str, list[Callable[[], str]]] = {
     ],
     "bitbucket_token": [
         lambda: "ATBB" + mixed(32),
+        lambda: "ATBB" + mixed(32) + pick(HEX, 8).upper(),
         lambda: "ATATT3xFfGF0" + mixed(180, URLSAFE),
     ],
     "slack_token": [
@@ -186,6 +296,7 @@ MAKERS: dict[str, list[Callable[[], str]]] = {
             + mixed(24)
         ),
         lambda: f"https://discord.com/api/webhooks/{pick(string.digits, 18)}/{mixed(68, URLSAFE)}",
+        lambda: f"hooks.slack.com/services/T{mixed(8).upper()}/B{mixed(10).upper()}/" + mixed(24),
         lambda: (
             f"https://contoso.webhook.office.com/webhookb2/{uuid.UUID(int=rng.getrandbits(128))}"
             f"@{uuid.UUID(int=rng.getrandbits(128))}/IncomingWebhook/{pick(HEX, 32)}/"
@@ -203,6 +314,7 @@ MAKERS: dict[str, list[Callable[[], str]]] = {
         lambda: "sq0atp-" + mixed(22, URLSAFE),
         lambda: "sq0csp-" + mixed(43, URLSAFE),
         lambda: "EAAA" + mixed(60, URLSAFE),
+        lambda: "rzp_live_" + mixed(14),
     ],
     "registry_token": [
         lambda: "npm_" + mixed(36),
@@ -210,11 +322,17 @@ MAKERS: dict[str, list[Callable[[], str]]] = {
         lambda: "rubygems_" + pick(HEX, 48),
         lambda: "oy2" + pick(LOWER_DIGITS, 43),
         lambda: "dckr_pat_" + mixed(27, URLSAFE),
+        lambda: (
+            '"auths": {"ghcr.io": {"auth": "',
+            base64.b64encode(f"sam:{password()}".encode()).decode(),
+        ),
     ],
     "email_sms_key": [
         lambda: f"SG.{mixed(22, URLSAFE)}.{mixed(43, URLSAFE)}",
         lambda: "key-" + pick(HEX, 32),
         lambda: "SK" + pick(HEX, 32),
+        lambda: f"{pick(HEX, 32)}-us{rng.randint(1, 21)}",
+        lambda: f"xkeysib-{pick(HEX, 64)}-{mixed(16)}",
     ],
     "infra_token": [
         lambda: "hvs." + mixed(90, URLSAFE),
@@ -223,6 +341,25 @@ MAKERS: dict[str, list[Callable[[], str]]] = {
         lambda: f"{mixed(14)}.atlasv1.{mixed(67, URLSAFE)}",
         lambda: "sntryu_" + pick(HEX, 64),
         lambda: f"v1.0-{pick(HEX, 24)}-{pick(HEX, 146)}",
+        lambda: "s." + mixed(24),
+        lambda: "hvs." + mixed(rng.randint(24, 30), URLSAFE),
+        lambda: (
+            f"https://{pick(HEX, 32)}@o{rng.randint(10**5, 10**6)}.ingest.sentry.io/"
+            f"{rng.randint(10**6, 10**7)}"
+        ),
+        lambda: "dapi" + pick(HEX, 32),
+        lambda: f"tskey-auth-{mixed(12)}-{mixed(30)}",
+        lambda: "pul-" + pick(HEX, 40),
+        lambda: ("Terraform Cloud token: ", f"{mixed(14)}.atlasv1.{mixed(67, URLSAFE)}"),
+    ],
+    "saas_token": [
+        lambda: "shpat_" + pick(HEX, 32),
+        lambda: "shpss_" + pick(HEX, 32),
+        lambda: "shpca_" + pick(HEX, 32),
+        lambda: "NRAK-" + mixed(27).upper(),
+        lambda: "lin_api_" + mixed(40),
+        lambda: f"PMAK-{pick(HEX, 24)}-{pick(HEX, 34)}",
+        lambda: f"{rng.randint(10**8, 10**9)}:AA{mixed(33, URLSAFE)}",
     ],
     "jwt": [jwt, jwt],
     "url_password": [
@@ -242,6 +379,40 @@ MAKERS: dict[str, list[Callable[[], str]]] = {
         lambda: f"TWILIO_AUTH_TOKEN={pick(HEX, 32)}",
         lambda: f"spring.datasource.password={mixed(12)}",
         lambda: f"SENTRY_AUTH_TOKEN={pick(HEX, 64)}",
+        lambda: ("the wifi password is ", password()),
+        lambda: ("pw: ", password()),
+        lambda: f"pwd={password()}",
+        lambda: ("wachtwoord: ", password()),
+        lambda: ("Passwort: ", password()),
+        lambda: ("mot de passe : ", password()),
+        lambda: ("contraseña: ", password()),
+        lambda: f"db.internal:5432:memsync:app:{password()}",
+        lambda: (
+            "login sam / pw ",
+            rng.choice(["hunter", "summer", "dragon"]) + str(rng.randint(2, 99)),
+        ),
+        lambda: ("X-Auth-Key: ", pick(HEX, 37)),
+        lambda: ("Datadog API key ", pick(HEX, 32)),
+        lambda: ("Cloudflare API token: ", mixed(40, URLSAFE)),
+        lambda: ("Postmark server token ", str(uuid.UUID(int=rng.getrandbits(128)))),
+        lambda: (".npmrc: //npm.pkg.github.com/:_authToken=", mixed(36)),
+        lambda: ("ran curl -u deploy:", password() + " https://ci.internal/api"),
+        lambda: ("mysql -u root -p", mixed(12) + " orders"),
+        lambda: f"PGPASSWORD={mixed(10)}",
+        lambda: ("la password del router è ", password()),
+        lambda: ("hasło do wifi w biurze: ", password()),
+        lambda: ("Das WLAN-Passwort lautet: ", password()),
+        lambda: ("mdp : ", password()),
+        lambda: ("docker login -u sam -p ", password() + " registry.example.com"),
+        lambda: ("psql --password=", password()),
+        lambda: ("<password>", password() + "</password>"),
+        lambda: ('<add key="ClearTextPassword" value="', password() + '" />'),
+        lambda: ('$pw = ConvertTo-SecureString "', password() + '" -AsPlainText -Force'),
+        lambda: ("管理画面のパスワード: ", password()),
+        lambda: ("数据库密码：", password()),
+        lambda: ("sunucu şifre: ", password()),
+        lambda: ("пароль от сервера: ", password()),
+        lambda: ("Authorization: SSWS ", "00" + mixed(40, URLSAFE)),
     ],
     "card_number": [
         lambda: luhn_complete("4", 16),
@@ -255,21 +426,37 @@ MAKERS: dict[str, list[Callable[[], str]]] = {
         lambda: iban("FR", 27),
         lambda: iban("NL", 18).replace(" ", ""),
         lambda: iban("ES", 24),
+        lambda: iban("FR", 27).lower(),
     ],
     "national_id": [
         lambda: f"{rng.randint(100, 665)}-{rng.randint(10, 99)}-{rng.randint(1000, 9999)}",
         lambda: f"AB {rng.randint(10, 99)} {rng.randint(10, 99)} {rng.randint(10, 99)} C",
         dni,
+        lambda: ("BSN: ", bsn()),
+        lambda: ("PESEL ", pesel()),
+        cpf,
+        lambda: ("CPF ", cpf(written=False)),
+        lambda: ("personnummer ", personnummer()),
+        lambda: (
+            "SIN ",
+            (lambda n: f"{n[:3]} {n[3:6]} {n[6:]}")(luhn_complete(rng.choice("1234567"), 9)),
+        ),
+        hetu,
+        lambda: ("SSN ", ssn_digits()),
+        lambda: ("fødselsnummer ", fodselsnummer()),
+        lambda: ("numéro de sécurité sociale : ", nir()),
     ],
 }
 
 
 def secret_lines() -> list[dict[str, str]]:
+    """Each maker gives a secret, or (the words that introduce it, the secret)."""
     out = []
     for kind, makers in MAKERS.items():
         for maker in makers * 2 if len(makers) < 5 else makers:
-            secret = maker()
-            out.append({"kind": kind, "secret": secret, "text": prose(secret)})
+            made = maker()
+            lead, secret = made if isinstance(made, tuple) else ("", made)
+            out.append({"kind": kind, "secret": secret, "text": prose(lead + secret)})
     return out
 
 
@@ -362,8 +549,91 @@ LOOKALIKES: list[Callable[[], str]] = [
 ]
 
 
+def _b64_64_bytes() -> str:
+    return base64.b64encode(rng.randbytes(64)).decode()
+
+
+def _digits(n: int) -> str:
+    return str(rng.randint(10 ** (n - 1), 10**n - 1))
+
+
+TEST_CARDS = [
+    "4242 4242 4242 4242", "4000 0566 5566 5556", "5555 5555 5555 4444", "2223 0031 2200 3222",
+    "5105 1051 0510 5100", "3782 822463 10005", "3714 496353 98431", "6011 1111 1111 1117",
+    "6011 0009 9013 9424", "3056 9300 0902 0004", "3566 0020 2036 0505", "4111 1111 1111 1111",
+    "4012 8888 8888 1881", "4000 0000 0000 0002", "4000 0025 0000 3155", "5200 8282 8282 8210",
+]  # fmt: skip
+
+# The second set: what documentation, configs and tools put in memory that looks like a secret
+# and is not one. Each family is caught by one rule (placeholder marks, published examples, a
+# key name without a secret-shaped value, a context word missing), not by an exception per line.
+DOC_LOOKALIKES: list[Callable[[], str]] = [
+    lambda: "- AWS docs use aws_access_key_id = AKIAIOSFODNN7EXAMPLE in every snippet.",
+    lambda: "- aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY (from the docs)",
+    lambda: "- export AWS_ACCESS_KEY_ID=AKIAXXXXXXXXXXXXXXXX before running the script",
+    lambda: f"- The README shows GITHUB_TOKEN=ghp_{'x' * 36} as the format.",
+    lambda: "- SLACK_BOT_TOKEN=xoxb-your-bot-token goes into .env.example",
+    lambda: "- Set api_key: <your-token> and secret: ${SECRET} in the template.",
+    lambda: "- The chart renders token: {{ token }} and password: {{ .Values.password }}",
+    lambda: f"- Default admin password: changeme (rotate on first login, ticket {_digits(4)})",
+    lambda: "- The log prints password=******** and token=****",
+    lambda: '- password = getpass.getpass("Vault password: ") in the helper script',
+    lambda: (
+        "- db_password: !vault |\n          $ANSIBLE_VAULT;1.1;AES256\n          " + pick(HEX, 64)
+    ),
+    lambda: "- A PEM file starts with -----BEGIN PRIVATE KEY----- and ends with the END line.",
+    lambda: (
+        "- The kubeconfig had certificate-authority-data: "
+        + base64.b64encode(b"-----BEGIN CERTIFICATE-----\nMIIB" + rng.randbytes(40)).decode()
+    ),
+    lambda: f"- Stripe test card {rng.choice(TEST_CARDS)}, any future expiry, any CVC.",
+    lambda: (
+        "- IBAN examples from the docs: GB82 WEST 1234 5698 7654 32 and DE89 3704 0044 0532 0130 00"
+    ),
+    lambda: f"- Release signature (ed25519): {_b64_64_bytes()}",
+    lambda: (
+        "- sha512 digest: " + base64.b64encode(hashlib.sha512(rng.randbytes(8)).digest()).decode()
+    ),
+    lambda: "- The password reset mail goes out within 5 minutes; pass rate was 98.5%.",
+    lambda: f"- Run pwd then ls; it printed /home/sam/build-{rng.randint(1, 99)} as expected.",
+    lambda: "- Passwort vergessen? Der Link steht im Wiki, Abschnitt 4.2.",
+    lambda: "- Le mot de passe est dans le coffre de l'équipe (pas ici).",
+    lambda: f"- Order {_digits(11)} and invoice {_digits(9)} were paid on time.",
+    lambda: f"- Build 2026{rng.randint(1, 12):02d}{rng.randint(10, 28)}-{_digits(4)} passed.",
+    lambda: f"- pass@k = 0.{rng.randint(10, 99)} for k = {rng.randint(1, 10)} on the eval set.",
+    lambda: "- In the BSN field the form wants nine digits; ours was left empty.",
+    lambda: f"- sin(x) ~ x for small x, checked with {_digits(9)} samples.",
+    lambda: "- Vault path secret/data/memsync/prod holds the DSN; s.toString() prints it.",
+    lambda: f"- Tracking number {_digits(3)} {_digits(3)} {_digits(3)} from the courier.",
+    lambda: f"- Token count {rng.randint(1000, 99999)}; api key rotation runs monthly.",
+    lambda: "- Use hf_hub_download() and HfApi().whoami() to check the login.",
+    lambda: f"- Sentry DSN format: https://<key>@o0.ingest.sentry.io/{_digits(7)}",
+    lambda: f"- Account {uuid.UUID(int=rng.getrandbits(128))} owns the storage.",
+    lambda: f"- Checksum sha1:{pick(HEX, 40)} matches the mirror.",
+    lambda: f"- Commit {pick(HEX, 40)} and tag v{rng.randint(1, 9)}.{rng.randint(0, 9)}.0",
+    lambda: "- api_key: REPLACE_ME in config.example.yaml; token: TODO; secret: SET_IN_CI",
+    lambda: "- Passwort: siehe KeePass-Eintrag 'Router'; mot de passe : voir le coffre",
+    lambda: f"- secret_name: db-credentials-v{rng.randint(2, 9)} (the Kubernetes Secret object)",
+    lambda: "- Use `pass show work/vpn`; curl -u $USER:$TOKEN in CI, -u user:pass in the docs.",
+    lambda: f"- The wifi password is on the fridge; pw reset took {rng.randint(2, 9)} minutes.",
+    lambda: f"- mysql -h db -p (prompts); pg_dump -p {rng.randint(5000, 6000)} -U app",
+    lambda: f"- fnr field empty; order {_digits(11)} shipped to Oslo.",
+    lambda: "- Use --password-stdin with docker login; the mysql -p flag prompts for it.",
+    lambda: "- secretKeyRef: name: db-secret, key: password; <password></password> stays empty",
+    lambda: (
+        "- Stripe test card 4000 0000 0000 9995 declines; IBAN field DE00 0000 0000 0000 0000 00"
+    ),
+    lambda: "- pgpass format is hostname:port:database:username:password (one per line)",
+    lambda: (
+        f"- Ticket SEC-{rng.randint(2020, 2026)}-{_digits(4)}: rotate the Stripe key next quarter"
+    ),
+    lambda: "- Authorization: see the auth section of the runbook; token_type: bearer",
+    lambda: f"- INSEE code {_digits(5)}, SIRET {_digits(14)} on the invoice.",
+]
+
+
 def lookalike_lines() -> list[str]:
-    return [make() for _ in range(5) for make in LOOKALIKES]
+    return [make() for _ in range(5) for make in LOOKALIKES + DOC_LOOKALIKES]
 
 
 def main() -> None:

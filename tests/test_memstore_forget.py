@@ -1,0 +1,65 @@
+"""forget and purge on a memory store take back what the store's own versions kept (`redact`),
+and `history` shows those versions: through the CLI, against the fake memory-store server."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import NO_FCNTL
+from tests.devices import make_device
+from tests.memstore_server import MemoryStoreServer, memstore_server_fixture
+
+__all__ = ["memstore_server_fixture"]
+
+STORE = "memstore_test01"
+REMOTE = f"memstore://{STORE}/memsync"
+pytestmark = pytest.mark.skipif(NO_FCNTL, reason="exercises the remote, not the lock")
+
+
+def _anywhere(server: MemoryStoreServer, text: str) -> list[str]:
+    """Where the store still holds `text`: live memories and every version kept."""
+    found = [p for p, content in server.contents(STORE).items() if text in content]
+    found += [v.id for v in server.versions(STORE) if v.content and text in v.content]
+    return found
+
+
+def test_forget_redacts_the_versions_that_held_it_and_purge_all(tmp_path, memstore_server):
+    a = make_device(tmp_path, "laptop", REMOTE)
+    a.write("user_role.md", "Engineer.\nWorks on project Nightjar.\n", type="user")
+    a.write("feedback_tone.md", "Keep it short.\n", type="feedback")
+    a.write("project_plan.md", "Ship in May.\n", type="project")
+    a.run("sync")
+    a.write("user_role.md", "Staff engineer.\nWorks on project Nightjar.\n", type="user")
+    a.run("sync")
+    assert len(_anywhere(memstore_server, "Nightjar")) == 3  # live + two versions
+
+    history = a.run("history", "user_role.md").stdout
+    assert "Kept by the remote itself (2, newest first):" in history
+    assert history.count("sha256") == 2
+
+    done = a.run("forget", "--match", "nightjar", "--yes")
+    assert "the content of 2 earlier version(s) that held it was erased" in done.stdout
+    assert _anywhere(memstore_server, "Nightjar") == []
+    kept = [
+        v for v in memstore_server.versions(STORE) if v.path == "/memsync/e2e-project/user_role.md"
+    ]
+    assert kept and kept[-1].content and "Staff engineer." in kept[-1].content  # current stays
+    untouched = [v for v in memstore_server.versions(STORE) if "Ship in May" in (v.content or "")]
+    assert len(untouched) == 1  # versions that never held the text keep their content
+    assert "content erased" in a.run("history", "user_role.md").stdout
+
+    assert b"Nightjar" not in a.files()["user_role.md"]
+
+    a.run("forget", "feedback_tone.md", "--yes")
+    assert _anywhere(memstore_server, "Keep it short") == []
+    assert not any("feedback_tone" in p for p in memstore_server.contents(STORE))
+
+    purged = a.run("purge", "--all", "--yes")
+    assert "the content of" in purged.stderr and "was erased" in purged.stderr
+    live = memstore_server.contents(STORE)
+    assert sorted(live) == [
+        "/memsync/e2e-project/_memsync/forgotten.json",
+        "/memsync/e2e-project/_memsync/purged.json",
+    ]
+    assert _anywhere(memstore_server, "Ship in May") == []
+    assert _anywhere(memstore_server, "Staff engineer") == []
