@@ -187,3 +187,21 @@ def test_the_session_start_hook_exits_within_its_budget_with_a_stalled_download(
     proxy.disarm()
     b.run("pull")
     assert b.files() == remote
+
+
+def test_requests_go_through_the_proxy_http_proxy_names(s3_url, proxy, monkeypatch):
+    """The lean client's forward-proxy support serves S3 as it serves Azure: absolute-form
+    requests to the proxy, signed for the endpoint's own Host."""
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+        monkeypatch.setenv(name, "")
+        monkeypatch.setenv(name.lower(), "")
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+    monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{proxy.port}")
+    store = open_store(s3_url, "proj")
+    assert isinstance(store, S3Store) and store.http.proxy is not None
+    store.ensure()
+    etag = store.create("a.md", b"one")
+    store.replace("a.md", b"two", etag)
+    assert store.get("a.md")[0] == b"two" and list(store.list()) == ["a.md"]
+    assert store.where != f"http://127.0.0.1:{proxy.port}"  # the endpoint is moto itself
+    assert len(proxy.requests) == 5 and proxy.requests[-1].startswith("GET /t")
