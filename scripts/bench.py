@@ -2,13 +2,16 @@
 """memsync against rclone on the same Azurite, in the same run: whole processes, median of 3.
 
     python scripts/bench.py [--sizes 50,500,5000] [--repeats 3] [--write docs/benchmarks.md]
-    python scripts/bench.py --wan 50 [--sizes 50,500] [--repeats 3]
+    python scripts/bench.py --wan 50 [--sizes 50,500] [--repeats 3] [--store azure|s3|both] [--tls]
 
---wan MS puts tests/netfaults.py's proxy between both tools and Azurite, adding MS of round
-trip to every request and every new connection, and reports fresh pull, no-op sync, `push FILE`
-and the session-start hook against `rclone copy --transfers 32` / `rclone sync`, with each
-command's round trips next to the floor no client can beat. Round trips are measured, not
-guessed: (seconds at MS - seconds through the same proxy at 0 ms) / MS.
+--wan MS puts tests/netfaults.py's proxy between both tools and the server (Azurite, or moto's
+S3 server with --store s3), adding MS of round trip to every request and every new connection,
+and reports fresh pull, no-op sync, `push FILE` and the session-start hook against `rclone copy
+--transfers 32` / `rclone sync`, with each command's round trips next to the floor no client can
+beat. Round trips are measured, not guessed: (seconds at MS - seconds through the same proxy at
+0 ms) / MS. --tls puts a TLS-terminating front (a self-signed certificate both tools are told to
+trust) before the proxy, adding one round trip to each new connection's handshake, as TLS 1.3
+does: real services are TLS only.
 
 Needs Azurite (scripts/test.sh installs it into .tools/) and rclone (`apt-get install rclone`).
 Azurite is restarted with a fresh data folder for each size and warmed up before timing.
@@ -21,6 +24,7 @@ Results are ratios in one run on one machine, never absolute promises.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import random
@@ -39,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.azurite import ACCOUNT, KEY, start_azurite  # noqa: E402
 from tests.netfaults import FaultProxy  # noqa: E402
+from tests.s3server import ACCESS_KEY, REGION, SECRET_KEY, start_moto  # noqa: E402
 
 WORDS = [
     "session",
@@ -90,8 +95,8 @@ class Memsync:
     repository with an origin, its identity needs no git process (a checkout without an
     origin would add one `git rev-list` to every fresh pull for its first commit)."""
 
-    def __init__(self, exe: Path, endpoint: str, conn: str, cwd: Path) -> None:
-        self.exe, self.endpoint, self.conn, self.cwd = exe, endpoint, conn, cwd
+    def __init__(self, exe: Path, remote_env: dict[str, str], cwd: Path) -> None:
+        self.exe, self.remote_env, self.cwd = exe, remote_env, cwd
 
     def env(self, home: Path, memory: Path) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSYNC_")}
@@ -99,7 +104,7 @@ class Memsync:
             MEMSYNC_HOME=str(home),
             MEMSYNC_MEMORY_DIR=str(memory),
             MEMSYNC_PROJECT="bench",
-            AZURE_STORAGE_CONNECTION_STRING=self.conn,
+            **self.remote_env,
         )
         return env
 
@@ -111,18 +116,28 @@ class Memsync:
 
 
 class Rclone:
-    def __init__(self, work: Path, port: int) -> None:
+    """rclone with one remote named `az` (an Azure container, or an S3 bucket's parent)."""
+
+    def __init__(self, work: Path, port: int, config: str = "", ca: Path | None = None) -> None:
         self.config = work / "rclone.conf"
         self.config.write_text(
-            "[az]\ntype = azureblob\n"
-            f"account = {ACCOUNT}\nkey = {KEY}\n"
-            f"endpoint = http://127.0.0.1:{port}/{ACCOUNT}\nuse_emulator = true\n"
+            config
+            or (
+                "[az]\ntype = azureblob\n"
+                f"account = {ACCOUNT}\nkey = {KEY}\n"
+                f"endpoint = http://127.0.0.1:{port}/{ACCOUNT}\nuse_emulator = true\n"
+            )
         )
         self.work = work
+        self.ca = ca
 
     def run(self, *args: str) -> float:
-        env = dict(os.environ, RCLONE_CONFIG=str(self.config))
+        # rclone's S3 client fails on any AWS_CA_BUNDLE ("unsupported transport"): --ca-cert
+        env = {k: v for k, v in os.environ.items() if k != "AWS_CA_BUNDLE"}
+        env["RCLONE_CONFIG"] = str(self.config)
         cmd = ["rclone", *args, "--config", str(self.config)]
+        if self.ca is not None:
+            cmd += ["--ca-cert", str(self.ca)]
         return timed(cmd, env)[0]
 
 
@@ -145,7 +160,9 @@ def bench_size(n: int, repeats: int, work: Path, bin_dir: Path) -> dict[str, obj
         src = work / f"src-{n}"
         make_files(src, n)
         endpoint = server.endpoint
-        ms = Memsync(bin_dir / "memsync", endpoint, server.connection_string, work)
+        ms = Memsync(
+            bin_dir / "memsync", {"AZURE_STORAGE_CONNECTION_STRING": server.connection_string}, work
+        )
         rc = Rclone(work, server.port)
         # warm up Azurite (its first requests of each kind are slow): puts, a listing, gets
         warm = f"{endpoint}/warm{uuid.uuid4().hex[:8]}/w"
@@ -224,20 +241,153 @@ def bench_size(n: int, repeats: int, work: Path, bin_dir: Path) -> dict[str, obj
 FLOORS = {"pull": 3, "noop": 2, "push_file": 2, "hook": 2, "rc_pull": 3, "rc_noop": 2}
 
 
-def wan_size(n: int, repeats: int, work: Path, bin_dir: Path, rtt: float) -> dict[str, object]:
+class AzureBackend:
+    """Azurite, and how each tool reaches it through the front at `front` (scheme://host:port)."""
+
+    label = "Azure (Azurite)"
+
+    def __init__(self, work: Path, n: int) -> None:
+        self.server = start_azurite_quiet(work / f"wan-azurite-{n}")
+        self.port = self.server.port
+
+    def memsync_env(self, front: str) -> dict[str, str]:
+        return {"AZURE_STORAGE_CONNECTION_STRING": self.server.connection_string}
+
+    def url(self, front: str, name: str) -> str:
+        return f"{front}/{ACCOUNT}/{name}/mem"
+
+    def rclone_config(self, front: str) -> str:
+        return (
+            f"[az]\ntype = azureblob\naccount = {ACCOUNT}\nkey = {KEY}\n"
+            f"endpoint = {front}/{ACCOUNT}\nuse_emulator = true\n"
+        )
+
+    def stop(self) -> None:
+        self.server.stop()
+
+
+class S3Backend:
+    """moto's S3 server; memsync finds it through AWS_ENDPOINT_URL, rclone as provider Other."""
+
+    label = "S3 (moto)"
+
+    def __init__(self, work: Path, n: int) -> None:
+        os.environ.setdefault("CI", "")
+        self.server = start_moto()
+        self.port = self.server.port
+
+    def memsync_env(self, front: str) -> dict[str, str]:
+        return self.server.env_for(front)
+
+    def url(self, front: str, name: str) -> str:
+        return f"s3://{name}/mem"
+
+    def rclone_config(self, front: str) -> str:
+        return (
+            f"[az]\ntype = s3\nprovider = Other\naccess_key_id = {ACCESS_KEY}\n"
+            f"secret_access_key = {SECRET_KEY}\nregion = {REGION}\nendpoint = {front}\n"
+            "force_path_style = true\n"
+        )
+
+    def stop(self) -> None:
+        self.server.stop()
+
+
+class TLSFront:
+    """A TLS-terminating front before the round-trip proxy: each connection's handshake waits
+    one round trip (TLS 1.3's), then its bytes are piped to the proxy and back. On asyncio's
+    TLS (a memory BIO per connection; Python 3.11+ for StreamWriter.start_tls): one ssl socket
+    read and written from two threads at once can hang."""
+
+    def __init__(self, upstream: FaultProxy, work: Path) -> None:
+        import asyncio
+        import ssl
+        import threading
+
+        self.cert, key = work / "front-cert.pem", work / "front-key.pem"
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"]
+            + ["-nodes", "-days", "1", "-subj", "/CN=127.0.0.1", "-keyout", str(key)]
+            + ["-out", str(self.cert), "-addext", "subjectAltName=IP:127.0.0.1"],
+            check=True,
+            capture_output=True,
+        )
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(self.cert, key)
+        self.loop = asyncio.new_event_loop()
+        ready = threading.Event()
+
+        async def pipe(reader, writer) -> None:  # type: ignore[no-untyped-def]
+            try:
+                while data := await reader.read(65536):
+                    writer.write(data)
+                    await writer.drain()
+            except (OSError, ConnectionError):
+                pass
+            finally:
+                with contextlib.suppress(OSError, RuntimeError):
+                    writer.close()
+
+        async def serve(reader, writer) -> None:  # type: ignore[no-untyped-def]
+            try:
+                await writer.start_tls(context)
+                if upstream.rtt:  # the handshake's round trip (after it: a ClientHello read
+                    await asyncio.sleep(upstream.rtt)  # before start_tls would be lost)
+                up_reader, up_writer = await asyncio.open_connection("127.0.0.1", upstream.port)
+            except (OSError, ssl.SSLError, ConnectionError):
+                writer.close()
+                return
+            with contextlib.suppress(asyncio.CancelledError):  # stop() ends every connection
+                await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+        async def start() -> None:
+            self.server = await asyncio.start_server(serve, "127.0.0.1", 0, backlog=1024)
+            self.port = self.server.sockets[0].getsockname()[1]
+            ready.set()
+
+        def run() -> None:
+            asyncio.set_event_loop(self.loop)
+            self.loop.run_until_complete(start())
+            self.loop.run_forever()
+
+        threading.Thread(target=run, daemon=True).start()
+        ready.wait(10)
+
+    def stop(self) -> None:
+        import asyncio
+
+        def close() -> None:
+            self.server.close()
+            for task in asyncio.all_tasks(self.loop):
+                task.cancel()
+            self.loop.call_later(0.1, self.loop.stop)
+
+        self.loop.call_soon_threadsafe(close)
+
+
+def wan_size(
+    n: int, repeats: int, work: Path, bin_dir: Path, rtt: float, store: str = "azure", tls=False
+) -> dict[str, object]:
     """One size through the round-trip proxy: medians at `rtt`, and round trips per command."""
-    server = start_azurite_quiet(work / f"wan-azurite-{n}")
-    proxy = FaultProxy(server.port, rtt=0.0)
+    work = work / f"{store}-{'tls' if tls else 'plain'}"
+    work.mkdir(parents=True, exist_ok=True)
+    backend = S3Backend(work, n) if store == "s3" else AzureBackend(work, n)
+    proxy = FaultProxy(backend.port, rtt=0.0)
+    front = TLSFront(proxy, work) if tls else None
     try:
         src = work / f"wan-src-{n}"
         make_files(src, n)
-        endpoint = f"http://127.0.0.1:{proxy.port}/{ACCOUNT}"
-        ms = Memsync(bin_dir / "memsync", endpoint, server.connection_string, work)
-        rc = Rclone(work, proxy.port)
-        warm = f"{endpoint}/warm{uuid.uuid4().hex[:8]}/w"
+        base = f"https://127.0.0.1:{front.port}" if front else f"http://127.0.0.1:{proxy.port}"
+        remote_env = backend.memsync_env(base)
+        if front:  # every variable that could name another bundle names the front's
+            for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "AWS_CA_BUNDLE"):
+                remote_env[name] = str(front.cert)
+        ms = Memsync(bin_dir / "memsync", remote_env, work)
+        rc = Rclone(work, proxy.port, backend.rclone_config(base), front.cert if front else None)
+        warm = backend.url(base, f"warm{uuid.uuid4().hex[:8]}")
         ms.run("push", warm, work / f"wan-warm-{n}", src)
         ms.run("pull", warm, work / f"wan-warm-pull-{n}", work / f"wan-warm-pulled-{n}")
-        url = f"{endpoint}/b{uuid.uuid4().hex[:12]}/mem"
+        url = backend.url(base, f"b{uuid.uuid4().hex[:12]}")
         home, mem = work / f"wan-home-{n}", work / f"wan-mem-{n}"
         shutil.copytree(src, mem)
         ms.run("push", url, home, mem)
@@ -293,13 +443,16 @@ def wan_size(n: int, repeats: int, work: Path, bin_dir: Path, rtt: float) -> dic
         zero = {k: median(times[0.0][k]) for k in kinds}
         slow = {k: median(times[rtt][k]) for k in kinds}
         rounds = {k: max(0.0, (slow[k] - zero[k]) / rtt) for k in kinds}
-        return {"n": n, "slow": slow, "zero": zero, "rounds": rounds}
+        return {"n": n, "slow": slow, "zero": zero, "rounds": rounds, "store": backend.label}
     finally:
+        if front:
+            front.stop()
         proxy.stop()
-        server.stop()
+        backend.stop()
 
 
-def wan_table(results: list[dict[str, object]], rtt: float) -> str:
+def wan_table(results: list[dict[str, object]], rtt: float, tls: bool = False) -> str:
+    """The WAN rows; over TLS each floor has one more round trip (the handshake's)."""
     names = {
         "pull": "memsync pull, fresh",
         "rc_pull": "rclone copy --transfers 32, fresh",
@@ -309,22 +462,23 @@ def wan_table(results: list[dict[str, object]], rtt: float) -> str:
         "hook": "memsync hook session-start, nothing changed",
     }
     lines = [
-        f"| N | command | seconds at {rtt * 1000:.0f} ms | at 0 ms (same proxy) "
+        f"| remote | N | command | seconds at {rtt * 1000:.0f} ms | at 0 ms (same proxy) "
         "| round trips | floor |",
-        "|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in results:
         slow, zero, rounds = r["slow"], r["zero"], r["rounds"]  # type: ignore[assignment]
         for kind, label in names.items():
             lines.append(
-                f"| {r['n']} | {label} | {slow[kind]:.3f} | {zero[kind]:.3f} "  # type: ignore[index]
-                f"| {rounds[kind]:.1f} | {FLOORS[kind]} |"  # type: ignore[index]
+                f"| {r['store']} | {r['n']} | {label} | {slow[kind]:.3f} | {zero[kind]:.3f} "  # type: ignore[index]
+                f"| {rounds[kind]:.1f} | {FLOORS[kind] + tls} |"  # type: ignore[index]
             )
     lines.append("")
     for r in results:
         slow = r["slow"]  # type: ignore[assignment]
         lines.append(
-            f"N={r['n']}: fresh pull {slow['pull'] / slow['rc_pull']:.2f}x rclone copy "  # type: ignore[index]
+            f"{r['store']}, N={r['n']}: "
+            f"fresh pull {slow['pull'] / slow['rc_pull']:.2f}x rclone copy "  # type: ignore[index]
             f"--transfers 32; no-op sync {slow['noop'] / slow['rc_noop']:.2f}x rclone sync."  # type: ignore[index]
         )
     return "\n".join(lines)
@@ -411,6 +565,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--write", type=Path, help="also write the Markdown report here")
     parser.add_argument("--wan", type=float, help="round trip in ms: the WAN mode (see above)")
+    parser.add_argument("--store", choices=("azure", "s3", "both"), default="azure")
+    parser.add_argument("--tls", action="store_true", help="WAN mode over HTTPS (see above)")
     args = parser.parse_args()
     if not shutil.which("rclone"):
         raise SystemExit("rclone is needed for the side-by-side run: apt-get install rclone")
@@ -420,13 +576,18 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="memsync-wan-") as tmp:
             bin_dir = install(Path(tmp))
             rtt = args.wan / 1000
-            results = [wan_size(n, args.repeats, Path(tmp), bin_dir, rtt) for n in sizes]
+            stores = ("azure", "s3") if args.store == "both" else (args.store,)
+            results = [
+                wan_size(n, args.repeats, Path(tmp), bin_dir, rtt, store, args.tls)
+                for n in sizes
+                for store in stores
+            ]
         print(
             f"Machine: {platform.platform()}, {os.cpu_count()} CPUs, Python "
             f"{platform.python_version()}; {version.splitlines()[0] if version else 'rclone ?'}; "
-            f"median of {args.repeats}.\n"
+            f"{'HTTPS' if args.tls else 'HTTP'}; median of {args.repeats}.\n"
         )
-        print(wan_table(results, rtt))
+        print(wan_table(results, rtt, args.tls))
         return
     with tempfile.TemporaryDirectory(prefix="memsync-bench-") as tmp:
         bin_dir = install(Path(tmp))

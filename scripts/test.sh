@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Install memsync with its test dependencies (Azurite and Claude Code included) and run the
-# whole suite; then the whole suite again with fcntl hidden (as on Windows).
+# Install memsync with its test dependencies (Azurite, moto's S3 server and Claude Code
+# included) and run the whole suite; then the whole suite again with fcntl hidden (as on Windows).
 # Usage: scripts/test.sh [pytest args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,6 +10,10 @@ CLAUDE_CODE_VERSION="2.1.332"  # the Claude Code CLI the end-to-end suite runs (
 TOOLS="$PWD/.tools"
 
 python -m pip install --quiet --disable-pip-version-check -e ".[test]"
+# moto's S3 server (the test extra's moto[server]) serves the S3 tests; tests/s3server.py starts
+# one per session on a free port, as tests/azurite.py does Azurite
+python -c "import moto.server" ||
+  { echo "moto[server] did not install: the S3 tests need it" >&2; exit 1; }
 
 if [ ! -x "$TOOLS/node_modules/.bin/azurite-blob" ] ||
    ! grep -q "\"version\": \"$AZURITE_VERSION\"" "$TOOLS/node_modules/azurite/package.json" 2>/dev/null; then

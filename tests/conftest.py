@@ -80,4 +80,4 @@ def write_memory(directory: Path, name: str, body: str = "", **meta: object) -> 
     return path
 
 
-pytest_plugins = ["tests.azurite", "tests.anthropic_server"]
+pytest_plugins = ["tests.azurite", "tests.s3server", "tests.anthropic_server"]

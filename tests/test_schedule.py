@@ -14,6 +14,7 @@ import stat
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from datetime import date
 from pathlib import Path
 
 import pytest
@@ -43,7 +44,8 @@ def set_up(tmp_path: Path, **env: str) -> tuple[Device, Path]:
     remote = tmp_path / "team-remote"
     remote.mkdir()
     device = make_device(tmp_path, "laptop", remote.as_uri(), **env)
-    for day in OLD_DAYS:
+    # today's digest too: compaction counts ages from no later than the newest date memory holds
+    for day in (*OLD_DAYS, date.today().isoformat()):
         device.write(
             f"session_digest_{day}.md",
             f"## Arcs\n- arc of {day}\n",
@@ -277,16 +279,17 @@ def test_task_scheduler_xml_and_command_parse_back(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert_compacted_against_the_installing_remote(device, remote)
 
-    assert "schtasks: e2e-project: \\memsync\\compact-e2e-project" in device.run(
-        "schedule", "show"
-    ).stdout
+    assert (
+        "schtasks: e2e-project: \\memsync\\compact-e2e-project"
+        in device.run("schedule", "show").stdout
+    )
     assert "Removed" in device.run("schedule", "remove").stdout
     assert not list(tasks.glob("*.xml")) and not xml_file.exists()
 
 
 @pytest.mark.parametrize(
     "arg",
-    ['C:\\Users\\Sam Smith\\memory', 'a"b', "trailing\\", 'x\\"y', "", "tab\there", "%PATH%"],
+    ["C:\\Users\\Sam Smith\\memory", 'a"b', "trailing\\", 'x\\"y', "", "tab\there", "%PATH%"],
 )
 def test_windows_arguments_round_trip(arg):
     argv = ["memsync.exe", "compact", "--memory-dir", arg]
@@ -332,8 +335,7 @@ def test_an_entry_is_found_after_linux_changes_scheduler(tmp_path, monkeypatch):
     table = tmp_path / "crontab.txt"
     fake = executable(
         tmp_path / "crontab",
-        f'#!/bin/sh\nif [ "$1" = -l ]; then cat "{table}" 2>/dev/null; '
-        f'else cat > "{table}"; fi\n',
+        f'#!/bin/sh\nif [ "$1" = -l ]; then cat "{table}" 2>/dev/null; else cat > "{table}"; fi\n',
     )
     monkeypatch.setenv("MEMSYNC_CRONTAB", str(fake))
     assert [(e.backend, e.project) for e in schedule.show(ctx)] == [("systemd", "proj")]

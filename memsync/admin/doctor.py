@@ -261,6 +261,9 @@ def _container(store: Any) -> str:
     blob_url = getattr(store, "blob_url", None)
     if blob_url is not None:
         return f"the container {blob_url.container!r}"
+    s3_url = getattr(store, "s3_url", None)
+    if s3_url is not None:
+        return f"the bucket {s3_url.bucket!r}"
     if getattr(store, "container", None) is not None:  # a remote that names its own
         return str(store.container)
     return f"the folder {getattr(store, 'base', 'of the remote')}"

@@ -253,7 +253,10 @@ def purge(engine: Engine) -> PurgeReport:
         engine.state.meta.purged = {**marker, "synced": synced}
         engine.state.save_meta()
     audit(engine, "purge", remote_objects_deleted=deleted)
-    remote_kind = "azure" if engine.ctx.remote.startswith("http") else "folder"
+    remote = engine.ctx.remote
+    remote_kind = (
+        "azure" if remote.startswith("http") else "s3" if remote.startswith("s3:") else "folder"
+    )
     erased = store.stats.requests["erase"]
     unreachable = [
         "other devices keep their local copies; their next sync sees the purge, uploads "
@@ -266,6 +269,11 @@ def purge(engine: Engine) -> PurgeReport:
         unreachable.append(
             "if soft delete or blob versioning is enabled on the storage account, Azure keeps "
             "deleted blobs for its retention period; purge them there"
+        )
+    elif remote_kind == "s3":
+        unreachable.append(
+            "if versioning is enabled on the bucket, S3 keeps the deleted objects as noncurrent "
+            "versions; delete them there (or let a lifecycle rule expire them)"
         )
     elif erased:
         unreachable.append(

@@ -480,13 +480,16 @@ def check_folder_remote(url: str) -> None:
     the directory memsync runs in, and a regular file can never hold memory: both are a
     mistake in the setting, not an outage to queue work for."""
     parts = urlsplit(url)
-    if parts.scheme in ("http", "https", "memory", "memstore") and (parts.netloc or parts.path):
+    if parts.scheme in ("http", "https", "memory", "memstore", "s3") and (
+        parts.netloc or parts.path
+    ):
         return
     if parts.scheme != "file":
         raise ConfigError(
             f"the remote {url!r} is not a file:/// folder or an Azure Blob URL "
-            "(https://ACCOUNT.blob.core.windows.net/CONTAINER/PREFIX), nor a memory store "
-            "(memstore://memstore_ID[/PREFIX]); fix --remote, MEMSYNC_REMOTE or the remote setting"
+            "(https://ACCOUNT.blob.core.windows.net/CONTAINER/PREFIX), an S3 URL "
+            "(s3://BUCKET/PREFIX) nor a memory store (memstore://memstore_ID[/PREFIX]); fix "
+            "--remote, MEMSYNC_REMOTE or the remote setting"
         )
     from memsync.util.portable import file_url_path
 

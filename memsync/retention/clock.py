@@ -50,10 +50,10 @@ def compaction_day(
 
     day = newest + MARGIN
     held = len(plan(files, clock)) - len(plan(files, day))
-    kept = f"; {held} action(s) the clock alone would make were left out" if held > 0 else ""
+    waiting = f": {held} action(s) wait for newer memory" if held > 0 else ""
     note = (
-        f"this device's clock says {clock.isoformat()}, {(clock - newest).days} days past the "
-        f"newest date the memory holds ({newest.isoformat()}): ages are counted from "
-        f"{day.isoformat()}{kept} (set the clock right, or pass --now DATE)"
+        f"ages are counted from {day.isoformat()}, the day after the newest date the memory "
+        f"holds, not from this device's {clock.isoformat()}{waiting} (if the clock is wrong, "
+        "set it right; --now DATE overrides)"
     )
     return day, note

@@ -42,8 +42,12 @@ def _open(url: str, prefix: str) -> Store:
         from memsync.stores.azure import AzureStore
 
         return AzureStore(url, prefix)
+    if parts.scheme == "s3":
+        from memsync.stores.s3 import S3Store
+
+        return S3Store(url, prefix)
     raise ConfigError(
         f"the remote {url!r} is not a file:/// folder or an Azure Blob URL "
-        "(https://ACCOUNT.blob.core.windows.net/CONTAINER/PREFIX), nor a memory store "
-        "(memstore://memstore_ID[/PREFIX])"
+        "(https://ACCOUNT.blob.core.windows.net/CONTAINER/PREFIX), an S3 URL "
+        "(s3://BUCKET/PREFIX) nor a memory store (memstore://memstore_ID[/PREFIX])"
     )

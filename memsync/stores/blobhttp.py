@@ -37,6 +37,7 @@ from memsync.stores.httpdate import format_date, parse_date
 from memsync.util.errors import ConfigError, Unreachable
 
 if TYPE_CHECKING:
+    import ssl
     from typing import Any
 
 API_VERSION = "2025-11-05"  # served by Azure, by Azurite 3.37, and by azure-storage-blob 12.31
@@ -166,14 +167,22 @@ def proxy_for(scheme: str, host: str) -> Proxy | None:
 
 
 def _open(
-    scheme: str, host: str, port: int, timeout: float, proxy: Proxy | None = None
+    scheme: str,
+    host: str,
+    port: int,
+    timeout: float,
+    proxy: Proxy | None = None,
+    context: ssl.SSLContext | None = None,
 ) -> http.client.HTTPConnection:
+    """A new connection (not yet connected), through `proxy` if given; https:// trusts
+    `context`, else the CAs tls.py chooses."""
     conn: http.client.HTTPConnection
     peer = (proxy.host, proxy.port) if proxy else (host, port)
     if scheme == "https":
         from memsync.stores import tls
 
-        conn = http.client.HTTPSConnection(*peer, timeout=timeout, context=tls.context())
+        context = context or tls.context()
+        conn = http.client.HTTPSConnection(*peer, timeout=timeout, context=context)
         if proxy:
             auth = {"Proxy-Authorization": proxy.authorization} if proxy.authorization else None
             conn.set_tunnel(host, port, headers=auth)
@@ -300,6 +309,7 @@ class BlobHTTP:
     retries = 3
     backoff = 0.5
     jitter = 0.25
+    tls_context: ssl.SSLContext | None = None  # None: the CAs memsync.stores.tls chooses
 
     def __init__(
         self,
@@ -336,7 +346,9 @@ class BlobHTTP:
         with self._lock:
             if self._idle:
                 return self._idle.pop()
-        return _open(self.scheme, self.host, self.port, self.connect_timeout, self.proxy)
+        return _open(
+            self.scheme, self.host, self.port, self.connect_timeout, self.proxy, self.tls_context
+        )
 
     def _give_back(self, conn: http.client.HTTPConnection) -> None:
         if conn.sock is not None:
@@ -362,7 +374,14 @@ class BlobHTTP:
         caller's next request (the listing) goes out without waiting for them."""
 
         def one() -> bool:
-            conn = _open(self.scheme, self.host, self.port, self.connect_timeout, self.proxy)
+            conn = _open(
+                self.scheme,
+                self.host,
+                self.port,
+                self.connect_timeout,
+                self.proxy,
+                self.tls_context,
+            )
             try:
                 self._connect(conn, self.connect_timeout)
             except (OSError, http.client.HTTPException):

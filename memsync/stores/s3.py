@@ -1,0 +1,549 @@
+"""The S3 remote (AWS S3 and the services that speak its API: Cloudflare R2, MinIO).
+
+`s3://BUCKET/PREFIX`: the credential, region and endpoint come from where the AWS CLI finds them
+(memsync.stores.s3auth). Requests go out through the same lean client as Azure's
+(memsync.stores.blobhttp: a keep-alive pool, an overall deadline, bounded reads, retries of
+connection errors and 5xx with Retry-After honoured), signed with SigV4 instead of Shared Key:
+importing boto3 alone takes longer than a whole session-start hook (docs/s3.md).
+
+Every write is conditional on the server: `If-None-Match: *` to create, `If-Match: <etag>` to
+replace or delete. A 412 reaches the engine as PreconditionFailed (AlreadyExists for a create),
+so its merge-and-retry path re-reads and tries again; a 409 ConditionalRequestConflict (two
+conditional writes met on the server) is the same lost race. A replace or delete of an object
+that is gone is a PreconditionFailed (the engine's "changed since you read it"), told apart
+from "changed" by a HEAD as on Azure.
+
+Every upload carries Content-MD5 (the service refuses a body that differs) and the body's
+MD5 in the metadata; a download is checked against that MD5, else against the ETag where the
+ETag is an MD5 (a single-part upload without KMS), else against the size the listing gave.
+A body that fails is fetched again, then refused; never landed.
+"""
+
+from __future__ import annotations
+
+import binascii
+import hashlib
+import re
+import threading
+from collections.abc import Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, NamedTuple
+from urllib.parse import unquote_plus, urlsplit
+
+from memsync.memory.frontmatter import DEFAULT_MAX_BYTES
+from memsync.stores.base import Entry, Stats, Store, check_key
+from memsync.stores.blobhttp import BlobHTTP, Response
+from memsync.stores.httpdate import parse_date
+from memsync.stores.s3auth import S3Settings, SigV4, host_header, settings_for
+from memsync.util.errors import (
+    AlreadyExists,
+    AuthError,
+    ConfigError,
+    NotFound,
+    PreconditionFailed,
+    RefusedFile,
+    StoreError,
+    Unreachable,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+MARKDOWN = "text/markdown; charset=utf-8"
+EDITED_HEADER = "x-amz-meta-edited"  # when the writer's file was edited (seconds since epoch)
+MD5_HEADER = "x-amz-meta-md5"  # the body's MD5 (base64), kept whatever the ETag is
+GET_ATTEMPTS = 3  # a download that fails verification is fetched this many times at most
+LISTING_LIMIT = 16 * 1024 * 1024  # one page of 1000 keys is well under 1 MB
+HEADROOM = 64 * 1024  # an object may be this much over max_file_bytes and still be read
+_NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
+_MD5_ETAG = re.compile(r'^"?([0-9a-fA-F]{32})"?$')
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.\-_]{1,254}$")
+_AUTH_CODES = {
+    "InvalidAccessKeyId": "the access key is not known to {where}",
+    "SignatureDoesNotMatch": "the secret key does not match the access key",
+    "ExpiredToken": "the session token has expired",
+    "InvalidToken": "the session token is not valid",
+    "TokenRefreshRequired": "the session token has expired",
+    "RequestTimeTooSkewed": "this machine's clock is too far from the server's; set it right",
+}
+
+
+class S3URL(NamedTuple):
+    bucket: str
+    prefix: str  # inside the bucket, no leading or trailing slash
+
+    @classmethod
+    def parse(cls, url: str) -> S3URL:
+        parts = urlsplit(url)
+        bucket = parts.netloc
+        if not bucket or not _BUCKET.match(bucket) or parts.query or parts.fragment:
+            raise ConfigError(
+                f"the S3 remote {url!r} does not name a bucket as s3://BUCKET/PREFIX "
+                "(lower-case letters, digits, dots and dashes)"
+            )
+        return cls(bucket, "/".join(s for s in parts.path.split("/") if s))
+
+
+class S3HTTP(BlobHTTP):
+    """The lean client, each attempt signed with SigV4 (its time and the body's hash)."""
+
+    def __init__(self, settings: S3Settings, **kwargs: object) -> None:
+        super().__init__(settings.scheme, settings.netloc, **kwargs)  # type: ignore[arg-type]
+        self.signer = SigV4(settings.credential, settings.region)
+        self.host_header = host_header(self.host, self.port, self.scheme)
+        self.ca_bundle = settings.ca_bundle
+        if self.ca_bundle and self.scheme == "https":
+            import ssl
+
+            try:
+                self.tls_context = ssl.create_default_context(cafile=self.ca_bundle)
+            except (OSError, ssl.SSLError) as exc:
+                raise ConfigError(
+                    f"AWS_CA_BUNDLE (or the profile's ca_bundle) names {self.ca_bundle}, which "
+                    f"is not a readable CA bundle ({exc.strerror or exc}); fix or unset it"
+                ) from None
+
+    def _refuse_untrusted(self, exc: BaseException) -> None:
+        if not self.ca_bundle or self.scheme != "https":
+            super()._refuse_untrusted(exc)
+            return
+        from memsync.stores import tls
+
+        reason = tls.untrusted(exc)
+        if reason:
+            raise ConfigError(
+                f"the TLS certificate of https://{self.netloc} is not trusted ({reason}); the "
+                f"CA bundle in effect is AWS_CA_BUNDLE (or the profile's ca_bundle) "
+                f"{self.ca_bundle}: point it at the bundle that signed it"
+            ) from None
+
+    def _signed(
+        self,
+        method: str,
+        target: str,
+        query: Mapping[str, str],
+        headers: Mapping[str, str] | None,
+        body: bytes | None,
+    ) -> dict[str, str]:
+        send = dict(headers or {})
+        if body is not None:
+            send["Content-Length"] = str(len(body))
+        self.signer.sign(method, target, query, send, body, self.host_header)
+        return send
+
+
+def md5_base64(data: bytes) -> str:
+    digest = hashlib.md5(data, usedforsecurity=False).digest()
+    return binascii.b2a_base64(digest, newline=False).decode()
+
+
+def parse_edited(value: str | None) -> float | None:
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None
+
+
+def quote_etag(value: str | None) -> str:
+    return '"' + (value or "").strip('"') + '"'
+
+
+def _iso_time(value: str | None) -> float:
+    """A listing's LastModified (ISO 8601, UTC) as seconds since the epoch."""
+    if not value:
+        return 0.0
+    import datetime
+
+    try:
+        moment = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return 0.0
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.timezone.utc)
+    return moment.timestamp()
+
+
+def _error_code(body: bytes) -> str:
+    """The <Code> of an S3 error document ("" if there is none)."""
+    match = re.search(rb"<Code>([^<]{1,100})</Code>", body[:4096])
+    return match.group(1).decode("utf-8", "replace") if match else ""
+
+
+def _key_of(text: str | None, encoded: bool) -> str:
+    text = text or ""
+    # encoding-type=url: names XML cannot carry arrive percent-encoded; bytes that are not
+    # UTF-8 stay lone surrogates, which the engine tells apart and ignores
+    return unquote_plus(text, errors="surrogateescape") if encoded else text
+
+
+def parse_listing(body: bytes, base: str) -> tuple[dict[str, Entry], str]:
+    """One ListObjectsV2 page: its entries under `base` (keys relative to it) and the token
+    for the next page ("" at the last)."""
+    from xml.etree import ElementTree
+
+    root = ElementTree.fromstring(body)
+    encoded = (root.findtext(f"{_NS}EncodingType") or "").lower() == "url"
+    entries: dict[str, Entry] = {}
+    for node in root.iterfind(f"{_NS}Contents"):
+        name = _key_of(node.findtext(f"{_NS}Key"), encoded)
+        if not name.startswith(base) or name == base:
+            continue
+        key = name[len(base) :]
+        entries[key] = Entry(
+            key,
+            quote_etag(node.findtext(f"{_NS}ETag")),
+            int(node.findtext(f"{_NS}Size") or 0),
+            _iso_time(node.findtext(f"{_NS}LastModified")),
+        )
+    truncated = (root.findtext(f"{_NS}IsTruncated") or "").lower() == "true"
+    token = root.findtext(f"{_NS}NextContinuationToken") or "" if truncated else ""
+    if truncated and not token:
+        raise StoreError("the S3 listing said it was cut into pages but gave no next token")
+    return entries, token
+
+
+class S3Store(Store):
+    """Objects under `<url prefix>/<project prefix>/` in one bucket."""
+
+    page_size = 1000  # the service's maximum per ListObjectsV2 request
+
+    def __init__(self, url: str, prefix: str = "", settings: S3Settings | None = None) -> None:
+        self.s3_url = S3URL.parse(url)
+        self.url = url
+        self.stats = Stats()
+        parts = [p for p in (self.s3_url.prefix, prefix.strip("/")) if p]
+        self.base = "/".join(parts) + "/" if parts else ""
+        self.settings = settings or settings_for(self.s3_url.bucket)
+        self.credential_kind = self.settings.credential.kind
+        self.max_bytes: int = DEFAULT_MAX_BYTES
+        self._listed: dict[str, Entry] = {}
+        self._denied: str | None = None
+        self._write_ok = False
+        self._first_write = threading.Lock()
+        self.http = S3HTTP(self.settings, on_request=self.stats.count)
+        self.bucket_path = f"/{self.s3_url.bucket}" if self.settings.path_style else ""
+        self.where = f"{self.settings.scheme}://{self.settings.netloc}"
+
+    @property
+    def deadline(self) -> float | None:
+        """The command's deadline (time.monotonic()): no request outlives it."""
+        return self.http.deadline
+
+    @deadline.setter
+    def deadline(self, value: float | None) -> None:
+        self.http.deadline = value
+
+    def _path(self, key: str | None) -> str:
+        if key is None:
+            return self.bucket_path or "/"
+        return f"{self.bucket_path}/{self.base}{check_key(key)}"
+
+    @contextmanager
+    def _gate(self) -> Iterator[None]:
+        """Until one write has gone through, writes go one at a time: a read-only credential
+        then costs one refused request, not one per file sent in parallel."""
+        if self._write_ok:
+            yield
+            return
+        with self._first_write:
+            if self._denied:
+                raise AuthError(self._denied)
+            try:
+                yield
+            except AuthError:
+                raise
+            except StoreError:
+                self._write_ok = True
+                raise
+            self._write_ok = True
+
+    def _auth_message(self, code: str, status: int, write: bool) -> str:
+        kind = self.credential_kind
+        bucket = self.s3_url.bucket
+        if code in _AUTH_CODES:
+            why = _AUTH_CODES[code].format(where=self.where)
+            return (
+                f"the {kind} was refused by {self.where} ({code}): {why}; check "
+                "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN or AWS_PROFILE "
+                "(aws sso login, aws configure)"
+            )
+        if not code:  # a HEAD's answer has no body to say why
+            return (
+                f"the {kind} was refused by {self.where} ({status}); check AWS_ACCESS_KEY_ID / "
+                "AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN or AWS_PROFILE, and that it may list, "
+                f"read, write and delete in the bucket {bucket!r}"
+            )
+        rights = "write and delete" if write else "list and read"
+        return (
+            f"the {kind} may not {rights} in the bucket {bucket!r} at {self.where} "
+            f"({code or status}); give it s3:ListBucket, s3:GetObject, s3:PutObject and "
+            "s3:DeleteObject on the bucket"
+        )
+
+    def _raise_for(self, response: Response, key: str | None, method: str) -> None:
+        """An error answer from the service, as memsync's error."""
+        status = response.status
+        code = _error_code(response.body)
+        write = method in ("PUT", "DELETE") and key is not None
+        bucket = self.s3_url.bucket
+        if status == 404 and (key is None or code == "NoSuchBucket"):
+            raise NotFound(f"the bucket {bucket!r} does not exist at {self.where}")
+        if status == 404:
+            raise NotFound(f"{key} is not on the remote")
+        if status == 412 or (status == 409 and code == "ConditionalRequestConflict"):
+            raise PreconditionFailed(f"{key or bucket} changed on the remote")
+        if status in (400, 401, 403) and (status != 400 or code in _AUTH_CODES):
+            message = self._auth_message(code, status, write)
+            if write:
+                self._denied = message
+            raise AuthError(message)
+        if status >= 500 or status in (408, 429):
+            raise Unreachable(f"{self.where} answered {status} {code}; try again later".strip())
+        if status == 301 or code in ("PermanentRedirect", "AuthorizationHeaderMalformed"):
+            raise ConfigError(
+                f"the bucket {bucket!r} is in another region than {self.settings.region!r}: "
+                "set AWS_REGION (or the profile's region) to the bucket's"
+            )
+        raise StoreError(f"the remote refused the request for {key or bucket}: {status} {code}")
+
+    def _request(
+        self,
+        kind: str,
+        method: str,
+        key: str | None = None,
+        query: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+        body: bytes | None = None,
+        limit: int = 0,
+    ) -> Response:
+        if method in ("PUT", "DELETE") and key is not None and self._denied:
+            raise AuthError(self._denied)
+        from memsync.stores.blobhttp import TooLarge
+
+        try:
+            response = self.http.request(
+                kind,
+                method,
+                self._path(key),
+                query,
+                headers,
+                body,
+                limit=limit or self.max_bytes + HEADROOM,
+            )
+        except TooLarge as exc:
+            if kind == "get":
+                raise
+            raise StoreError(
+                f"{self.where} sent an answer of more than {exc.limit} bytes to a {kind} "
+                "request; is the endpoint an S3 service?"
+            ) from None
+        if response.status >= 300:
+            if method == "HEAD" and response.status == 404 and key is None:
+                raise NotFound(f"the bucket {self.s3_url.bucket!r} does not exist at {self.where}")
+            self._raise_for(response, key, method)
+        return response
+
+    def _page(self, query: dict[str, str]) -> Response:
+        return self._request("list", "GET", query=query, limit=LISTING_LIMIT)
+
+    def list(self) -> dict[str, Entry]:
+        """Every key with its ETag: one request per 1000 objects. A page that is not whole XML
+        (cut short on the way) is asked for again."""
+        from xml.etree.ElementTree import ParseError
+
+        entries: dict[str, Entry] = {}
+        token = ""
+        while True:
+            query = {"list-type": "2", "max-keys": str(self.page_size), "encoding-type": "url"}
+            if self.base:
+                query["prefix"] = self.base
+            if token:
+                query["continuation-token"] = token
+            for attempt in range(GET_ATTEMPTS):
+                response = self._page(query)
+                try:
+                    page, token = parse_listing(response.body, self.base)
+                    break
+                except ParseError:
+                    if attempt == GET_ATTEMPTS - 1:
+                        raise Unreachable(
+                            f"{self.where} sent a listing cut short {GET_ATTEMPTS} times; "
+                            "try again later"
+                        ) from None
+            entries.update(page)
+            if not token:
+                self._listed = entries
+                return entries
+
+    def projects(self) -> tuple[str, ...] | None:
+        """The project prefixes beside this one: a listing with a delimiter."""
+        from xml.etree import ElementTree
+
+        root = f"{self.s3_url.prefix}/" if self.s3_url.prefix else ""
+        names: list[str] = []
+        token = ""
+        while True:
+            query = {"list-type": "2", "delimiter": "/", "encoding-type": "url"}
+            if root:
+                query["prefix"] = root
+            if token:
+                query["continuation-token"] = token
+            try:
+                page = ElementTree.fromstring(self._page(query).body)
+            except ElementTree.ParseError:
+                cut = f"{self.where} sent a listing cut short; try again later"
+                raise Unreachable(cut) from None
+            encoded = (page.findtext(f"{_NS}EncodingType") or "").lower() == "url"
+            for node in page.iterfind(f"{_NS}CommonPrefixes/{_NS}Prefix"):
+                name = _key_of(node.text, encoded)
+                if name.startswith(root) and name.endswith("/"):
+                    names.append(name[len(root) : -1])
+            truncated = (page.findtext(f"{_NS}IsTruncated") or "").lower() == "true"
+            token = page.findtext(f"{_NS}NextContinuationToken") or "" if truncated else ""
+            if not token:
+                return tuple(sorted(names))
+
+    def verify(self, key: str, data: bytes, etag: str, md5: str | None) -> str | None:
+        """Why a downloaded body is not the object (None if it is)."""
+        if md5:
+            if md5_base64(data) != md5:
+                return f"its bytes do not match the MD5 its writer kept ({len(data)} bytes)"
+            return None
+        as_md5 = _MD5_ETAG.match(etag)
+        if as_md5:
+            if hashlib.md5(data, usedforsecurity=False).hexdigest() != as_md5.group(1).lower():
+                return f"its bytes do not match the MD5 its ETag gives ({len(data)} bytes)"
+            return None
+        listed = self._listed.get(key)
+        if listed is not None and listed.etag == etag and listed.size != len(data):
+            return f"it came {len(data)} of the {listed.size} bytes the listing gave"
+        return None
+
+    def _too_large(self, key: str, size: int | None, said_by: str) -> RefusedFile:
+        shown = f"{said_by} gives it {size} bytes" if size is not None else "it is larger"
+        return RefusedFile(key, f"{shown}, over the {self.max_bytes}-byte limit")
+
+    def _fetch(self, key: str) -> tuple[bytes, str, str | None, float | None, bool]:
+        """One GET: body, ETag, the MD5 kept in the metadata, `edited`, and whether the ETag
+        may be read as an MD5 (not for KMS-encrypted objects)."""
+        from memsync.stores.blobhttp import TooLarge
+
+        listed = self._listed.get(key)
+        if listed is not None and listed.size > self.max_bytes:
+            raise self._too_large(key, listed.size, "the listing")
+        try:
+            response = self._request("get", "GET", key)
+        except TooLarge as exc:
+            raise self._too_large(key, exc.size, "the server's answer") from None
+        headers = response.headers
+        kms = (headers.get("x-amz-server-side-encryption") or "").startswith("aws:kms")
+        return (
+            response.body,
+            quote_etag(headers.get("ETag")),
+            headers.get(MD5_HEADER),
+            parse_edited(headers.get(EDITED_HEADER)),
+            not kms and not headers.get("x-amz-server-side-encryption-customer-algorithm"),
+        )
+
+    def get(self, key: str) -> tuple[bytes, str]:
+        data, etag, _ = self.fetch(key)
+        return data, etag
+
+    def fetch(self, key: str) -> tuple[bytes, str, float | None]:
+        problem = ""
+        for _ in range(GET_ATTEMPTS):
+            data, etag, md5, edited, etag_is_md5 = self._fetch(key)
+            problem = self.verify(key, data, etag if etag_is_md5 else "", md5) or ""
+            if not problem and not md5 and not etag_is_md5:
+                problem = self.verify(key, data, etag, None) or ""
+            if not problem:
+                return data, etag, edited
+        raise StoreError(
+            f"{key} was not pulled: {problem}, {GET_ATTEMPTS} times (a proxy or the network "
+            "is damaging answers); nothing was written, try again later"
+        )
+
+    def _put(self, key: str, data: bytes, condition: dict[str, str], edited: float | None) -> str:
+        md5 = md5_base64(data)
+        headers = {
+            "Content-Type": MARKDOWN,
+            "Content-MD5": md5,  # the service refuses a body that differs
+            MD5_HEADER: md5,
+            **condition,
+        }
+        if edited is not None:
+            headers[EDITED_HEADER] = repr(float(edited))
+        try:
+            with self._gate():
+                response = self._request("put", "PUT", key, headers=headers, body=data)
+        except NotFound as exc:
+            if "If-Match" in condition and "bucket" not in str(exc):
+                raise PreconditionFailed(f"{key} is gone from the remote") from None
+            raise
+        except PreconditionFailed:
+            if "If-None-Match" in condition:
+                raise AlreadyExists(f"{key} already exists on the remote") from None
+            raise
+        return quote_etag(response.headers.get("ETag"))
+
+    def create(self, key: str, data: bytes, edited: float | None = None) -> str:
+        return self._put(key, data, {"If-None-Match": "*"}, edited)
+
+    def replace(self, key: str, data: bytes, etag: str, edited: float | None = None) -> str:
+        return self._put(key, data, {"If-Match": quote_etag(etag)}, edited)
+
+    def delete(self, key: str, etag: str) -> None:
+        try:
+            with self._gate():
+                self._request("delete", "DELETE", key, headers={"If-Match": quote_etag(etag)})
+        except PreconditionFailed:
+            self._request("head", "HEAD", key)  # NotFound if gone, else it changed
+            raise
+
+    def exists(self) -> bool:
+        try:
+            self._request("head", "HEAD")
+        except NotFound:
+            return False
+        return True
+
+    def ensure(self) -> None:
+        """Create the bucket if missing (in the configured region)."""
+        if self.exists():
+            return
+        region = self.settings.region
+        body = None
+        if region not in ("us-east-1", "auto"):  # us-east-1 takes none; R2's region is auto
+            body = (
+                '<CreateBucketConfiguration xmlns="http://s3.amazonaws.com/doc/2006-03-01/">'
+                f"<LocationConstraint>{region}</LocationConstraint></CreateBucketConfiguration>"
+            ).encode()
+        response = self.http.request("put", "PUT", self._path(None), body=body)
+        if response.status == 409 and _error_code(response.body) == "BucketAlreadyOwnedByYou":
+            return
+        if response.status == 409:
+            raise StoreError(
+                f"the bucket name {self.s3_url.bucket!r} is taken by another account; "
+                "choose another in the remote URL"
+            )
+        if response.status >= 300:
+            self._raise_for(response, None, "PUT")
+
+    def create_advice(self) -> str:
+        return f"run `memsync push` to create the bucket {self.s3_url.bucket!r}"
+
+    def server_time(self) -> float | None:
+        """The server's clock (the Date header of a HEAD of the bucket), for `doctor`."""
+        response = self.http.request("head", "HEAD", self._path(None))
+        date = response.headers.get("Date")
+        return parse_date(date) if date else None
+
+    @property
+    def round_trip(self) -> float | None:
+        return self.http.round_trip
+
+    def warm(self, count: int) -> None:
+        self.http.warm(count)
+
+    def close(self) -> None:
+        self.http.close()
