@@ -83,6 +83,20 @@ class TestCryptOverAzurite(CryptContract):
         store.close()
 
 
+@pytest.mark.s3
+class TestCryptOverS3(CryptContract):
+    @pytest.fixture
+    def store(self, s3_url):
+        from memsync.stores import open_store
+
+        store = open_store(s3_url, "proj")
+        store.ensure()
+        create_identity()
+        turn_on(store, "this one")
+        yield store
+        store.close()
+
+
 def test_the_remote_holds_neither_words_names_nor_edit_times(tmp_path):
     (tmp_path / "remote").mkdir()
     store = encrypted(FolderStore(tmp_path / "remote", "proj"))

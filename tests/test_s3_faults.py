@@ -32,10 +32,10 @@ def proxy(moto_server: MotoServer) -> Iterator[FaultProxy]:
 
 
 def _stores(s3_url: str, proxy: FaultProxy, monkeypatch) -> tuple[S3Store, S3Store]:
-    direct = open_store(s3_url, "proj")
+    direct = open_store(s3_url, "proj").inner  # the S3 store itself, not the encrypting wrapper
     direct.ensure()
     monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{proxy.port}")
-    through = open_store(s3_url, "proj")
+    through = open_store(s3_url, "proj").inner
     assert isinstance(direct, S3Store) and isinstance(through, S3Store)
     through.http.backoff = through.http.jitter = 0.05
     return direct, through
@@ -197,7 +197,7 @@ def test_requests_go_through_the_proxy_http_proxy_names(s3_url, proxy, monkeypat
         monkeypatch.setenv(name.lower(), "")
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
     monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{proxy.port}")
-    store = open_store(s3_url, "proj")
+    store = open_store(s3_url, "proj").inner  # the S3 store itself, not the encrypting wrapper
     assert isinstance(store, S3Store) and store.http.proxy is not None
     store.ensure()
     etag = store.create("a.md", b"one")

@@ -24,7 +24,7 @@ class TestS3Store(StoreContract):
 
 def test_open_store_picks_s3(s3_url):
     store = open_store(s3_url, "proj")
-    assert isinstance(store, S3Store)
+    assert isinstance(store.inner, S3Store)  # inside the encrypting wrapper
     assert store.settings.path_style and store.bucket_path.startswith("/t")
 
 
