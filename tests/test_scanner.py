@@ -383,8 +383,8 @@ def test_the_cheap_pre_checks_never_hide_a_finding(text: str) -> None:
 def _cards_reference(text: str) -> list[tuple[int, int]]:
     """Every window of up to 19 digit groups, longest first, as the scanner used to search
     (quadratic in a long run of groups: ~15 s on a megabyte of them)."""
-    from memsync.privacy.rules import documented_card
-    from memsync.privacy.rules import luhn as _luhn
+    from memsync.privacy.checksums import documented_card
+    from memsync.privacy.checksums import luhn as _luhn
     from memsync.privacy.scanner import _CARD, _brand_lengths
 
     found = []
@@ -519,3 +519,25 @@ def test_a_file_name_holding_a_new_kind_is_caught(kind: str) -> None:
     name = f"notes/deploy_{row['secret']}.md"
     assert name_secret(name) == kind
     assert row["secret"] not in shown_name(name)
+
+
+def test_the_log_keeps_memsyncs_own_allow_advice(tmp_path: Path) -> None:
+    """A refusal's advice `memsync push --allow password FILE` reaches the log whole: the kind
+    is not read as a password key and the file name as its value; a secret is still hidden."""
+    from memsync.claude.log import get_logger
+    from memsync.privacy.gate import RefusedFile, check_outbound
+
+    secret = "Pw9!" + "xQr7#kLm"
+    note = f"---\nname: wifi\ndescription: office wifi\n---\nthe wifi password is {secret}\n"
+    with pytest.raises(RefusedFile) as refused:
+        check_outbound("note_008.md", note.encode())
+    logger = get_logger(tmp_path)
+    logger.warning("refused: %s", str(refused.value))
+    for handler in logger.handlers:
+        handler.flush()
+    logged = (tmp_path / "logs" / "memsync.log").read_text(encoding="utf-8")
+    assert "memsync push --allow password note_008.md" in logged
+    assert secret not in logged
+    token = "ghp_" + "aB3" * 12
+    assert token not in mask(f"memsync push --allow password {token}.md; password: {secret}")
+    assert secret not in mask(f"memsync push --allow password notes.md; password: {secret}")
