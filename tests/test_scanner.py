@@ -487,6 +487,7 @@ seeds = [
     "BSN 1234.", "SSN 123 ", "a:5432:b:c:", "s.", '"auth": "', "api key ", "\\n-", "x-",
     "-u a:", "mysql -p", "fnr 1", "password del a ", "--password ", "login -p ", "<password>",
     'key="password" value="', "ConvertTo-SecureString '", "密码：", "sécurité sociale 1 ", "de89 ",
+    "a_PAT=", 'passphrase="a ', "token for a ", "s3 key ",
 ]
 for seed in seeds:
     text = (seed * (MIB // len(seed) + 1))[:MIB]

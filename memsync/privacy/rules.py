@@ -361,7 +361,7 @@ RULES: list[Rule] = [
     _rule(  # the older 52-character lower-case base32 PAT, after a PAT key name
         "azure_devops_pat",
         "pat",
-        r"(?i)(?<![A-Za-z0-9])(?:[\w-]*_)?pat(?![\w-])" + _ASSIGN + r"(?P<s>[a-z2-7]{52})\b",
+        r"(?i)(?<![A-Za-z0-9])pat(?![\w-])" + _ASSIGN + r"(?P<s>[a-z2-7]{52})\b",
         lambda v: _random(v) and any(c.isdigit() for c in v),
     ),
     # --- AWS
@@ -581,7 +581,7 @@ RULES: list[Rule] = [
     _rule(  # a passphrase key with a quoted value of several words: PASSPHRASE="lantern falcon …"
         "password",
         "passphrase pass_phrase pass-phrase",
-        r"(?i)(?<![A-Za-z0-9])(?:[\w.-]*[_.-])?pass[_ -]?phrase[\"']?[ \t]*(?::=|=>|[:=：])[ \t]*"
+        r"(?i)(?<![A-Za-z0-9])pass[_ -]?phrase[\"']?[ \t]*(?::=|=>|[:=：])[ \t]*"
         r"(?P<q>[\"'])(?P<s>[^\"'\n]{8,200})(?P=q)",
         _passphrase,
     ),
