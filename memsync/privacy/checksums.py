@@ -180,3 +180,43 @@ def hetu(value: str) -> bool:
     if not _valid_date(century + int(value[4:6]), int(value[2:4]), int(value[:2])):
         return False
     return "0123456789ABCDEFHJKLMNPRSTUVWXY"[int(value[:6] + value[7:10]) % 31] == value[10]
+
+
+# the odd-position values of the codice fiscale's check character, for A..Z (a digit counts as
+# the letter at its place: 0 as A, 1 as B, …)
+_CF_ODD = [1, 0, 5, 7, 9, 13, 15, 17, 19, 21, 2, 4, 18, 20, 11, 3, 6, 8, 12, 14, 16, 10, 22, 25]
+_CF_ODD += [24, 23]
+_CF_OMOCODE = str.maketrans("LMNPQRSTUV", "0123456789")  # digits replaced in homonym codes
+EXAMPLE_CODICI = frozenset({"RSSMRA85T10A562S", "RSSMRA80A01H501U", "MRARSS80A01H501T"})
+
+
+def _cf_value(c: str) -> int:
+    return int(c) if c.isdigit() else ord(c) - ord("A")
+
+
+def codice_fiscale(value: str) -> bool:
+    """An Italian codice fiscale: a valid day of birth (women + 40) and the check character
+    (odd positions by their table, even ones by their value, the sum mod 26); not a published
+    example."""
+    v = value.upper()
+    day = int(v[9:11].translate(_CF_OMOCODE))
+    if v in EXAMPLE_CODICI or not (1 <= day <= 31 or 41 <= day <= 71):
+        return False
+    odd = sum(_CF_ODD[_cf_value(c)] for c in v[0:15:2])
+    even = sum(_cf_value(c) for c in v[1:15:2])
+    return chr(ord("A") + (odd + even) % 26) == v[15]
+
+
+EXAMPLE_BELGIAN = frozenset({"85073003328", "17073003384", "93051822361"})
+
+
+def belgian_number(value: str) -> bool:
+    """A Belgian national number (rijksregisternummer, NISS): YYMMDD and a serial, and the check
+    97 - the first nine digits mod 97 (with a 2 in front for those born from 2000); the month
+    may be 0 or raised by 20 or 40 (a bis number), the day 0; not a published example."""
+    d = _digits(value)
+    month, day = int(d[2:4]) % 20, int(d[4:6])
+    if len(d) != 11 or d in EXAMPLE_BELGIAN or month > 12 or day > 31 or d[6:9] in ("000", "999"):
+        return False
+    check = int(d[9:])
+    return check in (97 - int(d[:9]) % 97, 97 - int("2" + d[:9]) % 97)

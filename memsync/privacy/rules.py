@@ -20,7 +20,9 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import NamedTuple
 
 from memsync.privacy.checksums import (
+    belgian_number,
     bsn,
+    codice_fiscale,
     cpf,
     dni,
     fnr,
@@ -742,6 +744,29 @@ RULES: list[Rule] = [
         r"(?<!\d)\d{6} ?\d{5}(?!\d)",
         fnr,
         context=r"fødselsnummer|fodselsnummer|\bfnr\b|d-nummer",
+        literal=True,
+    ),
+    _rule(  # Italian codice fiscale: its shape (digits may be letters in homonym codes) and
+        # its check character
+        "national_id",
+        "",
+        r"\b[A-Z]{6}[\dLMNP-V]{2}[ABCDEHLMPRST][\dLMNP-V]{2}[A-Z][\dLMNP-V]{3}[A-Z]\b",
+        codice_fiscale,
+        literal=True,
+    ),
+    _rule(  # Belgian national number, written YY.MM.DD-NNN.CC anywhere, bare after its name
+        "national_id",
+        "",
+        r"(?<![\d.-])\d{2}\.\d{2}\.\d{2}-\d{3}\.\d{2}(?![\d.-]*\d)",
+        belgian_number,
+        literal=True,
+    ),
+    _rule(
+        "national_id",
+        "rijksregister national niss insz",
+        r"(?<![\d.-])\d{6}[ -]?\d{3}[ .]?\d{2}(?![\d-])",
+        belgian_number,
+        context=r"rijksregister|registre national|national (?:register )?number|\bniss\b|\binsz\b",
         literal=True,
     ),
     _rule(  # Finnish HETU: the century sign and check character make it unambiguous

@@ -201,6 +201,35 @@ def nir() -> str:
     return f"{body}{97 - int(body) % 97:02d}"
 
 
+CF_ODD = [1, 0, 5, 7, 9, 13, 15, 17, 19, 21, 2, 4, 18, 20, 11, 3, 6, 8, 12, 14, 16, 10, 22, 25]
+CF_ODD += [24, 23]
+
+
+def codice_fiscale(good: bool = True) -> str:
+    letters = string.ascii_uppercase
+    body = (
+        pick(letters, 6)
+        + f"{rng.randint(0, 99):02d}"
+        + rng.choice("ABCDEHLMPRST")
+        + f"{rng.randint(1, 28) + rng.choice([0, 40]):02d}"
+        + rng.choice(letters)
+        + pick(string.digits, 3)
+    )
+    value = [int(c) if c.isdigit() else ord(c) - 65 for c in body]
+    total = sum(CF_ODD[v] for v in value[0::2]) + sum(value[1::2])
+    return body + chr(65 + (total + (0 if good else 1)) % 26)
+
+
+def belgian_number(good: bool = True) -> str:
+    year = rng.randint(0, 99)
+    born = f"{year:02d}{rng.randint(1, 12):02d}{rng.randint(1, 28):02d}{rng.randint(1, 997):03d}"
+    check = 97 - int(("2" if year < 20 else "") + born) % 97
+    if not good:  # neither century's check
+        valid = {97 - int(born) % 97, 97 - int("2" + born) % 97}
+        check = rng.choice([c for c in range(1, 98) if c not in valid])
+    return f"{born[:2]}.{born[2:4]}.{born[4:6]}-{born[6:]}.{check:02d}"
+
+
 def ssn_digits() -> str:
     return f"{rng.randint(100, 665)}{rng.randint(10, 99)}{rng.randint(1000, 9999)}"
 
@@ -520,6 +549,10 @@ MAKERS: dict[str, list[Callable[[], str]]] = {
         lambda: ("SSN ", ssn_digits()),
         lambda: ("fødselsnummer ", fodselsnummer()),
         lambda: ("numéro de sécurité sociale : ", nir()),
+        lambda: ("Codice fiscale: ", codice_fiscale()),
+        lambda: ("il CF del cliente è ", codice_fiscale()),
+        lambda: ("Rijksregisternummer ", belgian_number()),
+        lambda: ("NISS ", belgian_number().replace(".", "").replace("-", "")),
     ],
 }
 
@@ -734,6 +767,10 @@ DOC_LOOKALIKES: list[Callable[[], str]] = [
         "- The jwt.io sample eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibm"
         "FtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
     ),
+    # personal numbers failing their checksum, and published examples
+    lambda: f"- Codice cliente {codice_fiscale(good=False)} nel gestionale.",
+    lambda: f"- Rijksregisternummer {belgian_number(good=False)} was rejected by the form.",
+    lambda: "- The codice fiscale example RSSMRA85T10A562S and the Belgian 85.07.30-033.28",
     # memsync's own advice
     lambda: f"- Ran memsync push --allow password note_{rng.randint(1, 99):03d}.md to send it.",
 ]
