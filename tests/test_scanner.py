@@ -542,3 +542,23 @@ def test_the_log_keeps_memsyncs_own_allow_advice(tmp_path: Path) -> None:
     token = "ghp_" + "aB3" * 12
     assert token not in mask(f"memsync push --allow password {token}.md; password: {secret}")
     assert secret not in mask(f"memsync push --allow password notes.md; password: {secret}")
+
+
+def test_italian_and_belgian_checksums_match_their_published_examples(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The published valid examples pass the check (once no longer excluded as examples), the
+    same numbers with one character changed do not, and as examples they are no findings."""
+    from memsync.privacy import checksums
+
+    codici = ["RSSMRA85T10A562S", "RSSMRA80A01H501U", "MRARSS80A01H501T"]
+    belgian = ["85.07.30-033.28", "17.07.30-033.84", "93.05.18-223.61"]
+    assert not any(scan(f"codice fiscale {v}, rijksregisternummer {v}") for v in codici + belgian)
+    monkeypatch.setattr(checksums, "EXAMPLE_CODICI", frozenset())
+    monkeypatch.setattr(checksums, "EXAMPLE_BELGIAN", frozenset())
+    for v in codici:
+        assert checksums.codice_fiscale(v)
+        assert not checksums.codice_fiscale(v[:-1] + ("A" if v[-1] != "A" else "B"))
+    for v in belgian:
+        assert checksums.belgian_number(v)
+        assert not checksums.belgian_number(v[:-1] + str((int(v[-1]) + 1) % 10))
