@@ -525,7 +525,7 @@ RULES: list[Rule] = [
     ),
     _rule(  # a secret-named key assigned a value
         "password",
-        f"pass pwd secret key token cred pat {_PASSWORD_NEEDLES}",
+        f"pass pwd secret key token cred {_PASSWORD_NEEDLES}",
         # the name's last word is enough (DB_PASSWORD, x-api-key); a password word may be glued
         # to what precedes it (PGPASSWORD)
         r"(?i)(?:password|passwd|pwd|"
@@ -537,9 +537,7 @@ RULES: list[Rule] = [
         r"|secret[_ -]?key|app[_ -]?key|auth[_ -]?key|master[_ -]?key|encryption[_ -]?key"
         r"|signing[_ -]?key|private[_ -]?key|(?:api|auth|access|bearer|bot|server|service"
         r"|secret|refresh|session|personal|deploy)[_ -]?token|token|license[_ -]?key"
-        r"|credentials?|pat|personal[_ -]?access[_ -]?token))(?![\w-])"
-        + _ASSIGN
-        + r"(?![A-Z][a-z]+ +[a-z])"  # "Secret: Nobody ..."
+        r"|credentials?))(?![\w-])" + _ASSIGN + r"(?![A-Z][a-z]+ +[a-z])"  # "Secret: Nobody ..."
         r"(?P<s>[^\s\"'`]{6,})",
         _looks_secret,
     ),
@@ -579,6 +577,12 @@ RULES: list[Rule] = [
         "token secret",
         rf"(?i)(?<![A-Za-z0-9])(?:token|secret){_SPOKEN_TOKEN}",
         lambda v: _strong(v) and _mixed(v),
+    ),
+    _rule(  # a personal access token's key: GITHUB_PAT=, AZURE_DEVOPS_EXT_PAT=
+        "password",
+        "pat",
+        r"(?i)(?<![A-Za-z0-9])pat(?![\w-])" + _ASSIGN + r"(?P<s>[^\s\"'`]{6,})",
+        _looks_secret,
     ),
     _rule(  # a passphrase key with a quoted value of several words: PASSPHRASE="lantern falcon …"
         "password",
@@ -754,17 +758,10 @@ RULES: list[Rule] = [
         codice_fiscale,
         literal=True,
     ),
-    _rule(  # Belgian national number, written YY.MM.DD-NNN.CC anywhere, bare after its name
+    _rule(  # Belgian national number (YY.MM.DD-NNN.CC), after its name
         "national_id",
-        "",
-        r"(?<![\d.-])\d{2}\.\d{2}\.\d{2}-\d{3}\.\d{2}(?![\d.-]*\d)",
-        belgian_number,
-        literal=True,
-    ),
-    _rule(
-        "national_id",
-        "rijksregister national niss insz",
-        r"(?<![\d.-])\d{6}[ -]?\d{3}[ .]?\d{2}(?![\d-])",
+        "rijksregister registre niss insz national",
+        r"(?<![\d.-])\d{2}\.?\d{2}\.?\d{2}[ .-]?\d{3}[ .]?\d{2}(?![\d-])",
         belgian_number,
         context=r"rijksregister|registre national|national (?:register )?number|\bniss\b|\binsz\b",
         literal=True,
