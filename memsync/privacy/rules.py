@@ -19,6 +19,22 @@ import re
 from collections.abc import Callable, Iterator, Mapping
 from typing import NamedTuple
 
+from memsync.privacy.checksums import (
+    belgian_number,
+    bsn,
+    codice_fiscale,
+    cpf,
+    dni,
+    fnr,
+    hetu,
+    iban_valid,
+    nir,
+    personnummer,
+    pesel,
+    sin_valid,
+    ssn,
+)
+
 
 class Pattern:
     """A regular expression compiled when first used: the hook scans one file in a fresh
@@ -88,12 +104,15 @@ _PLACEHOLDER_MARK = re.compile(
     r"(?i)example|placeholder|changeme|change_me|replace_?me|fixme|todo|redacted|dummy|your"
     r"|x{4}|\*{3}|\.\.\.|…"
     r"|(.)\1{5}|<[^>]*>|\$\{|\{\{|%[A-Za-z_]+%"
+    # published documentation examples: the jwt.io sample's signature, xkcd's passphrase
+    r"|SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c|correct horse battery staple"
 )
 
 
 def placeholder(value: str) -> bool:
     """A value written for documentation, not a credential: it says so (`EXAMPLE`, `your`,
-    `xxxx`, `***`, `<...>`, `${...}`, `{{ ... }}`), or repeats one character six times.
+    `xxxx`, `***`, `<...>`, `${...}`, `{{ ... }}`), repeats one character six times, or holds a
+    published documentation example (the jwt.io sample token, AWS's `...EXAMPLE` keys).
     Random keys hold none of these marks (odds below 1 in 10,000)."""
     return _PLACEHOLDER_MARK.search(value) is not None
 
@@ -139,12 +158,16 @@ _TEMPLATE = re.compile(
 _KEBAB_WORDS = re.compile(r"^[a-z]+(?:[-_][a-z]+)*[.,;:!?]?$")
 _CLASS_NAME = re.compile(r"^(?:[A-Z][a-z]+){2,}$")  # credential: DefaultAzureCredential
 _PATH = re.compile(r"^(?:~|\.{1,2})?(?:/[\w.-]+)+/?$")  # pwd: /home/sam/projects
-# code that fetches a secret rather than the secret: getpass(), os.environ["X"], a YAML tag
-# (`!vault |`), a CLI flag, an attribute path (settings.SECRET_KEY, process.env.DB_PASS)
+# code that fetches a secret rather than the secret: os.environ["X"], a YAML tag (`!vault |`),
+# a CLI flag, `$(command)` or a pipeline macro, an attribute path (settings.SECRET_KEY,
+# process.env.DB_PASS)
 _CODE = re.compile(
-    r"(?i)^(?:[!&*-]|\w+:\w*\(|secrets\.|vault:)|\w\(|\[[\"']|process\.env|os\.environ|getenv"
+    r"(?i)^(?:[!&*-]|\$\(|\w+:\w*\(|secrets\.|vault:)|\[[\"']|process\.env|os\.environ|getenv"
     r"|^[a-z_]+(?:\.[a-z_]+)+$|^[A-Z][a-z]+(?:To|From)?-[A-Z][A-Za-z]+$"  # a cmdlet
 )
+# a call: a dotted name and `(`, then nothing or one name closed by `)` or `,` (getpass(,
+# env(DB_PASS), os.getenv(name,) — a random value with a `(` in it ("Xk9(xsnpCePn") is none
+_CALL = re.compile(r"^[\w.]+\((?:[\w.]*[),])?[.,;:]?$")
 _CONSTANT = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")  # REPLACE_ME, SET_IN_CI, MY_KEY_V2
 _HEX_ID = re.compile(r"^[0-9a-f]{8,}(?:-[0-9a-f]{4,})*$")
 _VERSION = re.compile(r"(?i)^v?\d+(?:\.\d+)+(?:[-+.][\w.]+)?$")
@@ -153,6 +176,8 @@ _VERSION = re.compile(r"(?i)^v?\d+(?:\.\d+)+(?:[-+.][\w.]+)?$")
 def _looks_secret(value: str) -> bool:
     """The value of a secret-named key: not a placeholder, template, word, class name, path,
     URL, version or code; two character classes at least."""
+    if _CALL.match(value):
+        return False
     value = value.rstrip(".,;:)")
     if len(value) < 6 or _TEMPLATE.match(value) or _KEBAB_WORDS.match(value):
         return False
@@ -184,6 +209,24 @@ def _spoken_password(value: str) -> bool:
         and _looks_secret(value)
         and any(c.isalpha() for c in value)
         and any(not c.isalpha() for c in value)
+    )
+
+
+_PROSE_WORDS = frozenset(
+    {"the", "a", "an", "of", "in", "on", "at", "from", "to", "for", "is", "are", "be", "use"}
+    | {"see", "ask", "not", "no", "with", "by", "and", "or", "it", "this", "that", "our", "my"}
+    | {"your", "same", "set"}
+)
+
+
+def _passphrase(value: str) -> bool:
+    """A quoted passphrase of words ("lantern falcon lantern falcon 85"): three to eight words,
+    none of them a word of a sentence ("see the vault", "not set") or a template."""
+    words = value.split()
+    return (
+        3 <= len(words) <= 8
+        and not any(w.lower() in _PROSE_WORDS for w in words)
+        and not any(c in value for c in "$<{[%()")
     )
 
 
@@ -236,183 +279,6 @@ def _sas(token: str) -> bool:
     )
 
 
-# --- checksums of personal numbers ----------------------------------------------------------
-
-_DOUBLED = {str(d): (d * 2 - 9 if d > 4 else d * 2) for d in range(10)}
-
-
-def luhn(digits: str) -> bool:
-    odd = sum(map(int, digits[-1::-2]))
-    even = sum(map(_DOUBLED.__getitem__, digits[-2::-2]))
-    return (odd + even) % 10 == 0
-
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-# Published test numbers of card processors (Stripe, Braintree, Adyen, PayPal) that the
-# low-variety rule of documented_card does not already cover.
-TEST_CARDS = _words(
-    """
-    378282246310005 371449635398431 378734493671000 5105105105105100 5200828282828210
-    2223003122003222 6011000990139424 6011981111111113 3056930009020004 30569309025904
-    38520000023237 36227206271667 3566002020360505 3530111333300000 6200000000000047
-    4012888888881881 4000002500003155 4000002760003184 4000000760000002 4000001240000000
-    5019717010103742 4917610000000000 4988438843884305 4035501000000008 2222400070000005
-    """
-)
-
-
-def documented_card(digits: str) -> bool:
-    """A published test card: on a processor's list, or with an account part (between the
-    issuer prefix and the check digit) of at most two different digits (4242 4242 4242 4242,
-    4111 1111 1111 1111, 5555 5555 5555 4444); random account numbers almost never are."""
-    return digits in TEST_CARDS or len(set(digits[6:-1])) <= 2
-
-
-# words that label a bare number as something other than a card ("Order number 5466…")
-OTHER_NUMBER = re.compile(
-    r"(?i)\b(?:order|invoice|tracking|ticket|reference|ref|shipment|transaction|request|build"
-    r"|parcel|account|customer)\b[^\n\d]{0,15}$"
-)
-
-
-# IBAN length per country (ISO 13616 registry)
-_IBAN_LENGTHS = {
-    "AD": 24, "AE": 23, "AL": 28, "AT": 20, "AZ": 28, "BA": 20, "BE": 16, "BG": 22, "BH": 22,
-    "BR": 29, "CH": 21, "CR": 22, "CY": 28, "CZ": 24, "DE": 22, "DK": 18, "DO": 28, "EE": 20,
-    "ES": 24, "FI": 18, "FO": 18, "FR": 27, "GB": 22, "GE": 22, "GI": 23, "GL": 18, "GR": 27,
-    "GT": 28, "HR": 21, "HU": 28, "IE": 22, "IL": 23, "IS": 26, "IT": 27, "JO": 30, "KW": 30,
-    "KZ": 20, "LB": 28, "LI": 21, "LT": 20, "LU": 20, "LV": 21, "MC": 27, "MD": 24, "ME": 22,
-    "MK": 19, "MR": 27, "MT": 31, "MU": 30, "NL": 18, "NO": 15, "PK": 24, "PL": 28, "PS": 29,
-    "PT": 25, "QA": 29, "RO": 24, "RS": 22, "SA": 24, "SE": 24, "SI": 19, "SK": 24, "SM": 27,
-    "TN": 24, "TR": 26, "UA": 29, "VG": 24, "XK": 20,
-}  # fmt: skip
-
-# The example IBANs of the ISO 13616 registry, the European Banking Resources and Wikipedia
-# pages that documentation copies.
-EXAMPLE_IBANS = _words(
-    """
-    GB82WEST12345698765432 DE89370400440532013000 GB29NWBK60161331926819 FR1420041010050500013M02606
-    NL91ABNA0417164300 ES9121000418450200051332 IT60X0542811101000000123456 BE68539007547034
-    AT611904300234573201 CH9300762011623852957 DK5000400440116243 FI2112345600000785
-    IE29AIBK93115212345678 LU280019400644750000 NO9386011117947 PL61109010140000071219812874
-    PT50000201231234567890154 SE4550000000058398257466 GR1601101250000000012300695
-    CZ6508000000192000145399 HU42117730161111101800000000 SA0380000000608010167519
-    """
-)
-
-
-def _iban(value: str) -> bool:
-    """An IBAN of its country's length whose mod-97 check digits hold, not a published
-    example."""
-    iban = value.replace(" ", "").upper()
-    if _IBAN_LENGTHS.get(iban[:2]) != len(iban) or iban in EXAMPLE_IBANS:
-        return False
-    moved = iban[4:] + iban[:4]
-    return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
-
-
-def _digits(value: str) -> str:
-    return "".join(c for c in value if c.isdigit())
-
-
-def _dni(value: str) -> bool:
-    """A Spanish DNI or NIE: its letter is the number mod 23 (an NIE's X/Y/Z counts 0/1/2)."""
-    value = value.replace("-", "")
-    number = "XYZ".index(value[0]) if value[0] in "XYZ" else ""
-    digits = f"{number}{value[1:-1] if number != '' else value[:-1]}"
-    return len(digits) == 8 and "TRWAGMYFPDXBNJZSQVHLCKE"[int(digits) % 23] == value[-1]
-
-
-def _valid_date(year: int, month: int, day: int) -> bool:
-    leap = year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)
-    days = (31, 29 if leap else 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
-    return 1 <= month <= 12 and 1 <= day <= days[month - 1]
-
-
-def _ssn(value: str) -> bool:
-    """A US SSN's area, group and serial ranges (no 000, 666, 9xx areas; no 00 group)."""
-    d = _digits(value)
-    return d[:3] not in ("000", "666") and d[0] != "9" and d[3:5] != "00" and d[5:] != "0000"
-
-
-def _bsn(value: str) -> bool:
-    """A Dutch BSN: the 11-proof (weights 9..2, the last digit -1) holds."""
-    d = _digits(value)
-    total = sum(int(c) * w for c, w in zip(d[:8], range(9, 1, -1), strict=True)) - int(d[8])
-    return len(set(d)) > 1 and total % 11 == 0
-
-
-def _pesel(value: str) -> bool:
-    """A Polish PESEL: a birth date (month + 20 per century) and its weighted check digit."""
-    d = [int(c) for c in value]
-    weights = (1, 3, 7, 9, 1, 3, 7, 9, 1, 3)
-    check = (10 - sum(x * w for x, w in zip(d[:10], weights, strict=True)) % 10) % 10
-    month, century = d[2] * 10 + d[3], 1900
-    for offset, base in ((80, 1800), (60, 2200), (40, 2100), (20, 2000)):
-        if month > offset:
-            month, century = month - offset, base
-            break
-    return check == d[10] and _valid_date(century + d[0] * 10 + d[1], month, d[4] * 10 + d[5])
-
-
-def _cpf(value: str) -> bool:
-    """A Brazilian CPF: two mod-11 check digits, not one digit repeated."""
-    d = [int(c) for c in _digits(value)]
-    if len(set(d)) == 1:
-        return False
-    for n in (9, 10):
-        total = sum(x * w for x, w in zip(d[:n], range(n + 1, 1, -1), strict=True))
-        if (total * 10 % 11) % 10 != d[n]:
-            return False
-    return True
-
-
-def _personnummer(value: str) -> bool:
-    """A Swedish personnummer (or samordningsnummer, day + 60): a date and Luhn over the ten
-    digits YYMMDDNNNC."""
-    d = _digits(value)[-10:]
-    day = int(d[4:6])
-    return luhn(d) and _valid_date(2000 + int(d[:2]), int(d[2:4]), day - 60 if day > 60 else day)
-
-
-def _sin(value: str) -> bool:
-    """A Canadian SIN: Luhn over nine digits, not starting with 0 or 8."""
-    d = _digits(value)
-    return d[0] not in "08" and luhn(d)
-
-
-def _nir(value: str) -> bool:
-    """A French NIR: sex, birth year and month, place, order, and the key 97 - number mod 97
-    (Corsica's 2A / 2B count as 19 / 18)."""
-    v = value.replace(" ", "")
-    number = v[:13].replace("2A", "19", 1) if v[5:7] == "2A" else v[:13]
-    number = number.replace("2B", "18", 1) if v[5:7] == "2B" else number
-    month = int(v[3:5])
-    return (1 <= month <= 12 or month >= 20) and 97 - int(number) % 97 == int(v[13:])
-
-
-def _fnr(value: str) -> bool:
-    """A Norwegian fødselsnummer: a date (day + 40 for a D-number) and two mod-11 digits."""
-    d = [int(c) for c in _digits(value)]
-    for n, weights in ((9, (3, 7, 6, 1, 8, 9, 4, 5, 2)), (10, (5, 4, 3, 2, 7, 6, 5, 4, 3, 2))):
-        check = (11 - sum(x * w for x, w in zip(d, weights, strict=False)) % 11) % 11
-        if check != d[n]:
-            return False
-    day = d[0] * 10 + d[1]
-    return _valid_date(2000, d[2] * 10 + d[3], day - 40 if day > 40 else day)
-
-
-def _hetu(value: str) -> bool:
-    """A Finnish HETU: DDMMYY, century sign, serial, and the mod-31 check character."""
-    century = 1800 if value[6] == "+" else 1900 if value[6] in "-YXWVU" else 2000
-    if not _valid_date(century + int(value[4:6]), int(value[2:4]), int(value[:2])):
-        return False
-    return "0123456789ABCDEFHJKLMNPRSTUVWXY"[int(value[:6] + value[7:10]) % 31] == value[10]
-
-
 # --- the table -------------------------------------------------------------------------------
 
 _B64 = r"A-Za-z0-9+/"
@@ -440,6 +306,7 @@ _OF = (
     r"|til|av|af|dla|na|za|от|для|per|par"
 )
 _ONE_WORD = r"[^\s:=\"'`]{1,30}"
+_VERB = r"(?:is|was|ist|lautet|est|es|é|er|är|on|jest|è|is now|ist jetzt)"
 
 RULES: list[Rule] = [
     # --- private keys
@@ -490,6 +357,15 @@ RULES: list[Rule] = [
         r"(?<![\w~.-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![\w~.-])",
         _random,
     ),
+    _rule(  # Azure DevOps PAT, the 84-character format: 76 characters, AZDO, 4 characters
+        "azure_devops_pat", "azdo", r"\b[A-Za-z0-9]{76}AZDO[A-Za-z0-9]{4}\b", _random
+    ),
+    _rule(  # the older 52-character lower-case base32 PAT, after a PAT key name
+        "azure_devops_pat",
+        "pat",
+        r"(?i)(?<![A-Za-z0-9])pat(?![\w-])" + _ASSIGN + r"(?P<s>[a-z2-7]{52})\b",
+        lambda v: _random(v) and any(c.isdigit() for c in v),
+    ),
     # --- AWS
     _rule(
         "aws_access_key",
@@ -504,12 +380,14 @@ RULES: list[Rule] = [
         r"(?P<s>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])",
         _mixed,
     ),
-    _rule(  # the secret next to its key id (the credentials CSV, a pasted pair)
+    _rule(  # the secret next to its key id (the credentials CSV, a pasted pair), after "aws",
+        # or after a key word and an AWS service word ("the key for the s3 uploader bot is")
         "aws_secret_key",
-        "akia asia aws",
+        "akia asia aws s3 bucket iam",
         r"(?<![A-Za-z0-9/+=])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])",
-        _mixed,
-        context=r"\b(?:AKIA|ASIA)[A-Z2-7]{16}\b|\baws",
+        lambda v: _mixed(v) and _entropy(v) >= 4.0,
+        context=r"\b(?:AKIA|ASIA)[A-Z2-7]{16}\b|\baws|\b(?:key|secret)[^\n]*\b(?:s3|bucket|iam)\b"
+        r"|\b(?:s3|bucket|iam)\b[^\n]*\b(?:key|secret)",
     ),
     _rule("aws_secret_key", "absk", rf"\bABSK[{_B64}]{{109,269}}={{0,2}}"),  # Bedrock API key
     # --- Google
@@ -666,13 +544,15 @@ RULES: list[Rule] = [
     _rule(  # a password said in a sentence, in several languages: "the wifi password is …"
         "password",
         _PASSWORD_NEEDLES,
-        rf"(?i)(?:(?<!\w)(?:{_PASSWORD_WORDS}|pwd|pw)(?![\w-])|{_CJK_PASSWORD_WORDS})"
-        rf"(?:[ \t]+(?:{_OF})(?:[ \t]+{_ONE_WORD}){{1,3}}?)?"
-        r"(?:[ \t]+(?:is|was|ist|lautet|est|es|é|er|är|on|jest|è|is now|ist jetzt)"
-        r"|[ \t]*[はが是为為은는])?"
+        # memsync's own advice `--allow password FILE` names a kind, not a password
+        rf"(?i)(?:(?<!\w)(?<!--allow )(?:{_PASSWORD_WORDS}|pwd|pw)(?![\w-])|{_CJK_PASSWORD_WORDS})"
+        # up to six words after a preposition, then the verb or a colon: "the password for the
+        # grafana admin account is", "A senha do banco de dados de homologação é"
+        rf"(?:[ \t]+(?:{_OF})(?:[ \t]+{_ONE_WORD}){{0,6}}?(?:[ \t]+{_VERB}|(?=[ \t]*[:=：]))"
+        rf"|[ \t]+{_VERB}|[ \t]*[はが是为為은는])?"
         # a word ending in `:` introduces the value, it is not one ("hasło do wifi w biurze:")
         r"(?:[ \t]*[:=：][ \t]*|[ \t]+|(?<=[はが是为為은는]))"
-        r"[\"'`“„«「]?(?P<s>[^\s\"'`”“«»」]{5,63}[^\s\"'`”“«»」:])"
+        r"(?:[\"'`“„「]|«[ \t\u00a0\u202f]?)?(?P<s>[^\s\"'`”“«»」]{5,63}[^\s\"'`”“«»」:])"
         r"(?![^\s\"'`”“«»」])",
         _spoken_password,
     ),
@@ -684,11 +564,32 @@ RULES: list[Rule] = [
         rf"{_SPOKEN_TOKEN}",
         _strong,
     ),
+    _rule(  # "my Azure DevOps PAT for the pipelines is …": a token with up to six words after a
+        # preposition, then the verb; only a long mixed-case random value
+        "password",
+        "pat token secret",
+        rf"(?i)(?<![A-Za-z0-9])(?:pat|token|secret)[ \t]+(?:{_OF})(?:[ \t]+{_ONE_WORD}){{0,6}}?"
+        rf"[ \t]+{_VERB}[ \t]+[\"'`]?(?P<s>[\w./+~=-]{{20,200}})",
+        lambda v: _strong(v) and _mixed(v),
+    ),
     _rule(  # the bare words, where a hash or an id may follow too: only a mixed-case token
         "password",
         "token secret",
         rf"(?i)(?<![A-Za-z0-9])(?:token|secret){_SPOKEN_TOKEN}",
         lambda v: _strong(v) and _mixed(v),
+    ),
+    _rule(  # a personal access token's key: GITHUB_PAT=, AZURE_DEVOPS_EXT_PAT=
+        "password",
+        "pat",
+        r"(?i)(?<![A-Za-z0-9])pat(?![\w-])" + _ASSIGN + r"(?P<s>[^\s\"'`]{6,})",
+        _looks_secret,
+    ),
+    _rule(  # a passphrase key with a quoted value of several words: PASSPHRASE="lantern falcon …"
+        "password",
+        "passphrase pass_phrase pass-phrase",
+        r"(?i)(?<![A-Za-z0-9])pass[_ -]?phrase[\"']?[ \t]*(?::=|=>|[:=：])[ \t]*"
+        r"(?P<q>[\"'])(?P<s>[^\"'\n]{8,200})(?P=q)",
+        _passphrase,
     ),
     _rule(  # curl -u user:password, wget --user
         "password",
@@ -755,14 +656,14 @@ RULES: list[Rule] = [
         "iban",
         "",  # every text may hold one; the two letters and two digits are checked first
         r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\b",
-        _iban,
+        iban_valid,
         literal=True,
     ),
     _rule(  # typed in lower case
         "iban",
         "",
         r"\b[a-z]{2}\d{2}(?: ?[a-z0-9]{4}){2,7}(?: ?[a-z0-9]{1,3})?\b",
-        _iban,
+        iban_valid,
         literal=True,
     ),
     _rule(  # US SSN
@@ -775,7 +676,7 @@ RULES: list[Rule] = [
         "national_id",
         "ssn social",
         r"(?<![\d-])\d{3} ?\d{2} ?\d{4}(?![\d-])",
-        _ssn,
+        ssn,
         context=r"\bssn|social[ -]security",
         literal=True,
     ),
@@ -790,14 +691,14 @@ RULES: list[Rule] = [
         "national_id",
         "",
         r"\b[XYZ]?\d{7,8}-?[TRWAGMYFPDXBNJZSQVHLCKE]\b",  # Spanish DNI / NIE, mod-23 letter
-        _dni,
+        dni,
         literal=True,
     ),
     _rule(  # Dutch BSN, 11-proof
         "national_id",
         "bsn burgerservicenummer sofi",
         r"(?<![\d.])\d{4}\.?\d{2}\.?\d{3}(?![\d.])",
-        _bsn,
+        bsn,
         context=r"bsn|burgerservicenummer|sofi",
         literal=True,
     ),
@@ -805,7 +706,7 @@ RULES: list[Rule] = [
         "national_id",
         "pesel",
         r"(?<!\d)\d{11}(?!\d)",
-        _pesel,
+        pesel,
         context="pesel",
         literal=True,
     ),
@@ -813,15 +714,15 @@ RULES: list[Rule] = [
         "national_id",
         "",
         r"(?<![\d.])\d{3}\.\d{3}\.\d{3}-\d{2}(?![\d-])",
-        _cpf,
+        cpf,
         literal=True,
     ),
-    _rule("national_id", "cpf", r"(?<!\d)\d{11}(?!\d)", _cpf, context="cpf", literal=True),
+    _rule("national_id", "cpf", r"(?<!\d)\d{11}(?!\d)", cpf, context="cpf", literal=True),
     _rule(
         "national_id",
         "personnummer personnr person-nr samordningsnummer",
         r"(?<![\d-])(?:19|20)?\d{6}[-+ ]?\d{4}(?![\d-])",
-        _personnummer,
+        personnummer,
         context=r"personnummer|personnr|person-nr|samordningsnummer",
         literal=True,
     ),
@@ -829,7 +730,7 @@ RULES: list[Rule] = [
         "national_id",
         "sin social nas assurance",
         r"(?<![\d-])\d{3}[ -]?\d{3}[ -]?\d{3}(?![\d-])",
-        _sin,
+        sin_valid,
         context=r"\bsin\b|social insurance|\bnas\b|assurance sociale",
         literal=True,
     ),
@@ -837,7 +738,7 @@ RULES: list[Rule] = [
         "national_id",
         "sociale nir insee sécu secu",
         r"(?<![\d-])[12] ?\d{2} ?\d{2} ?(?:\d{2}|2[AB]) ?\d{3} ?\d{3} ?\d{2}(?![\d-])",
-        _nir,
+        nir,
         context=r"s[ée]curit[ée] sociale|\bnir\b|\binsee\b|\bs[ée]cu\b",
         literal=True,
     ),
@@ -845,15 +746,31 @@ RULES: list[Rule] = [
         "national_id",
         "fødselsnummer fodselsnummer fnr d-nummer",
         r"(?<!\d)\d{6} ?\d{5}(?!\d)",
-        _fnr,
+        fnr,
         context=r"fødselsnummer|fodselsnummer|\bfnr\b|d-nummer",
+        literal=True,
+    ),
+    _rule(  # Italian codice fiscale: its shape (digits may be letters in homonym codes) and
+        # its check character
+        "national_id",
+        "",
+        r"\b[A-Z]{6}[\dLMNP-V]{2}[ABCDEHLMPRST][\dLMNP-V]{2}[A-Z][\dLMNP-V]{3}[A-Z]\b",
+        codice_fiscale,
+        literal=True,
+    ),
+    _rule(  # Belgian national number (YY.MM.DD-NNN.CC), after its name
+        "national_id",
+        "rijksregister registre niss insz national",
+        r"(?<![\d.-])\d{2}\.?\d{2}\.?\d{2}[ .-]?\d{3}[ .]?\d{2}(?![\d-])",
+        belgian_number,
+        context=r"rijksregister|registre national|national (?:register )?number|\bniss\b|\binsz\b",
         literal=True,
     ),
     _rule(  # Finnish HETU: the century sign and check character make it unambiguous
         "national_id",
         "",
         r"(?<![\w-])\d{6}[-+ABCDEFYXWVU]\d{3}[0-9A-FHJ-NPR-Y](?![\w-])",
-        _hetu,
+        hetu,
         literal=True,
     ),
 ]

@@ -13,14 +13,8 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
 
-from memsync.privacy.rules import (
-    CONTEXT_CHARS,
-    OTHER_NUMBER,
-    RULES,
-    documented_card,
-    luhn,
-    placeholder,
-)
+from memsync.privacy.checksums import OTHER_NUMBER, documented_card, luhn
+from memsync.privacy.rules import CONTEXT_CHARS, RULES, placeholder
 
 KINDS: dict[str, str] = {
     "private_key": "PEM or OpenSSH private key",
@@ -28,6 +22,7 @@ KINDS: dict[str, str] = {
     "azure_account_key": "Azure Storage account key",
     "azure_sas_token": "Azure SAS token",
     "azure_client_secret": "Entra ID (Azure AD) client secret",
+    "azure_devops_pat": "Azure DevOps personal access token",
     "aws_access_key": "AWS access key",
     "aws_secret_key": "AWS secret key",
     "gcp_api_key": "Google API key",
@@ -210,6 +205,24 @@ _CREDENTIAL_PARAMS = re.compile(
 )
 
 
-def mask(text: str) -> str:
-    """For logs, errors and JSON output: redact secrets, and hide credential parameters."""
+# memsync's own advice, `--allow KIND FILE`: a kind it names and a file name
+_ADVICE = re.compile(r"--allow[ =](?P<kind>[a-z_]+) (?P<file>[^\s`'\"]+)")
+
+
+def _mask_part(text: str) -> str:
     return _CREDENTIAL_PARAMS.sub(lambda m: f"{m.group(1)}=***", redact(text))
+
+
+def mask(text: str) -> str:
+    """For logs, errors and JSON output: redact secrets, and hide credential parameters.
+    memsync's advice `--allow KIND FILE` is kept: the kind is not an assignment's key and the
+    file not its value (the file name alone is still scanned)."""
+    out, last = [], 0
+    for m in _ADVICE.finditer(text):
+        if m.group("kind") not in KINDS:
+            continue
+        out.append(_mask_part(text[last : m.start("file")]))
+        out.append(_mask_part(m.group("file")))
+        last = m.end()
+    out.append(_mask_part(text[last:]))
+    return "".join(out)

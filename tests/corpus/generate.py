@@ -201,12 +201,73 @@ def nir() -> str:
     return f"{body}{97 - int(body) % 97:02d}"
 
 
+CF_ODD = [1, 0, 5, 7, 9, 13, 15, 17, 19, 21, 2, 4, 18, 20, 11, 3, 6, 8, 12, 14, 16, 10, 22, 25]
+CF_ODD += [24, 23]
+
+
+def codice_fiscale(good: bool = True) -> str:
+    letters = string.ascii_uppercase
+    body = (
+        pick(letters, 6)
+        + f"{rng.randint(0, 99):02d}"
+        + rng.choice("ABCDEHLMPRST")
+        + f"{rng.randint(1, 28) + rng.choice([0, 40]):02d}"
+        + rng.choice(letters)
+        + pick(string.digits, 3)
+    )
+    value = [int(c) if c.isdigit() else ord(c) - 65 for c in body]
+    total = sum(CF_ODD[v] for v in value[0::2]) + sum(value[1::2])
+    return body + chr(65 + (total + (0 if good else 1)) % 26)
+
+
+def belgian_number(good: bool = True) -> str:
+    year = rng.randint(0, 99)
+    born = f"{year:02d}{rng.randint(1, 12):02d}{rng.randint(1, 28):02d}{rng.randint(1, 997):03d}"
+    check = 97 - int(("2" if year < 20 else "") + born) % 97
+    if not good:  # neither century's check
+        valid = {97 - int(born) % 97, 97 - int("2" + born) % 97}
+        check = rng.choice([c for c in range(1, 98) if c not in valid])
+    return f"{born[:2]}.{born[2:4]}.{born[4:6]}-{born[6:]}.{check:02d}"
+
+
 def ssn_digits() -> str:
     return f"{rng.randint(100, 665)}{rng.randint(10, 99)}{rng.randint(1000, 9999)}"
 
 
 def password() -> str:
     return mixed(rng.randint(8, 14), ALNUM + "!#%&*@")
+
+
+def symbol_password() -> str:
+    """A password as people make them: symbols anywhere, the first character too."""
+    return mixed(rng.randint(10, 16), ALNUM + "!#%^&*+-_.")
+
+
+# a password said in a sentence with several words between the keyword and the verb
+SPOKEN_LEADS = [
+    "the password for the {} admin account is ",
+    "Note: the password of the {} box in the lab is ",
+    "Das Passwort für den {}-Admin lautet ",
+    "Das Kennwort vom {} Testsystem ist ",
+    "Le mot de passe du {} du bureau est « ",
+    "le mot de passe pour le compte {} est ",
+    "La contraseña del servidor de {} es ",
+    "la contraseña para la cuenta de {} es ",
+    "A senha do banco de dados de {} é ",
+    "a senha para o painel do {} é ",
+    "la password del server di {} è ",
+    "het wachtwoord van de {} server is ",
+]
+SYSTEMS = ["grafana", "NAS", "wifi", "staging", "homologação", "pruebas", "jenkins", "sonarqube"]
+
+
+def spoken_password() -> tuple[str, str]:
+    lead = rng.choice(SPOKEN_LEADS).format(rng.choice(SYSTEMS))
+    return lead, symbol_password()
+
+
+def django_secret_key() -> str:
+    return mixed(50, ALNUM + "!@#$%^&*(-_=+)")
 
 
 # kind -> makers of one fake secret each; every maker is used twice (different random draws)
@@ -242,6 +303,15 @@ MAKERS: dict[str, list[Callable[[], str]]] = {
         lambda: f"?sig={pick(ALNUM, 43)}%3D&se=2026-06-01T00%3A00%3A00Z&sp=r&sv=2022-11-02&sr=b",
     ],
     "azure_client_secret": [lambda: f"{pick(ALNUM, 3)}8Q~{mixed(34, URLSAFE + '.~')}"] * 2,
+    "azure_devops_pat": [
+        lambda: ("AZURE_DEVOPS_EXT_PAT=", pick(string.ascii_lowercase + "234567", 52)),
+        lambda: ("ADO_PAT: ", pick(string.ascii_lowercase + "234567", 52)),
+        lambda: (
+            f"my Azure DevOps PAT for the {rng.choice(['pipelines', 'release feed', 'wiki'])} is ",
+            mixed(76) + "AZDO" + mixed(4),
+        ),
+        lambda: mixed(76) + "AZDO" + mixed(4),
+    ],
     "aws_access_key": [
         lambda: "AKIA" + pick(string.ascii_uppercase + "234567", 16),
         lambda: "ASIA" + pick(string.ascii_uppercase + "234567", 16),
@@ -254,6 +324,12 @@ MAKERS: dict[str, list[Callable[[], str]]] = {
             f"User name,Password,Access key ID,Secret access key\nsam,,AKIA{pick(UPPER32, 16)},",
             mixed(40, B64),
         ),
+        lambda: (
+            f"the key for the s3 {rng.choice(['uploader', 'backup', 'log shipping'])} bot is ",
+            mixed(40, B64),
+        ),
+        lambda: (f"IAM user ci-{pick(LOWER_DIGITS, 4)}, secret ", mixed(40, B64)),
+        lambda: ("the bucket's access secret (rotate monthly): ", mixed(40, B64)),
     ],
     "gcp_api_key": [lambda: "AIza" + mixed(35, URLSAFE)] * 2,
     "anthropic_key": [lambda: "sk-ant-api03-" + mixed(93, URLSAFE)] * 2,
@@ -413,6 +489,34 @@ MAKERS: dict[str, list[Callable[[], str]]] = {
         lambda: ("sunucu şifre: ", password()),
         lambda: ("пароль от сервера: ", password()),
         lambda: ("Authorization: SSWS ", "00" + mixed(40, URLSAFE)),
+        spoken_password,
+        spoken_password,
+        spoken_password,
+        spoken_password,
+        spoken_password,
+        spoken_password,
+        lambda: ("settings.py: SECRET_KEY = '", django_secret_key() + "'"),
+        lambda: ('DJANGO_SECRET = "', django_secret_key() + '"'),
+        lambda: f"DB_PASSWORD={mixed(6)}({mixed(10)}",
+        lambda: f"REDIS_PASS={mixed(5)}){mixed(6)}(",
+        lambda: (
+            'VAULT_UNSEAL_PASSPHRASE="',
+            " ".join(
+                rng.choice(["lantern", "falcon", "copper", "meadow", "tundra"]) for _ in "1234"
+            )
+            + f' {rng.randint(10, 99)}"',
+        ),
+        lambda: (
+            "ssh key passphrase: '",
+            " ".join(rng.choice(["Orbit", "velvet", "quarry", "lemon", "Harbor"]) for _ in "123")
+            + "'",
+        ),
+        lambda: ("GITLAB_PAT=", mixed(26, URLSAFE)),
+        lambda: ("GITHUB_PAT=", mixed(40)),
+        lambda: (
+            f"the token for the {rng.choice(['CI', 'deploy', 'metrics'])} service is ",
+            mixed(32),
+        ),
     ],
     "card_number": [
         lambda: luhn_complete("4", 16),
@@ -445,6 +549,10 @@ MAKERS: dict[str, list[Callable[[], str]]] = {
         lambda: ("SSN ", ssn_digits()),
         lambda: ("fødselsnummer ", fodselsnummer()),
         lambda: ("numéro de sécurité sociale : ", nir()),
+        lambda: ("Codice fiscale: ", codice_fiscale()),
+        lambda: ("il CF del cliente è ", codice_fiscale()),
+        lambda: ("Rijksregisternummer ", belgian_number()),
+        lambda: ("NISS ", belgian_number().replace(".", "").replace("-", "")),
     ],
 }
 
@@ -629,6 +737,42 @@ DOC_LOOKALIKES: list[Callable[[], str]] = [
     ),
     lambda: "- Authorization: see the auth section of the runbook; token_type: bearer",
     lambda: f"- INSEE code {_digits(5)}, SIRET {_digits(14)} on the invoice.",
+    # prose about passwords with words between the keyword and the verb, in each language
+    lambda: f"- The password for the {rng.choice(SYSTEMS)} admin account is stored in the vault.",
+    lambda: "- The password policy is strict: 14 characters, rotated yearly.",
+    lambda: f"- Das Passwort für den {rng.choice(SYSTEMS)}-Admin steht im Tresor.",
+    lambda: "- Le mot de passe du wifi du bureau est affiché à l'accueil.",
+    lambda: f"- La contraseña del servidor de {rng.choice(SYSTEMS)} es la misma de siempre.",
+    lambda: "- A senha do banco de dados de homologação é trocada todo mês.",
+    lambda: f"- The password of the build server is rotated every {rng.randint(30, 90)} days.",
+    lambda: "- the token for the session is refreshed every 3600 seconds",
+    # code that reads a secret, and pipeline macros, after secret-named keys
+    lambda: '- SECRET_KEY = env("DJANGO_SECRET_KEY") in settings.py',
+    lambda: "- DB_PASSWORD = os.getenv(DB_PASS) and AZURE_DEVOPS_EXT_PAT=$(System.AccessToken)",
+    lambda: f"- The PAT for the release pipeline expires in {rng.randint(30, 90)} days.",
+    lambda: '- GPG_PASSPHRASE="see the team vault"; passphrase = "correct horse battery staple"',
+    # hex ids and base64 digests next to AWS words
+    lambda: f"- The key for the s3 cache bucket is commit {pick(HEX, 40)}.",
+    lambda: (
+        "- IAM key fingerprint (sha256): "
+        + base64.b64encode(hashlib.sha256(rng.randbytes(8)).digest()).decode()
+    ),
+    lambda: (
+        "- bucket key sha1 "
+        + base64.b64encode(hashlib.sha1(rng.randbytes(8)).digest()).decode()
+        + f", ETag {pick(HEX, 32)}"
+    ),
+    # documentation examples
+    lambda: (
+        "- The jwt.io sample eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibm"
+        "FtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
+    ),
+    # personal numbers failing their checksum, and published examples
+    lambda: f"- Codice cliente {codice_fiscale(good=False)} nel gestionale.",
+    lambda: f"- Rijksregisternummer {belgian_number(good=False)} was rejected by the form.",
+    lambda: "- The codice fiscale example RSSMRA85T10A562S and the Belgian 85.07.30-033.28",
+    # memsync's own advice
+    lambda: f"- Ran memsync push --allow password note_{rng.randint(1, 99):03d}.md to send it.",
 ]
 
 
