@@ -63,6 +63,7 @@ def log_text(device: Device) -> str:
 def test_write_on_one_device_reaches_the_next_session_on_another(tmp_path, remote_url):
     laptop = make_device(tmp_path, "laptop", remote_url)
     desktop = make_device(tmp_path, "desktop", remote_url)
+    laptop.run("sync")  # the first sync makes the remote (a hook never does: README "Remotes")
     primer(hook(laptop, "session-start", start_payload(laptop)))
     path = laptop.write(
         "carry_forward.md",
@@ -81,6 +82,7 @@ def test_write_on_one_device_reaches_the_next_session_on_another(tmp_path, remot
 def test_two_sessions_writing_the_same_file_merge(tmp_path, remote_url):
     a = make_device(tmp_path, "a", remote_url)
     b = make_device(tmp_path, "b", remote_url)
+    a.run("sync")  # the first sync makes the remote (a hook never does: README "Remotes")
     base = "## 2026-11-20\n\n### Landed\n- short answer\n"
     pa = a.write("voice_calibration.md", base, type="voice_calibration")
     hook(a, "post-tool-use", write_payload(a, pa))

@@ -28,6 +28,7 @@ from memsync.memory.memtypes import TYPES, UNKNOWN, type_of
 from memsync.privacy.gate import check_inbound, check_outbound
 from memsync.stores.base import Entry, check_key
 from memsync.sync.engine import PURGED, TOMBSTONES, Engine
+from memsync.sync.execute import created_remote
 from memsync.sync.forgotten import Forget, read_forgets, scrub_files
 from memsync.sync.mode import Mode
 from memsync.sync.scan import LocalScan
@@ -100,10 +101,13 @@ def _safe_name(name: str) -> str | None:
     return None
 
 
-def _remote_listing(engine: Engine, create: bool = False) -> dict[str, Entry]:
+def _remote_listing(
+    engine: Engine, create: bool = False, notes: list[str] | None = None
+) -> dict[str, Entry]:
     """The remote's memory files (internal, ignored and unsafe keys left out). `create`: for
-    a command that writes (import, migrate): a missing container is made, but a purged
-    project stays closed until `push --republish`, as for push."""
+    a command that writes (import, migrate): a missing container is made, with a sentence
+    naming it in `notes`, but a purged project stays closed until `push --republish`, as for
+    push."""
     store = engine.store
     try:
         listing = store.list()  # first: an unmounted folder remote is unreachable, not made
@@ -111,12 +115,12 @@ def _remote_listing(engine: Engine, create: bool = False) -> dict[str, Entry]:
         engine.confirm_project({})  # a project moved or renamed: refused before anything is made
         if not create:
             return {}
-        store.ensure()
         listing = {}
+        _create(engine, notes)
     else:
         engine.confirm_project(listing)
         if create and not store.exists():
-            store.ensure()
+            _create(engine, notes)
     if create and PURGED in listing:
         from memsync.sync.tombstones import blocking_purge, purged_here
 
@@ -126,6 +130,12 @@ def _remote_listing(engine: Engine, create: bool = False) -> dict[str, Entry]:
             engine.state.save_meta()
             raise purged_here(engine)
     return {k: e for k, e in listing.items() if _safe_name(k) is None}
+
+
+def _create(engine: Engine, notes: list[str] | None) -> None:
+    engine.store.ensure()
+    if notes is not None:
+        notes.append(created_remote(engine.ctx.remote))
 
 
 def _tick(progress: Progress | None, done: int, total: int) -> None:
@@ -561,6 +571,7 @@ class ImportResult:
     # an import never brings forgotten content back
     forgotten: list[str] = field(default_factory=list)
     scrubbed: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # e.g. the remote was created
 
 
 def _refused(archive: Path, member: str, why: str) -> UserError:
@@ -669,7 +680,7 @@ def import_archive(
     _check_project(Path(path), result.project, engine.ctx.project, from_project)
     _check_gate(Path(path), files, engine.max_bytes, allow)
     store = engine.store
-    listing = _remote_listing(engine, create=True)
+    listing = _remote_listing(engine, create=True, notes=result.notes)
     clean = scrub_files(dict(files), _forgotten_on_remote(engine))
     names = sorted(files)
     for i, name in enumerate(names, start=1):
@@ -761,6 +772,7 @@ class MigratedSource:
     project: str
     copied: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # name -> reason
+    notes: list[str] = field(default_factory=list)  # e.g. the remote was created
 
 
 @dataclass
@@ -809,7 +821,7 @@ def _migrate_one(engine: Engine) -> MigratedSource:
     with engine.locked():
         scan = engine.scan_local()
         out.skipped.update({n: f"refused: {why}" for n, why in scan.refused.items()})
-        listing = _remote_listing(engine, create=True)
+        listing = _remote_listing(engine, create=True, notes=out.notes)
         try:
             for name, data in sorted(scan.content.items()):
                 why = _safe_name(name)

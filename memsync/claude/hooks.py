@@ -359,7 +359,9 @@ def _engine(ctx: config.Context) -> tuple[Any, str | None]:
     known = offline.known_offline(ctx.state_dir, ctx.remote) if ctx.sync_enabled else None
     if known is not None:
         return Engine(ctx, offline.OfflineStore(known, ctx.remote)), known
-    return Engine(ctx), None
+    engine = Engine(ctx)
+    engine.creates_remote = False  # `memsync push` makes a missing remote, naming it
+    return engine, None
 
 
 def _after(ctx: config.Context, known: str | None, result: Any) -> None:

@@ -169,6 +169,8 @@ def import_cmd(
         result = import_archive(
             engine_for(memory_dir, remote, project), path, force, tick, allow or (), from_project
         )
+    for note in result.notes:
+        err.print(f"note: {note}", markup=False)
     for name, why in sorted(result.skipped.items()):
         err.print(f"skipped {name}: {why}", markup=False)
     for name in sorted(result.forgotten):
@@ -220,6 +222,8 @@ def migrate(
 
     sources = [_source(s) for s in source or []]
     result = run_migrate(factory, sources)
+    for note in {note for src in result.sources for note in src.notes}:
+        err.print(f"note: {note}", markup=False)
     for src in result.sources:
         for name, why in sorted(src.skipped.items()):
             err.print(f"{src.project}: skipped {name}: {why}", markup=False)

@@ -66,6 +66,9 @@ class Engine:
         self.durability = Durability(ctx.memory_dir)  # this run's writes not yet flushed
         self._published: list[dict] = []  # this run's conflicts, for the remote record
         self.allow: dict[str, set[str]] = {}  # this run's `push --allow KIND FILE`
+        # a missing remote is made only by a command the user typed, which names it (a typo
+        # in its name shows); a hook refuses instead and tells the session to run push
+        self.creates_remote = True
         self.came_back: set[str] = set()  # this run's files an edit brought back
         self.index_before: str | None = None  # MEMORY.md before the run, when one came back
         self.index_read = False

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from memsync.context.config import strip_query
 from memsync.privacy.gate import check_inbound
 from memsync.sync import localswap, merging, planner
 from memsync.sync.planner import Action, Kind, renames_in_two_steps
@@ -245,6 +246,11 @@ def upload(
             try:
                 etag = engine.store.create(name, ours, mtime)
             except NotFound:  # a push that trusted its records found no container
+                if not engine.creates_remote:
+                    raise UserError(
+                        f"the remote {strip_query(engine.ctx.remote)} does not exist yet; "
+                        f"{engine.store.create_advice()}"
+                    ) from None
                 create_remote(engine, result)
                 etag = engine.store.create(name, ours, mtime)
         else:
@@ -262,14 +268,16 @@ def upload(
 def create_remote(engine: Engine, result: SyncResult) -> None:
     """Create the remote the listing (or a write) found missing, and say so: a remote is
     never made without a sentence naming it, so a typo in its name is seen at once."""
-    from memsync.context.config import strip_query
-
     engine.store.ensure()
     with engine._lock:
-        result.notes.append(
-            f"created the remote {strip_query(engine.ctx.remote)}, which did not exist: if "
-            "that name is a typo, correct the remote setting and sync again"
-        )
+        result.notes.append(created_remote(engine.ctx.remote))
+
+
+def created_remote(remote: str) -> str:
+    return (
+        f"created the remote {strip_query(remote)}, which did not exist: if that name is a "
+        "typo, correct the remote setting and sync again"
+    )
 
 
 def download(engine: Engine, result: SyncResult, name: str, expected_sha: str | None) -> None:

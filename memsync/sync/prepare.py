@@ -142,7 +142,7 @@ def list_remote(engine: Engine, result, mode, local_hashes, records, pending):
     except NotFound:
         if records:  # not made again here: it may be an unmounted share's mount point
             raise GuardError(remote_lost_message(engine, len(records))) from None
-        if mode is Mode.PULL:
+        if mode is Mode.PULL or not engine.creates_remote:
             raise UserError(
                 f"the remote {_display_remote(engine.ctx)} does not exist yet; "
                 f"{engine.store.create_advice()}"

@@ -300,6 +300,29 @@ def test_a_new_container_is_named_when_it_is_created(tmp_path, azure_url):
     assert "created" not in a.run("sync").stderr  # said once: it exists now
 
 
+def test_only_a_command_the_user_typed_makes_a_missing_remote_and_names_it(tmp_path, azure_url):
+    """Claude's first memory write on a typo'd container does not make it: the hook tells the
+    session the remote does not exist yet; import and migrate name what they make."""
+    from memsync.stores import open_store
+
+    typo = azure_url.replace("/memory", "/mem")
+    a = make_device(tmp_path, "laptop", typo)
+    path = a.write("user_role.md", "Engineer.\n", type="user")
+    told = a.post_tool_use(path, tool="Write")
+    assert told.returncode == 0
+    assert "does not exist yet" in told.stdout and "memsync push" in told.stdout, told
+    a.hook("stop")
+    assert not open_store(typo, "e2e-project").exists(), "a hook made the container"
+    archive = tmp_path / "backup.tar.gz"
+    a.run("export", "--from", "local", str(archive))
+    imported = a.run("import", str(archive))
+    assert f"created the remote {typo}, which did not exist" in imported.stderr, imported
+    container = typo.split("/")[-2]
+    other = typo.replace(f"/{container}/", f"/{container}x/")
+    migrated = a.run("migrate", "--remote", other)
+    assert f"created the remote {other}, which did not exist" in migrated.stderr, migrated
+
+
 def test_a_refused_remote_copy_replaced_by_the_local_version_is_kept_in_history(pair, remote):
     """A copy memsync never wrote (over the limit, another tool's) is kept before it goes."""
     a, _ = pair
