@@ -508,6 +508,8 @@ def export(
     (a wrong project or remote is the likely cause), a user error.
     """
     target = Path(path).expanduser()
+    if target.parent.exists() and not target.parent.is_dir():
+        raise UserError(f"{target.parent} is a file, not a folder; give another path")
     if not target.parent.is_dir():
         raise UserError(
             f"the folder {target.parent} does not exist; create it first "
@@ -526,9 +528,10 @@ def export(
             else f"the memory dir {engine.ctx.memory_dir}"
         )
         other = "--from local" if source == "remote" else "--from remote"
+        option = "--remote" if source == "remote" else "--memory-dir"
         raise UserError(
             f"nothing to export: {where} holds no memory files of project "
-            f"{engine.ctx.project!r}; check --project and --remote (or try {other}); "
+            f"{engine.ctx.project!r}; check --project and {option} (or try {other}); "
             "no archive was written"
         )
     manifest = {

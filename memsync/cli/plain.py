@@ -189,6 +189,11 @@ def _nothing_done(
     waiting = _waiting(result)
     if waiting:
         return f"Nothing to {result.mode}; {waiting}"
+    if result.kept_local:
+        from memsync.privacy.gate import shown_name
+
+        kept = ", ".join(shown_name(name) for name in sorted(result.kept_local))
+        return f"Nothing else to {result.mode}: {kept} stays on this device (see above)."
     if names and result.mode is Mode.PUSH:
         return (
             f"Nothing to push: {', '.join(names)} unchanged since the last sync (`memsync "

@@ -260,6 +260,9 @@ def test_export_refuses_a_missing_folder_and_an_empty_project_writes_no_archive(
     refused = a.run("export", str(missing), check=1)
     assert f"the folder {missing.parent} does not exist" in refused.stderr
     assert not missing.parent.exists()
+    (a.root / "afile").write_text("")
+    under_a_file = a.run("export", str(a.root / "afile" / "c.tar.gz"), check=1)
+    assert "is a file, not a folder" in under_a_file.stderr, under_a_file
     empty = a.run("export", str(a.root / "x.tar.gz"), "--project", "typo-project", check=1)
     assert "nothing to export" in empty.stderr and "'typo-project'" in empty.stderr
     assert "Exported" not in empty.stdout and not (a.root / "x.tar.gz").exists()
@@ -275,6 +278,10 @@ def test_marking_a_synced_file_sensitive_says_its_earlier_copy_is_still_out_ther
     said = marked.stderr
     assert "still on the remote and on the other devices" in said, marked
     assert "memsync forget user_health.md" in said
+    assert "Everything is in sync" not in marked.stdout, marked
+    pushed = a.run("push", "user_health.md")
+    assert "user_health.md stays on this device" in pushed.stdout, pushed
+    assert "unchanged since the last sync" not in pushed.stdout
     # what it says to do takes the earlier copies away and keeps the marked one here
     aside = (a.memory / "user_health.md").read_bytes()
     a.run("forget", "user_health.md", "-y")
