@@ -194,7 +194,8 @@ def test_fast_listing_pages_and_agrees_with_the_sdk(azurite, azure_url):
     assert store.stats.requests["list"] - before == 3  # ceil(7 / 3) pages
     from azure.storage.blob import ContainerClient
 
-    from memsync.stores.azure import BlobURL, quote_etag
+    from memsync.stores.azure import BlobURL
+    from memsync.stores.blobhttp import quote_etag
 
     blob_url = BlobURL.parse(azure_url)
     sdk = ContainerClient.from_connection_string(azurite.connection_string, blob_url.container)

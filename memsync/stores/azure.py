@@ -16,8 +16,6 @@ gave for that ETag. A body that fails is fetched again, then refused; never land
 
 from __future__ import annotations
 
-import binascii
-import hashlib
 import ipaddress
 import os
 import re
@@ -29,6 +27,7 @@ from urllib.parse import parse_qs, unquote, urlsplit, urlunsplit
 
 from memsync.memory.frontmatter import DEFAULT_MAX_BYTES
 from memsync.stores.base import Entry, Stats, Store, check_key
+from memsync.stores.blobhttp import md5_base64, parse_edited, quote_etag
 from memsync.stores.httpdate import parse_date
 from memsync.util.errors import (
     AlreadyExists,
@@ -198,24 +197,6 @@ def sas_expiry(sas: str) -> float | None:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=datetime.timezone.utc)
     return moment.timestamp()
-
-
-def md5_base64(data: bytes) -> str:
-    digest = hashlib.md5(data, usedforsecurity=False).digest()
-    return binascii.b2a_base64(digest, newline=False).decode()
-
-
-def parse_edited(value: str | None) -> float | None:
-    """The `edited` metadata value, None if absent or not a number."""
-    try:
-        return float(value) if value else None
-    except ValueError:
-        return None
-
-
-def quote_etag(value: str | None) -> str:
-    """ETags in one spelling: Azure lists them bare and returns them quoted from writes."""
-    return '"' + (value or "").strip('"') + '"'
 
 
 def parse_listing(body: bytes, base: str) -> tuple[dict[str, Entry], str]:

@@ -251,6 +251,25 @@ def exchange(
     return response.status, response.reason, answer, b"".join(parts)
 
 
+def md5_base64(data: bytes) -> str:
+    """A body's MD5 as Content-MD5 carries it (both object stores send and keep one)."""
+    digest = hashlib.md5(data, usedforsecurity=False).digest()
+    return binascii.b2a_base64(digest, newline=False).decode()
+
+
+def parse_edited(value: str | None) -> float | None:
+    """The `edited` metadata value, None if absent or not a number."""
+    try:
+        return float(value) if value else None
+    except ValueError:
+        return None
+
+
+def quote_etag(value: str | None) -> str:
+    """ETags in one spelling: services list them bare and return them quoted from writes."""
+    return '"' + (value or "").strip('"') + '"'
+
+
 def retry_after(value: str | None) -> float | None:
     """Seconds a Retry-After header asks for (a number of seconds or an HTTP date)."""
     if not value:

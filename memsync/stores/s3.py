@@ -21,7 +21,6 @@ A body that fails is fetched again, then refused; never landed.
 
 from __future__ import annotations
 
-import binascii
 import hashlib
 import re
 import threading
@@ -32,7 +31,7 @@ from urllib.parse import unquote_plus, urlsplit
 
 from memsync.memory.frontmatter import DEFAULT_MAX_BYTES
 from memsync.stores.base import Entry, Stats, Store, check_key
-from memsync.stores.blobhttp import BlobHTTP, Response
+from memsync.stores.blobhttp import BlobHTTP, Response, md5_base64, parse_edited, quote_etag
 from memsync.stores.httpdate import parse_date
 from memsync.stores.s3auth import S3Settings, SigV4, host_header, settings_for
 from memsync.util.errors import (
@@ -130,22 +129,6 @@ class S3HTTP(BlobHTTP):
             send["Content-Length"] = str(len(body))
         self.signer.sign(method, target, query, send, body, self.host_header)
         return send
-
-
-def md5_base64(data: bytes) -> str:
-    digest = hashlib.md5(data, usedforsecurity=False).digest()
-    return binascii.b2a_base64(digest, newline=False).decode()
-
-
-def parse_edited(value: str | None) -> float | None:
-    try:
-        return float(value) if value else None
-    except ValueError:
-        return None
-
-
-def quote_etag(value: str | None) -> str:
-    return '"' + (value or "").strip('"') + '"'
 
 
 def _iso_time(value: str | None) -> float:
