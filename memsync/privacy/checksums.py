@@ -101,9 +101,17 @@ def _valid_date(year: int, month: int, day: int) -> bool:
     return 1 <= month <= 12 and 1 <= day <= days[month - 1]
 
 
+# numbers the Social Security Administration voided after they were printed as examples
+# (078-05-1120 on a wallet insert) or that stand in every form's example (123-45-6789)
+PUBLISHED_SSNS = frozenset({"078051120", "123456789", "219099999", "457555462"})
+
+
 def ssn(value: str) -> bool:
-    """A US SSN's area, group and serial ranges (no 000, 666, 9xx areas; no 00 group)."""
+    """A US SSN's area, group and serial ranges (no 000, 666, 9xx areas; no 00 group), and
+    not one of the published examples."""
     d = _digits(value)
+    if d in PUBLISHED_SSNS:
+        return False
     return d[:3] not in ("000", "666") and d[0] != "9" and d[3:5] != "00" and d[5:] != "0000"
 
 

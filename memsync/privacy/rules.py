@@ -104,8 +104,10 @@ _PLACEHOLDER_MARK = re.compile(
     r"(?i)example|placeholder|changeme|change_me|replace_?me|fixme|todo|redacted|dummy|your"
     r"|x{4}|\*{3}|\.\.\.|…"
     r"|(.)\1{5}|<[^>]*>|\$\{|\{\{|%[A-Za-z_]+%"
-    # published documentation examples: the jwt.io sample's signature, xkcd's passphrase
+    # published documentation examples: the jwt.io sample's signature, xkcd's passphrase,
+    # the test key in Stripe's API reference
     r"|SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c|correct horse battery staple"
+    r"|4eC39HqLyjWDarjtT1zdp7dc"
 )
 
 
@@ -175,8 +177,9 @@ _VERSION = re.compile(r"(?i)^v?\d+(?:\.\d+)+(?:[-+.][\w.]+)?$")
 
 def _looks_secret(value: str) -> bool:
     """The value of a secret-named key: not a placeholder, template, word, class name, path,
-    URL, version or code; two character classes at least."""
-    if _CALL.match(value):
+    URL, version, code or a note in parentheses (Terraform's `(sensitive value)`); two
+    character classes at least."""
+    if _CALL.match(value) or value.startswith("("):
         return False
     value = value.rstrip(".,;:)")
     if len(value) < 6 or _TEMPLATE.match(value) or _KEBAB_WORDS.match(value):
@@ -670,6 +673,7 @@ RULES: list[Rule] = [
         "national_id",
         "-",
         r"(?<![\d-])(?!000|666|9\d\d)\d{3}-(?!00)\d{2}-(?!0000)\d{4}(?![\d-])",
+        ssn,
         literal=True,
     ),
     _rule(  # US SSN without dashes, after a word that says it is one

@@ -767,6 +767,10 @@ DOC_LOOKALIKES: list[Callable[[], str]] = [
         "- The jwt.io sample eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIiwibm"
         "FtZSI6IkpvaG4gRG9lIiwiaWF0IjoxNTE2MjM5MDIyfQ.SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c"
     ),
+    lambda: "- Stripe's API reference: curl https://api.stripe.com/v1/charges "
+    "-u sk_test_4eC39HqLyjWDarjtT1zdp7dc:",
+    lambda: "- For the form demo use 078-05-1120 (the Woolworth card) or 123-45-6789.",
+    lambda: "- terraform plan: ~ password = (sensitive value); + api_key = (known after apply)",
     # personal numbers failing their checksum, and published examples
     lambda: f"- Codice cliente {codice_fiscale(good=False)} nel gestionale.",
     lambda: f"- Rijksregisternummer {belgian_number(good=False)} was rejected by the form.",
