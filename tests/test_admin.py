@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from memsync.admin import admin
+from memsync.admin import migrate as migration
 from memsync.context import config
 from memsync.sync.engine import Engine
 from memsync.util.errors import UserError
@@ -360,17 +361,17 @@ def test_migrate_is_idempotent_and_reports_conflicts(tmp_path):
     conflict = b"---\nname: feedback_style\ndescription: other\n---\nEmojis welcome.\n"
     (tmp_path / "remote" / "two" / "feedback_style.md").write_bytes(conflict)
 
-    first = admin.migrate(factory, [(one, "one"), (two, "two")])
+    first = migration.migrate(factory, [(one, "one"), (two, "two")])
     assert first.copied == len(files_one) + 1
     assert first.skipped == 1
-    assert first.sources[1].skipped["feedback_style.md"] == admin.DIFFERENT
+    assert first.sources[1].skipped["feedback_style.md"] == migration.DIFFERENT
     assert remote_files(tmp_path, project="one") == files_one
     assert remote_files(tmp_path, project="two")["feedback_style.md"] == conflict
 
-    second = admin.migrate(factory, [(one, "one"), (two, "two")])
+    second = migration.migrate(factory, [(one, "one"), (two, "two")])
     assert second.copied == 0
     assert second.skipped == len(files_one) + 2
-    assert set(second.sources[0].skipped.values()) == {admin.SAME}
+    assert set(second.sources[0].skipped.values()) == {migration.SAME}
 
     # Migrated files are recorded as synced: the next sync has nothing to move.
     synced = Engine(factory(memory_dir=one, project="one")).run("sync")
@@ -387,11 +388,11 @@ def test_migrate_defaults_to_the_current_context(tmp_path):
     def factory(memory_dir: Path | None = None, project: str | None = None) -> config.Context:
         return config.resolve(memory_dir=memory_dir or mem, remote=uri, project=project or "p")
 
-    result = admin.migrate(factory)
+    result = migration.migrate(factory)
     assert result.copied == len(files)
     assert result.sources[0].skipped["leak.md"].startswith("refused:")
     assert remote_files(tmp_path) == files
-    assert admin.migrate(factory, []).copied == 0
+    assert migration.migrate(factory, []).copied == 0
 
 
 def test_migrate_missing_dir_is_a_user_error(tmp_path):
@@ -399,7 +400,7 @@ def test_migrate_missing_dir_is_a_user_error(tmp_path):
         return config.resolve(memory_dir=memory_dir, remote=tmp_path.as_uri(), project=project)
 
     with pytest.raises(UserError, match="not a folder"):
-        admin.migrate(factory, [(tmp_path / "nope", "x")])
+        migration.migrate(factory, [(tmp_path / "nope", "x")])
 
 
 # --- ls -----------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Administration of a remote: list it, prune old files, export/import archives, migrate.
+"""Administration of a remote: list it, prune old files, export/import archives (migrate is
+in admin/migrate.py).
 
 Nothing here prints or exits: every function returns a dataclass or raises a MemsyncError.
 Every remote write is conditional (create-only, or replace/delete with If-Match on an ETag
@@ -21,7 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from memsync.admin.forget import audit
-from memsync.context.config import Context, strip_query
+from memsync.context.config import strip_query
 from memsync.memory.frontmatter import FrontmatterError, decode, parse
 from memsync.memory.index_links import INDEX, without_links
 from memsync.memory.memtypes import TYPES, UNKNOWN, type_of
@@ -764,95 +765,3 @@ def _forgotten_on_remote(engine: Engine) -> list[Forget]:
     except NotFound:
         return []
     return read_forgets(data)
-
-
-# --- migrate ------------------------------------------------------------------------------
-
-
-@dataclass
-class MigratedSource:
-    memory_dir: Path
-    project: str
-    copied: list[str] = field(default_factory=list)
-    skipped: dict[str, str] = field(default_factory=dict)  # name -> reason
-    notes: list[str] = field(default_factory=list)  # e.g. the remote was created
-
-
-@dataclass
-class MigrateResult:
-    sources: list[MigratedSource] = field(default_factory=list)
-
-    @property
-    def copied(self) -> int:
-        return sum(len(s.copied) for s in self.sources)
-
-    @property
-    def skipped(self) -> int:
-        return sum(len(s.skipped) for s in self.sources)
-
-
-SAME = "already on the remote with the same content"
-DIFFERENT = "the remote has different content; left as is (run sync to merge)"
-
-
-def migrate(
-    ctx_factory: Callable[..., Context],
-    sources: list[tuple[Path, str]] | None = None,
-) -> MigrateResult:
-    """Lift and shift memory dirs to the remote, each under its own project prefix.
-
-    `ctx_factory(memory_dir=..., project=...)` makes the Context for one source; called with no
-    arguments it gives the current one, used when `sources` is empty. Every file the remote
-    lacks is created (create-only); one it has with the same content is skipped (and recorded
-    as in sync); one it has with other content is skipped with that reason. Files the outbound
-    checks refuse are skipped with theirs. Running it again copies nothing.
-    """
-    contexts = (
-        [ctx_factory(memory_dir=d, project=p) for d, p in sources] if sources else [ctx_factory()]
-    )
-    result = MigrateResult()
-    for ctx in contexts:
-        if not Path(ctx.memory_dir).is_dir():
-            raise UserError(f"{ctx.memory_dir} is not a folder of memory files")
-        result.sources.append(_migrate_one(Engine(ctx)))
-    return result
-
-
-def _migrate_one(engine: Engine) -> MigratedSource:
-    out = MigratedSource(engine.ctx.memory_dir, engine.ctx.project)
-    store = engine.store
-    with engine.locked():
-        scan = engine.scan_local()
-        out.skipped.update({n: f"refused: {why}" for n, why in scan.refused.items()})
-        listing = _remote_listing(engine, create=True, notes=out.notes)
-        try:
-            for name, data in sorted(scan.content.items()):
-                why = _safe_name(name)
-                if why is not None:
-                    out.skipped[name] = why
-                    continue
-                try:
-                    if name not in listing:
-                        etag = store.create(name, data)
-                        engine.state.set_synced(name, etag, data)
-                        out.copied.append(name)
-                        continue
-                except AlreadyExists:
-                    pass
-                except Unholdable as exc:  # outside the remote's limits: nothing was sent
-                    out.skipped[name] = exc.reason
-                    continue
-                try:
-                    theirs, etag = store.get(name)
-                except NotFound:
-                    out.skipped[name] = "it was deleted on the remote during the migration"
-                    continue
-                if theirs == data:
-                    if name not in engine.state.records:
-                        engine.state.set_synced(name, etag, data)
-                    out.skipped[name] = SAME
-                else:
-                    out.skipped[name] = DIFFERENT
-        finally:
-            engine.state.save()
-    return out

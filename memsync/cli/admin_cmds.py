@@ -1,4 +1,4 @@
-"""ls, prune, export, import, migrate: backup, disaster recovery and housekeeping."""
+"""ls, prune, export, import, migrate: backup, disaster recovery, moving and housekeeping."""
 
 from __future__ import annotations
 
@@ -210,12 +210,38 @@ def migrate(
         list[str] | None,
         typer.Option("--source", help="DIR=PREFIX: a memory dir and its project prefix."),
     ] = None,
+    from_remote: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            metavar="URL",
+            help=(
+                "Copy the project from this remote to --to (default: the configured remote), "
+                "with memsync's records and edit times; forgotten content stays behind."
+            ),
+        ),
+    ] = None,
+    to_remote: Annotated[
+        str | None,
+        typer.Option("--to", metavar="URL", help="The remote --from copies to."),
+    ] = None,
     memory_dir: MemoryDirOpt = None,
     remote: RemoteOpt = None,
     project: ProjectOpt = None,
 ) -> None:
-    """Copy existing memory dirs to the remote: what it lacks is copied, the rest skipped."""
-    from memsync.admin.admin import migrate as run_migrate
+    """Copy memory to a remote without overwriting anything: memory dirs (--source, else this
+    one) to the remote, or a project from one remote to another (--from URL --to URL). What
+    the target lacks is copied, the rest skipped; running it again copies nothing."""
+    if from_remote is not None:
+        if source:
+            raise UsageError("--source and --from cannot be combined: give one of them")
+        if to_remote is not None and remote is not None and to_remote != remote:
+            raise UsageError("give the destination once: --to or --remote, not both")
+        _migrate_remote(from_remote, to_remote or remote, memory_dir, project)
+        return
+    if to_remote is not None:
+        raise UsageError("--to goes with --from URL (the remote to copy from)")
+    from memsync.admin.migrate import migrate as run_migrate
 
     def factory(memory_dir: Path | None = memory_dir, project: str | None = project):
         return context(memory_dir, remote, project)
@@ -228,3 +254,35 @@ def migrate(
         for name, why in sorted(src.skipped.items()):
             err.print(f"{src.project}: skipped {name}: {why}", markup=False)
     out.print(f"Copied: {result.copied}, Skipped: {result.skipped}")
+
+
+def _migrate_remote(
+    source: str, destination: str | None, memory_dir: Path | None, project: str | None
+) -> None:
+    from memsync.admin.migrate import DIFFERS, migrate_remote
+
+    ctx = context(memory_dir, destination, project)
+    tick, bar = progress_bar("migrate")
+    with bar:
+        result = migrate_remote(ctx, source, ctx.remote, tick)
+    for note in result.notes:
+        err.print(f"note: {note}", markup=False)
+    for name in result.different:
+        err.print(f"left alone {name}: {DIFFERS}", markup=False)
+    for name, why in sorted(result.refused.items()):
+        err.print(f"refused {name}: {why}", markup=False)
+    for name in result.forgotten:
+        out.print(f"left out {name}: it was forgotten (`memsync forget`)", markup=False)
+    for name in result.scrubbed:
+        out.print(f"copied {name} without the lines that were forgotten", markup=False)
+    out.print(
+        f"Copied: {len(result.copied)}, Already there: {len(result.same)}, "
+        f"Different there: {len(result.different)}, Refused: {len(result.refused)}, "
+        f"Left out (forgotten): {len(result.forgotten)}."
+        + (f" Local history of {result.history} file(s) came along." if result.history else "")
+    )
+    if result.left_out:
+        fail(
+            f"{result.left_out} object(s) of project {result.project!r} are not on "
+            f"{result.destination} as on {result.source} (listed above); nothing was overwritten"
+        )

@@ -1,0 +1,455 @@
+"""Migrate: lift memory dirs up to a remote, or copy a project from one remote to another.
+
+`migrate` (memory dirs → the configured remote) and `migrate_remote` (any remote → any other:
+folder, Azure, S3, a memory store, each through `open_store`) keep the same rules, so a run
+cut off half-way finishes when run again and a second run copies nothing:
+
+- every object is written create-only; one already there with the same bytes is skipped, one
+  with other bytes is left as it is and reported (never overwritten);
+- what a remote cannot hold (a memory store's 100 kB and path rules) is refused by name by the
+  store before any request, and the rest is still copied.
+
+`migrate_remote` copies everything the source's listing holds for the project: memory files
+and memsync's own records beside them (`_memsync/`: the project manifest, the tombstone list,
+shared conflicts, a purge or move mark), each with the `edited` time the source keeps, which
+the destination keeps where it can (a memory store has nowhere to keep it). Forgotten content
+never travels: memory files pass `forgotten.scrub_files` with the forgets of both remotes'
+tombstone lists (a forgotten file is not copied, a file holding a forgotten text is copied
+without it), and conflict records about forgotten content are left out. Each copy is read back
+from the destination and compared byte for byte. Both remotes are read before anything is
+written, so bad input (an unreachable source, another project at the destination) changes
+nothing. Only the Store protocol is used, so every pair of remotes takes the one path.
+
+An encrypted source is read through its keys (this device must be one of its recipients) and
+goes only to an encrypted destination (`memsync keys init --remote DST` first): a migration
+never leaves a plaintext copy of an encrypted project. The destination seals every object
+under its own data key. Remote-kept versions (a memory store's) are not copied: the protocol
+reads only current content, and the destination keeps its own from the copy on. This device's
+local history of the project (kept per remote) is carried to the destination's state, so
+`memsync history FILE` shows it after the switch; each device that moves runs the same
+command once for its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memsync.admin.admin import _remote_listing, _safe_name, _tick
+from memsync.context.config import Context, canonical_remote, check_folder_remote, strip_query
+from memsync.context.identity import MANIFEST as PROJECT_MANIFEST
+from memsync.context.identity import manifest_fingerprint
+from memsync.stores.base import Entry, Store
+from memsync.sync.conflicts import recorded, rewrite
+from memsync.sync.engine import Engine
+from memsync.sync.execute import created_remote
+from memsync.sync.forgotten import Forget, read_forgets, scrub_file, scrub_files
+from memsync.sync.remote_keys import CONFLICTS, PURGED, TOMBSTONES
+from memsync.util.errors import (
+    AlreadyExists,
+    ConfigError,
+    NotFound,
+    RefusedFile,
+    StoreError,
+    Unholdable,
+    UserError,
+)
+from memsync.util.fsutil import file_lock
+
+Progress = Callable[[int, int], None]
+OWN = "_memsync/"  # memsync's own records under the prefix: copied as they are
+
+# --- memory dirs → the remote -------------------------------------------------------------
+
+
+@dataclass
+class MigratedSource:
+    memory_dir: Path
+    project: str
+    copied: list[str] = field(default_factory=list)
+    skipped: dict[str, str] = field(default_factory=dict)  # name -> reason
+    notes: list[str] = field(default_factory=list)  # e.g. the remote was created
+
+
+@dataclass
+class MigrateResult:
+    sources: list[MigratedSource] = field(default_factory=list)
+
+    @property
+    def copied(self) -> int:
+        return sum(len(s.copied) for s in self.sources)
+
+    @property
+    def skipped(self) -> int:
+        return sum(len(s.skipped) for s in self.sources)
+
+
+SAME = "already on the remote with the same content"
+DIFFERENT = "the remote has different content; left as is (run sync to merge)"
+
+
+def migrate(
+    ctx_factory: Callable[..., Context],
+    sources: list[tuple[Path, str]] | None = None,
+) -> MigrateResult:
+    """Lift and shift memory dirs to the remote, each under its own project prefix.
+
+    `ctx_factory(memory_dir=..., project=...)` makes the Context for one source; called with no
+    arguments it gives the current one, used when `sources` is empty. Every file the remote
+    lacks is created (create-only); one it has with the same content is skipped (and recorded
+    as in sync); one it has with other content is skipped with that reason. Files the outbound
+    checks refuse are skipped with theirs. Running it again copies nothing.
+    """
+    contexts = (
+        [ctx_factory(memory_dir=d, project=p) for d, p in sources] if sources else [ctx_factory()]
+    )
+    result = MigrateResult()
+    for ctx in contexts:
+        if not Path(ctx.memory_dir).is_dir():
+            raise UserError(f"{ctx.memory_dir} is not a folder of memory files")
+        result.sources.append(_migrate_one(Engine(ctx)))
+    return result
+
+
+def _migrate_one(engine: Engine) -> MigratedSource:
+    out = MigratedSource(engine.ctx.memory_dir, engine.ctx.project)
+    store = engine.store
+    with engine.locked():
+        scan = engine.scan_local()
+        out.skipped.update({n: f"refused: {why}" for n, why in scan.refused.items()})
+        listing = _remote_listing(engine, create=True, notes=out.notes)
+        try:
+            for name, data in sorted(scan.content.items()):
+                why = _safe_name(name)
+                if why is not None:
+                    out.skipped[name] = why
+                    continue
+                try:
+                    if name not in listing:
+                        etag = store.create(name, data)
+                        engine.state.set_synced(name, etag, data)
+                        out.copied.append(name)
+                        continue
+                except AlreadyExists:
+                    pass
+                except Unholdable as exc:  # outside the remote's limits: nothing was sent
+                    out.skipped[name] = exc.reason
+                    continue
+                try:
+                    theirs, etag = store.get(name)
+                except NotFound:
+                    out.skipped[name] = "it was deleted on the remote during the migration"
+                    continue
+                if theirs == data:
+                    if name not in engine.state.records:
+                        engine.state.set_synced(name, etag, data)
+                    out.skipped[name] = SAME
+                else:
+                    out.skipped[name] = DIFFERENT
+        finally:
+            engine.state.save()
+    return out
+
+
+# --- a remote → another remote ------------------------------------------------------------
+
+
+@dataclass
+class RemoteMigration:
+    """What `migrate_remote` did, object by object (names as the project's keys)."""
+
+    source: str
+    destination: str
+    project: str
+    copied: list[str] = field(default_factory=list)  # created on the destination, read back
+    same: list[str] = field(default_factory=list)  # already there with the same bytes
+    different: list[str] = field(default_factory=list)  # there with other bytes: left alone
+    refused: dict[str, str] = field(default_factory=dict)  # name -> why it was not copied
+    forgotten: list[str] = field(default_factory=list)  # taken by a forget: not copied
+    scrubbed: list[str] = field(default_factory=list)  # copied without their forgotten lines
+    history: int = 0  # this device's local history folders carried to the destination's state
+    notes: list[str] = field(default_factory=list)  # e.g. the destination was created
+
+    @property
+    def left_out(self) -> int:
+        """Objects the destination does not hold as the source does (and not by a forget)."""
+        return len(self.different) + len(self.refused)
+
+
+DIFFERS = "the destination has other content there; left as it is"
+
+
+def check_remote(option: str, url: str) -> None:
+    """`url` is a remote URL memsync can open; ConfigError naming `option` otherwise."""
+    try:
+        check_folder_remote(url)
+    except ConfigError as exc:
+        said = str(exc)
+        for where in ("--remote, MEMSYNC_REMOTE or the remote setting", "--remote"):
+            said = said.replace(where, option)
+        raise ConfigError(f"{option}: {said}") from None
+
+
+def migrate_remote(
+    ctx: Context,
+    source: str,
+    destination: str,
+    progress: Progress | None = None,
+) -> RemoteMigration:
+    """Copy project `ctx.project` from remote `source` to remote `destination` under the rules
+    of the module docstring; `ctx` is this device's context for the project (its memory dir
+    names the local history carried along). Raises before writing anything when the remotes
+    are the same, the source holds nothing of the project or cannot be read, or the
+    destination holds another project or a purge mark the source does not."""
+    from memsync.stores import open_store
+
+    check_remote("--from", source)
+    check_remote("--to", destination)
+    if canonical_remote(source) == canonical_remote(destination):
+        raise UserError(
+            f"--from and --to both name the remote {strip_query(source)}; give the remote to "
+            "copy to with --to (nothing was copied)"
+        )
+    project = ctx.project
+    result = RemoteMigration(strip_query(source), strip_query(destination), project)
+    src, dst = open_store(source, project), open_store(destination, project)
+    try:
+        listing = _source_listing(src, result)
+        theirs = _destination_listing(dst)
+        if getattr(src, "encrypted", False) and not getattr(dst, "encrypted", False):
+            raise UserError(
+                f"the source {result.source} is encrypted and the destination "
+                f"{result.destination} is not: run `memsync keys init --remote "
+                f"{result.destination}` first so the copy is encrypted too (nothing was copied)"
+            )
+        objects = _read_all(src, listing, result)
+        _check_destination(dst, theirs, objects, result)
+        forgets = read_forgets(objects.get(TOMBSTONES, (None, None))[0])
+        forgets += _forgets(dst, theirs)
+        clean = _without_forgotten(objects, forgets, result)
+        if theirs is None and clean:
+            dst.ensure()
+            result.notes.append(created_remote(destination))
+            theirs = {}
+        _copy(dst, clean, theirs or {}, result, progress)
+    finally:
+        src.close()
+        dst.close()
+    result.history = carry_history(ctx, source, destination)
+    return result
+
+
+def _source_listing(src: Store, result: RemoteMigration) -> dict[str, Entry]:
+    try:
+        listing = src.list()
+    except NotFound:
+        listing = {}
+    if not listing:
+        raise UserError(
+            f"the source {result.source} holds nothing of project {result.project!r}; check "
+            "--from and --project (nothing was copied)"
+        )
+    return listing
+
+
+def _destination_listing(dst: Store) -> dict[str, Entry] | None:
+    """The destination's objects; None when its container is missing (made before the first
+    write, as `push` makes it). A folder remote that is not there is unreachable instead: it
+    may be an unmounted drive, which memsync never writes to."""
+    try:
+        listing = dst.list()
+    except NotFound:
+        return None
+    if not listing and not dst.exists():
+        return None
+    return listing
+
+
+def _read_all(
+    src: Store, listing: dict[str, Entry], result: RemoteMigration
+) -> dict[str, tuple[bytes, float | None]]:
+    """Every object of the source with its `edited` time (read and checked by the store)."""
+    objects: dict[str, tuple[bytes, float | None]] = {}
+    for key in sorted(listing):
+        try:
+            data, _, edited = src.fetch(key)
+        except NotFound:
+            continue  # deleted meanwhile: there is nothing to copy
+        except RefusedFile as exc:  # e.g. an untrusted object on an encrypted source
+            result.refused[key] = f"not read from the source: {exc.reason}"
+            continue
+        objects[key] = (data, edited)
+    return objects
+
+
+def _check_destination(
+    dst: Store,
+    theirs: dict[str, Entry] | None,
+    objects: dict[str, tuple[bytes, float | None]],
+    result: RemoteMigration,
+) -> None:
+    """Projects never cross, and a purged project at the destination stays closed."""
+    if not theirs:
+        return
+    where = f"the destination {result.destination}"
+    if PROJECT_MANIFEST in theirs and PROJECT_MANIFEST in objects:
+        ours = manifest_fingerprint(objects[PROJECT_MANIFEST][0])
+        found = manifest_fingerprint(_read(dst, PROJECT_MANIFEST) or b"")
+        if ours and found and ours != found:
+            raise UserError(
+                f"{where} holds the memory of another project under the name "
+                f"{result.project!r}; choose another --to (nothing was copied)"
+            )
+    if PURGED in theirs:
+        mark = _read(dst, PURGED)
+        if mark is not None and mark != objects.get(PURGED, (None, None))[0]:
+            raise UserError(
+                f"{where} marks project {result.project!r} purged; run `memsync push "
+                f"--republish --remote {result.destination}` on a device first if it may hold "
+                "it again (nothing was copied)"
+            )
+
+
+def _read(store: Store, key: str) -> bytes | None:
+    try:
+        return store.get(key)[0]
+    except NotFound:
+        return None
+
+
+def _forgets(dst: Store, theirs: dict[str, Entry] | None) -> list[Forget]:
+    """The destination's own forgets: content they take does not land there either."""
+    if not theirs or TOMBSTONES not in theirs:
+        return []
+    return read_forgets(_read(dst, TOMBSTONES))
+
+
+def _without_forgotten(
+    objects: dict[str, tuple[bytes, float | None]], forgets: list[Forget], result: RemoteMigration
+) -> dict[str, tuple[bytes, float | None]]:
+    """The objects as they may travel: memory files through the forget rule, the conflict
+    record without the conflicts about forgotten content; memsync's other records as they
+    are (they hold names and hashes, never memory content)."""
+    memory = {k: data for k, (data, _) in objects.items() if not k.startswith(OWN)}
+    clean = scrub_files(memory, forgets)
+    taken = {k for k, data in clean.items() if data is None} | {f.file for f in forgets if f.file}
+    out: dict[str, tuple[bytes, float | None]] = {}
+    for key, (data, edited) in objects.items():
+        if key.startswith(OWN):
+            if key == CONFLICTS and forgets:
+                data = _conflicts_kept(data, forgets, taken)
+            out[key] = (data, edited)
+            continue
+        kept = clean[key]
+        if kept is None:
+            result.forgotten.append(key)
+            continue
+        if kept != data:
+            result.scrubbed.append(key)
+        out[key] = (kept, edited)
+    return out
+
+
+def _conflicts_kept(data: bytes, forgets: list[Forget], taken: set[str]) -> bytes:
+    """The conflict record without the conflicts about a file a forget took or whose
+    description holds a forgotten text (as a device drops them when it learns the forget)."""
+
+    def about(item: dict[str, Any]) -> bool:
+        detail = str(item.get("detail")).encode()
+        return item.get("file") in taken or scrub_file("x", detail, forgets) != detail
+
+    return rewrite(data, {c["id"] for c in recorded(data) if about(c)})
+
+
+def _order(key: str) -> tuple[int, str]:
+    """The manifest and tombstone list first, so a run cut short leaves a destination that
+    already names its project and its forgets; a purge mark last."""
+    rank = {PROJECT_MANIFEST: 0, TOMBSTONES: 1, PURGED: 4}.get(key)
+    if rank is None:
+        rank = 2 if key.startswith(OWN) else 3
+    return rank, key
+
+
+def _copy(
+    dst: Store,
+    objects: dict[str, tuple[bytes, float | None]],
+    theirs: dict[str, Entry],
+    result: RemoteMigration,
+    progress: Progress | None,
+) -> None:
+    keys = sorted(objects, key=_order)
+    for i, key in enumerate(keys, start=1):
+        data, edited = objects[key]
+        why = None if key.startswith(OWN) else _safe_name(key)
+        if why is not None:
+            result.refused[key] = why
+        elif key in theirs:
+            _compare(dst, key, data, result)
+        else:
+            try:
+                dst.create(key, data, edited)
+            except AlreadyExists:  # written meanwhile by someone else
+                _compare(dst, key, data, result)
+            except Unholdable as exc:  # outside the destination's limits: nothing was sent
+                result.refused[key] = exc.reason
+            else:
+                _verify(dst, key, data)
+                result.copied.append(key)
+        _tick(progress, i, len(keys))
+
+
+def _compare(dst: Store, key: str, data: bytes, result: RemoteMigration) -> None:
+    there = _read(dst, key)
+    if there == data:
+        result.same.append(key)
+    elif there is None:  # deleted again meanwhile: the next run copies it
+        result.refused[key] = "it was deleted on the destination during the migration"
+    else:
+        result.different.append(key)
+
+
+def _verify(dst: Store, key: str, data: bytes) -> None:
+    """The copy read back is the source's bytes (the store checked them in transit)."""
+    back = _read(dst, key)
+    if back != data:
+        raise StoreError(
+            f"{key} read back from the destination is not what was written; run the "
+            "migration again (it copies only what is missing)"
+        )
+
+
+# --- this device's local history ----------------------------------------------------------
+
+
+def carry_history(ctx: Context, source: str, destination: str) -> int:
+    """Copy this device's local history of the project under `source` into its state under
+    `destination`, for every file whose history the destination's state does not hold yet;
+    how many files' history was carried. History is per remote (the state folder is), so
+    without this `memsync history FILE` would show nothing after a device switches remote."""
+    from memsync.context.config import state_dir_for
+
+    old = state_dir_for(ctx.home, source, ctx.project, ctx.memory_dir) / "history"
+    new_state = state_dir_for(ctx.home, destination, ctx.project, ctx.memory_dir)
+    if not old.is_dir():
+        return 0
+    from memsync.util.fsutil import private_dir
+
+    private_dir(new_state)
+    carried = 0
+    busy = contextlib.suppress(TimeoutError)
+    with busy, file_lock(new_state / "lock", timeout=10):
+        new = new_state / "history"
+        private_dir(new)
+        for folder in sorted(old.iterdir()):
+            if not folder.is_dir() or folder.name.startswith(".") or (new / folder.name).exists():
+                continue
+            part = new / f".part-{folder.name}"  # renamed whole: a cut-off copy is redone
+            shutil.rmtree(part, ignore_errors=True)
+            shutil.copytree(folder, part)
+            part.rename(new / folder.name)
+            carried += 1
+    return carried
