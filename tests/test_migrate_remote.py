@@ -196,3 +196,52 @@ def test_an_encrypted_source_goes_only_to_an_encrypted_destination(tmp_path):
     assert dst.get("user_role.md")[0] == ROLE
     raw = dst.inner.list()  # type: ignore[attr-defined]
     assert all(k.startswith(HIDDEN) or k == CRYPT_KEY for k in raw)
+
+
+def test_a_plain_source_is_sealed_on_the_way_into_an_encrypted_destination(tmp_path):
+    pytest.importorskip("pyrage")
+    from memsync.stores.crypt import HIDDEN
+    from memsync.stores.crypt_keys import CRYPT_KEY, create_identity
+    from memsync.stores.crypt_migrate import turn_on
+
+    create_identity()
+    url, _ = _source()
+    sealed = _url()
+    turn_on(open_store(sealed, PROJECT), "laptop")  # type: ignore[arg-type]
+    result = migrate_remote(_ctx(tmp_path, sealed), url, sealed)
+    assert result.left_out == 0 and "sub/notes.md" in result.copied
+    raw = open_store(sealed, PROJECT).inner.list()  # type: ignore[attr-defined]
+    assert all(k.startswith(HIDDEN) or k == CRYPT_KEY for k in raw)
+
+
+def test_the_command_line_says_one_sentence_with_its_exit_code(tmp_path):
+    """Through the CLI: usage (2), bad input (1), an unreachable source (3), a missing
+    destination folder made with a note; nothing is written by a refused run."""
+    from tests.devices import make_device
+
+    folder = tmp_path / "remote"
+    folder.mkdir()
+    device = make_device(tmp_path, "laptop", folder.as_uri())
+    device.write("user_role.md", "Engineer.\n", type="user")
+    device.run("sync")
+    gone = (tmp_path / "unplugged" / "drive").as_uri()
+    other = tmp_path / "other"
+    other.mkdir()
+    cases = [
+        (["--to", other.as_uri()], 2, "--to goes with --from"),
+        (["--from", folder.as_uri(), "--source", "x=y"], 2, "cannot be combined"),
+        (["--from", "ftp://host/x"], 1, "--from: the remote 'ftp://host/x' is not"),
+        (["--from", folder.as_uri() + "/"], 1, "both name the remote"),
+        (["--from", gone, "--to", other.as_uri()], 3, "is not there (is the drive mounted?"),
+    ]
+    for args, code, said in cases:
+        run = device.run("migrate", *args, check=code)
+        assert run.stderr.count("\n") == 1 and said in run.stderr, run.stderr
+        assert "Traceback" not in run.stderr
+    assert list(other.iterdir()) == []
+    moved = device.run("migrate", "--from", folder.as_uri(), "--to", other.as_uri())
+    assert "Copied: 2, Already there: 0," in moved.stdout  # the file and the manifest
+    assert "note: created the remote" in moved.stderr and "correct --to" in moved.stderr
+    assert (other / "e2e-project" / "user_role.md").read_bytes() == (
+        device.memory / "user_role.md"
+    ).read_bytes()

@@ -46,7 +46,6 @@ from memsync.context.identity import manifest_fingerprint
 from memsync.stores.base import Entry, Store
 from memsync.sync.conflicts import recorded, rewrite
 from memsync.sync.engine import Engine
-from memsync.sync.execute import created_remote
 from memsync.sync.forgotten import Forget, read_forgets, scrub_file, scrub_files
 from memsync.sync.remote_keys import CONFLICTS, PURGED, TOMBSTONES
 from memsync.util.errors import (
@@ -233,7 +232,10 @@ def migrate_remote(
         clean = _without_forgotten(objects, forgets, result)
         if theirs is None and clean:
             dst.ensure()
-            result.notes.append(created_remote(destination))
+            result.notes.append(
+                f"created the remote {result.destination}, which did not exist: if that name "
+                "is a typo, correct --to and run the migration again"
+            )
             theirs = {}
         _copy(dst, clean, theirs or {}, result, progress)
     finally:
