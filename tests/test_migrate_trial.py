@@ -122,8 +122,10 @@ def test_a_killed_migration_finishes_when_run_again_and_never_overwrites(
     mover = make_device(
         tmp_path, "mover", folder.as_uri(), AWS_ENDPOINT_URL=f"http://127.0.0.1:{proxy.port}"
     )
-    # the answer to the read-back of feedback_c.md never comes: the copy landed, the
-    # migration waits, and is killed there
+    # one copy at a time, so the run is half-way when the answer to the read-back of
+    # feedback_c.md never comes: that copy landed, the migration waits, and is killed there
+    mover.home.mkdir()
+    (mover.home / "settings.json").write_text('{"concurrency": 1}')
     proxy.arm("stall", r"^GET [^?]*feedback_c\.md")
     run = mover.start("migrate", "--from", folder.as_uri(), "--to", s3_url)
     deadline = time.monotonic() + 60

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +49,7 @@ from memsync.sync.conflicts import recorded, rewrite
 from memsync.sync.engine import Engine
 from memsync.sync.forgotten import Forget, read_forgets, scrub_file, scrub_files
 from memsync.sync.remote_keys import CONFLICTS, PURGED, TOMBSTONES
+from memsync.sync.transfers import run_daemons
 from memsync.util.errors import (
     AlreadyExists,
     ConfigError,
@@ -225,7 +227,8 @@ def migrate_remote(
                 f"{result.destination} is not: run `memsync keys init --remote "
                 f"{result.destination}` first so the copy is encrypted too (nothing was copied)"
             )
-        objects = _read_all(src, listing, result)
+        workers = int(ctx.setting("concurrency"))
+        objects = _read_all(src, listing, result, workers)
         _check_destination(dst, theirs, objects, result)
         forgets = read_forgets(objects.get(TOMBSTONES, (None, None))[0])
         forgets += _forgets(dst, theirs)
@@ -237,7 +240,7 @@ def migrate_remote(
                 "is a typo, correct --to and run the migration again"
             )
             theirs = {}
-        _copy(dst, clean, theirs or {}, result, progress)
+        _copy(dst, clean, theirs or {}, result, progress, workers)
     finally:
         src.close()
         dst.close()
@@ -272,19 +275,26 @@ def _destination_listing(dst: Store) -> dict[str, Entry] | None:
 
 
 def _read_all(
-    src: Store, listing: dict[str, Entry], result: RemoteMigration
+    src: Store, listing: dict[str, Entry], result: RemoteMigration, workers: int
 ) -> dict[str, tuple[bytes, float | None]]:
-    """Every object of the source with its `edited` time (read and checked by the store)."""
+    """Every object of the source with its `edited` time (read and checked by the store),
+    `workers` reads at a time."""
     objects: dict[str, tuple[bytes, float | None]] = {}
-    for key in sorted(listing):
+    lock = threading.Lock()
+
+    def read(key: str) -> None:
         try:
             data, _, edited = src.fetch(key)
         except NotFound:
-            continue  # deleted meanwhile: there is nothing to copy
+            return  # deleted meanwhile: there is nothing to copy
         except RefusedFile as exc:  # e.g. an untrusted object on an encrypted source
-            result.refused[key] = f"not read from the source: {exc.reason}"
-            continue
-        objects[key] = (data, edited)
+            with lock:
+                result.refused[key] = f"not read from the source: {exc.reason}"
+            return
+        with lock:
+            objects[key] = (data, edited)
+
+    run_daemons(read, sorted(listing), workers)
     return objects
 
 
@@ -382,36 +392,58 @@ def _copy(
     theirs: dict[str, Entry],
     result: RemoteMigration,
     progress: Progress | None,
+    workers: int,
 ) -> None:
-    keys = sorted(objects, key=_order)
-    for i, key in enumerate(keys, start=1):
+    """Each rank of `_order` whole before the next; within one, `workers` copies at a time."""
+    lock = threading.Lock()
+    done = [0]
+
+    def copy(key: str) -> None:
         data, edited = objects[key]
         why = None if key.startswith(OWN) else _safe_name(key)
         if why is not None:
-            result.refused[key] = why
+            outcome = ("refused", why)
         elif key in theirs:
-            _compare(dst, key, data, result)
+            outcome = _compare(dst, key, data)
         else:
             try:
                 dst.create(key, data, edited)
             except AlreadyExists:  # written meanwhile by someone else
-                _compare(dst, key, data, result)
+                outcome = _compare(dst, key, data)
             except Unholdable as exc:  # outside the destination's limits: nothing was sent
-                result.refused[key] = exc.reason
+                outcome = ("refused", exc.reason)
             else:
                 _verify(dst, key, data)
-                result.copied.append(key)
-        _tick(progress, i, len(keys))
+                outcome = ("copied", "")
+        with lock:
+            _record(result, key, *outcome)
+            done[0] += 1
+            _tick(progress, done[0], len(objects))
+
+    for rank in sorted({_order(k)[0] for k in objects}):
+        run_daemons(copy, sorted(k for k in objects if _order(k)[0] == rank), workers)
+    for names in (result.copied, result.same, result.different):
+        names.sort()
 
 
-def _compare(dst: Store, key: str, data: bytes, result: RemoteMigration) -> None:
-    there = _read(dst, key)
-    if there == data:
+def _record(result: RemoteMigration, key: str, outcome: str, why: str) -> None:
+    if outcome == "refused":
+        result.refused[key] = why
+    elif outcome == "copied":
+        result.copied.append(key)
+    elif outcome == "same":
         result.same.append(key)
-    elif there is None:  # deleted again meanwhile: the next run copies it
-        result.refused[key] = "it was deleted on the destination during the migration"
     else:
         result.different.append(key)
+
+
+def _compare(dst: Store, key: str, data: bytes) -> tuple[str, str]:
+    there = _read(dst, key)
+    if there == data:
+        return "same", ""
+    if there is None:  # deleted again meanwhile: the next run copies it
+        return "refused", "it was deleted on the destination during the migration"
+    return "different", ""
 
 
 def _verify(dst: Store, key: str, data: bytes) -> None:

@@ -8,11 +8,12 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from memsync.stores.base import Store
-    from memsync.sync.planner import Action
+
+Item = TypeVar("Item")  # what one transfer works on: a sync's action, a migration's key
 
 # Over a slow network (the quickest of the first transfers took SLOW_ROUND_TRIP or more: a WAN,
 # not the loopback or a LAN, nor a busy loopback's queueing), transfers widen past the
@@ -47,8 +48,8 @@ class GetAhead:
 
 
 def run_daemons(
-    work: Callable[[Action], None],
-    items: list[Action],
+    work: Callable[[Item], None],
+    items: list[Item],
     workers: int,
     wanted: Callable[[], int] | None = None,
 ) -> None:
@@ -69,7 +70,7 @@ def run_daemons(
             threads.append(thread)
             thread.start()
 
-    def loop(item: Action) -> None:
+    def loop(item: Item) -> None:
         while True:
             try:
                 work(item)
