@@ -101,8 +101,11 @@ def test_other_content_at_the_destination_is_reported_and_never_overwritten(tmp_
     dest = _url()
     dst = open_store(dest, PROJECT)
     dst.create("user_role.md", b"---\nname: role\ndescription: role\ntype: user\n---\nChef.\n")
+    # the same project's manifest, as a device of it stamped it there: the same project
+    dst.create(MANIFEST, json.dumps({"fingerprint": "origin:x/y", "commit": "abc"}).encode())
     result = migrate_remote(_ctx(tmp_path, dest), url, dest)
     assert result.different == ["user_role.md"] and result.left_out == 1
+    assert MANIFEST in result.same
     assert b"Chef." in dst.get("user_role.md")[0]
     assert "MEMORY.md" in result.copied
 

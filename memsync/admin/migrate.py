@@ -405,6 +405,8 @@ def _copy(
             outcome = ("refused", why)
         elif key in theirs:
             outcome = _compare(dst, key, data)
+            if outcome[0] == "different" and key == PROJECT_MANIFEST:
+                outcome = ("same", "")  # the same project in other words (`_check_destination`)
         else:
             try:
                 dst.create(key, data, edited)
