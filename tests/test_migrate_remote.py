@@ -69,6 +69,7 @@ def _source() -> tuple[str, Store]:
     src.create("sub/notes.md", NOTES, edited=1_700_000_100.0)
     src.create("project_secret.md", SECRET)
     src.create("MEMORY.md", INDEX)
+    src.create("team/shared.md", b"what a team keeps beside the memory\n")  # no sync's: kept
     return url, src
 
 
@@ -78,6 +79,7 @@ def test_everything_travels_but_forgotten_content_and_a_second_run_copies_nothin
     result = migrate_remote(_ctx(tmp_path, dest), url, dest)
     assert sorted(result.copied) == sorted(
         [MANIFEST, TOMBSTONES, CONFLICTS, "user_role.md", "sub/notes.md", "MEMORY.md"]
+        + ["team/shared.md"]
     )
     assert result.forgotten == ["project_secret.md"]
     assert sorted(result.scrubbed) == ["MEMORY.md", "sub/notes.md"]
@@ -131,7 +133,7 @@ def test_a_run_cut_short_finishes_when_run_again(tmp_path, monkeypatch):
     assert sorted(open_store(dest, PROJECT).list()) == sorted(made)
     assert made[:2] == [MANIFEST, TOMBSTONES]  # the project and its forgets land first
     finished = migrate_remote(_ctx(tmp_path, dest), url, dest)
-    assert sorted(finished.same) == sorted(made) and len(finished.copied) == 3
+    assert sorted(finished.same) == sorted(made) and len(finished.copied) == 4
     assert finished.left_out == 0
 
 

@@ -44,7 +44,7 @@ from memsync.admin.admin import _remote_listing, _safe_name, _tick
 from memsync.context.config import Context, canonical_remote, check_folder_remote, strip_query
 from memsync.context.identity import MANIFEST as PROJECT_MANIFEST
 from memsync.context.identity import manifest_fingerprint
-from memsync.stores.base import Entry, Store
+from memsync.stores.base import Entry, Store, check_key
 from memsync.sync.conflicts import recorded, rewrite
 from memsync.sync.engine import Engine
 from memsync.sync.forgotten import Forget, read_forgets, scrub_file, scrub_files
@@ -57,6 +57,7 @@ from memsync.util.errors import (
     RefusedFile,
     StoreError,
     Unholdable,
+    UnsafeKey,
     UserError,
 )
 from memsync.util.fsutil import file_lock
@@ -282,14 +283,20 @@ def _read_all(
     objects: dict[str, tuple[bytes, float | None]] = {}
     lock = threading.Lock()
 
+    def refuse(key: str, why: str) -> None:
+        with lock:
+            result.refused[key] = f"not read from the source: {why}"
+
     def read(key: str) -> None:
         try:
-            data, _, edited = src.fetch(key)
+            data, _, edited = src.fetch(check_key(key))
         except NotFound:
             return  # deleted meanwhile: there is nothing to copy
         except RefusedFile as exc:  # e.g. an untrusted object on an encrypted source
-            with lock:
-                result.refused[key] = f"not read from the source: {exc.reason}"
+            refuse(key, exc.reason)
+            return
+        except UnsafeKey as exc:  # a name that could land outside a memory dir
+            refuse(key, str(exc))
             return
         with lock:
             objects[key] = (data, edited)
@@ -400,10 +407,7 @@ def _copy(
 
     def copy(key: str) -> None:
         data, edited = objects[key]
-        why = None if key.startswith(OWN) else _safe_name(key)
-        if why is not None:
-            outcome = ("refused", why)
-        elif key in theirs:
+        if key in theirs:
             outcome = _compare(dst, key, data)
             if outcome[0] == "different" and key == PROJECT_MANIFEST:
                 outcome = ("same", "")  # the same project in other words (`_check_destination`)
