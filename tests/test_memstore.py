@@ -36,12 +36,6 @@ class TestMemoryStoreStore(StoreContract):
         yield store
         store.close()
 
-    def test_the_writers_edit_time_travels_with_the_object(self, store):
-        """A memory has no field for the writer's edit time (docs/memstore.md): `fetch`
-        says so with None, never an upload time in its place."""
-        etag = store.create("a.md", b"one", 1_700_000_000.25)
-        assert store.fetch("a.md") == (b"one", etag, None)
-
 
 def _paths(server: MemoryStoreServer) -> list[str]:
     return sorted(server.contents(STORE))
