@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from memsync.sync.remote_keys import CONFLICTS
 from tests.conftest import NO_FCNTL
 from tests.devices import make_device
 from tests.memstore_server import MemoryStoreServer, memstore_server_fixture
@@ -63,3 +64,42 @@ def test_forget_redacts_the_versions_that_held_it_and_purge_all(tmp_path, memsto
     ]
     assert _anywhere(memstore_server, "Ship in May") == []
     assert _anywhere(memstore_server, "Staff engineer") == []
+
+
+def test_forget_reaches_the_conflict_record_and_writes_made_before_a_device_heard_of_it(
+    tmp_path, memstore_server
+):
+    """Every copy of the text the store keeps goes: the conflict record's versions that named
+    it, and the versions a device that had not heard of the forget wrote after it, redacted
+    when that device learns of the forget. Checked on every version the store keeps."""
+    a, b = (make_device(tmp_path, n, REMOTE) for n in ("laptop", "desktop"))
+    jokes = "# Callbacks\n\n## Nightjar days\n\n- **Potato** (2026-11-20): the original.\n"
+    a.write("running_jokes_and_callbacks.md", jokes, type="callbacks")
+    a.write("project_plan.md", "Ship in May.\n", type="project")
+    a.run("sync")
+    b.run("sync")
+    for device in (a, b):  # one entry changed differently on both: a conflict naming it
+        path = device.memory / "running_jokes_and_callbacks.md"
+        path.write_text(path.read_text().replace("the original", f"told on {device.name}"))
+    a.run("sync")
+    b.run("sync")
+    record = f"/memsync/e2e-project/{CONFLICTS}"
+    assert "Nightjar" in memstore_server.contents(STORE)[record]
+
+    a.run("forget", "--match", "nightjar", "--yes")
+    assert _anywhere(memstore_server, "Nightjar") == []
+    assert any(v.path is None and v.redacted_at for v in memstore_server.versions(STORE))
+
+    # b has not heard of it: a push of one file it synced before checks no tombstone
+    b.append("project_plan.md", "- Nightjar launch party in June.\n")
+    b.run("push", "project_plan.md")
+    b.append("project_plan.md", "- Nightjar retro after it.\n")
+    b.run("push", "project_plan.md")
+    assert len(_anywhere(memstore_server, "Nightjar")) == 3  # live + two versions
+    learned = b.run("sync")
+    assert "forgot" in learned.stdout + learned.stderr
+    assert _anywhere(memstore_server, "Nightjar") == []
+    assert b"Nightjar" not in b"".join(b.files().values())
+    assert "Ship in May." in memstore_server.contents(STORE)[
+        "/memsync/e2e-project/project_plan.md"
+    ]

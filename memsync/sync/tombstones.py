@@ -368,7 +368,8 @@ def _drop_conflicts(engine: Engine, forgets: list[Forget], names: set[str]) -> N
 
 
 def _scrub_remote_conflicts(engine: Engine, forgets: list[Forget], taken: set[str]) -> None:
-    """The remote conflict record without the records about forgotten content."""
+    """The remote conflict record without the records about forgotten content, and the
+    earlier versions of it the remote keeps that held such a record (`Store.erase_history`)."""
     from memsync.sync.conflicts import recorded, rewrite
     from memsync.sync.remote_keys import CONFLICTS
 
@@ -378,6 +379,9 @@ def _scrub_remote_conflicts(engine: Engine, forgets: list[Forget], taken: set[st
         return rewrite(data, {c["id"] for c in recorded(data) if _about(c, forgets, taken)})
 
     cas.update_or_say(engine.store, CONFLICTS, drop, "the conflict record", _FINISH)
+    engine.store.erase_history(
+        CONFLICTS, lambda old: any(_about(c, forgets, taken) for c in recorded(old))
+    )
 
 
 def incoming(engine: Engine, names: Iterable[str]) -> list[str]:
