@@ -143,6 +143,14 @@ class MemoryStoreServer:
 
     # --- the test's side -----------------------------------------------------------------
 
+    def reset(self) -> None:
+        """Back to no stores, no requests and no queued failures: one server serves a
+        module's tests, each starting from this."""
+        with self._lock:
+            self.stores.clear()
+            self.requests.clear()
+            self.failures.clear()
+
     def add_store(self, store_id: str = "memstore_test01") -> str:
         with self._lock:
             self.stores.setdefault(store_id, StoreState(store_id))
@@ -511,17 +519,26 @@ def _error(kind: str, message: str, **extra: Any) -> dict[str, Any]:
     }
 
 
-@pytest.fixture(name="memstore_server")
-def memstore_server_fixture(monkeypatch: pytest.MonkeyPatch) -> Iterator[MemoryStoreServer]:
-    """A started server with one store; ANTHROPIC_BASE_URL and a fake ANTHROPIC_API_KEY point
-    the SDK at it."""
+@pytest.fixture(scope="module")
+def memstore_server_started() -> Iterator[MemoryStoreServer]:
     server = MemoryStoreServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(name="memstore_server")
+def memstore_server_fixture(
+    memstore_server_started: MemoryStoreServer, monkeypatch: pytest.MonkeyPatch
+) -> MemoryStoreServer:
+    """The module's server, emptied, with one store; ANTHROPIC_BASE_URL and a fake
+    ANTHROPIC_API_KEY point the SDK at it."""
+    server = memstore_server_started
+    server.reset()
     server.add_store()
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", server.api_key)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-    try:
-        yield server
-    finally:
-        server.stop()
+    return server

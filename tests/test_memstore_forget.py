@@ -8,9 +8,13 @@ import pytest
 from memsync.sync.remote_keys import CONFLICTS
 from tests.conftest import NO_FCNTL
 from tests.devices import make_device
-from tests.memstore_server import MemoryStoreServer, memstore_server_fixture
+from tests.memstore_server import (
+    MemoryStoreServer,
+    memstore_server_fixture,
+    memstore_server_started,
+)
 
-__all__ = ["memstore_server_fixture"]
+__all__ = ["memstore_server_started", "memstore_server_fixture"]
 
 STORE = "memstore_test01"
 REMOTE = f"memstore://{STORE}/memsync"
