@@ -193,7 +193,9 @@ def test_migrate_from_a_folder_remote_to_a_memory_store_and_back(tmp_path, memst
     assert "write/read/delete probe: ok" in doctor
 
     cloud = make_device(tmp_path, "cloud", REMOTE)
-    cloud.run("sync")
+    engine = _engine(cloud)
+    _sync(engine)
+    engine.close()
     assert sorted(cloud.files()) == ["MEMORY.md", "user_role.md"]
     cloud.write("feedback_tone.md", "Keep it short.\n", type="feedback")
     back = tmp_path / "back"
