@@ -15,7 +15,7 @@ lists which rules come from where and which are assumptions):
   `content_sha256` precondition (409 `memory_precondition_failed_error` on a mismatch, except
   that content and path already as requested answer 200; an update that changes nothing adds no
   version), delete with `expected_content_sha256` (409 on a mismatch, 404 when gone).
-- `GET .../memory_versions` (filter `memory_id`, paged, newest first), `GET
+- `GET .../memory_versions` (filters `memory_id` and `operation`, paged, newest first), `GET
   .../memory_versions/{id}`, `POST .../memory_versions/{id}/redact` (content, path, size and
   hash become null, `redacted_at` set).
 
@@ -342,7 +342,12 @@ class MemoryStoreServer:
                 return {"type": "memory_deleted", "id": m.id}
         if rest == ["memory_versions"] and method == "GET":
             wanted = query.get("memory_id", [None])[0]
-            items = [v for v in reversed(state.versions) if wanted in (None, v.memory_id)]
+            operation = query.get("operation", [None])[0]
+            items = [
+                v
+                for v in reversed(state.versions)
+                if wanted in (None, v.memory_id) and operation in (None, v.operation)
+            ]
             chunk, cursor = self._page(items, query, view == "full")
             data = [self._version_json(state, v, view == "full") for v in chunk]
             return {"data": data, "next_page": cursor}

@@ -206,3 +206,17 @@ def test_a_delete_on_a_stale_id_meets_the_memory_made_again(memstore_server):
     with pytest.raises(PreconditionFailed):
         store.delete("a.md", etag)  # no id known; the new memory's hash differs
     assert store.get("a.md")[1] == again
+
+
+def test_the_versions_of_deleted_memories_are_erased_by_what_they_held(memstore_server):
+    store = open_store(f"memstore://{STORE}/m", "proj")
+    other = open_store(f"memstore://{STORE}/m", "other")
+    for s in (store, other):
+        s.delete("a.md", s.create("a.md", b"secret one"))
+    store.create("kept.md", b"secret live")  # a live memory is not this method's
+    store.delete("b.md", store.create("b.md", b"plain"))
+    asked: list[str] = []
+    assert store.erase_deleted(lambda key, data: asked.append(key) or b"secret" in data) == 1
+    assert sorted(asked) == ["a.md", "b.md"]
+    left = [v.content for v in memstore_server.versions(STORE) if v.content]
+    assert sorted(left) == ["plain", "secret live", "secret one"]  # the other project's stays

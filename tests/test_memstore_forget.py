@@ -50,18 +50,20 @@ def test_forget_redacts_the_versions_that_held_it_and_purge_all(tmp_path, memsto
     a.write("user_role.md", "Engineer.\nWorks on project Nightjar.\n", type="user")
     a.write("feedback_tone.md", "Keep it short.\n", type="feedback")
     a.write("project_plan.md", "Ship in May.\n", type="project")
+    a.write("reference_old.md", "Nightjar kickoff notes.\nBluebird budget.\n", type="reference")
     with _engine(a) as engine:  # in this process: a CLI process costs a second of SDK import
         engine.run("sync")
         a.write("user_role.md", "Staff engineer.\nWorks on project Nightjar.\n", type="user")
+        (a.memory / "reference_old.md").unlink()  # deleted before the forget: kept as versions
         engine.run("sync")
-    assert len(_anywhere(memstore_server, "Nightjar")) == 3  # live + two versions
+    assert len(_anywhere(memstore_server, "Nightjar")) == 4  # live + two versions + deleted
 
     history = a.run("history", "user_role.md").stdout
     assert "Kept by the remote itself (2, newest first):" in history
     assert history.count("sha256") == 2
 
     done = a.run("forget", "--match", "nightjar", "--yes")
-    assert "the content of 2 earlier version(s) that held it was erased" in done.stdout
+    assert "the content of 3 earlier version(s) that held it was erased" in done.stdout
     assert _anywhere(memstore_server, "Nightjar") == []
     kept = [
         v for v in memstore_server.versions(STORE) if v.path == "/memsync/e2e-project/user_role.md"
@@ -86,6 +88,7 @@ def test_forget_redacts_the_versions_that_held_it_and_purge_all(tmp_path, memsto
     ]
     assert _anywhere(memstore_server, "Ship in May") == []
     assert _anywhere(memstore_server, "Staff engineer") == []
+    assert _anywhere(memstore_server, "Bluebird") == []  # a file deleted before the purge
 
 
 def test_forget_reaches_the_conflict_record_and_writes_made_before_a_device_heard_of_it(

@@ -584,7 +584,7 @@ class MemoryStoreStore(Store):
                 v.content_size_bytes,
                 v.redacted_at is not None,
             )
-            for v in self._version_items(self._id_of(key), full=False)
+            for v in self._versions_where(False, memory_id=self._id_of(key))
         ]
 
     def _id_of(self, key: str) -> str:
@@ -608,25 +608,47 @@ class MemoryStoreStore(Store):
             return 0
         current = self._current_version(memory_id)
         erased = 0
-        for v in list(self._version_items(memory_id, full=holds is not None)):
+        for v in list(self._versions_where(holds is not None, memory_id=memory_id)):
             if v.id == current or v.redacted_at is not None or v.operation == "deleted":
                 continue
             if holds is not None and (v.content is None or not holds(v.content.encode())):
                 continue
-            self.stats.count("erase")
-            try:
-                self._call(
-                    "a redaction",
-                    key,
-                    True,
-                    lambda m, vid=v.id, **k: m.memory_versions.redact(
-                        vid, memory_store_id=self.store_id, **k
-                    ),
-                )
-            except NotFound:
-                continue  # past the retention period meanwhile
-            erased += 1
+            erased += self._redact(v.id, key)
         return erased
+
+    def erase_deleted(self, holds: Callable[[str, bytes], bool]) -> int:
+        """`redact` the versions of the memories deleted from under this project's folder
+        (found by their `deleted` versions, a request a 100) whose content `holds`, each
+        asked under the key its version was written at."""
+        gone = {
+            v.memory_id
+            for v in self._versions_where(False, operation="deleted")
+            if v.path is not None and v.path.startswith(self.root)
+        }
+        erased = 0
+        for memory_id in sorted(gone):
+            for v in list(self._versions_where(True, memory_id=memory_id)):
+                if v.content is None or v.path is None or not v.path.startswith(self.root):
+                    continue  # a deletion, or redacted already
+                if holds(v.path[len(self.root) :], v.content.encode()):
+                    erased += self._redact(v.id, v.path[len(self.root) :])
+        return erased
+
+    def _redact(self, version_id: str, key: str) -> int:
+        """Redact one version: 1, or 0 when it is gone (past the retention period)."""
+        self.stats.count("erase")
+        try:
+            self._call(
+                "a redaction",
+                key,
+                True,
+                lambda m, **k: m.memory_versions.redact(
+                    version_id, memory_store_id=self.store_id, **k
+                ),
+            )
+        except NotFound:
+            return 0
+        return 1
 
     def _current_version(self, memory_id: str) -> str | None:
         """The version holding the memory's content now; None once it is deleted."""
@@ -644,9 +666,11 @@ class MemoryStoreStore(Store):
             return None
         return str(item.memory_version_id)
 
-    def _version_items(self, memory_id: str, full: bool) -> Iterator[Any]:
+    def _versions_where(self, full: bool, **filters: str) -> Iterator[Any]:
+        """The versions `filters` (`memory_id`, `operation`) select, newest first, a page a
+        request (20 with their content, else 100)."""
         kw: dict[str, Any] = {
-            "memory_id": memory_id,
+            **filters,
             "limit": 20 if full else PAGE,
             "view": "full" if full else "basic",
         }
