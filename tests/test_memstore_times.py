@@ -59,6 +59,13 @@ def test_a_late_write_keeps_its_edit_time_and_a_prompt_one_is_dated_by_the_servi
     assert other.fetch("agent.md")[2] >= before - 1  # the service's time of the agent's write
     assert other.stats.requests["get"] == gets + 2  # the record was read once, for late.md
 
+    quiet = open_store(REMOTE, "quiet")  # a project written promptly only: no record
+    quiet.create("a.md", b"a", time.time())
+    quiet = open_store(REMOTE, "quiet")
+    quiet.list()
+    assert quiet.fetch("a.md")[2] == pytest.approx(time.time(), abs=5)
+    assert dict(quiet.stats.requests) == {"list": 1, "get": 1}
+
 
 def test_a_record_read_before_another_devices_late_write_is_read_again(memstore_server):
     reader, writer = open_store(REMOTE, "proj"), open_store(REMOTE, "proj")

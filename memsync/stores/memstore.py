@@ -365,12 +365,16 @@ class MemoryStoreStore(Store):
         entry in the edit-time record, else the time of the write that made it. The record is
         written before the memory it speaks for, so a copy of it read after the memory was
         (after this read, or after a listing that showed this content) has the entry if there
-        is one; an older copy without it is read again, once."""
+        is one; an older copy without it is read again, once. Content as the full listing
+        showed it, when that listing showed no record, was written promptly: no request."""
         if key.startswith(OWN):
             return None
         sha = item.content_sha256
         with self._lock:
             hash_seen, seen = self._seen.get(key, ("", 0))
+            unrecorded = self._listed and TIMES_KEY not in self._seen
+        if hash_seen == sha and unrecorded:
+            return _seconds(item.updated_at)  # listed as it is, and no record was listed
         after = seen if hash_seen == sha else read
         times, read_at = self._read_times(after=0)
         if edited_at(times, key, sha) is None and read_at <= after:
