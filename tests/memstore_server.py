@@ -121,6 +121,7 @@ class Failure:
     kind: str = "api_error"
     delay: float = 0.0
     method: str | None = None  # only requests with this method
+    retry_after_ms: int | None = None  # sent as `retry-after-ms`, which the SDK's back-off honours
 
 
 class ApiError(Exception):
@@ -451,7 +452,10 @@ class MemoryStoreServer:
                 self.failures.remove(failure)
         if failure is not None:
             time.sleep(failure.delay)
-            self._send(handler, failure.status, _error(failure.kind, "test server fault"))
+            extra = {}
+            if failure.retry_after_ms is not None:
+                extra["retry-after-ms"] = str(failure.retry_after_ms)
+            self._send(handler, failure.status, _error(failure.kind, "test server fault"), extra)
             return
         status, answer = 200, None
         try:
@@ -470,10 +474,17 @@ class MemoryStoreServer:
         self._send(handler, status, answer)
 
     @staticmethod
-    def _send(handler: BaseHTTPRequestHandler, status: int, answer: Any) -> None:
+    def _send(
+        handler: BaseHTTPRequestHandler,
+        status: int,
+        answer: Any,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         data = json.dumps(answer).encode()
         try:
             handler.send_response(status)
+            for name, value in (headers or {}).items():
+                handler.send_header(name, value)
             handler.send_header("content-type", "application/json")
             handler.send_header("content-length", str(len(data)))
             handler.send_header("request-id", "req_memstore_test")

@@ -142,10 +142,12 @@ def test_an_id_gone_stale_is_looked_up_again(memstore_server):
 
 def test_errors_are_memsyncs(memstore_server, monkeypatch):
     store = open_store(f"memstore://{STORE}", "proj")
-    memstore_server.fail_next(Failure(503, "overloaded_error"), Failure(503), Failure(503))
+    soon = 20  # ms: the SDK waits what the answer asks, not its own back-off of a second
+    memstore_server.fail_next(*(Failure(503, "overloaded_error", retry_after_ms=soon),) * 3)
     # a read is retried by the SDK (twice, after a back-off), then is memsync's Unreachable
     with pytest.raises(Unreachable, match="503"):
         store.list()
+    assert len(memstore_server.requests) == 3
     memstore_server.fail_next(Failure(500, method="POST"))
     with pytest.raises(Unreachable):  # a write is sent once
         store.create("a.md", b"x")
