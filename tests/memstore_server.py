@@ -28,6 +28,7 @@ failures (a 500, a 429, a slow answer) for fault tests. Nothing here talks to th
 
 from __future__ import annotations
 
+import atexit
 import base64
 import hashlib
 import itertools
@@ -35,7 +36,6 @@ import json
 import threading
 import time
 import unicodedata
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -535,22 +535,26 @@ def _error(kind: str, message: str, **extra: Any) -> dict[str, Any]:
     }
 
 
-@pytest.fixture(scope="module")
-def memstore_server_started() -> Iterator[MemoryStoreServer]:
-    server = MemoryStoreServer().start()
-    try:
-        yield server
-    finally:
-        server.stop()
+_shared: MemoryStoreServer | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_server() -> MemoryStoreServer:
+    """The one server of this test process, started at its first use and stopped at exit;
+    each test empties it (`memstore_server`)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = MemoryStoreServer().start()
+            atexit.register(_shared.stop)
+        return _shared
 
 
 @pytest.fixture(name="memstore_server")
-def memstore_server_fixture(
-    memstore_server_started: MemoryStoreServer, monkeypatch: pytest.MonkeyPatch
-) -> MemoryStoreServer:
-    """The module's server, emptied, with one store; ANTHROPIC_BASE_URL and a fake
+def memstore_server_fixture(monkeypatch: pytest.MonkeyPatch) -> MemoryStoreServer:
+    """The shared server, emptied, with one store; ANTHROPIC_BASE_URL and a fake
     ANTHROPIC_API_KEY point the SDK at it."""
-    server = memstore_server_started
+    server = shared_server()
     server.reset()
     server.add_store()
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)

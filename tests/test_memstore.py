@@ -23,11 +23,10 @@ from tests.memstore_server import (
     Failure,
     MemoryStoreServer,
     memstore_server_fixture,
-    memstore_server_started,
 )
 from tests.store_contract import StoreContract
 
-__all__ = ["memstore_server_started", "memstore_server_fixture"]
+__all__ = ["memstore_server_fixture"]
 
 STORE = "memstore_test01"
 # a remote protocol's tests, not the lock's: the no-fcntl pass has nothing to add here

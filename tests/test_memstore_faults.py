@@ -17,11 +17,11 @@ from tests.conftest import NO_FCNTL, write_memory
 from tests.memstore_server import (
     MemoryStoreServer,
     memstore_server_fixture,
-    memstore_server_started,
+    shared_server,
 )
 from tests.netfaults import FaultProxy
 
-__all__ = ["memstore_server_started", "memstore_server_fixture"]
+__all__ = ["memstore_server_fixture"]
 
 STORE = "memstore_test01"
 BODY = "A line of memory that is long enough to be cut in half.\n" * 8
@@ -30,9 +30,9 @@ pytestmark = pytest.mark.skipif(NO_FCNTL, reason="exercises the remote, not the 
 
 
 @pytest.fixture(scope="module")
-def proxy_started(memstore_server_started: MemoryStoreServer) -> Iterator[FaultProxy]:
-    """One proxy in front of the module's fake server (stopping one takes half a second)."""
-    server = FaultProxy(int(memstore_server_started.url.rsplit(":", 1)[1]))
+def proxy_started() -> Iterator[FaultProxy]:
+    """One proxy a module in front of the fake server (stopping one takes half a second)."""
+    server = FaultProxy(int(shared_server().url.rsplit(":", 1)[1]))
     try:
         yield server
     finally:

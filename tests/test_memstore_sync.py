@@ -14,10 +14,10 @@ from memsync.context import config
 from memsync.sync.engine import Engine
 from tests.conftest import NO_FCNTL, write_memory
 from tests.devices import Device, make_device
-from tests.memstore_server import memstore_server_fixture, memstore_server_started
+from tests.memstore_server import memstore_server_fixture
 from tests.test_contention import BASE
 
-__all__ = ["memstore_server_started", "memstore_server_fixture"]
+__all__ = ["memstore_server_fixture"]
 
 STORE = "memstore_test01"
 REMOTE = f"memstore://{STORE}/memsync"

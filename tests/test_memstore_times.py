@@ -22,10 +22,9 @@ from tests.conftest import NO_FCNTL, write_memory
 from tests.memstore_server import (
     MemoryStoreServer,
     memstore_server_fixture,
-    memstore_server_started,
 )
 
-__all__ = ["memstore_server_started", "memstore_server_fixture"]
+__all__ = ["memstore_server_fixture"]
 
 STORE = "memstore_test01"
 REMOTE = f"memstore://{STORE}/memsync"
