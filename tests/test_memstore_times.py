@@ -18,8 +18,10 @@ from memsync.context import config
 from memsync.stores import open_store
 from memsync.stores.memstore_times import HASH, KEY, changed, dump, parse
 from memsync.sync.engine import Engine
+from memsync.util.errors import Unreachable
 from tests.conftest import NO_FCNTL, write_memory
 from tests.memstore_server import (
+    Failure,
     MemoryStoreServer,
     memstore_server_fixture,
 )
@@ -157,3 +159,16 @@ def test_two_devices_editing_a_fact_without_modified_keep_the_later_edit(
         assert winner in (device.ctx.memory_dir / "user_role.md").read_text()
     a.close()
     b.close()
+
+
+def test_a_late_write_whose_record_write_fails_sends_nothing(memstore_server):
+    store = open_store(REMOTE, "proj")
+    memstore_server.fail_next(Failure(500, method="POST"))  # the record's create
+    with pytest.raises(Unreachable):
+        store.create("a.md", b"one", time.time() - HOUR)
+    assert memstore_server.contents(STORE) == {}  # the memory was not sent without its entry
+    edited = time.time() - HOUR
+    store.create("a.md", b"one", edited)  # sent again (the queue does): both land
+    other = open_store(REMOTE, "proj")
+    other.list()
+    assert other.fetch("a.md")[2] == pytest.approx(edited)
