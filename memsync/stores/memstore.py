@@ -305,7 +305,7 @@ class MemoryStoreStore(Store):
         if known is not None:
             return known
         path = self._path(key)
-        items = [i for i in self._pages(posixpath.dirname(path) + "/", depth=1)]
+        items = list(self._pages(posixpath.dirname(path) + "/", depth=1))
         seq = next(self._seq)
         found = None
         with self._lock:
