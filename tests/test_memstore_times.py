@@ -122,6 +122,9 @@ def test_the_record_stays_under_the_memory_limit():
     assert not any(n.startswith("gone") for n in out)  # names no longer listed go first
     assert "live2999.md" in out and "live0000.md" not in out  # then the oldest edit times
     assert parse(b"not json") == {} and parse(dump(out)) == out
+    assert parse(b'{"edited": {"a.md": [[NaN, "x"], ["1", "y"], [2, "z"]], "b.md": 3}}') == {
+        "a.md": [(2.0, "z")]
+    }
 
 
 def _device(tmp_path: Path, name: str) -> Engine:

@@ -17,6 +17,7 @@ so whoever reads a memory and then the record finds the entry if there is one.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Collection, Iterable
 
 KEY = "_memsync/edited.json"
@@ -40,6 +41,7 @@ def parse(data: bytes | None) -> Times:
             if isinstance(e, list)
             and len(e) == 2
             and isinstance(e[0], int | float)
+            and math.isfinite(e[0])
             and isinstance(e[1], str)
         ]
         if isinstance(name, str) and kept:
