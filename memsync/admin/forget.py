@@ -233,6 +233,7 @@ def purge(engine: Engine) -> PurgeReport:
                 except PreconditionFailed:
                     deleted += _delete_remote(engine, key)
                 store.erase_history(key)  # the versions the remote keeps of it, every one
+            store.erase_deleted(lambda key, old: True)  # and of what was deleted before
         except Unreachable as exc:
             raise Unreachable(
                 f"{exc}; the remote became unreachable after {deleted} of its object(s) were "
