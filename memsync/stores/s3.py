@@ -48,6 +48,8 @@ from memsync.util.errors import (
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
+    from memsync.stores.s3probe import Verdict
+
 MARKDOWN = "text/markdown; charset=utf-8"
 EDITED_HEADER = "x-amz-meta-edited"  # when the writer's file was edited (seconds since epoch)
 MD5_HEADER = "x-amz-meta-md5"  # the body's MD5 (base64), kept whatever the ETag is
@@ -203,6 +205,7 @@ class S3Store(Store):
         self._denied: str | None = None
         self._write_ok = False
         self._first_write = threading.Lock()
+        self.conditions: Verdict | None = None  # what the service honours, once checked
         self.http = S3HTTP(self.settings, on_request=self.stats.count)
         self.bucket_path = f"/{self.s3_url.bucket}" if self.settings.path_style else ""
         self.where = f"{self.settings.scheme}://{self.settings.netloc}"
@@ -231,6 +234,7 @@ class S3Store(Store):
         with self._first_write:
             if self._denied:
                 raise AuthError(self._denied)
+            self.check_conditions()
             try:
                 yield
             except AuthError:
@@ -326,6 +330,14 @@ class S3Store(Store):
             self._raise_for(response, key, method)
         return response
 
+    def check_conditions(self) -> None:
+        """Refuse a service that ignores conditional writes, before anything is listed or
+        written: checked once per device, endpoint and bucket (memsync.stores.s3probe)."""
+        if self.conditions is None:
+            from memsync.stores.s3probe import check
+
+            self.conditions = check(self)
+
     def _page(self, query: dict[str, str]) -> Response:
         return self._request("list", "GET", query=query, limit=LISTING_LIMIT)
 
@@ -334,6 +346,7 @@ class S3Store(Store):
         (cut short on the way) is asked for again."""
         from xml.etree.ElementTree import ParseError
 
+        self.check_conditions()
         entries: dict[str, Entry] = {}
         token = ""
         while True:
@@ -478,6 +491,10 @@ class S3Store(Store):
     def delete(self, key: str, etag: str) -> None:
         try:
             with self._gate():
+                if self.conditions is not None and not self.conditions.deletes:
+                    from memsync.stores.s3probe import unchanged
+
+                    unchanged(self, key, etag)  # the service would not check the ETag
                 self._request("delete", "DELETE", key, headers={"If-Match": quote_etag(etag)})
         except PreconditionFailed:
             self._request("head", "HEAD", key)  # NotFound if gone, else it changed
