@@ -77,6 +77,8 @@ def test_s3rver_is_refused_before_anything_lands(tmp_path, s3rver_env: S3rver):
         assert len(lines) == 1 and REFUSED in lines[0], run.stderr
         assert "If-None-Match: * and If-Match on PutObject" in lines[0]
         assert "Traceback" not in run.stderr
+    hook = device.hook("session-start", hook_event_name="SessionStart", source="startup")
+    assert REFUSED in hook.stdout  # told in the session; the hook exits 0
     assert device.files() == before  # nothing pulled, nothing changed
     assert not (device.home / STATE_FILE).exists()  # a refusal is not kept: checked again
     listing = store.http.request("list", "GET", store._path(None), {"list-type": "2"})

@@ -11,9 +11,10 @@ the end, whatever the answers were.
 
 - A service that accepts either PUT is refused: one sentence, exit 1, nothing synced (the check
   runs before the listing, so nothing lands locally either).
-- A service that ignores `If-Match` on DeleteObject (MinIO does) is used, and each delete
-  first reads the object's ETag (a HEAD) and deletes only if it is still the one memsync saw:
-  a replace landing in the round trip between the two can still be deleted.
+- A service that ignores `If-Match` on DeleteObject (MinIO does, by its issue tracker) is
+  used, and each delete first reads the object's ETag (a HEAD) and deletes only if it is still
+  the one memsync saw: a replace landing in the round trip between the two can still be
+  deleted.
 - A verdict that lets the service in is kept in `MEMSYNC_HOME/s3-services.json`, keyed by
   endpoint and bucket, so later runs and hooks send nothing for it; a refusal is not kept (the
   next run checks again, after the service is upgraded). A probe that cannot tell (no bucket
@@ -105,7 +106,7 @@ def refusal(store: S3Store, ignored: list[str]) -> str:
     return (
         f"the S3 service at {store.where} (bucket {store.s3_url.bucket!r}) ignores conditional "
         f"writes ({headers} on PutObject), so two devices could overwrite each other; memsync "
-        "needs a service that honours them (AWS S3, Cloudflare R2, a MinIO from 2024 on): "
+        "needs a service that honours them (AWS S3, Cloudflare R2, a current MinIO): "
         "nothing was synced"
     )
 
