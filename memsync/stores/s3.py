@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import unquote_plus, urlsplit
@@ -338,6 +338,22 @@ class S3Store(Store):
 
             self.conditions = check(self)
 
+    def _check_beside(self) -> Callable[[dict[str, Entry]], None]:
+        """`check_conditions` beside the listing: the call returned waits for its verdict and
+        takes the check's own objects out of the listing."""
+        if self.conditions is not None:
+            return lambda entries: None
+        from memsync.stores.s3probe import PROBE_PREFIX, beside
+
+        wait = beside(self)
+
+        def done(entries: dict[str, Entry]) -> None:
+            self.conditions = wait()
+            for key in [k for k in entries if k.startswith(PROBE_PREFIX)]:
+                del entries[key]
+
+        return done
+
     def _page(self, query: dict[str, str]) -> Response:
         return self._request("list", "GET", query=query, limit=LISTING_LIMIT)
 
@@ -346,7 +362,7 @@ class S3Store(Store):
         (cut short on the way) is asked for again."""
         from xml.etree.ElementTree import ParseError
 
-        self.check_conditions()
+        checked = self._check_beside()  # the listing lands nothing: it may go first
         entries: dict[str, Entry] = {}
         token = ""
         while True:
@@ -368,6 +384,7 @@ class S3Store(Store):
                         ) from None
             entries.update(page)
             if not token:
+                checked(entries)
                 self._listed = entries
                 return entries
 

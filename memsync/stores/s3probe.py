@@ -24,10 +24,12 @@ the end, whatever the answers were.
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
-from contextlib import suppress
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable
+from functools import partial
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from memsync.stores.blobhttp import md5_base64, quote_etag
 from memsync.stores.crypt_keys import memsync_home
@@ -47,7 +49,9 @@ if TYPE_CHECKING:
     from memsync.stores.s3 import S3Store
 
 STATE_FILE = "s3-services.json"
+PROBE_PREFIX = "_memsync/probe-"  # the check's objects, under the project's prefix
 PROBE_BODY = b"memsync checks that this service honours conditional writes; delete me\n"
+T = TypeVar("T")
 WRONG_ETAG = '"00000000000000000000000000000000"'  # the MD5 of no body memsync sends
 
 
@@ -134,47 +138,118 @@ def _refused(store: S3Store, key: str, condition: dict[str, str]) -> bool:
     return False
 
 
+def _delete_refused(store: S3Store, key: str) -> bool:
+    """Whether the service refuses a DELETE of the existing probe with a wrong If-Match."""
+    try:
+        store._request("delete", "DELETE", key, headers={"If-Match": WRONG_ETAG})
+    except PreconditionFailed:
+        return True
+    except (AuthError, Unreachable):
+        raise
+    except StoreError:  # 501: the service does not take the condition on a delete
+        return False
+    return False
+
+
+def _together(*calls: Callable[[], T]) -> list[T | BaseException]:
+    """Run `calls` at once (one round trip for all): each one's result or its exception."""
+    if not calls:
+        return []
+    results: list[T | BaseException] = [RuntimeError("not run")] * len(calls)
+
+    def run(i: int) -> None:
+        try:
+            results[i] = calls[i]()
+        except BaseException as exc:  # handed to the caller
+            results[i] = exc
+
+    threads = [threading.Thread(target=run, args=(i,), daemon=True) for i in range(1, len(calls))]
+    for thread in threads:
+        thread.start()
+    run(0)
+    for thread in threads:
+        thread.join()
+    return results
+
+
 def probe(store: S3Store) -> Verdict | None:
-    """Check the service (requests as the store's, against its deadline): a Verdict when it
-    honours the PUT conditions, None when it cannot tell; ConfigError when it ignores them."""
-    key = f"_memsync/probe-{uuid.uuid4().hex[:12]}"
+    """Check the service (requests as the store's, against its deadline) in three round trips
+    over two probe objects: create both; a create-only PUT and a stale If-Match PUT of the first
+    and a stale If-Match DELETE of the second at once; delete what is left. A Verdict when the
+    service honours the PUT conditions, None when it cannot tell; ConfigError when it ignores
+    them."""
+    stem = f"{PROBE_PREFIX}{uuid.uuid4().hex[:12]}"
+    puts, dels = f"{stem}-put", f"{stem}-delete"
+    created = _together(
+        lambda: _put(store, puts, {"If-None-Match": "*"}),
+        lambda: _put(store, dels, {"If-None-Match": "*"}),
+    )
+    left = [
+        key for key, result in zip((puts, dels), created, strict=True) if isinstance(result, str)
+    ]
     try:
-        _put(store, key, {"If-None-Match": "*"})
-    except (NotFound, AuthError, PreconditionFailed):
-        return None  # no bucket yet, no right to write (said by the write itself), or a clash
-    gone = False
-    try:
+        for result in created:
+            if isinstance(result, (NotFound, AuthError, PreconditionFailed)):
+                return None  # no bucket yet, no right to write (the write says so), a clash
+            if isinstance(result, BaseException):
+                raise result
+        checks = _together(
+            lambda: _refused(store, puts, {"If-None-Match": "*"}),
+            lambda: _refused(store, puts, {"If-Match": WRONG_ETAG}),
+            lambda: _delete_refused(store, dels),
+        )
+        for answer in checks:
+            if isinstance(answer, BaseException):
+                raise answer
         ignored = [
             name
-            for name, condition in (
-                ("If-None-Match: *", {"If-None-Match": "*"}),
-                ("If-Match", {"If-Match": WRONG_ETAG}),
-            )
-            if not _refused(store, key, condition)
+            for name, honoured in zip(("If-None-Match: *", "If-Match"), checks[:2], strict=True)
+            if honoured is False
         ]
         if ignored:
             raise ConfigError(refusal(store, ignored))
-        try:
-            store._request("delete", "DELETE", key, headers={"If-Match": WRONG_ETAG})
-            gone, deletes = True, False
-        except PreconditionFailed:
-            deletes = True
-        except (AuthError, Unreachable):
-            raise
-        except StoreError:  # 501: the service does not take the condition on a delete
-            deletes = False
+        verdict = Verdict(deletes=checks[2] is True)
     finally:
-        if not gone:
-            with suppress(StoreError):  # a probe left behind is ignored by every sync
-                store._request("delete", "DELETE", key)
-    verdict = Verdict(deletes=deletes)
+        _together(*(partial(_remove, store, key) for key in left))
     _remember(store, verdict)
     return verdict
+
+
+def _remove(store: S3Store, key: str) -> None:
+    """Delete a probe object (S3 answers 204 also when the stale-ETag delete took it already);
+    a failure is ignored with the rest: a probe left behind is ignored by every sync."""
+    store._request("delete", "DELETE", key)
 
 
 def check(store: S3Store) -> Verdict | None:
     """The service's verdict: kept from an earlier run (no request), else probed now."""
     return cached(store) or probe(store)
+
+
+def beside(store: S3Store) -> Callable[[], Verdict | None]:
+    """`check` started beside another request (the listing): the call returned waits for it,
+    giving its verdict or raising its refusal. A kept verdict starts nothing."""
+    known = cached(store)
+    if known is not None:
+        return lambda: known
+    answer: list[Verdict | None | BaseException] = []
+
+    def run() -> None:
+        try:
+            answer.append(probe(store))
+        except BaseException as exc:  # raised by the waiter, in the caller's thread
+            answer.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+
+    def wait() -> Verdict | None:
+        thread.join()
+        if isinstance(answer[0], BaseException):
+            raise answer[0]
+        return answer[0]
+
+    return wait
 
 
 def unchanged(store: S3Store, key: str, etag: str) -> None:
