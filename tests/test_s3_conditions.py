@@ -137,6 +137,7 @@ def test_moto_is_checked_once_then_costs_nothing(tmp_path, s3_url, endpoint):
     assert first.list() == {}
     assert _probes(through) == PROBE  # beside the listing, its one GET
     assert first.conditions is not None and first.conditions.deletes is True
+    assert first.stats.requests["check"] == len(PROBE)  # shown apart in --stats
     methods = sorted(r.split(" ")[0] for r in through.requests)
     assert methods == sorted(["HEAD", "PUT"] + PROBE + ["GET"])  # ensure(), the check, a listing
 

@@ -121,7 +121,7 @@ def _put(store: S3Store, key: str, condition: dict[str, str]) -> str:
         "Content-MD5": md5_base64(PROBE_BODY),
         **condition,
     }
-    response = store._request("put", "PUT", key, headers=headers, body=PROBE_BODY)
+    response = store._request("check", "PUT", key, headers=headers, body=PROBE_BODY)
     return quote_etag(response.headers.get("ETag"))
 
 
@@ -141,7 +141,7 @@ def _refused(store: S3Store, key: str, condition: dict[str, str]) -> bool:
 def _delete_refused(store: S3Store, key: str) -> bool:
     """Whether the service refuses a DELETE of the existing probe with a wrong If-Match."""
     try:
-        store._request("delete", "DELETE", key, headers={"If-Match": WRONG_ETAG})
+        store._request("check", "DELETE", key, headers={"If-Match": WRONG_ETAG})
     except PreconditionFailed:
         return True
     except (AuthError, Unreachable):
@@ -218,7 +218,7 @@ def probe(store: S3Store) -> Verdict | None:
 def _remove(store: S3Store, key: str) -> None:
     """Delete a probe object (S3 answers 204 also when the stale-ETag delete took it already);
     a failure is ignored with the rest: a probe left behind is ignored by every sync."""
-    store._request("delete", "DELETE", key)
+    store._request("check", "DELETE", key)
 
 
 def check(store: S3Store) -> Verdict | None:
