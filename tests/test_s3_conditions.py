@@ -155,6 +155,10 @@ def test_moto_is_checked_once_then_costs_nothing(tmp_path, s3_url, endpoint):
     assert _probes(through) == sorted(PROBE * 2)
     assert len(through.requests) - before == 2 + len(PROBE) + 1  # HEAD, PUT bucket, GET
 
+    moved = endpoint()  # the same bucket through another endpoint is checked again
+    _s3(s3_url).list()
+    assert _probes(moved) == PROBE and len(moved.requests) == len(PROBE) + 1
+
 
 def test_a_device_pays_the_check_once_and_its_hooks_nothing(tmp_path, s3_url, endpoint):
     through = endpoint()
