@@ -243,3 +243,22 @@ def test_an_export_imports_into_a_memory_store_but_what_it_cannot_hold(
     assert result.skipped["reference_big.md"].startswith("not sent to the memory store: it is")
     assert sorted(memstore_server.contents(STORE)) == ["/memsync/p/user_role.md"]
     store.close()
+
+
+def test_status_and_ls_on_an_unknown_store_say_it_is_made_in_the_console(
+    tmp_path, memstore_server, monkeypatch
+):
+    """memsync never creates a memory store: neither command may suggest that a push would."""
+    from memsync.admin.admin import list_remote
+    from memsync.admin.status import status
+    from memsync.util.errors import UserError
+
+    monkeypatch.setenv("MEMSYNC_HOME", str(tmp_path / "home"))
+    memory = tmp_path / "memory"
+    write_memory(memory, "user_role.md", "Engineer.\n", type="user")
+    engine = Engine(config.resolve(memory, "memstore://memstore_nosuch99/m", "p"))
+    said = status(engine).remote_error or ""
+    assert "Claude Console" in said and "push" not in said, said
+    with pytest.raises(UserError, match="Claude Console"):
+        list_remote(engine)
+    engine.close()

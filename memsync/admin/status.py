@@ -186,7 +186,7 @@ def _read_remote(engine: Engine, result: Status) -> _RemoteView:
         if state.records:
             result.remote_lost = len(state.records)
         else:
-            result.remote_error = "the remote does not exist yet (a push creates it)"
+            result.remote_error = f"the remote does not exist yet; {engine.store.create_advice()}"
     except Unreachable as exc:
         result.remote_error = str(exc)
     return seen
