@@ -179,13 +179,13 @@ def test_migrate_from_a_folder_remote_to_a_memory_store_and_back(tmp_path, memst
     laptop.run("sync")
     moved = laptop.run("migrate", "--remote", REMOTE)
     assert "Copied: 2" in moved.stdout
-    assert "skipped reference_big.md: not sent to the memory store: it is" in moved.stderr
+    assert "skipped reference_big.md: refused: it is 110085 bytes, over the 102400" in moved.stderr
     # a sync with the store: the file it cannot hold is refused by name, before any request
     sent = len(memstore_server.requests)
     after = laptop.run("sync", "--remote", REMOTE, check=1)
     assert "pushed" not in after.stdout and "Traceback" not in after.stderr
-    assert after.stderr.startswith("refused: reference_big.md: not sent to the memory store")
-    assert "110085 bytes; a memory store holds 102400" in after.stderr
+    assert after.stderr.startswith("refused: reference_big.md: it is 110085 bytes, over the 102400")
+    assert "110085 bytes, over the 102400-byte limit" in after.stderr
     assert not any("reference_big" in json.dumps(r.body) for r in memstore_server.requests[sent:])
     assert not any("reference_big" in p for p in memstore_server.contents(STORE))
     doctor = laptop.run("doctor", "--remote", REMOTE, check=None).stdout
@@ -218,7 +218,7 @@ def test_the_post_tool_use_hook_pushes_to_a_memory_store_and_tells_claude_a_refu
     big = device.write("reference_big.md", "x" * 110_000 + "\n", type="reference")
     told = json.loads(device.post_tool_use(big, "Write").stdout)
     context = told["hookSpecificOutput"]["additionalContext"]
-    assert "reference_big.md was NOT synced: not sent to the memory store" in context
+    assert "reference_big.md was NOT synced: it is 110085 bytes, over the 102400" in context
     assert not any("reference_big" in p for p in memstore_server.contents(STORE))
 
 
@@ -262,3 +262,34 @@ def test_status_and_ls_on_an_unknown_store_say_it_is_made_in_the_console(
     with pytest.raises(UserError, match="Claude Console"):
         list_remote(engine)
     engine.close()
+
+
+def test_a_merge_past_what_a_memory_store_holds_is_held_as_a_conflict_on_both_devices(
+    tmp_path, memstore_server
+):
+    """The store's 100 kB is the limit every check uses: a merge past it stays on the device
+    that made it and both devices list the conflict; a local file past it shows as refused."""
+    from memsync.admin.status import status
+
+    a, b = (make_device(tmp_path, n, REMOTE) for n in ("laptop", "desktop"))
+    ea, eb = _engine(a), _engine(b)
+    lines = "".join(f"- **Joke {i}** (2026-11-01): {'x' * 80}.\n" for i in range(880))
+    a.write("running_jokes_and_callbacks.md", lines, type="callbacks")
+    assert 96_000 < len(a.files()["running_jokes_and_callbacks.md"]) < 100_000
+    _sync(ea)
+    _sync(eb)
+    a.append("running_jokes_and_callbacks.md", f"- **Laptop** (2026-11-20): {'a' * 3000}.\n")
+    b.append("running_jokes_and_callbacks.md", f"- **Desktop** (2026-11-21): {'b' * 3000}.\n")
+    _sync(ea)
+    held = eb.run("sync")
+    assert "running_jokes_and_callbacks.md" in held.refused, vars(held)
+    assert "Desktop" in (b.memory / "running_jokes_and_callbacks.md").read_text()
+    assert "Laptop" in (b.memory / "running_jokes_and_callbacks.md").read_text()
+    ea.run("sync")
+    for engine in (ea, eb):
+        files = [c.file for c in engine.state.conflicts]
+        assert "running_jokes_and_callbacks.md" in files, files
+    a.write("reference_big.md", "y" * 110_000 + "\n", type="reference")
+    assert "reference_big.md" in status(ea).refused
+    for engine in (ea, eb):
+        engine.close()

@@ -685,11 +685,14 @@ def import_archive(
     reported unless `force`, which replaces it with If-Match on the listed ETag. Local files are
     not touched: the next pull brings the imported files here.
     """
-    manifest, files = read_archive(path, engine.max_bytes)
+    # the archive is read against memsync's own limit: a file the remote cannot hold (a
+    # memory store's 100 kB) is skipped by name below, the rest imported
+    own_limit = int(engine.ctx.setting("max_file_bytes"))
+    manifest, files = read_archive(path, own_limit)
     project = manifest.get("project")
     result = ImportResult(Path(path), project if isinstance(project, str) else None)
     _check_project(Path(path), result.project, engine.ctx.project, from_project)
-    _check_gate(Path(path), files, engine.max_bytes, allow)
+    _check_gate(Path(path), files, own_limit, allow)
     store = engine.store
     listing = _remote_listing(engine, create=True, notes=result.notes)
     clean = scrub_files(dict(files), _forgotten_on_remote(engine))
