@@ -366,11 +366,11 @@ class BlobHTTP:
         self._opening = 0  # connections `warm` is opening
         self._waiting = 0  # requests waiting for one of them
 
-    def _connection(self) -> http.client.HTTPConnection:
+    def _connection(self, deadline: float) -> http.client.HTTPConnection:
         """An idle kept-alive connection; else one `warm` is opening, once it is open (it
         started first, so it is ready no later than a new one would be); else a new one
         (connected by its first request)."""
-        until = time.monotonic() + self.connect_timeout
+        until = min(deadline, time.monotonic() + self.connect_timeout)
         with self._ready:
             while not self._idle and self._opening > self._waiting:
                 left = until - time.monotonic()
@@ -412,27 +412,39 @@ class BlobHTTP:
         caller's next request (the listing) goes out without waiting for them."""
 
         def one() -> None:
-            conn = _open(
-                self.scheme,
-                self.host,
-                self.port,
-                self.connect_timeout,
-                self.proxy,
-                self.tls_context,
-            )
+            conn = None
             try:
+                conn = _open(
+                    self.scheme,
+                    self.host,
+                    self.port,
+                    self.connect_timeout,
+                    self.proxy,
+                    self.tls_context,
+                )
                 self._connect(conn, self.connect_timeout)
-            except (OSError, http.client.HTTPException):
-                conn.close()
-            with self._ready:
-                self._opening -= 1
-                if conn.sock is not None:
-                    self._idle.append(conn)
-                self._ready.notify_all()  # a waiter opens its own if this one failed
+            except BaseException as exc:
+                if conn is not None:
+                    conn.close()
+                if not isinstance(exc, (OSError, http.client.HTTPException)):
+                    raise
+            finally:
+                # counted off whatever happened: a request waiting for it opens its own
+                with self._ready:
+                    self._opening -= 1
+                    if conn is not None and conn.sock is not None:
+                        self._idle.append(conn)
+                    self._ready.notify_all()
 
         def start() -> None:
-            for _ in range(count):
-                threading.Thread(target=one, name="memsync-warm", daemon=True).start()
+            for started in range(count):
+                try:
+                    threading.Thread(target=one, name="memsync-warm", daemon=True).start()
+                except RuntimeError:  # no more threads: the requests open their own
+                    with self._ready:
+                        self._opening -= count - started
+                        self._ready.notify_all()
+                    return
 
         if count <= 0:
             return
@@ -467,7 +479,7 @@ class BlobHTTP:
         attempt = 0
         while True:
             send = self._signed(method, target, query, headers, body)
-            conn = self._connection()
+            conn = self._connection(deadline)
             reused = conn.sock is not None
             wait = None
             try:
