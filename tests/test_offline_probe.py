@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+import threading
 import time
 
 import pytest
@@ -15,7 +17,6 @@ from memsync.stores.reach import ANTHROPIC_API, Address, address, folder
 from memsync.sync import offline
 from tests.conftest import NO_FCNTL
 from tests.devices import make_device
-from tests.test_hook_sessions import DeadRemote
 from tests.test_hooks import hook, log_text, primer, start_payload
 
 _ISOLATED = ("AWS_", "ANTHROPIC_", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
@@ -78,6 +79,45 @@ def test_a_setting_the_probe_cannot_read_lets_the_hook_try(bare_env):
     assert address("s3://bucket/p") is None and offline.probe("s3://bucket/p") is None
 
 
+class DeadRemote:
+    """A loopback port that accepts connections and drops them at once (an outage as the
+    client sees it), remembering each one's peer."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(64)
+        self.port = self.sock.getsockname()[1]
+        self.peers: list[int] = []
+        self.own: set[int] = set()
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, peer = self.sock.accept()
+            except OSError:
+                return
+            self.peers.append(peer[1])
+            conn.close()
+
+    def connections(self) -> int:
+        """Connections made so far by others, once every one queued before now is accepted:
+        a connection of its own goes last in the queue and is waited for."""
+        with socket.create_connection(("127.0.0.1", self.port)) as mine:
+            port = mine.getsockname()[1]
+        self.own.add(port)
+        for _ in range(1000):
+            if port in self.peers:
+                break
+            time.sleep(0.01)
+        return len([p for p in self.peers if p not in self.own])
+
+    def stop(self) -> None:
+        self.sock.shutdown(socket.SHUT_RDWR)  # wakes the accept() so the port really closes
+        self.sock.close()
+
+
 def _remote_env(kind: str, port: int) -> tuple[str, dict[str, str]]:
     if kind == "s3":
         return "s3://bucket/memsync", {
@@ -105,18 +145,18 @@ def test_hooks_skip_an_unreachable_remote_for_the_ttl_and_probe_its_endpoint(
     device = make_device(tmp_path, "d", remote, **env)
     context = primer(hook(device, "session-start", start_payload(device)))
     assert "not refreshed from the remote" in context
-    tried = dead.connections
+    tried = dead.connections()
     assert tried >= 1  # the first hook went to the endpoint and found it down
     state_dir = next((device.home / "state").iterdir())
     assert offline.read(state_dir) is not None
     # the second hook within the TTL queues at once: not one connection
     context = primer(hook(device, "session-start", start_payload(device, "s-2", "resume")))
-    assert dead.connections == tried
+    assert dead.connections() == tried
     assert log_text(device).count("the remote is unreachable") == 2  # each hook said so
     # the probe goes where the store connects: one connection to the endpoint, no request
     for name, value in env.items():
         bare_env.setenv(name, value)
-    assert offline.probe(remote) is None and dead.connections == tried + 1
+    assert offline.probe(remote) is None and dead.connections() == tried + 1
     # the endpoint gone: after the TTL the probe alone says so and renews the marker, the hook
     # does not sync (a sync would have written its own reason)
     dead.stop()
