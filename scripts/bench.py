@@ -237,8 +237,9 @@ def bench_size(n: int, repeats: int, work: Path, bin_dir: Path) -> dict[str, obj
 
 
 # Each command's floor at any round trip: a new connection (1) and its requests in sequence;
-# a fresh pull can open its transfers' connections while the listing is in flight.
-FLOORS = {"pull": 3, "noop": 2, "push_file": 2, "hook": 2, "rc_pull": 3, "rc_noop": 2}
+# a fresh pull can open its transfers' connections while the listing is in flight. The hook
+# runs after `push FILE` changed one file, so it lists and fetches that file.
+FLOORS = {"pull": 3, "noop": 2, "push_file": 2, "hook": 3, "rc_pull": 3, "rc_noop": 2}
 
 
 class AzureBackend:
@@ -405,6 +406,19 @@ def wan_size(
         counter = iter(range(10**6))
 
         def one(kind: str) -> float:
+            """One command's seconds; its requests and new connections, as the proxy saw
+            them, are added to `seen` (every connection reaches the proxy: the TLS front
+            opens one upstream connection for each of its own)."""
+            before = (len(proxy.requests), proxy.connections)
+            took = run(kind)
+            seen.setdefault((proxy.rtt, kind), []).append(
+                (len(proxy.requests) - before[0], proxy.connections - before[1])
+            )
+            return took
+
+        seen: dict[tuple[float, str], list[tuple[int, int]]] = {}
+
+        def run(kind: str) -> float:
             i = next(counter)
             if kind == "pull":
                 return ms.run("pull", url, work / f"wan-h-{n}-{i}", work / f"wan-p-{n}-{i}")[0]
@@ -443,7 +457,21 @@ def wan_size(
         zero = {k: median(times[0.0][k]) for k in kinds}
         slow = {k: median(times[rtt][k]) for k in kinds}
         rounds = {k: max(0.0, (slow[k] - zero[k]) / rtt) for k in kinds}
-        return {"n": n, "slow": slow, "zero": zero, "rounds": rounds, "store": backend.label}
+        counts = {
+            k: (
+                median([float(r) for r, _ in seen[(rtt, k)]]),
+                median([float(c) for _, c in seen[(rtt, k)]]),
+            )
+            for k in kinds
+        }
+        return {
+            "n": n,
+            "slow": slow,
+            "zero": zero,
+            "rounds": rounds,
+            "counts": counts,
+            "store": backend.label,
+        }
     finally:
         if front:
             front.stop()
@@ -459,19 +487,21 @@ def wan_table(results: list[dict[str, object]], rtt: float, tls: bool = False) -
         "noop": "memsync sync, no change",
         "rc_noop": "rclone sync, no change",
         "push_file": "memsync push FILE, 1 changed",
-        "hook": "memsync hook session-start, nothing changed",
+        "hook": "memsync hook session-start, 1 changed on the remote",
     }
     lines = [
         f"| remote | N | command | seconds at {rtt * 1000:.0f} ms | at 0 ms (same proxy) "
-        "| round trips | floor |",
-        "|---|---|---|---|---|---|---|",
+        "| round trips | floor | requests | connections |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         slow, zero, rounds = r["slow"], r["zero"], r["rounds"]  # type: ignore[assignment]
+        counts = r["counts"]  # type: ignore[assignment]
         for kind, label in names.items():
+            sent, opened = counts[kind]  # type: ignore[index]
             lines.append(
                 f"| {r['store']} | {r['n']} | {label} | {slow[kind]:.3f} | {zero[kind]:.3f} "  # type: ignore[index]
-                f"| {rounds[kind]:.1f} | {FLOORS[kind] + tls} |"  # type: ignore[index]
+                f"| {rounds[kind]:.1f} | {FLOORS[kind] + tls} | {sent:.0f} | {opened:.0f} |"  # type: ignore[index]
             )
     lines.append("")
     for r in results:

@@ -455,3 +455,65 @@ def test_an_account_key_is_refused_over_plain_http_to_a_storage_account(monkeypa
     with pytest.raises(ConfigError, match="plain http:// to a storage account"):
         open_store("http://acct.blob.core.windows.net/c/p", "proj")
     assert open_store("http://127.0.0.1:10000/acct/c/p", "proj")  # Azurite's form is fine
+
+
+class _HeldHandshakes(BlobHTTP):
+    """Connections opened ahead (`warm`) finish connecting only when the test says so."""
+
+    def __init__(self, *args: object, fail: bool = False, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.release = threading.Event()
+        self.fail = fail
+
+    def _connect(self, conn, timeout):  # type: ignore[no-untyped-def]
+        if threading.current_thread().name == "memsync-warm":
+            assert self.release.wait(10)
+            if self.fail:
+                raise ConnectionRefusedError("held, then refused")
+        super()._connect(conn, timeout)
+
+
+def _burst(client: BlobHTTP, count: int) -> list[threading.Thread]:
+    threads = [
+        threading.Thread(target=client.request, args=("get", "GET", f"/k{i}")) for i in range(count)
+    ]
+    for thread in threads:
+        thread.start()
+    return threads
+
+
+def _when(condition: Callable[[], bool]) -> None:
+    for _ in range(1000):
+        if condition():
+            return
+        threading.Event().wait(0.01)
+    raise AssertionError("the requests never got there")
+
+
+def test_requests_wait_for_the_connections_opened_ahead_rather_than_open_more(serve):
+    """Four connections are being opened ahead; four requests at once take them as they open
+    instead of opening four more: each connection is a handshake more, on both ends."""
+    server = serve(lambda h, n: (200, {}, b"ok"))
+    client = _HeldHandshakes("http", f"127.0.0.1:{server.port}")
+    client.warm(4)
+    threads = _burst(client, 4)
+    _when(lambda: client._waiting == 4)
+    assert server.connections == 0
+    client.release.set()
+    for thread in threads:
+        thread.join(10)
+    client.close()
+    assert len(server.requests) == 4 and server.connections == 4
+
+
+def test_a_request_waiting_for_a_connection_that_fails_opens_its_own(serve):
+    server = serve(lambda h, n: (200, {}, b"ok"))
+    client = _HeldHandshakes("http", f"127.0.0.1:{server.port}", fail=True)
+    client.warm(2)
+    threads = _burst(client, 2)
+    _when(lambda: client._waiting == 2)
+    client.release.set()
+    for thread in threads:
+        thread.join(10)
+    client.close()
+    assert len(server.requests) == 2 and server.connections == 2

@@ -322,8 +322,11 @@ def quote_path(path: str) -> str:
 
 class BlobHTTP:
     """Requests to one account endpoint over a pool of keep-alive connections: a request takes
-    an idle one (or opens one) and gives it back if its answer left it usable, so the listing's
-    connection and those opened ahead by `warm` serve the transfers that follow."""
+    an idle one, else waits for one `warm` is opening that no other request waits for, else
+    opens one; it gives it back if its answer left it usable. So the listing's connection and
+    those opened ahead serve the transfers that follow, and a burst of requests never opens
+    more connections than it has requests (each new one costs a TCP and a TLS handshake, on
+    both ends)."""
 
     retries = 3
     backoff = 0.5
@@ -359,10 +362,25 @@ class BlobHTTP:
         self._samples = 0
         self._idle: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
+        self._ready = threading.Condition(self._lock)  # a connection was given back or failed
+        self._opening = 0  # connections `warm` is opening
+        self._waiting = 0  # requests waiting for one of them
 
-    def _connection(self) -> http.client.HTTPConnection:
-        """An idle kept-alive connection, or a new one (connected by its first request)."""
-        with self._lock:
+    def _connection(self, deadline: float) -> http.client.HTTPConnection:
+        """An idle kept-alive connection; else one `warm` is opening, once it is open (it
+        started first, so it is ready no later than a new one would be); else a new one
+        (connected by its first request)."""
+        until = min(deadline, time.monotonic() + self.connect_timeout)
+        with self._ready:
+            while not self._idle and self._opening > self._waiting:
+                left = until - time.monotonic()
+                if left <= 0:
+                    break
+                self._waiting += 1
+                try:
+                    self._ready.wait(left)
+                finally:
+                    self._waiting -= 1
             if self._idle:
                 return self._idle.pop()
         return _open(
@@ -371,8 +389,9 @@ class BlobHTTP:
 
     def _give_back(self, conn: http.client.HTTPConnection) -> None:
         if conn.sock is not None:
-            with self._lock:
+            with self._ready:
                 self._idle.append(conn)
+                self._ready.notify()
 
     def _connect(self, conn: http.client.HTTPConnection, timeout: float) -> None:
         conn.timeout = timeout
@@ -392,27 +411,45 @@ class BlobHTTP:
         requests to meet and report. Their threads are started by one of their own, so the
         caller's next request (the listing) goes out without waiting for them."""
 
-        def one() -> bool:
-            conn = _open(
-                self.scheme,
-                self.host,
-                self.port,
-                self.connect_timeout,
-                self.proxy,
-                self.tls_context,
-            )
+        def one() -> None:
+            conn = None
             try:
+                conn = _open(
+                    self.scheme,
+                    self.host,
+                    self.port,
+                    self.connect_timeout,
+                    self.proxy,
+                    self.tls_context,
+                )
                 self._connect(conn, self.connect_timeout)
-            except (OSError, http.client.HTTPException):
-                conn.close()
-                return False
-            self._give_back(conn)
-            return True
+            except BaseException as exc:
+                if conn is not None:
+                    conn.close()
+                if not isinstance(exc, (OSError, http.client.HTTPException)):
+                    raise
+            finally:
+                # counted off whatever happened: a request waiting for it opens its own
+                with self._ready:
+                    self._opening -= 1
+                    if conn is not None and conn.sock is not None:
+                        self._idle.append(conn)
+                    self._ready.notify_all()
 
         def start() -> None:
-            for _ in range(count):
-                threading.Thread(target=one, name="memsync-warm", daemon=True).start()
+            for started in range(count):
+                try:
+                    threading.Thread(target=one, name="memsync-warm", daemon=True).start()
+                except RuntimeError:  # no more threads: the requests open their own
+                    with self._ready:
+                        self._opening -= count - started
+                        self._ready.notify_all()
+                    return
 
+        if count <= 0:
+            return
+        with self._ready:
+            self._opening += count  # counted now: the requests that follow wait for them
         threading.Thread(target=start, name="memsync-warm", daemon=True).start()
 
     def _deadline(self) -> float:
@@ -442,7 +479,7 @@ class BlobHTTP:
         attempt = 0
         while True:
             send = self._signed(method, target, query, headers, body)
-            conn = self._connection()
+            conn = self._connection(deadline)
             reused = conn.sock is not None
             wait = None
             try:

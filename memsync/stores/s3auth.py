@@ -217,9 +217,20 @@ def _endpoint(profile: Profile) -> str | None:
     return nested.get("endpoint_url") or profile.config.get("endpoint_url") or None
 
 
-def settings_for(bucket: str) -> S3Settings:
-    """Endpoint, region and credential for `bucket`, as the AWS CLI would find them."""
-    profile = load_profile()
+class Endpoint(NamedTuple):
+    """Where a bucket's requests go, and how they address it."""
+
+    scheme: str
+    netloc: str  # host[:port]
+    region: str
+    path_style: bool
+    custom: bool  # an endpoint the environment or the profile names (not AWS's own)
+
+
+def endpoint_for(bucket: str, profile: Profile | None = None) -> Endpoint:
+    """The endpoint and region for `bucket`, as the AWS CLI would find them (no credential
+    is looked at: the offline probe asks this alone)."""
+    profile = profile or load_profile()
     region = (
         os.environ.get("AWS_REGION")
         or os.environ.get("AWS_DEFAULT_REGION")
@@ -242,13 +253,20 @@ def settings_for(bucket: str) -> S3Settings:
         path_style = addressing == "path" or "." in bucket
         if not path_style:
             netloc = f"{bucket}.{netloc}"
+    return Endpoint(scheme, netloc, region, path_style, bool(endpoint))
+
+
+def settings_for(bucket: str) -> S3Settings:
+    """Endpoint, region and credential for `bucket`, as the AWS CLI would find them."""
+    profile = load_profile()
+    where = endpoint_for(bucket, profile)
     ca_bundle = os.environ.get("AWS_CA_BUNDLE") or profile.config.get("ca_bundle") or ""
     return S3Settings(
-        scheme,
-        netloc,
-        region,
-        path_style,
-        bool(endpoint),
+        where.scheme,
+        where.netloc,
+        where.region,
+        where.path_style,
+        where.custom,
         resolve_credential(profile),
         os.path.expanduser(ca_bundle) if ca_bundle else "",
     )

@@ -3,21 +3,18 @@
 Offline, every sync waits out its store's retries (seconds per hook, every turn). A hook that
 finds the remote unreachable writes a marker in the state dir; hooks within its TTL skip the
 network: they queue their changes at once through a store that answers Unreachable. After the
-TTL one cheap probe (a TCP connect with a short timeout, or a look at the folder) decides: still
-down renews the marker, up removes it and the hook syncs as usual. A sync that reaches the
-remote removes the marker too.
+TTL one cheap probe (a TCP connect with a short timeout to where the store would connect, or a
+look at the folder) decides: still down renews the marker, up removes it and the hook syncs as
+usual. A sync that reaches the remote removes the marker too.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
-import socket
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 from memsync.stores.base import Stats, Store
 from memsync.util.errors import Unreachable
@@ -52,19 +49,12 @@ def clear(state_dir: Path) -> None:
 
 
 def probe(remote: str) -> str | None:
-    """Why `remote` looks unreachable, from one cheap attempt; None if it answers."""
-    parts = urlsplit(remote)
-    if parts.scheme == "file":
-        path = unquote(parts.path)
-        return None if os.path.isdir(path) else f"the folder {path} is not there"
-    if parts.scheme in ("http", "https") and parts.hostname:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-        try:
-            with socket.create_connection((parts.hostname, port), timeout=PROBE_TIMEOUT):
-                return None
-        except OSError as exc:
-            return f"{parts.hostname}:{port}: {exc.strerror or exc}"
-    return None
+    """Why `remote` looks unreachable, from one cheap attempt; None if it answers. What to try
+    is the store's business (memsync.stores.reach): a folder, or the host and port a store
+    connects to, behind the proxy if one applies."""
+    from memsync.stores.reach import unreachable
+
+    return unreachable(remote, PROBE_TIMEOUT)
 
 
 def known_offline(state_dir: Path, remote: str, ttl: float = TTL) -> str | None:
