@@ -182,6 +182,18 @@ _BAD_CHARS = re.compile(r'[\\:*?"<>|]')
 _BAD_SEGMENT = re.compile(r"(^|/)\.{0,2}(/|$)")  # an empty, "." or ".." segment
 
 
+def own_objects(entries: dict[str, Entry]) -> dict[str, Entry]:
+    """A project's objects, as every store lists them: a folder under the project's prefix that
+    holds a `_memsync/` folder of its own is another project's (a remote URL that names a folder
+    of this project, `.../outer` with project `inner`, nests that project here), and no command
+    of this project reads, copies or deletes it."""
+    nested = {key[: key.index("/_memsync/") + 1] for key in entries if "/_memsync/" in key}
+    if not nested:
+        return entries
+    others = tuple(nested)
+    return {key: entry for key, entry in entries.items() if not key.startswith(others)}
+
+
 def check_key(key: str) -> str:
     """Refuse keys that could land outside the memory dir or are not plain relative paths."""
     problem = None

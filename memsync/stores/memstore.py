@@ -39,7 +39,15 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memsync.stores.base import MAX_ATTEMPTS, Entry, RemoteVersion, Stats, Store, check_key
+from memsync.stores.base import (
+    MAX_ATTEMPTS,
+    Entry,
+    RemoteVersion,
+    Stats,
+    Store,
+    check_key,
+    own_objects,
+)
 from memsync.stores.memstore_times import KEY as TIMES_KEY
 from memsync.stores.memstore_times import Times, changed, dump, edited_at, parse
 from memsync.util.errors import (
@@ -283,6 +291,7 @@ class MemoryStoreStore(Store):
             entries[key] = Entry(
                 key, item.content_sha256, item.content_size_bytes, _seconds(item.updated_at)
             )
+        entries = own_objects(entries)
         seq = next(self._seq)
         with self._lock:
             self._ids = ids

@@ -37,8 +37,8 @@ def ignored_why(relpath: str) -> str | None:
     parts = relpath.split("/")
     if parts[0].rstrip(". ").lower() == "team":
         return "it is in Claude Code's team/ folder, which memsync does not sync"
-    if parts[0] == TOMBSTONES.split("/")[0]:
-        return "it is in memsync's own _memsync/ folder"
+    if TOMBSTONES.split("/")[0] in parts[:-1]:  # at any depth: it marks a project's records
+        return "it is in a _memsync/ folder, which is memsync's own"
     name = parts[-1]
     if any(p.startswith(".") for p in parts):
         return "hidden files and folders are not synced"

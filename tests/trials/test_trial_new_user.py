@@ -374,3 +374,23 @@ def test_a_damaged_remote_copy_of_a_synced_file_is_held_never_taken_for_a_deleti
     a.run("sync")
     assert "And oolong." in (a.memory / "user_tea.md").read_text()
     assert "Everything is in sync" in a.run("sync").stdout
+
+
+def test_a_project_nested_under_anothers_prefix_never_crosses_with_it(tmp_path):
+    """Project `outer` on REMOTE and project `inner` on REMOTE/outer: inner's files sit in a
+    folder of outer's prefix, and neither a sync nor a purge of outer touches them."""
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    outer = make_device(tmp_path, "outer", remote.as_uri(), MEMSYNC_PROJECT="outer")
+    inner = make_device(tmp_path, "inner", (remote / "outer").as_uri(), MEMSYNC_PROJECT="inner")
+    outer.write("user_role.md", "Outer's role.\n", type="user")
+    outer.run("sync")
+    inner.write("user_role.md", "Inner's role.\n", type="user")
+    inner.write("project_plan.md", "Inner's plan.\n", type="project")
+    inner.run("sync")
+    outer.run("sync")
+    assert sorted(outer.files()) == ["user_role.md"]  # nothing of inner's came here
+    outer.run("purge", "--all", "--yes")
+    assert (remote / "outer" / "inner" / "project_plan.md").read_text().endswith("plan.\n")
+    assert "Everything is in sync" in inner.run("sync").stdout
+    assert sorted(inner.files()) == ["project_plan.md", "user_role.md"]
