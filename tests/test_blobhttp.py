@@ -146,6 +146,38 @@ def test_nothing_listening_is_unreachable_after_the_retries():
     assert counted == ["list"] * 4
 
 
+def test_an_endpoint_that_drops_connections_is_unreachable_after_one_connect_wait():
+    """A full listen queue drops the SYN, as a firewall does: the warmed connections' wait is
+    the request's, and nothing is tried again (each try would wait as long)."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        port = listener.getsockname()[1]
+        queued = []
+        for _ in range(4):  # fill the queue: later connections get no answer
+            sock = socket.socket()
+            sock.setblocking(False)
+            sock.connect_ex(("127.0.0.1", port))
+            queued.append(sock)
+        client, counted = _client(port, connect_timeout=0.3)
+        opened: list[int] = []
+        connect = client._connect
+        client._connect = lambda conn, timeout: (opened.append(1), connect(conn, timeout))[1]
+        client.warm(2)
+        with pytest.raises(Unreachable, match="no answer to a connection within 0.3 s"):
+            client.request("list", "GET", "/acct/c", {"comp": "list"})
+        assert counted == ["list"] * (len(opened) - 2) and len(opened) <= 3, (counted, opened)
+        for sock in queued:
+            sock.close()
+
+
+def test_https_to_a_plain_http_port_is_a_settings_error_not_an_outage(serve):
+    server = serve(lambda h, n: (200, {}, b""))
+    client = BlobHTTP("https", f"127.0.0.1:{server.port}")
+    with pytest.raises(ConfigError, match="does not speak TLS"):
+        client.request("list", "GET", "/acct/c", {"comp": "list"})
+
+
 def test_requests_carry_the_version_date_sas_and_quoted_names(serve):
     server = serve(lambda h, n: (200, {}, b""))
     client, _ = _client(server.port, sas="sv=2025-11-05&sig=abc%2Bdef")

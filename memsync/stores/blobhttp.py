@@ -98,6 +98,12 @@ class TimedOut(TimeoutError):
     """The request's overall deadline passed before its answer was complete."""
 
 
+class ConnectTimedOut(TimeoutError):
+    """Nothing answered a new connection (TCP and TLS handshakes) within `connect_timeout`: an
+    endpoint that drops connections is unreachable now, and trying again would only wait as
+    long again (the kernel already sent the SYN more than once)."""
+
+
 def split_netloc(netloc: str, scheme: str) -> tuple[str, int]:
     """Host and port of `host[:port]` or `[v6]:port`, with the scheme's default port."""
     default = 443 if scheme == "https" else 80
@@ -342,7 +348,7 @@ class BlobHTTP:
         sas: str = "",
         token: Callable[[], str] | None = None,
         on_request: Callable[[str, int, int], None] = lambda kind, up, down: None,
-        connect_timeout: float = 5,
+        connect_timeout: float = 2.5,
         read_timeout: float = 30,
         request_timeout: float = 60,
     ) -> None:
@@ -365,6 +371,7 @@ class BlobHTTP:
         self._ready = threading.Condition(self._lock)  # a connection was given back or failed
         self._opening = 0  # connections `warm` is opening
         self._waiting = 0  # requests waiting for one of them
+        self._unanswered: ConnectTimedOut | None = None  # a connection nothing answered
 
     def _connection(self, deadline: float) -> http.client.HTTPConnection:
         """An idle kept-alive connection; else one `warm` is opening, once it is open (it
@@ -383,6 +390,10 @@ class BlobHTTP:
                     self._waiting -= 1
             if self._idle:
                 return self._idle.pop()
+            if self._unanswered is not None:  # waiting as long again would change nothing
+                raise Unreachable(
+                    f"cannot reach {self.scheme}://{self.netloc} ({self._unanswered})"
+                )
         return _open(
             self.scheme, self.host, self.port, self.connect_timeout, self.proxy, self.tls_context
         )
@@ -390,12 +401,16 @@ class BlobHTTP:
     def _give_back(self, conn: http.client.HTTPConnection) -> None:
         if conn.sock is not None:
             with self._ready:
+                self._unanswered = None
                 self._idle.append(conn)
                 self._ready.notify()
 
     def _connect(self, conn: http.client.HTTPConnection, timeout: float) -> None:
         conn.timeout = timeout
-        conn.connect()
+        try:
+            conn.connect()
+        except TimeoutError as exc:
+            raise ConnectTimedOut(f"no answer to a connection within {timeout:g} s") from exc
 
     def _timed(self, kind: str, took: float) -> None:
         if kind != "list":
@@ -426,6 +441,9 @@ class BlobHTTP:
             except BaseException as exc:
                 if conn is not None:
                     conn.close()
+                if isinstance(exc, ConnectTimedOut):
+                    with self._ready:
+                        self._unanswered = exc
                 if not isinstance(exc, (OSError, http.client.HTTPException)):
                     raise
             finally:
@@ -590,6 +608,15 @@ class BlobHTTP:
             raise exc
         if isinstance(exc, TimedOut):
             raise Unreachable(f"{self.scheme}://{self.netloc} did not answer in time") from None
+        if isinstance(exc, ConnectTimedOut):
+            with self._ready:
+                self._unanswered = exc
+            raise Unreachable(f"cannot reach {self.scheme}://{self.netloc} ({exc})") from None
+        if self.scheme == "https" and "WRONG_VERSION_NUMBER" in str(exc):
+            raise ConfigError(
+                f"{self.netloc} does not speak TLS (it answered in plain HTTP): use an "
+                "http:// address for it, or the port where it serves https"
+            ) from None
 
     def _pause_before_retry(self, failure: str, wait: float | None, deadline: float) -> None:
         """Sleep the backoff (with jitter), or as long as the service asked; Unreachable when
