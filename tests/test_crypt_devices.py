@@ -215,7 +215,14 @@ def test_a_device_syncing_while_keys_init_reuploads_loses_nothing(trio, monkeypa
     a.run("keys", "add", _key(b))
     joined = b.run("sync", check=None)
     assert "in plaintext on an encrypted remote" in joined.stdout + joined.stderr
-    assert "sealed anew" in a.run("keys", "init").stdout  # b's writes after the switch
+    # keys init names b's writes after the switch and changes nothing; --adopt folds them in
+    listed = a.run("keys", "init")
+    assert "sealed anew" not in listed.stdout and "keys init --adopt NAME" in listed.stderr
+    strays = re.search(r"not synced: (.*); check each", listed.stderr).group(1).split(", ")
+    assert strays and all(n.startswith("project_") for n in strays)
+    adopt = [arg for name in strays for arg in ("--adopt", name)]
+    assert f"{len(strays)} object(s) sealed anew" in a.run("keys", "init", *adopt).stdout
+    assert "--adopt" not in a.run("keys", "init").stderr
     for device in (b, a, b):
         device.run("sync")
     assert a.files() == b.files()
