@@ -439,6 +439,28 @@ class CryptStore(Store):
 
         return self.inner.erase_history(self._hidden(dkey, key), sealed_holds)
 
+    # --- what status and doctor say -------------------------------------------------------
+
+    def encryption(self) -> str:
+        """Whether the remote is encrypted and to how many devices, as its last listing
+        settled it (no request of its own), in a few words."""
+        if self._key is None:
+            return "off (the remote holds plaintext; `memsync keys init` turns it on)"
+        ring = self._ring
+        if ring is None:
+            trust = load_trust(*self.remote)
+            count = len(trust.devices) if trust is not None else 0
+        else:
+            count = len(ring.devices)
+        devices = f", {count} recipient(s)" if count else ""
+        return f"on (age, data key generation {self._key.generation}{devices})"
+
+    def stray_names(self) -> builtins.list[str]:
+        """The names the last listing showed outside the data key (in plaintext, or under an
+        earlier key): untrusted, never downloaded, folded in by `keys init --adopt NAME`."""
+        with self._lock:
+            return sorted(self._strays) if self._key is not None else []
+
     # --- purge -----------------------------------------------------------------------------
 
     def sweep(self, keep: Collection[str]) -> int:
