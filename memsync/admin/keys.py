@@ -137,12 +137,24 @@ def _follow(engine: Engine, moved: Moved) -> None:
     where they held the old ones, so its next sync downloads nothing it has."""
     if not moved.renamed:
         return
+    from memsync.context.identity import MANIFEST
+    from memsync.sync.remote_keys import CONFLICTS, PURGED, TOMBSTONES
+
+    kept = {
+        MANIFEST: "manifest_etag",
+        TOMBSTONES: "tombstones_etag",
+        PURGED: "purge_seen_etag",
+        CONFLICTS: "conflicts_etag",
+    }
     with engine.locked():
-        records = engine.state.records
+        records, meta = engine.state.records, engine.state.meta
         for name, (old, new) in moved.renamed.items():
             rec = records.get(name)
             if rec is not None and rec.etag == old:
                 records[name] = rec._replace(etag=new)
+            field_name = kept.get(name)
+            if field_name is not None and getattr(meta, field_name) == old:
+                setattr(meta, field_name, new)
         engine.state.save()
 
 
