@@ -15,8 +15,10 @@ the engine's usual merge-and-retry does the rest. Objects outside `_memsync/x/` 
 remote, or sealed under an earlier data key (written by a device that had not seen the
 switch yet, or by someone without the key), are listed with a marked ETag and refused on
 download: they are not authenticated, and nothing a device holds is deleted because of them;
-a conditional write over one replaces it, and `memsync keys init` folds them in (see
-crypt_migrate.fold_strays).
+a conditional write over one replaces it, and `memsync keys init --adopt NAME` folds in one a
+person named (see crypt_migrate.fold_strays). A remote holding encrypted objects but no
+recipients object is refused by every device (`orphaned`), unless a `keys init` is under way
+(its `PENDING` mark is there).
 """
 
 from __future__ import annotations
@@ -507,11 +509,11 @@ class CryptStore(Store):
 
 _STRAY = (
     "it is in plaintext on an encrypted remote (written by a device before it saw encryption "
-    "turned on, or by someone without a key), so it is not trusted; check it and run "
-    "`memsync keys init` on a device with access to fold it in"
+    "turned on, or by someone without a key), so it is not trusted; check it, then run "
+    "`memsync keys init --adopt` with its name on a device with access to fold it in"
 )
 _OLD_KEY = (
     "it is sealed under an earlier data key (written by a device before it saw the key "
-    "rotated, or by a device removed since), so it is not trusted; check it and run "
-    "`memsync keys init` on a device with access to fold it in"
+    "rotated, or by a device removed since), so it is not trusted; check it, then run "
+    "`memsync keys init --adopt` with its name on a device with access to fold it in"
 )
