@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import os
 import re
+import signal
+import time
 
 import pytest
 
+from memsync.stores.crypt_keys import DataKey
 from tests.conftest import NO_FCNTL
 from tests.devices import make_device
 
@@ -44,8 +47,6 @@ def _hidden(project) -> list:
 def _abandon(project, names) -> None:
     """What a switch killed between its copies and its switch leaves: objects sealed under a
     data key no recipients list names."""
-    from memsync.stores.crypt_keys import DataKey
-
     lost = DataKey.generate(7)
     for name in names:
         path = project / "_memsync" / "x" / lost.hide(name)
@@ -105,13 +106,24 @@ def test_a_lost_or_damaged_recipients_list_and_a_removed_device(trio):
 
 
 def test_switches_and_purge_erase_objects_under_keys_no_list_names(trio):
-    from memsync.stores.crypt_keys import DataKey
-
     remote_dir, (a, b, c) = trio
     project = remote_dir / "e2e-project"
     for i in range(3):
         a.write(f"project_{i}.md", f"Step {i}.\n", type="project")
+    for i in range(400):
+        a.write(f"feedback_{i}.md", f"Note {i}.\n", type="feedback")
     a.run("sync")
+    before = _remote_bytes(remote_dir)
+
+    # keys init stopped with Ctrl-C mid-copy takes its copies back: the remote is as it was
+    run = a.start("keys", "init")
+    deadline = time.monotonic() + 30
+    while len(_hidden(project)) < 20 and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert run.poll() is None, "keys init finished before it could be stopped"
+    run.send_signal(signal.SIGINT)
+    run.communicate(timeout=60)
+    assert run.returncode != 0 and _remote_bytes(remote_dir) == before
     _abandon(project, ["project_0.md", "project_1.md"])  # a keys init killed mid-copy
     (project / "_memsync" / "crypt.pending").write_text("under way\n")
     b.run("sync")  # the pending mark: still a plain remote to every device
@@ -157,8 +169,6 @@ def test_switches_and_purge_erase_objects_under_keys_no_list_names(trio):
 
 
 def test_strays_damaged_objects_and_this_devices_own_key(trio):
-    from memsync.stores.crypt_keys import DataKey
-
     remote_dir, (a, b, _) = trio
     project = remote_dir / "e2e-project"
     a.write("user_role.md", "Engineer.\n", type="user")
@@ -229,3 +239,38 @@ def test_the_next_sync_downloads_nothing_and_an_open_identity_is_refused(tmp_pat
     identity.chmod(0o600)
     assert os.stat(identity).st_mode & 0o777 == 0o600
     a.run("keys", "list")
+
+
+def test_the_device_that_loses_the_keys_init_race_is_still_given_its_key(trio, monkeypatch):
+    """b's `keys init` runs in this process; a's lands between b's copies and its switch."""
+    from typer.testing import CliRunner
+
+    from memsync.cli import _register
+    from memsync.cli.common import app
+    from memsync.stores import crypt_migrate
+
+    _register()
+
+    remote_dir, (a, b, _) = trio
+    a.write("user_role.md", "Engineer.\n", type="user")
+    a.run("sync")
+    for key, value in b.env().items():
+        monkeypatch.setenv(key, value)
+    real, raced = crypt_migrate.build, []
+
+    def racing(ring):
+        if not raced:
+            raced.append(a.run("keys", "init").stdout)
+        return real(ring)
+
+    monkeypatch.setattr(crypt_migrate, "build", racing)
+    lost = CliRunner().invoke(app, ["keys", "init"])
+    assert "Encryption is on" in raced[0]
+    assert lost.exit_code == 1 and "at the same moment" in lost.output
+    assert "keep a copy somewhere safe" in lost.output
+    assert re.search(r"^age1\w+$", lost.output, re.M)
+    project = remote_dir / "e2e-project"
+    key = DataKey(a.run("keys", "export").stdout.strip(), 1)
+    assert all(
+        key.reveal(p.relative_to(project / "_memsync" / "x").as_posix()) for p in _hidden(project)
+    )

@@ -255,8 +255,9 @@ def turn_on(store: CryptStore, name: str) -> tuple[Keyring, Moved]:
         raise UserError("this device has no key yet; run `memsync keys init`")
     ring = Keyring(DataKey.generate(1), [Device(public_key(identity), name, time.time())])
     switch = _Switch(store, None, ring.key)
+    mark = None
     with contextlib.suppress(AlreadyExists):  # an earlier run's, or one under way
-        store.inner.create(PENDING, b"memsync keys init under way\n")
+        mark = store.inner.create(PENDING, b"memsync keys init under way\n")
     try:
         switch.copy_all()
         etag = store.inner.create(CRYPT_KEY, build(ring))
@@ -268,6 +269,9 @@ def turn_on(store: CryptStore, name: str) -> tuple[Keyring, Moved]:
         ) from None
     except BaseException:
         switch.undo()
+        if mark is not None:  # its own mark: the remote is as it was
+            with contextlib.suppress(NotFound, PreconditionFailed):
+                store.inner.delete(PENDING, mark)
         raise
     store.use(ring, etag)
     switch.settle()
