@@ -22,10 +22,11 @@ pytestmark = pytest.mark.skipif(NO_FCNTL, reason="the remote's protocol, not the
 
 
 def _remote_bytes(root) -> bytes:
+    """Every object's name and content (a folder left empty is no object)."""
     seen = []
     for path in sorted(root.rglob("*")):
-        seen.append(str(path.relative_to(root)).encode())
         if path.is_file():
+            seen.append(str(path.relative_to(root)).encode())
             seen.append(path.read_bytes())
     return b"\n".join(seen)
 
@@ -110,7 +111,7 @@ def test_switches_and_purge_erase_objects_under_keys_no_list_names(trio):
     project = remote_dir / "e2e-project"
     for i in range(3):
         a.write(f"project_{i}.md", f"Step {i}.\n", type="project")
-    for i in range(400):
+    for i in range(200):
         a.write(f"feedback_{i}.md", f"Note {i}.\n", type="feedback")
     a.run("sync")
     before = _remote_bytes(remote_dir)
@@ -123,7 +124,9 @@ def test_switches_and_purge_erase_objects_under_keys_no_list_names(trio):
     assert run.poll() is None, "keys init finished before it could be stopped"
     run.send_signal(signal.SIGINT)
     run.communicate(timeout=60)
-    assert run.returncode != 0 and _remote_bytes(remote_dir) == before
+    assert run.returncode != 0
+    after = _remote_bytes(remote_dir)
+    assert after == before, sorted(set(after.split(b"\n")) - set(before.split(b"\n")))[:5]
     _abandon(project, ["project_0.md", "project_1.md"])  # a keys init killed mid-copy
     (project / "_memsync" / "crypt.pending").write_text("under way\n")
     b.run("sync")  # the pending mark: still a plain remote to every device

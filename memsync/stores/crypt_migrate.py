@@ -169,6 +169,12 @@ class _Switch:
             except (NotFound, PreconditionFailed):
                 continue
         self.moved.renamed.clear()
+        # and any copy a stop cut off before it was recorded: the new key is this run's own,
+        # so whatever it names is one of its copies
+        for key, entry in self.store.inner.list().items():
+            if key.startswith(HIDDEN) and self.new.reveal(key[len(HIDDEN) :]) is not None:
+                with contextlib.suppress(NotFound, PreconditionFailed):
+                    self.store.inner.delete(key, entry.etag)
 
     def settle(self) -> None:
         for _ in range(_ROUNDS):
