@@ -6,6 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 AZURITE_VERSION="3.37.0"
+S3RVER_VERSION="3.7.1"  # an S3 server that ignores conditional writes: memsync must refuse it
 CLAUDE_CODE_VERSION="2.1.332"  # the Claude Code CLI the end-to-end suite runs (docs/claude-code.md)
 TOOLS="$PWD/.tools"
 
@@ -22,6 +23,17 @@ if [ ! -x "$TOOLS/node_modules/.bin/azurite-blob" ] ||
   npm install --prefix "$TOOLS" --no-audit --no-fund --silent "azurite@$AZURITE_VERSION"
 fi
 export MEMSYNC_AZURITE="$TOOLS/node_modules/.bin/azurite-blob"
+
+# s3rver answers 200 to a create-only PUT of an existing key and to a PUT with a stale ETag;
+# tests/test_s3_conditions.py shows memsync refuses it (docs/s3.md). In a folder of its own.
+S3RVER_PREFIX="$TOOLS/s3rver-$S3RVER_VERSION"
+if ! grep -q "\"version\": \"$S3RVER_VERSION\"" \
+     "$S3RVER_PREFIX/node_modules/s3rver/package.json" 2>/dev/null; then
+  echo "Installing s3rver $S3RVER_VERSION into $S3RVER_PREFIX ..."
+  mkdir -p "$S3RVER_PREFIX"
+  npm install --prefix "$S3RVER_PREFIX" --no-audit --no-fund --silent "s3rver@$S3RVER_VERSION"
+fi
+export MEMSYNC_S3RVER="$S3RVER_PREFIX/node_modules/.bin/s3rver"
 
 # MEMSYNC_CLAUDE_VERSION=latest (or a version) runs the suite against that Claude Code instead,
 # installed beside the pinned one: `MEMSYNC_CLAUDE_VERSION=latest scripts/test.sh -k claude_code`

@@ -24,6 +24,7 @@ def python_path(*entries: str | os.PathLike[str]) -> str:
     shim = [NO_FCNTL_DIR] if NO_FCNTL else []
     return os.pathsep.join(str(e) for e in (*shim, *entries))
 
+
 _ENV_TO_CLEAR = (
     "MEMSYNC_MEMORY_DIR",
     "MEMSYNC_REMOTE",
@@ -80,4 +81,9 @@ def write_memory(directory: Path, name: str, body: str = "", **meta: object) -> 
     return path
 
 
-pytest_plugins = ["tests.azurite", "tests.s3server", "tests.anthropic_server"]
+pytest_plugins = [
+    "tests.azurite",
+    "tests.s3server",
+    "tests.s3server_others",
+    "tests.anthropic_server",
+]

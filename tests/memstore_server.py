@@ -15,7 +15,7 @@ lists which rules come from where and which are assumptions):
   `content_sha256` precondition (409 `memory_precondition_failed_error` on a mismatch, except
   that content and path already as requested answer 200; an update that changes nothing adds no
   version), delete with `expected_content_sha256` (409 on a mismatch, 404 when gone).
-- `GET .../memory_versions` (filter `memory_id`, paged, newest first), `GET
+- `GET .../memory_versions` (filters `memory_id` and `operation`, paged, newest first), `GET
   .../memory_versions/{id}`, `POST .../memory_versions/{id}/redact` (content, path, size and
   hash become null, `redacted_at` set).
 
@@ -28,6 +28,7 @@ failures (a 500, a 429, a slow answer) for fault tests. Nothing here talks to th
 
 from __future__ import annotations
 
+import atexit
 import base64
 import hashlib
 import itertools
@@ -35,7 +36,6 @@ import json
 import threading
 import time
 import unicodedata
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -121,6 +121,7 @@ class Failure:
     kind: str = "api_error"
     delay: float = 0.0
     method: str | None = None  # only requests with this method
+    retry_after_ms: int | None = None  # sent as `retry-after-ms`, which the SDK's back-off honours
 
 
 class ApiError(Exception):
@@ -142,6 +143,14 @@ class MemoryStoreServer:
         self._httpd: ThreadingHTTPServer | None = None
 
     # --- the test's side -----------------------------------------------------------------
+
+    def reset(self) -> None:
+        """Back to no stores, no requests and no queued failures: one server serves a
+        module's tests, each starting from this."""
+        with self._lock:
+            self.stores.clear()
+            self.requests.clear()
+            self.failures.clear()
 
     def add_store(self, store_id: str = "memstore_test01") -> str:
         with self._lock:
@@ -334,7 +343,12 @@ class MemoryStoreServer:
                 return {"type": "memory_deleted", "id": m.id}
         if rest == ["memory_versions"] and method == "GET":
             wanted = query.get("memory_id", [None])[0]
-            items = [v for v in reversed(state.versions) if wanted in (None, v.memory_id)]
+            operation = query.get("operation", [None])[0]
+            items = [
+                v
+                for v in reversed(state.versions)
+                if wanted in (None, v.memory_id) and operation in (None, v.operation)
+            ]
             chunk, cursor = self._page(items, query, view == "full")
             data = [self._version_json(state, v, view == "full") for v in chunk]
             return {"data": data, "next_page": cursor}
@@ -438,7 +452,10 @@ class MemoryStoreServer:
                 self.failures.remove(failure)
         if failure is not None:
             time.sleep(failure.delay)
-            self._send(handler, failure.status, _error(failure.kind, "test server fault"))
+            extra = {}
+            if failure.retry_after_ms is not None:
+                extra["retry-after-ms"] = str(failure.retry_after_ms)
+            self._send(handler, failure.status, _error(failure.kind, "test server fault"), extra)
             return
         status, answer = 200, None
         try:
@@ -457,10 +474,17 @@ class MemoryStoreServer:
         self._send(handler, status, answer)
 
     @staticmethod
-    def _send(handler: BaseHTTPRequestHandler, status: int, answer: Any) -> None:
+    def _send(
+        handler: BaseHTTPRequestHandler,
+        status: int,
+        answer: Any,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         data = json.dumps(answer).encode()
         try:
             handler.send_response(status)
+            for name, value in (headers or {}).items():
+                handler.send_header(name, value)
             handler.send_header("content-type", "application/json")
             handler.send_header("content-length", str(len(data)))
             handler.send_header("request-id", "req_memstore_test")
@@ -511,17 +535,30 @@ def _error(kind: str, message: str, **extra: Any) -> dict[str, Any]:
     }
 
 
+_shared: MemoryStoreServer | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_server() -> MemoryStoreServer:
+    """The one server of this test process, started at its first use and stopped at exit;
+    each test empties it (`memstore_server`)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = MemoryStoreServer().start()
+            atexit.register(_shared.stop)
+        return _shared
+
+
 @pytest.fixture(name="memstore_server")
-def memstore_server_fixture(monkeypatch: pytest.MonkeyPatch) -> Iterator[MemoryStoreServer]:
-    """A started server with one store; ANTHROPIC_BASE_URL and a fake ANTHROPIC_API_KEY point
-    the SDK at it."""
-    server = MemoryStoreServer().start()
+def memstore_server_fixture(monkeypatch: pytest.MonkeyPatch) -> MemoryStoreServer:
+    """The shared server, emptied, with one store; ANTHROPIC_BASE_URL and a fake
+    ANTHROPIC_API_KEY point the SDK at it."""
+    server = shared_server()
+    server.reset()
     server.add_store()
     monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
     monkeypatch.setenv("ANTHROPIC_API_KEY", server.api_key)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-    try:
-        yield server
-    finally:
-        server.stop()
+    return server

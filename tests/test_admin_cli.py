@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.devices import make_device
 
 
@@ -167,7 +169,7 @@ def test_import_passes_the_gate_a_push_does(tmp_path, remote_url):
         assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
         assert AWS not in proc.stderr and GITHUB not in proc.stderr
         assert "Copied" not in proc.stdout
-    assert a.run("ls").stdout.count(".md") == 0  # nothing reached the remote
+    assert a.run("ls", check=None).stdout.count(".md") == 0  # nothing reached the remote
 
     aws = tmp_path / "aws.md.tar.gz"
     assert "--allow aws_access_key" in a.run("import", str(aws), check=1).stderr
@@ -204,3 +206,39 @@ def test_import_of_another_projects_archive_is_refused_unless_named(tmp_path, re
     personal.run("pull")
     assert list(personal.files()) == ["user_role.md"]
     assert "--from-project" in personal.run("import", "--help").stdout
+
+
+@pytest.mark.azure
+def test_ls_on_a_container_that_does_not_exist_says_so(tmp_path, azure_url):
+    """A mistyped container must not list as an empty remote."""
+    a = make_device(tmp_path, "a", azure_url + "typo")
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    listed = a.run("ls", check=1)
+    assert "does not exist yet" in listed.stderr and "push" in listed.stderr, listed.stderr
+    assert "user_role.md" not in listed.stdout
+
+
+def test_migrating_a_memory_dir_from_before_a_forget_brings_nothing_forgotten_back(tmp_path):
+    """A memory dir lifted to a remote is content from before the remote's forgets."""
+    from tests.trials.shared import on_remote
+
+    remote = tmp_path / "remote"
+    remote.mkdir()
+    a = make_device(tmp_path, "a", remote.as_uri())
+    a.write("user_personal.md", "Going through a hard year.\n", type="user")
+    a.write("user_role.md", "Staff engineer.\nMentions the divorce often.\n", type="user")
+    old = {n: (a.memory / n).read_text() for n in a.files()}
+    a.run("sync")
+    a.run("forget", "user_personal.md", "--yes")
+    a.run("forget", "--match", "DIVORCE", "--yes")
+    b = make_device(tmp_path, "b", remote.as_uri())  # an old copy of the same memory
+    for name, text in old.items():
+        (b.memory / name).write_text(text)
+    moved = b.run("migrate", check=None)
+    assert "forgotten on the remote" in moved.stdout + moved.stderr, moved
+    b.run("sync")
+    a.run("sync")
+    for files in (on_remote(remote), {n: (b.memory / n).read_text() for n in b.files()}):
+        assert "user_personal.md" not in files
+        assert "divorce" not in "".join(files.values()).lower()
+        assert "Staff engineer." in files["user_role.md"]

@@ -199,7 +199,7 @@ def test_strays_damaged_objects_and_this_devices_own_key(trio):
     hidden.write_bytes(hidden.read_bytes()[:-5] + b"xxxxx")
     proc = a.run("keys", "remove", key_b)
     assert proc.stderr.count("user_role.md on the remote is damaged") == 1, proc.stderr
-    assert "memsync prune user_role.md" in proc.stderr
+    assert "memsync push --force user_role.md" in proc.stderr
     assert "changed on two devices" not in proc.stderr
 
     # this device's own key: asked first; with --yes, it is locked out and told so

@@ -19,7 +19,11 @@ from memsync.util.errors import (
     Unreachable,
 )
 from tests.conftest import NO_FCNTL
-from tests.memstore_server import Failure, MemoryStoreServer, memstore_server_fixture
+from tests.memstore_server import (
+    Failure,
+    MemoryStoreServer,
+    memstore_server_fixture,
+)
 from tests.store_contract import StoreContract
 
 __all__ = ["memstore_server_fixture"]
@@ -35,12 +39,6 @@ class TestMemoryStoreStore(StoreContract):
         store = open_store(f"memstore://{STORE}/memsync", "proj")
         yield store
         store.close()
-
-    def test_the_writers_edit_time_travels_with_the_object(self, store):
-        """A memory has no field for the writer's edit time (docs/memstore.md): `fetch`
-        says so with None, never an upload time in its place."""
-        etag = store.create("a.md", b"one", 1_700_000_000.25)
-        assert store.fetch("a.md") == (b"one", etag, None)
 
 
 def _paths(server: MemoryStoreServer) -> list[str]:
@@ -143,10 +141,12 @@ def test_an_id_gone_stale_is_looked_up_again(memstore_server):
 
 def test_errors_are_memsyncs(memstore_server, monkeypatch):
     store = open_store(f"memstore://{STORE}", "proj")
-    memstore_server.fail_next(Failure(503, "overloaded_error"), Failure(503), Failure(503))
+    soon = 20  # ms: the SDK waits what the answer asks, not its own back-off of a second
+    memstore_server.fail_next(*(Failure(503, "overloaded_error", retry_after_ms=soon),) * 3)
     # a read is retried by the SDK (twice, after a back-off), then is memsync's Unreachable
     with pytest.raises(Unreachable, match="503"):
         store.list()
+    assert len(memstore_server.requests) == 3
     memstore_server.fail_next(Failure(500, method="POST"))
     with pytest.raises(Unreachable):  # a write is sent once
         store.create("a.md", b"x")
@@ -207,3 +207,17 @@ def test_a_delete_on_a_stale_id_meets_the_memory_made_again(memstore_server):
     with pytest.raises(PreconditionFailed):
         store.delete("a.md", etag)  # no id known; the new memory's hash differs
     assert store.get("a.md")[1] == again
+
+
+def test_the_versions_of_deleted_memories_are_erased_by_what_they_held(memstore_server):
+    store = open_store(f"memstore://{STORE}/m", "proj")
+    other = open_store(f"memstore://{STORE}/m", "other")
+    for s in (store, other):
+        s.delete("a.md", s.create("a.md", b"secret one"))
+    store.create("kept.md", b"secret live")  # a live memory is not this method's
+    store.delete("b.md", store.create("b.md", b"plain"))
+    asked: list[str] = []
+    assert store.erase_deleted(lambda key, data: asked.append(key) or b"secret" in data) == 1
+    assert sorted(asked) == ["a.md", "b.md"]
+    left = [v.content for v in memstore_server.versions(STORE) if v.content]
+    assert sorted(left) == ["plain", "secret live", "secret one"]  # the other project's stays

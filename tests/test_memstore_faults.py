@@ -9,11 +9,16 @@ from collections.abc import Iterator
 
 import pytest
 
+from memsync.context import config
 from memsync.stores import open_store
+from memsync.sync.engine import Engine
 from memsync.util.errors import AlreadyExists, Unreachable
-from tests.conftest import NO_FCNTL
-from tests.devices import make_device
-from tests.memstore_server import MemoryStoreServer, memstore_server_fixture
+from tests.conftest import NO_FCNTL, write_memory
+from tests.memstore_server import (
+    MemoryStoreServer,
+    memstore_server_fixture,
+    shared_server,
+)
 from tests.netfaults import FaultProxy
 
 __all__ = ["memstore_server_fixture"]
@@ -24,15 +29,23 @@ READ = r"^GET .*/memories/mem_"
 pytestmark = pytest.mark.skipif(NO_FCNTL, reason="exercises the remote, not the lock")
 
 
-@pytest.fixture
-def proxy(memstore_server: MemoryStoreServer, monkeypatch) -> Iterator[FaultProxy]:
-    """The proxy in front of the fake server; the SDK's base URL points at the proxy."""
-    server = FaultProxy(int(memstore_server.url.rsplit(":", 1)[1]))
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{server.port}")
+@pytest.fixture(scope="module")
+def proxy_started() -> Iterator[FaultProxy]:
+    """One proxy a module in front of the fake server (stopping one takes half a second)."""
+    server = FaultProxy(int(shared_server().url.rsplit(":", 1)[1]))
     try:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+def proxy(proxy_started: FaultProxy, memstore_server: MemoryStoreServer, monkeypatch) -> FaultProxy:
+    """The proxy, with no fault armed; the SDK's base URL points at it."""
+    proxy_started.disarm()
+    proxy_started.fired.clear()
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{proxy_started.port}")
+    return proxy_started
 
 
 @pytest.mark.parametrize("fault", ["cut", "cut-length", "lie", "garble", "reset", "503", "429"])
@@ -71,26 +84,30 @@ def test_no_request_outlives_the_deadline(proxy):
     store.create("a.md", BODY.encode())
     store.list()
     proxy.arm("stall", READ, times=100)
-    store.deadline = time.monotonic() + 2
+    store.deadline = time.monotonic() + 1
     started = time.monotonic()
     with pytest.raises(Unreachable):
         store.get("a.md")
-    assert time.monotonic() - started < 4  # a 2 s deadline, not the SDK's retries after it
+    # a 1 s deadline, not the SDK's retries after it (three attempts and their back-off)
+    assert time.monotonic() - started < 2.5
+    proxy.disarm()
 
 
 def test_a_device_whose_update_lost_its_answer_settles_on_the_next_sync(
-    tmp_path, proxy, memstore_server
+    tmp_path, proxy, memstore_server, monkeypatch
 ):
-    remote = f"memstore://{STORE}/memsync"
-    device = make_device(tmp_path, "laptop", remote)
-    device.write("user_role.md", "Engineer.\n", type="user")
-    device.run("sync")
-    device.write("user_role.md", "Staff engineer.\n", type="user")
+    monkeypatch.setenv("MEMSYNC_HOME", str(tmp_path / "home"))
+    memory = tmp_path / "memory"
+    write_memory(memory, "user_role.md", "Engineer.\n", type="user")
+    engine = Engine(config.resolve(memory_dir=memory, remote=f"memstore://{STORE}/m", project="p"))
+    engine.run("sync")
+    write_memory(memory, "user_role.md", "Staff engineer.\n", type="user")
     proxy.arm("reset", r"^POST .*/memories/mem_")
-    offline = device.run("sync", check=3)
-    assert "queued" in (offline.stdout + offline.stderr).lower()
-    assert proxy.fired
-    device.run("sync")
-    stored = memstore_server.contents(STORE)["/memsync/e2e-project/user_role.md"]
-    assert stored == device.files()["user_role.md"].decode()
+    offline = engine.run("sync")
+    assert offline.offline and offline.queued == ["user_role.md"] and proxy.fired
+    settled = engine.run("sync")
+    assert not settled.offline and not settled.queued
+    stored = memstore_server.contents(STORE)["/m/p/user_role.md"]
+    assert stored.encode() == (memory / "user_role.md").read_bytes()
     assert "Staff engineer." in stored
+    engine.close()

@@ -6,8 +6,6 @@ PostToolUse hook, and what a folder remote's hook imports."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -15,7 +13,7 @@ import pytest
 from memsync.context import config
 from memsync.sync.engine import Engine
 from tests.conftest import NO_FCNTL, write_memory
-from tests.devices import make_device
+from tests.devices import Device, make_device
 from tests.memstore_server import memstore_server_fixture
 from tests.test_contention import BASE
 
@@ -27,29 +25,40 @@ REMOTE = f"memstore://{STORE}/memsync"
 pytestmark = pytest.mark.skipif(NO_FCNTL, reason="exercises the remote, not the lock")
 
 
+def _engine(device: Device) -> Engine:
+    """`device` driven in this process: its own MEMSYNC_HOME and memory dir, as its CLI would
+    resolve them, without a process (and an SDK import, about a second) a command."""
+    ctx = config.resolve(device.memory, device.remote, "e2e-project")
+    return Engine(ctx._replace(home=device.home, device=device.name))
+
+
+def _sync(engine: Engine, mode: str = "sync") -> None:
+    result = engine.run(mode)
+    assert not (result.errors or result.offline or result.refused), vars(result)
+
+
 def test_three_devices_sync_through_a_memory_store(tmp_path, memstore_server):
     a, b, c = (make_device(tmp_path, n, REMOTE) for n in ("laptop", "desktop", "cloud"))
+    ea, eb, ec = (_engine(d) for d in (a, b, c))
     a.write("user_role.md", "The user is a data engineer.\n", type="user")
     a.write("MEMORY.md", "- [Role](user_role.md) — the user's role\n")
     a.write("running_jokes_and_callbacks.md", BASE, type="callbacks")
-    a.run("sync")
+    _sync(ea)
     assert sorted(memstore_server.contents(STORE)) == [
         "/memsync/e2e-project/MEMORY.md",
         "/memsync/e2e-project/_memsync/project.json",
         "/memsync/e2e-project/running_jokes_and_callbacks.md",
         "/memsync/e2e-project/user_role.md",
     ]
-    b.run("sync")
+    _sync(eb)
     assert b.files() == a.files()
 
     # concurrent appends to one file on two devices merge; a fact edited on one arrives
     a.append("running_jokes_and_callbacks.md", "- **Laptop joke** (2026-11-20): from a.\n")
     b.append("running_jokes_and_callbacks.md", "- **Desktop joke** (2026-11-21): from b.\n")
     b.write("user_role.md", "The user is a staff data engineer.\n", type="user")
-    a.run("sync")
-    b.run("sync")
-    a.run("sync")
-    c.run("sync")  # a third device joins
+    for engine in (ea, eb, ea, ec):  # a third device joins last
+        _sync(engine)
     jokes = c.files()["running_jokes_and_callbacks.md"].decode()
     assert "from a." in jokes and "from b." in jokes
     assert a.files() == b.files() == c.files()
@@ -57,16 +66,18 @@ def test_three_devices_sync_through_a_memory_store(tmp_path, memstore_server):
 
     # a deletion propagates as a deletion; an agent's edit in the store arrives
     (c.memory / "running_jokes_and_callbacks.md").unlink()
-    c.run("sync")
+    _sync(ec)
     memstore_server.put(
         STORE,
         "/memsync/e2e-project/user_role.md",
         c.files()["user_role.md"].decode().replace("staff", "principal"),
     )
-    a.run("sync")
+    _sync(ea)
     assert "running_jokes_and_callbacks.md" not in a.files()
     assert not any("running_jokes" in p for p in memstore_server.contents(STORE))
     assert b"principal data engineer" in a.files()["user_role.md"]
+    for engine in (ea, eb, ec):
+        engine.close()
 
 
 def test_a_no_op_sync_is_one_listing_and_a_push_a_lookup_and_an_update(
@@ -95,46 +106,34 @@ def test_a_no_op_sync_is_one_listing_and_a_push_a_lookup_and_an_update(
     engine.close()
 
 
-def _run_all(devices, verb: str) -> None:
-    """`memsync VERB` on every device at once, each its own process."""
-
-    def run(device):
-        return subprocess.run(
-            [sys.executable, "-m", "memsync", verb],
-            env=device.env(),
-            cwd=device.root,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-
-    with ThreadPoolExecutor(len(devices)) as pool:  # all processes start together
-        for r in pool.map(run, devices):
-            assert r.returncode == 0, r.stderr
-
-
-def test_eight_processes_append_to_one_file_on_a_memory_store(tmp_path, memstore_server):
+def test_eight_writers_append_to_one_file_on_a_memory_store(tmp_path, memstore_server):
+    """Eight devices push an append to one file at once (each its own engine, state and SDK
+    client, in threads of this process): every append lands once."""
     writers = 8
     devices = [make_device(tmp_path, f"dev{i}", REMOTE) for i in range(writers)]
+    engines = [_engine(d) for d in devices]
     devices[0].write("running_jokes_and_callbacks.md", BASE, type="callbacks")
-    devices[0].run("push")
+    _sync(engines[0], "push")
     original = devices[0].files()["running_jokes_and_callbacks.md"]
-    # the others hold the same copy but never synced (a pull each would cost a process, about
-    # a second of SDK import): their pushes merge without a base, the harder case
+    # the others hold the same copy but never synced: their pushes merge without a base,
+    # the harder case
     for d in devices[1:]:
         (d.memory / "running_jokes_and_callbacks.md").write_bytes(original)
     for i, d in enumerate(devices):
         d.append("running_jokes_and_callbacks.md", f"- **Joke {i}** (2026-11-2{i}): from dev{i}.\n")
-    _run_all(devices, "push")
+    with ThreadPoolExecutor(writers) as pool:  # all start together
+        list(pool.map(lambda e: _sync(e, "push"), engines))
     key = "/memsync/e2e-project/running_jokes_and_callbacks.md"
     stored = memstore_server.contents(STORE)[key]
     for i in range(writers):
         assert stored.count(f"from dev{i}.") == 1
     assert stored.count("The potato drawing") == 1
-    for d in (devices[0], devices[-1]):  # the first and the last to push converge on it
-        d.run("sync")
-        assert d.files()["running_jokes_and_callbacks.md"].decode() == stored
+    for i in (0, -1):  # the first and the last to push converge on it
+        _sync(engines[i])
+        assert devices[i].files()["running_jokes_and_callbacks.md"].decode() == stored
     assert memstore_server.contents(STORE)[key] == stored
+    for engine in engines:
+        engine.close()
 
 
 def test_a_folder_remotes_hook_imports_nothing_of_the_sdk(tmp_path):
@@ -180,13 +179,13 @@ def test_migrate_from_a_folder_remote_to_a_memory_store_and_back(tmp_path, memst
     laptop.run("sync")
     moved = laptop.run("migrate", "--remote", REMOTE)
     assert "Copied: 2" in moved.stdout
-    assert "skipped reference_big.md: not sent to the memory store: it is" in moved.stderr
+    assert "skipped reference_big.md: refused: it is 110085 bytes, over the 102400" in moved.stderr
     # a sync with the store: the file it cannot hold is refused by name, before any request
     sent = len(memstore_server.requests)
     after = laptop.run("sync", "--remote", REMOTE, check=1)
     assert "pushed" not in after.stdout and "Traceback" not in after.stderr
-    assert after.stderr.startswith("refused: reference_big.md: not sent to the memory store")
-    assert "110085 bytes; a memory store holds 102400" in after.stderr
+    assert after.stderr.startswith("refused: reference_big.md: it is 110085 bytes, over the 102400")
+    assert "110085 bytes, over the 102400-byte limit" in after.stderr
     assert not any("reference_big" in json.dumps(r.body) for r in memstore_server.requests[sent:])
     assert not any("reference_big" in p for p in memstore_server.contents(STORE))
     doctor = laptop.run("doctor", "--remote", REMOTE, check=None).stdout
@@ -194,7 +193,9 @@ def test_migrate_from_a_folder_remote_to_a_memory_store_and_back(tmp_path, memst
     assert "write/read/delete probe: ok" in doctor
 
     cloud = make_device(tmp_path, "cloud", REMOTE)
-    cloud.run("sync")
+    engine = _engine(cloud)
+    _sync(engine)
+    engine.close()
     assert sorted(cloud.files()) == ["MEMORY.md", "user_role.md"]
     cloud.write("feedback_tone.md", "Keep it short.\n", type="feedback")
     back = tmp_path / "back"
@@ -217,7 +218,7 @@ def test_the_post_tool_use_hook_pushes_to_a_memory_store_and_tells_claude_a_refu
     big = device.write("reference_big.md", "x" * 110_000 + "\n", type="reference")
     told = json.loads(device.post_tool_use(big, "Write").stdout)
     context = told["hookSpecificOutput"]["additionalContext"]
-    assert "reference_big.md was NOT synced: not sent to the memory store" in context
+    assert "reference_big.md was NOT synced: it is 110085 bytes, over the 102400" in context
     assert not any("reference_big" in p for p in memstore_server.contents(STORE))
 
 
@@ -242,3 +243,53 @@ def test_an_export_imports_into_a_memory_store_but_what_it_cannot_hold(
     assert result.skipped["reference_big.md"].startswith("not sent to the memory store: it is")
     assert sorted(memstore_server.contents(STORE)) == ["/memsync/p/user_role.md"]
     store.close()
+
+
+def test_status_and_ls_on_an_unknown_store_say_it_is_made_in_the_console(
+    tmp_path, memstore_server, monkeypatch
+):
+    """memsync never creates a memory store: neither command may suggest that a push would."""
+    from memsync.admin.admin import list_remote
+    from memsync.admin.status import status
+    from memsync.util.errors import UserError
+
+    monkeypatch.setenv("MEMSYNC_HOME", str(tmp_path / "home"))
+    memory = tmp_path / "memory"
+    write_memory(memory, "user_role.md", "Engineer.\n", type="user")
+    engine = Engine(config.resolve(memory, "memstore://memstore_nosuch99/m", "p"))
+    said = status(engine).remote_error or ""
+    assert "Claude Console" in said and "push" not in said, said
+    with pytest.raises(UserError, match="Claude Console"):
+        list_remote(engine)
+    engine.close()
+
+
+def test_a_merge_past_what_a_memory_store_holds_is_held_as_a_conflict_on_both_devices(
+    tmp_path, memstore_server
+):
+    """The store's 100 kB is the limit every check uses: a merge past it stays on the device
+    that made it and both devices list the conflict; a local file past it shows as refused."""
+    from memsync.admin.status import status
+
+    a, b = (make_device(tmp_path, n, REMOTE) for n in ("laptop", "desktop"))
+    ea, eb = _engine(a), _engine(b)
+    lines = "".join(f"- **Joke {i}** (2026-11-01): {'x' * 80}.\n" for i in range(880))
+    a.write("running_jokes_and_callbacks.md", lines, type="callbacks")
+    assert 96_000 < len(a.files()["running_jokes_and_callbacks.md"]) < 100_000
+    _sync(ea)
+    _sync(eb)
+    a.append("running_jokes_and_callbacks.md", f"- **Laptop** (2026-11-20): {'a' * 3000}.\n")
+    b.append("running_jokes_and_callbacks.md", f"- **Desktop** (2026-11-21): {'b' * 3000}.\n")
+    _sync(ea)
+    held = eb.run("sync")
+    assert "running_jokes_and_callbacks.md" in held.refused, vars(held)
+    assert "Desktop" in (b.memory / "running_jokes_and_callbacks.md").read_text()
+    assert "Laptop" in (b.memory / "running_jokes_and_callbacks.md").read_text()
+    ea.run("sync")
+    for engine in (ea, eb):
+        files = [c.file for c in engine.state.conflicts]
+        assert "running_jokes_and_callbacks.md" in files, files
+    a.write("reference_big.md", "y" * 110_000 + "\n", type="reference")
+    assert "reference_big.md" in status(ea).refused
+    for engine in (ea, eb):
+        engine.close()

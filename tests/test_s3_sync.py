@@ -149,6 +149,8 @@ def test_purge_empties_the_project_on_s3_and_says_what_it_cannot_reach(tmp_path,
     a.write("user_role.md", "Staff engineer.\n", type="user")
     a.write("project_plan.md", "Ship it.\n", type="project")
     a.run("push")
+    forgot = a.run("forget", "--match", "Ship it", "--yes")  # the same caveat as purge
+    assert "versioning is enabled on the bucket" in forgot.stdout, forgot.stdout
     out = a.run("purge", "--all", "--yes")
     assert "versioning is enabled on the bucket" in out.stdout + out.stderr
     left = [k for k in open_store(s3_url, "e2e-project").list() if k.endswith(".md")]

@@ -103,17 +103,24 @@ def _safe_name(name: str) -> str | None:
 
 
 def _remote_listing(
-    engine: Engine, create: bool = False, notes: list[str] | None = None
+    engine: Engine, create: bool = False, notes: list[str] | None = None, must_exist: bool = False
 ) -> dict[str, Entry]:
     """The remote's memory files (internal, ignored and unsafe keys left out). `create`: for
     a command that writes (import, migrate): a missing container is made, with a sentence
     naming it in `notes`, but a purged project stays closed until `push --republish`, as for
-    push."""
+    push. `must_exist`: a missing container is an error (a typo must not list as empty)."""
     store = engine.store
     try:
         listing = store.list()  # first: an unmounted folder remote is unreachable, not made
     except NotFound:
         engine.confirm_project({})  # a project moved or renamed: refused before anything is made
+        if must_exist:
+            from memsync.sync.project import display_remote
+
+            raise UserError(
+                f"the remote {display_remote(engine.ctx)} does not exist yet; "
+                f"{store.create_advice()}"
+            ) from None
         if not create:
             return {}
         listing = {}
@@ -167,7 +174,7 @@ def list_remote(engine: Engine, include_local: bool = True) -> list[RemoteFile]:
     deleted_remote or refused). A file on both sides that was never synced here is compared by
     content (one GET) so that identical copies show as in_sync.
     """
-    listing = _remote_listing(engine)
+    listing = _remote_listing(engine, must_exist=True)
     scan = engine.scan_local()
     names = set(listing)
     if include_local:
@@ -678,11 +685,14 @@ def import_archive(
     reported unless `force`, which replaces it with If-Match on the listed ETag. Local files are
     not touched: the next pull brings the imported files here.
     """
-    manifest, files = read_archive(path, engine.max_bytes)
+    # the archive is read against memsync's own limit: a file the remote cannot hold (a
+    # memory store's 100 kB) is skipped by name below, the rest imported
+    own_limit = int(engine.ctx.setting("max_file_bytes"))
+    manifest, files = read_archive(path, own_limit)
     project = manifest.get("project")
     result = ImportResult(Path(path), project if isinstance(project, str) else None)
     _check_project(Path(path), result.project, engine.ctx.project, from_project)
-    _check_gate(Path(path), files, engine.max_bytes, allow)
+    _check_gate(Path(path), files, own_limit, allow)
     store = engine.store
     listing = _remote_listing(engine, create=True, notes=result.notes)
     clean = scrub_files(dict(files), _forgotten_on_remote(engine))

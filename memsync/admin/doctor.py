@@ -76,7 +76,7 @@ def run(ctx: Context, store: Any = None) -> Report:
     try:
         store = store if store is not None else _open(ctx)
     except MemsyncError as exc:
-        fix = "fix the remote URL (--remote or MEMSYNC_REMOTE)"
+        fix = "see the message (the remote is set by --remote or MEMSYNC_REMOTE)"
         report.checks.append(Check("remote", False, str(exc), fix))
         return report
     report.checks += _remote_checks(ctx, store)
@@ -396,7 +396,7 @@ def _remote_files(ctx: Context, store: Any) -> Check:
     except MemsyncError as exc:
         return Check("remote files", False, str(exc), "see the message")
     files = classify(listing, _refused_before(ctx))
-    ignored = {**files.unsafe, **files.ignored}
+    ignored = {**files.unsafe, **files.held, **files.ignored}
     detail = f"{len(files.memory)} memory file(s) under the prefix"
     if ignored:
         shown = "; ".join(

@@ -64,6 +64,7 @@ class ForgetReport:
     offline: str | None = None  # the remote part waits for the next sync
     purged: bool = False  # the project is purged: only the tombstone went to the remote
     history_erased: int = 0  # earlier versions the remote keeps itself, their content erased
+    out_of_reach: str | None = None  # what the service may keep that memsync cannot reach
 
 
 def _run(engine: Engine, job: ForgetJob, report: ForgetReport, action: str, **details: Any) -> None:
@@ -76,6 +77,7 @@ def _run(engine: Engine, job: ForgetJob, report: ForgetReport, action: str, **de
         except Unreachable as exc:
             report.offline = str(exc)
         report.history_erased = engine.store.stats.requests["erase"] - erased_before
+        report.out_of_reach = kept_by_service(engine.ctx.remote)
         if engine.state.meta.purged:
             report.purged = True
         engine.state.save()
@@ -173,6 +175,7 @@ class PurgeReport:
     remote_deleted: int
     unreachable: list[str]
     history_erased: int = 0  # earlier versions the remote keeps itself, their content erased
+    out_of_reach: str | None = None  # what the service may keep that memsync cannot reach
 
 
 _AGAIN = "run `memsync purge --all` again"
@@ -247,6 +250,7 @@ def purge(engine: Engine) -> PurgeReport:
                 store.erase_history(key)  # the versions the remote keeps of it, every one
             if isinstance(store, CryptStore):  # objects under keys no listing shows
                 deleted += store.sweep((PURGED, TOMBSTONES))
+            store.erase_deleted(lambda key, old: True)  # and of what was deleted before
         except Unreachable as exc:
             raise Unreachable(
                 f"{exc}; the remote became unreachable after {deleted} of its object(s) were "
@@ -270,10 +274,6 @@ def purge(engine: Engine) -> PurgeReport:
         engine.state.meta.purged = {**marker, "synced": synced}
         engine.state.save_meta()
     audit(engine, "purge", remote_objects_deleted=deleted)
-    remote = engine.ctx.remote
-    remote_kind = (
-        "azure" if remote.startswith("http") else "s3" if remote.startswith("s3:") else "folder"
-    )
     erased = store.stats.requests["erase"]
     unreachable = [
         "other devices keep their local copies; their next sync sees the purge, uploads "
@@ -282,16 +282,9 @@ def purge(engine: Engine) -> PurgeReport:
         f"the memory files themselves in {engine.ctx.memory_dir} were left in place; "
         f"no device publishes them again until someone runs `{REPUBLISH}`",
     ]
-    if remote_kind == "azure":
-        unreachable.append(
-            "if soft delete or blob versioning is enabled on the storage account, Azure keeps "
-            "deleted blobs for its retention period; purge them there"
-        )
-    elif remote_kind == "s3":
-        unreachable.append(
-            "if versioning is enabled on the bucket, S3 keeps the deleted objects as noncurrent "
-            "versions; delete them there (or let a lifecycle rule expire them)"
-        )
+    kept = kept_by_service(engine.ctx.remote)
+    if kept:
+        unreachable.append(kept)
     elif erased:
         unreachable.append(
             f"the remote keeps its own versions: the content of {erased} of them was erased, "
@@ -300,6 +293,21 @@ def purge(engine: Engine) -> PurgeReport:
     else:
         unreachable.append("backups or snapshots of the remote folder are out of memsync's reach")
     return PurgeReport(deleted, unreachable, erased)
+
+
+def kept_by_service(remote: str) -> str | None:
+    """What an object service may keep of what memsync deleted or replaced, out of its reach."""
+    if remote.startswith(("http:", "https:")):
+        return (
+            "if soft delete or blob versioning is enabled on the storage account, Azure keeps "
+            "deleted and replaced blobs for its retention period; purge them there"
+        )
+    if remote.startswith("s3:"):
+        return (
+            "if versioning is enabled on the bucket, S3 keeps deleted and replaced objects as "
+            "noncurrent versions; delete them there (or let a lifecycle rule expire them)"
+        )
+    return None
 
 
 def republish(engine: Engine) -> str | None:

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from memsync.admin.admin import _remote_listing, _safe_name, _tick
+from memsync.admin.admin import _forgotten_on_remote, _remote_listing, _safe_name, _tick
 from memsync.context.config import Context, canonical_remote, check_folder_remote, strip_query
 from memsync.context.identity import MANIFEST as PROJECT_MANIFEST
 from memsync.context.identity import manifest_fingerprint
@@ -124,16 +124,21 @@ def _migrate_one(engine: Engine) -> MigratedSource:
         scan = engine.scan_local()
         out.skipped.update({n: f"refused: {why}" for n, why in scan.refused.items()})
         listing = _remote_listing(engine, create=True, notes=out.notes)
+        # a memory dir may predate a forget on the remote: its forgotten content stays here
+        # (the next sync takes it out, as on any device that learns of the forget)
+        clean = scrub_files(dict(scan.content), _forgotten_on_remote(engine))
         try:
-            for name, data in sorted(scan.content.items()):
+            for name, local in sorted(scan.content.items()):
                 why = _safe_name(name)
-                if why is not None:
-                    out.skipped[name] = why
+                data = clean[name]
+                if why is not None or data is None:
+                    out.skipped[name] = why or "forgotten on the remote (`memsync forget`)"
                     continue
                 try:
                     if name not in listing:
                         etag = store.create(name, data)
-                        engine.state.set_synced(name, etag, data)
+                        if data == local:  # a scrubbed copy: the next sync scrubs this one
+                            engine.state.set_synced(name, etag, data)
                         out.copied.append(name)
                         continue
                 except AlreadyExists:
@@ -147,7 +152,7 @@ def _migrate_one(engine: Engine) -> MigratedSource:
                     out.skipped[name] = "it was deleted on the remote during the migration"
                     continue
                 if theirs == data:
-                    if name not in engine.state.records:
+                    if name not in engine.state.records and data == local:
                         engine.state.set_synced(name, etag, data)
                     out.skipped[name] = SAME
                 else:

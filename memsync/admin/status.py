@@ -111,7 +111,7 @@ def status(engine: Engine) -> Status:
     _add_notices(engine, seen, set(hashes), result)
     if seen.purged or engine.state.meta.purged:
         result.memory_dir_lost = False  # no pull brings it back: the purge notice says why
-    acted = {a.name for a in actions}
+    acted = {a.name for a in actions} | set(result.refused)
     records = engine.state.records
     purged = seen.purged or bool(engine.state.meta.purged)
     # an empty remote holds none of them, whatever was assumed; a purged one syncs none
@@ -197,6 +197,7 @@ def _read_remote(engine: Engine, result: Status) -> _RemoteView:
         seen.tombstones = stone is not None and stone.etag != state.meta.tombstones_etag
         files = classify(listing, state.refused_remote)
         result.refused.update(files.unsafe)
+        result.refused.update(files.held)
         result.ignored.update(files.ignored)
         seen.etags = {key: entry.etag for key, entry in files.memory.items()}
         if not listing and state.records:  # an unmounted share: sync refuses, deletes nothing
@@ -205,7 +206,7 @@ def _read_remote(engine: Engine, result: Status) -> _RemoteView:
         if state.records:
             result.remote_lost = len(state.records)
         else:
-            result.remote_error = "the remote does not exist yet (a push creates it)"
+            result.remote_error = f"the remote does not exist yet; {engine.store.create_advice()}"
     except Unreachable as exc:
         result.remote_error = str(exc)
     return seen
@@ -217,7 +218,8 @@ def _sort_actions(
     """Plan the sync and file each planned action under the list it shows in."""
     records = engine.state.records
     result.refused.update(refuse_colliding_names(local, records, remote))
-    actions = planner.plan(dict(local.content.hashes), remote, records, skip=local.refused)
+    skip = set(local.refused) | set(result.refused)  # as a sync: neither side of these changes
+    actions = planner.plan(dict(local.content.hashes), remote, records, skip=skip)
     for action in actions:
         bucket = _BUCKET.get((action.kind, action.name in records))
         if bucket:

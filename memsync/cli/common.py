@@ -45,7 +45,10 @@ RemoteOpt = Annotated[
     str | None,
     typer.Option(
         "--remote",
-        help="Remote URL: file:///folder or an Azure Blob container URL (env MEMSYNC_REMOTE).",
+        help=(
+            "Remote URL: file:///folder, an Azure Blob container URL, s3://BUCKET/PREFIX or "
+            "memstore://memstore_ID (env MEMSYNC_REMOTE)."
+        ),
         show_default=False,
     ),
 ]

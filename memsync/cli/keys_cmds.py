@@ -50,8 +50,9 @@ def _moved(result: KeysOutcome) -> None:
     for name in result.damaged:
         err.print(
             f"memsync: {name} on the remote is damaged (it does not decrypt or its "
-            "authentication fails), so it was left as it is, not sealed anew: save it again "
-            f"on a device with a good copy and sync, or delete it with `memsync prune {name}`",
+            "authentication fails), so it was left as it is, not sealed anew: on a device with "
+            f"a good copy, `memsync push --force {name}` replaces it (or `memsync prune {name}` "
+            "deletes it)",
             markup=False,
         )
 

@@ -130,6 +130,8 @@ def _finish(report: ForgetReport) -> None:
         )
         return
     out.print("Forgotten here and on the remote; other devices apply it on their next sync.")
+    if report.out_of_reach:
+        out.print(f"Out of memsync's reach: {report.out_of_reach}.", markup=False)
     if report.history_erased:
         out.print(
             f"The remote's own history: the content of {report.history_erased} earlier "

@@ -170,6 +170,12 @@ class Store(Protocol):
         `stats` as an "erase" request."""
         return 0
 
+    def erase_deleted(self, holds: Callable[[str, bytes], bool]) -> int:
+        """Erase the content of the versions the remote keeps of objects deleted from under
+        the prefix before now (a memory store keeps them after the memory is gone) for which
+        `holds(key, content)` says yes; how many it erased, each counted as "erase"."""
+        return 0
+
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _BAD_CHARS = re.compile(r'[\\:*?"<>|]')

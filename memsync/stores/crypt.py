@@ -502,6 +502,14 @@ class CryptStore(Store):
             self._trusted = self._known = self._current = self._plain_seen = False
         return gone
 
+    def erase_deleted(self, holds: Callable[[str, bytes], bool]) -> int:
+        """As the wrapped store's on a plain remote. Encrypted, the names are hidden, so
+        `holds` cannot be asked: every version of a deleted object is erased."""
+        self._ensure_known()
+        if self._key is None:
+            return self.inner.erase_deleted(holds)
+        return self.inner.erase_deleted(lambda key, blob: True)
+
     def raw_entries(self) -> Iterator[tuple[str, Entry]]:
         """The wrapped store's listing, unmapped (for keys init/remove and tests)."""
         yield from self.inner.list().items()

@@ -11,8 +11,14 @@ listing the key's folder (`depth=1`).
 What the service cannot hold is refused here, by name and with the service's own rule, before
 any request (`Unholdable`): content over 102,400 bytes or not UTF-8, a path of more than 20
 segments or 1,024 bytes, a name not in Unicode NFC or holding a format character, a file where
-the store has a folder of that name. A memory has no fields of its own for memsync's `edited`
-time, so `fetch` gives None (docs/memstore.md says what that changes for merges).
+the store has a folder of that name.
+
+A memory has no field of its own for memsync's `edited` time. A write made within PROMPT
+seconds of its edit is dated by the service (`updated_at`, the time of the write that made the
+content, also for an agent's write through the mounted store); the edit time of a later write
+(a sync of files edited earlier, a merge) goes into the project's edit-time record first
+(`memstore_times.py`, one conditional write for the writes in flight together), and `fetch`
+takes it from there when it speaks for the content read.
 
 The `anthropic` SDK is imported when the first request is made, never by `open_store` alone,
 so other remotes' hooks pay nothing for it. Every request goes through the SDK's client
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import builtins
 import hashlib
+import itertools
 import posixpath
 import threading
 import time
@@ -32,7 +39,9 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memsync.stores.base import Entry, RemoteVersion, Stats, Store, check_key
+from memsync.stores.base import MAX_ATTEMPTS, Entry, RemoteVersion, Stats, Store, check_key
+from memsync.stores.memstore_times import KEY as TIMES_KEY
+from memsync.stores.memstore_times import Times, changed, dump, edited_at, parse
 from memsync.util.errors import (
     AlreadyExists,
     AuthError,
@@ -53,6 +62,8 @@ MAX_PATH_BYTES = 1024
 PAGE = 100  # the largest page a basic listing gives
 TIMEOUT = 30.0  # seconds a request may take, unless the command's deadline is nearer
 READ_RETRIES = 2  # the SDK's retries of a read; a write is sent once (see `_call`)
+PROMPT = 15.0  # seconds after its edit within which a write's own time stands for the edit's
+OWN = "_memsync/"  # memsync's own records: no edit time kept for them
 
 
 def path_problem(path: str) -> str | None:
@@ -108,6 +119,16 @@ class MemoryStoreStore(Store):
         self._lock = threading.Lock()
         self._ids: dict[str, str] = {}  # key -> memory id, as a listing or a write saw it
         self._gone: dict[str, str] = {}  # key -> id of the memory this store deleted there
+        # the edit-time record (memstore_times.py), as last read or written here; `_seq` orders
+        # listings, reads and that record's reads in this process (see `_edit_time`)
+        self._seq = itertools.count(1)
+        self._seen: dict[str, tuple[str, int]] = {}  # key -> (hash, seq) as a listing showed it
+        self._listed = False  # a full listing was made: `_seen` holds every live key
+        self._times: Times | None = None
+        self._times_etag: str | None = None
+        self._times_seq = 0
+        self._times_lock = threading.Lock()  # one read or write of the record at a time
+        self._pending: list[tuple[str, str, float | None]] = []  # entries not yet written
         # what `memsync doctor` shows of this remote
         self.credential_kind = "the anthropic SDK's API key (ANTHROPIC_API_KEY or its settings)"
         self.credential_fix = "check ANTHROPIC_API_KEY and that the key's workspace holds the store"
@@ -262,8 +283,11 @@ class MemoryStoreStore(Store):
             entries[key] = Entry(
                 key, item.content_sha256, item.content_size_bytes, _seconds(item.updated_at)
             )
+        seq = next(self._seq)
         with self._lock:
             self._ids = ids
+            self._seen = {k: (e.etag, seq) for k, e in entries.items()}
+            self._listed = True
         return entries
 
     def projects(self) -> tuple[str, ...] | None:
@@ -281,12 +305,18 @@ class MemoryStoreStore(Store):
         if known is not None:
             return known
         path = self._path(key)
-        for item in self._pages(posixpath.dirname(path) + "/", depth=1):
-            if item.type == "memory" and item.path == path:
-                with self._lock:
-                    self._ids[key] = item.id
-                return str(item.id)
-        raise NotFound(f"{key} is not on the remote")
+        items = list(self._pages(posixpath.dirname(path) + "/", depth=1))
+        seq = next(self._seq)
+        found = None
+        with self._lock:
+            for item in items:
+                if item.type == "memory" and item.path.startswith(self.root):
+                    self._seen[item.path[len(self.root) :]] = (item.content_sha256, seq)
+                if item.type == "memory" and item.path == path:
+                    self._ids[key] = found = str(item.id)
+        if found is None:
+            raise NotFound(f"{key} is not on the remote")
+        return found
 
     def _forget_id(self, key: str) -> None:
         with self._lock:
@@ -297,7 +327,7 @@ class MemoryStoreStore(Store):
         return data, etag
 
     def fetch(self, key: str) -> tuple[bytes, str, float | None]:
-        """The memory's content and hash; its `edited` time is not kept (None)."""
+        """The memory's content and hash, and when that content was edited (`_edit_time`)."""
         path = self._path(key)
         for _ in range(2):  # a remembered id may be stale: one look-up again
             memory_id = self._find(key)
@@ -324,12 +354,108 @@ class MemoryStoreStore(Store):
                     "content_sha256; run the command again"
                 )
             self.stats.moved(down=len(data))
-            return data, item.content_sha256, None
+            read = next(self._seq)
+            return data, item.content_sha256, self._edit_time(key, item, read)
         raise NotFound(f"{key} is not on the remote")
+
+    # --- the writer's edit time ----------------------------------------------------------
+
+    def _edit_time(self, key: str, item: Any, read: int) -> float | None:
+        """When the content of `item` (the memory at `key`, read at `read`) was edited: its
+        entry in the edit-time record, else the time of the write that made it. The record is
+        written before the memory it speaks for, so a copy of it read after the memory was
+        (after this read, or after a listing that showed this content) has the entry if there
+        is one; an older copy without it is read again, once. Content as the full listing
+        showed it, when that listing showed no record, was written promptly: no request."""
+        if key.startswith(OWN):
+            return None
+        sha = item.content_sha256
+        with self._lock:
+            hash_seen, seen = self._seen.get(key, ("", 0))
+            unrecorded = self._listed and TIMES_KEY not in self._seen
+        if hash_seen == sha and unrecorded:
+            return _seconds(item.updated_at)  # listed as it is, and no record was listed
+        after = seen if hash_seen == sha else read
+        times, read_at = self._read_times(after=0)
+        if edited_at(times, key, sha) is None and read_at <= after:
+            times, read_at = self._read_times(after=after)
+        when = edited_at(times, key, sha)
+        return when if when is not None else _seconds(item.updated_at)
+
+    def _read_times(self, after: int) -> tuple[Times, int]:
+        """The edit-time record, read again unless the copy here was read after `after`."""
+        with self._times_lock:
+            if self._times is None or self._times_seq <= after:
+                seq = next(self._seq)
+                try:
+                    data, etag = self.get(TIMES_KEY)
+                except NotFound:
+                    data, etag = None, None
+                self._times, self._times_etag, self._times_seq = parse(data), etag, seq
+            return self._times, self._times_seq
+
+    def _note_edited(self, key: str, sha: str, edited: float | None) -> None:
+        """Before `key` is written with content of hash `sha`: a write later than PROMPT after
+        its edit puts its edit time in the record; a prompt write of content the record has
+        an entry for (seen here) takes that entry out, since the write's own time is the
+        edit's. The writes in flight together go in one conditional write of the record; a
+        failure to write it fails this write (nothing half-done: the memory is not sent)."""
+        if key.startswith(OWN):
+            return
+        late = edited is not None and time.time() - edited > PROMPT
+        if not late:
+            with self._times_lock:
+                known = self._times
+            if known is None or edited_at(known, key, sha) is None:
+                return
+        with self._lock:
+            self._pending.append((key, sha, edited if late else None))
+        with self._times_lock:
+            with self._lock:
+                batch, self._pending = self._pending, []
+            if not batch:
+                return  # written with another thread's batch
+            try:
+                self._write_times(batch)
+            except BaseException:
+                with self._lock:
+                    self._pending[:0] = batch
+                raise
+
+    def _write_times(self, batch: builtins.list[tuple[str, str, float | None]]) -> None:
+        """The record with `batch` in it, by a conditional write (read again after a lost
+        race); the caller holds `_times_lock`."""
+        for _ in range(MAX_ATTEMPTS):
+            if self._times is None:
+                try:
+                    data, self._times_etag = self.get(TIMES_KEY)
+                except NotFound:
+                    data, self._times_etag = None, None
+                self._times = parse(data)
+            with self._lock:
+                live = set(self._seen) if self._listed else set(self._times)
+            new = changed(self._times, batch, live, MAX_CONTENT)
+            if new == self._times:
+                return
+            try:
+                if self._times_etag is None:
+                    etag = self.create(TIMES_KEY, dump(new))
+                else:
+                    etag = self.replace(TIMES_KEY, dump(new), self._times_etag)
+            except (PreconditionFailed, NotFound):  # AlreadyExists is one
+                self._times = None
+                continue
+            self._times, self._times_etag, self._times_seq = new, etag, next(self._seq)
+            return
+        raise Unreachable(
+            f"the memory store {self.store_id}'s edit-time record {TIMES_KEY} kept changing; "
+            "the work is queued"
+        )
 
     def create(self, key: str, data: bytes, edited: float | None = None) -> str:
         text = self._check(key, data)
         path = self._path(key)
+        self._note_edited(key, hashlib.sha256(data).hexdigest(), edited)
         self.stats.count("put", up=len(data))
         try:
             item = self._call(
@@ -365,6 +491,7 @@ class MemoryStoreStore(Store):
             memory_id = self._find(key)
         except NotFound:
             raise PreconditionFailed(f"{key} is gone from the remote") from None
+        self._note_edited(key, hashlib.sha256(data).hexdigest(), edited)
         self.stats.count("put", up=len(data))
         precondition = {"type": "content_sha256", "content_sha256": etag}
         try:
@@ -461,7 +588,7 @@ class MemoryStoreStore(Store):
                 v.content_size_bytes,
                 v.redacted_at is not None,
             )
-            for v in self._version_items(self._id_of(key), full=False)
+            for v in self._versions_where(False, memory_id=self._id_of(key))
         ]
 
     def _id_of(self, key: str) -> str:
@@ -485,25 +612,47 @@ class MemoryStoreStore(Store):
             return 0
         current = self._current_version(memory_id)
         erased = 0
-        for v in list(self._version_items(memory_id, full=holds is not None)):
+        for v in list(self._versions_where(holds is not None, memory_id=memory_id)):
             if v.id == current or v.redacted_at is not None or v.operation == "deleted":
                 continue
             if holds is not None and (v.content is None or not holds(v.content.encode())):
                 continue
-            self.stats.count("erase")
-            try:
-                self._call(
-                    "a redaction",
-                    key,
-                    True,
-                    lambda m, vid=v.id, **k: m.memory_versions.redact(
-                        vid, memory_store_id=self.store_id, **k
-                    ),
-                )
-            except NotFound:
-                continue  # past the retention period meanwhile
-            erased += 1
+            erased += self._redact(v.id, key)
         return erased
+
+    def erase_deleted(self, holds: Callable[[str, bytes], bool]) -> int:
+        """`redact` the versions of the memories deleted from under this project's folder
+        (found by their `deleted` versions, a request a 100) whose content `holds`, each
+        asked under the key its version was written at."""
+        gone = {
+            v.memory_id
+            for v in self._versions_where(False, operation="deleted")
+            if v.path is not None and v.path.startswith(self.root)
+        }
+        erased = 0
+        for memory_id in sorted(gone):
+            for v in list(self._versions_where(True, memory_id=memory_id)):
+                if v.content is None or v.path is None or not v.path.startswith(self.root):
+                    continue  # a deletion, or redacted already
+                if holds(v.path[len(self.root) :], v.content.encode()):
+                    erased += self._redact(v.id, v.path[len(self.root) :])
+        return erased
+
+    def _redact(self, version_id: str, key: str) -> int:
+        """Redact one version: 1, or 0 when it is gone (past the retention period)."""
+        self.stats.count("erase")
+        try:
+            self._call(
+                "a redaction",
+                key,
+                True,
+                lambda m, **k: m.memory_versions.redact(
+                    version_id, memory_store_id=self.store_id, **k
+                ),
+            )
+        except NotFound:
+            return 0
+        return 1
 
     def _current_version(self, memory_id: str) -> str | None:
         """The version holding the memory's content now; None once it is deleted."""
@@ -521,9 +670,11 @@ class MemoryStoreStore(Store):
             return None
         return str(item.memory_version_id)
 
-    def _version_items(self, memory_id: str, full: bool) -> Iterator[Any]:
+    def _versions_where(self, full: bool, **filters: str) -> Iterator[Any]:
+        """The versions `filters` (`memory_id`, `operation`) select, newest first, a page a
+        request (20 with their content, else 100)."""
         kw: dict[str, Any] = {
-            "memory_id": memory_id,
+            **filters,
             "limit": 20 if full else PAGE,
             "view": "full" if full else "basic",
         }

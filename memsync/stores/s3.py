@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import unquote_plus, urlsplit
@@ -47,6 +47,8 @@ from memsync.util.errors import (
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+
+    from memsync.stores.s3probe import Verdict
 
 MARKDOWN = "text/markdown; charset=utf-8"
 EDITED_HEADER = "x-amz-meta-edited"  # when the writer's file was edited (seconds since epoch)
@@ -203,6 +205,7 @@ class S3Store(Store):
         self._denied: str | None = None
         self._write_ok = False
         self._first_write = threading.Lock()
+        self.conditions: Verdict | None = None  # what the service honours, once checked
         self.http = S3HTTP(self.settings, on_request=self.stats.count)
         self.bucket_path = f"/{self.s3_url.bucket}" if self.settings.path_style else ""
         self.where = f"{self.settings.scheme}://{self.settings.netloc}"
@@ -231,6 +234,7 @@ class S3Store(Store):
         with self._first_write:
             if self._denied:
                 raise AuthError(self._denied)
+            self.check_conditions()
             try:
                 yield
             except AuthError:
@@ -326,6 +330,30 @@ class S3Store(Store):
             self._raise_for(response, key, method)
         return response
 
+    def check_conditions(self) -> None:
+        """Refuse a service that ignores conditional writes, before anything is listed or
+        written: checked once per device, endpoint and bucket (memsync.stores.s3probe)."""
+        if self.conditions is None:
+            from memsync.stores.s3probe import check
+
+            self.conditions = check(self)
+
+    def _check_beside(self) -> Callable[[dict[str, Entry]], None]:
+        """`check_conditions` beside the listing: the call returned waits for its verdict and
+        takes the check's own objects out of the listing."""
+        if self.conditions is not None:
+            return lambda entries: None
+        from memsync.stores.s3probe import PROBE_PREFIX, beside
+
+        wait = beside(self)
+
+        def done(entries: dict[str, Entry]) -> None:
+            self.conditions = wait()
+            for key in [k for k in entries if k.startswith(PROBE_PREFIX)]:
+                del entries[key]
+
+        return done
+
     def _page(self, query: dict[str, str]) -> Response:
         return self._request("list", "GET", query=query, limit=LISTING_LIMIT)
 
@@ -334,6 +362,7 @@ class S3Store(Store):
         (cut short on the way) is asked for again."""
         from xml.etree.ElementTree import ParseError
 
+        checked = self._check_beside()  # the listing lands nothing: it may go first
         entries: dict[str, Entry] = {}
         token = ""
         while True:
@@ -355,6 +384,7 @@ class S3Store(Store):
                         ) from None
             entries.update(page)
             if not token:
+                checked(entries)
                 self._listed = entries
                 return entries
 
@@ -478,6 +508,10 @@ class S3Store(Store):
     def delete(self, key: str, etag: str) -> None:
         try:
             with self._gate():
+                if self.conditions is not None and not self.conditions.deletes:
+                    from memsync.stores.s3probe import unchanged
+
+                    unchanged(self, key, etag)  # the service would not check the ETag
                 self._request("delete", "DELETE", key, headers={"If-Match": quote_etag(etag)})
         except PreconditionFailed:
             self._request("head", "HEAD", key)  # NotFound if gone, else it changed

@@ -100,8 +100,9 @@ def from_listing(
     local_hashes = dict(local.content.hashes)
     files = classify(listing, engine.state.refused_remote)
     result.refused_remote.update(files.unsafe)
+    result.refused_remote.update(files.held)
     result.ignored_remote.update(files.ignored)
-    engine.state.keep_refused_remote(files.ignored)
+    engine.state.keep_refused_remote(files.held)
     remote = {key: entry.etag for key, entry in files.memory.items()}
     entries = {key: entry.modified for key, entry in files.memory.items()}
     result.refused.update(scan.refuse_colliding_names(local, records, remote))

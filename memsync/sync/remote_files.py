@@ -1,8 +1,8 @@
 """The remote half of what a sync leaves alone (the local half, and the names under the
 memory dir memsync never syncs, is walk.py's `is_ignored`): the names a listing shows under
-the prefix sorted into memory files, names refused as unsafe, and foreign blobs and copies
-refused before, which are listed as ignored and never fetched. The sync, `status` and
-`doctor` all sort a listing here, so they count the same files."""
+the prefix sorted into memory files, names refused as unsafe, foreign blobs (listed as ignored,
+never fetched) and copies refused before (held: neither side changes until the copy does). The
+sync, `status` and `doctor` all sort a listing here, so they count the same files."""
 
 from __future__ import annotations
 
@@ -31,14 +31,16 @@ class RemoteFiles(NamedTuple):
 
     memory: dict[str, Entry]  # memory files: synced
     unsafe: dict[str, str]  # names that would leave the memory dir: refused, never fetched
-    ignored: dict[str, str]  # foreign blobs and copies refused before: never fetched, why
+    ignored: dict[str, str]  # foreign blobs: never fetched, why
+    held: dict[str, str]  # copies refused before: neither side changes until they do, why
 
 
 def classify(listing: dict[str, Entry], refused_before: dict[str, list]) -> RemoteFiles:
     """Sort a listing. `refused_before` maps a name to the [etag, reason] of a remote copy a
-    download refused (bad UTF-8, no frontmatter...): that copy is not fetched again, on every
-    sync, to be refused again; a new ETag (someone fixed it) is fetched as usual."""
-    files = RemoteFiles({}, {}, {})
+    download refused (bad UTF-8, no frontmatter, damaged...): that copy is held, neither fetched
+    again nor taken for a deletion, and so is the local file; a new ETag (someone fixed it) is
+    fetched as usual."""
+    files = RemoteFiles({}, {}, {}, {})
     for key, entry in listing.items():
         try:
             check_key(key)
@@ -50,8 +52,11 @@ def classify(listing: dict[str, Entry], refused_before: dict[str, list]) -> Remo
         why = foreign(key)
         before = refused_before.get(key)
         if why is None and before is not None and before[0] == entry.etag:
-            why = f"refused before ({before[1]}); fetched again once it changes"
-        if why:
+            files.held[key] = (
+                f"refused before ({before[1]}); this copy is left alone until the remote copy "
+                "changes, or `memsync push --force` replaces it with this device's"
+            )
+        elif why:
             files.ignored[key] = why
         else:
             files.memory[key] = entry

@@ -140,8 +140,9 @@ def start(engine: Engine, job: ForgetJob, action: str, **details: Any) -> list[s
 def finish(engine: Engine, job: ForgetJob, listing: dict[str, Entry] | None = None) -> list[str]:
     """The job's remote part: its forgets added to the tombstone list, then the remote copies
     scrubbed by them (conditional writes, each re-read on 412), with the earlier versions the
-    remote keeps of them that held what was forgotten (`Store.erase_history`). Raises
-    Unreachable. Returns the remote files it deleted."""
+    remote keeps of them, and of files deleted before, that held what was forgotten
+    (`Store.erase_history`, `Store.erase_deleted`). Raises Unreachable. Returns the remote
+    files it deleted."""
     _add_tombstones(engine, job.forgets())
     if listing is None:
         try:
@@ -153,8 +154,13 @@ def finish(engine: Engine, job: ForgetJob, listing: dict[str, Entry] | None = No
     names = [n for n in listing if not is_ignored(n)]
     if not job.text:  # a file forget reads only the files it names and the index
         names = [n for n in names if n in job.files or n == INDEX]
-    deleted = scrub_remote(engine, names, job.forgets())
-    _scrub_remote_conflicts(engine, job.forgets(), {*job.files, *deleted})
+    forgets = job.forgets()
+    deleted = scrub_remote(engine, names, forgets)
+    _scrub_remote_conflicts(engine, forgets, {*job.files, *deleted})
+    # the versions the remote keeps of files deleted before (a memory store keeps them)
+    engine.store.erase_deleted(
+        lambda key, old: not is_ignored(key) and scrub_file(key, old, forgets) != old
+    )
     _save_jobs(engine, [j for j in pending_jobs(engine) if j.id != job.id])
     return deleted
 
@@ -368,7 +374,8 @@ def _drop_conflicts(engine: Engine, forgets: list[Forget], names: set[str]) -> N
 
 
 def _scrub_remote_conflicts(engine: Engine, forgets: list[Forget], taken: set[str]) -> None:
-    """The remote conflict record without the records about forgotten content."""
+    """The remote conflict record without the records about forgotten content, and the
+    earlier versions of it the remote keeps that held such a record (`Store.erase_history`)."""
     from memsync.sync.conflicts import recorded, rewrite
     from memsync.sync.remote_keys import CONFLICTS
 
@@ -378,6 +385,9 @@ def _scrub_remote_conflicts(engine: Engine, forgets: list[Forget], taken: set[st
         return rewrite(data, {c["id"] for c in recorded(data) if _about(c, forgets, taken)})
 
     cas.update_or_say(engine.store, CONFLICTS, drop, "the conflict record", _FINISH)
+    engine.store.erase_history(
+        CONFLICTS, lambda old: any(_about(c, forgets, taken) for c in recorded(old))
+    )
 
 
 def incoming(engine: Engine, names: Iterable[str]) -> list[str]:

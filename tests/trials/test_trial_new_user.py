@@ -343,3 +343,34 @@ def test_a_refused_remote_copy_replaced_by_the_local_version_is_kept_in_history(
     assert "the refused copy is in `memsync history self_observations.md`" in said.stderr, said
     history = a.run("history", "self_observations.md").stdout
     assert "the remote copy, refused" in history
+
+
+# --- a damaged remote copy ----------------------------------------------------------------------
+
+
+def test_a_damaged_remote_copy_of_a_synced_file_is_held_never_taken_for_a_deletion(pair, remote):
+    """A download refused is the remote's copy still, not a deletion: the local file stays and
+    every sync says the file is not synced, until the copy changes or `push --force` replaces
+    it."""
+    from tests.trials.shared import PROJECT
+
+    a, b = pair
+    a.write("user_tea.md", "Likes green tea.\n", type="user")
+    a.write("user_cake.md", "Likes cake.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    with (remote / PROJECT / "user_tea.md").open("ab") as damaged:
+        damaged.write(b"bad\x00bytes\n")
+    for device in (b, b, a):  # refused, then held on every later sync and on every device
+        run = device.run("sync", check=1)
+        assert "refused from the remote: user_tea.md" in run.stderr, run.stderr
+        assert "deleted" not in run.stdout + run.stderr
+        assert "Likes green tea." in (device.memory / "user_tea.md").read_text()
+    status = b.run("status", check=None).stdout
+    assert "refused: user_tea.md" in status and "deleted" not in status, status
+    with (b.memory / "user_tea.md").open("a") as edit:
+        edit.write("And oolong.\n")
+    b.run("push", "--force", "user_tea.md")
+    a.run("sync")
+    assert "And oolong." in (a.memory / "user_tea.md").read_text()
+    assert "Everything is in sync" in a.run("sync").stdout

@@ -1,0 +1,174 @@
+"""A service that ignores conditional writes is refused, never trusted; one that honours them is
+checked once per device, endpoint and bucket (memsync/stores/s3probe.py).
+
+Against s3rver (a real S3 server that ignores If-None-Match and If-Match), against moto behind a
+proxy that only removes those request headers, and against moto itself, with the requests
+counted from the proxy's log."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from memsync.stores import open_store
+from memsync.stores.s3 import S3Store
+from memsync.stores.s3probe import STATE_FILE
+from memsync.util.errors import ConfigError, PreconditionFailed
+from tests.conftest import NO_FCNTL
+from tests.devices import make_device
+from tests.netfaults import FaultProxy
+from tests.s3server import MotoServer, bucket_url
+from tests.s3server_others import S3rver, StrippingProxy
+
+pytestmark = [
+    pytest.mark.s3,
+    pytest.mark.skipif(NO_FCNTL, reason="the remote's conditional writes, not the lock"),
+]
+
+REFUSED = "ignores conditional writes"
+
+
+def _s3(url: str) -> S3Store:
+    store = open_store(url, "proj").inner  # the S3 store itself, not the encrypting wrapper
+    assert isinstance(store, S3Store)
+    return store
+
+
+def _probes(proxy: FaultProxy) -> list[str]:
+    """The methods of the requests for probe objects, sorted (a round's go out at once)."""
+    return sorted(r.split(" ")[0] for r in proxy.requests if "/_memsync/probe-" in r)
+
+
+# two probe objects created; a create-only PUT and a stale If-Match PUT of one and a stale
+# If-Match DELETE of the other; both removed
+PROBE = sorted(["PUT"] * 2 + ["PUT", "PUT", "DELETE"] + ["DELETE"] * 2)
+
+
+@pytest.fixture
+def endpoint(
+    moto_server: MotoServer, s3_url: str, monkeypatch
+) -> Iterator[Callable[..., FaultProxy]]:
+    """`endpoint(drop)`: moto behind a proxy that removes the request headers `drop` names
+    (by method), made the endpoint."""
+    made: list[FaultProxy] = []
+
+    def make(drop: dict[str, tuple[str, ...]] | None = None) -> FaultProxy:
+        proxy = StrippingProxy(moto_server.port, drop or {})
+        made.append(proxy)
+        monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{proxy.port}")
+        return proxy
+
+    yield make
+    for proxy in made:
+        proxy.stop()
+
+
+def test_s3rver_is_refused_before_anything_lands(tmp_path, s3rver_env: S3rver):
+    url = bucket_url()
+    store = _s3(url)
+    store.ensure()  # a bucket holding a file another tool wrote: a pull would land it
+    seeded = store.http.request("put", "PUT", store._path("user_role.md"), body=b"---\n---\n")
+    assert seeded.status == 200
+    device = make_device(tmp_path, "a", url)
+    device.write("feedback_x.md", "Keep it short.\n", type="feedback")
+    before = device.files()
+
+    for command in ("pull", "sync", "push"):
+        run = device.run(command, check=1)
+        lines = run.stderr.strip().splitlines()
+        assert len(lines) == 1 and REFUSED in lines[0], run.stderr
+        assert "If-None-Match: * and If-Match on PutObject" in lines[0]
+        assert "Traceback" not in run.stderr
+    hook = device.hook("session-start", hook_event_name="SessionStart", source="startup")
+    assert REFUSED in hook.stdout  # told in the session; the hook exits 0
+    assert device.files() == before  # nothing pulled, nothing changed
+    assert not (device.home / STATE_FILE).exists()  # a refusal is not kept: checked again
+    listing = store.http.request("list", "GET", store._path(None), {"list-type": "2"})
+    assert b"_memsync/probe-" not in listing.body and b"feedback_x" not in listing.body
+
+
+def test_moto_without_the_put_conditions_is_refused(tmp_path, s3_url, endpoint):
+    through = endpoint({"PUT": ("If-None-Match", "If-Match")})
+    store = _s3(s3_url)
+    store.ensure()
+    with pytest.raises(ConfigError, match="If-None-Match: \\* and If-Match on PutObject"):
+        store.list()
+    assert _probes(through) == PROBE  # the probe objects are removed again
+    with pytest.raises(ConfigError, match=REFUSED):
+        store.create("a.md", b"x")  # nor written: the first write checks again
+    assert "PUT" not in [r.split(" ")[0] for r in through.requests if "/proj/a.md" in r]
+
+
+def test_a_service_ignoring_if_match_alone_is_refused_through_the_cli(tmp_path, s3_url, endpoint):
+    through = endpoint({"PUT": ("If-Match",)})
+    device = make_device(tmp_path, "a", s3_url)
+    device.write("feedback_x.md", "Keep it short.\n", type="feedback")
+    run = device.run("sync", check=1)
+    assert "(If-Match on PutObject)" in run.stderr and REFUSED in run.stderr
+    assert not [r for r in through.requests if "feedback_x" in r]
+
+
+def test_deletes_without_the_condition_check_the_etag_first(s3_url, endpoint, tmp_path):
+    through = endpoint({"DELETE": ("If-Match",)})
+    store = _s3(s3_url)
+    store.ensure()
+    etag = store.create("a.md", b"one")
+    assert store.conditions is not None and store.conditions.deletes is False
+    kept = json.loads((Path(os.environ["MEMSYNC_HOME"]) / STATE_FILE).read_text())
+    assert [v["deletes"] for v in kept["services"].values()] == [False]
+    newer = store.replace("a.md", b"two", etag)  # another device's edit, say
+    with pytest.raises(PreconditionFailed):
+        store.delete("a.md", etag)  # the stale ETag: refused by memsync's own read
+    assert store.get("a.md")[0] == b"two"
+    before = len(through.requests)
+    store.delete("a.md", newer)
+    assert [r.split(" ")[0] for r in through.requests[before:]] == ["HEAD", "DELETE"]
+    assert "a.md" not in store.list()
+
+
+def test_moto_is_checked_once_then_costs_nothing(tmp_path, s3_url, endpoint):
+    through = endpoint()
+    first = _s3(s3_url)
+    first.ensure()
+    assert first.list() == {}
+    assert _probes(through) == PROBE  # beside the listing, its one GET
+    assert first.conditions is not None and first.conditions.deletes is True
+    assert first.stats.requests["check"] == len(PROBE)  # shown apart in --stats
+    methods = sorted(r.split(" ")[0] for r in through.requests)
+    assert methods == sorted(["HEAD", "PUT"] + PROBE + ["GET"])  # ensure(), the check, a listing
+
+    before = len(through.requests)
+    again = _s3(s3_url)  # a later run on this device
+    etag = again.create("a.md", b"one")
+    again.list()
+    again.delete("a.md", etag)
+    assert [r.split(" ")[0] for r in through.requests[before:]] == ["PUT", "GET", "DELETE"]
+
+    before = len(through.requests)
+    other = _s3(bucket_url())  # another bucket on the same endpoint is checked on its own
+    other.ensure()
+    other.list()
+    assert _probes(through) == sorted(PROBE * 2)
+    assert len(through.requests) - before == 2 + len(PROBE) + 1  # HEAD, PUT bucket, GET
+
+    moved = endpoint()  # the same bucket through another endpoint is checked again
+    _s3(s3_url).list()
+    assert _probes(moved) == PROBE and len(moved.requests) == len(PROBE) + 1
+
+
+def test_a_device_pays_the_check_once_and_its_hooks_nothing(tmp_path, s3_url, endpoint):
+    through = endpoint()
+    a = make_device(tmp_path, "a", s3_url)
+    a.write("feedback_x.md", "Keep it short.\n", type="feedback")
+    a.run("sync")  # makes the bucket: the probe before the listing finds none and decides
+    assert _probes(through) == sorted(["PUT", "PUT"] + PROBE)
+    a.run("sync")
+    a.hook("session-start", hook_event_name="SessionStart", source="startup")
+    b = make_device(tmp_path, "b", s3_url)  # another device checks for itself
+    b.run("pull")
+    assert _probes(through) == sorted(["PUT", "PUT"] + PROBE * 2)
+    assert b.files() == a.files()
