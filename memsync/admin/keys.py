@@ -29,7 +29,7 @@ from memsync.stores.crypt_migrate import (
     strays,
     turn_on,
 )
-from memsync.util.errors import NotFound, UserError
+from memsync.util.errors import MemsyncError, NotFound, UserError
 
 if TYPE_CHECKING:
     from memsync.sync.engine import Engine
@@ -53,7 +53,8 @@ class KeysOutcome:
     left: list[str] = field(default_factory=list)  # objects a switch kept for a person to check
     damaged: list[str] = field(default_factory=list)  # objects that do not verify, kept
     strays: list[str] = field(default_factory=list)  # not under the data key, not folded in
-    note: str = ""
+    note: str = ""  # why this device cannot read the remote
+    failure: MemsyncError | None = None  # what stopped keys init, said after the key
 
     def took(self, moved: Moved) -> None:
         self.copied, self.deleted, self.swept = moved.copied, moved.deleted, moved.swept
@@ -91,9 +92,21 @@ def init(engine: Engine, adopt: list[str] | None = None) -> KeysOutcome:
     nothing but what `adopt` names (objects left outside the data key, folded in once a
     person checked them), and list the others. A lost or damaged recipients list is written
     again by a device that trusted it (it holds the data key and the recipients). Whatever
-    happens on the remote, the outcome carries this device's key."""
+    happens on the remote, the outcome carries this device's key (and what went wrong, for
+    the command to say after it)."""
     identity, made = create_identity()
     result = KeysOutcome(public_key(identity), str(identity_path()), made_identity=made)
+    try:
+        _init_remote(engine, result, adopt or [])
+    except NoAccess as exc:
+        result.access = False
+        result.note = str(exc)
+    except MemsyncError as exc:  # the remote refused, or another device's keys init won
+        result.failure = exc
+    return result
+
+
+def _init_remote(engine: Engine, result: KeysOutcome, adopt: list[str]) -> None:
     store = _store(engine)
     try:
         try:
@@ -102,15 +115,9 @@ def init(engine: Engine, adopt: list[str] | None = None) -> KeysOutcome:
             store.ensure()
             result.made_remote = strip_query(engine.ctx.remote)
             _listed(engine, store)
-    except NoAccess as exc:
-        result.access = False
-        result.note = str(exc)
-        return result
-    except BadRecipients as exc:
+    except BadRecipients:
         if republish(store) is None:
-            result.access = False
-            result.note = str(exc)
-            return result
+            raise
         result.republished = True
         _listed(engine, store)
     if store.encrypted:
@@ -118,18 +125,13 @@ def init(engine: Engine, adopt: list[str] | None = None) -> KeysOutcome:
             result.took(fold_strays(store, adopt))
             store.list()
         result.strays = strays(store)
-        return result
+        return
     if adopt:
         raise UserError("this project's remote is not encrypted; nothing to adopt")
-    try:
-        _, moved = turn_on(store, engine.ctx.device)
-    except UserError as exc:  # another device's keys init won the race
-        result.note = str(exc)
-        return result
+    _, moved = turn_on(store, engine.ctx.device)
     result.turned_on = True
     result.took(moved)
     _follow(engine, moved)
-    return result
 
 
 def _follow(engine: Engine, moved: Moved) -> None:

@@ -51,8 +51,8 @@ def _moved(result: KeysOutcome) -> None:
         err.print(
             f"memsync: {name} on the remote is damaged (it does not decrypt or its "
             "authentication fails), so it was left as it is, not sealed anew: on a device with "
-            f"a good copy, `memsync push --force {name}` replaces it (or `memsync prune {name}` "
-            "deletes it)",
+            f"a good copy, save the file again and run `memsync push --force {name}` to "
+            "replace it",
             markup=False,
         )
 
@@ -84,10 +84,10 @@ def init_cmd(
     out.print(result.public)
     if result.made_remote:
         out.print(f"Created the remote {result.made_remote}.")
+    if result.failure is not None:  # the key first, then what stopped it
+        raise result.failure
     if result.note:
         err.print(f"memsync: {result.note}", markup=False)
-        if result.access:  # it lost a simultaneous keys init
-            raise typer.Exit(1)
         return
     if result.republished:
         out.print("The remote's recipients list was written again from this device's record.")
@@ -100,8 +100,7 @@ def init_cmd(
         err.print(
             f"memsync: {len(result.strays)} file(s) on the remote are not sealed under its "
             f"data key, so not trusted and not synced: {', '.join(result.strays)}; check each "
-            "and run `memsync keys init --adopt NAME` to fold it in (or `memsync prune NAME` "
-            "to delete it)",
+            "and run `memsync keys init --adopt NAME` to fold it in",
             markup=False,
         )
 
