@@ -26,7 +26,6 @@ from memsync.stores.crypt_migrate import (
     fold_strays,
     remove_device,
     republish,
-    strays,
     turn_on,
 )
 from memsync.util.errors import MemsyncError, NotFound, UserError
@@ -124,7 +123,7 @@ def _init_remote(engine: Engine, result: KeysOutcome, adopt: list[str]) -> None:
         if adopt:
             result.took(fold_strays(store, adopt))
             store.list()
-        result.strays = strays(store)
+        result.strays = store.stray_names()
         return
     if adopt:
         raise UserError("this project's remote is not encrypted; nothing to adopt")

@@ -467,19 +467,17 @@ class CryptStore(Store):
 
     def sweep(self, keep: Collection[str]) -> int:
         """Delete every object under the prefix the listing does not show (sealed under an
-        earlier data key, or under one an interrupted switch never published), but the
-        recipients object and the current objects of the names in `keep`; how many."""
+        earlier data key, or under one an interrupted switch never published, and a pending
+        mark), but the recipients object and the current objects of the names in `keep`; how
+        many."""
         dkey = self._key
         if dkey is None:
             return 0  # a plain remote's listing shows every object
         spared = {CRYPT_KEY, *(self._hidden(dkey, name) for name in keep)}
         gone = 0
         for key, entry in self.inner.list().items():
-            if (
-                key.startswith(HIDDEN)
-                and key not in spared
-                and dkey.reveal(key[len(HIDDEN) :]) is None
-            ):
+            unnamed = key.startswith(HIDDEN) and dkey.reveal(key[len(HIDDEN) :]) is None
+            if key == PENDING or (unnamed and key not in spared):
                 with contextlib.suppress(NotFound, PreconditionFailed):
                     self.inner.delete(key, entry.etag)
                     gone += 1

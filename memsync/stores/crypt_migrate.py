@@ -310,18 +310,12 @@ def sweep(store: CryptStore, ring: Keyring) -> int:
     return gone
 
 
-def strays(store: CryptStore) -> list[str]:
-    """The names of the objects on an encrypted remote that are not sealed under its data
-    key (in plaintext, or under an earlier key), as the last listing showed them."""
-    return sorted(store._strays)
-
-
 def fold_strays(store: CryptStore, names: list[str]) -> Moved:
     """Seal under the data key the named objects left on an encrypted remote in plaintext or
     under an earlier data key: only those a person checked and named, since nothing
     authenticates a plaintext one (anyone who can write the bucket could have put it there)."""
     ring = store.ring()
-    found = set(store._strays)
+    found = set(store.stray_names())
     missing = [n for n in names if n not in found]
     if missing:
         raise UserError(
