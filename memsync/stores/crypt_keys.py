@@ -399,5 +399,5 @@ def check_trust(ring: Keyring, trusted: Trust | None, url: str, prefix: str) -> 
         "no device with access vouched for (changed by someone without a key, or rolled "
         "back); nothing was synced: run `memsync keys list` on a device with access and, if "
         f"the change is yours, delete {trust_path(url, prefix)} on this device to trust it "
-        "anew"
+        "anew (if not, `memsync keys init` here writes back the list this device trusted)"
     )

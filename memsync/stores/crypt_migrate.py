@@ -23,6 +23,7 @@ import contextlib
 import json
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from memsync.stores.base import Entry
 from memsync.stores.crypt import HIDDEN, PENDING, CryptStore, is_stray
@@ -35,6 +36,7 @@ from memsync.stores.crypt_keys import (
     load_identity,
     load_trust,
     public_key,
+    read,
 )
 from memsync.util.errors import (
     AlreadyExists,
@@ -330,6 +332,24 @@ def fold_strays(store: CryptStore, names: list[str]) -> Moved:
     return moved
 
 
+def _newer_unread(data: bytes, generation: int, identity: Any, url: str) -> bool:
+    """Whether the recipients object `data` claims a newer data key than `generation` and
+    cannot be read to check it (damaged): a rotation this device never saw may lie behind
+    it. One that opens with this device's key but was not vouched for is a forgery (or a
+    roll-back), whatever generation it claims."""
+    try:
+        claimed = int(json.loads(data)["generation"])
+    except (ValueError, KeyError, TypeError):
+        return False
+    if claimed <= generation:
+        return False
+    try:
+        read(data, identity, url)
+    except UserError:
+        return True
+    return False
+
+
 def republish(store: CryptStore) -> Keyring | None:
     """Write again the recipients object this device trusted last (lost or damaged), from
     its own record of it: the data key, the earlier ones and the devices. None where this
@@ -349,11 +369,7 @@ def republish(store: CryptStore) -> Keyring | None:
     except NotFound:
         etag = None
     else:
-        try:
-            newer = int(json.loads(data)["generation"]) > trust.generation
-        except (ValueError, KeyError, TypeError):
-            newer = False
-        if newer:
+        if _newer_unread(data, trust.generation, identity, store.url):
             raise UserError(
                 f"the damaged recipients list ({CRYPT_KEY}) names a newer data key than this "
                 "device knows; run `memsync keys init` on a device that synced since"
