@@ -297,7 +297,7 @@ def test_a_new_file_pushed_without_a_listing_after_a_rotation_lands_under_the_ne
 def test_a_file_written_under_a_rotated_out_key_is_kept_refused_then_folded(tmp_path, monkeypatch):
     """A run that listed before a rotation and creates a file after it writes under the old
     key: listed (so its writer does not take it for deleted), refused on download, folded in
-    by `keys init` (fold_strays)."""
+    by `keys init --adopt` (fold_strays)."""
     from memsync.stores.crypt_migrate import fold_strays
 
     home = os.environ["MEMSYNC_HOME"]
@@ -320,7 +320,7 @@ def test_a_file_written_under_a_rotated_out_key_is_kept_refused_then_folded(tmp_
     assert store.list()["late.md"].etag != written
     with pytest.raises(RefusedFile, match="earlier data key"):
         store.fetch("late.md")
-    moved = fold_strays(store)
+    moved = fold_strays(store, ["late.md"])
     assert moved.copied == 1 and moved.deleted == 1
     assert store.get("late.md")[0] == b"written mid-run"
     assert not store.list()["late.md"].etag.startswith("plain:")

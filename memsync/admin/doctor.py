@@ -189,7 +189,15 @@ def _remote_checks(ctx: Context, store: Any) -> list[Check]:
     project = _project(ctx, store, synced)
     if not project.ok:  # nothing is written under another project's name, not even a probe
         return [*checks, project]
-    return [*checks, project, _remote_files(ctx, store), _probe(store), _skew(store)]
+    files = _remote_files(ctx, store)
+    said = _encryption(store) if files.ok else []
+    return [*checks, project, files, *said, _probe(store), _skew(store)]
+
+
+def _encryption(store: Any) -> list[Check]:
+    """Whether the remote is encrypted, as the listing `_remote_files` made settled it."""
+    say = getattr(store, "encryption", None)
+    return [] if say is None else [Check("encryption", True, say())]
 
 
 def _project(ctx: Context, store: Any, synced: int) -> Check:

@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memsync.memory.index_links import INDEX, link_targets
-from memsync.stores.base import MAX_ATTEMPTS
+from memsync.stores.base import MAX_ATTEMPTS, Entry
+from memsync.stores.crypt import CryptStore
+from memsync.stores.crypt_keys import Locked
 from memsync.sync import cas
 from memsync.sync.forgotten import Forget, scrub_files, text_mark
 from memsync.sync.mode import Mode
@@ -199,6 +201,19 @@ def _put_purge_mark(engine: Engine, payload: bytes) -> None:
     cas.update_or_say(engine.store, PURGED, lambda _: payload, PURGED, _AGAIN)
 
 
+def _purge_listing(engine: Engine) -> tuple[dict[str, Entry], int]:
+    """The remote's listing for a purge, and how many objects went already: an encrypted
+    remote this device cannot read is erased whole first (erasing needs no key)."""
+    store = engine.store
+    try:
+        return store.list(), 0
+    except Locked:
+        if not isinstance(store, CryptStore):
+            raise
+        gone = store.erase_locked()
+        return store.list(), gone
+
+
 def purge(engine: Engine) -> PurgeReport:
     """Hard-erase the remote prefix and all of memsync's local state for this project, then
     mark both so that no device uploads this project's memory again without being told to.
@@ -209,7 +224,7 @@ def purge(engine: Engine) -> PurgeReport:
     marker = {"id": os.urandom(8).hex(), "at": time.time(), "device": engine.ctx.device}
     with engine.locked():
         try:
-            listing = store.list()
+            listing, deleted = _purge_listing(engine)
         except NotFound:
             listing = {}
         except Unreachable as exc:
@@ -233,6 +248,8 @@ def purge(engine: Engine) -> PurgeReport:
                 except PreconditionFailed:
                     deleted += _delete_remote(engine, key)
                 store.erase_history(key)  # the versions the remote keeps of it, every one
+            if isinstance(store, CryptStore):  # objects under keys no listing shows
+                deleted += store.sweep((PURGED, TOMBSTONES))
             store.erase_deleted(lambda key, old: True)  # and of what was deleted before
         except Unreachable as exc:
             raise Unreachable(

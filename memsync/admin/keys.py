@@ -9,16 +9,26 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from memsync.context.config import strip_query
 from memsync.stores.crypt import CryptStore
 from memsync.stores.crypt_keys import (
+    BadRecipients,
     NoAccess,
     create_identity,
     identity_path,
     load_identity,
     public_key,
+    trust_path,
 )
-from memsync.stores.crypt_migrate import add_device, fold_strays, remove_device, turn_on
-from memsync.util.errors import UserError
+from memsync.stores.crypt_migrate import (
+    Moved,
+    add_device,
+    fold_strays,
+    remove_device,
+    republish,
+    turn_on,
+)
+from memsync.util.errors import MemsyncError, NotFound, UserError
 
 if TYPE_CHECKING:
     from memsync.sync.engine import Engine
@@ -34,10 +44,20 @@ class KeysOutcome:
     access: bool = True  # whether this device can read the remote
     turned_on: bool = False
     added: bool = False
+    made_remote: str = ""  # the remote it created (a bucket or folder that did not exist)
+    republished: bool = False  # it wrote the lost or damaged recipients list again
     copied: int = 0
     deleted: int = 0
+    swept: int = 0  # objects under a key never published, deleted
     left: list[str] = field(default_factory=list)  # objects a switch kept for a person to check
-    note: str = ""
+    damaged: list[str] = field(default_factory=list)  # objects that do not verify, kept
+    strays: list[str] = field(default_factory=list)  # not under the data key, not folded in
+    note: str = ""  # why this device cannot read the remote
+    failure: MemsyncError | None = None  # what stopped keys init, said after the key
+
+    def took(self, moved: Moved) -> None:
+        self.copied, self.deleted, self.swept = moved.copied, moved.deleted, moved.swept
+        self.left, self.damaged = moved.left, moved.damaged
 
 
 @dataclass
@@ -65,28 +85,78 @@ def _listed(engine: Engine, store: CryptStore) -> None:
     engine.confirm_project(listing)
 
 
-def init(engine: Engine) -> KeysOutcome:
-    """Make this device's identity if it has none; turn encryption on for a plain remote;
-    on an encrypted one, fold in plaintext objects left by devices that wrote before they
-    saw the switch (or say this device has no access yet)."""
+def init(engine: Engine, adopt: list[str] | None = None) -> KeysOutcome:
+    """Make this device's identity if it has none. On a plain remote (made if missing, as
+    `push` makes it), turn encryption on. On an encrypted one this device can read, change
+    nothing but what `adopt` names (objects left outside the data key, folded in once a
+    person checked them), and list the others. A lost or damaged recipients list is written
+    again by a device that trusted it (it holds the data key and the recipients). Whatever
+    happens on the remote, the outcome carries this device's key (and what went wrong, for
+    the command to say after it)."""
     identity, made = create_identity()
     result = KeysOutcome(public_key(identity), str(identity_path()), made_identity=made)
-    store = _store(engine)
     try:
-        _listed(engine, store)
+        _init_remote(engine, result, adopt or [])
     except NoAccess as exc:
         result.access = False
         result.note = str(exc)
-        return result
-    if store.encrypted:
-        moved = fold_strays(store)
-    else:
-        if not store.exists():
-            store.ensure()
-        _, moved = turn_on(store, engine.ctx.device)
-        result.turned_on = True
-    result.copied, result.deleted, result.left = moved.copied, moved.deleted, moved.left
+    except MemsyncError as exc:  # the remote refused, or another device's keys init won
+        result.failure = exc
     return result
+
+
+def _init_remote(engine: Engine, result: KeysOutcome, adopt: list[str]) -> None:
+    store = _store(engine)
+    try:
+        try:
+            _listed(engine, store)
+        except NotFound:
+            store.ensure()
+            result.made_remote = strip_query(engine.ctx.remote)
+            _listed(engine, store)
+    except BadRecipients:
+        if republish(store) is None:
+            raise
+        result.republished = True
+        _listed(engine, store)
+    if store.encrypted:
+        if adopt:
+            result.took(fold_strays(store, adopt))
+            store.list()
+        result.strays = store.stray_names()
+        return
+    if adopt:
+        raise UserError("this project's remote is not encrypted; nothing to adopt")
+    _, moved = turn_on(store, engine.ctx.device)
+    result.turned_on = True
+    result.took(moved)
+    _follow(engine, moved)
+
+
+def _follow(engine: Engine, moved: Moved) -> None:
+    """This device sealed each object anew from what it read: its records take the new ETags
+    where they held the old ones, so its next sync downloads nothing it has."""
+    if not moved.renamed:
+        return
+    from memsync.context.identity import MANIFEST
+    from memsync.sync.remote_keys import CONFLICTS, PURGED, TOMBSTONES
+
+    kept = {
+        MANIFEST: "manifest_etag",
+        TOMBSTONES: "tombstones_etag",
+        PURGED: "purge_seen_etag",
+        CONFLICTS: "conflicts_etag",
+    }
+    with engine.locked():
+        records, meta = engine.state.records, engine.state.meta
+        for name, (old, new) in moved.renamed.items():
+            rec = records.get(name)
+            if rec is not None and rec.etag == old:
+                records[name] = rec._replace(etag=new)
+            field_name = kept.get(name)
+            if field_name is not None and getattr(meta, field_name) == old:
+                setattr(meta, field_name, new)
+        engine.state.save()
 
 
 def _need_access(engine: Engine) -> tuple[CryptStore, str]:
@@ -107,11 +177,22 @@ def add(engine: Engine, key: str, name: str | None) -> KeysOutcome:
     return KeysOutcome(me, str(identity_path()), added=added)
 
 
+def is_this_device(key: str) -> bool:
+    """Whether `key` is this device's own public key (removing it locks this device out)."""
+    identity = load_identity()
+    return identity is not None and public_key(identity) == key.strip()
+
+
 def remove(engine: Engine, key: str) -> KeysOutcome:
     store, me = _need_access(engine)
     _, moved = remove_device(store, key)
     result = KeysOutcome(me, str(identity_path()))
-    result.copied, result.deleted, result.left = moved.copied, moved.deleted, moved.left
+    result.took(moved)
+    if key.strip() == me:  # it wrapped the new data key to the others only: forget it here
+        trust_path(*store.remote).unlink(missing_ok=True)
+        result.access = False
+    else:
+        _follow(engine, moved)
     return result
 
 

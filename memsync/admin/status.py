@@ -38,6 +38,7 @@ class Status:
     last_sync: float | None = None
     last_interrupted: float | None = None  # a later run cut short (Ctrl-C, SIGTERM)
     remote_error: str | None = None
+    encryption: str = ""  # whether the remote is encrypted, and to how many devices
     sync_enabled: bool = True
     notices: list[str] = field(default_factory=list)  # purge, unfinished forget, quarantine
     memory_dir_lost: bool = False  # missing or empty while files were synced from it
@@ -94,6 +95,7 @@ def status(engine: Engine) -> Status:
     if aside:  # memsync does not sync this folder: said first, the rest as before
         result.notices.append(aside)
     seen = _read_remote(engine, result)
+    _encryption(engine, result)
     if (
         not engine.ctx.sync_enabled
         or result.remote_lost
@@ -116,6 +118,24 @@ def status(engine: Engine) -> Status:
     if not (result.remote_lost or purged):
         result.in_sync = len([n for n in hashes if n not in acted and n in records])
     return result
+
+
+def _encryption(engine: Engine, result: Status) -> None:
+    """The remote's encryption, as the listing settled it, and the files on an encrypted
+    remote outside its data key (never synced until a person folds them in)."""
+    from memsync.stores.crypt import CryptStore
+
+    store = engine.store
+    if not isinstance(store, CryptStore) or result.remote_error:
+        return
+    result.encryption = store.encryption()
+    strays = store.stray_names()
+    if strays:
+        result.notices.append(
+            f"{len(strays)} file(s) on the encrypted remote are not sealed under its data key "
+            f"(untrusted, not synced): {', '.join(strays)}; check each and run `memsync keys "
+            "init --adopt NAME` to fold it in"
+        )
 
 
 def _start(engine: Engine) -> Status:

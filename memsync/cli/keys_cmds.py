@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -12,13 +12,18 @@ from memsync.cli.common import (
     MemoryDirOpt,
     ProjectOpt,
     RemoteOpt,
+    YesOpt,
     app,
+    confirm,
     emit_json,
     engine_for,
     err,
     out,
     table,
 )
+
+if TYPE_CHECKING:
+    from memsync.admin.keys import KeysOutcome
 
 keys_app = typer.Typer(
     name="keys",
@@ -31,39 +36,73 @@ app.add_typer(keys_app, name="keys")
 KeyArg = Annotated[str, typer.Argument(help="A device's age public key (age1…).")]
 
 
-def _moved(copied: int, deleted: int, left: list[str]) -> None:
-    if copied or deleted:
-        out.print(f"{copied} object(s) sealed anew, {deleted} old one(s) deleted.")
-    for name in left:
+def _moved(result: KeysOutcome) -> None:
+    if result.copied or result.deleted:
+        out.print(f"{result.copied} object(s) sealed anew, {result.deleted} old one(s) deleted.")
+    if result.swept:
+        out.print(f"{result.swept} object(s) left under a key never published were deleted.")
+    for name in result.left:
         err.print(
             f"memsync: {name} changed on two devices during the switch; both copies are kept "
             "on the remote: check it, then run `memsync keys init` again",
+            markup=False,
+        )
+    for name in result.damaged:
+        err.print(
+            f"memsync: {name} on the remote is damaged (it does not decrypt or its "
+            "authentication fails), so it was left as it is, not sealed anew: on a device with "
+            f"a good copy, save the file again and run `memsync push --force {name}` to "
+            "replace it",
             markup=False,
         )
 
 
 @keys_app.command("init")
 def init_cmd(
-    memory_dir: MemoryDirOpt = None, remote: RemoteOpt = None, project: ProjectOpt = None
+    adopt: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--adopt",
+            metavar="NAME",
+            help="Seal under the data key a file left in plaintext (or under an earlier key) "
+            "on the encrypted remote, once you checked it; repeatable.",
+        ),
+    ] = None,
+    memory_dir: MemoryDirOpt = None,
+    remote: RemoteOpt = None,
+    project: ProjectOpt = None,
 ) -> None:
     """Make this device's key (if it has none) and turn encryption on for the remote."""
     from memsync.admin.keys import init
 
-    result = init(engine_for(memory_dir, remote, project))
-    if result.made_identity:
-        out.print(
-            f"Made this device's key in {result.identity} (keep a copy somewhere safe: "
-            "without a key the remote cannot be read)."
-        )
+    result = init(engine_for(memory_dir, remote, project), adopt or [])
+    made = "Made this device's key" if result.made_identity else "This device's key is"
+    out.print(
+        f"{made} in {result.identity}: keep a copy somewhere safe (without a key the remote "
+        "cannot be read). Its public key:"
+    )
     out.print(result.public)
-    if not result.access:
+    if result.made_remote:
+        out.print(f"Created the remote {result.made_remote}.")
+    if result.failure is not None:  # the key first, then what stopped it
+        raise result.failure
+    if result.note:
         err.print(f"memsync: {result.note}", markup=False)
         return
+    if result.republished:
+        out.print("The remote's recipients list was written again from this device's record.")
     if result.turned_on:
         out.print("Encryption is on: the remote now holds only ciphertext.")
     else:
         out.print("The remote is encrypted and this device has access.")
-    _moved(result.copied, result.deleted, result.left)
+    _moved(result)
+    if result.strays:
+        err.print(
+            f"memsync: {len(result.strays)} file(s) on the remote are not sealed under its "
+            f"data key, so not trusted and not synced: {', '.join(result.strays)}; check each "
+            "and run `memsync keys init --adopt NAME` to fold it in",
+            markup=False,
+        )
 
 
 @keys_app.command("add")
@@ -114,20 +153,34 @@ def list_cmd(
 @keys_app.command("remove")
 def remove_cmd(
     key: KeyArg,
+    yes: YesOpt = False,
     memory_dir: MemoryDirOpt = None,
     remote: RemoteOpt = None,
     project: ProjectOpt = None,
 ) -> None:
     """Revoke a device: a new data key, and everything sealed again to the others."""
-    from memsync.admin.keys import remove
+    from memsync.admin.keys import is_this_device, remove
 
-    result = remove(engine_for(memory_dir, remote, project), key)
+    engine = engine_for(memory_dir, remote, project)
+    if is_this_device(key):
+        confirm(
+            f"{key.strip()} is this device's own key: removing it locks this device out (it "
+            "reads nothing on the remote until another device runs `memsync keys add` for "
+            "it). Remove it?",
+            yes,
+        )
+    result = remove(engine, key)
     out.print(f"Removed {key.strip()}: it cannot read anything written from now on.")
-    _moved(result.copied, result.deleted, result.left)
+    _moved(result)
     out.print(
         "What it synced or copied before stays readable to it: its memory dir, its history, "
         "and any ciphertext it kept with the old data key. Revoke its remote credential too."
     )
+    if not result.access:
+        out.print(
+            "This device has no access now: another device with access can let it in again "
+            f"with `memsync keys add {key.strip()}`."
+        )
 
 
 @keys_app.command("export")

@@ -121,6 +121,8 @@ def status(
     out.print(f"remote:     {st.remote} (project {st.project})", markup=False)
     if st.project_note:
         out.print(f"  ({st.project_note})", markup=False)
+    if st.encryption:
+        out.print(f"encryption: {st.encryption}", markup=False)
     last = local_time(st.last_sync)
     if st.last_interrupted:  # a run cut short since (Ctrl-C, SIGTERM): what it did is synced
         queued = f", {len(st.queued)} change(s) queued" if st.queued else ""

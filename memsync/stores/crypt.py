@@ -15,8 +15,10 @@ the engine's usual merge-and-retry does the rest. Objects outside `_memsync/x/` 
 remote, or sealed under an earlier data key (written by a device that had not seen the
 switch yet, or by someone without the key), are listed with a marked ETag and refused on
 download: they are not authenticated, and nothing a device holds is deleted because of them;
-a conditional write over one replaces it, and `memsync keys init` folds them in (see
-crypt_migrate.fold_strays).
+a conditional write over one replaces it, and `memsync keys init --adopt NAME` folds in one a
+person named (see crypt_migrate.fold_strays). A remote holding encrypted objects but no
+recipients object is refused by every device (`orphaned`), unless a `keys init` is under way
+(its `PENDING` mark is there).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
 from memsync.stores.base import Entry, RemoteVersion, Store, check_key
@@ -33,6 +35,7 @@ from memsync.stores.crypt_keys import (
     BadRecipients,
     DataKey,
     Keyring,
+    NoAccess,
     check_trust,
     load_identity,
     load_trust,
@@ -43,13 +46,35 @@ from memsync.stores.crypt_keys import (
 from memsync.util.errors import NotFound, PreconditionFailed, RefusedFile
 
 HIDDEN = "_memsync/x/"  # where every encrypted object lives
+# written by `keys init` before its copies and deleted after its switch: a remote holding
+# encrypted objects but no recipients object is plain only while this is there
+PENDING = "_memsync/crypt.pending"
 MARK = "plain:"  # the ETag prefix of an object outside HIDDEN on an encrypted remote
 _HEADROOM = 4096  # age's header and the MAC line, over the plaintext's size
 
 
 def is_stray(key: str) -> bool:
     """A plaintext object, of the kind an encrypted remote should not hold."""
-    return not key.startswith(HIDDEN) and key != CRYPT_KEY
+    return not key.startswith(HIDDEN) and key not in (CRYPT_KEY, PENDING)
+
+
+def orphaned(url: str) -> BadRecipients:
+    """A remote holding encrypted objects and no recipients object (deleted, or a `keys init`
+    interrupted past its copies): no device treats it as plain."""
+    return BadRecipients(
+        f"the remote {url} holds encrypted objects but no recipients list ({CRYPT_KEY}); "
+        "nothing was synced: run `memsync keys init` on a device that synced it while "
+        "encrypted (it publishes the list again), or erase the remote with `memsync purge "
+        "--all` and start over"
+    )
+
+
+def removed(url: str, public: str) -> NoAccess:
+    return NoAccess(
+        f"this device's key {public} was removed from the recipients of the encrypted remote "
+        f"{url} by a device with access; it can read nothing written since: if that was a "
+        f"mistake, run `memsync keys add {public}` on a device that has access"
+    )
 
 
 _OWN = frozenset(
@@ -67,6 +92,7 @@ _OWN = frozenset(
         "_strays",
         "_old",
         "_trusted",
+        "_plain_seen",
     ]
 )
 
@@ -88,6 +114,7 @@ class CryptStore(Store):
         self._current = False  # whether the key was checked against the remote in this run
         self._strays: dict[str, Entry] = {}  # name -> the stray object, as last listed
         self._old: list[DataKey] = []  # the earlier data keys
+        self._plain_seen = False  # a listing showed the remote plain (no encrypted objects)
         trust = load_trust(remote, prefix)
         self._trusted = trust is not None
         if trust is not None:
@@ -181,27 +208,30 @@ class CryptStore(Store):
 
     # --- settling plain or encrypted ------------------------------------------------------
 
-    def _settle(self, etag: str | None, data: bytes | None = None) -> bool:
-        """Take in the recipients object's ETag (None: absent; `data` if it was read too);
-        True if the key changed."""
+    def _settle(self, etag: str | None, data: bytes | None = None, hidden: bool = False) -> bool:
+        """Take in the recipients object's ETag (None: absent; `data` if it was read too;
+        `hidden`: a listing showed encrypted objects and no `keys init` under way); True if
+        the key changed."""
         with self._lock:
             self._known = self._current = True
             if etag is None:
+                url = self.remote[0]
                 if self._trusted:
-                    url = self.remote[0]
                     raise BadRecipients(
                         f"the remote {url} was encrypted and its recipients list "
-                        f"({CRYPT_KEY}) is gone; nothing was synced: restore it from a "
-                        "backup of the remote, or if you mean to start over without "
+                        f"({CRYPT_KEY}) is gone; nothing was synced: run `memsync keys init` "
+                        "here to publish it again, or if you mean to start over without "
                         f"encryption, delete {trust_path(url, self.remote[1])} on this device"
                     )
+                if hidden:
+                    raise orphaned(url)
                 changed = self._key is not None
                 self._key = self._ring = None
                 return changed
             if etag == self._etag and self._key is not None:
                 return False
             before = self._key
-            self.load(None if data is None else (data, etag))
+            self._load_checked(None if data is None else (data, etag))
             return before is None or self._key is None or before.secret != self._key.secret
 
     def load(self, read_now: tuple[bytes, str] | None = None) -> Keyring:
@@ -218,9 +248,22 @@ class CryptStore(Store):
             self._trusted = self._known = self._current = True
             return ring
 
+    def _load_checked(self, read_now: tuple[bytes, str] | None = None) -> Keyring:
+        """`load`, telling a device that had access and was removed since that it was."""
+        try:
+            return self.load(read_now)
+        except NoAccess:
+            trust = load_trust(*self.remote)
+            identity = load_identity()
+            if trust is not None and identity is not None:
+                me = str(identity.to_public())
+                if any(d.key == me for d in trust.devices):
+                    raise removed(self.remote[0], me) from None
+            raise
+
     def ring(self) -> Keyring:
         with self._lock:
-            return self._ring if self._ring is not None else self.load()
+            return self._ring if self._ring is not None else self._load_checked()
 
     def use(self, ring: Keyring, etag: str) -> None:
         """After this device wrote the recipients object itself (keys init, add, remove)."""
@@ -238,6 +281,18 @@ class CryptStore(Store):
             return self._settle(None)
         return self._settle(etag, data)
 
+    def _check_plain(self) -> None:
+        """Before a new name goes up in plaintext without a listing first (a hook's `push
+        FILE`): the remote must hold no encrypted objects either (see `orphaned`)."""
+        try:
+            raw = self.inner.list()
+        except NotFound:
+            return  # no remote yet: the write says so
+        crypt = raw.get(CRYPT_KEY)
+        hidden = PENDING not in raw and any(k.startswith(HIDDEN) for k in raw)
+        self._settle(None if crypt is None else crypt.etag, hidden=crypt is None and hidden)
+        self._plain_seen = self._key is None
+
     def _ensure_known(self) -> None:
         if not self._known:
             self._probe()
@@ -247,9 +302,11 @@ class CryptStore(Store):
     def list(self) -> dict[str, Entry]:
         raw = self.inner.list()
         crypt = raw.get(CRYPT_KEY)
-        self._settle(None if crypt is None else crypt.etag)
+        hidden = crypt is None and PENDING not in raw and any(k.startswith(HIDDEN) for k in raw)
+        self._settle(None if crypt is None else crypt.etag, hidden=hidden)
         key = self._key
         if key is None:
+            self._plain_seen = True
             return raw
         out: dict[str, Entry] = {}
         strays: dict[str, Entry] = {}  # by name; the entry keeps the object's own key
@@ -264,7 +321,7 @@ class CryptStore(Store):
                     if real is not None:
                         strays[real] = entry
                         break
-            elif name != CRYPT_KEY:
+            elif name not in (CRYPT_KEY, PENDING):
                 strays[name] = entry
         for name, entry in strays.items():
             if name not in out:
@@ -321,6 +378,8 @@ class CryptStore(Store):
         self._ensure_known()
         if self._key is not None and not self._current:
             self._probe()
+        elif self._key is None and not self._plain_seen:
+            self._check_plain()
         dkey = self._key
         if dkey is None:
             return self.inner.create(key, data, edited)
@@ -382,6 +441,65 @@ class CryptStore(Store):
 
         return self.inner.erase_history(self._hidden(dkey, key), sealed_holds)
 
+    # --- what status and doctor say -------------------------------------------------------
+
+    def encryption(self) -> str:
+        """Whether the remote is encrypted and to how many devices, as its last listing
+        settled it (no request of its own), in a few words."""
+        if self._key is None:
+            return "off (the remote holds plaintext; `memsync keys init` turns it on)"
+        ring = self._ring
+        if ring is None:
+            trust = load_trust(*self.remote)
+            count = len(trust.devices) if trust is not None else 0
+        else:
+            count = len(ring.devices)
+        devices = f", {count} recipient(s)" if count else ""
+        return f"on (age, data key generation {self._key.generation}{devices})"
+
+    def stray_names(self) -> builtins.list[str]:
+        """The names the last listing showed outside the data key (in plaintext, or under an
+        earlier key): untrusted, never downloaded, folded in by `keys init --adopt NAME`."""
+        with self._lock:
+            return sorted(self._strays) if self._key is not None else []
+
+    # --- purge -----------------------------------------------------------------------------
+
+    def sweep(self, keep: Collection[str]) -> int:
+        """Delete every object under the prefix the listing does not show (sealed under an
+        earlier data key, or under one an interrupted switch never published, and a pending
+        mark), but the recipients object and the current objects of the names in `keep`; how
+        many."""
+        dkey = self._key
+        if dkey is None:
+            return 0  # a plain remote's listing shows every object
+        spared = {CRYPT_KEY, *(self._hidden(dkey, name) for name in keep)}
+        gone = 0
+        for key, entry in self.inner.list().items():
+            unnamed = key.startswith(HIDDEN) and dkey.reveal(key[len(HIDDEN) :]) is None
+            if key == PENDING or (unnamed and key not in spared):
+                with contextlib.suppress(NotFound, PreconditionFailed):
+                    self.inner.delete(key, entry.etag)
+                    gone += 1
+        return gone
+
+    def erase_locked(self) -> int:
+        """Erase an encrypted remote this device cannot read (`purge --all` needs no key):
+        every object under the prefix, the recipients object last, and what this device
+        trusted for it. The remote is plain afterwards; how many objects were deleted."""
+        gone = 0
+        listing = self.inner.list()
+        for key in sorted(listing, key=lambda k: k == CRYPT_KEY):
+            with contextlib.suppress(NotFound, PreconditionFailed):
+                self.inner.delete(key, listing[key].etag)
+                gone += 1
+        with self._lock:
+            trust_path(*self.remote).unlink(missing_ok=True)
+            self._key = self._ring = self._etag = None
+            self._old = []
+            self._trusted = self._known = self._current = self._plain_seen = False
+        return gone
+
     def erase_deleted(self, holds: Callable[[str, bytes], bool]) -> int:
         """As the wrapped store's on a plain remote. Encrypted, the names are hidden, so
         `holds` cannot be asked: every version of a deleted object is erased."""
@@ -397,11 +515,11 @@ class CryptStore(Store):
 
 _STRAY = (
     "it is in plaintext on an encrypted remote (written by a device before it saw encryption "
-    "turned on, or by someone without a key), so it is not trusted; check it and run "
-    "`memsync keys init` on a device with access to fold it in"
+    "turned on, or by someone without a key), so it is not trusted; check it, then run "
+    "`memsync keys init --adopt` with its name on a device with access to fold it in"
 )
 _OLD_KEY = (
     "it is sealed under an earlier data key (written by a device before it saw the key "
-    "rotated, or by a device removed since), so it is not trusted; check it and run "
-    "`memsync keys init` on a device with access to fold it in"
+    "rotated, or by a device removed since), so it is not trusted; check it, then run "
+    "`memsync keys init --adopt` with its name on a device with access to fold it in"
 )

@@ -36,11 +36,16 @@ _SEGMENT = 200  # characters of a hidden name a path segment holds (file systems
 _PAD = 16  # names are padded to a multiple of this many bytes: only their rough length shows
 
 
-class NoAccess(UserError):
+class Locked(UserError):
+    """An encrypted remote this device cannot read (no access, or its recipients list does
+    not verify): nothing is synced, but `purge --all` may still erase it."""
+
+
+class NoAccess(Locked):
     """The remote is encrypted and this device holds no key to it."""
 
 
-class BadRecipients(UserError):
+class BadRecipients(Locked):
     """The recipients object does not verify: changed by someone without a key, or damaged."""
 
 
@@ -73,6 +78,7 @@ def load_identity() -> Any | None:
     data = read_if_there(identity_path())
     if data is None:
         return None
+    _check_private(identity_path())
     lines = [ln.strip() for ln in data.decode("utf-8", "replace").splitlines()]
     secret = next((ln for ln in lines if ln.startswith("AGE-SECRET-KEY-")), None)
     try:
@@ -82,6 +88,20 @@ def load_identity() -> Any | None:
             f"{identity_path()} holds no age identity; restore it from your backup "
             "(or move it away and run `memsync keys init` for a new one)"
         ) from None
+
+
+def _check_private(path: Path) -> None:
+    """Refuse an identity file others may read, as ssh refuses such a private key: the key
+    may already have been copied, and memsync does not go on as if it were secret."""
+    if os.name != "posix":
+        return
+    mode = path.stat().st_mode & 0o777
+    if mode & 0o077:
+        raise UserError(
+            f"{path} is readable by others (mode {mode:o}); it is this device's secret key: "
+            f"run `chmod 600 {path}` (and, if others could have copied it, revoke it with "
+            "`memsync keys remove` from another device)"
+        )
 
 
 def create_identity() -> tuple[Any, bool]:
@@ -263,8 +283,9 @@ def read(data: bytes, identity: Any | None, url: str) -> Keyring:
     the recipients; BadRecipients if the object is damaged or its own MAC fails."""
     bad = BadRecipients(
         f"the recipients list of the encrypted remote {url} ({CRYPT_KEY}) is damaged or was "
-        "changed by someone without a key; nothing was synced: restore it from a device that "
-        "has access (`memsync keys list` there checks it)"
+        "changed by someone without a key; nothing was synced: run `memsync keys init` on a "
+        "device that synced since it last changed (it publishes the list again), or erase the "
+        "remote with `memsync purge --all`"
     )
     try:
         doc = json.loads(data)
@@ -324,6 +345,7 @@ class Trust(NamedTuple):
     secret: str
     etag: str
     history: tuple[tuple[int, str], ...] = ()  # the earlier data keys: (generation, secret)
+    devices: tuple[Device, ...] = ()  # the recipients, as last verified
 
 
 def load_trust(url: str, prefix: str) -> Trust | None:
@@ -333,19 +355,24 @@ def load_trust(url: str, prefix: str) -> Trust | None:
     try:
         doc = json.loads(data)
         history = tuple((int(g), str(k)) for g, k in doc.get("history", []))
-        return Trust(int(doc["generation"]), str(doc["data_key"]), str(doc["etag"]), history)
+        devices = tuple(Device(str(k), str(n), float(a)) for k, n, a in doc.get("devices", []))
+        return Trust(
+            int(doc["generation"]), str(doc["data_key"]), str(doc["etag"]), history, devices
+        )
     except (ValueError, KeyError, TypeError):
         return None  # a damaged cache: the remote's object is read and checked afresh
 
 
 def save_trust(url: str, prefix: str, ring: Keyring, etag: str) -> None:
     """What this device trusts for the remote: the data key, the recipients object's ETag,
-    and the earlier data keys (to recognise objects a rotation left behind)."""
+    the earlier data keys (to recognise objects a rotation left behind) and the recipients
+    (to tell this device it was removed, and to publish the list again if it is lost)."""
     path = trust_path(url, prefix)
     key = ring.key
     doc: dict[str, Any] = {"url": url, "prefix": prefix, "generation": key.generation}
     doc["data_key"], doc["etag"] = key.secret, etag
     doc["history"] = [[k.generation, k.secret] for k in ring.history]
+    doc["devices"] = [[d.key, d.name, d.added] for d in ring.devices]
     private_dir(path.parent)
     atomic_write(path, json.dumps(doc).encode(), mode=0o600)
 
@@ -372,5 +399,5 @@ def check_trust(ring: Keyring, trusted: Trust | None, url: str, prefix: str) -> 
         "no device with access vouched for (changed by someone without a key, or rolled "
         "back); nothing was synced: run `memsync keys list` on a device with access and, if "
         f"the change is yours, delete {trust_path(url, prefix)} on this device to trust it "
-        "anew"
+        "anew (if not, `memsync keys init` here writes back the list this device trusted)"
     )

@@ -19,11 +19,14 @@ recipients object alone (the data key is wrapped to one more identity): no objec
 
 from __future__ import annotations
 
+import contextlib
+import json
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from memsync.stores.base import Entry
-from memsync.stores.crypt import HIDDEN, CryptStore, is_stray
+from memsync.stores.crypt import HIDDEN, PENDING, CryptStore, is_stray
 from memsync.stores.crypt_keys import (
     CRYPT_KEY,
     DataKey,
@@ -31,7 +34,9 @@ from memsync.stores.crypt_keys import (
     Keyring,
     build,
     load_identity,
+    load_trust,
     public_key,
+    read,
 )
 from memsync.util.errors import (
     AlreadyExists,
@@ -51,6 +56,19 @@ class Moved:
     copied: int = 0
     deleted: int = 0
     left: list[str] = field(default_factory=list)  # changed on both sides: kept, not merged
+    damaged: list[str] = field(default_factory=list)  # old objects that do not verify: kept
+    swept: int = 0  # objects under a key no recipients object names (an abandoned switch)
+    # name -> (old ETag, new ETag) of each object sealed anew from what it was: the device
+    # that ran the switch knows the content is unchanged (its records follow the new ETags)
+    renamed: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    def add(self, other: Moved) -> None:
+        self.copied += other.copied
+        self.deleted += other.deleted
+        self.swept += other.swept
+        self.left += [n for n in other.left if n not in self.left]
+        self.damaged += [n for n in other.damaged if n not in self.damaged]
+        self.renamed.update(other.renamed)
 
 
 def check_public(key: str) -> str:
@@ -102,8 +120,15 @@ def _read(
 
 
 class _Switch:
-    def __init__(self, store: CryptStore, old: DataKey | None, new: DataKey) -> None:
+    def __init__(
+        self,
+        store: CryptStore,
+        old: DataKey | None,
+        new: DataKey,
+        only: set[str] | None = None,
+    ) -> None:
         self.store, self.old, self.new = store, old, new
+        self.only = only  # the names to move (None: all)
         self.copied: dict[str, tuple[str, str]] = {}  # name -> (old ETag, copy's ETag)
         self.moved = Moved()
         self.dropped: set[str] = set()  # names whose old object this switch deleted
@@ -117,8 +142,9 @@ class _Switch:
             data, etag, edited = _read(self.store, key, name, self.old)
         except NotFound:
             return False
-        except RefusedFile:
-            self.moved.left.append(name)  # an old object that does not verify: not copied
+        except RefusedFile:  # an old object that does not verify: not copied, named once
+            if name not in self.moved.damaged:
+                self.moved.damaged.append(name)
             return False
         sealed = self.new.seal(name, data, edited)
         try:
@@ -130,6 +156,7 @@ class _Switch:
             return False
         self.copied[name] = (etag, made)
         self.moved.copied += 1
+        self.moved.renamed[name] = (etag, made)
         return True
 
     def copy_all(self) -> None:
@@ -143,6 +170,13 @@ class _Switch:
                 self.store.inner.delete(self.twin_key(name), made)
             except (NotFound, PreconditionFailed):
                 continue
+        self.moved.renamed.clear()
+        # and any copy a stop cut off before it was recorded: the new key is this run's own,
+        # so whatever it names is one of its copies
+        for key, entry in self.store.inner.list().items():
+            if key.startswith(HIDDEN) and self.new.reveal(key[len(HIDDEN) :]) is not None:
+                with contextlib.suppress(NotFound, PreconditionFailed):
+                    self.store.inner.delete(key, entry.etag)
 
     def settle(self) -> None:
         for _ in range(_ROUNDS):
@@ -152,6 +186,8 @@ class _Switch:
     def _pass(self) -> bool:
         acted = False
         sources = _sources(self.store, self.old)
+        if self.only is not None:
+            sources = {n: v for n, v in sources.items() if n in self.only}
         twins = _twins(self.store, self.new)
         for name, (key, entry) in sorted(sources.items()):
             done = self.copied.get(name)
@@ -204,7 +240,11 @@ class _Switch:
             data, etag, _ = _read(self.store, key, name, self.old)
             blob, _, _ = self.store.inner.fetch(self.twin_key(name))
             ours, _ = self.new.open(name, blob)
-        except (NotFound, RefusedFile):
+        except RefusedFile:
+            if name not in self.moved.damaged:
+                self.moved.damaged.append(name)
+            return False
+        except NotFound:
             return False
         if ours == data:
             return self._drop(key, etag)
@@ -214,14 +254,20 @@ class _Switch:
 
 
 def turn_on(store: CryptStore, name: str) -> tuple[Keyring, Moved]:
-    """Encrypt a plaintext remote to this device alone (the caller made its identity)."""
+    """Encrypt a plaintext remote to this device alone (the caller made its identity). The
+    pending mark goes up before the first copy, so the copies do not make the remote look
+    orphaned meanwhile; a run stopped (Ctrl-C) takes its copies back, and what a run killed
+    outright left is swept by the next one once its switch is made."""
     identity = load_identity()
     if identity is None:
         raise UserError("this device has no key yet; run `memsync keys init`")
     ring = Keyring(DataKey.generate(1), [Device(public_key(identity), name, time.time())])
     switch = _Switch(store, None, ring.key)
-    switch.copy_all()
+    mark = None
+    with contextlib.suppress(AlreadyExists):  # an earlier run's, or one under way
+        mark = store.inner.create(PENDING, b"memsync keys init under way\n")
     try:
+        switch.copy_all()
         etag = store.inner.create(CRYPT_KEY, build(ring))
     except AlreadyExists:
         switch.undo()
@@ -229,24 +275,116 @@ def turn_on(store: CryptStore, name: str) -> tuple[Keyring, Moved]:
             "another device turned encryption on for this remote at the same moment; run "
             "`memsync keys init` again to see where it stands"
         ) from None
+    except BaseException:
+        switch.undo()
+        if mark is not None:  # its own mark: the remote is as it was
+            with contextlib.suppress(NotFound, PreconditionFailed):
+                store.inner.delete(PENDING, mark)
+        raise
     store.use(ring, etag)
     switch.settle()
+    switch.moved.swept = sweep(store, ring)
+    _drop_pending(store)
     return ring, switch.moved
 
 
-def fold_strays(store: CryptStore) -> Moved:
-    """Seal under the data key the objects left on an encrypted remote by devices that wrote
-    before they saw a switch: in plaintext, or under an earlier data key (a person asked for
-    it: plaintext ones are not authenticated)."""
+def _drop_pending(store: CryptStore) -> None:
+    for key, entry in store.inner.list().items():
+        if key == PENDING:
+            with contextlib.suppress(NotFound, PreconditionFailed):
+                store.inner.delete(key, entry.etag)
+
+
+def sweep(store: CryptStore, ring: Keyring) -> int:
+    """Delete the encrypted objects no key of `ring` names: copies a switch made under a key
+    it never published (stopped between copy and switch, or lost its race and was stopped
+    before it took them back). Run only after this device's own switch, so no switch under way
+    elsewhere can still win (its condition is stale)."""
+    keys = ring.keys()
+    gone = 0
+    for key, entry in store.inner.list().items():
+        if not key.startswith(HIDDEN):
+            continue
+        if all(k.reveal(key[len(HIDDEN) :]) is None for k in keys):
+            with contextlib.suppress(NotFound, PreconditionFailed):
+                store.inner.delete(key, entry.etag)
+                gone += 1
+    return gone
+
+
+def fold_strays(store: CryptStore, names: list[str]) -> Moved:
+    """Seal under the data key the named objects left on an encrypted remote in plaintext or
+    under an earlier data key: only those a person checked and named, since nothing
+    authenticates a plaintext one (anyone who can write the bucket could have put it there)."""
     ring = store.ring()
+    found = set(store.stray_names())
+    missing = [n for n in names if n not in found]
+    if missing:
+        raise UserError(
+            f"{', '.join(missing)}: not among the objects left outside the data key on the "
+            "remote (`memsync keys init` lists them); nothing was changed"
+        )
     moved = Moved()
     for old in [None, *ring.history]:
-        switch = _Switch(store, old, ring.key)
+        switch = _Switch(store, old, ring.key, only=set(names))
         switch.settle()
-        moved.copied += switch.moved.copied
-        moved.deleted += switch.moved.deleted
-        moved.left += switch.moved.left
+        moved.add(switch.moved)
     return moved
+
+
+def _newer_unread(data: bytes, generation: int, identity: Any, url: str) -> bool:
+    """Whether the recipients object `data` claims a newer data key than `generation` and
+    cannot be read to check it (damaged): a rotation this device never saw may lie behind
+    it. One that opens with this device's key but was not vouched for is a forgery (or a
+    roll-back), whatever generation it claims."""
+    try:
+        claimed = int(json.loads(data)["generation"])
+    except (ValueError, KeyError, TypeError):
+        return False
+    if claimed <= generation:
+        return False
+    try:
+        read(data, identity, url)
+    except UserError:
+        return True
+    return False
+
+
+def republish(store: CryptStore) -> Keyring | None:
+    """Write again the recipients object this device trusted last (lost or damaged), from
+    its own record of it: the data key, the earlier ones and the devices. None where this
+    device holds no such record (it never synced the remote encrypted) or is not among them.
+    A damaged object of a newer generation than this device knows is left for a device that
+    synced since (this one's list would roll back a rotation)."""
+    trust = load_trust(*store.remote)
+    identity = load_identity()
+    if trust is None or not trust.devices or identity is None:
+        return None
+    if all(d.key != public_key(identity) for d in trust.devices):
+        return None
+    history = [DataKey(secret, g) for g, secret in trust.history]
+    ring = Keyring(DataKey(trust.secret, trust.generation), list(trust.devices), history)
+    try:
+        data, etag = store.inner.get(CRYPT_KEY)
+    except NotFound:
+        etag = None
+    else:
+        if _newer_unread(data, trust.generation, identity, store.url):
+            raise UserError(
+                f"the damaged recipients list ({CRYPT_KEY}) names a newer data key than this "
+                "device knows; run `memsync keys init` on a device that synced since"
+            )
+    try:
+        if etag is None:
+            made = store.inner.create(CRYPT_KEY, build(ring))
+        else:
+            made = store.inner.replace(CRYPT_KEY, build(ring), etag)
+    except (AlreadyExists, PreconditionFailed):
+        raise UserError(
+            "another device wrote the recipients list at the same moment; run the command again"
+        ) from None
+    store.use(ring, made)
+    return ring
 
 
 def _rewrite(store: CryptStore, ring: Keyring) -> str:
@@ -291,12 +429,13 @@ def remove_device(store: CryptStore, key: str) -> tuple[Keyring, Moved]:
         )
     new = DataKey.generate(ring.key.generation + 1)
     switch = _Switch(store, ring.key, new)
-    switch.copy_all()
     grown = Keyring(new, rest, [ring.key, *ring.history])
     try:
+        switch.copy_all()
         _rewrite(store, grown)
-    except UserError:
+    except BaseException:  # lost the race, or stopped: no copy stays under an unpublished key
         switch.undo()
         raise
     switch.settle()
+    switch.moved.swept = sweep(store, grown)
     return grown, switch.moved

@@ -1,0 +1,291 @@
+"""Encryption's rules at the edges, as users meet them through `python -m memsync` on a folder
+remote: a recipients list deleted or damaged (refused by every device, written again by one
+that trusted it), a removed device told so, objects under keys no list names erased by the next
+switch and by purge (with a key or without one), files outside the data key folded in only when
+named, a damaged object named once, this device's own key not removed unasked, `keys init` on a
+remote that does not exist, no download after the switch, an identity file others may read."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+
+import pytest
+
+from memsync.stores.crypt_keys import DataKey
+from tests.conftest import NO_FCNTL
+from tests.devices import make_device
+
+pytestmark = pytest.mark.skipif(NO_FCNTL, reason="the remote's protocol, not the lock")
+
+
+def _remote_bytes(root) -> bytes:
+    """Every object's name and content (a folder left empty is no object)."""
+    seen = []
+    for path in sorted(root.rglob("*")):
+        if path.is_file():
+            seen.append(str(path.relative_to(root)).encode())
+            seen.append(path.read_bytes())
+    return b"\n".join(seen)
+
+
+def _key(device) -> str:
+    out = device.run("keys", "init").stdout
+    return next(line for line in out.splitlines() if line.startswith("age1"))
+
+
+def _one_line(proc) -> str:
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr, proc.stderr
+    return proc.stderr
+
+
+def _hidden(project) -> list:
+    return sorted(p for p in (project / "_memsync" / "x").rglob("*") if p.is_file())
+
+
+def _abandon(project, names) -> None:
+    """What a switch killed between its copies and its switch leaves: objects sealed under a
+    data key no recipients list names."""
+    lost = DataKey.generate(7)
+    for name in names:
+        path = project / "_memsync" / "x" / lost.hide(name)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(lost.seal(name, b"an abandoned copy", None))
+
+
+@pytest.fixture
+def trio(tmp_path):
+    remote_dir = tmp_path / "remote"
+    remote_dir.mkdir()
+    url = remote_dir.as_uri()
+    return remote_dir, [make_device(tmp_path, n, url) for n in ("a", "b", "c")]
+
+
+def test_a_lost_or_damaged_recipients_list_and_a_removed_device(trio):
+    remote_dir, (a, b, c) = trio
+    project = remote_dir / "e2e-project"
+    a.write("user_health.md", "Dentist on Tuesday.\n", type="user")
+    a.run("sync")
+    _key(a)
+    key_b = _key(b)
+    a.run("keys", "add", key_b, "--name", "laptop")
+    b.run("sync")
+    said = "encryption: on (age, data key generation 1, 2 recipient(s))"
+    assert said in a.run("status").stdout
+    assert "2 recipient(s)" in a.run("doctor").stdout
+
+    # the list deleted: a device that never held a key neither syncs nor pushes plaintext
+    crypt = project / "_memsync" / "crypt.json"
+    crypt.unlink()
+    before = _remote_bytes(remote_dir)
+    new = c.write("user_role.md", "Engineer.\n", type="user")
+    refused = _one_line(c.run("sync", check=1))
+    assert "holds encrypted objects but no recipients list" in refused
+    assert "`memsync purge --all`" in refused
+    assert c.post_tool_use(new).returncode == 0  # a hook never fails the session
+    assert _remote_bytes(remote_dir) == before
+    # a device that trusted it refuses too, and writes it again from its own record
+    assert "`memsync keys init` here" in _one_line(a.run("sync", check=1))
+    assert "written again" in b.run("keys", "init").stdout
+    a.run("sync")
+    assert "is encrypted" in _one_line(c.run("sync", check=1))
+
+    # the list damaged: every device refuses and is told which command mends it
+    damaged = crypt.read_bytes().replace(b'"mac": "', b'"mac": "0', 1)
+    crypt.write_bytes(damaged)
+    refused = _one_line(a.run("sync", check=1))
+    assert "is damaged" in refused and "run `memsync keys init` on a device" in refused
+    assert "written again" in a.run("keys", "init").stdout
+    b.run("sync")
+
+    # a device removed is told so, not only that it has no access
+    a.run("keys", "remove", key_b)
+    refused = _one_line(b.run("sync", check=1))
+    assert f"this device's key {key_b} was removed from the recipients" in refused
+
+
+def test_switches_and_purge_erase_objects_under_keys_no_list_names(trio):
+    remote_dir, (a, b, c) = trio
+    project = remote_dir / "e2e-project"
+    for i in range(3):
+        a.write(f"project_{i}.md", f"Step {i}.\n", type="project")
+    for i in range(200):
+        a.write(f"feedback_{i}.md", f"Note {i}.\n", type="feedback")
+    a.run("sync")
+    before = _remote_bytes(remote_dir)
+
+    # keys init stopped with Ctrl-C mid-copy takes its copies back: the remote is as it was
+    run = a.start("keys", "init")
+    deadline = time.monotonic() + 30
+    while len(_hidden(project)) < 20 and run.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert run.poll() is None, "keys init finished before it could be stopped"
+    run.send_signal(signal.SIGINT)
+    run.communicate(timeout=60)
+    assert run.returncode != 0
+    after = _remote_bytes(remote_dir)
+    assert after == before, sorted(set(after.split(b"\n")) - set(before.split(b"\n")))[:5]
+    _abandon(project, ["project_0.md", "project_1.md"])  # a keys init killed mid-copy
+    (project / "_memsync" / "crypt.pending").write_text("under way\n")
+    b.run("sync")  # the pending mark: still a plain remote to every device
+    assert "project_2.md" in b.files()
+    out = a.run("keys", "init").stdout
+    assert "2 object(s) left under a key never published were deleted" in out
+    assert not (project / "_memsync" / "crypt.pending").exists()
+
+    a.run("keys", "add", _key(b))
+    b.run("sync")
+    _abandon(project, ["project_2.md"])  # a keys remove killed before its switch
+    out = a.run("keys", "remove", _key(b)).stdout
+    assert "1 object(s) left under a key never published were deleted" in out
+    data_key = DataKey(a.run("keys", "export").stdout.strip(), 2)
+    assert all(
+        data_key.reveal(p.relative_to(project / "_memsync" / "x").as_posix())
+        for p in _hidden(project)
+    )
+
+    # purge with the key: every object but the recipients list, the purge mark, the forgets
+    _abandon(project, ["project_0.md", "user_x.md"])
+    count = len(_hidden(project))
+    out = a.run("purge", "--all", "--yes").stdout
+    left = {
+        data_key.reveal(p.relative_to(project / "_memsync" / "x").as_posix())
+        for p in _hidden(project)
+    }
+    assert left <= {"_memsync/purged.json", "_memsync/forgotten.json"}, left
+    deleted = int(re.search(r"Deleted (\d+) remote object", out).group(1))
+    assert deleted == count  # every object there before it, the abandoned ones too
+    assert (project / "_memsync" / "crypt.json").exists()
+
+    # purge without any key: allowed (it asks first), the remote is left plain and empty
+    refused = _one_line(c.run("purge", "--all", check=1))
+    assert "--yes" in refused
+    out = c.run("purge", "--all", "--yes").stdout
+    names = sorted(
+        p.relative_to(project).as_posix()
+        for p in project.rglob("*")
+        if p.is_file() and not p.name.endswith(".memsync-lock")
+    )
+    assert names == ["_memsync/purged.json"], names
+
+
+def test_strays_damaged_objects_and_this_devices_own_key(trio):
+    remote_dir, (a, b, _) = trio
+    project = remote_dir / "e2e-project"
+    a.write("user_role.md", "Engineer.\n", type="user")
+    a.run("sync")
+    key_a = _key(a)
+    key_b = _key(b)
+    a.run("keys", "add", key_b)
+
+    # a file someone without a key put there: named, folded in only when named
+    planted = project / "planted.md"
+    planted.write_text("---\nname: planted\ndescription: p\nmetadata:\n  type: user\n---\nHi.\n")
+    before = _remote_bytes(remote_dir)
+    init = a.run("keys", "init")
+    assert "planted.md" in init.stderr and "keys init --adopt NAME" in init.stderr
+    assert "sealed anew" not in init.stdout and _remote_bytes(remote_dir) == before
+    assert "planted.md" in a.run("status").stdout
+    out = a.run("keys", "init", "--adopt", "planted.md").stdout
+    assert "1 object(s) sealed anew" in out and not planted.exists()
+    a.run("sync")
+    assert "planted.md" in a.files()
+
+    # a damaged object: named once, as damaged, with what to do
+    data_key = DataKey(a.run("keys", "export").stdout.strip(), 1)
+    hidden = project / "_memsync" / "x" / data_key.hide("user_role.md")
+    hidden.write_bytes(hidden.read_bytes()[:-5] + b"xxxxx")
+    proc = a.run("keys", "remove", key_b)
+    assert proc.stderr.count("user_role.md on the remote is damaged") == 1, proc.stderr
+    assert "memsync push --force user_role.md" in proc.stderr
+    assert "changed on two devices" not in proc.stderr
+    manifest = (
+        project
+        / "_memsync"
+        / "x"
+        / DataKey(a.run("keys", "export").stdout.strip(), 2).hide("_memsync/project.json")
+    )
+    good = manifest.read_bytes()
+    manifest.write_bytes(good[:-5] + b"xxxxx")  # keys init stops at it, after the key
+    stopped = a.run("keys", "init", check=1)
+    assert key_a in stopped.stdout and "keep a copy somewhere safe" in stopped.stdout
+    assert "project.json" in _one_line(stopped)
+    manifest.write_bytes(good)
+
+    # this device's own key: asked first; with --yes, it is locked out and told so
+    a.run("keys", "add", key_b)
+    refused = _one_line(a.run("keys", "remove", key_a, check=1))
+    assert "is this device's own key" in refused and "--yes" in refused
+    out = a.run("keys", "remove", key_a, "--yes").stdout
+    assert "This device has no access now" in out
+    assert "is encrypted" in _one_line(a.run("sync", check=1))
+    joined = b.run("sync", check=1)  # the damaged file stays refused, the rest arrives
+    assert "user_role.md" in joined.stderr and "planted.md" in b.files()
+
+
+@pytest.mark.s3
+def test_init_makes_a_missing_bucket(tmp_path, s3_url):
+    missing = make_device(tmp_path, "m", s3_url)
+    out = missing.run("keys", "init").stdout
+    assert f"Created the remote {s3_url}" in out and "keep a copy somewhere safe" in out
+    assert "age1" in out and "Encryption is on" in out
+    again = missing.run("keys", "init").stdout  # the key and the advice, every time
+    assert "keep a copy somewhere safe" in again and "age1" in again
+
+
+def test_the_next_sync_downloads_nothing_and_an_open_identity_is_refused(tmp_path):
+    remote_dir = tmp_path / "remote"
+    remote_dir.mkdir()
+    a = make_device(tmp_path, "a", remote_dir.as_uri())
+    for i in range(12):
+        a.write(f"project_{i}.md", f"Step {i}.\n", type="project")
+    a.run("sync")
+    assert "13 object(s) sealed anew" in a.run("keys", "init").stdout  # and the manifest
+    done = a.run("sync", "--stats")
+    assert "Everything is in sync" in done.stdout and "requests: 1 (list 1)" in done.stderr
+
+    identity = a.home / "keys" / "identity.txt"
+    identity.chmod(0o644)
+    refused = _one_line(a.run("keys", "list", check=1))
+    assert f"{identity} is readable by others (mode 644)" in refused
+    assert f"chmod 600 {identity}" in refused
+    identity.chmod(0o600)
+    assert os.stat(identity).st_mode & 0o777 == 0o600
+    a.run("keys", "list")
+
+
+def test_the_device_that_loses_the_keys_init_race_is_still_given_its_key(trio, monkeypatch):
+    """b's `keys init` runs in this process; a's lands between b's copies and its switch."""
+    from typer.testing import CliRunner
+
+    from memsync.cli import _register
+    from memsync.cli.common import app
+    from memsync.stores import crypt_migrate
+
+    _register()
+
+    remote_dir, (a, b, _) = trio
+    a.write("user_role.md", "Engineer.\n", type="user")
+    a.run("sync")
+    for key, value in b.env().items():
+        monkeypatch.setenv(key, value)
+    real, raced = crypt_migrate.build, []
+
+    def racing(ring):
+        if not raced:
+            raced.append(a.run("keys", "init").stdout)
+        return real(ring)
+
+    monkeypatch.setattr(crypt_migrate, "build", racing)
+    lost = CliRunner().invoke(app, ["keys", "init"])
+    assert "Encryption is on" in raced[0]
+    assert "at the same moment" in str(lost.exception)  # said by the CLI's error handler
+    assert "keep a copy somewhere safe" in lost.output
+    assert re.search(r"^age1\w+$", lost.output, re.M)
+    project = remote_dir / "e2e-project"
+    key = DataKey(a.run("keys", "export").stdout.strip(), 1)
+    assert all(
+        key.reveal(p.relative_to(project / "_memsync" / "x").as_posix()) for p in _hidden(project)
+    )
