@@ -240,9 +240,14 @@ def test_an_export_imports_into_a_memory_store_but_what_it_cannot_hold(
     store = Engine(config.resolve(memory_dir=tmp_path / "empty", remote=REMOTE, project="p"))
     result = import_archive(store, tmp_path / "backup.tar.gz")
     assert result.copied == ["user_role.md"]
-    assert result.skipped["reference_big.md"].startswith("not sent to the memory store: it is")
+    assert result.refused["reference_big.md"].startswith("not sent to the memory store: it is")
     assert sorted(memstore_server.contents(STORE)) == ["/memsync/p/user_role.md"]
     store.close()
+    # through the CLI: exit 1 naming what the remote cannot hold, never the --force advice
+    device = make_device(tmp_path, "laptop", REMOTE)
+    told = device.run("import", str(tmp_path / "backup.tar.gz"), "--from-project", "p", check=1)
+    assert "refused reference_big.md: not sent to the memory store" in told.stderr, told.stderr
+    assert "cannot hold" in told.stderr and "--force" not in told.stderr, told.stderr
 
 
 def test_status_and_ls_on_an_unknown_store_say_it_is_made_in_the_console(

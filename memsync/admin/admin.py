@@ -578,6 +578,7 @@ class ImportResult:
     replaced: list[str] = field(default_factory=list)  # overwritten (only with force)
     unchanged: list[str] = field(default_factory=list)  # already there with the same content
     skipped: dict[str, str] = field(default_factory=dict)  # name -> why it was not written
+    refused: dict[str, str] = field(default_factory=dict)  # the remote cannot hold it: why
     # left out because they were forgotten, and files imported without the lines that were:
     # an import never brings forgotten content back
     forgotten: list[str] = field(default_factory=list)
@@ -730,7 +731,7 @@ def import_archive(
         except NotFound:
             result.skipped[name] = "it was deleted on the remote during the import"
         except Unholdable as exc:  # outside the remote's limits: refused before any request
-            result.skipped[name] = exc.reason
+            result.refused[name] = exc.reason
         finally:
             _tick(progress, i, len(names))
     return result

@@ -173,6 +173,8 @@ def import_cmd(
         err.print(f"note: {note}", markup=False)
     for name, why in sorted(result.skipped.items()):
         err.print(f"skipped {name}: {why}", markup=False)
+    for name, why in sorted(result.refused.items()):
+        err.print(f"refused {name}: {why}", markup=False)
     for name in sorted(result.forgotten):
         out.print(
             f"left out {name}: it was forgotten (`memsync forget`), and an import never "
@@ -184,9 +186,11 @@ def import_cmd(
     out.print(
         f"Copied: {len(result.copied)}, Replaced: {len(result.replaced)}, "
         f"Unchanged: {len(result.unchanged)}, Skipped: {len(result.skipped)}, "
-        f"Left out (forgotten): {len(result.forgotten)}."
+        f"Refused: {len(result.refused)}, Left out (forgotten): {len(result.forgotten)}."
         + (" Run `memsync pull` to bring them here." if result.copied or result.replaced else "")
     )
+    if result.refused:
+        fail(f"{len(result.refused)} file(s) the remote cannot hold were not imported (see above)")
     if result.skipped and not force:
         n = len(result.skipped)
         fail(f"{n} file(s) were skipped; run again with --force to overwrite them")
