@@ -22,10 +22,12 @@ import hashlib
 import hmac
 import json
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from memsync.stores.crypt_age import Reader, reader
 from memsync.util.errors import RefusedFile, UserError
 from memsync.util.fsutil import atomic_write, private_dir, read_if_there
 
@@ -33,6 +35,7 @@ CRYPT_KEY = "_memsync/crypt.json"  # the recipients object, the one name not hid
 FORMAT = "memsync-crypt 1"
 HEADER = b"memsync-crypt 1 "  # the first line of every decrypted object
 _SEGMENT = 200  # characters of a hidden name a path segment holds (file systems allow 255)
+_READER_LOCK = threading.Lock()
 _PAD = 16  # names are padded to a multiple of this many bytes: only their rough length shows
 
 
@@ -130,28 +133,38 @@ class DataKey:
         self._siv = hmac.new(master, b"name-iv", hashlib.sha256).digest()
         self._ctr = hmac.new(master, b"name-stream", hashlib.sha256).digest()
         self._mac = hmac.new(master, b"mac", hashlib.sha256).digest()
+        self._names: dict[str, str] = {}  # name -> hidden, as hidden or revealed before
+        self._reader: Reader | None = None  # the quick reader, made at the first open
+        self._no_reader = False  # True: `cryptography` is missing, pyrage reads everything
 
     @classmethod
     def generate(cls, generation: int) -> DataKey:
         return cls(str(_age().x25519.Identity.generate()), generation)
 
     def mac(self, *parts: bytes) -> str:
-        return hmac.new(self._mac, b"\0".join(parts), hashlib.sha256).hexdigest()
+        return hmac.digest(self._mac, b"\0".join(parts), "sha256").hex()
 
     def _stream(self, iv: bytes, size: int) -> bytes:
+        if size <= 32:  # most names: one block
+            return hmac.digest(self._ctr, iv + b"\0\0\0\0", "sha256")[:size]
         blocks = (size + 31) // 32
         return b"".join(
-            hmac.new(self._ctr, iv + n.to_bytes(4, "big"), hashlib.sha256).digest()
-            for n in range(blocks)
+            hmac.digest(self._ctr, iv + n.to_bytes(4, "big"), "sha256") for n in range(blocks)
         )[:size]
 
     def hide(self, name: str) -> str:
-        """The remote key of `name`: the same every time, unreadable without the key."""
+        """The remote key of `name`: the same every time, unreadable without the key (a
+        name listed before is looked up: a pull's fetches cost no HMAC more)."""
+        known = self._names.get(name)
+        if known is not None:
+            return known
         raw = name.encode()
         padded = raw + b"\0" * (-len(raw) % _PAD)  # names are never empty (check_key)
-        iv = hmac.new(self._siv, padded, hashlib.sha256).digest()[:16]
+        iv = hmac.digest(self._siv, padded, "sha256")[:16]
         sealed = _xor(padded, self._stream(iv, len(padded)))
-        return _split((iv + sealed).hex())  # lower case: one name on a case-insensitive disk
+        hidden = _split((iv + sealed).hex())  # lower case: one name on a case-insensitive disk
+        self._names[name] = hidden
+        return hidden
 
     def reveal(self, hidden: str) -> str | None:
         """The name `hidden` stands for, or None if it is not one of this key's names."""
@@ -163,13 +176,15 @@ class DataKey:
             return None
         iv, sealed = raw[:16], raw[16:]
         padded = _xor(sealed, self._stream(iv, len(sealed)))
-        want = hmac.new(self._siv, padded, hashlib.sha256).digest()[:16]
+        want = hmac.digest(self._siv, padded, "sha256")[:16]
         if not hmac.compare_digest(iv, want):
             return None
         try:
-            return padded.rstrip(b"\0").decode()
+            name = padded.rstrip(b"\0").decode()
         except UnicodeDecodeError:
             return None
+        self._names[name] = hidden
+        return name
 
     def seal(self, name: str, data: bytes, edited: float | None) -> bytes:
         """`data` as an age file to this key, the header line first (edit time and MAC)."""
@@ -181,11 +196,19 @@ class DataKey:
     def open(self, name: str, blob: bytes) -> tuple[bytes, float | None]:
         """(content, edited) of an object sealed under `name`; RefusedFile if it does not
         decrypt or its MAC does not hold (damaged, truncated, swapped or forged)."""
-        pyrage = _age()
-        try:
-            plain = bytes(pyrage.decrypt(blob, [self.identity]))
-        except Exception:
-            raise RefusedFile(name, _DAMAGED) from None
+        quick = self._reader
+        if quick is None and not self._no_reader:
+            with _READER_LOCK:  # a pull's threads all open at once: one makes it
+                if self._reader is None and not self._no_reader:
+                    self._reader = reader(self.secret, str(self.recipient))
+                    self._no_reader = self._reader is None
+                quick = self._reader
+        plain = None if quick is None else quick.decrypt(blob)
+        if plain is None:  # a file the quick reader does not take: age's own implementation
+            try:
+                plain = bytes(_age().decrypt(blob, [self.identity]))
+            except Exception:
+                raise RefusedFile(name, _DAMAGED) from None
         head, nl, data = plain.partition(b"\n")
         parts = head[len(HEADER) :].split(b" ")
         if not nl or not head.startswith(HEADER) or len(parts) != 2:
