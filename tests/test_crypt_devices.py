@@ -74,15 +74,21 @@ def test_turn_on_join_write_forget_revoke(trio):
     _key(a)
     _no_plaintext(remote_dir)
 
-    # b has no access: one sentence, exit 1, nothing changed here or there
-    before_b, before_remote = _snapshot(b), _remote_bytes(remote_dir)
+    # b has no access and no key: its key is made (0600, nothing else written here), and one
+    # sentence gives it, exit 1, nothing changed on the remote
+    before_remote = _remote_bytes(remote_dir)
     b.write("project_kilimanjaro.md", "Climb kilimanjaro.\n", type="project")
     before_b = _snapshot(b)
+    identity = b.home / "keys" / "identity.txt"
+    assert not identity.exists()
     proc = b.run("sync", check=1)
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
-    assert "is encrypted and this device has no key yet: run `memsync keys init`" in proc.stderr
+    made = re.search(r"this device's key (age1\w+) is not among", proc.stderr)
+    assert made and f"run `memsync keys add {made[1]}`" in proc.stderr
+    assert identity.stat().st_mode & 0o777 == 0o600
     assert _snapshot(b) == before_b and _remote_bytes(remote_dir) == before_remote
-    key_b = _key(b)  # its key made, it is still no recipient
+    key_b = _key(b)  # the same key, still no recipient
+    assert key_b == made[1]
     before_b = _snapshot(b)
     proc = b.run("sync", check=1)
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr

@@ -34,6 +34,7 @@ from memsync.stores.crypt_keys import (
     DataKey,
     Keyring,
     check_trust,
+    create_identity,
     load_identity,
     load_trust,
     read,
@@ -210,7 +211,10 @@ class CryptStore(Store):
         with self._lock:
             data, etag = self.inner.get(CRYPT_KEY) if read_now is None else read_now
             url, prefix = self.remote
-            ring = read(data, load_identity(), url)
+            identity = load_identity()
+            if identity is None:  # a device without access is told its own key to pass on
+                identity, _ = create_identity()
+            ring = read(data, identity, url)
             check_trust(ring, load_trust(url, prefix), url, prefix)
             save_trust(url, prefix, ring, etag)
             self._key, self._ring, self._etag = ring.key, ring, etag

@@ -281,7 +281,7 @@ def _body(generation: int, box: str) -> bytes:
     return json.dumps({"format": FORMAT, "generation": generation, "box": box}).encode()
 
 
-def read(data: bytes, identity: Any | None, url: str) -> Keyring:
+def read(data: bytes, identity: Any, url: str) -> Keyring:
     """Open the recipients object with this device's identity. NoAccess if it is not one of
     the recipients; BadRecipients if the object is damaged or its own MAC fails."""
     bad = BadRecipients(
@@ -295,8 +295,6 @@ def read(data: bytes, identity: Any | None, url: str) -> Keyring:
         sealed = base64.b64decode(box, validate=True)
     except (ValueError, KeyError, TypeError):
         raise bad from None
-    if identity is None:
-        raise no_access(url, None)
     pyrage = _age()
     try:
         inner = json.loads(pyrage.decrypt(sealed, [identity]))
@@ -321,13 +319,7 @@ def read(data: bytes, identity: Any | None, url: str) -> Keyring:
     return Keyring(key, devices, history, vouched, body)
 
 
-def no_access(url: str, public: str | None) -> NoAccess:
-    if public is None:
-        return NoAccess(
-            f"the remote {url} is encrypted and this device has no key yet: run `memsync keys "
-            "init` here, then on a device that has access `memsync keys add` with the key it "
-            "prints"
-        )
+def no_access(url: str, public: str) -> NoAccess:
     return NoAccess(
         f"the remote {url} is encrypted and this device's key {public} is not among its "
         f"recipients: on a device that has access, run `memsync keys add {public}`"
