@@ -290,3 +290,60 @@ def test_on_azurite_join_write_revoke_and_every_blob_read(tmp_path, azurite, azu
     for word in (*WORDS, *NAMES):
         assert word.encode() not in every, f"{word!r} is readable on the remote"
     assert len(seen) > 6  # the check read something
+
+
+@pytest.mark.parametrize("switch", ["keys init", "keys remove"])
+def test_a_file_created_after_a_switch_settled_is_sealed_by_its_writer(trio, monkeypatch, switch):
+    """b's sync runs in this process and listed before the switch; a's whole switch (copy,
+    switch, settle) runs before b's create lands, so b creates the file in plaintext or under
+    the rotated-out key. b's command seals it under the current key before it ends: no
+    `keys init`, and nothing is left that a device with access refuses."""
+    remote_dir, (a, b, c) = trio
+    a.write("user_role.md", "Engineer.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    for key, value in b.env().items():
+        monkeypatch.setenv(key, value)
+    from memsync.cli.plain import engine_for
+    from memsync.stores.crypt_keys import create_identity, public_key
+
+    key_b = public_key(create_identity()[0])
+    if switch == "keys remove":
+        _key(a)
+        a.run("keys", "add", key_b)
+        a.run("keys", "add", _key(c))
+        b.run("sync")
+    b.write("project_late.md", "Written across the switch.\n", type="project")
+    engine = engine_for(None, None, None)
+    inner = engine.store.inner
+    said: list[str] = []
+
+    def racing(write):
+        def wrapped(*args, **kwargs):
+            if not said:  # the whole switch happens before b's first write lands
+                if switch == "keys init":
+                    said.append(a.run("keys", "init").stdout)
+                    a.run("keys", "add", key_b)
+                else:
+                    said.append(a.run("keys", "remove", _key(c)).stdout)
+            return write(*args, **kwargs)
+
+        return wrapped
+
+    monkeypatch.setattr(inner, "create", racing(inner.create))
+    try:
+        engine.run("sync")
+    finally:
+        engine.close()
+    assert said and "sealed anew" in said[0]
+    project = remote_dir / "e2e-project"
+    plain = [p.name for p in project.rglob("*") if p.is_file() and "_memsync" not in p.parts]
+    assert plain == [] or all(n.endswith(".memsync-lock") for n in plain), plain
+    data_key = a.run("keys", "export").stdout.strip()
+    assert b"written across the switch." in _decrypted(remote_dir, data_key)
+    synced = a.run("sync", check=None)
+    assert "not trusted" not in synced.stdout + synced.stderr
+    assert (a.memory / "project_late.md").read_text().endswith("Written across the switch.\n")
+    assert "sealed anew" not in a.run("keys", "init").stdout  # nothing left to fold in
+    b.run("sync")
+    assert a.files() == b.files()

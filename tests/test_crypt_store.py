@@ -21,6 +21,7 @@ from memsync.stores.crypt_keys import (
     build,
     create_identity,
     identity_path,
+    load_identity,
     public_key,
 )
 from memsync.stores.crypt_migrate import add_device, remove_device, turn_on
@@ -199,9 +200,11 @@ def test_a_device_without_access_gets_one_sentence_and_reads_nothing(tmp_path, m
     other = _trusting_device(inner, tmp_path, monkeypatch)
     with pytest.raises(NoAccess, match=f"run `memsync keys add {other}`"):
         CryptStore(inner, "remote", "proj").list()
-    os.remove(identity_path())
-    with pytest.raises(NoAccess, match="no key yet"):
+    os.remove(identity_path())  # no key at all: one is made, and the sentence gives it
+    with pytest.raises(NoAccess, match="run `memsync keys add age1") as raised:
         CryptStore(inner, "remote", "proj").fetch("a.md")
+    assert other not in str(raised.value) and str(load_identity().to_public()) in str(raised.value)
+    assert identity_path().stat().st_mode & 0o777 == 0o600
 
 
 def test_add_then_remove_rotates_the_data_key(tmp_path, monkeypatch):

@@ -21,6 +21,7 @@ crypt_migrate.fold_strays).
 
 from __future__ import annotations
 
+import atexit
 import builtins
 import contextlib
 import threading
@@ -41,7 +42,7 @@ from memsync.stores.crypt_keys import (
     save_trust,
     trust_path,
 )
-from memsync.util.errors import NotFound, PreconditionFailed, RefusedFile
+from memsync.util.errors import NotFound, PreconditionFailed, RefusedFile, StoreError, UserError
 
 HIDDEN = "_memsync/x/"  # where every encrypted object lives
 MARK = "plain:"  # the ETag prefix of an object outside HIDDEN on an encrypted remote
@@ -68,6 +69,7 @@ _OWN = frozenset(
         "_strays",
         "_old",
         "_trusted",
+        "_made",
     ]
 )
 
@@ -89,6 +91,9 @@ class CryptStore(Store):
         self._current = False  # whether the key was checked against the remote in this run
         self._strays: dict[str, Entry] = {}  # name -> the stray object, as last listed
         self._old: list[DataKey] = []  # the earlier data keys
+        # name -> (object, ETag, key it was sealed under: None for plaintext), as created by
+        # this process since it last checked the recipients object after a create
+        self._made: dict[str, tuple[str, str, DataKey | None]] = {}
         trust = load_trust(remote, prefix)
         self._trusted = trust is not None
         if trust is not None:
@@ -170,6 +175,7 @@ class CryptStore(Store):
         self.inner.ensure()
 
     def close(self) -> None:
+        self.reseal()
         self.inner.close()
 
     @property
@@ -327,8 +333,55 @@ class CryptStore(Store):
             self._probe()
         dkey = self._key
         if dkey is None:
-            return self.inner.create(key, data, edited)
-        return self.inner.create(self._hidden(dkey, key), dkey.seal(key, data, edited))
+            etag = self.inner.create(key, data, edited)
+            self._track(key, key, etag, None)
+            return etag
+        hidden = self._hidden(dkey, key)
+        etag = self.inner.create(hidden, dkey.seal(key, data, edited))
+        self._track(key, hidden, etag, dkey)
+        return etag
+
+    # --- a file created across a switch ---------------------------------------------------
+
+    def _track(self, name: str, obj: str, etag: str, key: DataKey | None) -> None:
+        with self._lock:
+            if not self._made:  # a command that does not close its store: at the exit
+                atexit.register(self.reseal)
+            self._made[name] = (obj, etag, key)
+
+    def reseal(self) -> builtins.list[str]:
+        """The rule for a file created across a switch: the device that created it seals it
+        under the data key current when its command ends. So once a command has created
+        files, it reads the recipients object again, and each file it created under a key
+        switched away from meanwhile (or in plaintext, before it saw encryption turned on) is
+        sealed under the current key (create-only) and its old object deleted (If-Match). A
+        file changed since by someone else, or a device that has no access, leaves it for
+        `memsync keys init` (crypt_migrate.fold_strays). Returns the names left so."""
+        with self._lock:
+            made, self._made = self._made, {}
+        if not made:
+            return []
+        atexit.unregister(self.reseal)
+        try:
+            self._probe()
+        except (StoreError, UserError):  # unreachable, or this device has no access
+            return sorted(made)
+        current = self._key
+        left = []
+        for name, (obj, etag, old) in made.items():
+            if current is None or (old is not None and old.secret == current.secret):
+                continue
+            try:
+                blob, now, edited = self.inner.fetch(obj)
+                if now != etag:
+                    left.append(name)
+                    continue
+                data, inside = (blob, edited) if old is None else old.open(name, blob)
+                self.inner.create(self._hidden(current, name), current.seal(name, data, inside))
+                self.inner.delete(obj, etag)
+            except (StoreError, UserError):
+                left.append(name)
+        return sorted(left)
 
     def replace(self, key: str, data: bytes, etag: str, edited: float | None = None) -> str:
         self._ensure_known()
