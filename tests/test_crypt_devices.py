@@ -347,3 +347,60 @@ def test_a_file_created_after_a_switch_settled_is_sealed_by_its_writer(trio, mon
     assert "sealed anew" not in a.run("keys", "init").stdout  # nothing left to fold in
     b.run("sync")
     assert a.files() == b.files()
+
+
+@pytest.mark.s3
+def test_on_s3_three_devices_join_write_revoke_and_every_object_read(tmp_path, s3_url):
+    a, b, c = (make_device(tmp_path, n, s3_url) for n in ("a", "b", "c"))
+    a.write("relationship_pat_quigley.md", "Pat loves pineapple.\n")
+    a.run("sync")
+    with pytest.raises(AssertionError, match="is readable"):  # the check can fail
+        _no_plaintext_on_s3(s3_url)
+    _key(a)
+    for device in (b, c):  # no key yet: each is told the key it just made
+        said = device.run("sync", check=1).stderr
+        key = re.search(r"run `memsync keys add (age1\w+)`", said)
+        assert key and said.count("\n") == 1 and "Traceback" not in said
+        a.run("keys", "add", key[1])
+    b.run("sync")
+    c.run("sync")
+    b.write("project_kilimanjaro.md", "Climb kilimanjaro with the dentist.\n", type="project")
+    c.write("user_health.md", "Dentist on Tuesday.\n", type="user")
+    a.append("relationship_pat_quigley.md", "Pat plays saxophone.\n")
+    for device in (b, c, a, b, c):
+        device.run("sync")
+    assert a.files() == b.files() == c.files() and len(a.files()) == 3
+    a.run("keys", "remove", _key(c))
+    assert "memsync keys add" in c.run("sync", check=1).stderr
+    b.append("user_health.md", "Moved to Friday.\n")
+    b.run("sync")
+    a.run("sync")
+    assert a.files() == b.files() and b"Friday" in a.files()["user_health.md"]
+    _no_plaintext_on_s3(s3_url)
+
+
+def _no_plaintext_on_s3(s3_url: str) -> None:
+    """Every object of the bucket read as another S3 client sees it: keys, bodies, user
+    metadata and the headers S3 keeps (content type, disposition and the like)."""
+    import os
+
+    import botocore.session
+
+    bucket = s3_url.split("/")[2]
+    client = botocore.session.get_session().create_client(
+        "s3",
+        endpoint_url=os.environ["AWS_ENDPOINT_URL"],
+        region_name=os.environ["AWS_REGION"],
+        aws_access_key_id=os.environ["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=os.environ["AWS_SECRET_ACCESS_KEY"],
+    )
+    seen = []
+    for item in client.list_objects_v2(Bucket=bucket).get("Contents", []):
+        got = client.get_object(Bucket=bucket, Key=item["Key"])
+        headers = got["ResponseMetadata"]["HTTPHeaders"]
+        seen += [item["Key"].encode(), got["Body"].read(), json.dumps(headers).encode()]
+        seen.append(json.dumps(got.get("Metadata", {})).encode())
+    every = b"\n".join(seen).lower()
+    for word in (*WORDS, *NAMES):
+        assert word.encode() not in every, f"{word!r} is readable on the remote"
+    assert len(seen) > 12  # the check read something

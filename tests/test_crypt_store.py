@@ -28,7 +28,13 @@ from memsync.stores.crypt_migrate import add_device, remove_device, turn_on
 from memsync.stores.folder import FolderStore
 from memsync.stores.memory import MemoryStore
 from memsync.util.errors import NotFound, PreconditionFailed, RefusedFile
+from tests.conftest import NO_FCNTL
+from tests.memstore_server import memstore_server_fixture
 from tests.store_contract import StoreContract
+
+__all__ = ["memstore_server_fixture"]
+# the remote protocols' classes: the no-fcntl pass has nothing to add there
+REMOTE_ONLY = pytest.mark.skipif(NO_FCNTL, reason="exercises the remote, not the lock")
 
 
 def encrypted(inner, url="remote", prefix="proj") -> CryptStore:
@@ -70,6 +76,7 @@ class TestCryptOverFolder(CryptContract):
         return encrypted(FolderStore(tmp_path / "remote", "proj"))
 
 
+@REMOTE_ONLY
 @pytest.mark.azure
 class TestCryptOverAzurite(CryptContract):
     @pytest.fixture
@@ -84,6 +91,7 @@ class TestCryptOverAzurite(CryptContract):
         store.close()
 
 
+@REMOTE_ONLY
 @pytest.mark.s3
 class TestCryptOverS3(CryptContract):
     @pytest.fixture
@@ -96,6 +104,32 @@ class TestCryptOverS3(CryptContract):
         turn_on(store, "this one")
         yield store
         store.close()
+
+
+@REMOTE_ONLY
+class TestCryptOverMemoryStore(CryptContract):
+    """A memory store holds text only: the objects are age's ASCII armor."""
+
+    @pytest.fixture
+    def store(self, memstore_server):
+        from memsync.stores import open_store
+
+        store = open_store("memstore://memstore_test01/memsync", "proj")
+        create_identity()
+        turn_on(store, "this one")
+        self.server = memstore_server
+        yield store
+        store.close()
+
+    def test_every_memory_is_armored_and_names_nothing(self, store):
+        store.create("relationship_pat_quigley.md", b"Pat likes pineapple.\n")
+        store.create("bin.md", bytes(range(256)))  # any bytes: the armor is text
+        assert store.get("bin.md")[0] == bytes(range(256))
+        seen = json.dumps(self.server.contents("memstore_test01")).lower()
+        assert "quigley" not in seen and "pineapple" not in seen and "relationship" not in seen
+        for path, text in self.server.contents("memstore_test01").items():
+            if not path.endswith("crypt.json"):
+                assert text.startswith("-----BEGIN AGE ENCRYPTED FILE-----"), path
 
 
 def test_the_remote_holds_neither_words_names_nor_edit_times(tmp_path):

@@ -70,6 +70,7 @@ _OWN = frozenset(
         "_old",
         "_trusted",
         "_made",
+        "armored",
     ]
 )
 
@@ -94,6 +95,9 @@ class CryptStore(Store):
         # name -> (object, ETag, key it was sealed under: None for plaintext), as created by
         # this process since it last checked the recipients object after a create
         self._made: dict[str, tuple[str, str, DataKey | None]] = {}
+        # a memory store holds UTF-8 text only: its objects are age's ASCII armor (which the
+        # age CLI reads as well); every other store holds bytes, and gets age's binary format
+        self.armored = inner.url.startswith("memstore:")
         trust = load_trust(remote, prefix)
         self._trusted = trust is not None
         if trust is not None:
@@ -288,6 +292,10 @@ class CryptStore(Store):
         entry = self._strays.get(name)
         return name if entry is None else entry.key
 
+    def seal(self, key: DataKey, name: str, data: bytes, edited: float | None) -> bytes:
+        """`data` sealed under `key` in the format the wrapped store holds."""
+        return key.seal(name, data, edited, armored=self.armored)
+
     def _hidden(self, key: DataKey, name: str) -> str:
         return HIDDEN + key.hide(check_key(name))
 
@@ -337,7 +345,7 @@ class CryptStore(Store):
             self._track(key, key, etag, None)
             return etag
         hidden = self._hidden(dkey, key)
-        etag = self.inner.create(hidden, dkey.seal(key, data, edited))
+        etag = self.inner.create(hidden, self.seal(dkey, key, data, edited))
         self._track(key, hidden, etag, dkey)
         return etag
 
@@ -377,7 +385,9 @@ class CryptStore(Store):
                     left.append(name)
                     continue
                 data, inside = (blob, edited) if old is None else old.open(name, blob)
-                self.inner.create(self._hidden(current, name), current.seal(name, data, inside))
+                self.inner.create(
+                    self._hidden(current, name), self.seal(current, name, data, inside)
+                )
                 self.inner.delete(obj, etag)
             except (StoreError, UserError):
                 left.append(name)
@@ -390,11 +400,13 @@ class CryptStore(Store):
             if dkey is None:
                 return self.inner.replace(key, data, etag, edited)
             if etag.startswith(MARK):  # over a plaintext object: the sealed copy replaces it
-                new = self.inner.create(self._hidden(dkey, key), dkey.seal(key, data, edited))
+                new = self.inner.create(self._hidden(dkey, key), self.seal(dkey, key, data, edited))
                 with contextlib.suppress(NotFound):
                     self.inner.delete(self._stray_key(key), etag[len(MARK) :])
                 return new
-            return self.inner.replace(self._hidden(dkey, key), dkey.seal(key, data, edited), etag)
+            return self.inner.replace(
+                self._hidden(dkey, key), self.seal(dkey, key, data, edited), etag
+            )
         except (PreconditionFailed, NotFound):
             self._probe()
             raise PreconditionFailed(f"{key} changed on the remote") from None

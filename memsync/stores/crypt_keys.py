@@ -186,12 +186,13 @@ class DataKey:
         self._names[name] = hidden
         return name
 
-    def seal(self, name: str, data: bytes, edited: float | None) -> bytes:
-        """`data` as an age file to this key, the header line first (edit time and MAC)."""
+    def seal(self, name: str, data: bytes, edited: float | None, armored: bool = False) -> bytes:
+        """`data` as an age file to this key, the header line first (edit time and MAC); in
+        age's ASCII armor if `armored`."""
         when = "-" if edited is None else repr(float(edited))
         tag = self.mac(b"file", name.encode(), when.encode(), data)
         plain = HEADER + f"{tag} {when}\n".encode() + data
-        return bytes(_age().encrypt(plain, [self.recipient]))
+        return bytes(_age().encrypt(plain, [self.recipient], armored=armored))
 
     def open(self, name: str, blob: bytes) -> tuple[bytes, float | None]:
         """(content, edited) of an object sealed under `name`; RefusedFile if it does not

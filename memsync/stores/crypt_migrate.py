@@ -120,7 +120,7 @@ class _Switch:
         except RefusedFile:
             self.moved.left.append(name)  # an old object that does not verify: not copied
             return False
-        sealed = self.new.seal(name, data, edited)
+        sealed = self.store.seal(self.new, name, data, edited)
         try:
             if twin is None:
                 made = self.store.inner.create(self.twin_key(name), sealed)
