@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from memsync.stores.crypt_age import Reader, reader
+from memsync.stores.crypt_age import AgeKey, age_key, bech32_data
 from memsync.util.errors import RefusedFile, UserError
 from memsync.util.fsutil import atomic_write, private_dir, read_if_there
 
@@ -35,7 +35,7 @@ CRYPT_KEY = "_memsync/crypt.json"  # the recipients object, the one name not hid
 FORMAT = "memsync-crypt 1"
 HEADER = b"memsync-crypt 1 "  # the first line of every decrypted object
 _SEGMENT = 200  # characters of a hidden name a path segment holds (file systems allow 255)
-_READER_LOCK = threading.Lock()
+_AGE_LOCK = threading.Lock()
 _PAD = 16  # names are padded to a multiple of this many bytes: only their rough length shows
 
 
@@ -125,17 +125,39 @@ class DataKey:
     """One generation of a remote's data key, and what is derived from it."""
 
     def __init__(self, secret: str, generation: int) -> None:
+        raw = bech32_data(secret, "age-secret-key-")
+        if raw is None or len(raw) != 32:
+            raise ValueError("not an age X25519 identity")
         self.secret = secret
         self.generation = generation
-        self.identity = _age().x25519.Identity.from_str(secret)
-        self.recipient = self.identity.to_public()
         master = hashlib.sha256(b"memsync-crypt\0" + secret.encode()).digest()
         self._siv = hmac.new(master, b"name-iv", hashlib.sha256).digest()
         self._ctr = hmac.new(master, b"name-stream", hashlib.sha256).digest()
         self._mac = hmac.new(master, b"mac", hashlib.sha256).digest()
+        self._stanza = hmac.new(master, b"age-stanza", hashlib.sha256).digest()
         self._names: dict[str, str] = {}  # name -> hidden, as hidden or revealed before
-        self._reader: Reader | None = None  # the quick reader, made at the first open
-        self._no_reader = False  # True: `cryptography` is missing, pyrage reads everything
+        self._age: AgeKey | None = None  # memsync's own age writer and reader, made once
+        self._no_age = False  # True: `cryptography` is missing, pyrage does everything
+
+    @property
+    def identity(self) -> Any:
+        """The data key as a pyrage identity (pyrage is imported when first asked)."""
+        return _age().x25519.Identity.from_str(self.secret)
+
+    @property
+    def recipient(self) -> Any:
+        return self.identity.to_public()
+
+    def _own(self) -> AgeKey | None:
+        """memsync's own age implementation for this key (None: pyrage's alone)."""
+        own = self._age
+        if own is None and not self._no_age:
+            with _AGE_LOCK:  # a pull's threads all open at once: one makes it
+                if self._age is None and not self._no_age:
+                    self._age = age_key(self.secret, self._stanza)
+                    self._no_age = self._age is None
+                own = self._age
+        return own
 
     @classmethod
     def generate(cls, generation: int) -> DataKey:
@@ -192,20 +214,17 @@ class DataKey:
         when = "-" if edited is None else repr(float(edited))
         tag = self.mac(b"file", name.encode(), when.encode(), data)
         plain = HEADER + f"{tag} {when}\n".encode() + data
+        own = None if armored else self._own()
+        if own is not None:
+            return own.encrypt(plain)
         return bytes(_age().encrypt(plain, [self.recipient], armored=armored))
 
     def open(self, name: str, blob: bytes) -> tuple[bytes, float | None]:
         """(content, edited) of an object sealed under `name`; RefusedFile if it does not
         decrypt or its MAC does not hold (damaged, truncated, swapped or forged)."""
-        quick = self._reader
-        if quick is None and not self._no_reader:
-            with _READER_LOCK:  # a pull's threads all open at once: one makes it
-                if self._reader is None and not self._no_reader:
-                    self._reader = reader(self.secret, str(self.recipient))
-                    self._no_reader = self._reader is None
-                quick = self._reader
-        plain = None if quick is None else quick.decrypt(blob)
-        if plain is None:  # a file the quick reader does not take: age's own implementation
+        own = self._own()
+        plain = None if own is None else own.decrypt(blob)
+        if plain is None:  # a file memsync's reader does not take: pyrage's implementation
             try:
                 plain = bytes(_age().decrypt(blob, [self.identity]))
             except Exception:
