@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -45,7 +46,12 @@ def _env(tmp: Path, remote: str, mem: Path, home: str, extra: dict[str, str]) ->
     return env
 
 
+CPU: list[float] = []  # the CPU time (user + system) of each process _run ran, in order
+
+
 def _run(args: list[str], env: dict[str, str], stdin: str = "") -> float:
+    """Wall time of one memsync process; its CPU time is appended to CPU."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run(
         [sys.executable, "-m", "memsync", *args],
@@ -55,7 +61,10 @@ def _run(args: list[str], env: dict[str, str], stdin: str = "") -> float:
         text=True,
         check=True,
     )
-    return time.perf_counter() - started
+    took = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    return took
 
 
 def _write(mem: Path, count: int) -> None:
@@ -110,17 +119,20 @@ PATHS = {
 }
 
 
-def compare(off: Side, on: Side, runs: int) -> dict[str, tuple[float, float]]:
-    """Medians (off, on) per path, the two sides run alternately (off, on, off, on, ...),
-    so a change in the machine's load falls on both."""
+def compare(off: Side, on: Side, runs: int) -> dict[str, tuple[float, float, float, float]]:
+    """Medians (off, on) per path of wall time and of CPU time, the two sides run
+    alternately (off, on, on, off, ...), so a change in the machine's load falls on both."""
     out = {}
     for name, path in PATHS.items():
         times: dict[bool, list[float]] = {False: [], True: []}
+        cpu: dict[bool, list[float]] = {False: [], True: []}
         count = runs if path is not Side.fresh_pull else max(5, runs // 2)
         for i in range(count):
             for side in (off, on) if i % 2 == 0 else (on, off):
                 times[side.encrypted].append(path(side))
-        out[name] = (statistics.median(times[False]), statistics.median(times[True]))
+                cpu[side.encrypted].append(CPU[-1])
+        wall = statistics.median(times[False]), statistics.median(times[True])
+        out[name] = (*wall, statistics.median(cpu[False]), statistics.median(cpu[True]))
     return out
 
 
@@ -140,7 +152,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=11)
     parser.add_argument("--azurite", action="store_true")
     args = parser.parse_args()
-    table: list[tuple[str, str, float, float]] = []
+    table: list[tuple[str, str, float, float, float, float]] = []
     with tempfile.TemporaryDirectory(prefix="memsync-crypt-") as t:
         tmp = Path(t)
         remotes = [("folder", None)]
@@ -160,16 +172,19 @@ def main() -> None:
                         extra = {"AZURE_STORAGE_CONNECTION_STRING": server.connection_string}
                         extra["MEMSYNC_PROJECT"] = f"bench-{encrypted}".lower()
                     sides.append(Side(where, remote, extra, encrypted))
-                for name, (off, on) in compare(sides[0], sides[1], args.runs).items():
-                    table.append((label, name, off, on))
+                for name, got in compare(sides[0], sides[1], args.runs).items():
+                    table.append((label, name, *got))
         finally:
             for _, server in remotes:
                 if server is not None:
                     server.stop()
-    print("| remote | path | off | on | on/off |")
-    print("|---|---|---:|---:|---:|")
-    for label, name, off, on in table:
-        print(f"| {label} | {name} | {off * 1000:.0f} ms | {on * 1000:.0f} ms | {on / off:.2f} |")
+    print("| remote | path | off | on | on/off | CPU off | CPU on | on/off |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for label, name, off, on, cpu_off, cpu_on in table:
+        print(
+            f"| {label} | {name} | {off * 1000:.0f} ms | {on * 1000:.0f} ms | {on / off:.2f} "
+            f"| {cpu_off * 1000:.0f} ms | {cpu_on * 1000:.0f} ms | {cpu_on / cpu_off:.2f} |"
+        )
 
 
 if __name__ == "__main__":

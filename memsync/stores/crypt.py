@@ -25,6 +25,7 @@ import atexit
 import builtins
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -46,6 +47,8 @@ from memsync.util.errors import NotFound, PreconditionFailed, RefusedFile, Store
 
 HIDDEN = "_memsync/x/"  # where every encrypted object lives
 MARK = "plain:"  # the ETag prefix of an object outside HIDDEN on an encrypted remote
+# a read slower than this is a slow network's (memsync/sync/transfers.py's SLOW_ROUND_TRIP)
+_SLOW_READ = 0.04
 _HEADROOM = 4096  # age's header and the MAC line, over the plaintext's size
 
 
@@ -71,6 +74,7 @@ _OWN = frozenset(
         "_trusted",
         "_made",
         "armored",
+        "_quickest",
     ]
 )
 
@@ -98,6 +102,7 @@ class CryptStore(Store):
         # a memory store holds UTF-8 text only: its objects are age's ASCII armor (which the
         # age CLI reads as well); every other store holds bytes, and gets age's binary format
         self.armored = inner.url.startswith("memstore:")
+        self._quickest: float | None = None  # the quickest read of the wrapped store timed
         trust = load_trust(remote, prefix)
         self._trusted = trust is not None
         if trust is not None:
@@ -158,10 +163,40 @@ class CryptStore(Store):
 
     @property
     def round_trip(self) -> float | None:
-        return self.inner.round_trip
+        """The wrapped store's; on an encrypted remote where it has none yet, the quickest of
+        the wrapped store's own reads this wrapper timed. The engine widens its transfers when
+        the first read (the manifest, sent ahead) was slow, and on a new device that read also
+        reads and checks the recipients object and loads the age code: work, not network."""
+        inner = self.inner.round_trip
+        if inner is not None or self._key is None:
+            return inner
+        return self._quickest
 
     def warm(self, count: int) -> None:
+        """Connections opened ahead for transfers the engine expects to be slow: on an
+        encrypted remote only if a read of the wrapped store itself was slow (see
+        round_trip)."""
+        quick = self._quickest
+        if self._key is not None and quick is not None and quick < _SLOW_READ:
+            return
         self.inner.warm(count)
+
+    def _fetch(self, key: str) -> tuple[bytes, str, float | None]:
+        """The wrapped store's fetch, timed (a missing object's answer is a round trip too)."""
+        started = time.monotonic()
+        try:
+            got = self.inner.fetch(key)
+        except NotFound:
+            self._timed(started)
+            raise
+        self._timed(started)
+        return got
+
+    def _timed(self, started: float) -> None:
+        took = time.monotonic() - started
+        quickest = self._quickest  # a sample lost to a race costs nothing
+        if quickest is None or took < quickest:
+            self._quickest = took
 
     def can_create(self) -> bool:
         return self.inner.can_create()
@@ -247,7 +282,7 @@ class CryptStore(Store):
     def _probe(self) -> bool:
         """Read the recipients object's ETag again; True if the data key changed."""
         try:
-            data, etag = self.inner.get(CRYPT_KEY)
+            data, etag, _ = self._fetch(CRYPT_KEY)
         except NotFound:
             return self._settle(None)
         return self._settle(etag, data)
@@ -310,7 +345,7 @@ class CryptStore(Store):
         (a write that loses its condition is what follows a switch mid-run)."""
         if not self._known:  # a plain remote answers at once; a missing name settles it
             try:
-                return self.inner.fetch(key)
+                return self._fetch(key)
             except NotFound:
                 self._probe()
         for attempt in (0, 1):
@@ -318,7 +353,7 @@ class CryptStore(Store):
             if dkey is None:
                 return self.inner.fetch(key)
             try:
-                blob, etag, _ = self.inner.fetch(self._hidden(dkey, key))
+                blob, etag, _ = self._fetch(self._hidden(dkey, key))
             except NotFound:
                 if attempt == 0 and not self._current and self._probe():
                     continue
