@@ -37,6 +37,7 @@ from memsync.stores.crypt_keys import (
     Keyring,
     check_trust,
     create_identity,
+    identity_path,
     load_identity,
     load_trust,
     read,
@@ -75,6 +76,7 @@ _OWN = frozenset(
         "_made",
         "armored",
         "_quickest",
+        "_has_identity",
     ]
 )
 
@@ -103,6 +105,7 @@ class CryptStore(Store):
         # age CLI reads as well); every other store holds bytes, and gets age's binary format
         self.armored = inner.url.startswith("memstore:")
         self._quickest: float | None = None  # the quickest read of the wrapped store timed
+        self._has_identity: bool | None = None  # whether this device has a key (None: not asked)
         trust = load_trust(remote, prefix)
         self._trusted = trust is not None
         if trust is not None:
@@ -377,7 +380,8 @@ class CryptStore(Store):
         dkey = self._key
         if dkey is None:
             etag = self.inner.create(key, data, edited)
-            self._track(key, key, etag, None)
+            if self._keyed():  # a device with no key could not seal it: nothing to check
+                self._track(key, key, etag, None)
             return etag
         hidden = self._hidden(dkey, key)
         etag = self.inner.create(hidden, self.seal(dkey, key, data, edited))
@@ -385,6 +389,12 @@ class CryptStore(Store):
         return etag
 
     # --- a file created across a switch ---------------------------------------------------
+
+    def _keyed(self) -> bool:
+        """Whether this device has an identity (asked once a run)."""
+        if self._has_identity is None:
+            self._has_identity = identity_path().exists()
+        return self._has_identity
 
     def _track(self, name: str, obj: str, etag: str, key: DataKey | None) -> None:
         with self._lock:
