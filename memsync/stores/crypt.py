@@ -15,7 +15,9 @@ the engine's usual merge-and-retry does the rest. Objects outside `_memsync/x/` 
 remote, or sealed under an earlier data key (written by a device that had not seen the
 switch yet, or by someone without the key), are listed with a marked ETag and refused on
 download: they are not authenticated, and nothing a device holds is deleted because of them;
-a conditional write over one replaces it, and `memsync keys init` folds them in (see
+a conditional write over one replaces it. The device that created one (its listing came before
+a switch, its write after) seals it under the current key before its command ends (`reseal`);
+what is left even so (a writer without access, or killed) `memsync keys init` folds in (see
 crypt_migrate.fold_strays).
 """
 
