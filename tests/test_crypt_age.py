@@ -99,6 +99,9 @@ def test_keys_decode_as_age_spells_them():
 
 def test_the_store_seals_and_opens_through_it_and_falls_back_to_pyrage(monkeypatch):
     key = DataKey.generate(1)
+    first = key.seal("user_role.md", b"Engineer.\n", 12.5)  # a hook's one file: pyrage's
+    assert b"memsync-v1" not in first and key._age is None
+    assert key.open("user_role.md", first) == (b"Engineer.\n", 12.5)  # through the exchange
     blob = key.seal("user_role.md", b"Engineer.\n", 12.5)
     assert b"memsync-v1" in blob and key._age is not None
     assert key.open("user_role.md", blob) == (b"Engineer.\n", 12.5)
