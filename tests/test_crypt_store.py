@@ -263,6 +263,42 @@ def test_add_then_remove_rotates_the_data_key(tmp_path, monkeypatch):
         theirs.list()
 
 
+def test_a_hooks_new_file_under_a_key_rotated_meanwhile_is_resealed_at_exit(tmp_path, monkeypatch):
+    """A command that never closes its store (a hook) reseals at the interpreter's exit; the
+    exit handler is registered by the first create and dropped once resealed."""
+    import atexit
+
+    registered = []
+    monkeypatch.setattr(atexit, "register", registered.append)
+    monkeypatch.setattr(atexit, "unregister", registered.remove)
+    home = os.environ["MEMSYNC_HOME"]
+    inner = MemoryStore("proj")
+    store = encrypted(inner)
+    store.create("a.md", b"alpha")
+    other = _trusting_device(inner, tmp_path, monkeypatch)
+    mine = _trusting_device(inner, tmp_path, monkeypatch, home="hook")
+    monkeypatch.setenv("MEMSYNC_HOME", home)
+    add_device(store, mine, "hook")
+    add_device(store, other, "laptop")
+    monkeypatch.setenv("MEMSYNC_HOME", str(tmp_path / "hook"))
+    hook = CryptStore(inner, "remote", "proj")
+    hook.list()  # it has seen generation 1
+    old = hook.key
+    monkeypatch.setenv("MEMSYNC_HOME", home)
+    remove_device(store, other)  # generation 2, copied and settled before the hook writes
+    monkeypatch.setenv("MEMSYNC_HOME", str(tmp_path / "hook"))
+    registered.clear()
+    hook.create("b.md", b"beta", 5.0)  # its listing came before the switch: no check first
+    assert registered == [hook._reseal_at_exit]
+    assert HIDDEN + old.hide("b.md") in inner.list()  # under the rotated-out key for now
+    registered[0]()  # the interpreter exits
+    assert registered == []
+    assert {k for k in inner.list() if k != CRYPT_KEY} == {
+        HIDDEN + store.key.hide(n) for n in ("a.md", "b.md")
+    }
+    assert store.get("b.md")[0] == b"beta"
+
+
 def test_a_device_mid_run_follows_a_rotation(tmp_path, monkeypatch):
     """Its write over an object the rotation moved fails its condition; it reads the switch
     and the retry lands under the new key, readable by everyone."""

@@ -401,8 +401,14 @@ class CryptStore(Store):
     def _track(self, name: str, obj: str, etag: str, key: DataKey | None) -> None:
         with self._lock:
             if not self._made:  # a command that does not close its store: at the exit
-                atexit.register(self.reseal)
+                atexit.register(self._reseal_at_exit)
             self._made[name] = (obj, etag, key)
+
+    def _reseal_at_exit(self) -> None:
+        """reseal for a command that never closed its store (a hook): whatever goes wrong
+        this late is left for `keys init`, never a traceback after the command's own output."""
+        with contextlib.suppress(Exception):
+            self.reseal()
 
     def reseal(self) -> builtins.list[str]:
         """The rule for a file created across a switch: the device that created it seals it
@@ -416,7 +422,7 @@ class CryptStore(Store):
             made, self._made = self._made, {}
         if not made:
             return []
-        atexit.unregister(self.reseal)
+        atexit.unregister(self._reseal_at_exit)
         try:
             self._probe()
         except (StoreError, UserError):  # unreachable, or this device has no access
