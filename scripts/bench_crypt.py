@@ -4,8 +4,9 @@
     python scripts/bench_crypt.py [--runs 11] [--azurite]
 
 Rows, each on a remote without and with `memsync keys init`: the post-tool-use hook for an
-edited memory file (validate + one conditional PUT), a no-op sync of 50 files, and a fresh
-pull of 500 files into an empty memory dir (a second device joining). Folder remote by
+edited memory file (validate + one conditional PUT), a no-op sync of 500 files, and a fresh
+pull of 500 files into an empty memory dir (a second device joining). The two sides run
+alternately (off, on, on, off, ...), so the machine's changing load falls on both. Folder remote by
 default; --azurite adds the same rows against a fresh Azurite (.tools/, see scripts/test.sh).
 memsync runs from this checkout (PYTHONPATH), so the figures compare the two modes of one
 build; scripts/bench_hooks.py has the absolute figures of an installed memsync.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -44,7 +46,12 @@ def _env(tmp: Path, remote: str, mem: Path, home: str, extra: dict[str, str]) ->
     return env
 
 
+CPU: list[float] = []  # the CPU time (user + system) of each process _run ran, in order
+
+
 def _run(args: list[str], env: dict[str, str], stdin: str = "") -> float:
+    """Wall time of one memsync process; its CPU time is appended to CPU."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     subprocess.run(
         [sys.executable, "-m", "memsync", *args],
@@ -54,7 +61,10 @@ def _run(args: list[str], env: dict[str, str], stdin: str = "") -> float:
         text=True,
         check=True,
     )
-    return time.perf_counter() - started
+    took = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
+    return took
 
 
 def _write(mem: Path, count: int) -> None:
@@ -65,49 +75,76 @@ def _write(mem: Path, count: int) -> None:
         )
 
 
-def rows(
-    tmp: Path, remote: str, extra: dict[str, str], encrypted: bool, runs: int
-) -> dict[str, float]:
-    mem = tmp / "memory"
-    _write(mem, 500)
-    env = _env(tmp, remote, mem, "home", extra)
-    _run(["push"], env)
-    if encrypted:
-        _run(["keys", "init"], env)
-    target = mem / "project_000.md"
-    hook = json.dumps(
-        {"tool_name": "Edit", "cwd": str(tmp), "tool_input": {"file_path": str(target)}}
-    )
-    _run(["sync"], env)  # a warm-up: the byte code of every module it imports is written
-    out: dict[str, float] = {}
-    times = []
-    for i in range(runs):
-        target.write_text(target.read_text() + f"- edit {i}\n")
-        times.append(_run(["hook", "post-tool-use"], env, hook))
-    out["hook post-tool-use, memory file edited"] = statistics.median(times)
-    out["no-op sync, 500 files"] = statistics.median(_run(["sync"], env) for _ in range(runs))
-    pulls = []
-    for i in range(max(3, runs // 3)):
-        other = tmp / f"fresh-{i}"
-        home = f"home-{i}"
-        fresh = _env(tmp, remote, other, home, extra)
-        if encrypted:  # the joining device: its key made and added, as a user would
-            key = _run_out(["keys", "init"], fresh).splitlines()
-            _run(["keys", "add", next(k for k in key if k.startswith("age1"))], env)
-        pulls.append(_run(["pull"], fresh))
+class Side:
+    """One remote, encryption off or on, with 500 files pushed: the three paths timed."""
+
+    def __init__(self, tmp: Path, remote: str, extra: dict[str, str], encrypted: bool) -> None:
+        self.tmp, self.remote, self.extra, self.encrypted = tmp, remote, extra, encrypted
+        mem = tmp / "memory"
+        _write(mem, 500)
+        self.env = _env(tmp, remote, mem, "home", extra)
+        _run(["push"], self.env)
+        if encrypted:
+            _run(["keys", "init"], self.env)
+        self.target = mem / "project_000.md"
+        self.hook = json.dumps(
+            {"tool_name": "Edit", "cwd": str(tmp), "tool_input": {"file_path": str(self.target)}}
+        )
+        _run(["sync"], self.env)  # a warm-up: the byte code of every module it imports is written
+        self.pulls = 0
+
+    def edit_hook(self) -> float:
+        self.target.write_text(self.target.read_text() + f"- edit {time.time()}\n")
+        return _run(["hook", "post-tool-use"], self.env, self.hook)
+
+    def noop(self) -> float:
+        return _run(["sync"], self.env)
+
+    def fresh_pull(self) -> float:
+        self.pulls += 1
+        other = self.tmp / f"fresh-{self.pulls}"
+        fresh = _env(self.tmp, self.remote, other, f"home-{self.pulls}", self.extra)
+        if self.encrypted:  # the joining device: its key made and added, as a user would
+            out = _run_out(["keys", "init"], fresh, check=False).split()
+            _run(["keys", "add", next(k for k in out if k.startswith("age1"))], self.env)
+        took = _run(["pull"], fresh)
         shutil.rmtree(other)
-    out["fresh pull, 500 files"] = statistics.median(pulls)
+        return took
+
+
+PATHS = {
+    "hook post-tool-use, memory file edited": Side.edit_hook,
+    "no-op sync, 500 files": Side.noop,
+    "fresh pull, 500 files": Side.fresh_pull,
+}
+
+
+def compare(off: Side, on: Side, runs: int) -> dict[str, tuple[float, float, float, float]]:
+    """Medians (off, on) per path of wall time and of CPU time, the two sides run
+    alternately (off, on, on, off, ...), so a change in the machine's load falls on both."""
+    out = {}
+    for name, path in PATHS.items():
+        times: dict[bool, list[float]] = {False: [], True: []}
+        cpu: dict[bool, list[float]] = {False: [], True: []}
+        count = runs if path is not Side.fresh_pull else max(5, runs // 2)
+        for i in range(count):
+            for side in (off, on) if i % 2 == 0 else (on, off):
+                times[side.encrypted].append(path(side))
+                cpu[side.encrypted].append(CPU[-1])
+        wall = statistics.median(times[False]), statistics.median(times[True])
+        out[name] = (*wall, statistics.median(cpu[False]), statistics.median(cpu[True]))
     return out
 
 
-def _run_out(args: list[str], env: dict[str, str]) -> str:
-    return subprocess.run(
+def _run_out(args: list[str], env: dict[str, str], check: bool = True) -> str:
+    done = subprocess.run(
         [sys.executable, "-m", "memsync", *args],
         env=env,
         capture_output=True,
         text=True,
-        check=True,
-    ).stdout
+        check=check,
+    )
+    return done.stdout + done.stderr
 
 
 def main() -> None:
@@ -115,7 +152,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=11)
     parser.add_argument("--azurite", action="store_true")
     args = parser.parse_args()
-    table: list[tuple[str, str, float, float]] = []
+    table: list[tuple[str, str, float, float, float, float]] = []
     with tempfile.TemporaryDirectory(prefix="memsync-crypt-") as t:
         tmp = Path(t)
         remotes = [("folder", None)]
@@ -123,7 +160,7 @@ def main() -> None:
             remotes.append(("Azurite", start_azurite(tmp / "azurite")))
         try:
             for label, server in remotes:
-                got = {}
+                sides = []
                 for encrypted in (False, True):
                     where = tmp / f"{label}-{encrypted}"
                     where.mkdir()
@@ -134,17 +171,20 @@ def main() -> None:
                         remote = server.url()
                         extra = {"AZURE_STORAGE_CONNECTION_STRING": server.connection_string}
                         extra["MEMSYNC_PROJECT"] = f"bench-{encrypted}".lower()
-                    got[encrypted] = rows(where, remote, extra, encrypted, args.runs)
-                for name in got[False]:
-                    table.append((label, name, got[False][name], got[True][name]))
+                    sides.append(Side(where, remote, extra, encrypted))
+                for name, got in compare(sides[0], sides[1], args.runs).items():
+                    table.append((label, name, *got))
         finally:
             for _, server in remotes:
                 if server is not None:
                     server.stop()
-    print("| remote | path | off | on | on/off |")
-    print("|---|---|---:|---:|---:|")
-    for label, name, off, on in table:
-        print(f"| {label} | {name} | {off * 1000:.0f} ms | {on * 1000:.0f} ms | {on / off:.2f} |")
+    print("| remote | path | off | on | on/off | CPU off | CPU on | on/off |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    for label, name, off, on, cpu_off, cpu_on in table:
+        print(
+            f"| {label} | {name} | {off * 1000:.0f} ms | {on * 1000:.0f} ms | {on / off:.2f} "
+            f"| {cpu_off * 1000:.0f} ms | {cpu_on * 1000:.0f} ms | {cpu_on / cpu_off:.2f} |"
+        )
 
 
 if __name__ == "__main__":

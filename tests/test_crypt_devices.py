@@ -74,15 +74,21 @@ def test_turn_on_join_write_forget_revoke(trio):
     _key(a)
     _no_plaintext(remote_dir)
 
-    # b has no access: one sentence, exit 1, nothing changed here or there
-    before_b, before_remote = _snapshot(b), _remote_bytes(remote_dir)
+    # b has no access and no key: its key is made (0600, nothing else written here), and one
+    # sentence gives it, exit 1, nothing changed on the remote
+    before_remote = _remote_bytes(remote_dir)
     b.write("project_kilimanjaro.md", "Climb kilimanjaro.\n", type="project")
     before_b = _snapshot(b)
+    identity = b.home / "keys" / "identity.txt"
+    assert not identity.exists()
     proc = b.run("sync", check=1)
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
-    assert "is encrypted and this device has no key yet: run `memsync keys init`" in proc.stderr
+    made = re.search(r"this device's key (age1\w+) is not among", proc.stderr)
+    assert made and f"run `memsync keys add {made[1]}`" in proc.stderr
+    assert identity.stat().st_mode & 0o777 == 0o600
     assert _snapshot(b) == before_b and _remote_bytes(remote_dir) == before_remote
-    key_b = _key(b)  # its key made, it is still no recipient
+    key_b = _key(b)  # the same key, still no recipient
+    assert key_b == made[1]
     before_b = _snapshot(b)
     proc = b.run("sync", check=1)
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
@@ -251,11 +257,10 @@ def test_a_file_decrypts_with_the_age_cli(trio, tmp_path):
     data_key = tmp_path / "data-key.txt"
     data_key.write_text(inner["data_key"] + "\n")
     assert inner["data_key"] == a.run("keys", "export").stdout.strip()
-    plain = [
-        _age("-d", "-i", str(data_key), str(p))
-        for p in (project / "_memsync" / "x").rglob("*")
-        if p.is_file()
-    ]
+    objects = [p for p in (project / "_memsync" / "x").rglob("*") if p.is_file()]
+    # memsync's own writer (the keyed stanza beside the X25519 one) and pyrage's alike
+    assert any(b"\n-> memsync-v1 " in p.read_bytes()[:300] for p in objects)
+    plain = [_age("-d", "-i", str(data_key), str(p)) for p in objects]
     ours = [p for p in plain if b"Dentist on Tuesday." in p]
     assert len(ours) == 1
     header, _, body = ours[0].partition(b"\n")
@@ -294,3 +299,117 @@ def test_on_azurite_join_write_revoke_and_every_blob_read(tmp_path, azurite, azu
     for word in (*WORDS, *NAMES):
         assert word.encode() not in every, f"{word!r} is readable on the remote"
     assert len(seen) > 6  # the check read something
+
+
+@pytest.mark.parametrize("switch", ["keys init", "keys remove"])
+def test_a_file_created_after_a_switch_settled_is_sealed_by_its_writer(trio, monkeypatch, switch):
+    """b's sync runs in this process and listed before the switch; a's whole switch (copy,
+    switch, settle) runs before b's create lands, so b creates the file in plaintext or under
+    the rotated-out key. b's command seals it under the current key before it ends: no
+    `keys init`, and nothing is left that a device with access refuses."""
+    remote_dir, (a, b, c) = trio
+    a.write("user_role.md", "Engineer.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    for key, value in b.env().items():
+        monkeypatch.setenv(key, value)
+    from memsync.cli.plain import engine_for
+    from memsync.stores.crypt_keys import create_identity, public_key
+
+    key_b = public_key(create_identity()[0])
+    if switch == "keys remove":
+        _key(a)
+        a.run("keys", "add", key_b)
+        a.run("keys", "add", _key(c))
+        b.run("sync")
+    b.write("project_late.md", "Written across the switch.\n", type="project")
+    engine = engine_for(None, None, None)
+    inner = engine.store.inner
+    said: list[str] = []
+
+    def racing(write):
+        def wrapped(*args, **kwargs):
+            if not said:  # the whole switch happens before b's first write lands
+                if switch == "keys init":
+                    said.append(a.run("keys", "init").stdout)
+                    a.run("keys", "add", key_b)
+                else:
+                    said.append(a.run("keys", "remove", _key(c)).stdout)
+            return write(*args, **kwargs)
+
+        return wrapped
+
+    monkeypatch.setattr(inner, "create", racing(inner.create))
+    try:
+        engine.run("sync")
+    finally:
+        engine.close()
+    assert said and "sealed anew" in said[0]
+    project = remote_dir / "e2e-project"
+    plain = [p.name for p in project.rglob("*") if p.is_file() and "_memsync" not in p.parts]
+    assert plain == [] or all(n.endswith(".memsync-lock") for n in plain), plain
+    data_key = a.run("keys", "export").stdout.strip()
+    assert b"written across the switch." in _decrypted(remote_dir, data_key)
+    synced = a.run("sync", check=None)
+    assert "not trusted" not in synced.stdout + synced.stderr
+    assert (a.memory / "project_late.md").read_text().endswith("Written across the switch.\n")
+    assert "sealed anew" not in a.run("keys", "init").stdout  # nothing left to fold in
+    b.run("sync")
+    assert a.files() == b.files()
+
+
+@pytest.mark.s3
+def test_on_s3_three_devices_join_write_revoke_and_every_object_read(tmp_path, s3_url):
+    a, b, c = (make_device(tmp_path, n, s3_url) for n in ("a", "b", "c"))
+    a.write("relationship_pat_quigley.md", "Pat loves pineapple.\n")
+    a.run("sync")
+    with pytest.raises(AssertionError, match="is readable"):  # the check can fail
+        _no_plaintext_on_s3(s3_url)
+    _key(a)
+    for device in (b, c):  # no key yet: each is told the key it just made
+        said = device.run("sync", check=1).stderr
+        key = re.search(r"run `memsync keys add (age1\w+)`", said)
+        assert key and said.count("\n") == 1 and "Traceback" not in said
+        a.run("keys", "add", key[1])
+    b.run("sync")
+    c.run("sync")
+    b.write("project_kilimanjaro.md", "Climb kilimanjaro with the dentist.\n", type="project")
+    c.write("user_health.md", "Dentist on Tuesday.\n", type="user")
+    a.append("relationship_pat_quigley.md", "Pat plays saxophone.\n")
+    for device in (b, c, a, b, c):
+        device.run("sync")
+    assert a.files() == b.files() == c.files() and len(a.files()) == 3
+    a.run("keys", "remove", _key(c))
+    assert "memsync keys add" in c.run("sync", check=1).stderr
+    b.append("user_health.md", "Moved to Friday.\n")
+    b.run("sync")
+    a.run("sync")
+    assert a.files() == b.files() and b"Friday" in a.files()["user_health.md"]
+    _no_plaintext_on_s3(s3_url)
+
+
+def _no_plaintext_on_s3(s3_url: str) -> None:
+    """Every object of the bucket read as another S3 client sees it: keys, bodies, user
+    metadata and the headers S3 keeps (content type, disposition and the like)."""
+    import os
+
+    import botocore.session
+
+    bucket = s3_url.split("/")[2]
+    client = botocore.session.get_session().create_client(
+        "s3",
+        endpoint_url=os.environ["AWS_ENDPOINT_URL"],
+        region_name=os.environ["AWS_REGION"],
+        aws_access_key_id=os.environ["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=os.environ["AWS_SECRET_ACCESS_KEY"],
+    )
+    seen = []
+    for item in client.list_objects_v2(Bucket=bucket).get("Contents", []):
+        got = client.get_object(Bucket=bucket, Key=item["Key"])
+        headers = got["ResponseMetadata"]["HTTPHeaders"]
+        seen += [item["Key"].encode(), got["Body"].read(), json.dumps(headers).encode()]
+        seen.append(json.dumps(got.get("Metadata", {})).encode())
+    every = b"\n".join(seen).lower()
+    for word in (*WORDS, *NAMES):
+        assert word.encode() not in every, f"{word!r} is readable on the remote"
+    assert len(seen) > 12  # the check read something

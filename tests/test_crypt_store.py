@@ -21,13 +21,20 @@ from memsync.stores.crypt_keys import (
     build,
     create_identity,
     identity_path,
+    load_identity,
     public_key,
 )
 from memsync.stores.crypt_migrate import add_device, remove_device, turn_on
 from memsync.stores.folder import FolderStore
 from memsync.stores.memory import MemoryStore
 from memsync.util.errors import NotFound, PreconditionFailed, RefusedFile
+from tests.conftest import NO_FCNTL
+from tests.memstore_server import memstore_server_fixture
 from tests.store_contract import StoreContract
+
+__all__ = ["memstore_server_fixture"]
+# the remote protocols' classes: the no-fcntl pass has nothing to add there
+REMOTE_ONLY = pytest.mark.skipif(NO_FCNTL, reason="exercises the remote, not the lock")
 
 
 def encrypted(inner, url="remote", prefix="proj") -> CryptStore:
@@ -69,6 +76,7 @@ class TestCryptOverFolder(CryptContract):
         return encrypted(FolderStore(tmp_path / "remote", "proj"))
 
 
+@REMOTE_ONLY
 @pytest.mark.azure
 class TestCryptOverAzurite(CryptContract):
     @pytest.fixture
@@ -83,6 +91,7 @@ class TestCryptOverAzurite(CryptContract):
         store.close()
 
 
+@REMOTE_ONLY
 @pytest.mark.s3
 class TestCryptOverS3(CryptContract):
     @pytest.fixture
@@ -95,6 +104,32 @@ class TestCryptOverS3(CryptContract):
         turn_on(store, "this one")
         yield store
         store.close()
+
+
+@REMOTE_ONLY
+class TestCryptOverMemoryStore(CryptContract):
+    """A memory store holds text only: the objects are age's ASCII armor."""
+
+    @pytest.fixture
+    def store(self, memstore_server):
+        from memsync.stores import open_store
+
+        store = open_store("memstore://memstore_test01/memsync", "proj")
+        create_identity()
+        turn_on(store, "this one")
+        self.server = memstore_server
+        yield store
+        store.close()
+
+    def test_every_memory_is_armored_and_names_nothing(self, store):
+        store.create("relationship_pat_quigley.md", b"Pat likes pineapple.\n")
+        store.create("bin.md", bytes(range(256)))  # any bytes: the armor is text
+        assert store.get("bin.md")[0] == bytes(range(256))
+        seen = json.dumps(self.server.contents("memstore_test01")).lower()
+        assert "quigley" not in seen and "pineapple" not in seen and "relationship" not in seen
+        for path, text in self.server.contents("memstore_test01").items():
+            if not path.endswith("crypt.json"):
+                assert text.startswith("-----BEGIN AGE ENCRYPTED FILE-----"), path
 
 
 def test_the_remote_holds_neither_words_names_nor_edit_times(tmp_path):
@@ -199,9 +234,11 @@ def test_a_device_without_access_gets_one_sentence_and_reads_nothing(tmp_path, m
     other = _trusting_device(inner, tmp_path, monkeypatch)
     with pytest.raises(NoAccess, match=f"run `memsync keys add {other}`"):
         CryptStore(inner, "remote", "proj").list()
-    os.remove(identity_path())
-    with pytest.raises(NoAccess, match="no key yet"):
+    os.remove(identity_path())  # no key at all: one is made, and the sentence gives it
+    with pytest.raises(NoAccess, match="run `memsync keys add age1") as raised:
         CryptStore(inner, "remote", "proj").fetch("a.md")
+    assert other not in str(raised.value) and str(load_identity().to_public()) in str(raised.value)
+    assert identity_path().stat().st_mode & 0o777 == 0o600
 
 
 def test_add_then_remove_rotates_the_data_key(tmp_path, monkeypatch):
@@ -224,6 +261,42 @@ def test_add_then_remove_rotates_the_data_key(tmp_path, monkeypatch):
     monkeypatch.setenv("MEMSYNC_HOME", str(tmp_path / "other"))
     with pytest.raises(NoAccess):
         theirs.list()
+
+
+def test_a_hooks_new_file_under_a_key_rotated_meanwhile_is_resealed_at_exit(tmp_path, monkeypatch):
+    """A command that never closes its store (a hook) reseals at the interpreter's exit; the
+    exit handler is registered by the first create and dropped once resealed."""
+    import atexit
+
+    registered = []
+    monkeypatch.setattr(atexit, "register", registered.append)
+    monkeypatch.setattr(atexit, "unregister", registered.remove)
+    home = os.environ["MEMSYNC_HOME"]
+    inner = MemoryStore("proj")
+    store = encrypted(inner)
+    store.create("a.md", b"alpha")
+    other = _trusting_device(inner, tmp_path, monkeypatch)
+    mine = _trusting_device(inner, tmp_path, monkeypatch, home="hook")
+    monkeypatch.setenv("MEMSYNC_HOME", home)
+    add_device(store, mine, "hook")
+    add_device(store, other, "laptop")
+    monkeypatch.setenv("MEMSYNC_HOME", str(tmp_path / "hook"))
+    hook = CryptStore(inner, "remote", "proj")
+    hook.list()  # it has seen generation 1
+    old = hook.key
+    monkeypatch.setenv("MEMSYNC_HOME", home)
+    remove_device(store, other)  # generation 2, copied and settled before the hook writes
+    monkeypatch.setenv("MEMSYNC_HOME", str(tmp_path / "hook"))
+    registered.clear()
+    hook.create("b.md", b"beta", 5.0)  # its listing came before the switch: no check first
+    assert registered == [hook._reseal_at_exit]
+    assert HIDDEN + old.hide("b.md") in inner.list()  # under the rotated-out key for now
+    registered[0]()  # the interpreter exits
+    assert registered == []
+    assert {k for k in inner.list() if k != CRYPT_KEY} == {
+        HIDDEN + store.key.hide(n) for n in ("a.md", "b.md")
+    }
+    assert store.get("b.md")[0] == b"beta"
 
 
 def test_a_device_mid_run_follows_a_rotation(tmp_path, monkeypatch):

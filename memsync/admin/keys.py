@@ -161,13 +161,13 @@ def _follow(engine: Engine, moved: Moved) -> None:
 
 def _need_access(engine: Engine) -> tuple[CryptStore, str]:
     """The encrypted store and this device's public key, or a sentence saying why not."""
-    identity = load_identity()
-    if identity is None:
-        raise UserError("this device has no key yet; run `memsync keys init` first")
     store = _store(engine)
-    _listed(engine, store)
+    _listed(engine, store)  # on an encrypted remote, a device without a key gets one here
     if not store.encrypted:
         raise UserError("this project's remote is not encrypted; `memsync keys init` turns it on")
+    identity = load_identity()
+    if identity is None:  # its identity file moved away since it last synced
+        raise UserError(f"this device has no key ({identity_path()}); run `memsync keys init`")
     return store, public_key(identity)
 
 

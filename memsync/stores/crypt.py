@@ -15,17 +15,21 @@ the engine's usual merge-and-retry does the rest. Objects outside `_memsync/x/` 
 remote, or sealed under an earlier data key (written by a device that had not seen the
 switch yet, or by someone without the key), are listed with a marked ETag and refused on
 download: they are not authenticated, and nothing a device holds is deleted because of them;
-a conditional write over one replaces it, and `memsync keys init --adopt NAME` folds in one a
-person named (see crypt_migrate.fold_strays). A remote holding encrypted objects but no
-recipients object is refused by every device (`orphaned`), unless a `keys init` is under way
-(its `PENDING` mark is there).
+a conditional write over one replaces it. The device that created one (its listing came before
+a switch, its write after) seals it under the current key before its command ends (`reseal`);
+what is left even so (a writer without access, or killed) `memsync keys init --adopt NAME`
+folds in when a person names it (see crypt_migrate.fold_strays). A remote holding encrypted
+objects but no recipients object is refused by every device (`orphaned`), unless a `keys init`
+is under way (its `PENDING` mark is there).
 """
 
 from __future__ import annotations
 
+import atexit
 import builtins
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Collection, Iterator
 from typing import Any
 
@@ -37,19 +41,23 @@ from memsync.stores.crypt_keys import (
     Keyring,
     NoAccess,
     check_trust,
+    create_identity,
+    identity_path,
     load_identity,
     load_trust,
     read,
     save_trust,
     trust_path,
 )
-from memsync.util.errors import NotFound, PreconditionFailed, RefusedFile
+from memsync.util.errors import NotFound, PreconditionFailed, RefusedFile, StoreError, UserError
 
 HIDDEN = "_memsync/x/"  # where every encrypted object lives
 # written by `keys init` before its copies and deleted after its switch: a remote holding
 # encrypted objects but no recipients object is plain only while this is there
 PENDING = "_memsync/crypt.pending"
 MARK = "plain:"  # the ETag prefix of an object outside HIDDEN on an encrypted remote
+# a read slower than this is a slow network's (memsync/sync/transfers.py's SLOW_ROUND_TRIP)
+_SLOW_READ = 0.04
 _HEADROOM = 4096  # age's header and the MAC line, over the plaintext's size
 
 
@@ -93,6 +101,10 @@ _OWN = frozenset(
         "_old",
         "_trusted",
         "_plain_seen",
+        "_made",
+        "armored",
+        "_quickest",
+        "_has_identity",
     ]
 )
 
@@ -115,6 +127,14 @@ class CryptStore(Store):
         self._strays: dict[str, Entry] = {}  # name -> the stray object, as last listed
         self._old: list[DataKey] = []  # the earlier data keys
         self._plain_seen = False  # a listing showed the remote plain (no encrypted objects)
+        # name -> (object, ETag, key it was sealed under: None for plaintext), as created by
+        # this process since it last checked the recipients object after a create
+        self._made: dict[str, tuple[str, str, DataKey | None]] = {}
+        # a memory store holds UTF-8 text only: its objects are age's ASCII armor (which the
+        # age CLI reads as well); every other store holds bytes, and gets age's binary format
+        self.armored = inner.url.startswith("memstore:")
+        self._quickest: float | None = None  # the quickest read of the wrapped store timed
+        self._has_identity: bool | None = None  # whether this device has a key (None: not asked)
         trust = load_trust(remote, prefix)
         self._trusted = trust is not None
         if trust is not None:
@@ -175,10 +195,40 @@ class CryptStore(Store):
 
     @property
     def round_trip(self) -> float | None:
-        return self.inner.round_trip
+        """The wrapped store's; on an encrypted remote where it has none yet, the quickest of
+        the wrapped store's own reads this wrapper timed. The engine widens its transfers when
+        the first read (the manifest, sent ahead) was slow, and on a new device that read also
+        reads and checks the recipients object and loads the age code: work, not network."""
+        inner = self.inner.round_trip
+        if inner is not None or self._key is None:
+            return inner
+        return self._quickest
 
     def warm(self, count: int) -> None:
+        """Connections opened ahead for transfers the engine expects to be slow: on an
+        encrypted remote only if a read of the wrapped store itself was slow (see
+        round_trip)."""
+        quick = self._quickest
+        if self._key is not None and quick is not None and quick < _SLOW_READ:
+            return
         self.inner.warm(count)
+
+    def _fetch(self, key: str) -> tuple[bytes, str, float | None]:
+        """The wrapped store's fetch, timed (a missing object's answer is a round trip too)."""
+        started = time.monotonic()
+        try:
+            got = self.inner.fetch(key)
+        except NotFound:
+            self._timed(started)
+            raise
+        self._timed(started)
+        return got
+
+    def _timed(self, started: float) -> None:
+        took = time.monotonic() - started
+        quickest = self._quickest  # a sample lost to a race costs nothing
+        if quickest is None or took < quickest:
+            self._quickest = took
 
     def can_create(self) -> bool:
         return self.inner.can_create()
@@ -196,6 +246,7 @@ class CryptStore(Store):
         self.inner.ensure()
 
     def close(self) -> None:
+        self.reseal()
         self.inner.close()
 
     @property
@@ -240,7 +291,10 @@ class CryptStore(Store):
         with self._lock:
             data, etag = self.inner.get(CRYPT_KEY) if read_now is None else read_now
             url, prefix = self.remote
-            ring = read(data, load_identity(), url)
+            identity = load_identity()
+            if identity is None:  # a device without access is told its own key to pass on
+                identity, _ = create_identity()
+            ring = read(data, identity, url)
             check_trust(ring, load_trust(url, prefix), url, prefix)
             save_trust(url, prefix, ring, etag)
             self._key, self._ring, self._etag = ring.key, ring, etag
@@ -276,7 +330,7 @@ class CryptStore(Store):
     def _probe(self) -> bool:
         """Read the recipients object's ETag again; True if the data key changed."""
         try:
-            data, etag = self.inner.get(CRYPT_KEY)
+            data, etag, _ = self._fetch(CRYPT_KEY)
         except NotFound:
             return self._settle(None)
         return self._settle(etag, data)
@@ -335,6 +389,10 @@ class CryptStore(Store):
         entry = self._strays.get(name)
         return name if entry is None else entry.key
 
+    def seal(self, key: DataKey, name: str, data: bytes, edited: float | None) -> bytes:
+        """`data` sealed under `key` in the format the wrapped store holds."""
+        return key.seal(name, data, edited, armored=self.armored)
+
     def _hidden(self, key: DataKey, name: str) -> str:
         return HIDDEN + key.hide(check_key(name))
 
@@ -349,7 +407,7 @@ class CryptStore(Store):
         (a write that loses its condition is what follows a switch mid-run)."""
         if not self._known:  # a plain remote answers at once; a missing name settles it
             try:
-                return self.inner.fetch(key)
+                return self._fetch(key)
             except NotFound:
                 self._probe()
         for attempt in (0, 1):
@@ -357,7 +415,7 @@ class CryptStore(Store):
             if dkey is None:
                 return self.inner.fetch(key)
             try:
-                blob, etag, _ = self.inner.fetch(self._hidden(dkey, key))
+                blob, etag, _ = self._fetch(self._hidden(dkey, key))
             except NotFound:
                 if attempt == 0 and not self._current and self._probe():
                     continue
@@ -382,8 +440,70 @@ class CryptStore(Store):
             self._check_plain()
         dkey = self._key
         if dkey is None:
-            return self.inner.create(key, data, edited)
-        return self.inner.create(self._hidden(dkey, key), dkey.seal(key, data, edited))
+            etag = self.inner.create(key, data, edited)
+            if self._keyed():  # a device with no key could not seal it: nothing to check
+                self._track(key, key, etag, None)
+            return etag
+        hidden = self._hidden(dkey, key)
+        etag = self.inner.create(hidden, self.seal(dkey, key, data, edited))
+        self._track(key, hidden, etag, dkey)
+        return etag
+
+    # --- a file created across a switch ---------------------------------------------------
+
+    def _keyed(self) -> bool:
+        """Whether this device has an identity (asked once a run)."""
+        if self._has_identity is None:
+            self._has_identity = identity_path().exists()
+        return self._has_identity
+
+    def _track(self, name: str, obj: str, etag: str, key: DataKey | None) -> None:
+        with self._lock:
+            if not self._made:  # a command that does not close its store: at the exit
+                atexit.register(self._reseal_at_exit)
+            self._made[name] = (obj, etag, key)
+
+    def _reseal_at_exit(self) -> None:
+        """reseal for a command that never closed its store (a hook): whatever goes wrong
+        this late is left for `keys init`, never a traceback after the command's own output."""
+        with contextlib.suppress(Exception):
+            self.reseal()
+
+    def reseal(self) -> builtins.list[str]:
+        """The rule for a file created across a switch: the device that created it seals it
+        under the data key current when its command ends. So once a command has created
+        files, it reads the recipients object again, and each file it created under a key
+        switched away from meanwhile (or in plaintext, before it saw encryption turned on) is
+        sealed under the current key (create-only) and its old object deleted (If-Match). A
+        file changed since by someone else, or a device that has no access, leaves it for
+        `memsync keys init` (crypt_migrate.fold_strays). Returns the names left so."""
+        with self._lock:
+            made, self._made = self._made, {}
+        if not made:
+            return []
+        atexit.unregister(self._reseal_at_exit)
+        try:
+            self._probe()
+        except (StoreError, UserError):  # unreachable, or this device has no access
+            return sorted(made)
+        current = self._key
+        left = []
+        for name, (obj, etag, old) in made.items():
+            if current is None or (old is not None and old.secret == current.secret):
+                continue
+            try:
+                blob, now, edited = self.inner.fetch(obj)
+                if now != etag:
+                    left.append(name)
+                    continue
+                data, inside = (blob, edited) if old is None else old.open(name, blob)
+                self.inner.create(
+                    self._hidden(current, name), self.seal(current, name, data, inside)
+                )
+                self.inner.delete(obj, etag)
+            except (StoreError, UserError):
+                left.append(name)
+        return sorted(left)
 
     def replace(self, key: str, data: bytes, etag: str, edited: float | None = None) -> str:
         self._ensure_known()
@@ -392,11 +512,13 @@ class CryptStore(Store):
             if dkey is None:
                 return self.inner.replace(key, data, etag, edited)
             if etag.startswith(MARK):  # over a plaintext object: the sealed copy replaces it
-                new = self.inner.create(self._hidden(dkey, key), dkey.seal(key, data, edited))
+                new = self.inner.create(self._hidden(dkey, key), self.seal(dkey, key, data, edited))
                 with contextlib.suppress(NotFound):
                     self.inner.delete(self._stray_key(key), etag[len(MARK) :])
                 return new
-            return self.inner.replace(self._hidden(dkey, key), dkey.seal(key, data, edited), etag)
+            return self.inner.replace(
+                self._hidden(dkey, key), self.seal(dkey, key, data, edited), etag
+            )
         except (PreconditionFailed, NotFound):
             self._probe()
             raise PreconditionFailed(f"{key} changed on the remote") from None

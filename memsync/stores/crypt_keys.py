@@ -22,10 +22,12 @@ import hashlib
 import hmac
 import json
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from memsync.stores.crypt_age import AgeKey, age_key, bech32_data
 from memsync.util.errors import RefusedFile, UserError
 from memsync.util.fsutil import atomic_write, private_dir, read_if_there
 
@@ -33,6 +35,7 @@ CRYPT_KEY = "_memsync/crypt.json"  # the recipients object, the one name not hid
 FORMAT = "memsync-crypt 1"
 HEADER = b"memsync-crypt 1 "  # the first line of every decrypted object
 _SEGMENT = 200  # characters of a hidden name a path segment holds (file systems allow 255)
+_AGE_LOCK = threading.Lock()
 _PAD = 16  # names are padded to a multiple of this many bytes: only their rough length shows
 
 
@@ -142,36 +145,69 @@ class DataKey:
     """One generation of a remote's data key, and what is derived from it."""
 
     def __init__(self, secret: str, generation: int) -> None:
+        raw = bech32_data(secret, "age-secret-key-")
+        if raw is None or len(raw) != 32:
+            raise ValueError("not an age X25519 identity")
         self.secret = secret
         self.generation = generation
-        self.identity = _age().x25519.Identity.from_str(secret)
-        self.recipient = self.identity.to_public()
         master = hashlib.sha256(b"memsync-crypt\0" + secret.encode()).digest()
         self._siv = hmac.new(master, b"name-iv", hashlib.sha256).digest()
         self._ctr = hmac.new(master, b"name-stream", hashlib.sha256).digest()
         self._mac = hmac.new(master, b"mac", hashlib.sha256).digest()
+        self._stanza = hmac.new(master, b"age-stanza", hashlib.sha256).digest()
+        self._names: dict[str, str] = {}  # name -> hidden, as hidden or revealed before
+        self._age: AgeKey | None = None  # memsync's own age writer and reader, made once
+        self._no_age = False  # True: `cryptography` is missing, pyrage does everything
+        self._sealed = 0  # seals in this process
+
+    @property
+    def identity(self) -> Any:
+        """The data key as a pyrage identity (pyrage is imported when first asked)."""
+        return _age().x25519.Identity.from_str(self.secret)
+
+    @property
+    def recipient(self) -> Any:
+        return self.identity.to_public()
+
+    def _own(self) -> AgeKey | None:
+        """memsync's own age implementation for this key (None: pyrage's alone)."""
+        own = self._age
+        if own is None and not self._no_age:
+            with _AGE_LOCK:  # a pull's threads all open at once: one makes it
+                if self._age is None and not self._no_age:
+                    self._age = age_key(self.secret, self._stanza)
+                    self._no_age = self._age is None
+                own = self._age
+        return own
 
     @classmethod
     def generate(cls, generation: int) -> DataKey:
         return cls(str(_age().x25519.Identity.generate()), generation)
 
     def mac(self, *parts: bytes) -> str:
-        return hmac.new(self._mac, b"\0".join(parts), hashlib.sha256).hexdigest()
+        return hmac.digest(self._mac, b"\0".join(parts), "sha256").hex()
 
     def _stream(self, iv: bytes, size: int) -> bytes:
+        if size <= 32:  # most names: one block
+            return hmac.digest(self._ctr, iv + b"\0\0\0\0", "sha256")[:size]
         blocks = (size + 31) // 32
         return b"".join(
-            hmac.new(self._ctr, iv + n.to_bytes(4, "big"), hashlib.sha256).digest()
-            for n in range(blocks)
+            hmac.digest(self._ctr, iv + n.to_bytes(4, "big"), "sha256") for n in range(blocks)
         )[:size]
 
     def hide(self, name: str) -> str:
-        """The remote key of `name`: the same every time, unreadable without the key."""
+        """The remote key of `name`: the same every time, unreadable without the key (a
+        name listed before is looked up: a pull's fetches cost no HMAC more)."""
+        known = self._names.get(name)
+        if known is not None:
+            return known
         raw = name.encode()
         padded = raw + b"\0" * (-len(raw) % _PAD)  # names are never empty (check_key)
-        iv = hmac.new(self._siv, padded, hashlib.sha256).digest()[:16]
+        iv = hmac.digest(self._siv, padded, "sha256")[:16]
         sealed = _xor(padded, self._stream(iv, len(padded)))
-        return _split((iv + sealed).hex())  # lower case: one name on a case-insensitive disk
+        hidden = _split((iv + sealed).hex())  # lower case: one name on a case-insensitive disk
+        self._names[name] = hidden
+        return hidden
 
     def reveal(self, hidden: str) -> str | None:
         """The name `hidden` stands for, or None if it is not one of this key's names."""
@@ -183,29 +219,42 @@ class DataKey:
             return None
         iv, sealed = raw[:16], raw[16:]
         padded = _xor(sealed, self._stream(iv, len(sealed)))
-        want = hmac.new(self._siv, padded, hashlib.sha256).digest()[:16]
+        want = hmac.digest(self._siv, padded, "sha256")[:16]
         if not hmac.compare_digest(iv, want):
             return None
         try:
-            return padded.rstrip(b"\0").decode()
+            name = padded.rstrip(b"\0").decode()
         except UnicodeDecodeError:
             return None
+        self._names[name] = hidden
+        return name
 
-    def seal(self, name: str, data: bytes, edited: float | None) -> bytes:
-        """`data` as an age file to this key, the header line first (edit time and MAC)."""
+    def seal(self, name: str, data: bytes, edited: float | None, armored: bool = False) -> bytes:
+        """`data` as an age file to this key, the header line first (edit time and MAC); in
+        age's ASCII armor if `armored`. A process's first seal under this key goes through
+        pyrage (a hook writes one file: pyrage loads in ~1 ms, memsync's own age code with
+        `cryptography` in ~6), every later one through memsync's own age code, which adds the
+        stanza a pull opens without an exchange (crypt_age.py)."""
         when = "-" if edited is None else repr(float(edited))
         tag = self.mac(b"file", name.encode(), when.encode(), data)
         plain = HEADER + f"{tag} {when}\n".encode() + data
-        return bytes(_age().encrypt(plain, [self.recipient]))
+        self._sealed += 1
+        quick = not armored and (self._age is not None or self._sealed > 1)
+        own = self._own() if quick else None
+        if own is not None:
+            return own.encrypt(plain)
+        return bytes(_age().encrypt(plain, [self.recipient], armored=armored))
 
     def open(self, name: str, blob: bytes) -> tuple[bytes, float | None]:
         """(content, edited) of an object sealed under `name`; RefusedFile if it does not
         decrypt or its MAC does not hold (damaged, truncated, swapped or forged)."""
-        pyrage = _age()
-        try:
-            plain = bytes(pyrage.decrypt(blob, [self.identity]))
-        except Exception:
-            raise RefusedFile(name, _DAMAGED) from None
+        own = self._own()
+        plain = None if own is None else own.decrypt(blob)
+        if plain is None:  # a file memsync's reader does not take: pyrage's implementation
+            try:
+                plain = bytes(_age().decrypt(blob, [self.identity]))
+            except Exception:
+                raise RefusedFile(name, _DAMAGED) from None
         head, nl, data = plain.partition(b"\n")
         parts = head[len(HEADER) :].split(b" ")
         if not nl or not head.startswith(HEADER) or len(parts) != 2:
@@ -278,7 +327,7 @@ def _body(generation: int, box: str) -> bytes:
     return json.dumps({"format": FORMAT, "generation": generation, "box": box}).encode()
 
 
-def read(data: bytes, identity: Any | None, url: str) -> Keyring:
+def read(data: bytes, identity: Any, url: str) -> Keyring:
     """Open the recipients object with this device's identity. NoAccess if it is not one of
     the recipients; BadRecipients if the object is damaged or its own MAC fails."""
     bad = BadRecipients(
@@ -293,8 +342,6 @@ def read(data: bytes, identity: Any | None, url: str) -> Keyring:
         sealed = base64.b64decode(box, validate=True)
     except (ValueError, KeyError, TypeError):
         raise bad from None
-    if identity is None:
-        raise no_access(url, None)
     pyrage = _age()
     try:
         inner = json.loads(pyrage.decrypt(sealed, [identity]))
@@ -319,13 +366,7 @@ def read(data: bytes, identity: Any | None, url: str) -> Keyring:
     return Keyring(key, devices, history, vouched, body)
 
 
-def no_access(url: str, public: str | None) -> NoAccess:
-    if public is None:
-        return NoAccess(
-            f"the remote {url} is encrypted and this device has no key yet: run `memsync keys "
-            "init` here, then on a device that has access `memsync keys add` with the key it "
-            "prints"
-        )
+def no_access(url: str, public: str) -> NoAccess:
     return NoAccess(
         f"the remote {url} is encrypted and this device's key {public} is not among its "
         f"recipients: on a device that has access, run `memsync keys add {public}`"

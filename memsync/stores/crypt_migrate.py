@@ -146,7 +146,7 @@ class _Switch:
             if name not in self.moved.damaged:
                 self.moved.damaged.append(name)
             return False
-        sealed = self.new.seal(name, data, edited)
+        sealed = self.store.seal(self.new, name, data, edited)
         try:
             if twin is None:
                 made = self.store.inner.create(self.twin_key(name), sealed)

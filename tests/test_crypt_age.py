@@ -1,0 +1,116 @@
+"""memsync's own age writer and reader: what it writes pyrage (and so age) opens, what age
+writes it opens, it refuses (hands to pyrage) whatever pyrage would refuse, and its keyed
+stanza opens a file without the X25519 exchange."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pyrage
+import pytest
+
+from memsync.stores.crypt_age import AgeKey, age_key, bech32_data
+from memsync.stores.crypt_keys import DataKey
+from memsync.util.errors import RefusedFile
+
+SIZES = [0, 1, 300, 64 * 1024 - 1, 64 * 1024, 64 * 1024 + 1, 200_000]
+
+
+def _pair() -> tuple[pyrage.x25519.Identity, AgeKey]:
+    identity = pyrage.x25519.Identity.generate()
+    own = age_key(str(identity), b"s" * 32)
+    assert own is not None
+    return identity, own
+
+
+def _damaged(blob: bytes) -> list[bytes]:
+    out = [blob[:-1], blob + b"\0"]
+    for at in (30, len(blob) // 2, len(blob) - 1):  # header, stanza or payload
+        changed = bytearray(blob)
+        changed[at] ^= 1
+        out.append(bytes(changed))
+    return out
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_opens_what_age_writes_and_refuses_any_change(size):
+    identity, own = _pair()
+    other = pyrage.x25519.Identity.generate().to_public()
+    data = bytes(i * 7 % 256 for i in range(size))
+    for to in ([identity.to_public()], [other, identity.to_public()]):
+        blob = pyrage.encrypt(data, to)
+        assert own.decrypt(blob) == data == pyrage.decrypt(blob, [identity])
+        assert all(own.decrypt(bad) is None for bad in _damaged(blob))
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_what_it_writes_age_opens_and_it_refuses_any_change(size):
+    identity, own = _pair()
+    data = bytes(i * 11 % 256 for i in range(size))
+    blob = own.encrypt(data)
+    assert b"\n-> memsync-v1 " in blob[:300]
+    assert pyrage.decrypt(blob, [identity]) == data == own.decrypt(blob)
+    for bad in _damaged(blob):
+        assert own.decrypt(bad) is None
+        with pytest.raises(pyrage.DecryptError):
+            pyrage.decrypt(bad, [identity])
+
+
+def test_the_keyed_stanza_needs_no_exchange_and_a_wrong_one_falls_back(monkeypatch):
+    identity, own = _pair()
+    blob = own.encrypt(b"hello")
+    monkeypatch.setattr(own, "_private", None)  # no X25519 at all: the stanza alone opens it
+    assert own.decrypt(blob) == b"hello"
+    monkeypatch.undo()  # the same identity with another stanza key: X25519 opens it
+    stranger = AgeKey(str(identity), b"t" * 32)
+    assert stranger.decrypt(blob) == b"hello"
+
+
+def test_a_file_to_someone_else_is_not_opened():
+    _, own = _pair()
+    stranger = pyrage.x25519.Identity.generate()
+    assert own.decrypt(pyrage.encrypt(b"secret", [stranger.to_public()])) is None
+    assert own.decrypt(AgeKey(str(stranger), b"x" * 32).encrypt(b"secret")) is None
+    assert own.decrypt(b"not age at all") is None
+
+
+@pytest.mark.skipif(shutil.which("age") is None, reason="the age CLI is not installed")
+def test_the_age_cli_opens_what_it_writes(tmp_path):
+    identity, own = _pair()
+    (tmp_path / "id.txt").write_text(f"{identity}\n")
+    for size in (0, 300, 200_000):
+        data = bytes(i * 13 % 256 for i in range(size))
+        (tmp_path / "f.age").write_bytes(own.encrypt(data))
+        args = ["age", "-d", "-i", str(tmp_path / "id.txt"), str(tmp_path / "f.age")]
+        assert subprocess.run(args, capture_output=True, check=True, timeout=30).stdout == data
+
+
+def test_keys_decode_as_age_spells_them():
+    identity = pyrage.x25519.Identity.generate()
+    public = str(identity.to_public())
+    assert len(bech32_data(public, "age") or b"") == 32
+    assert bech32_data(public[:-1] + ("q" if public[-1] != "q" else "p"), "age") is None
+    with pytest.raises(ValueError):
+        AgeKey("AGE-SECRET-KEY-1NOTAKEY", b"s" * 32)
+    with pytest.raises(ValueError):
+        DataKey(public, 1)
+
+
+def test_the_store_seals_and_opens_through_it_and_falls_back_to_pyrage(monkeypatch):
+    key = DataKey.generate(1)
+    first = key.seal("user_role.md", b"Engineer.\n", 12.5)  # a hook's one file: pyrage's
+    assert b"memsync-v1" not in first and key._age is None
+    assert key.open("user_role.md", first) == (b"Engineer.\n", 12.5)  # through the exchange
+    blob = key.seal("user_role.md", b"Engineer.\n", 12.5)
+    assert b"memsync-v1" in blob and key._age is not None
+    assert key.open("user_role.md", blob) == (b"Engineer.\n", 12.5)
+    monkeypatch.setattr(AgeKey, "decrypt", lambda self, blob: None)  # a file it does not take
+    assert key.open("user_role.md", blob) == (b"Engineer.\n", 12.5)
+    with pytest.raises(RefusedFile):
+        key.open("user_role.md", blob[:-2])
+    with pytest.raises(RefusedFile):  # moved to another name: the MAC binds it
+        key.open("user_goal.md", blob)
+    armored = key.seal("user_role.md", b"Engineer.\n", None, armored=True)
+    assert armored.startswith(b"-----BEGIN AGE ENCRYPTED FILE-----")
+    assert key.open("user_role.md", armored) == (b"Engineer.\n", None)
