@@ -5,14 +5,44 @@ Hooks print nothing the agent would see by mistake: everything they have to say 
 
 from __future__ import annotations
 
+import io
 import logging
-import logging.handlers
 import os
 from pathlib import Path
 
 from memsync.util.fsutil import private_dir
 
 LOG_NAME = "memsync.log"
+MAX_BYTES = 1_000_000
+BACKUPS = 3
+
+
+class _RotatingFile(logging.FileHandler):
+    """memsync.log rolled over to .1 .. .3 past MAX_BYTES: `logging.handlers`' rotating handler,
+    whose module (sockets, pickle, queues) every hook would otherwise load for this."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            if self.stream is not None and self.stream.tell() >= MAX_BYTES:
+                self._roll_over()
+        except OSError:
+            self.handleError(record)
+        super().emit(record)
+
+    def _open(self) -> io.TextIOWrapper:
+        """The log opened to append, private (0600) whenever it is created, a rolled-over
+        log's successor too."""
+        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        return open(fd, "a", encoding=self.encoding, errors=self.errors)
+
+    def _roll_over(self) -> None:
+        if self.stream is not None:
+            self.stream.close()
+        self.stream = None  # reopened by emit
+        for i in range(BACKUPS - 1, 0, -1):
+            if os.path.exists(f"{self.baseFilename}.{i}"):
+                os.replace(f"{self.baseFilename}.{i}", f"{self.baseFilename}.{i + 1}")
+        os.replace(self.baseFilename, f"{self.baseFilename}.1")
 
 
 class _MaskingFormatter(logging.Formatter):
@@ -24,11 +54,7 @@ class _MaskingFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         text = super().format(record)
         args = record.args if isinstance(record.args, tuple) else None
-        if (
-            args is not None
-            and not record.exc_info
-            and all(type(a) in (int, float) for a in args)
-        ):
+        if args is not None and not record.exc_info and all(type(a) in (int, float) for a in args):
             return text
         from memsync.privacy.scanner import mask
 
@@ -45,16 +71,8 @@ def get_logger(home: Path) -> logging.Logger:
         logger.removeHandler(handler)
         handler.close()
     private_dir(home / "logs")
-    old_umask = os.umask(0o077)
-    try:
-        handler = logging.handlers.RotatingFileHandler(
-            target, maxBytes=1_000_000, backupCount=3, encoding="utf-8", delay=False
-        )
-    finally:
-        os.umask(old_umask)
-    handler.setFormatter(
-        _MaskingFormatter(f"%(asctime)s %(levelname)s [{os.getpid()}] %(message)s")
-    )
+    handler = _RotatingFile(target, encoding="utf-8")
+    handler.setFormatter(_MaskingFormatter("%(asctime)s %(levelname)s [%(process)d] %(message)s"))
     logger.addHandler(handler)
     logger.setLevel(logging.INFO)
     logger.propagate = False

@@ -50,6 +50,7 @@ class PrimerInput:
     restored: str | None = None  # the session-start pull restored a lost memory dir
     include_index: bool = False
     index_warning: str | None = None  # MEMORY.md is past what Claude Code loads
+    notices: list[str] = field(default_factory=list)  # what pushes after a hook's answer found
     today: date = field(default_factory=date.today)
     now: float = field(default_factory=time.time)
 
@@ -104,6 +105,7 @@ def parts(data: PrimerInput) -> list[tuple[str, str]]:
 
         for name, reason in sorted(data.refused.items()):
             attention.append(f"- {shown_name(name)} was not synced: {reason}")
+    attention += [f"- {notice}" for notice in data.notices]
     if attention:
         out.append(
             (

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -58,6 +57,8 @@ def probe(remote: str) -> str | None:
         path = unquote(parts.path)
         return None if os.path.isdir(path) else f"the folder {path} is not there"
     if parts.scheme in ("http", "https") and parts.hostname:
+        import socket  # a hook on a folder remote never probes a host
+
         port = parts.port or (443 if parts.scheme == "https" else 80)
         try:
             with socket.create_connection((parts.hostname, port), timeout=PROBE_TIMEOUT):
