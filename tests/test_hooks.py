@@ -449,7 +449,8 @@ PUSH_ONLY = (
     "sqlite3",
 )
 # never on a hook's path: the CLI's frameworks, and what a folder remote has no use for
-NEVER = ("typer", "rich", "click", "azure", "anthropic", "logging.handlers", "socket", "ssl")
+# (memsync's log is written without `logging`: claude/log.py)
+NEVER = ("typer", "rich", "click", "azure", "anthropic", "logging", "socket", "ssl", "dataclasses")
 
 
 def test_a_memory_write_is_answered_before_its_push_and_the_push_follows(tmp_path):
@@ -512,3 +513,22 @@ def test_answered_first_a_write_replaced_by_another_device_is_told_by_the_next_h
     assert wait_until(lambda: kept_notice(b)), log_text(b)
     said = primer(hook(b, "session-start", start_payload(b)))
     assert "replaced by another device's version" in said, said
+
+
+def test_the_log_rolls_over_privately_and_keeps_every_line_whole(tmp_path, monkeypatch):
+    from memsync.claude import log
+
+    monkeypatch.setattr(log, "MAX_BYTES", 400)
+    logger = log.get_logger(tmp_path)
+    for i in range(60):
+        logger.info("session-start: pulled %d, merged %d, pushed %d", i, i, i)
+    logger.warning("post-tool-use: %s not pushed", "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8")
+    files = sorted((tmp_path / "logs").iterdir())
+    assert [f.name for f in files] == [f"memsync.log{s}" for s in ("", ".1", ".2", ".3")]
+    assert {stat.S_IMODE(f.stat().st_mode) for f in files} == {0o600}
+    for f in files:
+        for line in f.read_text().splitlines():
+            assert " INFO [" in line or " WARNING [" in line, line
+    kept = "".join(f.read_text() for f in files)  # the newest lines, the oldest rolled away
+    assert "pulled 59, merged 59, pushed 59" in kept and "pulled 0," not in kept
+    assert "ghp_" not in kept

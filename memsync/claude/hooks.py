@@ -14,10 +14,13 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memsync.context import config
 from memsync.sync.mode import Mode
+
+if TYPE_CHECKING:
+    from memsync.claude.log import Log
 from memsync.util.errors import UserError
 
 EVENTS = (
@@ -33,7 +36,7 @@ WRITE_TOOLS = ("Write", "Edit", "MultiEdit")
 MAX_PAYLOAD = 4 * 1024 * 1024
 
 
-def _log(home: Path | None = None):  # a logging.Logger, imported lazily
+def _log(home: Path | None = None) -> Log:
     from memsync.claude.log import get_logger
 
     return get_logger(home or config.memsync_home())
