@@ -427,9 +427,14 @@ def loaded_by_hook(device: Device, event: str, payload: dict) -> list[str]:
         "import io, json, sys\n"
         f"sys.argv = ['memsync', 'hook', {event!r}]\n"
         f"sys.stdin = io.StringIO({json.dumps(payload)!r})\n"
+        "import os\n"
+        "_exit = os._exit\n"
+        "def ended(code):  # the hook ends the process itself: report what it loaded first\n"
+        "    print(json.dumps(sorted(sys.modules)), file=sys.stderr, flush=True)\n"
+        "    _exit(code)\n"
+        "os._exit = ended\n"
         "from memsync.entry import main\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n"
+        "main()\n"
     )
     env = dict(device.env(), PYTHONPATH=str(ROOT))
     proc = subprocess.run(
