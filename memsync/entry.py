@@ -36,9 +36,9 @@ def main() -> None:
     if argv[:1] in (["pull"], ["push"], ["sync"]):
         from memsync.cli.plain import run_plain
 
-        code = run_plain(argv)
-        if code is not None:
-            sys.exit(code)
+        plain = run_plain(argv)
+        if plain is not None:
+            sys.exit(plain)
     from memsync.cli import run
 
     run()
