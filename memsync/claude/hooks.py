@@ -3,7 +3,9 @@ exit 0 — a hook must never break the agent's session. What goes wrong is logge
 MEMSYNC_HOME/logs, never printed where the agent would read it as context.
 
 The post-tool-use fast path (a write outside the memory dir) resolves the memory dir and returns
-before importing the sync engine, let alone the Azure SDK.
+before importing the sync engine, let alone the Azure SDK. A memory write is checked and
+answered first, and pushed after the answer by a child Claude Code does not wait for
+(`push_later`): the engine is imported in that child only.
 """
 
 from __future__ import annotations
@@ -258,24 +260,37 @@ def push_later(
     meanwhile: the hook of that write checks it and says what there is to say."""
     sys.stdout.flush()
     sys.stderr.flush()
-    if os.fork():
+    try:
+        child = os.fork()
+    except OSError as exc:  # no process to spare: push here, after the answer all the same
+        _log(ctx.home).warning("post-tool-use: pushing in the hook itself: %s", exc)
+        _push_after_answer(ctx, path, told, stamp)
+        return
+    if child:
         return
     try:  # the child: never returns into the hook
         os.setsid()  # out of Claude Code's process group: not killed with it
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):  # Claude Code reads the hook's output until these close
             os.dup2(null, fd)
-        problems, replaced = _push_one(ctx, path, "post-tool-use")
-        if _stamp(path) != stamp:
-            told.add(path.relative_to(ctx.memory_dir).as_posix())
-        later = tell({n: why for n, why in problems.items() if n not in told}, replaced)
-        if later:
-            keep_notices(ctx, later)
+        _push_after_answer(ctx, path, told, stamp)
     except BaseException as exc:
         with contextlib.suppress(BaseException):
             _log(ctx.home).exception("post-tool-use: the push after the answer failed: %s", exc)
     finally:
         os._exit(0)
+
+
+def _push_after_answer(
+    ctx: config.Context, path: Path, told: set[str], stamp: tuple[int, int] | None
+) -> None:
+    """Push `path`; keep what Claude was not told yet as a notice for the next hook."""
+    problems, replaced = _push_one(ctx, path, "post-tool-use")
+    if _stamp(path) != stamp:
+        told = {*told, path.relative_to(ctx.memory_dir).as_posix()}
+    later = tell({n: why for n, why in problems.items() if n not in told}, replaced)
+    if later:
+        keep_notices(ctx, later)
 
 
 NOTICES = "hook_notices.json"
