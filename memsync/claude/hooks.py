@@ -270,6 +270,8 @@ def push_later(
         return
     try:  # the child: never returns into the hook
         os.setsid()  # out of Claude Code's process group: not killed with it
+        with contextlib.suppress(OSError):  # the session's next request goes first
+            os.nice(10)
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):  # Claude Code reads the hook's output until these close
             os.dup2(null, fd)
