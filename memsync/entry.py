@@ -4,6 +4,7 @@ everything else, and any argument the plain path does not know, goes through Typ
 
 from __future__ import annotations
 
+import os
 import sys
 
 
@@ -12,7 +13,14 @@ def main() -> None:
     if argv[:1] == ["hook"]:
         from memsync.claude.hooks import main as hook_main
 
-        sys.exit(hook_main(argv[1:]))
+        code = hook_main(argv[1:])
+        # Claude Code waits for the hook's process to end: once its answer is out, it ends at
+        # once, without the interpreter's teardown of every module (which, after the
+        # PostToolUse hook forked its push, also copies the memory the child shares). Every
+        # file a hook writes is written whole before this (atomic writes, its own log lines).
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     # SIGTERM (a shutdown, `kill`, a service manager) is handled like Ctrl-C: the transfers
     # under way finish, the progress is saved, and the command exits 130
     import signal
@@ -28,9 +36,9 @@ def main() -> None:
     if argv[:1] in (["pull"], ["push"], ["sync"]):
         from memsync.cli.plain import run_plain
 
-        code = run_plain(argv)
-        if code is not None:
-            sys.exit(code)
+        plain = run_plain(argv)
+        if plain is not None:
+            sys.exit(plain)
     from memsync.cli import run
 
     run()

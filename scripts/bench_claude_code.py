@@ -1,7 +1,11 @@
 #!/usr/bin/env python
 """What memsync costs inside the real Claude Code CLI (scripts/test.sh installs the pinned one).
 
-    python scripts/bench_claude_code.py [--runs 5] [--files 50]
+    python scripts/bench_claude_code.py [--runs 5] [--files 50] [--memsync PATH]
+
+--memsync runs an installed memsync (e.g. `VENV/bin/memsync` after `pip install .` into a fresh
+venv): `install` through it, so the hooks Claude Code runs are that executable, as a user's are,
+and no PYTHONPATH reaches them. Without it, this checkout runs through the current interpreter.
 
 Each run is `claude -p` in a fresh HOME against the loopback fake Messages API (tests/), once
 without memsync and once after `memsync install` with N memory files already synced to a folder
@@ -15,7 +19,9 @@ remote. Rows, median of --runs:
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -43,10 +49,40 @@ class Timed(Script):
         return super().__call__(body)
 
 
-def one_run(server: AnthropicServer, memsync: bool, files: int) -> dict[str, float]:
+class InstalledHome(ClaudeHome):
+    """A ClaudeHome whose memsync is an installed executable, run without this checkout."""
+
+    def __init__(self, root: Path, server: AnthropicServer, remote: Path, exe: Path) -> None:
+        super().__init__(root, server, remote)
+        self.exe = exe
+
+    def env(self, **extra: str) -> dict[str, str]:
+        env = super().env(**extra)
+        env.pop("PYTHONPATH", None)
+        return env
+
+    def memsync(self, *args: str, cwd: Path | None = None, **env: str) -> str:
+        proc = subprocess.run(
+            [str(self.exe), *args],
+            env=self.env(**env),
+            cwd=cwd or self.project,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert proc.returncode == 0, (args, proc.stdout, proc.stderr)
+        return proc.stdout
+
+
+def one_run(
+    server: AnthropicServer, memsync: bool, files: int, exe: Path | None = None
+) -> dict[str, float]:
     # ignore_cleanup_errors: SessionEnd's detached flush may still be writing its log
     with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
-        cc = ClaudeHome(Path(tmp), server, Path(tmp) / "remote")
+        if exe is not None:
+            cc: ClaudeHome = InstalledHome(Path(tmp), server, Path(tmp) / "remote", exe)
+        else:
+            cc = ClaudeHome(Path(tmp), server, Path(tmp) / "remote")
         mem = cc.memory_dir()
         if memsync:
             cc.memsync("install")
@@ -80,19 +116,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--files", type=int, default=50)
+    parser.add_argument("--memsync", type=Path, help="an installed memsync executable to use")
     args = parser.parse_args()
     if not CLAUDE.exists():
         sys.exit(f"{CLAUDE} is missing: run scripts/test.sh once to install Claude Code")
+    exe = args.memsync.absolute() if args.memsync else None
+    if exe is not None and not os.access(exe, os.X_OK):
+        sys.exit(f"{exe} is not an executable: give the memsync of a venv (VENV/bin/memsync)")
     server = AnthropicServer().start()
     try:
         rows: dict[str, dict[bool, list[float]]] = {}
         for _ in range(args.runs):
             for memsync in (False, True):
-                for name, seconds in one_run(server, memsync, args.files).items():
+                for name, seconds in one_run(server, memsync, args.files, exe).items():
                     rows.setdefault(name, {False: [], True: []})[memsync].append(seconds)
     finally:
         server.stop()
-    print(f"Claude Code at {CLAUDE}, median of {args.runs}, {args.files} memory files synced")
+    which = exe or f"{sys.executable} -m memsync (this checkout)"
+    print(f"Claude Code at {CLAUDE}, memsync {which}")
+    print(f"median of {args.runs}, {args.files} memory files synced")
     print("| what | without memsync | with memsync | added |")
     print("|---|---|---|---|")
     for name, by in rows.items():

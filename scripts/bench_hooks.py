@@ -1,13 +1,17 @@
 #!/usr/bin/env python
-"""Time the paths Claude Code waits on: whole processes, median of 10.
+"""Time the paths Claude Code waits on: whole hook processes, median of --runs.
 
-    python scripts/bench_hooks.py [--azurite]
+    python scripts/bench_hooks.py [--runs 10] [--azurite] [--memsync VENV/bin/memsync]
 
 Rows: `memsync --help`; the post-tool-use hook for a file outside the memory dir (the fast path
-run after every Write/Edit); post-tool-use for a memory file (validate + one conditional PUT);
-session-start with 50 unchanged files (one listing, then the primer). Folder remote by default;
---azurite repeats the network rows against a fresh Azurite (.tools/, see scripts/test.sh).
-memsync runs from a fresh venv with `pip install .`, as in scripts/bench.py.
+run after every Write/Edit); post-tool-use for a memory file Claude Code wrote (its frontmatter
+shape), which answers and then pushes in a child Claude Code does not wait for (the row times
+the hook's own process, which is what Claude Code waits for); session-start with 50 unchanged
+files (one listing, then the primer). Each row gives the wall time and the hook process's CPU
+time (user + system): on a shared machine the first moves with the load, the second far less.
+Folder remote by default; --azurite repeats the network rows against a fresh Azurite (.tools/,
+see scripts/test.sh). memsync runs as Claude Code runs it, through the `memsync` console script
+of a venv: a fresh one with `pip install .` (as in scripts/bench.py), or the one --memsync names.
 """
 
 from __future__ import annotations
@@ -15,11 +19,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,19 +37,34 @@ from bench import install  # noqa: E402
 
 from tests.azurite import start_azurite  # noqa: E402
 
+# what Claude Code leaves in a memory file after its Write (docs/claude-code.md)
+WRITTEN = (
+    "---\nname: tests-first\ndescription: The user wants a failing test before every fix\n"
+    "metadata:\n  node_type: memory\n  type: feedback\n"
+    "  originSessionId: 2b587376-1917-43c7-8bee-9a04c019d008\n"
+    "  modified: 2026-11-24T05:47:59.752Z\n---\n\nWrite the failing test first. ({n})\n"
+)
 
-def median_seconds(cmd: list[str], env: dict[str, str], stdin: str = "", runs: int = 10) -> float:
-    times = []
+
+def timed(
+    cmd: list[str], env: dict[str, str], stdin: str, runs: int, before: Callable[[], None]
+) -> tuple[float, float]:
+    """(median wall seconds, median CPU seconds) of `cmd` as a whole process."""
+    wall, cpu = [], []
     for _ in range(runs):
+        before()
+        used = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         subprocess.run(cmd, env=env, input=stdin, capture_output=True, text=True, check=True)
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+        wall.append(time.perf_counter() - started)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu.append(after.ru_utime + after.ru_stime - used.ru_utime - used.ru_stime)
+    return statistics.median(wall), statistics.median(cpu)
 
 
 def rows(
-    tmp: Path, remote: str, extra_env: dict[str, str], python: Path
-) -> list[tuple[str, float]]:
+    tmp: Path, remote: str, extra_env: dict[str, str], exe: Path, runs: int
+) -> list[tuple[str, tuple[float, float]]]:
     mem = tmp / "memory"
     mem.mkdir()
     for i in range(50):
@@ -51,6 +72,7 @@ def rows(
             f"---\nname: p{i}\ndescription: d{i}\ntype: project\n---\n\nFact {i}.\n"
         )
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMSYNC_")}
+    env.pop("PYTHONPATH", None)
     env.update(
         MEMSYNC_HOME=str(tmp / "home"),
         MEMSYNC_MEMORY_DIR=str(mem),
@@ -58,7 +80,7 @@ def rows(
         MEMSYNC_PROJECT="bench",
         **extra_env,
     )
-    cmd = [str(python), "-m", "memsync"]
+    cmd = [str(exe)]
     subprocess.run([*cmd, "push"], env=env, check=True, capture_output=True)
     outside = json.dumps(
         {
@@ -67,42 +89,38 @@ def rows(
             "tool_input": {"file_path": str(tmp / "src" / "main.py")},
         }
     )
-    target = mem / "project_00.md"
+    target = mem / "feedback_tests.md"
     inside = json.dumps(
-        {"tool_name": "Edit", "cwd": str(tmp), "tool_input": {"file_path": str(target)}}
+        {"tool_name": "Write", "cwd": str(tmp), "tool_input": {"file_path": str(target)}}
     )
     start = json.dumps({"session_id": "b", "cwd": str(tmp), "source": "startup"})
+    writes = iter(range(10**6))
 
-    def edit_and_push() -> float:
-        times = []
-        for i in range(10):
-            target.write_text(target.read_text() + f"- edit {i}\n")
-            started = time.perf_counter()
-            subprocess.run(
-                [*cmd, "hook", "post-tool-use"],
-                env=env,
-                input=inside,
-                capture_output=True,
-                text=True,
-                check=True,
-            )
-            times.append(time.perf_counter() - started)
-        return statistics.median(times)
+    def write_memory() -> None:
+        time.sleep(0.3)  # the previous write's push has finished
+        target.write_text(WRITTEN.format(n=next(writes)))
 
+    def nothing() -> None:
+        pass
+
+    python = exe.parent / "python"
     return [
         (
             "python -c pass (interpreter start-up, for reference)",
-            median_seconds([str(python), "-c", "pass"], env),
+            timed([str(python), "-c", "pass"], env, "", runs, nothing),
         ),
-        ("memsync --help", median_seconds([*cmd, "--help"], env)),
+        ("memsync --help", timed([*cmd, "--help"], env, "", runs, nothing)),
         (
             "hook post-tool-use, file outside the memory dir",
-            median_seconds([*cmd, "hook", "post-tool-use"], env, outside),
+            timed([*cmd, "hook", "post-tool-use"], env, outside, runs, nothing),
         ),
-        ("hook post-tool-use, memory file edited (validate + 1 PUT)", edit_and_push()),
+        (
+            "hook post-tool-use, memory file written (checked, answered; push follows)",
+            timed([*cmd, "hook", "post-tool-use"], env, inside, runs, write_memory),
+        ),
         (
             "hook session-start, 50 unchanged files",
-            median_seconds([*cmd, "hook", "session-start"], env, start),
+            timed([*cmd, "hook", "session-start"], env, start, runs, nothing),
         ),
     ]
 
@@ -110,27 +128,31 @@ def rows(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--azurite", action="store_true")
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--memsync", type=Path, help="an installed memsync executable to use")
     args = parser.parse_args()
     results = []
     with tempfile.TemporaryDirectory(prefix="memsync-hooks-") as t:
         tmp = Path(t)
-        python = install(tmp) / "python"
+        exe = args.memsync.absolute() if args.memsync else install(tmp) / "memsync"
         (tmp / "folder" / "remote").mkdir(parents=True)
-        for name, secs in rows(tmp / "folder", (tmp / "folder" / "remote").as_uri(), {}, python):
+        folder = (tmp / "folder" / "remote").as_uri()
+        for name, secs in rows(tmp / "folder", folder, {}, exe, args.runs):
             results.append(("folder", name, secs))
         if args.azurite:
             server = start_azurite(tmp / "azurite")
             try:
                 (tmp / "az").mkdir()
                 env = {"AZURE_STORAGE_CONNECTION_STRING": server.connection_string}
-                for name, secs in rows(tmp / "az", server.url(), env, python)[2:]:
+                for name, secs in rows(tmp / "az", server.url(), env, exe, args.runs)[2:]:
                     results.append(("Azurite", name, secs))
             finally:
                 server.stop()
-    print("| remote | path | median of 10 |")
-    print("|---|---|---|")
-    for remote, name, secs in results:
-        print(f"| {remote} | {name} | {secs * 1000:.0f} ms |")
+    print(f"memsync {exe}, median of {args.runs}")
+    print("| remote | path | wall | CPU |")
+    print("|---|---|---|---|")
+    for remote, name, (wall, cpu) in results:
+        print(f"| {remote} | {name} | {wall * 1000:.0f} ms | {cpu * 1000:.0f} ms |")
 
 
 if __name__ == "__main__":

@@ -47,6 +47,9 @@ class Device:
             MEMSYNC_DEVICE=self.name,
             CLAUDE_CONFIG_DIR=str(self.root / ".claude"),
             PYTHONPATH=python_path(REPO),
+            # tests look at the remote as soon as a PostToolUse hook returns: it pushes before
+            # it answers (tests/test_hooks.py covers the push after the answer, the default)
+            MEMSYNC_HOOK_PUSH_WAIT="on",
         )
         env.update(self.env_extra)
         return env

@@ -63,3 +63,77 @@ def test_values_yaml_resolves_but_cannot_build_are_refused_in_one_sentence():
     for source in ("modified: 2026-02-30\n", "n: 0b_\n", "0x_: a\n"):
         with pytest.raises(FrontmatterError, match="has a value YAML cannot read"):
             load_yaml(source)
+
+
+# Claude Code's own shape (docs/claude-code.md): plain lines and one `metadata:` block, with a
+# UTC stamp and a session UUID among its values
+stamps = st.builds(
+    lambda y, mo, d, h, mi, s, frac: f"{y:04d}-{mo:02d}-{d:02d}T{h:02d}:{mi:02d}:{s:02d}{frac}Z",
+    st.integers(1, 9999),
+    st.integers(0, 13),
+    st.integers(0, 32),
+    st.integers(0, 24),
+    st.integers(0, 60),
+    st.integers(0, 61),
+    st.sampled_from(["", ".", ".7", ".752", ".123456", ".1234567891"]),
+)
+uuids = st.one_of(
+    st.uuids().map(str),
+    st.uuids().map(lambda u: str(u).upper()),
+    st.text(alphabet="0123456789abcdef-", min_size=8, max_size=40),
+)
+plain_keys = st.sampled_from(["name", "type", "node_type", "originSessionId", "modified", "x_1"])
+plain = st.from_regex(r"[a-zA-Zé][a-zA-Zé .,()'-]{0,8}[a-z.)]", fullmatch=True)
+real_stamps = st.datetimes().map(lambda d: d.isoformat(timespec="milliseconds") + "Z")
+good = st.tuples(plain_keys, st.one_of(plain, real_stamps, st.uuids().map(str)))
+tricky = st.tuples(keys, st.one_of(values, stamps, uuids))
+# mostly lines the fast path takes, now and then one it must decline or read as YAML does
+lines = st.lists(st.one_of(good, good, good, tricky), max_size=4)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    lines,
+    st.sampled_from(["metadata", "metadata", "on", "a-b"]),
+    lines,
+    st.sampled_from(["  ", "  ", " ", "    ", "\t"]),
+    lines,
+)
+@example(
+    [("name", "tested"), ("description", "The user likes tests")],
+    "metadata",
+    [
+        ("node_type", "memory"),
+        ("type", "feedback"),
+        ("originSessionId", "2b587376-1917-43c7-8bee-9a04c019d008"),
+        ("modified", "2026-11-24T05:47:59.752Z"),
+    ],
+    "  ",
+    [],
+)
+def test_claude_codes_frontmatter_is_what_the_safe_loader_reads(before, block, inner, pad, after):
+    source = "".join(f"{k}: {v}\n" for k, v in before) + f"{block}:\n"
+    source += "".join(f"{pad}{k}: {v}\n" for k, v in inner)
+    source += "".join(f"{k}: {v}\n" for k, v in after)
+    fast = simple_mapping(source)
+    try:
+        loaded = yaml.safe_load(source)
+    except (yaml.YAMLError, ValueError):
+        assert fast is None
+        return
+    if fast is not None:
+        assert isinstance(loaded, dict)
+        assert fast == {str(k): v for k, v in loaded.items()}
+
+
+def test_the_frontmatter_claude_code_writes_takes_the_fast_path():
+    written = (
+        "name: tested\ndescription: The user likes tests\nmetadata:\n  node_type: memory\n"
+        "  type: feedback\n  originSessionId: 2b587376-1917-43c7-8bee-9a04c019d008\n"
+        "  modified: 2026-11-24T05:47:59.752Z\n"
+    )
+    fast = simple_mapping(written)
+    assert fast is not None and fast == yaml.safe_load(written)
+    assert fast["metadata"]["modified"].tzinfo is not None
+    for other in ("metadata:\n", "metadata:\nname: x\n", "a: b\n  c: d\n", "m:\n  a: b\n   c: d\n"):
+        assert simple_mapping(other) is None, other

@@ -6,11 +6,16 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from tests.devices import Device, make_device
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def folder_device(tmp_path) -> Device:
@@ -383,3 +388,152 @@ def test_a_write_in_an_unnamed_project_tells_claude_it_was_not_synced(tmp_path):
     told = unnamed_hook(device, "post-tool-use", write_payload(device, path))
     assert "user_role.md was NOT synced" in told and "--project NAME" in told, told
     assert "Traceback" not in log_text(device) and "not pushed" in log_text(device)
+
+
+# --- what Claude Code waits for (issue 37): the answer, not the push -------------------------
+
+
+def answered_first(device: Device) -> Device:
+    """`device` with the PostToolUse hook as installed: it answers, then pushes."""
+    device.env_extra["MEMSYNC_HOOK_PUSH_WAIT"] = "off"
+    return device
+
+
+def told(proc) -> str:
+    if not proc.stdout.strip():
+        return ""
+    doc = json.loads(proc.stdout)
+    assert doc["hookSpecificOutput"]["hookEventName"] == "PostToolUse"
+    return doc["hookSpecificOutput"]["additionalContext"]
+
+
+def wait_until(condition, seconds: float = 20.0) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return condition()
+
+
+def kept_notice(device: Device) -> bool:
+    return any(device.home.rglob("hook_notices.json"))
+
+
+def loaded_by_hook(device: Device, event: str, payload: dict) -> list[str]:
+    """The modules the hook process Claude Code waits for has loaded when it exits: the
+    console entry run as a user's venv runs it (site on, so PyYAML is importable)."""
+    code = (
+        "import io, json, sys\n"
+        f"sys.argv = ['memsync', 'hook', {event!r}]\n"
+        f"sys.stdin = io.StringIO({json.dumps(payload)!r})\n"
+        "import os\n"
+        "_exit = os._exit\n"
+        "def ended(code):  # the hook ends the process itself: report what it loaded first\n"
+        "    print(json.dumps(sorted(sys.modules)), file=sys.stderr, flush=True)\n"
+        "    _exit(code)\n"
+        "os._exit = ended\n"
+        "from memsync.entry import main\n"
+        "main()\n"
+    )
+    env = dict(device.env(), PYTHONPATH=str(ROOT))
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stderr.strip().splitlines()[-1])
+
+
+# loaded only by the push, which runs after the answer: the engine and what it alone needs
+PUSH_ONLY = (
+    "memsync.sync.engine",
+    "memsync.sync.execute",
+    "memsync.sync.merging",
+    "memsync.sync.tombstones",
+    "memsync.stores",
+    "sqlite3",
+)
+# never on a hook's path: the CLI's frameworks, and what a folder remote has no use for
+# (memsync's log is written without `logging`: claude/log.py)
+NEVER = ("typer", "rich", "click", "azure", "anthropic", "logging", "socket", "ssl", "dataclasses")
+
+
+def test_a_memory_write_is_answered_before_its_push_and_the_push_follows(tmp_path):
+    device = answered_first(folder_device(tmp_path))
+    path = device.write("feedback_tests.md", "Run the tests before pushing.\n", type="feedback")
+    loaded = loaded_by_hook(device, "post-tool-use", write_payload(device, path))
+    assert [m for m in loaded if m.startswith(PUSH_ONLY + NEVER)] == []
+    assert "memsync.privacy.scanner" in loaded  # the file was checked before the answer
+    remote = tmp_path / "remote" / "e2e-project" / "feedback_tests.md"
+    assert wait_until(remote.exists), log_text(device)
+    assert remote.read_bytes() == path.read_bytes()
+
+
+def test_session_start_loads_no_cli_no_scanner_and_no_network_client(tmp_path):
+    device = folder_device(tmp_path)
+    device.write("feedback_a.md", "A fact.\n", type="feedback")
+    device.run("push")
+    loaded = loaded_by_hook(device, "session-start", start_payload(device))
+    heavy = NEVER + ("yaml", "memsync.privacy.scanner", "subprocess")
+    assert [m for m in loaded if m.startswith(heavy)] == []
+    assert "memsync.sync.engine" in loaded  # it did pull
+
+
+def test_answered_first_a_refused_write_is_told_at_once_and_only_once(tmp_path):
+    device = answered_first(folder_device(tmp_path))
+    path = device.write("feedback_x.md", "password: hunter2-Secret9\n", type="feedback")
+    said = told(hook(device, "post-tool-use", write_payload(device, path)))
+    assert "feedback_x.md was NOT synced" in said and "hunter2" not in said
+    assert wait_until(lambda: "not pushed" in log_text(device))
+    other = write_payload(device, tmp_path / "project" / "main.py")
+    assert told(hook(device, "post-tool-use", other)) == ""  # the push found nothing new
+    assert not (tmp_path / "remote" / "e2e-project" / "feedback_x.md").exists()
+
+
+def test_answered_first_a_write_replaced_by_another_device_is_told_by_the_next_hook(tmp_path):
+    """What only the push can find (another device's later edit kept over Claude's) is told
+    by the next hook that can speak to Claude, once; the session-start primer if none did."""
+    (tmp_path / "remote").mkdir()
+    a = make_device(tmp_path, "a", (tmp_path / "remote").as_uri())
+    b = answered_first(make_device(tmp_path, "b", (tmp_path / "remote").as_uri()))
+    a.write("user_pat.md", "Pat takes coffee black.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    path = b.write("user_pat.md", "Pat takes coffee with oat milk (B).\n", type="user")
+    os.utime(path, (time.time() - 5, time.time() - 5))
+    a.write("user_pat.md", "Pat switched to tea (A, later).\n", type="user")
+    a.run("sync")
+    assert told(hook(b, "post-tool-use", write_payload(b, path))) == ""
+    assert wait_until(lambda: kept_notice(b)), log_text(b)
+    other = write_payload(b, tmp_path / "project" / "main.py")
+    said = told(hook(b, "post-tool-use", other))
+    assert "user_pat.md" in said and "replaced" in said and "history" in said, said
+    assert told(hook(b, "post-tool-use", other)) == ""  # told once
+    # not told in the session: the next session's primer says it
+    b.write("user_pat.md", "Pat drinks tea.\n", type="user")
+    os.utime(path, (time.time() - 5, time.time() - 5))
+    a.write("user_pat.md", "Pat drinks green tea (A, later).\n", type="user")
+    a.run("sync")
+    assert told(hook(b, "post-tool-use", write_payload(b, path))) == ""
+    assert wait_until(lambda: kept_notice(b)), log_text(b)
+    said = primer(hook(b, "session-start", start_payload(b)))
+    assert "replaced by another device's version" in said, said
+
+
+def test_the_log_rolls_over_privately_and_keeps_every_line_whole(tmp_path, monkeypatch):
+    from memsync.claude import log
+
+    monkeypatch.setattr(log, "MAX_BYTES", 400)
+    logger = log.get_logger(tmp_path)
+    for i in range(60):
+        logger.info("session-start: pulled %d, merged %d, pushed %d", i, i, i)
+    logger.warning("post-tool-use: %s not pushed", "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8")
+    files = sorted((tmp_path / "logs").iterdir())
+    assert [f.name for f in files] == [f"memsync.log{s}" for s in ("", ".1", ".2", ".3")]
+    assert {stat.S_IMODE(f.stat().st_mode) for f in files} == {0o600}
+    for f in files:
+        for line in f.read_text().splitlines():
+            assert " INFO [" in line or " WARNING [" in line, line
+    kept = "".join(f.read_text() for f in files)  # the newest lines, the oldest rolled away
+    assert "pulled 59, merged 59, pushed 59" in kept and "pulled 0," not in kept
+    assert "ghp_" not in kept

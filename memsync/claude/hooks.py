@@ -3,7 +3,9 @@ exit 0 — a hook must never break the agent's session. What goes wrong is logge
 MEMSYNC_HOME/logs, never printed where the agent would read it as context.
 
 The post-tool-use fast path (a write outside the memory dir) resolves the memory dir and returns
-before importing the sync engine, let alone the Azure SDK.
+before importing the sync engine, let alone the Azure SDK. A memory write is checked and
+answered first, and pushed after the answer by a child Claude Code does not wait for
+(`push_later`): the engine is imported in that child only.
 """
 
 from __future__ import annotations
@@ -11,15 +13,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memsync.context import config
 from memsync.sync.mode import Mode
+
+if TYPE_CHECKING:
+    from memsync.claude.log import Log
 from memsync.util.errors import UserError
 
 EVENTS = (
@@ -35,7 +38,7 @@ WRITE_TOOLS = ("Write", "Edit", "MultiEdit")
 MAX_PAYLOAD = 4 * 1024 * 1024
 
 
-def _log(home: Path | None = None):  # a logging.Logger, imported lazily
+def _log(home: Path | None = None) -> Log:
     from memsync.claude.log import get_logger
 
     return get_logger(home or config.memsync_home())
@@ -148,15 +151,53 @@ PUSH_BUDGET = 10.0  # seconds a post-tool-use push may spend on the network
 
 
 def post_tool_use(payload: dict[str, Any], stdout: Any) -> None:
+    """A Write or Edit: a memory file is checked as the push will check it, Claude is told at
+    once what will not be synced and why (and what earlier pushes found, see `notices`), and
+    the push runs after the answer, in a child Claude Code does not wait for (`push_later`).
+    With `hook_push_wait` on, or where a process cannot fork (Windows), the push runs first
+    and the answer says what it did."""
     ctx = _context(payload)
+    told = take_notices(ctx)
     path = memory_file_of(payload, ctx)
-    if path is None or _aside(ctx, "post-tool-use"):
+    if path is not None and not _aside(ctx, "post-tool-use"):
+        later = not ctx.setting("hook_push_wait") and hasattr(os, "fork")
+        replaced: dict[str, str] = {}
+        if later:
+            problems = refused_here(ctx, path)
+        else:
+            problems, replaced = _push_one(ctx, path, "post-tool-use")
+        told += tell(problems, replaced)
+        if path.name == "MEMORY.md" and path.parent == ctx.memory_dir:  # the index as it is
+            from memsync.memory.index_limit import warning_for
+
+            past = warning_for(ctx.memory_dir)
+            if past:
+                told.append(f"memsync: {past}; keep index lines short, one a memory.")
+        _answer(stdout, told)
+        if later:
+            push_later(ctx, path, set(problems), _stamp(path))
         return
-    problems, replaced = _push_one(ctx, path, "post-tool-use")
+    _answer(stdout, told)
+
+
+def _answer(stdout: Any, told: list[str]) -> None:
+    if told:
+        doc = {
+            "hookSpecificOutput": {
+                "hookEventName": "PostToolUse",
+                "additionalContext": " ".join(told),
+            }
+        }
+        stdout.write(json.dumps(doc) + "\n")
+        stdout.flush()
+
+
+def tell(problems: dict[str, str], replaced: dict[str, str]) -> list[str]:
+    """What Claude is told about a push: files not synced (the reasons name a line and a kind,
+    never the secret), and writes another device's version replaced."""
     told = []
     if problems:
-        # the model wrote the file and would believe it synced: say it was not, and why (the
-        # reasons name a line and a kind, never the secret)
+        # the model wrote the file and would believe it synced: say it was not, and why
         said = "; ".join(f"{name} was NOT synced: {why}" for name, why in problems.items())
         told.append(
             f"memsync: {said}. It stays only on this machine until that is fixed; tell the user."
@@ -171,21 +212,122 @@ def post_tool_use(payload: dict[str, Any], stdout: Any) -> None:
             for name, why in replaced.items()
         )
         told.append(f"memsync: {said}. Read the file again before relying on it; tell the user.")
-    if path.name == "MEMORY.md" and path.parent == ctx.memory_dir:  # the index, as merged now
-        from memsync.memory.index_limit import warning_for
+    return told
 
-        past = warning_for(ctx.memory_dir)
-        if past:
-            told.append(f"memsync: {past}; keep index lines short, one a memory.")
-    if told:
-        doc = {
-            "hookSpecificOutput": {
-                "hookEventName": "PostToolUse",
-                "additionalContext": " ".join(told),
-            }
-        }
-        stdout.write(json.dumps(doc) + "\n")
-        stdout.flush()
+
+def refused_here(ctx: config.Context, path: Path) -> dict[str, str]:
+    """{name: why} for what the push of `path` will refuse, found from this machine alone, the
+    way the push finds it: a project without a name, and the scan's checks (secrets, size,
+    frontmatter, names) of `path` and of the queued files the push takes along. What only the
+    remote can tell (another device forgot the file, or replaced the write) the push finds."""
+    if not ctx.project:
+        from memsync.context.identity import unnamed_message
+
+        return {path.name: unnamed_message(ctx.memory_dir)}
+    if not ctx.sync_enabled:
+        return {}
+    from memsync.sync import scan
+    from memsync.sync.state import State
+
+    state = State(ctx.state_dir, int(ctx.setting("history_versions")))
+    local = scan.scan(ctx.memory_dir, state, int(ctx.setting("max_file_bytes")))
+    refused, _ = local.split_refused()  # kept local by the user's choice: nothing to say
+    refused.update(scan.refuse_colliding_names(local, state.records))
+    name = path.relative_to(ctx.memory_dir).as_posix()
+    only = {name, *state.pending}
+    return {n: why for n, why in refused.items() if n in only}
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    """(size, mtime in ns) of `path`: whether it is still the write the hook answered for."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def push_later(
+    ctx: config.Context, path: Path, told: set[str], stamp: tuple[int, int] | None
+) -> None:
+    """Push `path` in a forked child in a session of its own, after the hook has answered:
+    Claude Code waits for the hook, not for the child. Nothing is lost if the child never
+    finishes: the file is in the memory dir, and every later push (the next hook, Stop at the
+    end of the turn, the session-end flush) scans for what is unsynced. The state lock keeps
+    the child and those in turn. What the push finds that Claude was not told yet (a refusal
+    only the remote could cause, a write replaced by another device's version) is kept as a
+    notice for the next hook to tell (`take_notices`); unless Claude wrote the file again
+    meanwhile: the hook of that write checks it and says what there is to say."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        child = os.fork()
+    except OSError as exc:  # no process to spare: push here, after the answer all the same
+        _log(ctx.home).warning("post-tool-use: pushing in the hook itself: %s", exc)
+        _push_after_answer(ctx, path, told, stamp)
+        return
+    if child:
+        return
+    try:  # the child: never returns into the hook
+        os.setsid()  # out of Claude Code's process group: not killed with it
+        with contextlib.suppress(OSError):  # the session's next request goes first
+            os.nice(10)
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):  # Claude Code reads the hook's output until these close
+            os.dup2(null, fd)
+        _push_after_answer(ctx, path, told, stamp)
+    except BaseException as exc:
+        with contextlib.suppress(BaseException):
+            _log(ctx.home).exception("post-tool-use: the push after the answer failed: %s", exc)
+    finally:
+        os._exit(0)
+
+
+def _push_after_answer(
+    ctx: config.Context, path: Path, told: set[str], stamp: tuple[int, int] | None
+) -> None:
+    """Push `path`; keep what Claude was not told yet as a notice for the next hook."""
+    problems, replaced = _push_one(ctx, path, "post-tool-use")
+    if _stamp(path) != stamp:
+        told = {*told, path.relative_to(ctx.memory_dir).as_posix()}
+    later = tell({n: why for n, why in problems.items() if n not in told}, replaced)
+    if later:
+        keep_notices(ctx, later)
+
+
+NOTICES = "hook_notices.json"
+
+
+def keep_notices(ctx: config.Context, sentences: list[str]) -> None:
+    """Add sentences for the next hook to tell Claude."""
+    from memsync.util.fsutil import atomic_write, file_lock, private_dir
+
+    private_dir(ctx.state_dir)
+    path = ctx.state_dir / NOTICES
+    with file_lock(ctx.state_dir / "hook_notices.lock", timeout=5):
+        atomic_write(path, json.dumps([*_read_notices(path), *sentences]).encode())
+
+
+def take_notices(ctx: config.Context) -> list[str]:
+    """The sentences earlier pushes kept for Claude, each told once (one stat when none)."""
+    path = ctx.state_dir / NOTICES
+    if not path.exists():
+        return []
+    from memsync.util.fsutil import file_lock
+
+    with file_lock(ctx.state_dir / "hook_notices.lock", timeout=5):
+        found = _read_notices(path)
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+    return found
+
+
+def _read_notices(path: Path) -> list[str]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [s for s in data if isinstance(s, str)] if isinstance(data, list) else []
 
 
 def file_changed(payload: dict[str, Any], stdout: Any) -> None:
@@ -302,6 +444,8 @@ def pull_within(engine: Any, budget: float, mode: Mode = Mode.PULL) -> tuple[Any
     session, nor the process's exit: no action starts after 0.8 of the budget, no request runs
     past 0.9 of it, and whatever is still running at the end is abandoned, left for the next
     sync (every write it makes is atomic)."""
+    import threading
+
     box: dict[str, Any] = {}
     started = time.monotonic()
 
@@ -394,6 +538,7 @@ def primer_input(ctx: config.Context, engine: Any, source: str, offline: str | N
         offline=offline,
         last_sync=state.meta.last_sync,
         index_warning=warning_for(ctx.memory_dir),
+        notices=take_notices(ctx),
     )
 
 
@@ -493,6 +638,8 @@ def session_end(payload: dict[str, Any], stdout: Any) -> None:
     if isinstance(transcript, str):
         args += ["--transcript", transcript, "--session", session_id]
     env = dict(os.environ, MEMSYNC_MEMORY_DIR=str(ctx.memory_dir))
+    import subprocess
+
     from memsync.util.portable import detached_process_options
 
     subprocess.Popen(  # our own interpreter and module, no shell

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
 from datetime import date
 from pathlib import Path
 
@@ -34,24 +33,43 @@ COMPACT_RULE = (
 _ITEM = re.compile(r"^\s{0,3}(?:[-*+]|\d+[.)])\s")
 
 
-@dataclass
 class PrimerInput:
-    """Everything the primer is built from; the hook and `memsync context` fill it in."""
+    """Everything the primer is built from; the hook and `memsync context` fill it in. A plain
+    class, not a dataclass, for the session-start hook's imports (see memory/sections.py)."""
 
-    memory_dir: Path
-    project: str
-    source: str = "startup"
-    conflicts: list[dict] = field(default_factory=list)
-    refused: dict[str, str] = field(default_factory=dict)
-    queued: list[str] = field(default_factory=list)
-    offline: str | None = None  # why the pull did not happen (timeout, outage, sync off)
-    last_sync: float | None = None
-    crashed: str | None = None  # the previous session ended without a clean stop
-    restored: str | None = None  # the session-start pull restored a lost memory dir
-    include_index: bool = False
-    index_warning: str | None = None  # MEMORY.md is past what Claude Code loads
-    today: date = field(default_factory=date.today)
-    now: float = field(default_factory=time.time)
+    def __init__(
+        self,
+        memory_dir: Path,
+        project: str,
+        source: str = "startup",
+        conflicts: list[dict] | None = None,
+        refused: dict[str, str] | None = None,
+        queued: list[str] | None = None,
+        offline: str | None = None,  # why the pull did not happen (timeout, outage, sync off)
+        last_sync: float | None = None,
+        crashed: str | None = None,  # the previous session ended without a clean stop
+        restored: str | None = None,  # the session-start pull restored a lost memory dir
+        include_index: bool = False,
+        index_warning: str | None = None,  # MEMORY.md is past what Claude Code loads
+        notices: list[str] | None = None,  # what pushes after a hook's answer found
+        today: date | None = None,
+        now: float | None = None,
+    ) -> None:
+        self.memory_dir = memory_dir
+        self.project = project
+        self.source = source
+        self.conflicts: list[dict] = conflicts or []
+        self.refused: dict[str, str] = refused or {}
+        self.queued: list[str] = queued or []
+        self.offline = offline
+        self.last_sync = last_sync
+        self.crashed = crashed
+        self.restored = restored
+        self.include_index = include_index
+        self.index_warning = index_warning
+        self.notices: list[str] = notices or []
+        self.today: date = date.today() if today is None else today
+        self.now: float = time.time() if now is None else now
 
 
 def _read(path: Path) -> str | None:
@@ -104,6 +122,7 @@ def parts(data: PrimerInput) -> list[tuple[str, str]]:
 
         for name, reason in sorted(data.refused.items()):
             attention.append(f"- {shown_name(name)} was not synced: {reason}")
+    attention += [f"- {notice}" for notice in data.notices]
     if attention:
         out.append(
             (

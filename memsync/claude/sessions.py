@@ -14,9 +14,8 @@ import json
 import os
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from memsync.util.portable import MAX_PID
 
@@ -24,8 +23,7 @@ _SHELLS = {"sh", "bash", "dash", "zsh", "fish", "ksh", "busybox", "cmd.exe", "pw
 _UNKNOWN_PID_STALE = 3 * 24 * 3600  # without a pid check, a record this old counts as ended
 
 
-@dataclass
-class Ended:
+class Ended(NamedTuple):
     """A session that started here and is gone without a session-end."""
 
     session_id: str
@@ -102,7 +100,9 @@ class Sessions:
         from memsync.util.fsutil import atomic_write, private_dir
 
         private_dir(self.path.parent)
-        atomic_write(self.path, json.dumps(data, sort_keys=True).encode())
+        # atomic, not flushed to disk: a record lost with the machine's power only makes the
+        # next session-start pull instead of sync, and the next Stop hook pushes what is left
+        atomic_write(self.path, json.dumps(data, sort_keys=True).encode(), sync=False)
 
     def _update(self, change: Any) -> Any:
         from memsync.util.fsutil import file_lock, private_dir

@@ -38,6 +38,9 @@ DEFAULTS: dict[str, Any] = {
     "model": "claude-sonnet-5-5",
     "primer_max_chars": 9000,
     "sync_beside_claude_code": False,  # sync a folder Claude Code's own memory sync syncs
+    # the PostToolUse hook pushes a memory write after answering Claude Code (False), or
+    # before, holding the session for the push (True): docs/claude-code.md
+    "hook_push_wait": False,
 }
 
 ENV = {
@@ -46,6 +49,7 @@ ENV = {
     "device": "MEMSYNC_DEVICE",
     "sync": "MEMSYNC_SYNC",
     "model": "MEMSYNC_MODEL",
+    "hook_push_wait": "MEMSYNC_HOOK_PUSH_WAIT",
 }
 
 
@@ -524,7 +528,9 @@ def resolve(
     for key, env_name in ENV.items():
         value = os.environ.get(env_name)
         if value:
-            settings[key] = parse_bool(env_name, value) if key == "sync" else value
+            settings[key] = (
+                parse_bool(env_name, value) if isinstance(DEFAULTS[key], bool) else value
+            )
     if remote:
         settings["remote"] = remote
     if project:

@@ -258,7 +258,8 @@ def resolve_identity(
     def commit_print() -> str | None:
         if pinned and pinned.get("fingerprint"):
             return pinned["fingerprint"]
-        commit = first_commit(root) if root is not None else None
+        # a repository whose branch has no commit yet answers without running git
+        commit = first_commit(root) if root is not None and may_have_commits(root) else None
         return f"commit:{commit}" if commit else None
 
     if configured:

@@ -98,24 +98,88 @@ def split(text: str) -> tuple[str | None, str]:
 _PLAIN = r"\w.,;()/+='\"?!%\-"  # no ':', '#', flow or anchor characters, no tab
 _SIMPLE_LINE = re.compile(rf"([A-Za-z_][A-Za-z0-9_-]*): ([^\W\d_](?:[{_PLAIN} ]*[{_PLAIN}])?)")
 _YAML_WORDS = frozenset({"yes", "no", "true", "false", "on", "off", "null"})
+_BLOCK_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):")
+_STAMP_LINE = re.compile(
+    r"([A-Za-z_][A-Za-z0-9_-]*): (?:([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"
+    r"|(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d+))?Z)"
+)
 
 
 def simple_mapping(source: str) -> dict[str, Any] | None:
-    """The frontmatter as YAML would load it, when every line is `key: plain text`; None
-    (use PyYAML) for anything else: a pull checks every file it lands, and PyYAML's
-    constructor is most of that check's CPU (docs/benchmarks.md)."""
+    """The frontmatter as YAML would load it, when every line is `key: plain text`, or the
+    shape Claude Code writes: such lines and one `metadata:` block of them, indented alike,
+    whose values may also be a UTC time as Claude Code stamps it or a UUID (`modified`,
+    `originSessionId`); None (use PyYAML) for anything else. A pull checks every file it
+    lands, and the PostToolUse hook the file Claude wrote: PyYAML's constructor is most of
+    the first's CPU, its import a fifth of the second (docs/benchmarks.md)."""
     data: dict[str, Any] = {}
+    block: dict[str, Any] | None = None  # the mapping of the last `key:` line
+    indent = ""
     for line in source.split("\n"):
         if not line:
             continue
-        m = _SIMPLE_LINE.fullmatch(line)
-        if m is None:
+        if line.startswith(" "):
+            rest = line.lstrip(" ")
+            if block is None or (indent and line[: len(line) - len(rest)] != indent):
+                return None
+            indent = line[: len(line) - len(rest)]
+            pair = _plain_pair(rest)
+            if pair is None:
+                return None
+            block[pair[0]] = pair[1]
+            continue
+        if block is not None and not block:  # `key:` with nothing under it: null
             return None
+        block, indent = None, ""
+        opened = _BLOCK_LINE.fullmatch(line)
+        if opened is not None and opened.group(1).lower() not in _YAML_WORDS:
+            block = data[opened.group(1)] = {}
+            continue
+        pair = _plain_pair(line)
+        if pair is None:
+            return None
+        data[pair[0]] = pair[1]
+    if block is not None and not block:
+        return None
+    return data
+
+
+def _plain_pair(line: str) -> tuple[str, Any] | None:
+    """(key, value) of a `key: value` line whose value YAML reads as that text, or as the
+    time a UTC stamp `2026-11-24T05:47:59.752Z` names (what PyYAML's timestamp constructor
+    makes of it: microseconds cut to six digits, UTC); None for any other line."""
+    m = _SIMPLE_LINE.fullmatch(line)
+    if m is not None:
         key, value = m.groups()
         if key.lower() in _YAML_WORDS or value.lower() in _YAML_WORDS:
             return None
-        data[key] = value
-    return data
+        return key, value
+    m = _STAMP_LINE.fullmatch(line)
+    if m is None:
+        return None
+    key, uuid, *stamp = m.groups()
+    if key.lower() in _YAML_WORDS:
+        return None
+    if uuid is not None:  # no YAML int, float or date: a string
+        return key, uuid
+    from datetime import datetime, timezone
+
+    year, month, day, hour, minute, second, fraction = stamp
+    micro = int((fraction or "")[:6].ljust(6, "0"))
+    try:
+        when = datetime(
+            int(year),
+            int(month),
+            int(day),
+            int(hour),
+            int(minute),
+            int(second),
+            micro,
+            tzinfo=timezone.utc,
+        )
+    except ValueError:  # 2026-02-30: PyYAML fails on it too, with its own message
+        return None
+    return key, when
 
 
 def load_yaml(source: str) -> dict[str, Any]:

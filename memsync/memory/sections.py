@@ -8,7 +8,6 @@ the compactor and the session-start primer all read memory through this model.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from datetime import date
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$")
@@ -17,14 +16,41 @@ _FENCE = re.compile(r"^ {0,3}(```|~~~)")
 _DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})\b")
 
 
-@dataclass
 class Section:
-    """A heading (None for the part before the first heading), its entries, its subsections."""
+    """A heading (None for the part before the first heading), its entries, its subsections.
 
-    heading: str | None  # the raw heading line(s), newline and following blank lines included
-    level: int  # 0 for the root
-    entries: list[str] = field(default_factory=list)
-    children: list[Section] = field(default_factory=list)
+    A plain class, not a dataclass: the session-start hook reads memory through this module,
+    and `dataclasses` (with the `inspect` it imports) was a tenth of that hook's imports."""
+
+    __slots__ = ("children", "entries", "heading", "level")
+
+    def __init__(
+        self,
+        heading: str | None,  # the raw heading line(s), newline and following blank lines
+        level: int,  # 0 for the root
+        entries: list[str] | None = None,
+        children: list[Section] | None = None,
+    ) -> None:
+        self.heading = heading
+        self.level = level
+        self.entries: list[str] = [] if entries is None else entries
+        self.children: list[Section] = [] if children is None else children
+
+    def _fields(self) -> tuple[object, ...]:
+        return (self.heading, self.level, self.entries, self.children)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Section):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __repr__(self) -> str:
+        return (
+            f"Section(heading={self.heading!r}, level={self.level!r}, "
+            f"entries={self.entries!r}, children={self.children!r})"
+        )
 
     @property
     def title(self) -> str:
