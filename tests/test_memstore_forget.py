@@ -70,6 +70,8 @@ def test_forget_redacts_the_versions_that_held_it_and_purge_all(tmp_path, memsto
     history = a.run("history", "user_role.md").stdout
     assert "Kept by the remote itself (3, newest first):" in history
     assert history.count("content erased") == 2 and history.count("sha256") == 1
+    gone = a.run("history", "reference_old.md").stdout  # deleted before: its versions stay
+    assert "Kept by the remote itself (2, newest first):" in gone, gone
 
     assert b"Nightjar" not in a.files()["user_role.md"]
 

@@ -29,7 +29,7 @@ from memsync.util.errors import KeptLocal, NotFound, RefusedFile, StoreError, Us
 
 if TYPE_CHECKING:
     from memsync.admin.status import Status
-    from memsync.sync.engine import Engine
+    from memsync.stores.base import RemoteVersion
 
 
 @app.command()
@@ -261,7 +261,15 @@ def history(
     engine = engine_for(memory_dir, remote, project)
     name = engine.name_of(file)
     versions = engine.state.history(name)
-    if not versions and not engine.local_path(name).exists() and name not in engine.state.records:
+    try:
+        kept = engine.store.versions(name)  # a deleted file's too, where the remote keeps them
+    except NotFound:
+        kept = []
+    except StoreError as exc:
+        err.print(f"note: the remote's own versions of {name} cannot be read now ({exc})")
+        kept = None
+    known = versions or engine.local_path(name).exists() or name in engine.state.records
+    if not (known or kept):
         raise UserError(
             f"{file}: no such memory file in {engine.ctx.memory_dir}; check the name "
             "(`memsync status` lists the files)"
@@ -272,19 +280,12 @@ def history(
         size = v.path.stat().st_size
         when = local_time(v.saved_at)
         out.print(f"{v.version:>3}  {when}  {size:>7} B  {v.reason}", markup=False)
-    _remote_versions(engine, name)
+    _remote_versions(kept)
     engine.close()
 
 
-def _remote_versions(engine: Engine, name: str) -> None:
-    """The remote's own versions of `name`, where it keeps them; a note when unreadable."""
-    try:
-        kept = engine.store.versions(name)
-    except NotFound:
-        kept = []
-    except StoreError as exc:
-        err.print(f"note: the remote's own versions of {name} cannot be read now ({exc})")
-        return
+def _remote_versions(kept: list[RemoteVersion] | None) -> None:
+    """The remote's own versions of a file, where it keeps them."""
     if kept is None:
         return
     out.print(f"Kept by the remote itself ({len(kept)}, newest first):", markup=False)

@@ -601,14 +601,20 @@ class MemoryStoreStore(Store):
         ]
 
     def _id_of(self, key: str) -> str:
+        """The id of the memory at `key`, or of the newest one deleted there (its versions
+        stay on the store: `history` shows them, `forget` redacts them)."""
         with self._lock:
             gone = self._gone.get(key)
         try:
             return self._find(key)
         except NotFound:
-            if gone is None:
-                raise
-            return gone
+            if gone is not None:
+                return gone
+            path = self.root + key
+            for v in self._versions_where(False, operation="deleted"):  # newest first
+                if v.path == path:
+                    return v.memory_id
+            raise
 
     def erase_history(self, key: str, holds: Callable[[bytes], bool] | None = None) -> int:
         """`redact` each earlier version of the memory at `key` (or deleted there) whose
