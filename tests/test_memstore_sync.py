@@ -220,6 +220,11 @@ def test_the_post_tool_use_hook_pushes_to_a_memory_store_and_tells_claude_a_refu
     context = told["hookSpecificOutput"]["additionalContext"]
     assert "reference_big.md was NOT synced: it is 110085 bytes, over the 102400" in context
     assert not any("reference_big" in p for p in memstore_server.contents(STORE))
+    device.env_extra["ANTHROPIC_API_KEY"] = "not-the-key"  # a key the store refuses: told too
+    device.write("user_role.md", "Staff engineer.\n", type="user")
+    told = json.loads(device.post_tool_use(path, "Write").stdout)
+    context = told["hookSpecificOutput"]["additionalContext"]
+    assert "user_role.md was NOT synced" in context and "refused the API key" in context
 
 
 def test_an_export_imports_into_a_memory_store_but_what_it_cannot_hold(

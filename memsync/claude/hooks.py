@@ -23,7 +23,7 @@ from memsync.sync.mode import Mode
 
 if TYPE_CHECKING:
     from memsync.claude.log import Log
-from memsync.util.errors import UserError
+from memsync.util.errors import StoreError, UserError
 
 EVENTS = (
     "session-start",
@@ -387,9 +387,10 @@ def _push_one(ctx: config.Context, path: Path, event: str) -> tuple[dict[str, st
     # waits for this hook after every memory write
     try:
         result = engine.run(Mode.PUSH, [str(path)], cutoff=time.monotonic() + PUSH_BUDGET)
-    except UserError as exc:
+    except (UserError, StoreError) as exc:
         # a lost memory dir (nothing goes out until it is pulled back), another project's
-        # memory under this name, a purge: the model is told, as for a refused file
+        # memory under this name, a purge, a credential the remote refuses: the model is
+        # told, as for a refused file (an unreachable remote is not an error: it is queued)
         log.warning("%s: %s not pushed: %s", event, name, exc)
         return {name: str(exc)}, {}
     _after(ctx, known, result)
