@@ -303,3 +303,21 @@ def test_a_merge_past_what_a_memory_store_holds_is_held_as_a_conflict_on_both_de
     assert "reference_big.md" in status(ea).refused
     for engine in (ea, eb):
         engine.close()
+
+
+def test_three_devices_through_the_cli_on_a_memory_store(tmp_path, memstore_server):
+    """The same as above as a user types it (a process a command: each pays the SDK import)."""
+    a, b, c = (make_device(tmp_path, n, REMOTE) for n in ("laptop", "desktop", "cloud"))
+    a.write("running_jokes_and_callbacks.md", BASE, type="callbacks")
+    a.run("sync")
+    b.run("sync")
+    a.append("running_jokes_and_callbacks.md", "- **Laptop joke** (2026-11-20): from a.\n")
+    b.append("running_jokes_and_callbacks.md", "- **Desktop joke** (2026-11-21): from b.\n")
+    a.run("sync")
+    b.run("sync")
+    c.run("sync")  # a third device joins last
+    a.run("sync")
+    jokes = c.files()["running_jokes_and_callbacks.md"].decode()
+    assert "from a." in jokes and "from b." in jokes
+    assert a.files() == b.files() == c.files()
+    assert "1 file(s) in sync." in c.run("status").stdout
