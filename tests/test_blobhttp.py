@@ -526,7 +526,7 @@ def test_requests_wait_for_the_connections_opened_ahead_rather_than_open_more(se
     """Four connections are being opened ahead; four requests at once take them as they open
     instead of opening four more: each connection is a handshake more, on both ends."""
     server = serve(lambda h, n: (200, {}, b"ok"))
-    client = _HeldHandshakes("http", f"127.0.0.1:{server.port}")
+    client = _HeldHandshakes("http", f"127.0.0.1:{server.port}", connect_timeout=30)
     client.warm(4)
     threads = _burst(client, 4)
     _when(lambda: client._waiting == 4)
@@ -540,7 +540,7 @@ def test_requests_wait_for_the_connections_opened_ahead_rather_than_open_more(se
 
 def test_a_request_waiting_for_a_connection_that_fails_opens_its_own(serve):
     server = serve(lambda h, n: (200, {}, b"ok"))
-    client = _HeldHandshakes("http", f"127.0.0.1:{server.port}", fail=True)
+    client = _HeldHandshakes("http", f"127.0.0.1:{server.port}", fail=True, connect_timeout=30)
     client.warm(2)
     threads = _burst(client, 2)
     _when(lambda: client._waiting == 2)

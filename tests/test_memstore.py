@@ -111,7 +111,7 @@ def test_a_file_the_store_cannot_hold_is_refused_before_any_request(memstore_ser
 def test_a_path_taken_by_another_client_as_a_folder_is_refused_by_name(memstore_server):
     memstore_server.put(STORE, "/proj/a.md/deep.md", "an agent's file")
     store = open_store(f"memstore://{STORE}", "proj")
-    with pytest.raises(Unholdable, match="folder or a file"):
+    with pytest.raises(Unholdable, match="a folder or a file of this name"):
         store.create("a.md", b"x")
 
 

@@ -245,7 +245,10 @@ class MemoryStoreStore(Store):
         if problem is None and any(
             k.startswith(key + "/") or key.startswith(k + "/") for k in known
         ):
-            problem = "the memory store holds a file and a folder of one name apart, not both"
+            problem = (
+                "the memory store already holds a folder or a file of this name, and cannot "
+                "hold both"
+            )
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError:
@@ -488,8 +491,8 @@ class MemoryStoreStore(Store):
         except NotFound:
             return Unholdable(
                 key,
-                "not sent to the memory store: it holds a folder or a file of this name that "
-                "the other cannot sit beside",
+                "not sent to the memory store: the memory store already holds a folder or a "
+                "file of this name, and cannot hold both",
             )
         return exc
 
