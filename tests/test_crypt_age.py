@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
+import types
 
 import pyrage
 import pytest
@@ -67,6 +69,19 @@ def test_the_keyed_stanza_needs_no_exchange_and_a_wrong_one_falls_back(monkeypat
     assert stranger.decrypt(blob) == b"hello"
 
 
+def test_the_layout_it_writes_is_read_in_one_match_and_any_changed_byte_is_refused():
+    identity, own = _pair()
+    blob = own.encrypt(b"one chunk")
+    assert own._ours(blob) == b"one chunk"  # the quick reader takes it
+    assert own._ours(own.encrypt(b"x" * (64 * 1024 + 1))) is None  # two chunks: the general one
+    head = blob.index(b"\n---") + 50
+    for at in range(len(blob)):  # every byte of the header, the nonce and the payload
+        changed = bytearray(blob)
+        changed[at] ^= 1 if at >= head or blob[at] not in b"AQgw" else 2  # stays base64
+        assert own.decrypt(bytes(changed)) is None, at
+    assert own.decrypt(blob[:head]) is None and own.decrypt(blob[: head + 16]) is None
+
+
 def test_a_file_to_someone_else_is_not_opened():
     _, own = _pair()
     stranger = pyrage.x25519.Identity.generate()
@@ -114,3 +129,17 @@ def test_the_store_seals_and_opens_through_it_and_falls_back_to_pyrage(monkeypat
     armored = key.seal("user_role.md", b"Engineer.\n", None, armored=True)
     assert armored.startswith(b"-----BEGIN AGE ENCRYPTED FILE-----")
     assert key.open("user_role.md", armored) == (b"Engineer.\n", None)
+
+
+def test_the_public_modules_serve_where_the_core_is_laid_out_otherwise(monkeypatch):
+    identity, own = _pair()
+    blob = own.encrypt(b"hello")
+    import cryptography.hazmat.backends.openssl.backend
+    import cryptography.hazmat.primitives.asymmetric.x25519
+    import cryptography.hazmat.primitives.ciphers.aead  # noqa: F401
+
+    empty = types.ModuleType("cryptography.hazmat.bindings._rust")  # no `openssl` in it
+    monkeypatch.setitem(sys.modules, "cryptography.hazmat.bindings._rust", empty)
+    public = age_key(str(identity), b"s" * 32)
+    assert public is not None and public.decrypt(blob) == b"hello"
+    assert own.decrypt(public.encrypt(b"back")) == b"back"

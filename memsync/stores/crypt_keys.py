@@ -233,8 +233,8 @@ class DataKey:
         """`data` as an age file to this key, the header line first (edit time and MAC); in
         age's ASCII armor if `armored`. A process's first seal under this key goes through
         pyrage (a hook writes one file: pyrage loads in ~1 ms, memsync's own age code with
-        `cryptography` in ~6), every later one through memsync's own age code, which adds the
-        stanza a pull opens without an exchange (crypt_age.py)."""
+        `cryptography`'s compiled core in ~3), every later one through memsync's own age
+        code, which adds the stanza a pull opens without an exchange (crypt_age.py)."""
         when = "-" if edited is None else repr(float(edited))
         tag = self.mac(b"file", name.encode(), when.encode(), data)
         plain = HEADER + f"{tag} {when}\n".encode() + data
