@@ -117,14 +117,3 @@ class StoreContract:
         store.list()
         assert store.stats.total() - before >= 3
         assert store.stats.bytes_up >= 6
-
-    def test_a_project_nested_under_this_ones_prefix_is_not_listed(self, store):
-        """A folder holding a `_memsync/` of its own is another project's (a remote URL naming
-        a folder of this project puts one there): no command of this one may see it."""
-        inner = getattr(store, "inner", None)
-        writer = store if inner is None else inner  # an encrypting store hides every name
-        writer.create("inner/_memsync/project.json", b'{"project": "inner"}')
-        writer.create("inner/user_role.md", b"the other project's")
-        store.create("user_role.md", b"this project's")
-        store.create("sub/deep.md", b"a folder of this project")
-        assert sorted(store.list()) == ["sub/deep.md", "user_role.md"]

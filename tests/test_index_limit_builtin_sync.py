@@ -119,7 +119,7 @@ def test_off_or_chosen_deliberately_memsync_syncs(tmp_path: Path):
 
 def test_a_memsync_folder_at_any_depth_is_memsyncs_own_and_never_synced():
     """On the remote such a folder marks another project's records (stores/base.py
-    own_objects); a memory dir holding one must not send it up to look like one."""
+    nested_projects); a memory dir holding one must not send it up to look like one."""
     for name in ("_memsync/x.md", "notes/_memsync/project.json", "a/b/_memsync/x.md"):
         assert ignored_why(name) is not None, name
     assert ignored_why("notes/_memsync.md") is None and ignored_why("my_memsync/x.md") is None

@@ -44,7 +44,7 @@ from memsync.admin.admin import _forgotten_on_remote, _remote_listing, _safe_nam
 from memsync.context.config import Context, canonical_remote, check_folder_remote, strip_query
 from memsync.context.identity import MANIFEST as PROJECT_MANIFEST
 from memsync.context.identity import manifest_fingerprint
-from memsync.stores.base import Entry, Store, check_key
+from memsync.stores.base import Entry, Store, check_key, nested_projects
 from memsync.sync.conflicts import recorded, rewrite
 from memsync.sync.engine import Engine
 from memsync.sync.forgotten import Forget, read_forgets, scrub_file, scrub_files
@@ -227,6 +227,14 @@ def migrate_remote(
     try:
         listing = _source_listing(src, result)
         theirs = _destination_listing(dst)
+        for side, keys in (("--from", listing), ("--to", theirs or {})):
+            nested = nested_projects(keys)
+            if nested:
+                raise UserError(
+                    f"another project's memory is inside project {project!r}'s folder on the "
+                    f"{side} remote: {', '.join(nested)}; give one of the two projects a remote "
+                    "of its own (nothing was copied)"
+                )
         if getattr(src, "encrypted", False) and not getattr(dst, "encrypted", False):
             raise UserError(
                 f"the source {result.source} is encrypted and the destination "

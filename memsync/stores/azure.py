@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import parse_qs, unquote, urlsplit, urlunsplit
 
 from memsync.memory.frontmatter import DEFAULT_MAX_BYTES
-from memsync.stores.base import Entry, Stats, Store, check_key, own_objects
+from memsync.stores.base import Entry, Stats, Store, check_key
 from memsync.stores.blobhttp import md5_base64, parse_edited, quote_etag
 from memsync.stores.httpdate import parse_date
 from memsync.util.errors import (
@@ -422,7 +422,6 @@ class AzureStore(Store):
                         ) from None
             entries.update(page)
             if not marker:
-                entries = own_objects(entries)
                 self._listed = entries
                 return entries
 

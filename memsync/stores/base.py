@@ -10,7 +10,7 @@ import builtins
 import re
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import NamedTuple, Protocol
 
 from memsync.util.errors import UnsafeKey
@@ -182,16 +182,11 @@ _BAD_CHARS = re.compile(r'[\\:*?"<>|]')
 _BAD_SEGMENT = re.compile(r"(^|/)\.{0,2}(/|$)")  # an empty, "." or ".." segment
 
 
-def own_objects(entries: dict[str, Entry]) -> dict[str, Entry]:
-    """A project's objects, as every store lists them: a folder under the project's prefix that
-    holds a `_memsync/` folder of its own is another project's (a remote URL that names a folder
-    of this project, `.../outer` with project `inner`, nests that project here), and no command
-    of this project reads, copies or deletes it."""
-    nested = {key[: key.index("/_memsync/") + 1] for key in entries if "/_memsync/" in key}
-    if not nested:
-        return entries
-    others = tuple(nested)
-    return {key: entry for key, entry in entries.items() if not key.startswith(others)}
+def nested_projects(keys: Iterable[str]) -> list[str]:
+    """The folders under a project's prefix that hold a `_memsync/` folder of their own: another
+    project's (a remote URL naming a folder of this project, `.../outer` with project `inner`,
+    puts that project here). One project's folder holds one project (sync/project.py)."""
+    return sorted({key[: key.index("/_memsync/") + 1] for key in keys if "/_memsync/" in key})
 
 
 def check_key(key: str) -> str:

@@ -11,7 +11,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from memsync.stores.base import Entry, Stats, Store, check_key, own_objects
+from memsync.stores.base import Entry, Stats, Store, check_key
 from memsync.util.errors import AlreadyExists, NotFound, PreconditionFailed, StoreError, Unreachable
 from memsync.util.fsutil import (
     atomic_write,
@@ -96,7 +96,7 @@ class FolderStore(Store):
                 entries[key] = Entry(key, _etag(data), len(data), st.st_mtime)
         if leftovers:
             self._sweep(leftovers)
-        return own_objects(entries)
+        return entries
 
     def projects(self) -> tuple[str, ...] | None:
         self.stats.count("list")

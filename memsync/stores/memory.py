@@ -7,7 +7,7 @@ import threading
 import time
 from typing import ClassVar
 
-from memsync.stores.base import Entry, Stats, Store, check_key, own_objects
+from memsync.stores.base import Entry, Stats, Store, check_key
 from memsync.util.errors import AlreadyExists, NotFound, PreconditionFailed
 
 
@@ -59,9 +59,7 @@ class MemoryStore(Store):
         self.stats.count("list")
         with self._lock:
             items = list(self.objects.items())
-        return own_objects(
-            {k: Entry(k, etag, len(data), mtime) for k, (data, etag, mtime) in items}
-        )
+        return {k: Entry(k, etag, len(data), mtime) for k, (data, etag, mtime) in items}
 
     def get(self, key: str) -> tuple[bytes, str]:
         data, etag, _ = self.fetch(key)

@@ -46,7 +46,6 @@ from memsync.stores.base import (
     Stats,
     Store,
     check_key,
-    own_objects,
 )
 from memsync.stores.memstore_times import KEY as TIMES_KEY
 from memsync.stores.memstore_times import Times, changed, dump, edited_at, parse
@@ -294,7 +293,6 @@ class MemoryStoreStore(Store):
             entries[key] = Entry(
                 key, item.content_sha256, item.content_size_bytes, _seconds(item.updated_at)
             )
-        entries = own_objects(entries)
         seq = next(self._seq)
         with self._lock:
             self._ids = ids

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import unquote_plus, urlsplit
 
 from memsync.memory.frontmatter import DEFAULT_MAX_BYTES
-from memsync.stores.base import Entry, Stats, Store, check_key, own_objects
+from memsync.stores.base import Entry, Stats, Store, check_key
 from memsync.stores.blobhttp import BlobHTTP, Response, md5_base64, parse_edited, quote_etag
 from memsync.stores.httpdate import parse_date
 from memsync.stores.s3auth import S3Settings, SigV4, host_header, settings_for
@@ -384,7 +384,6 @@ class S3Store(Store):
                         ) from None
             entries.update(page)
             if not token:
-                entries = own_objects(entries)
                 checked(entries)
                 self._listed = entries
                 return entries

@@ -19,7 +19,7 @@ from memsync.context.config import Context
 from memsync.context.identity import MANIFEST, MOVED, pin, to_note, unnamed_message
 from memsync.memory.index_links import INDEX
 from memsync.stores import largest_file, open_store
-from memsync.stores.base import Entry, Store, check_key
+from memsync.stores.base import Entry, Store, check_key, nested_projects
 from memsync.sync import execute, index, localswap, merging, planner, prepare, scan
 from memsync.sync.durability import Durability, recover_landing
 from memsync.sync.mode import Mode
@@ -318,6 +318,10 @@ class Engine:
             from memsync.sync.project import check_moved
 
             check_moved(self.ctx, self.store)
+        if nested_projects(listing):  # one project's folder holds one project
+            from memsync.sync.project import refuse_nested
+
+            refuse_nested(self.ctx, listing)
         manifest = listing.get(MANIFEST)
         meta = self.state.meta
         if (

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from memsync.context import identity
 from memsync.context.config import Context, strip_query
 from memsync.stores import open_store
-from memsync.stores.base import Entry, Store
+from memsync.stores.base import Entry, Store, nested_projects
 from memsync.sync.mode import Mode
 from memsync.sync.state import Meta
 from memsync.sync.walk import is_ignored
@@ -50,10 +50,23 @@ def check_project(
     unreachable themselves). `meta` is the state's meta (its "manifest_etag", and
     "manifest_unstamped" while the manifest holds no fingerprint); `known`: this device
     synced under this prefix before (it has records)."""
+    refuse_nested(ctx, listing)
     try:
         _check_manifest(ctx, store, meta, listing, mode, ahead, known)
     except Unreachable:
         return
+
+
+def refuse_nested(ctx: Context, listing: dict[str, Entry]) -> None:
+    """One project's folder holds one project: another's records (`_memsync/`) in a folder of
+    it stop every command here, before anything is read, written or deleted there."""
+    nested = nested_projects(listing)
+    if nested:
+        raise UserError(
+            f"another project's memory is inside this project's folder on the remote "
+            f"{display_remote(ctx)}: {', '.join(nested)}; nothing was synced: give one of the "
+            "two projects a remote of its own (a different --remote prefix) and move its files"
+        )
 
 
 def confirm_project(ctx: Context, store: Store, meta: Meta, known: bool, listing=None) -> None:

@@ -376,9 +376,10 @@ def test_a_damaged_remote_copy_of_a_synced_file_is_held_never_taken_for_a_deleti
     assert "Everything is in sync" in a.run("sync").stdout
 
 
-def test_a_project_nested_under_anothers_prefix_never_crosses_with_it(tmp_path):
+def test_a_project_nested_in_anothers_folder_stops_the_outer_one_and_nothing_crosses(tmp_path):
     """Project `outer` on REMOTE and project `inner` on REMOTE/outer: inner's files sit in a
-    folder of outer's prefix, and neither a sync nor a purge of outer touches them."""
+    folder of outer's. One project's folder holds one project: every command of outer refuses
+    in one sentence, nothing of inner's is read, written or deleted; inner syncs as before."""
     remote = tmp_path / "remote"
     remote.mkdir()
     outer = make_device(tmp_path, "outer", remote.as_uri(), MEMSYNC_PROJECT="outer")
@@ -388,9 +389,12 @@ def test_a_project_nested_under_anothers_prefix_never_crosses_with_it(tmp_path):
     inner.write("user_role.md", "Inner's role.\n", type="user")
     inner.write("project_plan.md", "Inner's plan.\n", type="project")
     inner.run("sync")
-    outer.run("sync")
-    assert sorted(outer.files()) == ["user_role.md"]  # nothing of inner's came here
-    outer.run("purge", "--all", "--yes")
+    outer.write("inner/project_plan.md", "Outer's clash.\n", type="project")
+    for args in (("sync",), ("purge", "--all", "--yes"), ("ls",)):
+        refused = outer.run(*args, check=1)
+        assert "another project's memory is inside this project's folder" in refused.stderr
+        assert "inner/" in refused.stderr and len(refused.stderr.strip().splitlines()) == 1
+    assert sorted(outer.files()) == ["inner/project_plan.md", "user_role.md"]
     assert (remote / "outer" / "inner" / "project_plan.md").read_text().endswith("plan.\n")
     assert "Everything is in sync" in inner.run("sync").stdout
     assert sorted(inner.files()) == ["project_plan.md", "user_role.md"]
