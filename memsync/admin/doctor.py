@@ -396,7 +396,8 @@ def _remote_files(ctx: Context, store: Any) -> Check:
     except MemsyncError as exc:
         return Check("remote files", False, str(exc), "see the message")
     files = classify(listing, _refused_before(ctx))
-    ignored = {**files.unsafe, **files.held, **files.ignored}
+    held = {name: f"refused before ({why})" for name, why in files.held.items()}
+    ignored = {**files.unsafe, **held, **files.ignored}
     detail = f"{len(files.memory)} memory file(s) under the prefix"
     if ignored:
         shown = "; ".join(

@@ -11,7 +11,7 @@ from memsync.sync import planner
 from memsync.sync.engine import MOVED, PURGED, TOMBSTONES, Engine
 from memsync.sync.planner import Kind
 from memsync.sync.project import moved_notice
-from memsync.sync.remote_files import classify
+from memsync.sync.remote_files import classify, held_why
 from memsync.sync.scan import LocalScan, refuse_colliding_names
 from memsync.util.errors import NotFound, Unreachable, UserError
 
@@ -94,7 +94,7 @@ def status(engine: Engine) -> Status:
     aside = stand_aside(engine.ctx)
     if aside:  # memsync does not sync this folder: said first, the rest as before
         result.notices.append(aside)
-    seen = _read_remote(engine, result)
+    seen = _read_remote(engine, result, set(local.content.hashes))
     _encryption(engine, result)
     if (
         not engine.ctx.sync_enabled
@@ -170,7 +170,7 @@ def _read_local(engine: Engine, local: LocalScan, result: Status) -> None:
     result.index_warning = warning_for(engine.ctx.memory_dir) or ""
 
 
-def _read_remote(engine: Engine, result: Status) -> _RemoteView:
+def _read_remote(engine: Engine, result: Status, local_names: set[str]) -> _RemoteView:
     """One listing of the remote (when sync is on); an error is reported, not raised."""
     seen = _RemoteView()
     if not engine.ctx.sync_enabled:
@@ -197,7 +197,9 @@ def _read_remote(engine: Engine, result: Status) -> _RemoteView:
         seen.tombstones = stone is not None and stone.etag != state.meta.tombstones_etag
         files = classify(listing, state.refused_remote)
         result.refused.update(files.unsafe)
-        result.refused.update(files.held)
+        for name, reason in files.held.items():  # as a sync reports them
+            mine = name in state.records or name in local_names
+            (result.refused if mine else result.ignored)[name] = held_why(reason, mine)
         result.ignored.update(files.ignored)
         seen.etags = {key: entry.etag for key, entry in files.memory.items()}
         if not listing and state.records:  # an unmounted share: sync refuses, deletes nothing

@@ -10,7 +10,7 @@ from memsync.context.identity import MANIFEST
 from memsync.memory.names import fold
 from memsync.sync import execute, planner, scan
 from memsync.sync.mode import Mode
-from memsync.sync.remote_files import classify
+from memsync.sync.remote_files import classify, held_why
 from memsync.sync.scan import Run
 from memsync.util.errors import GuardError, NotFound, Unreachable, UserError
 from memsync.util.fsutil import sweep_temp_files
@@ -100,7 +100,10 @@ def from_listing(
     local_hashes = dict(local.content.hashes)
     files = classify(listing, engine.state.refused_remote)
     result.refused_remote.update(files.unsafe)
-    result.refused_remote.update(files.held)
+    for name, reason in files.held.items():  # a copy refused before, left alone until it changes
+        mine = name in records or name in local.content.hashes
+        report = result.refused_remote if mine else result.ignored_remote
+        report[name] = held_why(reason, mine)
     result.ignored_remote.update(files.ignored)
     engine.state.keep_refused_remote(files.held)
     remote = {key: entry.etag for key, entry in files.memory.items()}

@@ -26,6 +26,17 @@ def foreign(key: str) -> str | None:
     return None
 
 
+def held_why(reason: str, synced_here: bool) -> str:
+    """What a device says of a remote copy refused before: a file it holds or synced is not
+    synced until the copy changes; one it never had is ignored until then."""
+    if synced_here:
+        return (
+            f"refused before ({reason}); this copy is left alone until the remote copy "
+            "changes, or `memsync push --force` replaces it with this device's"
+        )
+    return f"refused before ({reason}); fetched again once it changes"
+
+
 class RemoteFiles(NamedTuple):
     """A listing sorted by what memsync does with each name."""
 
@@ -52,10 +63,7 @@ def classify(listing: dict[str, Entry], refused_before: dict[str, list]) -> Remo
         why = foreign(key)
         before = refused_before.get(key)
         if why is None and before is not None and before[0] == entry.etag:
-            files.held[key] = (
-                f"refused before ({before[1]}); this copy is left alone until the remote copy "
-                "changes, or `memsync push --force` replaces it with this device's"
-            )
+            files.held[key] = before[1]
         elif why:
             files.ignored[key] = why
         else:
