@@ -132,6 +132,22 @@ class TestCryptOverMemoryStore(CryptContract):
                 assert text.startswith("-----BEGIN AGE ENCRYPTED FILE-----"), path
 
 
+@REMOTE_ONLY
+def test_turning_encryption_on_erases_the_plaintext_a_memory_store_kept(memstore_server):
+    """The store keeps every version of a memory: after `keys init` none holds the words."""
+    from memsync.stores import open_store
+
+    store = open_store("memstore://memstore_test01/memsync", "proj")
+    etag = store.create("relationship_pat_quigley.md", b"Pat likes pineapple.\n")
+    store.replace("relationship_pat_quigley.md", b"Pat likes pineapple a lot.\n", etag)
+    create_identity()
+    turn_on(store, "this one")
+    kept = [v.content or "" for v in memstore_server.versions("memstore_test01")]
+    assert kept and not any("pineapple" in text for text in kept)
+    assert store.get("relationship_pat_quigley.md")[0] == b"Pat likes pineapple a lot.\n"
+    store.close()
+
+
 def test_the_remote_holds_neither_words_names_nor_edit_times(tmp_path):
     (tmp_path / "remote").mkdir()
     store = encrypted(FolderStore(tmp_path / "remote", "proj"))

@@ -643,7 +643,7 @@ class MemoryStoreStore(Store):
         gone = {
             v.memory_id
             for v in self._versions_where(False, operation="deleted")
-            if v.path is not None and v.path.startswith(self.root)
+            if v.operation == "deleted" and v.path is not None and v.path.startswith(self.root)
         }
         erased = 0
         for memory_id in sorted(gone):
