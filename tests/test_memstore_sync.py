@@ -220,6 +220,13 @@ def test_the_post_tool_use_hook_pushes_to_a_memory_store_and_tells_claude_a_refu
     context = told["hookSpecificOutput"]["additionalContext"]
     assert "reference_big.md was NOT synced: it is 110085 bytes, over the 102400" in context
     assert not any("reference_big" in p for p in memstore_server.contents(STORE))
+    device.env_extra["MEMSYNC_HOOK_PUSH_WAIT"] = "off"  # answered before the push: told at once
+    told = json.loads(device.post_tool_use(big, "Write").stdout)
+    context = told["hookSpecificOutput"]["additionalContext"]
+    assert "reference_big.md was NOT synced: it is 110085 bytes, over the 102400" in context
+    device.env_extra["MEMSYNC_HOOK_PUSH_WAIT"] = "on"
+    checked = device.run("validate", "reference_big.md", check=1)
+    assert "over the 102400-byte limit" in checked.stdout + checked.stderr
     device.env_extra["ANTHROPIC_API_KEY"] = "not-the-key"  # a key the store refuses: told too
     device.write("user_role.md", "Staff engineer.\n", type="user")
     told = json.loads(device.post_tool_use(path, "Write").stdout)

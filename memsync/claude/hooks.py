@@ -230,7 +230,7 @@ def refused_here(ctx: config.Context, path: Path) -> dict[str, str]:
     from memsync.sync.state import State
 
     state = State(ctx.state_dir, int(ctx.setting("history_versions")))
-    local = scan.scan(ctx.memory_dir, state, int(ctx.setting("max_file_bytes")))
+    local = scan.scan(ctx.memory_dir, state, config.largest_file(ctx))
     refused, _ = local.split_refused()  # kept local by the user's choice: nothing to say
     refused.update(scan.refuse_colliding_names(local, state.records))
     name = path.relative_to(ctx.memory_dir).as_posix()

@@ -44,9 +44,8 @@ from memsync.claude.tool_checks import (
     with_frontmatter,
 )
 from memsync.claude.tool_view import LIST_DEPTH, VIEW_MAX_CHARS, Pages, snippet
-from memsync.context.config import Context
+from memsync.context.config import Context, largest_file
 from memsync.memory import index_links
-from memsync.stores import largest_file
 from memsync.sync.mode import Mode
 from memsync.sync.planner import too_many
 from memsync.util.errors import (
@@ -90,7 +89,7 @@ class ToolMemory:
         self.ctx = ctx
         self.engine = Engine(ctx)
         self.root = ctx.memory_dir
-        self.max_bytes = largest_file(ctx.remote, int(ctx.setting("max_file_bytes")))
+        self.max_bytes = largest_file(ctx)
         self.pull_timeout = float(
             ctx.setting("pull_timeout") if pull_timeout is None else pull_timeout
         )

@@ -222,7 +222,7 @@ def validate(
     problems = kept = 0
     for name, path in files.items():
         try:
-            check_outbound(name, path.read_bytes(), int(ctx.setting("max_file_bytes")))
+            check_outbound(name, path.read_bytes(), engine.max_bytes)
             if name in clashes:
                 raise RefusedFile(name, clashes[name])
         except KeptLocal:  # the user's choice, as sync reports it: not a problem

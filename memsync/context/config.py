@@ -437,6 +437,19 @@ def canonical_remote(url: str) -> str:
 # --- the resolved context ----------------------------------------------------------------
 
 
+def largest_file(ctx: Context) -> int:
+    """The largest memory file to sync: memsync's own limit (`max_file_bytes`), or the remote's
+    where it is lower (a memory store holds 100 kB a memory), so that a file the remote cannot
+    hold is refused by every check that refuses a file too large, merges included. The store
+    module is loaded only for such a remote: a hook on another pays nothing."""
+    own = int(ctx.setting("max_file_bytes"))
+    if urlsplit(ctx.remote).scheme == "memstore":
+        from memsync.stores.memstore import MAX_CONTENT
+
+        return min(own, MAX_CONTENT)
+    return own
+
+
 def strip_query(url: str) -> str:
     """The URL without its query (SAS tokens live there): safe for display and for keys."""
     parts = urlsplit(url)

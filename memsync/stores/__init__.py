@@ -7,7 +7,7 @@ from urllib.parse import urlsplit
 from memsync.stores.base import MAX_ATTEMPTS, Entry, Stats, Store, check_key
 from memsync.util.errors import ConfigError
 
-__all__ = ["MAX_ATTEMPTS", "Entry", "Stats", "Store", "check_key", "largest_file", "open_store"]
+__all__ = ["MAX_ATTEMPTS", "Entry", "Stats", "Store", "check_key", "open_store"]
 
 
 def open_store(url: str, prefix: str) -> Store:
@@ -17,17 +17,6 @@ def open_store(url: str, prefix: str) -> Store:
     from memsync.stores.crypt import CryptStore
 
     return CryptStore(_open(url, prefix), url, prefix)
-
-
-def largest_file(url: str, own_limit: int) -> int:
-    """The largest memory file to sync with `url`: memsync's own limit (`max_file_bytes`), or
-    the service's where it is lower (a memory store holds 100 kB a memory), so that a file it
-    cannot hold is refused by every check that refuses a file too large, merges included."""
-    if urlsplit(url).scheme == "memstore":
-        from memsync.stores.memstore import MAX_CONTENT
-
-        return min(own_limit, MAX_CONTENT)
-    return own_limit
 
 
 def _open(url: str, prefix: str) -> Store:

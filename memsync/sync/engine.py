@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from memsync.context.config import Context
+from memsync.context.config import Context, largest_file
 from memsync.context.identity import MANIFEST, MOVED, pin, to_note, unnamed_message
 from memsync.memory.index_links import INDEX
-from memsync.stores import largest_file, open_store
+from memsync.stores import open_store
 from memsync.stores.base import Entry, Store, check_key, nested_projects
 from memsync.sync import execute, index, localswap, merging, planner, prepare, scan
 from memsync.sync.durability import Durability, recover_landing
@@ -61,7 +61,7 @@ class Engine:
             raise ConfigError(unnamed_message(ctx.memory_dir))
         self.ctx = ctx
         self._store = store
-        self.max_bytes = largest_file(ctx.remote, int(ctx.setting("max_file_bytes")))
+        self.max_bytes = largest_file(ctx)
         self._lock = threading.Lock()
         self.durability = Durability(ctx.memory_dir)  # this run's writes not yet flushed
         self._published: list[dict] = []  # this run's conflicts, for the remote record
