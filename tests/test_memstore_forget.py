@@ -72,6 +72,10 @@ def test_forget_redacts_the_versions_that_held_it_and_purge_all(tmp_path, memsto
     assert history.count("content erased") == 2 and history.count("sha256") == 1
     gone = a.run("history", "reference_old.md").stdout  # deleted before: its versions stay
     assert "Kept by the remote itself (2, newest first):" in gone, gone
+    a.run("forget", "reference_old.md", "--yes")  # and forget takes them by the file's name
+    erased = a.run("history", "reference_old.md").stdout
+    assert "Kept by the remote itself (2, newest first):" in erased, erased
+    assert erased.count("content erased") == 1, erased  # the deletion record has none
 
     assert b"Nightjar" not in a.files()["user_role.md"]
 

@@ -20,7 +20,7 @@ from memsync.cli.common import (
     out,
 )
 from memsync.memory.frontmatter import INDEX_NAME
-from memsync.util.errors import UsageError, UserError
+from memsync.util.errors import NotFound, UsageError, UserError
 
 if TYPE_CHECKING:
     from memsync.admin.forget import ForgetReport
@@ -38,12 +38,21 @@ def _known(engine, path: Path) -> str:
         )
     if engine.local_path(name).exists() or name in engine.state.records:
         return name
-    if name not in engine.store.list():  # an unreachable remote is exit 3, as for a sync
+    if name not in engine.store.list() and not _kept_by_remote(engine, name):
+        # neither here, nor on the remote, nor among the versions a remote keeps of a file
+        # deleted before (a memory store's); an unreachable remote is exit 3, as for a sync
         raise UserError(
             f"{path}: no such memory file here or on the remote; check the name "
             "(`memsync ls` lists the remote's files)"
         )
     return name
+
+
+def _kept_by_remote(engine, name: str) -> bool:
+    try:
+        return bool(engine.store.versions(name))
+    except NotFound:
+        return False
 
 
 @app.command()
