@@ -390,7 +390,7 @@ def test_migrate_defaults_to_the_current_context(tmp_path):
 
     result = migration.migrate(factory)
     assert result.copied == len(files)
-    assert result.sources[0].skipped["leak.md"].startswith("refused:")
+    assert "frontmatter" in result.sources[0].refused["leak.md"]
     assert remote_files(tmp_path) == files
     assert migration.migrate(factory, []).copied == 0
 

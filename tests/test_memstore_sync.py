@@ -177,9 +177,10 @@ def test_migrate_from_a_folder_remote_to_a_memory_store_and_back(tmp_path, memst
     laptop.write("MEMORY.md", "- [Role](user_role.md) — the user's role\n")
     laptop.write("reference_big.md", "x" * 110_000 + "\n", type="reference")
     laptop.run("sync")
-    moved = laptop.run("migrate", "--remote", REMOTE)
+    moved = laptop.run("migrate", "--remote", REMOTE, check=1)  # one file could not go
     assert "Copied: 2" in moved.stdout
-    assert "skipped reference_big.md: refused: it is 110085 bytes, over the 102400" in moved.stderr
+    assert "refused reference_big.md: it is 110085 bytes, over the 102400" in moved.stderr
+    assert "could not be copied" in moved.stderr
     # a sync with the store: the file it cannot hold is refused by name, before any request
     sent = len(memstore_server.requests)
     after = laptop.run("sync", "--remote", REMOTE, check=1)

@@ -74,6 +74,7 @@ class MigratedSource:
     project: str
     copied: list[str] = field(default_factory=list)
     skipped: dict[str, str] = field(default_factory=dict)  # name -> reason
+    refused: dict[str, str] = field(default_factory=dict)  # cannot go as it is: why
     notes: list[str] = field(default_factory=list)  # e.g. the remote was created
 
 
@@ -88,6 +89,10 @@ class MigrateResult:
     @property
     def skipped(self) -> int:
         return sum(len(s.skipped) for s in self.sources)
+
+    @property
+    def refused(self) -> int:
+        return sum(len(s.refused) for s in self.sources)
 
 
 SAME = "already on the remote with the same content"
@@ -122,7 +127,9 @@ def _migrate_one(engine: Engine) -> MigratedSource:
     store = engine.store
     with engine.locked():
         scan = engine.scan_local()
-        out.skipped.update({n: f"refused: {why}" for n, why in scan.refused.items()})
+        refused, kept = scan.split_refused()
+        out.refused.update(refused)
+        out.skipped.update({n: f"kept local: {why}" for n, why in kept.items()})
         listing = _remote_listing(engine, create=True, notes=out.notes)
         # a memory dir may predate a forget on the remote: its forgotten content stays here
         # (the next sync takes it out, as on any device that learns of the forget)
@@ -144,7 +151,7 @@ def _migrate_one(engine: Engine) -> MigratedSource:
                 except AlreadyExists:
                     pass
                 except Unholdable as exc:  # outside the remote's limits: nothing was sent
-                    out.skipped[name] = exc.reason
+                    out.refused[name] = exc.reason
                     continue
                 try:
                     theirs, etag = store.get(name)

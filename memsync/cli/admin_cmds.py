@@ -257,7 +257,11 @@ def migrate(
     for src in result.sources:
         for name, why in sorted(src.skipped.items()):
             err.print(f"{src.project}: skipped {name}: {why}", markup=False)
+        for name, why in sorted(src.refused.items()):
+            err.print(f"{src.project}: refused {name}: {why}", markup=False)
     out.print(f"Copied: {result.copied}, Skipped: {result.skipped}")
+    if result.refused:
+        fail(f"{result.refused} file(s) could not be copied as they are (see above)")
 
 
 def _migrate_remote(
