@@ -185,13 +185,16 @@ def warm_for(engine: Engine, actions: list[Action]) -> None:
 
 def worker_count(engine: Engine, count: int) -> int:
     """Parallel transfers for `count` actions: the `concurrency` setting, widened over a
-    slow network so the run is a few round trips, not count / concurrency of them."""
+    slow network so the run is a few round trips, not count / concurrency of them, and one
+    at a time on this machine's disk, where threads only take turns at the interpreter."""
+    from memsync.sync.transfers import LOCAL_READ, MAX_WORKERS, SLOW_ROUND_TRIP
+
     base = int(engine.ctx.setting("concurrency"))
+    rtt = engine.store.round_trip
+    if rtt is not None and rtt < LOCAL_READ:
+        return 1
     if count <= base:
         return count
-    from memsync.sync.transfers import MAX_WORKERS, SLOW_ROUND_TRIP
-
-    rtt = engine.store.round_trip
     ahead = engine._manifest_ahead
     if rtt is None and ahead is not None and ahead.took is not None:
         rtt = ahead.took / 2  # until requests are timed: the manifest's connect and GET

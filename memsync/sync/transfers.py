@@ -20,6 +20,7 @@ Item = TypeVar("Item")  # what one transfer works on: a sync's action, a migrati
 # `concurrency` setting, up to one connection a file and MAX_WORKERS in all, so a 500-file pull
 # is a few round trips; on a fast network more threads only add contention (benchmarks.md).
 SLOW_ROUND_TRIP = 0.04
+LOCAL_READ = 0.002  # a read this quick is this machine's disk, not a network's round trip
 MAX_WORKERS = 128
 
 
