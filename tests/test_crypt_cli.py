@@ -101,9 +101,18 @@ def test_a_lost_or_damaged_recipients_list_and_a_removed_device(trio):
     b.run("sync")
 
     # a device removed is told so, not only that it has no access
+    kept = crypt.read_bytes()  # a copy of the list that named it, as anyone could keep
     a.run("keys", "remove", key_b)
     refused = _one_line(b.run("sync", check=1))
     assert f"this device's key {key_b} was removed from the recipients" in refused
+    # that older list put back on the remote does not let it in again: it writes nothing
+    # under the revoked key, and its memory stays as it is
+    crypt.write_bytes(kept)
+    before = _remote_bytes(remote_dir)
+    refused = _one_line(b.run("sync", check=1))
+    assert f"this device's key {key_b} was removed from the recipients" in refused
+    assert _remote_bytes(remote_dir) == before
+    assert "Dentist on Tuesday." in (b.memory / "user_health.md").read_text()
 
 
 def test_switches_and_purge_erase_objects_under_keys_no_list_names(trio):

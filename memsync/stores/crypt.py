@@ -45,6 +45,7 @@ from memsync.stores.crypt_keys import (
     identity_path,
     load_identity,
     load_trust,
+    mark_removed,
     read,
     save_trust,
     trust_path,
@@ -137,7 +138,7 @@ class CryptStore(Store):
         self._has_identity: bool | None = None  # whether this device has a key (None: not asked)
         trust = load_trust(remote, prefix)
         self._trusted = trust is not None
-        if trust is not None:
+        if trust is not None and not trust.removed:  # a removed device reads the list anew
             self._key = DataKey(trust.secret, trust.generation)
             self._old = [DataKey(secret, g) for g, secret in trust.history]
             self._etag = trust.etag
@@ -295,7 +296,14 @@ class CryptStore(Store):
             if identity is None:  # a device without access is told its own key to pass on
                 identity, _ = create_identity()
             ring = read(data, identity, url)
-            check_trust(ring, load_trust(url, prefix), url, prefix)
+            trusted = load_trust(url, prefix)
+            if (
+                trusted is not None
+                and trusted.removed
+                and ring.key.generation <= trusted.generation
+            ):
+                raise NoAccess(f"{url}: a recipients list from before this device's removal")
+            check_trust(ring, trusted, url, prefix)
             save_trust(url, prefix, ring, etag)
             self._key, self._ring, self._etag = ring.key, ring, etag
             self._old = list(ring.history)
@@ -312,6 +320,7 @@ class CryptStore(Store):
             if trust is not None and identity is not None:
                 me = str(identity.to_public())
                 if any(d.key == me for d in trust.devices):
+                    mark_removed(*self.remote)
                     raise removed(self.remote[0], me) from None
             raise
 

@@ -387,6 +387,7 @@ class Trust(NamedTuple):
     etag: str
     history: tuple[tuple[int, str], ...] = ()  # the earlier data keys: (generation, secret)
     devices: tuple[Device, ...] = ()  # the recipients, as last verified
+    removed: bool = False  # a newer list without this device was seen: no older one is taken
 
 
 def load_trust(url: str, prefix: str) -> Trust | None:
@@ -398,7 +399,12 @@ def load_trust(url: str, prefix: str) -> Trust | None:
         history = tuple((int(g), str(k)) for g, k in doc.get("history", []))
         devices = tuple(Device(str(k), str(n), float(a)) for k, n, a in doc.get("devices", []))
         return Trust(
-            int(doc["generation"]), str(doc["data_key"]), str(doc["etag"]), history, devices
+            int(doc["generation"]),
+            str(doc["data_key"]),
+            str(doc["etag"]),
+            history,
+            devices,
+            doc.get("removed") is True,
         )
     except (ValueError, KeyError, TypeError):
         return None  # a damaged cache: the remote's object is read and checked afresh
@@ -416,6 +422,24 @@ def save_trust(url: str, prefix: str, ring: Keyring, etag: str) -> None:
     doc["devices"] = [[d.key, d.name, d.added] for d in ring.devices]
     private_dir(path.parent)
     atomic_write(path, json.dumps(doc).encode(), mode=0o600)
+
+
+def mark_removed(url: str, prefix: str) -> None:
+    """Remember that this device was removed from the remote's recipients: a list of the data
+    key it held, or an older one, put back on the remote (by anyone who kept a copy) is
+    refused, so a revoked device never writes under a revoked key; a newer list naming it
+    again (`keys add`) is taken as usual."""
+    path = trust_path(url, prefix)
+    data = read_if_there(path)
+    if data is None:
+        return
+    try:
+        doc = json.loads(data)
+    except ValueError:
+        return
+    if isinstance(doc, dict) and doc.get("removed") is not True:
+        doc["removed"] = True
+        atomic_write(path, json.dumps(doc).encode(), mode=0o600)
 
 
 def check_trust(ring: Keyring, trusted: Trust | None, url: str, prefix: str) -> None:
