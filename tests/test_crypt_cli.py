@@ -178,6 +178,9 @@ def test_switches_and_purge_erase_objects_under_keys_no_list_names(trio):
         if p.is_file() and not p.name.endswith(".memsync-lock")
     )
     assert names == ["_memsync/purged.json"], names
+    # a device that trusted the key is told of the purge, not of a recipients list gone
+    told = a.run("sync", check=1).stderr
+    assert "purge" in told and "recipients list" not in told, told
 
 
 def test_strays_damaged_objects_and_this_devices_own_key(trio):

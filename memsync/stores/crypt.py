@@ -57,6 +57,9 @@ HIDDEN = "_memsync/x/"  # where every encrypted object lives
 # encrypted objects but no recipients object is plain only while this is there
 PENDING = "_memsync/crypt.pending"
 MARK = "plain:"  # the ETag prefix of an object outside HIDDEN on an encrypted remote
+# the purge mark (sync/remote_keys.py PURGED): a purge erases the recipients object with the
+# rest, so its absence there is the purge's, which the engine reports, not a tampering
+PURGE_MARK = "_memsync/purged.json"
 # a read slower than this is a slow network's (memsync/sync/transfers.py's SLOW_ROUND_TRIP)
 _SLOW_READ = 0.04
 _HEADROOM = 4096  # age's header and the MAC line, over the plaintext's size
@@ -260,7 +263,13 @@ class CryptStore(Store):
 
     # --- settling plain or encrypted ------------------------------------------------------
 
-    def _settle(self, etag: str | None, data: bytes | None = None, hidden: bool = False) -> bool:
+    def _settle(
+        self,
+        etag: str | None,
+        data: bytes | None = None,
+        hidden: bool = False,
+        purged: bool = False,
+    ) -> bool:
         """Take in the recipients object's ETag (None: absent; `data` if it was read too;
         `hidden`: a listing showed encrypted objects and no `keys init` under way); True if
         the key changed."""
@@ -268,7 +277,7 @@ class CryptStore(Store):
             self._known = self._current = True
             if etag is None:
                 url = self.remote[0]
-                if self._trusted:
+                if self._trusted and not purged:
                     raise BadRecipients(
                         f"the remote {url} was encrypted and its recipients list "
                         f"({CRYPT_KEY}) is gone; nothing was synced: run `memsync keys init` "
@@ -353,7 +362,10 @@ class CryptStore(Store):
             return  # no remote yet: the write says so
         crypt = raw.get(CRYPT_KEY)
         hidden = PENDING not in raw and any(k.startswith(HIDDEN) for k in raw)
-        self._settle(None if crypt is None else crypt.etag, hidden=crypt is None and hidden)
+        purged = PURGE_MARK in raw
+        self._settle(
+            None if crypt is None else crypt.etag, hidden=crypt is None and hidden, purged=purged
+        )
         self._plain_seen = self._key is None
 
     def _ensure_known(self) -> None:
@@ -366,7 +378,7 @@ class CryptStore(Store):
         raw = self.inner.list()
         crypt = raw.get(CRYPT_KEY)
         hidden = crypt is None and PENDING not in raw and any(k.startswith(HIDDEN) for k in raw)
-        self._settle(None if crypt is None else crypt.etag, hidden=hidden)
+        self._settle(None if crypt is None else crypt.etag, hidden=hidden, purged=PURGE_MARK in raw)
         key = self._key
         if key is None:
             self._plain_seen = True
