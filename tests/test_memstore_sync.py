@@ -308,7 +308,10 @@ def test_a_merge_past_what_a_memory_store_holds_is_held_as_a_conflict_on_both_de
         files = [c.file for c in engine.state.conflicts]
         assert "running_jokes_and_callbacks.md" in files, files
     a.write("reference_big.md", "y" * 110_000 + "\n", type="reference")
-    assert "reference_big.md" in status(ea).refused
+    a.write("notes/" * 21 + "deep.md", "Too deep for the store.\n", type="reference")
+    refused = status(ea).refused
+    assert "reference_big.md" in refused
+    assert "not sent to the memory store" in refused["notes/" * 21 + "deep.md"], refused
     for engine in (ea, eb):
         engine.close()
 

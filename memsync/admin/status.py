@@ -95,6 +95,15 @@ def status(engine: Engine) -> Status:
     if aside:  # memsync does not sync this folder: said first, the rest as before
         result.notices.append(aside)
     seen = _read_remote(engine, result, set(local.content.hashes))
+    if engine.ctx.sync_enabled:  # what the remote cannot hold is refused, as the upload would
+        records = engine.state.records
+        for name, sha in sorted(local.content.hashes.items()):
+            synced = records.get(name)
+            if name in result.refused or (synced is not None and synced.sha == sha):
+                continue  # an unchanged file: the remote held it
+            why = engine.store.refuses(name, local.content[name])
+            if why is not None:
+                result.refused[name] = why
     _encryption(engine, result)
     if (
         not engine.ctx.sync_enabled

@@ -148,6 +148,12 @@ class Store(Protocol):
         by a project's first sync (see sync/project.py check_old_name)."""
         return None
 
+    def refuses(self, key: str, data: bytes) -> str | None:
+        """Why this remote cannot hold `data` under `key` (a limit of the service's own, checked
+        here without a request), or None; `status` lists such a file as refused, as the
+        upload would (Unholdable)."""
+        return None
+
     def create_advice(self) -> str:
         """What to tell a user whose remote does not exist yet."""
         return "run `memsync push` to create it"

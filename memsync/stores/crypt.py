@@ -243,6 +243,11 @@ class CryptStore(Store):
     def create_advice(self) -> str:
         return self.inner.create_advice()
 
+    def refuses(self, key: str, data: bytes) -> str | None:
+        """The wrapped store's limits apply to the plaintext name and content only on a plain
+        remote; encrypted, the hidden name and the ciphertext are checked on the way out."""
+        return self.inner.refuses(key, data) if self._key is None else None
+
     def exists(self) -> bool:
         return self.inner.exists()
 

@@ -233,6 +233,13 @@ class MemoryStoreStore(Store):
     def _path(self, key: str) -> str:
         return self.root + check_key(key)
 
+    def refuses(self, key: str, data: bytes) -> str | None:
+        try:
+            self._check(key, data)
+        except Unholdable as exc:
+            return exc.reason
+        return None
+
     def _check(self, key: str, data: bytes) -> str:
         """The text to send for `key`, or Unholdable (before any request) saying which of the
         service's limits it is outside."""
