@@ -287,12 +287,9 @@ def _destination_listing(dst: Store) -> dict[str, Entry] | None:
     write, as `push` makes it). A folder remote that is not there is unreachable instead: it
     may be an unmounted drive, which memsync never writes to."""
     try:
-        listing = dst.list()
+        return dst.list()
     except NotFound:
         return None
-    if not listing and not dst.exists():
-        return None
-    return listing
 
 
 def _read_all(
