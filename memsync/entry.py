@@ -11,9 +11,9 @@ import sys
 def main() -> None:
     argv = sys.argv[1:]
     if argv[:1] == ["hook"]:
-        from memsync.claude.hooks import main as hook_main
+        from memsync.claude.warm import run_hook
 
-        code = hook_main(argv[1:])
+        code = run_hook(argv[1:])
         # Claude Code waits for the hook's process to end: once its answer is out, it ends at
         # once, without the interpreter's teardown of every module (which, after the
         # PostToolUse hook forked its push, also copies the memory the child shares). Every

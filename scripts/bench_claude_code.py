@@ -84,14 +84,13 @@ def one_run(
         else:
             cc = ClaudeHome(Path(tmp), server, Path(tmp) / "remote")
         mem = cc.memory_dir()
+        # both runs hold the same memory: Claude Code's own work grows with the memory dir
+        mem.mkdir(parents=True, exist_ok=True)
+        for i in range(files):
+            (mem / f"feedback_{i:03d}.md").write_text(FACT, encoding="utf-8")
         if memsync:
             cc.memsync("install")
-            mem.mkdir(parents=True, exist_ok=True)
-            for i in range(files):
-                (mem / f"feedback_{i:03d}.md").write_text(FACT, encoding="utf-8")
             cc.memsync("push")
-        else:
-            mem.mkdir(parents=True, exist_ok=True)
         inside, outside = mem / "feedback_new.md", cc.project / "notes.md"
         script = Timed(
             [

@@ -113,6 +113,8 @@ class ClaudeHome:
             "DISABLE_ERROR_REPORTING": "1",
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
             "NO_PROXY": "127.0.0.1,localhost",
+            # hooks are answered warm, as a user's are; the warm process leaves soon after
+            "MEMSYNC_WARM_IDLE": "10",
         }
         # the hooks Claude Code runs import this checkout's memsync (not whichever copy the
         # interpreter has installed) and, without fcntl, take the same lock as the tests' memsync

@@ -46,6 +46,8 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("MEMSYNC_HOME", str(home / ".memsync"))
     monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(home / ".claude"))
+    # no warm hook process outlives a test: tests that want one say so (test_warm_hooks.py)
+    monkeypatch.setenv("MEMSYNC_WARM_HOOKS", "0")
     yield home
 
 

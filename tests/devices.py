@@ -50,6 +50,8 @@ class Device:
             # tests look at the remote as soon as a PostToolUse hook returns: it pushes before
             # it answers (tests/test_hooks.py covers the push after the answer, the default)
             MEMSYNC_HOOK_PUSH_WAIT="on",
+            # each hook in a process of its own (tests/test_warm_hooks.py covers warm hooks)
+            MEMSYNC_WARM_HOOKS="0",
         )
         env.update(self.env_extra)
         return env

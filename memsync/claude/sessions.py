@@ -41,9 +41,14 @@ def _stat(pid: int) -> tuple[str, int, str] | None:
     return name, int(fields[1]), fields[19]
 
 
+# the process that started this hook: its parent, or in a warm process (claude/warm.py) the
+# parent of the client that handed the hook over
+hook_parent: int | None = None
+
+
 def claude_pid() -> tuple[int, str | None]:
     """(pid, start time or None) of the process that ran this hook, skipping shells."""
-    pid = os.getppid()
+    pid = hook_parent or os.getppid()
     for _ in range(4):
         info = _stat(pid)
         if info is None:

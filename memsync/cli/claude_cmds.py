@@ -90,15 +90,22 @@ def install(scope: ScopeOpt = "user", dry_run: DryRunOpt = False) -> None:
     checks.choice("--scope", scope, ("user", "project"))
     refuse_install(Path.cwd())  # Claude Code syncs this memory itself: one syncer a folder
     _show(plan_install(scope), dry_run, "Already installed; nothing changed.")
+    if not dry_run:
+        from memsync.claude.warm import start
+
+        start()  # the first session's hooks are answered warm too
 
 
 @app.command()
 def uninstall(scope: ScopeOpt = "user", dry_run: DryRunOpt = False) -> None:
     """Remove exactly what `memsync install` added."""
     from memsync.claude.install import plan_uninstall
+    from memsync.claude.warm import stop
 
     checks.choice("--scope", scope, ("user", "project"))
     _show(plan_uninstall(scope), dry_run, "Nothing of memsync's is installed; nothing changed.")
+    if not dry_run:
+        stop()
 
 
 @app.command()

@@ -41,6 +41,8 @@ DEFAULTS: dict[str, Any] = {
     # the PostToolUse hook pushes a memory write after answering Claude Code (False), or
     # before, holding the session for the push (True): docs/claude-code.md
     "hook_push_wait": False,
+    # hooks are answered by a warm process with memsync imported (claude/warm.py)
+    "warm_hooks": True,
 }
 
 ENV = {

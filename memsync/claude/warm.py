@@ -1,0 +1,440 @@
+"""Warm hooks: a process with memsync already imported answers Claude Code's hooks.
+
+A hook is a new process on every tool call, and most of its time is the interpreter importing
+memsync, not the hook's work (a session start's pull and primer, a write's check, each a few
+milliseconds once imported). So the first hook answered the ordinary way starts a warm process
+for this MEMSYNC_HOME (`python -m memsync.claude.warm`, detached); later hooks hand it their
+arguments, environment, working folder and payload over a Unix socket in MEMSYNC_HOME/run
+(0700), and it answers each from a forked child: a fresh process with the hook's own
+environment, the same code as the ordinary way, minus the imports. The rule a user can rely on:
+a hook does exactly the same work either way; only its start-up is saved.
+
+The warm process leaves when no hook came for `IDLE` seconds, when its socket is removed or
+replaced, and when a hook comes from different code (another interpreter, PYTHONPATH, or an
+install or upgrade of memsync since it started): that hook is answered the ordinary way and
+starts a new one. Where there is no fork or no Unix socket (Windows), with the `warm_hooks`
+setting false, or with MEMSYNC_WARM_HOOKS=0, every hook runs the ordinary way.
+
+This module is the client too, so it imports only what the client needs: the hook's start-up
+is what it exists to save (the client's socket is `_socket`, the compiled module under
+`socket`, whose own import costs a quarter of the client's time).
+"""
+
+from __future__ import annotations
+
+import _socket
+import os
+import sys
+
+TYPE_CHECKING = False  # typing's own import is a cost the client does not pay
+if TYPE_CHECKING:
+    import socket
+    from typing import Protocol
+
+    class _Conn(Protocol):
+        def sendall(self, data: bytes, /) -> None: ...
+        def recv(self, size: int, /) -> bytes: ...
+
+
+IDLE = 1800.0  # seconds without a hook before the warm process leaves (MEMSYNC_WARM_IDLE)
+MAX_PAYLOAD = 4 * 1024 * 1024
+PROTOCOL = b"memsync-warm-1"
+ACK_WAIT = 2.0  # seconds the client waits for the warm process to take its call
+START_GUARD = 10.0  # seconds a start in progress keeps others from starting a second one
+HOLD = 3600.0  # seconds no start is tried after a warm process could not start
+SOCKET = "hooks.sock"
+STARTING = "hooks.starting"
+# the Claude Code events a warm process answers; `hook flush` (detached) runs the ordinary way
+EVENTS = frozenset(
+    ("session-start", "post-tool-use", "file-changed", "stop", "post-compact", "session-end",
+     "pre-compact")
+)  # fmt: skip
+
+
+def run_dir(env: dict[str, str] | os._Environ[str] = os.environ) -> str:
+    """MEMSYNC_HOME/run, spelled as `config.memsync_home` spells MEMSYNC_HOME."""
+    home = env.get("MEMSYNC_HOME") or os.path.join("~", ".memsync")
+    return os.path.join(os.path.expanduser(home), "run")
+
+
+def available() -> bool:
+    return (
+        hasattr(os, "fork")
+        and hasattr(_socket, "AF_UNIX")
+        and os.environ.get("MEMSYNC_WARM_HOOKS", "1") != "0"
+    )
+
+
+def code_stamp() -> bytes:
+    """What must be the same for a warm process to answer for this memsync: the interpreter,
+    PYTHONPATH, and where memsync's code is and when its folders last changed (an install or
+    upgrade replaces their files)."""
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    parts = [sys.executable, os.environ.get("PYTHONPATH", ""), package]
+    for folder in (package, os.path.join(package, "claude"), os.path.join(package, "sync")):
+        try:
+            parts.append(str(os.stat(folder).st_mtime_ns))
+        except OSError:
+            parts.append("?")
+    return "\0".join(parts).encode("utf-8", "surrogateescape")
+
+
+# --- framing: each part is its length (4 bytes, big-endian) and its bytes ---------------------
+
+
+def _send(conn: _Conn, *parts: bytes) -> None:
+    conn.sendall(b"".join(len(p).to_bytes(4, "big") + p for p in parts))
+
+
+def _exactly(conn: _Conn, size: int) -> bytes:
+    chunks, left = [], size
+    while left:
+        chunk = conn.recv(min(left, 1 << 20))
+        if not chunk:
+            raise ConnectionError("the warm process closed the connection")
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _receive(conn: _Conn, count: int) -> list[bytes]:
+    return [_exactly(conn, int.from_bytes(_exactly(conn, 4), "big")) for _ in range(count)]
+
+
+def _encode_env(env: dict[str, str] | os._Environ[str]) -> bytes:
+    return b"\0".join(os.fsencode(k) + b"=" + os.fsencode(v) for k, v in env.items())
+
+
+def _decode_env(raw: bytes) -> dict[str, str]:
+    pairs = (item.partition(b"=") for item in raw.split(b"\0") if item)
+    return {os.fsdecode(k): os.fsdecode(v) for k, _, v in pairs}
+
+
+# --- the client: `memsync hook EVENT` ----------------------------------------------------------
+
+
+def run_hook(argv: list[str]) -> int:
+    """Answer one hook: by the warm process if one answers for this memsync, else the ordinary
+    way, which then starts a warm process for the hooks that follow."""
+    if not argv or argv[0] not in EVENTS or not available():
+        return _ordinary(argv, sys.stdin)
+    try:
+        data = sys.stdin.buffer.read(MAX_PAYLOAD + 1) if sys.stdin is not None else b""
+    except (OSError, ValueError):
+        data = b""
+    answer = _ask(argv, data)
+    if answer is not None:
+        code, out, err = answer
+        sys.stdout.buffer.write(out)
+        sys.stdout.flush()
+        sys.stderr.buffer.write(err)
+        sys.stderr.flush()
+        return code
+    import io
+
+    code = _ordinary(argv, io.TextIOWrapper(io.BytesIO(data), encoding="utf-8"))
+    start()
+    return code
+
+
+def _ordinary(argv: list[str], stdin: object) -> int:
+    from memsync.claude.hooks import main
+
+    code = main(argv, stdin)
+    sys.stdout.flush()
+    return code
+
+
+def stop() -> None:
+    """Ask this memsync home's warm process, if any, to leave (a call from other code)."""
+    if available():
+        _ask([], b"", stamp=b"leave")
+
+
+def _ask(
+    argv: list[str], data: bytes, stamp: bytes | None = None
+) -> tuple[int, bytes, bytes] | None:
+    """(exit code, stdout, stderr) from the warm process; None where none answered, so the
+    hook runs the ordinary way (no process, another memsync's, or one that did not take the
+    call within ACK_WAIT: the hook's work is safe to run twice, a later push finds nothing)."""
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the working folder is gone: the ordinary way says what it can
+        return None
+    where = os.path.join(run_dir(), SOCKET)
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        conn.settimeout(ACK_WAIT)
+        if len(os.fsencode(where)) < 100:
+            conn.connect(where)
+        else:  # past the length a socket's path may have: connect from its folder
+            os.chdir(os.path.dirname(where))
+            try:
+                conn.connect(SOCKET)
+            finally:
+                os.chdir(cwd)
+        if conn.recv(1) != b"+":
+            return None
+        umask = os.umask(0o077)
+        os.umask(umask)
+        _send(
+            conn,
+            PROTOCOL,
+            code_stamp() if stamp is None else stamp,
+            "\0".join(argv).encode("utf-8", "surrogateescape"),
+            os.fsencode(cwd),
+            _encode_env(os.environ),
+            str(umask).encode(),
+            str(os.getppid()).encode(),
+            data,
+        )
+        conn.settimeout(None)  # the hook's own work: Claude Code's timeout bounds it
+        (status,) = _receive(conn, 1)
+        if status != b"ok":  # another memsync's warm process: it leaves, this hook runs here
+            return None
+        code, out, err = _receive(conn, 3)
+        return int(code), out, err
+    except (OSError, ValueError, ConnectionError):
+        return None
+    finally:
+        conn.close()
+
+
+def start() -> None:
+    """Start a warm process for this MEMSYNC_HOME, detached, unless the `warm_hooks` setting
+    is off or another start is under way. Never raises: a hook must not fail for it."""
+    try:
+        from memsync.context.config import load_settings, memsync_home
+
+        if not available() or load_settings(memsync_home()).get("warm_hooks", True) is False:
+            return
+        folder = os.path.abspath(run_dir())
+        _private_folder(folder)
+        guard = os.path.join(folder, STARTING)
+        try:
+            import time
+
+            if time.time() - os.stat(guard).st_mtime < START_GUARD:
+                return  # a start under way, or one that failed a moment ago
+            os.unlink(guard)
+        except FileNotFoundError:
+            pass
+        os.close(os.open(guard, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        import subprocess
+
+        subprocess.Popen(  # our own interpreter and module, no shell
+            [sys.executable, "-m", "memsync.claude.warm", folder],
+            cwd=folder,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except Exception as exc:
+        _log_warning(f"warm hooks: could not start a warm process: {exc}")
+
+
+def _private_folder(folder: str) -> None:
+    """MEMSYNC_HOME/run, 0700: whoever can reach the socket can run hooks as this user."""
+    os.makedirs(folder, mode=0o700, exist_ok=True)
+    os.chmod(folder, 0o700)
+
+
+def _log_warning(message: str, level: str = "warning") -> None:
+    try:
+        from memsync.claude.log import get_logger
+        from memsync.context.config import memsync_home
+
+        getattr(get_logger(memsync_home()), level)("%s", message)
+    except Exception:
+        pass
+
+
+# --- the warm process ----------------------------------------------------------------------
+
+
+def _preload() -> None:
+    """Everything a hook imports, and the secret scanner's patterns compiled."""
+    import gc
+
+    import memsync.claude.hooks
+    import memsync.claude.log
+    import memsync.claude.primer
+    import memsync.claude.sessions
+    import memsync.context.builtin_sync
+    import memsync.memory.index_limit
+    import memsync.privacy.scanner
+    import memsync.stores.crypt
+    import memsync.stores.folder
+    import memsync.sync.engine
+    import memsync.sync.offline
+    import memsync.sync.transfers  # noqa: F401
+    from memsync.privacy.rules import RULES
+
+    for rule in RULES:
+        rule.pattern.compiled  # noqa: B018 - compiled once, shared by every child
+    gc.collect()
+    gc.freeze()  # the children share these pages: no collection writes to them
+
+
+def serve(folder: str) -> None:
+    """Take hook calls on FOLDER/hooks.sock (MEMSYNC_HOME/run) until idle, replaced or
+    stale."""
+    import signal
+    import time
+
+    os.chdir(folder)
+    try:
+        _preload()
+        listener = _bind()
+    except Exception as exc:
+        # every hook would start another that fails alike: hold the starts for an hour
+        _log_warning(f"warm hooks: none for an hour, hooks run the ordinary way: {exc}")
+        later = time.time() + HOLD
+        with _suppress(OSError):
+            os.utime(STARTING, (later, later))
+        return
+    with _suppress(OSError):
+        os.unlink(STARTING)
+    if listener is None:
+        return
+    _log_warning(f"warm hooks: process {os.getpid()} answers hooks", "info")
+    stamp = code_stamp()
+    idle = float(os.environ.get("MEMSYNC_WARM_IDLE") or IDLE)
+    ours = os.stat(SOCKET).st_ino
+
+    why = "it was asked to (other code, `uninstall`, or the warm_hooks setting)"
+
+    def leave(signum: int, frame: object) -> None:
+        raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, leave)
+    last = time.monotonic()
+    try:
+        listener.settimeout(1.0)
+        while True:
+            _reap()
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                if not _still_ours(ours):
+                    why = "its socket was removed or taken"
+                    return
+                if time.monotonic() - last > idle:
+                    why = f"no hook came for {idle:g} s"
+                    return
+                continue
+            last = time.monotonic()
+            with conn:
+                conn.settimeout(None)
+                with _suppress(OSError):
+                    conn.sendall(b"+")
+                    if os.fork() == 0:
+                        listener.close()
+                        os._exit(_child(conn, stamp))
+    finally:
+        if _still_ours(ours):
+            with _suppress(OSError):
+                os.unlink(SOCKET)
+        _log_warning(f"warm hooks: process {os.getpid()} left: {why}", "info")
+
+
+def _bind() -> socket.socket | None:
+    """The listening socket; None if a warm process already answers here."""
+    import socket
+
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.settimeout(ACK_WAIT)
+        probe.connect(SOCKET)
+        if probe.recv(1) == b"+":
+            return None  # taken: that process answers, this one leaves
+    except OSError:  # none there, or one that does not answer: this one takes its place
+        pass
+    finally:
+        probe.close()
+    with _suppress(FileNotFoundError):
+        os.unlink(SOCKET)  # left by a process that ended without removing it
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        listener.bind(SOCKET)
+    finally:
+        os.umask(old)
+    listener.listen(64)
+    return listener
+
+
+def _still_ours(ino: int) -> bool:
+    try:
+        return os.stat(SOCKET).st_ino == ino
+    except OSError:
+        return False
+
+
+def _reap() -> None:
+    with _suppress(ChildProcessError):
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+
+
+def _child(conn: socket.socket, stamp: bytes) -> int:
+    """One hook call, in a fork of the warm process: the hook's environment, folder and
+    umask, its payload on stdin, its stdout and stderr sent back. Returns the exit status."""
+    import io
+    import signal
+
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        head = _receive(conn, 8)
+        if head[0] != PROTOCOL or head[1] != stamp:
+            _send(conn, b"stale")
+            os.kill(os.getppid(), signal.SIGTERM)  # another memsync now: the next hook starts it
+            return 0
+        argv = head[2].decode("utf-8", "surrogateescape").split("\0")
+        os.environ.clear()
+        os.environ.update(_decode_env(head[4]))
+        os.chdir(os.fsdecode(head[3]))
+        os.umask(int(head[5]))
+        from memsync.claude import sessions
+
+        sessions.hook_parent = int(head[6])  # who ran the hook: the client's parent
+        stdin = io.TextIOWrapper(io.BytesIO(head[7]), encoding="utf-8")
+        out, err = io.StringIO(), io.StringIO()
+        sys.stdin, sys.stdout, sys.stderr = stdin, out, err
+        from memsync.claude.hooks import main
+
+        code = main(argv, stdin, out)
+        _send(conn, b"ok", str(code).encode(), out.getvalue().encode(), err.getvalue().encode())
+        if not available() or not _setting_on():
+            os.kill(os.getppid(), signal.SIGTERM)  # turned off since it started
+        return 0
+    except BaseException:
+        return 1
+
+
+def _setting_on() -> bool:
+    from memsync.context.config import load_settings, memsync_home
+
+    try:
+        return load_settings(memsync_home()).get("warm_hooks", True) is not False
+    except Exception:
+        return True
+
+
+class _suppress:
+    """contextlib.suppress without importing contextlib on the client's path."""
+
+    def __init__(self, *kinds: type[BaseException]) -> None:
+        self.kinds = kinds
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: object, exc: object, tb: object) -> bool:
+        return isinstance(exc, self.kinds)
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1])

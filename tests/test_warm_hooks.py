@@ -1,0 +1,241 @@
+"""Warm hooks (memsync/claude/warm.py): a hook answered by the warm process says and does what
+the same hook says and does in a process of its own, in the caller's environment and folder;
+the warm process leaves when idle, when its socket goes, on uninstall and for other code; a
+dead, hung or refused warm process never fails a hook. Each call runs the real client in a
+fresh interpreter; it reports on stderr whether it answered warm (the hooks module never
+imported in the client) or the ordinary way."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.devices import Device, make_device
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="reads /proc to find the warm process"
+)
+
+CLIENT = """
+import sys
+from memsync.claude.warm import run_hook
+code = run_hook(sys.argv[1:])
+sys.stdout.flush()
+print("warm" if "memsync.claude.hooks" not in sys.modules else "ordinary", file=sys.stderr)
+sys.exit(code)
+"""
+
+
+PENDING = "## Pending\n- Ask about the marathon.\n"
+
+
+def wait_until(check, timeout: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return check()
+
+
+def warm_device(tmp_path: Path, name: str = "d", **env: str) -> Device:
+    (tmp_path / "remote").mkdir(exist_ok=True)
+    extra = {"MEMSYNC_WARM_HOOKS": "1", "MEMSYNC_WARM_IDLE": "30", **env}
+    return make_device(tmp_path, name, (tmp_path / "remote").as_uri(), **extra)
+
+
+def call(device: Device, event: str, payload: dict, **env: str) -> tuple[str, str]:
+    """(what the hook printed, "warm" or "ordinary")."""
+    proc = subprocess.run(
+        [sys.executable, "-c", CLIENT, event],
+        env={**device.env(), **env},
+        cwd=device.root,
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout, proc.stderr.strip().splitlines()[-1]
+
+
+def warm_pids(device: Device) -> list[int]:
+    """The warm processes serving `device`'s MEMSYNC_HOME."""
+    folder = str(device.home / "run")
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            words = (entry / "cmdline").read_bytes().split(b"\0")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if b"memsync.claude.warm" in words and folder.encode() in words and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def warmed(device: Device) -> int:
+    """Wait for `device`'s warm process to take calls; its pid."""
+    sock = device.home / "run" / "hooks.sock"
+    assert wait_until(lambda: sock.exists() and len(warm_pids(device)) == 1), warm_pids(device)
+    return warm_pids(device)[0]
+
+
+@pytest.fixture(autouse=True)
+def _no_warm_process_left(tmp_path):
+    yield
+    for entry in Path("/proc").iterdir():
+        try:
+            words = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"memsync.claude.warm" in words and any(str(tmp_path).encode() in w for w in words):
+            os.kill(int(entry.name), signal.SIGKILL)
+
+
+def start_payload(device: Device) -> dict:
+    return {"session_id": "s-1", "cwd": str(device.root), "hook_event_name": "SessionStart",
+            "source": "startup"}  # fmt: skip
+
+
+def write_payload(device: Device, path: Path) -> dict:
+    return {"session_id": "s-1", "cwd": str(device.root), "hook_event_name": "PostToolUse",
+            "tool_name": "Write", "tool_input": {"file_path": str(path)}}  # fmt: skip
+
+
+def test_a_warm_answer_is_the_ordinary_answer(tmp_path):
+    device = warm_device(tmp_path)
+    device.write("carry_forward.md", PENDING, type="carry_forward")
+    device.run("push")
+    first, how = call(device, "session-start", start_payload(device))
+    assert how == "ordinary"  # no warm process yet: this one starts it
+    warmed(device)
+    again, how = call(device, "session-start", start_payload(device))
+    assert how == "warm"
+    alone, how = call(device, "session-start", start_payload(device), MEMSYNC_WARM_HOOKS="0")
+    assert how == "ordinary"
+    assert again == alone == first
+    assert "Ask about the marathon." in json.loads(again)["hookSpecificOutput"]["additionalContext"]
+
+
+def test_a_warm_write_hook_tells_a_refused_secret_at_once_and_pushes_a_clean_write(tmp_path):
+    device = warm_device(tmp_path, MEMSYNC_HOOK_PUSH_WAIT="off")
+    device.run("push")
+    call(device, "session-start", start_payload(device))
+    warmed(device)
+    secret = device.write("feedback_x.md", "password: hunter2-Secret9\n", type="feedback")
+    said, how = call(device, "post-tool-use", write_payload(device, secret))
+    assert how == "warm"
+    context = json.loads(said)["hookSpecificOutput"]["additionalContext"]
+    assert "feedback_x.md was NOT synced" in context and "hunter2" not in context
+    clean = device.write("feedback_y.md", "Likes short answers.\n", type="feedback")
+    said, how = call(device, "post-tool-use", write_payload(device, clean))
+    assert (said, how) == ("", "warm")
+    remote = tmp_path / "remote" / "e2e-project"
+    assert wait_until(lambda: (remote / "feedback_y.md").exists())  # pushed after the answer
+    assert not (remote / "feedback_x.md").exists()
+
+
+def test_each_warm_call_runs_in_its_callers_environment_and_folder(tmp_path):
+    device = warm_device(tmp_path)
+    device.run("push")
+    call(device, "session-start", start_payload(device))
+    warmed(device)
+    other_dir, other_remote = tmp_path / "other_memory", tmp_path / "other_remote"
+    other_dir.mkdir()
+    other_remote.mkdir()
+    other = {"MEMSYNC_MEMORY_DIR": str(other_dir), "MEMSYNC_REMOTE": other_remote.as_uri(),
+             "MEMSYNC_PROJECT": "other-project", "MEMSYNC_HOOK_PUSH_WAIT": "on"}  # fmt: skip
+    path = other_dir / "user_role.md"
+    path.write_text("---\nname: role\ndescription: d\nmetadata:\n  type: user\n---\n\nA.\n")
+    said, how = call(device, "post-tool-use", write_payload(device, path), **other)
+    assert how == "warm"
+    assert (other_remote / "other-project" / "user_role.md").exists()
+    assert not (tmp_path / "remote" / "other-project").exists()
+    assert not (tmp_path / "remote" / "e2e-project" / "user_role.md").exists()
+
+
+def test_other_code_is_answered_the_ordinary_way_and_replaces_the_warm_process(tmp_path):
+    device = warm_device(tmp_path)
+    device.run("push")
+    call(device, "session-start", start_payload(device))
+    old = warmed(device)
+    extra = tmp_path / "site"
+    extra.mkdir()
+    newer = {"PYTHONPATH": os.pathsep.join([device.env()["PYTHONPATH"], str(extra)])}
+    _, how = call(device, "session-start", start_payload(device), **newer)
+    assert how == "ordinary"
+    assert wait_until(lambda: old not in warm_pids(device))  # the old one left
+    assert wait_until(lambda: len(warm_pids(device)) == 1)  # and the new code's took over
+    warmed(device)
+    _, how = call(device, "session-start", start_payload(device), **newer)
+    assert how == "warm"
+
+
+def test_the_warm_process_leaves_when_idle_when_its_socket_goes_and_on_uninstall(tmp_path):
+    device = warm_device(tmp_path, MEMSYNC_WARM_IDLE="1")
+    device.run("push")
+    call(device, "session-start", start_payload(device))
+    pid = warmed(device)
+    assert wait_until(lambda: pid not in warm_pids(device))  # a second without a hook
+    assert not (device.home / "run" / "hooks.sock").exists()
+
+    device.env_extra["MEMSYNC_WARM_IDLE"] = "30"
+    call(device, "session-start", start_payload(device))
+    pid = warmed(device)
+    (device.home / "run" / "hooks.sock").unlink()
+    assert wait_until(lambda: pid not in warm_pids(device))
+
+    device.run("install")  # starts one, so a new session's first hook is warm
+    pid = warmed(device)
+    _, how = call(device, "session-start", start_payload(device))
+    assert how == "warm"
+    device.run("uninstall")
+    assert wait_until(lambda: pid not in warm_pids(device))
+
+
+def test_a_dead_or_hung_warm_process_never_fails_a_hook(tmp_path):
+    device = warm_device(tmp_path)
+    device.write("carry_forward.md", PENDING, type="carry_forward")
+    device.run("push")
+    call(device, "session-start", start_payload(device))
+    pid = warmed(device)
+    os.kill(pid, signal.SIGSTOP)  # hung: takes no call
+    try:
+        started = time.monotonic()
+        said, how = call(device, "session-start", start_payload(device))
+        assert how == "ordinary" and "Ask about the marathon." in said
+        assert time.monotonic() - started < 15
+    finally:
+        os.kill(pid, signal.SIGKILL)  # dead: its socket stays behind
+    assert wait_until(lambda: pid not in warm_pids(device))
+    said, _ = call(device, "session-start", start_payload(device))
+    assert "Ask about the marathon." in said
+    warmed(device)  # a new one took the place of the dead one's socket
+    _, how = call(device, "session-start", start_payload(device))
+    assert how == "warm"
+
+
+def test_the_warm_hooks_setting_off_starts_none_and_sends_a_running_one_away(tmp_path):
+    device = warm_device(tmp_path)
+    device.run("push")
+    call(device, "session-start", start_payload(device))
+    pid = warmed(device)
+    (device.home / "settings.json").write_text('{"warm_hooks": false}')
+    _, how = call(device, "session-start", start_payload(device))
+    assert how == "warm"  # answered, and then it leaves
+    assert wait_until(lambda: pid not in warm_pids(device))
+    for _ in range(2):
+        _, how = call(device, "session-start", start_payload(device))
+        assert how == "ordinary"
+    time.sleep(1)
+    assert warm_pids(device) == []
