@@ -7,7 +7,15 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from memsync.claude.install import BEGIN, END, PLUGIN_COMMAND, hook_command, hooks_config, is_ours
+from memsync.claude.install import (
+    BEGIN,
+    END,
+    PLUGIN_COMMAND,
+    hook_command,
+    hook_launcher,
+    hooks_config,
+    is_ours,
+)
 from memsync.cli import _register
 from memsync.cli.common import app
 
@@ -61,8 +69,8 @@ def test_install_keeps_everything_else_is_idempotent_and_reversible(_isolated_ho
     assert ours == [
         {
             "type": "command",
-            "command": hook_command()[0],
-            "args": [*hook_command()[1:], "hook", "post-tool-use"],
+            "command": hook_launcher()[0],
+            "args": [*hook_launcher()[1:], "hook", "post-tool-use"],
             "timeout": 30,
         }
     ]
@@ -192,7 +200,9 @@ def test_project_scope_writes_the_portable_bare_name_a_team_can_commit(tmp_path,
 
 def test_user_scope_says_the_absolute_command_it_writes(_isolated_home):
     output = invoke("install")
-    assert f"SessionStart → {hook_command()[0]} hook session-start" in output
+    import shlex
+
+    assert f"SessionStart → {shlex.join([*hook_launcher(), 'hook', 'session-start'])}" in output
 
 
 def test_hooks_in_shell_form_are_recognised_as_memsync_s_own(_isolated_home):
@@ -220,7 +230,7 @@ def test_hooks_in_shell_form_are_recognised_as_memsync_s_own(_isolated_home):
     data = json.loads(settings.read_text())
     for event in ("SessionStart", "Stop"):
         ours = [h for g in data["hooks"][event] for h in g["hooks"] if is_ours(h)]
-        assert len(ours) == 1 and ours[0]["command"] == hook_command()[0], ours
+        assert len(ours) == 1 and ours[0]["command"] == hook_launcher()[0], ours
     assert "notify-send done" in settings.read_text()
     settings.write_text(json.dumps(shell))
     invoke("uninstall")

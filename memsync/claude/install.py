@@ -74,9 +74,20 @@ def hook_command(folders: list[str] | None = None, exe: str = EXE) -> list[str]:
     return [str(Path(sys.executable).absolute()), "-m", "memsync"]
 
 
+# User-scope hooks run the interpreter with this line rather than the console script pip
+# writes, which imports `re` to tidy its argv[0]: in a warm hook that import is a third of
+# the hook's own start-up (docs/claude-code.md).
+HOOK_LAUNCH = "from memsync.entry import main; main()"
+
+
+def hook_launcher() -> list[str]:
+    """The command user-scope hooks run: this interpreter, by absolute path, with -c."""
+    return [str(Path(sys.executable).absolute()), "-c", HOOK_LAUNCH]
+
+
 def handler(arg: str, extra: dict[str, Any], command: list[str] | None = None) -> dict[str, Any]:
     """One hook in exec form (no shell: the same under bash, cmd and PowerShell)."""
-    command = command or hook_command()
+    command = command or hook_launcher()
     return {"type": "command", "command": command[0], "args": [*command[1:], "hook", arg], **extra}
 
 
@@ -115,7 +126,8 @@ def command_words(entry: object) -> list[str] | None:
 
 def hook_args(entry: object) -> list[str] | None:
     """The arguments after `hook` if `entry` is one of memsync's hook handlers (bare name,
-    absolute path, `python -m memsync`, exec or shell form), else None."""
+    absolute path, `python -m memsync`, `python -c HOOK_LAUNCH`, exec or shell form), else
+    None."""
     words = command_words(entry)
     if not words:
         return None
@@ -123,6 +135,8 @@ def hook_args(entry: object) -> list[str] | None:
     if name == "memsync" and words[1:2] == ["hook"]:
         return words[2:]
     if words[1:4] == ["-m", "memsync", "hook"]:
+        return words[4:]
+    if words[1:4] == ["-c", HOOK_LAUNCH, "hook"]:
         return words[4:]
     return None
 
@@ -225,8 +239,9 @@ def shlex_join(words: list[str]) -> str:
 
 
 def scope_command(scope: str) -> list[str]:
-    """The command install writes. User scope: this machine's executable by absolute path (it
-    works whatever the Claude process's PATH). Project scope: the bare name `memsync`, found on
+    """The memsync command install writes into the skills (user-scope hooks run
+    `hook_launcher`). User scope: this machine's executable by absolute path (it works
+    whatever the Claude process's PATH). Project scope: the bare name `memsync`, found on
     PATH, because .claude/settings.json and the skills are committed and shared by a team whose
     machines install memsync in different places (`doctor` checks the name resolves)."""
     return PLUGIN_COMMAND if scope == "project" else hook_command()
@@ -351,7 +366,9 @@ def plan_install(scope: str = "user", cwd: Path | None = None) -> Plan:
     settings = _load_settings(t.settings)
     before = _dump(settings) if settings else None
     command = scope_command(scope)
-    added = _add_hooks(settings, t.settings, command)
+    added = _add_hooks(
+        settings, t.settings, PLUGIN_COMMAND if scope == "project" else hook_launcher()
+    )
     if added:
         plan.writes[t.settings] = _dump(settings, _read_bytes(t.settings))
         if before is not None:
