@@ -256,6 +256,7 @@ def _log_warning(message: str, level: str = "warning") -> None:
 
 def _preload() -> None:
     """Everything a hook imports, and the secret scanner's patterns compiled."""
+    import codecs
     import gc
 
     import memsync.claude.hooks
@@ -264,6 +265,7 @@ def _preload() -> None:
     import memsync.claude.sessions
     import memsync.context.builtin_sync
     import memsync.memory.index_limit
+    import memsync.memory.memtypes
     import memsync.privacy.scanner
     import memsync.stores.crypt
     import memsync.stores.folder
@@ -271,6 +273,9 @@ def _preload() -> None:
     import memsync.sync.offline
     import memsync.sync.transfers  # noqa: F401
     from memsync.privacy.rules import RULES
+
+    for codec in ("utf-8-sig", "utf-16-le"):  # settings and payloads are read with these
+        codecs.lookup(codec)
 
     for rule in RULES:
         rule.pattern.compiled  # noqa: B018 - compiled once, shared by every child
