@@ -197,6 +197,7 @@ def test_the_warm_process_leaves_when_idle_when_its_socket_goes_and_on_uninstall
 
     device.run("install")  # starts one, so a new session's first hook is warm
     pid = warmed(device)
+    assert "a warm process answers hooks" in device.run("doctor", check=None).stdout
     _, how = call(device, "session-start", start_payload(device))
     assert how == "warm"
     device.run("uninstall")

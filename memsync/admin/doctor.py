@@ -305,7 +305,9 @@ def hooks_check(settings_files: list[Path] | None = None) -> Check:
         if isinstance(found, Check):
             return found
         runnable.append(found)
-    return Check("hooks", True, ", ".join(sorted(runnable)))
+    from memsync.claude.warm import warm_state
+
+    return Check("hooks", True, f"{', '.join(sorted(runnable))}; {warm_state()}")
 
 
 def _settings_files(user: Path) -> list[Path]:

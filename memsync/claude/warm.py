@@ -145,22 +145,25 @@ def _ordinary(argv: list[str], stdin: object) -> int:
     return code
 
 
+def warm_state() -> str:
+    """How the next hook will be answered, in a phrase (for `doctor`)."""
+    if not available():
+        return "each hook starts memsync anew (warm hooks are off or not possible here)"
+    try:
+        _dial(os.getcwd()).close()
+        return "a warm process answers hooks"
+    except OSError:
+        return "no warm process yet: the next hook starts one"
+
+
 def stop() -> None:
     """Ask this memsync home's warm process, if any, to leave (a call from other code)."""
     if available():
         _ask([], b"", stamp=b"leave")
 
 
-def _ask(
-    argv: list[str], data: bytes, stamp: bytes | None = None
-) -> tuple[int, bytes, bytes] | None:
-    """(exit code, stdout, stderr) from the warm process; None where none answered, so the
-    hook runs the ordinary way (no process, another memsync's, or one that did not take the
-    call within ACK_WAIT: the hook's work is safe to run twice, a later push finds nothing)."""
-    try:
-        cwd = os.getcwd()
-    except OSError:  # the working folder is gone: the ordinary way says what it can
-        return None
+def _dial(cwd: str) -> _socket.socket:
+    """A connection the warm process took (it answers `+` at once); OSError otherwise."""
     where = os.path.join(run_dir(), SOCKET)
     conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
@@ -174,7 +177,25 @@ def _ask(
             finally:
                 os.chdir(cwd)
         if conn.recv(1) != b"+":
-            return None
+            raise ConnectionError("the warm process did not take the call")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _ask(
+    argv: list[str], data: bytes, stamp: bytes | None = None
+) -> tuple[int, bytes, bytes] | None:
+    """(exit code, stdout, stderr) from the warm process; None where none answered, so the
+    hook runs the ordinary way (no process, another memsync's, or one that did not take the
+    call within ACK_WAIT: the hook's work is safe to run twice, a later push finds nothing)."""
+    try:
+        cwd = os.getcwd()
+        conn = _dial(cwd)
+    except OSError:  # no warm process, or the working folder is gone
+        return None
+    try:
         umask = os.umask(0o077)
         os.umask(umask)
         _send(
@@ -194,7 +215,7 @@ def _ask(
             return None
         code, out, err = _receive(conn, 3)
         return int(code), out, err
-    except (OSError, ValueError, ConnectionError):
+    except (OSError, ValueError):
         return None
     finally:
         conn.close()
