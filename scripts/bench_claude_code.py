@@ -11,9 +11,12 @@ Each run is `claude -p` in a fresh HOME against the loopback fake Messages API (
 without memsync and once after `memsync install` with N memory files already synced to a folder
 remote. Rows, median of --runs:
 - session start: process start -> the model's first request (SessionStart hooks run in between);
-- a memory Write: the model's Write reply -> its next request (the synchronous PostToolUse push);
+- a memory Write: the model's Write reply -> its next request (the PostToolUse hook's check and answer);
 - a Write outside the memory dir: the same, for the hook's fast path;
 - the whole `-p` run: process start -> exit (Stop, SessionEnd included).
+`memsync install` starts the warm process (memsync/claude/warm.py), so hooks are answered warm,
+as after any earlier hook within 30 minutes; --cold turns warm hooks off: every hook starts
+memsync anew, as the first hook after a restart (or 30 minutes without one) does.
 """
 
 from __future__ import annotations
@@ -75,7 +78,7 @@ class InstalledHome(ClaudeHome):
 
 
 def one_run(
-    server: AnthropicServer, memsync: bool, files: int, exe: Path | None = None
+    server: AnthropicServer, memsync: bool, files: int, exe: Path | None = None, warm: bool = True
 ) -> dict[str, float]:
     # ignore_cleanup_errors: SessionEnd's detached flush may still be writing its log
     with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as tmp:
@@ -83,6 +86,7 @@ def one_run(
             cc: ClaudeHome = InstalledHome(Path(tmp), server, Path(tmp) / "remote", exe)
         else:
             cc = ClaudeHome(Path(tmp), server, Path(tmp) / "remote")
+        cc.extra_env = {} if warm else {"MEMSYNC_WARM_HOOKS": "0"}
         mem = cc.memory_dir()
         # both runs hold the same memory: Claude Code's own work grows with the memory dir
         mem.mkdir(parents=True, exist_ok=True)
@@ -116,6 +120,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--files", type=int, default=50)
     parser.add_argument("--memsync", type=Path, help="an installed memsync executable to use")
+    parser.add_argument(
+        "--cold", action="store_true", help="no warm process: every hook starts memsync anew"
+    )
     args = parser.parse_args()
     if not CLAUDE.exists():
         sys.exit(f"{CLAUDE} is missing: run scripts/test.sh once to install Claude Code")
@@ -127,13 +134,18 @@ def main() -> None:
         rows: dict[str, dict[bool, list[float]]] = {}
         for _ in range(args.runs):
             for memsync in (False, True):
-                for name, seconds in one_run(server, memsync, args.files, exe).items():
+                for name, seconds in one_run(
+                    server, memsync, args.files, exe, warm=not args.cold
+                ).items():
                     rows.setdefault(name, {False: [], True: []})[memsync].append(seconds)
     finally:
         server.stop()
     which = exe or f"{sys.executable} -m memsync (this checkout)"
     print(f"Claude Code at {CLAUDE}, memsync {which}")
-    print(f"median of {args.runs}, {args.files} memory files synced")
+    print(
+        f"median of {args.runs}, {args.files} memory files synced, "
+        + ("hooks cold (MEMSYNC_WARM_HOOKS=0)" if args.cold else "hooks warm")
+    )
     print("| what | without memsync | with memsync | added |")
     print("|---|---|---|---|")
     for name, by in rows.items():

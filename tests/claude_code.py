@@ -93,6 +93,7 @@ class ClaudeHome:
         self.project = self.home / "proj"
         self.remote = remote
         self.server = server
+        self.extra_env: dict[str, str] = {}  # for every process this home runs
         self.project.mkdir(parents=True)
         self.remote.mkdir(parents=True, exist_ok=True)
         git(self.project, "init", "-q")
@@ -119,6 +120,7 @@ class ClaudeHome:
         # the hooks Claude Code runs import this checkout's memsync (not whichever copy the
         # interpreter has installed) and, without fcntl, take the same lock as the tests' memsync
         env["PYTHONPATH"] = python_path(REPO)
+        env.update(self.extra_env)
         env.update(extra)
         return env
 

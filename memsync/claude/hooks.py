@@ -22,6 +22,8 @@ from memsync.context import config
 from memsync.sync.mode import Mode
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from memsync.claude.log import Log
 from memsync.util.errors import StoreError, UserError
 
@@ -247,40 +249,60 @@ def _stamp(path: Path) -> tuple[int, int] | None:
     return st.st_size, st.st_mtime_ns
 
 
+# Work that follows the answer (a memory write's push), run by `after_answer` once the answer
+# is out: the ordinary way in a forked child, since Claude Code waits for the hook's process to
+# end; in a warm process's child (claude/warm.py) in that child itself, whose client has ended.
+_AFTER: list[Callable[[], None]] = []
+
+
 def push_later(
     ctx: config.Context, path: Path, told: set[str], stamp: tuple[int, int] | None
 ) -> None:
-    """Push `path` in a forked child in a session of its own, after the hook has answered:
-    Claude Code waits for the hook, not for the child. Nothing is lost if the child never
-    finishes: the file is in the memory dir, and every later push (the next hook, Stop at the
-    end of the turn, the session-end flush) scans for what is unsynced. The state lock keeps
-    the child and those in turn. What the push finds that Claude was not told yet (a refusal
-    only the remote could cause, a write replaced by another device's version) is kept as a
-    notice for the next hook to tell (`take_notices`); unless Claude wrote the file again
-    meanwhile: the hook of that write checks it and says what there is to say."""
+    """Push `path` after the hook has answered: Claude Code waits for the answer, not for the
+    push. Nothing is lost if the push never finishes: the file is in the memory dir, and every
+    later push (the next hook, Stop at the end of the turn, the session-end flush) scans for
+    what is unsynced. The state lock keeps the push and those in turn. What the push finds
+    that Claude was not told yet (a refusal only the remote could cause, a write replaced by
+    another device's version) is kept as a notice for the next hook to tell (`take_notices`);
+    unless Claude wrote the file again meanwhile: the hook of that write checks it and says
+    what there is to say."""
+    _AFTER.append(lambda: _push_after_answer(ctx, path, told, stamp))
+
+
+def after_answer(detach: bool) -> None:
+    """Run the work queued to follow the answer, at a lower priority (`nice` 10: the session's
+    next request goes first). `detach`: in a forked child in a session of its own, with the
+    hook's stdin, stdout and stderr closed, which Claude Code neither waits for nor kills at
+    `-p` exit; else here."""
+    work = _AFTER[:]
+    _AFTER.clear()
+    if not work:
+        return
     sys.stdout.flush()
     sys.stderr.flush()
+    if detach:
+        try:
+            if os.fork():
+                return
+        except OSError as exc:  # no process to spare: here, after the answer all the same
+            _log().warning("post-tool-use: pushing in the hook itself: %s", exc)
+            detach = False
     try:
-        child = os.fork()
-    except OSError as exc:  # no process to spare: push here, after the answer all the same
-        _log(ctx.home).warning("post-tool-use: pushing in the hook itself: %s", exc)
-        _push_after_answer(ctx, path, told, stamp)
-        return
-    if child:
-        return
-    try:  # the child: never returns into the hook
-        os.setsid()  # out of Claude Code's process group: not killed with it
-        with contextlib.suppress(OSError):  # the session's next request goes first
+        if detach:  # the child: never returns into the hook
+            os.setsid()  # out of Claude Code's process group: not killed with it
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):  # Claude Code reads the hook's output until these close
+                os.dup2(null, fd)
+        with contextlib.suppress(OSError):
             os.nice(10)
-        null = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):  # Claude Code reads the hook's output until these close
-            os.dup2(null, fd)
-        _push_after_answer(ctx, path, told, stamp)
+        for job in work:
+            job()
     except BaseException as exc:
         with contextlib.suppress(BaseException):
-            _log(ctx.home).exception("post-tool-use: the push after the answer failed: %s", exc)
+            _log().exception("post-tool-use: the push after the answer failed: %s", exc)
     finally:
-        os._exit(0)
+        if detach:
+            os._exit(0)
 
 
 def _push_after_answer(

@@ -138,10 +138,11 @@ def run_hook(argv: list[str]) -> int:
 
 
 def _ordinary(argv: list[str], stdin: object) -> int:
-    from memsync.claude.hooks import main
+    from memsync.claude.hooks import after_answer, main
 
     code = main(argv, stdin)
     sys.stdout.flush()
+    after_answer(detach=True)
     return code
 
 
@@ -429,10 +430,12 @@ def _child(conn: socket.socket, stamp: bytes) -> int:
         stdin = io.TextIOWrapper(io.BytesIO(head[7]), encoding="utf-8")
         out, err = io.StringIO(), io.StringIO()
         sys.stdin, sys.stdout, sys.stderr = stdin, out, err
-        from memsync.claude.hooks import main
+        from memsync.claude.hooks import after_answer, main
 
         code = main(argv, stdin, out)
         _send(conn, b"ok", str(code).encode(), out.getvalue().encode(), err.getvalue().encode())
+        conn.close()
+        after_answer(detach=False)  # the client has the answer: Claude Code goes on
         if not available() or not _setting_on():
             os.kill(os.getppid(), signal.SIGTERM)  # turned off since it started
         return 0
