@@ -11,12 +11,12 @@ Each run is `claude -p` in a fresh HOME against the loopback fake Messages API (
 without memsync and once after `memsync install` with N memory files already synced to a folder
 remote. Rows, median of --runs:
 - session start: process start -> the model's first request (SessionStart hooks run in between);
-- a memory Write: the model's Write reply -> its next request (the PostToolUse hook's check and answer);
+- a memory Write: the model's Write reply -> its next request (PostToolUse's check, answer);
 - a Write outside the memory dir: the same, for the hook's fast path;
 - the whole `-p` run: process start -> exit (Stop, SessionEnd included).
 `memsync install` starts the warm process (memsync/claude/warm.py), so hooks are answered warm,
-as after any earlier hook within 30 minutes; --cold turns warm hooks off: every hook starts
-memsync anew, as the first hook after a restart (or 30 minutes without one) does.
+as after any earlier hook within 8 hours; --cold turns warm hooks off: every hook starts
+memsync anew, as the first hook after a restart (or 8 hours without one) does.
 """
 
 from __future__ import annotations

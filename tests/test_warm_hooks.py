@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -83,10 +84,26 @@ def warm_pids(device: Device) -> list[int]:
     return found
 
 
+def answers(sock: Path) -> bool:
+    """Whether a warm process takes a call on `sock` (it answers `+` at once)."""
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    here = os.getcwd()
+    try:
+        probe.settimeout(1)
+        os.chdir(sock.parent)  # a test's folder may be longer than a socket's path may be
+        probe.connect(sock.name)
+        return probe.recv(1) == b"+"
+    except OSError:
+        return False
+    finally:
+        os.chdir(here)
+        probe.close()
+
+
 def warmed(device: Device) -> int:
     """Wait for `device`'s warm process to take calls; its pid."""
     sock = device.home / "run" / "hooks.sock"
-    assert wait_until(lambda: sock.exists() and len(warm_pids(device)) == 1), warm_pids(device)
+    assert wait_until(lambda: len(warm_pids(device)) == 1 and answers(sock)), warm_pids(device)
     return warm_pids(device)[0]
 
 

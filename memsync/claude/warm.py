@@ -36,7 +36,7 @@ if TYPE_CHECKING:
         def recv(self, size: int, /) -> bytes: ...
 
 
-IDLE = 1800.0  # seconds without a hook before the warm process leaves (MEMSYNC_WARM_IDLE)
+IDLE = 8 * 3600.0  # seconds without a hook before the warm process leaves (MEMSYNC_WARM_IDLE)
 MAX_PAYLOAD = 4 * 1024 * 1024
 PROTOCOL = b"memsync-warm-1"
 ACK_WAIT = 2.0  # seconds the client waits for the warm process to take its call
@@ -276,29 +276,39 @@ def _log_warning(message: str, level: str = "warning") -> None:
 # --- the warm process ----------------------------------------------------------------------
 
 
+NOT_PRELOADED = ("memsync.cli", "memsync.__main__", "memsync.claude.memory_tool")
+
+
 def _preload() -> None:
-    """Everything a hook imports, and the secret scanner's patterns compiled."""
+    """Every module of memsync but the CLI's and the API memory tool's (a hook's work may
+    reach any store, the merge, compaction's rules), the modules they load when first used,
+    and the secret scanner's patterns compiled."""
     import codecs
     import gc
+    import importlib
+    import pkgutil
+    import sqlite3  # noqa: F401 - merge bases; loaded on first use
 
-    import memsync.claude.hooks
-    import memsync.claude.log
-    import memsync.claude.primer
-    import memsync.claude.sessions
-    import memsync.context.builtin_sync
-    import memsync.memory.index_limit
-    import memsync.memory.memtypes
-    import memsync.privacy.scanner
-    import memsync.stores.crypt
-    import memsync.stores.folder
-    import memsync.sync.engine
-    import memsync.sync.offline
-    import memsync.sync.transfers  # noqa: F401
+    import memsync
     from memsync.privacy.rules import RULES
+    from memsync.util.errors import ConfigError
 
+    for info in pkgutil.walk_packages(memsync.__path__, "memsync."):
+        if not info.name.startswith(NOT_PRELOADED):
+            try:
+                importlib.import_module(info.name)
+            except ImportError:  # an optional package that is not installed (the API's SDK)
+                continue
     for codec in ("utf-8-sig", "utf-16-le"):  # settings and payloads are read with these
         codecs.lookup(codec)
+    from memsync.memory.frontmatter import _yaml
 
+    _yaml()  # PyYAML and its loader: a third of a hook's work when it reads frontmatter
+    from memsync.stores import tls
+
+    # the CA store for this trust setting (a child with other CA variables loads its own)
+    with _suppress(OSError, ConfigError):
+        tls.context()
     for rule in RULES:
         rule.pattern.compiled  # noqa: B018 - compiled once, shared by every child
     gc.collect()
