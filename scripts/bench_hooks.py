@@ -7,8 +7,11 @@ Rows: `memsync --help`; the post-tool-use hook for a file outside the memory dir
 run after every Write/Edit); post-tool-use for a memory file Claude Code wrote (its frontmatter
 shape), which answers and then pushes in a child Claude Code does not wait for (the row times
 the hook's own process, which is what Claude Code waits for); session-start with 50 unchanged
-files (one listing, then the primer). Each row gives the wall time and the hook process's CPU
-time (user + system): on a shared machine the first moves with the load, the second far less.
+files (one listing, then the primer); each hook cold (MEMSYNC_WARM_HOOKS=0: a process that
+imports memsync) and warm (answered by the warm process, memsync/claude/warm.py; the CPU column
+then counts only the hook's own process, not the warm process's child). Each row gives the
+wall time and the hook process's CPU time (user + system): on a shared machine the first moves
+with the load, the second far less.
 Folder remote by default; --azurite repeats the network rows against a fresh Azurite (.tools/,
 see scripts/test.sh). memsync runs as Claude Code runs it, through the `memsync` console script
 of a venv: a fresh one with `pip install .` (as in scripts/bench.py), or the one --memsync names.
@@ -20,6 +23,7 @@ import argparse
 import json
 import os
 import resource
+import socket
 import statistics
 import subprocess
 import sys
@@ -35,6 +39,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from bench import install  # noqa: E402
 
+from memsync.claude.install import HOOK_LAUNCH  # noqa: E402
 from tests.azurite import start_azurite  # noqa: E402
 
 # what Claude Code leaves in a memory file after its Write (docs/claude-code.md)
@@ -104,25 +109,59 @@ def rows(
         pass
 
     python = exe.parent / "python"
-    return [
+    hook = [str(python), "-c", HOOK_LAUNCH, "hook"]  # as `memsync install` writes it
+    found = [
         (
             "python -c pass (interpreter start-up, for reference)",
             timed([str(python), "-c", "pass"], env, "", runs, nothing),
         ),
         ("memsync --help", timed([*cmd, "--help"], env, "", runs, nothing)),
-        (
-            "hook post-tool-use, file outside the memory dir",
-            timed([*cmd, "hook", "post-tool-use"], env, outside, runs, nothing),
-        ),
-        (
-            "hook post-tool-use, memory file written (checked, answered; push follows)",
-            timed([*cmd, "hook", "post-tool-use"], env, inside, runs, write_memory),
-        ),
-        (
-            "hook session-start, 50 unchanged files",
-            timed([*cmd, "hook", "session-start"], env, start, runs, nothing),
-        ),
     ]
+    for how in ("cold", "warm"):
+        hook_env = dict(env, MEMSYNC_WARM_HOOKS="0" if how == "cold" else "1")
+        if how == "warm":
+            subprocess.run(
+                [*hook, "session-start"],
+                env=hook_env,
+                input=start,
+                text=True,
+                check=True,
+                capture_output=True,
+            )
+            wait_warm(tmp / "home" / "run" / "hooks.sock")
+        found += [
+            (
+                f"{how}: hook post-tool-use, file outside the memory dir",
+                timed([*hook, "post-tool-use"], hook_env, outside, runs, nothing),
+            ),
+            (
+                f"{how}: hook post-tool-use, memory file written (checked, answered; push follows)",
+                timed([*hook, "post-tool-use"], hook_env, inside, runs, write_memory),
+            ),
+            (
+                f"{how}: hook session-start, 50 unchanged files",
+                timed([*hook, "session-start"], hook_env, start, runs, nothing),
+            ),
+        ]
+    subprocess.run([*cmd, "uninstall"], env=env, capture_output=True)  # the warm process leaves
+    return found
+
+
+def wait_warm(sock: Path) -> None:
+    """Until the warm process the first hook started takes calls (it answers `+`)."""
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.settimeout(1)
+            probe.connect(str(sock))
+            if probe.recv(1) == b"+":
+                return
+        except OSError:
+            time.sleep(0.05)
+        finally:
+            probe.close()
+    raise SystemExit(f"no warm process answered on {sock}")
 
 
 def main() -> None:
@@ -132,7 +171,8 @@ def main() -> None:
     parser.add_argument("--memsync", type=Path, help="an installed memsync executable to use")
     args = parser.parse_args()
     results = []
-    with tempfile.TemporaryDirectory(prefix="memsync-hooks-") as t:
+    # ignore_cleanup_errors: a push after the answer or the leaving warm process may still write
+    with tempfile.TemporaryDirectory(prefix="memsync-hooks-", ignore_cleanup_errors=True) as t:
         tmp = Path(t)
         exe = args.memsync.absolute() if args.memsync else install(tmp) / "memsync"
         (tmp / "folder" / "remote").mkdir(parents=True)

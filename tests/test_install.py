@@ -257,3 +257,30 @@ def test_a_windows_settings_file_keeps_its_crlf_and_byte_order_mark(_isolated_ho
     assert b"\n" not in written.replace(b"\r\n", b"")
     invoke("uninstall")
     assert settings.read_bytes() == original
+
+
+def test_hooks_never_import_a_folder_named_memsync_in_the_users_project(tmp_path):
+    """`python -c` puts the working folder first on sys.path: a project holding a `memsync`
+    folder would be imported in place of memsync, and the hook would fail the session."""
+    import os
+    import subprocess
+    import sys
+
+    from memsync.claude.install import HOOK_LAUNCH
+    from tests.conftest import python_path
+
+    project = tmp_path / "project"
+    (project / "memsync").mkdir(parents=True)
+    (project / "memsync" / "__init__.py").write_text("raise SystemExit(7)\n")
+    payload = {"tool_name": "Write", "cwd": str(project),
+               "tool_input": {"file_path": str(project / "main.py")}}  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", HOOK_LAUNCH, "hook", "post-tool-use"],
+        env={**os.environ, "PYTHONPATH": python_path(Path(__file__).resolve().parent.parent)},
+        cwd=project,
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr

@@ -667,6 +667,7 @@ def session_end(payload: dict[str, Any], stdout: Any) -> None:
 
     subprocess.Popen(  # our own interpreter and module, no shell
         args,
+        cwd=ctx.home,  # -m imports from the working folder first: never the user's project
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

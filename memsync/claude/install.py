@@ -76,8 +76,12 @@ def hook_command(folders: list[str] | None = None, exe: str = EXE) -> list[str]:
 
 # User-scope hooks run the interpreter with this line rather than the console script pip
 # writes, which imports `re` to tidy its argv[0]: in a warm hook that import is a third of
-# the hook's own start-up (docs/claude-code.md).
-HOOK_LAUNCH = "from memsync.entry import main; main()"
+# the hook's own start-up (docs/claude-code.md). `-c` puts the working folder (the user's
+# project) first on sys.path, where a folder named `memsync` would be imported instead: the
+# line takes it out first, as Python 3.11's -P does.
+HOOK_LAUNCH = (
+    "import sys; sys.path = [p for p in sys.path if p]; from memsync.entry import main; main()"
+)
 
 
 def hook_launcher() -> list[str]:
