@@ -289,11 +289,11 @@ def _preload() -> None:
     import pkgutil
     import sqlite3  # noqa: F401 - merge bases; loaded on first use
 
-    import memsync
     from memsync.privacy.rules import RULES
     from memsync.util.errors import ConfigError
 
-    for info in pkgutil.walk_packages(memsync.__path__, "memsync."):
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for info in pkgutil.walk_packages([package], "memsync."):
         if not info.name.startswith(NOT_PRELOADED):
             try:
                 importlib.import_module(info.name)
