@@ -537,3 +537,23 @@ def test_the_log_rolls_over_privately_and_keeps_every_line_whole(tmp_path, monke
     kept = "".join(f.read_text() for f in files)  # the newest lines, the oldest rolled away
     assert "pulled 59, merged 59, pushed 59" in kept and "pulled 0," not in kept
     assert "ghp_" not in kept
+
+
+def test_an_edit_of_a_file_forgotten_elsewhere_is_told_by_the_next_hook(tmp_path):
+    """The push after the answer sets aside an edit of a file another device forgot (the
+    file leaves the memory dir): the next PostToolUse hook tells Claude so, once."""
+    remote = (tmp_path / "remote").as_uri()
+    (tmp_path / "remote").mkdir()
+    a = answered_first(make_device(tmp_path, "a", remote))
+    b = make_device(tmp_path, "b", remote)
+    a.write("project_f.md", "A fact to forget.\n", type="project")
+    a.run("sync")
+    b.run("sync")
+    b.run("forget", "project_f.md", "-y")
+    path = a.write("project_f.md", "A fact to forget, edited.\n", type="project")
+    assert told(hook(a, "post-tool-use", write_payload(a, path))) == ""  # not known here yet
+    assert wait_until(lambda: not path.exists())  # the push set the edit aside
+    other = a.write("project_other.md", "Another fact.\n", type="project")
+    said = told(hook(a, "post-tool-use", write_payload(a, other)))
+    assert "project_f.md was NOT synced" in said and "forgotten on another device" in said
+    assert told(hook(a, "post-tool-use", write_payload(a, other))) == ""  # told once

@@ -47,9 +47,13 @@ def wait_until(check, timeout: float = 20.0) -> bool:
 
 
 def warm_device(tmp_path: Path, name: str = "d", **env: str) -> Device:
+    """A device with memsync's hooks installed (a warm process starts only for installed
+    hooks; `install` starts the first)."""
     (tmp_path / "remote").mkdir(exist_ok=True)
     extra = {"MEMSYNC_WARM_HOOKS": "1", "MEMSYNC_WARM_IDLE": "30", **env}
-    return make_device(tmp_path, name, (tmp_path / "remote").as_uri(), **extra)
+    device = make_device(tmp_path, name, (tmp_path / "remote").as_uri(), **extra)
+    device.run("install")
+    return device
 
 
 def call(device: Device, event: str, payload: dict, **env: str) -> tuple[str, str]:
@@ -133,14 +137,12 @@ def test_a_warm_answer_is_the_ordinary_answer(tmp_path):
     device = warm_device(tmp_path)
     device.write("carry_forward.md", PENDING, type="carry_forward")
     device.run("push")
-    first, how = call(device, "session-start", start_payload(device))
-    assert how == "ordinary"  # no warm process yet: this one starts it
+    alone, how = call(device, "session-start", start_payload(device), MEMSYNC_WARM_HOOKS="off")
+    assert how == "ordinary"
     warmed(device)
     again, how = call(device, "session-start", start_payload(device))
     assert how == "warm"
-    alone, how = call(device, "session-start", start_payload(device), MEMSYNC_WARM_HOOKS="0")
-    assert how == "ordinary"
-    assert again == alone == first
+    assert again == alone
     assert "Ask about the marathon." in json.loads(again)["hookSpecificOutput"]["additionalContext"]
 
 
@@ -181,14 +183,37 @@ def test_each_warm_call_runs_in_its_callers_environment_and_folder(tmp_path):
     assert not (tmp_path / "remote" / "e2e-project" / "user_role.md").exists()
 
 
-def test_other_code_is_answered_the_ordinary_way_and_replaces_the_warm_process(tmp_path):
-    device = warm_device(tmp_path)
+def copy_of_memsync(tmp_path: Path) -> Path:
+    """A copy of this checkout's memsync package, to edit in place."""
+    import shutil
+
+    site, repo = tmp_path / "site", Path(__file__).resolve().parent.parent
+    for part in ("memsync", "skills", "templates", "hooks"):  # what install reads beside it
+        if (repo / part).is_dir():
+            shutil.copytree(repo / part, site / part, ignore=shutil.ignore_patterns("__pycache__"))
+    return site
+
+
+@pytest.mark.parametrize("change", ["PYTHONPATH", "TZ", "an edit"])
+def test_other_code_is_answered_the_ordinary_way_and_replaces_the_warm_process(tmp_path, change):
+    """Another PYTHONPATH, a variable a process reads once at start-up (the time zone), or a
+    file of memsync edited in place since the warm process started."""
+    site = copy_of_memsync(tmp_path)
+    shim = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if "nofcntl" in p]
+    device = warm_device(tmp_path, PYTHONPATH=os.pathsep.join([*shim, str(site)]))
     device.run("push")
     call(device, "session-start", start_payload(device))
     old = warmed(device)
-    extra = tmp_path / "site"
-    extra.mkdir()
-    newer = {"PYTHONPATH": os.pathsep.join([device.env()["PYTHONPATH"], str(extra)])}
+    newer: dict[str, str] = {}
+    if change == "PYTHONPATH":
+        (tmp_path / "more").mkdir()
+        newer["PYTHONPATH"] = os.pathsep.join([device.env()["PYTHONPATH"], str(tmp_path / "more")])
+    elif change == "TZ":
+        newer["TZ"] = "Pacific/Pago_Pago"
+    else:
+        digests = site / "memsync" / "memory" / "digests.py"
+        with digests.open("a") as out:  # in place, as an editor may save
+            out.write("\n# edited\n")
     _, how = call(device, "session-start", start_payload(device), **newer)
     assert how == "ordinary"
     assert wait_until(lambda: old not in warm_pids(device))  # the old one left
@@ -219,6 +244,11 @@ def test_the_warm_process_leaves_when_idle_when_its_socket_goes_and_on_uninstall
     assert how == "warm"
     device.run("uninstall")
     assert wait_until(lambda: pid not in warm_pids(device))
+    # a session still running after the uninstall runs its hooks: they start none
+    said, how = call(device, "session-start", start_payload(device))
+    assert how == "ordinary" and said
+    time.sleep(1)
+    assert warm_pids(device) == []
 
 
 def test_a_dead_or_hung_warm_process_never_fails_a_hook(tmp_path):
@@ -248,6 +278,7 @@ def test_the_warm_hooks_setting_off_starts_none_and_sends_a_running_one_away(tmp
     device.run("push")
     call(device, "session-start", start_payload(device))
     pid = warmed(device)
+    assert "a warm process answers hooks" in device.run("doctor", check=None).stdout
     (device.home / "settings.json").write_text('{"warm_hooks": false}')
     _, how = call(device, "session-start", start_payload(device))
     assert how == "warm"  # answered, and then it leaves
@@ -257,3 +288,16 @@ def test_the_warm_hooks_setting_off_starts_none_and_sends_a_running_one_away(tmp
         assert how == "ordinary"
     time.sleep(1)
     assert warm_pids(device) == []
+    assert "the warm_hooks setting" in device.run("doctor", check=None).stdout
+
+
+def test_a_relative_memsync_home_logs_where_it_says(tmp_path):
+    device = warm_device(tmp_path)
+    device.run("push")
+    relative = os.path.relpath(device.home, device.root)
+    call(device, "session-start", start_payload(device), MEMSYNC_HOME=relative)
+    warmed(device)
+    _, how = call(device, "session-start", start_payload(device), MEMSYNC_HOME=relative)
+    assert how == "warm"
+    assert "answers hooks" in (device.home / "logs" / "memsync.log").read_text()
+    assert not (device.home / "run" / relative).exists()

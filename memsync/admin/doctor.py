@@ -281,12 +281,13 @@ def hooks_check(settings_files: list[Path] | None = None) -> Check:
     """The memsync hooks `install` wrote. User scope writes the executable by absolute path
     (runnable whatever the Claude process's PATH); project scope writes the bare name `memsync`
     (the file is shared by a team), which must then resolve on PATH."""
+    from memsync.claude.install import hook_settings_files, installed_hooks
     from memsync.context.config import claude_config_dir
 
     user = claude_config_dir() / "settings.json"
     if settings_files is None:
-        settings_files = _settings_files(user)
-    commands, plugin = _hooks_installed(settings_files)
+        settings_files = hook_settings_files(user)
+    commands, plugin = installed_hooks(settings_files)
     if not commands:
         if plugin:
             return Check("hooks", True, "the memsync plugin is enabled (its own hooks)")
@@ -308,47 +309,6 @@ def hooks_check(settings_files: list[Path] | None = None) -> Check:
     from memsync.claude.warm import warm_state
 
     return Check("hooks", True, f"{', '.join(sorted(runnable))}; {warm_state()}")
-
-
-def _settings_files(user: Path) -> list[Path]:
-    """Where install writes hooks: the user's settings, and the repository's if in one."""
-    from memsync.context.identity import find_git_root
-
-    files = [user]
-    root = find_git_root(Path.cwd())
-    if root is not None:
-        files.append(root / ".claude" / "settings.json")
-    return files
-
-
-def _hooks_installed(settings_files: list[Path]) -> tuple[dict[str, Path], bool]:
-    """The executables memsync's hooks run ({command: the settings file naming it first}),
-    and whether the memsync plugin is enabled; unreadable or malformed files count for none."""
-    import json
-
-    from memsync.claude.install import command_words, is_ours
-
-    commands: dict[str, Path] = {}
-    plugin = False
-    for path in settings_files:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue
-        if not isinstance(data, dict):
-            continue
-        enabled = data.get("enabledPlugins")
-        if isinstance(enabled, dict) and any(
-            v and str(k).split("@")[0] == "memsync" for k, v in enabled.items()
-        ):
-            plugin = True
-        hooks = data.get("hooks") or {}
-        for groups in hooks.values() if isinstance(hooks, dict) else []:
-            for group in groups if isinstance(groups, list) else []:
-                for entry in group.get("hooks", []) if isinstance(group, dict) else []:
-                    if is_ours(entry):
-                        commands.setdefault((command_words(entry) or [""])[0], path)
-    return commands, plugin
 
 
 def _hook_runs(command: str, path: Path, user: Path) -> str | Check:

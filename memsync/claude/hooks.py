@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memsync.claude.warm import MAX_PAYLOAD
 from memsync.context import config
 from memsync.sync.mode import Mode
 
@@ -37,7 +38,6 @@ EVENTS = (
     "pre-compact",
 )
 WRITE_TOOLS = ("Write", "Edit", "MultiEdit")
-MAX_PAYLOAD = 4 * 1024 * 1024
 
 
 def _log(home: Path | None = None) -> Log:
@@ -50,7 +50,7 @@ def read_payload(stream: Any) -> dict[str, Any]:
     """The hook's JSON object; a ValueError naming the problem otherwise."""
     raw = stream.read(MAX_PAYLOAD + 1) if stream is not None else ""
     if len(raw) > MAX_PAYLOAD:
-        raise ValueError("the hook payload is larger than 4 MB")
+        raise ValueError(f"the hook payload is larger than {MAX_PAYLOAD >> 20} MB")
     if not raw.strip():
         raise ValueError("the hook payload on stdin is empty")
     data = json.loads(raw)
@@ -310,7 +310,8 @@ def _push_after_answer(
 ) -> None:
     """Push `path`; keep what Claude was not told yet as a notice for the next hook."""
     problems, replaced = _push_one(ctx, path, "post-tool-use")
-    if _stamp(path) != stamp:
+    now = _stamp(path)  # None when the push set the file aside: that is no new write
+    if now is not None and now != stamp:
         told = {*told, path.relative_to(ctx.memory_dir).as_posix()}
     later = tell({n: why for n, why in problems.items() if n not in told}, replaced)
     if later:

@@ -518,3 +518,42 @@ def apply(plan: Plan) -> list[Path]:
 def _anything_left(plan: Plan) -> bool:
     """After an uninstall: does an edited skill of ours stay (so the manifest must too)?"""
     return any(c.endswith("it was edited after install") for c in plan.changes)
+
+
+def hook_settings_files(user: Path) -> list[Path]:
+    """Where install writes hooks: the user's settings, and the repository's if in one."""
+    from memsync.context.identity import find_git_root
+
+    files = [user]
+    root = find_git_root(Path.cwd())
+    if root is not None:
+        files.append(root / ".claude" / "settings.json")
+    return files
+
+
+def installed_hooks(settings_files: list[Path]) -> tuple[dict[str, Path], bool]:
+    """The executables memsync's hooks run ({command: the settings file naming it first}),
+    and whether the memsync plugin is enabled; unreadable or malformed files count for none."""
+    import json
+
+    commands: dict[str, Path] = {}
+    plugin = False
+    for path in settings_files:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(data, dict):
+            continue
+        enabled = data.get("enabledPlugins")
+        if isinstance(enabled, dict) and any(
+            v and str(k).split("@")[0] == "memsync" for k, v in enabled.items()
+        ):
+            plugin = True
+        hooks = data.get("hooks") or {}
+        for groups in hooks.values() if isinstance(hooks, dict) else []:
+            for group in groups if isinstance(groups, list) else []:
+                for entry in group.get("hooks", []) if isinstance(group, dict) else []:
+                    if is_ours(entry):
+                        commands.setdefault((command_words(entry) or [""])[0], path)
+    return commands, plugin

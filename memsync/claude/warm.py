@@ -37,9 +37,9 @@ if TYPE_CHECKING:
 
 
 IDLE = 8 * 3600.0  # seconds without a hook before the warm process leaves (MEMSYNC_WARM_IDLE)
-MAX_PAYLOAD = 4 * 1024 * 1024
+MAX_PAYLOAD = 64 * 1024 * 1024  # a hook's JSON on stdin: a Write's payload holds the file twice
 PROTOCOL = b"memsync-warm-1"
-ACK_WAIT = 2.0  # seconds the client waits for the warm process to take its call
+ACK_WAIT = 0.5  # seconds the client waits for the warm process to take its call
 START_GUARD = 10.0  # seconds a start in progress keeps others from starting a second one
 HOLD = 3600.0  # seconds no start is tried after a warm process could not start
 SOCKET = "hooks.sock"
@@ -58,24 +58,40 @@ def run_dir(env: dict[str, str] | os._Environ[str] = os.environ) -> str:
 
 
 def available() -> bool:
-    return (
-        hasattr(os, "fork")
-        and hasattr(_socket, "AF_UNIX")
-        and os.environ.get("MEMSYNC_WARM_HOOKS", "1") != "0"
-    )
+    """Warm hooks are possible here and not turned off by MEMSYNC_WARM_HOOKS (on/off, as the
+    other switches; a value that is neither is the settings' to report, in every hook)."""
+    off = os.environ.get("MEMSYNC_WARM_HOOKS", "").strip().lower() in ("0", "off", "false", "no")
+    return hasattr(os, "fork") and hasattr(_socket, "AF_UNIX") and not off
+
+
+# what a process takes from its environment once, at start-up: the interpreter's options, its
+# locale and time zone, its temporary folder. A hook whose values differ from the warm
+# process's is other code for it: answered the ordinary way, it starts a warm process of its own
+STARTUP_PREFIXES = ("PYTHON", "LC_")
+STARTUP_NAMES = ("LANG", "LANGUAGE", "TZ", "TMPDIR", "TEMP", "TMP")
+
+
+def _startup_env(env: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+    return {
+        k: v for k, v in env.items() if k.startswith(STARTUP_PREFIXES) or k in STARTUP_NAMES
+    }
 
 
 def code_stamp() -> bytes:
-    """What must be the same for a warm process to answer for this memsync: the interpreter,
-    PYTHONPATH, and where memsync's code is and when its folders last changed (an install or
-    upgrade replaces their files)."""
+    """What must be the same for a warm process to answer a hook: the interpreter, memsync's
+    files (where they are and when any of them last changed: an install, an upgrade, an edit)
+    and the environment a process reads once at start-up (`_startup_env`)."""
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    parts = [sys.executable, os.environ.get("PYTHONPATH", ""), package]
-    for folder in (package, os.path.join(package, "claude"), os.path.join(package, "sync")):
-        try:
-            parts.append(str(os.stat(folder).st_mtime_ns))
-        except OSError:
-            parts.append("?")
+    newest = 0
+    for folder, dirs, files in os.walk(package):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        for name in (".", *files):
+            try:
+                newest = max(newest, os.stat(os.path.join(folder, name)).st_mtime_ns)
+            except OSError:
+                continue
+    startup = sorted(_startup_env(os.environ).items())
+    parts = [sys.executable, package, str(newest), *(f"{k}={v}" for k, v in startup)]
     return "\0".join(parts).encode("utf-8", "surrogateescape")
 
 
@@ -147,14 +163,36 @@ def _ordinary(argv: list[str], stdin: object) -> int:
 
 
 def warm_state() -> str:
-    """How the next hook will be answered, in a phrase (for `doctor`)."""
+    """How the next hook will be answered, in a sentence (for `doctor`)."""
     if not available():
-        return "each hook starts memsync anew (warm hooks are off or not possible here)"
+        return "warm hooks are off here (MEMSYNC_WARM_HOOKS, or no fork or Unix socket)"
+    from memsync.context.config import load_settings, memsync_home
+
+    if load_settings(memsync_home()).get("warm_hooks", True) is False:
+        return "warm hooks are off (the warm_hooks setting): each hook starts memsync anew"
     try:
         _dial(os.getcwd()).close()
         return "a warm process answers hooks"
+    except TimeoutError:
+        return (
+            f"a warm process holds {os.path.join(run_dir(), SOCKET)} but does not answer "
+            "(stopped?): each hook waits a moment, then runs the ordinary way and starts one "
+            "in its place"
+        )
     except OSError:
-        return "no warm process yet: the next hook starts one"
+        pass
+    try:
+        import time
+
+        held = os.stat(os.path.join(run_dir(), STARTING)).st_mtime - time.time()
+    except OSError:
+        held = 0
+    if held > 0:
+        return (
+            f"no warm process: the last could not start (the log says why); hooks run the "
+            f"ordinary way for {held / 60:.0f} more minutes, then try again"
+        )
+    return "no warm process yet: the next hook starts one"
 
 
 def stop() -> None:
@@ -230,6 +268,8 @@ def start() -> None:
 
         if not available() or load_settings(memsync_home()).get("warm_hooks", True) is False:
             return
+        if not _hooks_in_use():
+            return  # uninstalled: the hooks of a session still running start none
         folder = os.path.abspath(run_dir())
         _private_folder(folder)
         guard = os.path.join(folder, STARTING)
@@ -244,9 +284,17 @@ def start() -> None:
         os.close(os.open(guard, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         import subprocess
 
+        # the warm process keeps only what shapes it at start-up: each hook brings its own
+        # environment, and no credential waits in this process's for hours
+        home = os.path.abspath(os.path.dirname(folder))
+        env = {**_startup_env(os.environ), "MEMSYNC_HOME": home}
+        for name in ("HOME", "PATH", "MEMSYNC_WARM_IDLE", "SYSTEMROOT"):
+            if name in os.environ:
+                env[name] = os.environ[name]
         subprocess.Popen(  # our own interpreter and module, no shell
             [sys.executable, "-m", "memsync.claude.warm", folder],
             cwd=folder,
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -255,6 +303,18 @@ def start() -> None:
         )
     except Exception as exc:
         _log_warning(f"warm hooks: could not start a warm process: {exc}")
+
+
+def _hooks_in_use() -> bool:
+    """memsync's hooks are installed for this user or this repository, or run from the
+    memsync plugin (Claude Code sets CLAUDE_PLUGIN_ROOT for a plugin's hooks)."""
+    if os.environ.get("CLAUDE_PLUGIN_ROOT"):
+        return True
+    from memsync.claude.install import hook_settings_files, installed_hooks
+    from memsync.context.config import claude_config_dir
+
+    commands, plugin = installed_hooks(hook_settings_files(claude_config_dir() / "settings.json"))
+    return bool(commands) or plugin
 
 
 def _private_folder(folder: str) -> None:
@@ -341,7 +401,7 @@ def serve(folder: str) -> None:
     idle = float(os.environ.get("MEMSYNC_WARM_IDLE") or IDLE)
     ours = os.stat(SOCKET).st_ino
 
-    why = "it was asked to (other code, `uninstall`, or the warm_hooks setting)"
+    why = "told to (a hook from other code, `uninstall`, the warm_hooks setting, or a kill)"
 
     def leave(signum: int, frame: object) -> None:
         raise SystemExit(0)

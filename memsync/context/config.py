@@ -52,6 +52,7 @@ ENV = {
     "sync": "MEMSYNC_SYNC",
     "model": "MEMSYNC_MODEL",
     "hook_push_wait": "MEMSYNC_HOOK_PUSH_WAIT",
+    "warm_hooks": "MEMSYNC_WARM_HOOKS",
 }
 
 
