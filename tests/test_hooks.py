@@ -557,3 +557,16 @@ def test_an_edit_of_a_file_forgotten_elsewhere_is_told_by_the_next_hook(tmp_path
     said = told(hook(a, "post-tool-use", write_payload(a, other)))
     assert "project_f.md was NOT synced" in said and "forgotten on another device" in said
     assert told(hook(a, "post-tool-use", write_payload(a, other))) == ""  # told once
+
+
+def test_a_write_too_large_to_sync_is_told_though_its_payload_is_megabytes(tmp_path):
+    """Claude Code's PostToolUse payload carries a Write's content twice (input and
+    response): a 2.5 MB memory file makes a 5 MB payload, and Claude is still told."""
+    device = answered_first(folder_device(tmp_path))
+    body = "A long fact.\n" * 200_000
+    path = device.write("feedback_big.md", body, type="feedback")
+    payload = write_payload(device, path)
+    payload["tool_input"]["content"] = path.read_text()
+    payload["tool_response"]["content"] = path.read_text()
+    said = told(hook(device, "post-tool-use", payload))
+    assert "feedback_big.md was NOT synced" in said
