@@ -214,6 +214,7 @@ def test_other_code_is_answered_the_ordinary_way_and_replaces_the_warm_process(t
         digests = site / "memsync" / "memory" / "digests.py"
         with digests.open("a") as out:  # in place, as an editor may save
             out.write("\n# edited\n")
+        assert wait_until(lambda: old not in warm_pids(device))  # within a second
     _, how = call(device, "session-start", start_payload(device), **newer)
     assert how == "ordinary"
     assert wait_until(lambda: old not in warm_pids(device))  # the old one left

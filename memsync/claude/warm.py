@@ -77,22 +77,30 @@ def _startup_env(env: dict[str, str] | os._Environ[str]) -> dict[str, str]:
     }
 
 
+PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def code_stamp() -> bytes:
-    """What must be the same for a warm process to answer a hook: the interpreter, memsync's
-    files (where they are and when any of them last changed: an install, an upgrade, an edit)
-    and the environment a process reads once at start-up (`_startup_env`)."""
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    """What must be the same for a warm process to answer a hook: the interpreter, where
+    memsync's files are, and the environment a process reads once at start-up
+    (`_startup_env`). When memsync's files change (an install, an upgrade, an edit), the warm
+    process itself leaves within a second (`_code_time`)."""
+    startup = sorted(_startup_env(os.environ).items())
+    parts = [sys.executable, PACKAGE, *(f"{k}={v}" for k, v in startup)]
+    return "\0".join(parts).encode("utf-8", "surrogateescape")
+
+
+def _code_time() -> int:
+    """When any of memsync's files last changed (nanoseconds)."""
     newest = 0
-    for folder, dirs, files in os.walk(package):
+    for folder, dirs, files in os.walk(PACKAGE):
         dirs[:] = [d for d in dirs if d != "__pycache__"]
         for name in (".", *files):
             try:
                 newest = max(newest, os.stat(os.path.join(folder, name)).st_mtime_ns)
             except OSError:
                 continue
-    startup = sorted(_startup_env(os.environ).items())
-    parts = [sys.executable, package, str(newest), *(f"{k}={v}" for k, v in startup)]
-    return "\0".join(parts).encode("utf-8", "surrogateescape")
+    return newest
 
 
 # --- framing: each part is its length (4 bytes, big-endian) and its bytes ---------------------
@@ -352,8 +360,7 @@ def _preload() -> None:
     from memsync.privacy.rules import RULES
     from memsync.util.errors import ConfigError
 
-    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    for info in pkgutil.walk_packages([package], "memsync."):
+    for info in pkgutil.walk_packages([PACKAGE], "memsync."):
         if not info.name.startswith(NOT_PRELOADED):
             try:
                 importlib.import_module(info.name)
@@ -407,7 +414,8 @@ def serve(folder: str) -> None:
         raise SystemExit(0)
 
     signal.signal(signal.SIGTERM, leave)
-    last = time.monotonic()
+    last = checked = time.monotonic()
+    born = _code_time()
     try:
         listener.settimeout(1.0)
         while True:
@@ -415,14 +423,22 @@ def serve(folder: str) -> None:
             try:
                 conn, _ = listener.accept()
             except TimeoutError:
+                conn = None
+            now = time.monotonic()
+            if now - checked >= 1.0:
+                checked = now
                 if not _still_ours(ours):
                     why = "its socket was removed or taken"
                     return
-                if time.monotonic() - last > idle:
+                if _code_time() != born:
+                    why = "memsync's files changed (an install, an upgrade, an edit)"
+                    return
+            if conn is None:
+                if now - last > idle:
                     why = f"no hook came for {idle:g} s"
                     return
                 continue
-            last = time.monotonic()
+            last = now
             with conn:
                 conn.settimeout(None)
                 with _suppress(OSError):
