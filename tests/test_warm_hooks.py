@@ -194,7 +194,7 @@ def copy_of_memsync(tmp_path: Path) -> Path:
     return site
 
 
-@pytest.mark.parametrize("change", ["PYTHONPATH", "TZ", "an edit"])
+@pytest.mark.parametrize("change", ["PYTHONPATH", "TZ", "LD_LIBRARY_PATH", "an edit"])
 def test_other_code_is_answered_the_ordinary_way_and_replaces_the_warm_process(tmp_path, change):
     """Another PYTHONPATH, a variable a process reads once at start-up (the time zone), or a
     file of memsync edited in place since the warm process started."""
@@ -208,8 +208,8 @@ def test_other_code_is_answered_the_ordinary_way_and_replaces_the_warm_process(t
     if change == "PYTHONPATH":
         (tmp_path / "more").mkdir()
         newer["PYTHONPATH"] = os.pathsep.join([device.env()["PYTHONPATH"], str(tmp_path / "more")])
-    elif change == "TZ":
-        newer["TZ"] = "Pacific/Pago_Pago"
+    elif change in ("TZ", "LD_LIBRARY_PATH"):
+        newer[change] = "Pacific/Pago_Pago" if change == "TZ" else str(tmp_path)
     else:
         digests = site / "memsync" / "memory" / "digests.py"
         with digests.open("a") as out:  # in place, as an editor may save
@@ -282,7 +282,7 @@ def test_the_warm_hooks_setting_off_starts_none_and_sends_a_running_one_away(tmp
     assert "a warm process answers hooks" in device.run("doctor", check=None).stdout
     (device.home / "settings.json").write_text('{"warm_hooks": false}')
     _, how = call(device, "session-start", start_payload(device))
-    assert how == "warm"  # answered, and then it leaves
+    assert how == "ordinary"  # the warm process reads the setting first, and leaves
     assert wait_until(lambda: pid not in warm_pids(device))
     for _ in range(2):
         _, how = call(device, "session-start", start_payload(device))
@@ -302,3 +302,15 @@ def test_a_relative_memsync_home_logs_where_it_says(tmp_path):
     assert how == "warm"
     assert "answers hooks" in (device.home / "logs" / "memsync.log").read_text()
     assert not (device.home / "run" / relative).exists()
+
+
+def test_a_hook_from_another_container_or_sandbox_is_other_code():
+    """The stamp a hook sends holds its root folder and namespaces: a container sharing
+    MEMSYNC_HOME sees other files and process ids than the warm process."""
+    from memsync.claude.warm import code_stamp
+
+    stamp = code_stamp().decode()
+    root = os.stat("/")
+    assert f"root={root.st_dev}:{root.st_ino}" in stamp
+    for kind in ("mnt", "pid", "user"):
+        assert os.readlink(f"/proc/self/ns/{kind}") in stamp

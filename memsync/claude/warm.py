@@ -43,6 +43,7 @@ ACK_WAIT = 0.5  # seconds the client waits for the warm process to take its call
 START_GUARD = 10.0  # seconds a start in progress keeps others from starting a second one
 HOLD = 3600.0  # seconds no start is tried after a warm process could not start
 SOCKET = "hooks.sock"
+PROBE = "--probe"  # a call that asks whether this environment would be answered, nothing more
 STARTING = "hooks.starting"
 # the Claude Code events a warm process answers; `hook flush` (detached) runs the ordinary way
 EVENTS = frozenset(
@@ -67,7 +68,7 @@ def available() -> bool:
 # what a process takes from its environment once, at start-up: the interpreter's options, its
 # locale and time zone, its temporary folder. A hook whose values differ from the warm
 # process's is other code for it: answered the ordinary way, it starts a warm process of its own
-STARTUP_PREFIXES = ("PYTHON", "LC_")
+STARTUP_PREFIXES = ("PYTHON", "LC_", "LD_", "DYLD_", "OPENSSL_", "MALLOC_", "GLIBC_", "FAKETIME")
 STARTUP_NAMES = ("LANG", "LANGUAGE", "TZ", "TMPDIR", "TEMP", "TMP")
 
 
@@ -86,20 +87,39 @@ def code_stamp() -> bytes:
     (`_startup_env`). When memsync's files change (an install, an upgrade, an edit), the warm
     process itself leaves within a second (`_code_time`)."""
     startup = sorted(_startup_env(os.environ).items())
-    parts = [sys.executable, PACKAGE, *(f"{k}={v}" for k, v in startup)]
+    parts = [sys.executable, PACKAGE, *_world(), *(f"{k}={v}" for k, v in startup)]
     return "\0".join(parts).encode("utf-8", "surrogateescape")
 
 
+def _world() -> list[str]:
+    """The file system and processes this process sees: its root folder and, on Linux, its
+    mount, process and user namespaces (a container or sandbox sharing MEMSYNC_HOME sees
+    other files and other process ids than the warm process)."""
+    root = os.stat("/")
+    seen = [f"root={root.st_dev}:{root.st_ino}"]
+    for kind in ("mnt", "pid", "user"):
+        with _suppress(OSError):
+            seen.append(os.readlink(f"/proc/self/ns/{kind}"))
+    return seen
+
+
 def _code_time() -> int:
-    """When any of memsync's files last changed (nanoseconds)."""
-    newest = 0
+    """When any of the code a hook runs last changed (nanoseconds): memsync's files and the
+    file of every module the warm process loaded (its dependencies, the standard library)."""
+    paths: set[str] = set()
     for folder, dirs, files in os.walk(PACKAGE):
         dirs[:] = [d for d in dirs if d != "__pycache__"]
-        for name in (".", *files):
-            try:
-                newest = max(newest, os.stat(os.path.join(folder, name)).st_mtime_ns)
-            except OSError:
-                continue
+        paths.update(os.path.join(folder, name) for name in (".", *files))
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if isinstance(path, str):
+            paths.add(path)
+    newest = 0
+    for path in paths:
+        try:
+            newest = max(newest, os.stat(path).st_mtime_ns)
+        except OSError:
+            continue
     return newest
 
 
@@ -180,7 +200,6 @@ def warm_state() -> str:
         return "warm hooks are off (the warm_hooks setting): each hook starts memsync anew"
     try:
         _dial(os.getcwd()).close()
-        return "a warm process answers hooks"
     except TimeoutError:
         return (
             f"a warm process holds {os.path.join(run_dir(), SOCKET)} but does not answer "
@@ -189,6 +208,13 @@ def warm_state() -> str:
         )
     except OSError:
         pass
+    else:
+        if _ask([PROBE], b"") is not None:
+            return "a warm process answers hooks"
+        return (
+            "the warm process served other code or another environment (time zone, locale, "
+            "namespace...) and has left: the next hook starts one for this one"
+        )
     try:
         import time
 
@@ -501,13 +527,17 @@ def _child(conn: socket.socket, stamp: bytes) -> int:
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     try:
         head = _receive(conn, 8)
-        if head[0] != PROTOCOL or head[1] != stamp:
-            _send(conn, b"stale")
-            os.kill(os.getppid(), signal.SIGTERM)  # another memsync now: the next hook starts it
-            return 0
         argv = head[2].decode("utf-8", "surrogateescape").split("\0")
         os.environ.clear()
         os.environ.update(_decode_env(head[4]))
+        if head[0] != PROTOCOL or head[1] != stamp or not _setting_on():
+            _send(conn, b"stale")
+            # other code or environment, or turned off: the next hook starts what it needs
+            os.kill(os.getppid(), signal.SIGTERM)
+            return 0
+        if argv == [PROBE]:  # `doctor`: this environment would be answered here
+            _send(conn, b"ok", b"0", b"", b"")
+            return 0
         os.chdir(os.fsdecode(head[3]))
         os.umask(int(head[5]))
         from memsync.claude import sessions
@@ -522,8 +552,6 @@ def _child(conn: socket.socket, stamp: bytes) -> int:
         _send(conn, b"ok", str(code).encode(), out.getvalue().encode(), err.getvalue().encode())
         conn.close()
         after_answer(detach=False)  # the client has the answer: Claude Code goes on
-        if not available() or not _setting_on():
-            os.kill(os.getppid(), signal.SIGTERM)  # turned off since it started
         return 0
     except BaseException:
         return 1
