@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memsync.claude.warm import MAX_PAYLOAD
+from memsync.claude.payload import read_payload
 from memsync.context import config
 from memsync.sync.mode import Mode
 
@@ -44,19 +44,6 @@ def _log(home: Path | None = None) -> Log:
     from memsync.claude.log import get_logger
 
     return get_logger(home or config.memsync_home())
-
-
-def read_payload(stream: Any) -> dict[str, Any]:
-    """The hook's JSON object; a ValueError naming the problem otherwise."""
-    raw = stream.read(MAX_PAYLOAD + 1) if stream is not None else ""
-    if len(raw) > MAX_PAYLOAD:
-        raise ValueError(f"the hook payload is larger than {MAX_PAYLOAD >> 20} MB")
-    if not raw.strip():
-        raise ValueError("the hook payload on stdin is empty")
-    data = json.loads(raw)
-    if not isinstance(data, dict):
-        raise ValueError("the hook payload is not a JSON object")
-    return data
 
 
 def _context(payload: dict[str, Any]) -> config.Context:

@@ -26,6 +26,8 @@ import _socket
 import os
 import sys
 
+from memsync.claude.payload import MAX_PAYLOAD
+
 TYPE_CHECKING = False  # typing's own import is a cost the client does not pay
 if TYPE_CHECKING:
     import socket
@@ -37,7 +39,6 @@ if TYPE_CHECKING:
 
 
 IDLE = 8 * 3600.0  # seconds without a hook before the warm process leaves (MEMSYNC_WARM_IDLE)
-MAX_PAYLOAD = 64 * 1024 * 1024  # a hook's JSON on stdin: a Write's payload holds the file twice
 PROTOCOL = b"memsync-warm-1"
 ACK_WAIT = 0.5  # seconds the client waits for the warm process to take its call
 START_GUARD = 10.0  # seconds a start in progress keeps others from starting a second one
