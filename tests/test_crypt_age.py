@@ -51,7 +51,7 @@ def test_what_it_writes_age_opens_and_it_refuses_any_change(size):
     identity, own = _pair()
     data = bytes(i * 11 % 256 for i in range(size))
     blob = own.encrypt(data)
-    assert b"\n-> memsync-v1 " in blob[:300]
+    assert b"\n-> memsync-v2 " in blob[:300]
     assert pyrage.decrypt(blob, [identity]) == data == own.decrypt(blob)
     for bad in _damaged(blob):
         assert own.decrypt(bad) is None
@@ -64,6 +64,9 @@ def test_the_keyed_stanza_needs_no_exchange_and_a_wrong_one_falls_back(monkeypat
     blob = own.encrypt(b"hello")
     monkeypatch.setattr(own, "_private", None)  # no X25519 at all: the stanza alone opens it
     assert own.decrypt(blob) == b"hello"
+    for size in SIZES:
+        data = bytes(i * 3 % 256 for i in range(size))
+        assert own.decrypt(own.encrypt(data)) == data
     monkeypatch.undo()  # the same identity with another stanza key: X25519 opens it
     stranger = AgeKey(str(identity), b"t" * 32)
     assert stranger.decrypt(blob) == b"hello"
@@ -73,7 +76,8 @@ def test_the_layout_it_writes_is_read_in_one_match_and_any_changed_byte_is_refus
     identity, own = _pair()
     blob = own.encrypt(b"one chunk")
     assert own._ours(blob) == b"one chunk"  # the quick reader takes it
-    assert own._ours(own.encrypt(b"x" * (64 * 1024 + 1))) is None  # two chunks: the general one
+    two = b"x" * (64 * 1024 + 1)
+    assert own._ours(own.encrypt(two)) == two  # two chunks: the same stanza opens them
     head = blob.index(b"\n---") + 50
     for at in range(len(blob)):  # every byte of the header, the nonce and the payload
         changed = bytearray(blob)
@@ -115,10 +119,10 @@ def test_keys_decode_as_age_spells_them():
 def test_the_store_seals_and_opens_through_it_and_falls_back_to_pyrage(monkeypatch):
     key = DataKey.generate(1)
     first = key.seal("user_role.md", b"Engineer.\n", 12.5)  # a hook's one file: pyrage's
-    assert b"memsync-v1" not in first and key._age is None
+    assert b"memsync-v2" not in first and key._age is None
     assert key.open("user_role.md", first) == (b"Engineer.\n", 12.5)  # through the exchange
     blob = key.seal("user_role.md", b"Engineer.\n", 12.5)
-    assert b"memsync-v1" in blob and key._age is not None
+    assert b"memsync-v2" in blob and key._age is not None
     assert key.open("user_role.md", blob) == (b"Engineer.\n", 12.5)
     monkeypatch.setattr(AgeKey, "decrypt", lambda self, blob: None)  # a file it does not take
     assert key.open("user_role.md", blob) == (b"Engineer.\n", 12.5)

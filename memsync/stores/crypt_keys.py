@@ -154,7 +154,7 @@ class DataKey:
         self._siv = hmac.new(master, b"name-iv", hashlib.sha256).digest()
         self._ctr = hmac.new(master, b"name-stream", hashlib.sha256).digest()
         self._mac = hmac.new(master, b"mac", hashlib.sha256).digest()
-        self._stanza = hmac.new(master, b"age-stanza", hashlib.sha256).digest()
+        self._stanza = hmac.new(master, b"age-stanza-v2", hashlib.sha256).digest()
         self._names: dict[str, str] = {}  # name -> hidden, as hidden or revealed before
         self._age: AgeKey | None = None  # memsync's own age writer and reader, made once
         self._no_age = False  # True: `cryptography` is missing, pyrage does everything
