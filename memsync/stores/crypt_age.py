@@ -124,9 +124,10 @@ def _primitives() -> tuple[Any, Any, Any, Any]:
 
 class AgeKey:
     """Writes and reads age files to one X25519 identity (`AGE-SECRET-KEY-1…`), with a
-    `memsync-v2` stanza under `stanza_key` beside the X25519 one."""
+    `memsync-v2` stanza under `stanza_key` beside the X25519 one (without one: X25519 only,
+    as a device's own identity reads the recipients object)."""
 
-    def __init__(self, secret: str, stanza_key: bytes) -> None:
+    def __init__(self, secret: str, stanza_key: bytes | None = None) -> None:
         from_private, from_public, generate, aead = _primitives()
         raw = bech32_data(secret, "age-secret-key-")
         if raw is None or len(raw) != 32:
@@ -137,12 +138,15 @@ class AgeKey:
         self._new_private = generate
         self._share = from_public
         self._aead = aead
-        self._stanza = aead(stanza_key)  # one key for every file's stanza: made once
+        # one key for every file's stanza: made once
+        self._stanza = None if stanza_key is None else aead(stanza_key)
 
     # --- writing --------------------------------------------------------------------------
 
     def encrypt(self, plain: bytes) -> bytes:
         """`plain` as an age file to this identity, with the memsync-v2 stanza."""
+        if self._stanza is None:
+            raise ValueError("no stanza key to write with")
         file_key = os.urandom(16)
         ephemeral = self._new_private()
         share = ephemeral.public_key().public_bytes_raw()
@@ -202,8 +206,9 @@ class AgeKey:
         chunk's tag; the payload's nonce, from which age derives the payload key, is the
         stanza's associated data); None if it is laid out otherwise or that stanza does not
         open (then `_decrypt` reads it as age does)."""
-        m = _OURS.match(blob)
-        if m is None:
+        stanza = self._stanza
+        m = None if stanza is None else _OURS.match(blob)
+        if stanza is None or m is None:
             return None
         end = m.end()
         nonce = blob[end : end + 16]
@@ -211,7 +216,7 @@ class AgeKey:
             return None
         sealed = binascii.a2b_base64(m[2][:64] + m[2][65:] + b"=")
         try:
-            keys = self._stanza.decrypt(binascii.a2b_base64(m[1]), sealed, nonce)
+            keys = stanza.decrypt(binascii.a2b_base64(m[1]), sealed, nonce)
         except Exception:  # not made with this data key: the X25519 stanza may still open
             return None
         mark = m.start(3)
@@ -277,7 +282,7 @@ def _payload(aead: Any, payload: memoryview) -> bytes | None:
     return b"".join(out)
 
 
-def age_key(secret: str, stanza_key: bytes) -> AgeKey | None:
+def age_key(secret: str, stanza_key: bytes | None = None) -> AgeKey | None:
     """An AgeKey for the identity, or None where `cryptography` is missing (pyrage serves)."""
     try:
         return AgeKey(secret, stanza_key)
