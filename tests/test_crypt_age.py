@@ -147,3 +147,36 @@ def test_the_public_modules_serve_where_the_core_is_laid_out_otherwise(monkeypat
     public = age_key(str(identity), b"s" * 32)
     assert public is not None and public.decrypt(blob) == b"hello"
     assert own.decrypt(public.encrypt(b"back")) == b"back"
+
+
+def test_a_stanza_moved_into_another_file_does_not_open_it():
+    identity, own = _pair()
+    one, two = own.encrypt(b"first"), own.encrypt(b"second")
+    start = one.index(b"-> memsync-v2 ")
+    end = one.index(b"\n---")
+    moved = two[:start] + one[start:end] + two[end:]  # its nonce is another file's
+    assert own._ours(moved) is None and own.decrypt(moved) is None
+    with pytest.raises(pyrage.DecryptError):  # the header MAC no longer holds for age either
+        pyrage.decrypt(moved, [identity])
+
+
+def test_a_device_opens_the_recipients_list_without_loading_pyrage(tmp_path):
+    from memsync.stores.crypt_keys import Device, Keyring, build
+
+    device = pyrage.x25519.Identity.generate()
+    ring = Keyring(DataKey.generate(3), [Device(str(device.to_public()), "laptop", 1.0)])
+    (tmp_path / "crypt.json").write_bytes(build(ring))
+    script = (
+        "import sys\n"
+        "from memsync.stores.crypt_keys import Identity, read\n"
+        f"ring = read(open(sys.argv[1], 'rb').read(), Identity({str(device)!r}), 'file:///r')\n"
+        "assert 'pyrage' not in sys.modules, 'pyrage loaded'\n"
+        "print(ring.key.secret, ring.key.generation)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "crypt.json")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout.split() == [ring.key.secret, "3"], done.stderr
