@@ -180,7 +180,8 @@ class AgeKey:
     def decrypt(self, blob: bytes) -> bytes | None:
         """The plaintext, or None if this reader does not take the file (pyrage decides)."""
         try:
-            return self._decrypt(blob)
+            quick = self._ours(blob)  # a MAC or tag that fails raises: refused either way
+            return quick if quick is not None else self._general(blob)
         except Exception:  # a malformed or foreign file: the full implementation answers
             return None
 
@@ -205,7 +206,7 @@ class AgeKey:
         memsync-v2 stanza with the checks age makes (canonical base64, the header MAC, every
         chunk's tag; the payload's nonce, from which age derives the payload key, is the
         stanza's associated data); None if it is laid out otherwise or that stanza does not
-        open (then `_decrypt` reads it as age does)."""
+        open (then `_general` reads it as age does)."""
         stanza = self._stanza
         m = None if stanza is None else _OURS.match(blob)
         if stanza is None or m is None:
@@ -225,13 +226,8 @@ class AgeKey:
             raise ValueError("a header MAC that does not hold")
         return _payload(self._aead(keys[32:]), memoryview(blob)[end + 16 :])
 
-    def _decrypt(self, blob: bytes) -> bytes | None:
-        try:
-            quick = self._ours(blob)
-        except ValueError:  # a MAC or tag that fails: refused whichever way it is read
-            return None
-        if quick is not None:
-            return quick
+    def _general(self, blob: bytes) -> bytes | None:
+        """Any age file to this identity, as age reads it, by its X25519 stanza."""
         if not blob.startswith(_INTRO):
             return None
         end = blob.find(b"\n---", len(_INTRO) - 1)

@@ -274,7 +274,7 @@ class DataKey:
     def open(self, name: str, blob: bytes) -> tuple[bytes, float | None]:
         """(content, edited) of an object sealed under `name`; RefusedFile if it does not
         decrypt or its MAC does not hold (damaged, truncated, swapped or forged)."""
-        own = self._own()
+        own = self._age or self._own()
         plain = None if own is None else own.decrypt(blob)
         if plain is None:  # a file memsync's reader does not take: pyrage's implementation
             try:
