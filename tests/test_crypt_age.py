@@ -51,7 +51,7 @@ def test_what_it_writes_age_opens_and_it_refuses_any_change(size):
     identity, own = _pair()
     data = bytes(i * 11 % 256 for i in range(size))
     blob = own.encrypt(data)
-    assert b"\n-> memsync-v1 " in blob[:300]
+    assert b"\n-> memsync-v2 " in blob[:300]
     assert pyrage.decrypt(blob, [identity]) == data == own.decrypt(blob)
     for bad in _damaged(blob):
         assert own.decrypt(bad) is None
@@ -64,6 +64,9 @@ def test_the_keyed_stanza_needs_no_exchange_and_a_wrong_one_falls_back(monkeypat
     blob = own.encrypt(b"hello")
     monkeypatch.setattr(own, "_private", None)  # no X25519 at all: the stanza alone opens it
     assert own.decrypt(blob) == b"hello"
+    for size in SIZES:
+        data = bytes(i * 3 % 256 for i in range(size))
+        assert own.decrypt(own.encrypt(data)) == data
     monkeypatch.undo()  # the same identity with another stanza key: X25519 opens it
     stranger = AgeKey(str(identity), b"t" * 32)
     assert stranger.decrypt(blob) == b"hello"
@@ -73,7 +76,8 @@ def test_the_layout_it_writes_is_read_in_one_match_and_any_changed_byte_is_refus
     identity, own = _pair()
     blob = own.encrypt(b"one chunk")
     assert own._ours(blob) == b"one chunk"  # the quick reader takes it
-    assert own._ours(own.encrypt(b"x" * (64 * 1024 + 1))) is None  # two chunks: the general one
+    two = b"x" * (64 * 1024 + 1)
+    assert own._ours(own.encrypt(two)) == two  # two chunks: the same stanza opens them
     head = blob.index(b"\n---") + 50
     for at in range(len(blob)):  # every byte of the header, the nonce and the payload
         changed = bytearray(blob)
@@ -115,10 +119,10 @@ def test_keys_decode_as_age_spells_them():
 def test_the_store_seals_and_opens_through_it_and_falls_back_to_pyrage(monkeypatch):
     key = DataKey.generate(1)
     first = key.seal("user_role.md", b"Engineer.\n", 12.5)  # a hook's one file: pyrage's
-    assert b"memsync-v1" not in first and key._age is None
+    assert b"memsync-v2" not in first and key._age is None
     assert key.open("user_role.md", first) == (b"Engineer.\n", 12.5)  # through the exchange
     blob = key.seal("user_role.md", b"Engineer.\n", 12.5)
-    assert b"memsync-v1" in blob and key._age is not None
+    assert b"memsync-v2" in blob and key._age is not None
     assert key.open("user_role.md", blob) == (b"Engineer.\n", 12.5)
     monkeypatch.setattr(AgeKey, "decrypt", lambda self, blob: None)  # a file it does not take
     assert key.open("user_role.md", blob) == (b"Engineer.\n", 12.5)
@@ -143,3 +147,36 @@ def test_the_public_modules_serve_where_the_core_is_laid_out_otherwise(monkeypat
     public = age_key(str(identity), b"s" * 32)
     assert public is not None and public.decrypt(blob) == b"hello"
     assert own.decrypt(public.encrypt(b"back")) == b"back"
+
+
+def test_a_stanza_moved_into_another_file_does_not_open_it():
+    identity, own = _pair()
+    one, two = own.encrypt(b"first"), own.encrypt(b"second")
+    start = one.index(b"-> memsync-v2 ")
+    end = one.index(b"\n---")
+    moved = two[:start] + one[start:end] + two[end:]  # its nonce is another file's
+    assert own._ours(moved) is None and own.decrypt(moved) is None
+    with pytest.raises(pyrage.DecryptError):  # the header MAC no longer holds for age either
+        pyrage.decrypt(moved, [identity])
+
+
+def test_a_device_opens_the_recipients_list_without_loading_pyrage(tmp_path):
+    from memsync.stores.crypt_keys import Device, Keyring, build
+
+    device = pyrage.x25519.Identity.generate()
+    ring = Keyring(DataKey.generate(3), [Device(str(device.to_public()), "laptop", 1.0)])
+    (tmp_path / "crypt.json").write_bytes(build(ring))
+    script = (
+        "import sys\n"
+        "from memsync.stores.crypt_keys import Identity, read\n"
+        f"ring = read(open(sys.argv[1], 'rb').read(), Identity({str(device)!r}), 'file:///r')\n"
+        "assert 'pyrage' not in sys.modules, 'pyrage loaded'\n"
+        "print(ring.key.secret, ring.key.generation)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(tmp_path / "crypt.json")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.stdout.split() == [ring.key.secret, "3"], done.stderr

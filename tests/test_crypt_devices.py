@@ -259,7 +259,7 @@ def test_a_file_decrypts_with_the_age_cli(trio, tmp_path):
     assert inner["data_key"] == a.run("keys", "export").stdout.strip()
     objects = [p for p in (project / "_memsync" / "x").rglob("*") if p.is_file()]
     # memsync's own writer (the keyed stanza beside the X25519 one) and pyrage's alike
-    assert any(b"\n-> memsync-v1 " in p.read_bytes()[:300] for p in objects)
+    assert any(b"\n-> memsync-v2 " in p.read_bytes()[:300] for p in objects)
     plain = [_age("-d", "-i", str(data_key), str(p)) for p in objects]
     ours = [p for p in plain if b"Dentist on Tuesday." in p]
     assert len(ours) == 1

@@ -185,7 +185,9 @@ class Store(Protocol):
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _BAD_CHARS = re.compile(r'[\\:*?"<>|]')
-_BAD_SEGMENT = re.compile(r"(^|/)\.{0,2}(/|$)")  # an empty, "." or ".." segment
+# an empty, "." or ".." segment, in "/" + key + "/": a pattern that starts with a literal is
+# tried only where a "/" is, not at every character of a long key (an encrypted remote's)
+_BAD_SEGMENT = re.compile(r"/\.{0,2}/")
 
 
 def nested_projects(keys: Iterable[str]) -> list[str]:
@@ -204,7 +206,7 @@ def check_key(key: str) -> str:
         problem = "it contains control characters"
     elif _BAD_CHARS.search(key):
         problem = "it contains a backslash or a character not allowed in file names"
-    elif _BAD_SEGMENT.search(key):
+    elif _BAD_SEGMENT.search(f"/{key}/"):
         problem = "it has an empty, '.' or '..' path segment"
     if problem:
         raise UnsafeKey(f"refused the name {key!r}: {problem}")

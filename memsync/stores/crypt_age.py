@@ -1,4 +1,4 @@
-"""age files to a remote's data key, written and read in a tenth of pyrage's time a file.
+"""age files to a remote's data key, opened in a sixteenth of pyrage's time a file.
 
 A pull opens every file it fetches. pyrage costs ~0.2 ms a small file under the GIL, and even
 a lean age reader pays one X25519 exchange a file (~0.04 ms). So memsync writes standard age
@@ -7,14 +7,16 @@ ChaCha20-Poly1305 and the standard library's HMAC, and puts two stanzas in each 
 
 - the X25519 stanza to the data key, as `age` writes it: `age -d -i` with the data key opens
   every object (an unknown stanza is skipped by age, as its own "grease" stanzas are);
-- a `memsync-v1` stanza: the same file key under ChaCha20-Poly1305 with a key derived by HKDF
-  from the data key and a random salt, so a device holding the data key opens a file with
-  hashes and one AEAD, no exchange. Only a holder of the data key can make one.
+- a `memsync-v2` stanza: the two keys age derives from the file key, the header MAC's and the
+  payload's, sealed with ChaCha20-Poly1305 under one key derived from the data key (a random
+  96-bit nonce a file: safe for billions of files a key; the payload's nonce as associated
+  data), so a device holding the data key opens a file with one HMAC and two AEAD opens, no
+  exchange and no derivation. Only a holder of the data key can make one.
 
-The header MAC (keyed by the file key) covers both stanzas, as age's does. Anything this
-reader does not take (another layout, a failed check, `cryptography` missing) returns None and
-the caller asks pyrage, so it never accepts what age refuses; and a memsync object's content
-is checked by its own HMAC under the data key after either.
+The header MAC covers both stanzas, as age's does, and every payload chunk's tag is checked.
+Anything this reader does not take (another layout, a failed check, `cryptography` missing)
+returns None and the caller asks pyrage, so it never accepts what age refuses; and a memsync
+object's content is checked by its own MAC under the data key after either.
 """
 
 from __future__ import annotations
@@ -28,19 +30,21 @@ from typing import Any
 
 _INTRO = b"age-encryption.org/v1\n"
 _X25519_INFO = b"age-encryption.org/v1/X25519"
-_STANZA = b"memsync-v1"
-_STANZA_INFO = b"memsync-crypt stanza"
+_STANZA = b"memsync-v2"
 _CHUNK = 64 * 1024  # a payload chunk's plaintext; its ciphertext has a 16-byte tag more
 _CHARSET = "qpzry9x8gf2tvdw0s3jn54khce6mua7l"
 _ZERO = b"\0" * 12
 _LAST = b"\0" * 11 + b"\1"  # the nonce of a payload's one and last chunk
-# canonical unpadded base64 of 32 and of 16 bytes: the last character's unused bits are zero
+# canonical unpadded base64 (the last character's unused bits are zero) of 32 bytes, of 12,
+# and of 80 as age wraps a stanza's body (64 columns a line)
 _B32 = rb"[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]"
-_B16 = rb"[A-Za-z0-9+/]{21}[AQgw]"
-# the header memsync writes (encrypt), to the byte: X25519 stanza, memsync-v1 stanza, MAC
+_B12 = rb"[A-Za-z0-9+/]{16}"
+_B80 = rb"[A-Za-z0-9+/]{64}\n[A-Za-z0-9+/]{42}[AEIMQUYcgkosw048]"
+# the header memsync writes (encrypt), to the byte: X25519 stanza, memsync-v2 stanza, MAC,
+# then the payload's nonce
 _OURS = re.compile(
-    rb"age-encryption\.org/v1\n-> X25519 %s\n%s\n-> memsync-v1 (%s)\n(%s)\n---( %s)\n"
-    % (_B32, _B32, _B16, _B32, _B32)
+    rb"age-encryption\.org/v1\n-> X25519 %s\n%s\n-> memsync-v2 (%s)\n(%s)\n---( %s)\n"
+    % (_B32, _B32, _B12, _B80, _B32)
 )
 
 
@@ -120,9 +124,10 @@ def _primitives() -> tuple[Any, Any, Any, Any]:
 
 class AgeKey:
     """Writes and reads age files to one X25519 identity (`AGE-SECRET-KEY-1…`), with a
-    `memsync-v1` stanza under `stanza_key` beside the X25519 one."""
+    `memsync-v2` stanza under `stanza_key` beside the X25519 one (without one: X25519 only,
+    as a device's own identity reads the recipients object)."""
 
-    def __init__(self, secret: str, stanza_key: bytes) -> None:
+    def __init__(self, secret: str, stanza_key: bytes | None = None) -> None:
         from_private, from_public, generate, aead = _primitives()
         raw = bech32_data(secret, "age-secret-key-")
         if raw is None or len(raw) != 32:
@@ -133,31 +138,36 @@ class AgeKey:
         self._new_private = generate
         self._share = from_public
         self._aead = aead
-        self._stanza_key = stanza_key
+        # one key for every file's stanza: made once
+        self._stanza = None if stanza_key is None else aead(stanza_key)
 
     # --- writing --------------------------------------------------------------------------
 
     def encrypt(self, plain: bytes) -> bytes:
-        """`plain` as an age file to this identity, with the memsync-v1 stanza."""
+        """`plain` as an age file to this identity, with the memsync-v2 stanza."""
+        if self._stanza is None:
+            raise ValueError("no stanza key to write with")
         file_key = os.urandom(16)
         ephemeral = self._new_private()
         share = ephemeral.public_key().public_bytes_raw()
         wrap = _hkdf(ephemeral.exchange(self._recipient), share + self._public, _X25519_INFO)
-        salt = os.urandom(16)
-        ours = _hkdf(self._stanza_key, salt, _STANZA_INFO)
+        nonce = os.urandom(16)
+        header_key = _hkdf(file_key, b"", b"header")
+        payload_key = _hkdf(file_key, nonce, b"payload")
+        stanza_nonce = os.urandom(12)
+        keys = _enc64(self._stanza.encrypt(stanza_nonce, header_key + payload_key, nonce))
         header = b"".join(
             [
                 _INTRO,
                 b"-> X25519 " + _enc64(share) + b"\n",
                 _enc64(self._aead(wrap).encrypt(_ZERO, file_key, None)) + b"\n",
-                b"-> " + _STANZA + b" " + _enc64(salt) + b"\n",
-                _enc64(self._aead(ours).encrypt(_ZERO, file_key, None)) + b"\n",
+                b"-> " + _STANZA + b" " + _enc64(stanza_nonce) + b"\n",
+                keys[:64] + b"\n" + keys[64:] + b"\n",  # age's 64 columns a body line
                 b"---",
             ]
         )
-        mac = hmac.digest(_hkdf(file_key, b"", b"header"), header, "sha256")
-        nonce = os.urandom(16)
-        aead = self._aead(_hkdf(file_key, nonce, b"payload"))
+        mac = hmac.digest(header_key, header, "sha256")
+        aead = self._aead(payload_key)
         out = [header, b" ", _enc64(mac), b"\n", nonce]
         count = max(1, (len(plain) + _CHUNK - 1) // _CHUNK)
         for i in range(count):
@@ -170,28 +180,22 @@ class AgeKey:
     def decrypt(self, blob: bytes) -> bytes | None:
         """The plaintext, or None if this reader does not take the file (pyrage decides)."""
         try:
-            return self._decrypt(blob)
+            quick = self._ours(blob)  # a MAC or tag that fails raises: refused either way
+            return quick if quick is not None else self._general(blob)
         except Exception:  # a malformed or foreign file: the full implementation answers
             return None
 
     def _file_key(self, kind: bytes, args: list[bytes], lines: list[bytes]) -> bytes | None:
-        """The file key from one stanza, if it is one of ours and opens."""
-        if kind not in (b"X25519", _STANZA):
-            return None  # another recipient type (age's grease): not ours
+        """The file key from one stanza, if it is an X25519 one to this identity."""
+        if kind != b"X25519":
+            return None  # another recipient type (memsync's own, age's grease): not this one
         if len(args) != 1 or len(lines) != 1:
             raise ValueError("a malformed stanza")
         arg, wrapped = _b64(args[0]), _b64(lines[0])
-        if arg is None or wrapped is None or len(wrapped) != 32:
+        if arg is None or wrapped is None or len(arg) != 32 or len(wrapped) != 32:
             raise ValueError("a malformed stanza")
-        if kind == _STANZA:
-            if len(arg) != 16:
-                raise ValueError("a malformed stanza")
-            key = _hkdf(self._stanza_key, arg, _STANZA_INFO)
-        else:
-            if len(arg) != 32:
-                raise ValueError("a malformed stanza")
-            secret = self._private.exchange(self._share(arg))
-            key = _hkdf(secret, arg + self._public, _X25519_INFO)
+        secret = self._private.exchange(self._share(arg))
+        key = _hkdf(secret, arg + self._public, _X25519_INFO)
         try:
             return bytes(self._aead(key).decrypt(_ZERO, wrapped, None))
         except Exception:  # another recipient's stanza: try the next
@@ -199,38 +203,31 @@ class AgeKey:
 
     def _ours(self, blob: bytes) -> bytes | None:
         """The plaintext of a file in exactly the layout `encrypt` writes, opened by its
-        memsync-v1 stanza with the same checks as `_decrypt` (canonical base64, the header
-        MAC, every chunk's tag); None if it is laid out otherwise or that stanza does not
-        open (then `_decrypt` reads it as age does)."""
-        m = _OURS.match(blob)
-        if m is None:
+        memsync-v2 stanza with the checks age makes (canonical base64, the header MAC, every
+        chunk's tag; the payload's nonce, from which age derives the payload key, is the
+        stanza's associated data); None if it is laid out otherwise or that stanza does not
+        open (then `_general` reads it as age does)."""
+        stanza = self._stanza
+        m = None if stanza is None else _OURS.match(blob)
+        if stanza is None or m is None:
             return None
-        salt = binascii.a2b_base64(m[1] + b"==")
-        key = _hkdf(self._stanza_key, salt, _STANZA_INFO)
+        end = m.end()
+        nonce = blob[end : end + 16]
+        if len(nonce) != 16:
+            return None
+        sealed = binascii.a2b_base64(m[2][:64] + m[2][65:] + b"=")
         try:
-            file_key = self._aead(key).decrypt(_ZERO, binascii.a2b_base64(m[2] + b"="), None)
+            keys = stanza.decrypt(binascii.a2b_base64(m[1]), sealed, nonce)
         except Exception:  # not made with this data key: the X25519 stanza may still open
             return None
         mark = m.start(3)
         mac = binascii.a2b_base64(m[3][1:] + b"=")
-        want = hmac.digest(_hkdf(file_key, b"", b"header"), blob[:mark], "sha256")
-        if not hmac.compare_digest(want, mac):
+        if not hmac.compare_digest(hmac.digest(keys[:32], blob[:mark], "sha256"), mac):
             raise ValueError("a header MAC that does not hold")
-        end = m.end()
-        nonce = blob[end : end + 16]
-        payload = blob[end + 16 :]
-        if len(nonce) != 16 or not 16 <= len(payload) <= _CHUNK + 16:
-            return None  # several chunks (or none): the general reader
-        aead = self._aead(_hkdf(file_key, nonce, b"payload"))
-        return aead.decrypt(_LAST, payload, None)
+        return _payload(self._aead(keys[32:]), memoryview(blob)[end + 16 :])
 
-    def _decrypt(self, blob: bytes) -> bytes | None:
-        try:
-            quick = self._ours(blob)
-        except ValueError:  # a MAC or tag that fails: refused whichever way it is read
-            return None
-        if quick is not None:
-            return quick
+    def _general(self, blob: bytes) -> bytes | None:
+        """Any age file to this identity, as age reads it, by its X25519 stanza."""
         if not blob.startswith(_INTRO):
             return None
         end = blob.find(b"\n---", len(_INTRO) - 1)
@@ -245,14 +242,10 @@ class AgeKey:
         region = blob[len(_INTRO) - 1 : end + 1]  # "\n-> stanza\n…\n", each stanza
         if not region.startswith(b"\n-> "):
             return None
-        stanzas = []
+        file_key = None
         for stanza in region[: len(region) - 1].split(b"\n-> ")[1:]:
             first, *lines = stanza.split(b"\n")  # "type args", then the body's lines
             kind, *args = first.split(b" ")
-            stanzas.append((kind, args, lines))
-        stanzas.sort(key=lambda s: s[0] != _STANZA)  # ours first: it needs no exchange
-        file_key = None
-        for kind, args, lines in stanzas:
             file_key = self._file_key(kind, args, lines)
             if file_key is not None:
                 break
@@ -262,23 +255,30 @@ class AgeKey:
         if not hmac.compare_digest(want, mac):
             return None
         nonce = blob[nl + 1 : nl + 17]
-        payload = memoryview(blob)[nl + 17 :]
-        if len(nonce) != 16 or not payload:
+        if len(nonce) != 16:
             return None
-        aead: Any = self._aead(_hkdf(file_key, nonce, b"payload"))
-        out = []
-        size = _CHUNK + 16
-        count = (len(payload) + size - 1) // size
-        for i in range(count):
-            chunk = payload[i * size : (i + 1) * size]
-            last = i == count - 1
-            if last and len(chunk) == 16 and count > 1:
-                return None  # an empty last chunk follows only an empty file
-            out.append(aead.decrypt(i.to_bytes(11, "big") + bytes([last]), bytes(chunk), None))
-        return b"".join(out)
+        return _payload(self._aead(_hkdf(file_key, nonce, b"payload")), memoryview(blob)[nl + 17 :])
 
 
-def age_key(secret: str, stanza_key: bytes) -> AgeKey | None:
+def _payload(aead: Any, payload: memoryview) -> bytes | None:
+    """age's payload (STREAM: 64 KiB chunks, each with its tag, the last one marked), opened
+    with its key; None where it is empty or ends in an empty chunk after others. A tag that
+    does not hold raises."""
+    size = _CHUNK + 16
+    if len(payload) <= size:  # most files: one chunk, the last
+        return None if len(payload) < 16 else aead.decrypt(_LAST, bytes(payload), None)
+    out = []
+    count = (len(payload) + size - 1) // size
+    for i in range(count):
+        chunk = payload[i * size : (i + 1) * size]
+        last = i == count - 1
+        if last and len(chunk) == 16:
+            return None  # an empty last chunk follows only an empty file
+        out.append(aead.decrypt(i.to_bytes(11, "big") + bytes([last]), bytes(chunk), None))
+    return b"".join(out)
+
+
+def age_key(secret: str, stanza_key: bytes | None = None) -> AgeKey | None:
     """An AgeKey for the identity, or None where `cryptography` is missing (pyrage serves)."""
     try:
         return AgeKey(secret, stanza_key)

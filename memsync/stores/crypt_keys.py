@@ -4,12 +4,13 @@ The rule, in one breath: each remote has one age X25519 identity, its *data key*
 object is an age file to the data key's public key; the data key itself is kept on the remote
 in the recipients object (`_memsync/crypt.json`), as an age file to every device's own
 identity. Remote names are the memory's names under deterministic authenticated encryption
-(SIV: an HMAC of the name is its IV) with keys derived from the data key, so one name is always
+(SIV: a MAC of the name is its IV) with keys derived from the data key, so one name is always
 one remote key and a listing maps back. Inside each object, before the content, one header line
-carries the writer's edit time and an HMAC of name, time and content under the data key: age
-alone lets anyone holding the public key write a valid file, the HMAC does not.
+carries the writer's edit time and a MAC of name, time and content under the data key: age
+alone lets anyone holding the public key write a valid file, the MAC does not. memsync's own
+MACs and derivations are keyed BLAKE2s (`_prf`).
 
-The recipients object is authenticated by an HMAC under its own data key and, for a new data
+The recipients object is authenticated by a MAC under its own data key and, for a new data
 key, by one under every earlier key (`vouch`), so a device that trusted the key before accepts
 a rotation by a device with access and refuses one made by someone without a key. What this
 device trusted last is kept beside its identity (`keys/remotes/`), 0600, never uploaded.
@@ -76,7 +77,30 @@ def _age():  # pyrage, imported only by an encrypted remote
     return pyrage
 
 
-def load_identity() -> Any | None:
+class Identity:
+    """An age X25519 identity (`AGE-SECRET-KEY-1…`, as `str()` gives it back). memsync's own age
+    code opens the recipients object with it, so a pull loads no pyrage (~2 ms of a fresh
+    pull's CPU); pyrage's object is made where its public key is asked for."""
+
+    __slots__ = ("secret",)
+
+    def __init__(self, secret: str) -> None:
+        raw = bech32_data(secret, "age-secret-key-")
+        if raw is None or len(raw) != 32 or secret not in (secret.upper(), secret.lower()):
+            raise ValueError("not an age X25519 identity")
+        self.secret = secret
+
+    def __str__(self) -> str:
+        return self.secret
+
+    def pyrage(self) -> Any:
+        return _age().x25519.Identity.from_str(self.secret)
+
+    def to_public(self) -> Any:
+        return self.pyrage().to_public()
+
+
+def load_identity() -> Identity | None:
     """This device's age identity, or None if it has none yet."""
     data = read_if_there(identity_path())
     if data is None:
@@ -85,8 +109,8 @@ def load_identity() -> Any | None:
     lines = [ln.strip() for ln in data.decode("utf-8", "replace").splitlines()]
     secret = next((ln for ln in lines if ln.startswith("AGE-SECRET-KEY-")), None)
     try:
-        return _age().x25519.Identity.from_str(secret or "")
-    except Exception:
+        return Identity(secret or "")
+    except ValueError:
         raise UserError(
             f"{identity_path()} holds no age identity; restore it from your backup "
             "(or move it away and run `memsync keys init` for a new one)"
@@ -107,7 +131,7 @@ def _check_private(path: Path) -> None:
         )
 
 
-def create_identity() -> tuple[Any, bool]:
+def create_identity() -> tuple[Identity, bool]:
     """(identity, made now): this device's identity, made if missing, in the file format
     `age-keygen` writes (so `age -d -i` reads it), mode 0600."""
     found = load_identity()
@@ -118,7 +142,7 @@ def create_identity() -> tuple[Any, bool]:
     text = f"# created: {created}\n# public key: {identity.to_public()}\n{identity}\n"
     private_dir(keys_dir())
     atomic_write(identity_path(), text.encode(), mode=0o600)
-    return identity, True
+    return Identity(str(identity)), True
 
 
 def public_key(identity: Any) -> str:
@@ -134,11 +158,11 @@ def _split(text: str) -> str:
     return "/".join(text[i : i + _SEGMENT] for i in range(0, len(text), _SEGMENT))
 
 
-def _unhex(text: str) -> bytes | None:
-    try:
-        return bytes.fromhex(text)
-    except ValueError:
-        return None
+def _prf(key: bytes, message: bytes) -> bytes:
+    """memsync's own MAC and PRF: keyed BLAKE2s (RFC 7693), 32 bytes. A pull computes three
+    a file (the name's IV and stream, the content's tag); the standard library's BLAKE2s
+    costs a third of its OpenSSL-backed HMAC-SHA256 there."""
+    return hashlib.blake2s(message, key=key).digest()
 
 
 class DataKey:
@@ -151,10 +175,10 @@ class DataKey:
         self.secret = secret
         self.generation = generation
         master = hashlib.sha256(b"memsync-crypt\0" + secret.encode()).digest()
-        self._siv = hmac.new(master, b"name-iv", hashlib.sha256).digest()
-        self._ctr = hmac.new(master, b"name-stream", hashlib.sha256).digest()
-        self._mac = hmac.new(master, b"mac", hashlib.sha256).digest()
-        self._stanza = hmac.new(master, b"age-stanza", hashlib.sha256).digest()
+        self._siv = _prf(master, b"name-iv")
+        self._ctr = _prf(master, b"name-stream")
+        self._mac = _prf(master, b"mac")
+        self._stanza = _prf(master, b"age-stanza")
         self._names: dict[str, str] = {}  # name -> hidden, as hidden or revealed before
         self._age: AgeKey | None = None  # memsync's own age writer and reader, made once
         self._no_age = False  # True: `cryptography` is missing, pyrage does everything
@@ -185,15 +209,13 @@ class DataKey:
         return cls(str(_age().x25519.Identity.generate()), generation)
 
     def mac(self, *parts: bytes) -> str:
-        return hmac.digest(self._mac, b"\0".join(parts), "sha256").hex()
+        return _prf(self._mac, b"\0".join(parts)).hex()
 
     def _stream(self, iv: bytes, size: int) -> bytes:
         if size <= 32:  # most names: one block
-            return hmac.digest(self._ctr, iv + b"\0\0\0\0", "sha256")[:size]
+            return _prf(self._ctr, iv + b"\0\0\0\0")[:size]
         blocks = (size + 31) // 32
-        return b"".join(
-            hmac.digest(self._ctr, iv + n.to_bytes(4, "big"), "sha256") for n in range(blocks)
-        )[:size]
+        return b"".join(_prf(self._ctr, iv + n.to_bytes(4, "big")) for n in range(blocks))[:size]
 
     def hide(self, name: str) -> str:
         """The remote key of `name`: the same every time, unreadable without the key (a
@@ -203,7 +225,7 @@ class DataKey:
             return known
         raw = name.encode()
         padded = raw + b"\0" * (-len(raw) % _PAD)  # names are never empty (check_key)
-        iv = hmac.digest(self._siv, padded, "sha256")[:16]
+        iv = _prf(self._siv, padded)[:16]
         sealed = _xor(padded, self._stream(iv, len(padded)))
         hidden = _split((iv + sealed).hex())  # lower case: one name on a case-insensitive disk
         self._names[name] = hidden
@@ -211,16 +233,20 @@ class DataKey:
 
     def reveal(self, hidden: str) -> str | None:
         """The name `hidden` stands for, or None if it is not one of this key's names."""
-        flat = hidden.replace("/", "")
-        raw = _unhex(flat)
-        if raw is None or len(raw) < 16 + _PAD or (len(raw) - 16) % _PAD:
+        long = len(hidden) > _SEGMENT  # in path segments (a short one holds no "/")
+        flat = hidden.replace("/", "") if long else hidden
+        try:
+            raw = bytes.fromhex(flat)
+        except ValueError:
             return None
-        if raw.hex() != flat or _split(flat) != hidden:  # one spelling per name
+        size = len(raw) - 16
+        if size < _PAD or size % _PAD or raw.hex() != flat:  # one spelling per name
             return None
-        iv, sealed = raw[:16], raw[16:]
-        padded = _xor(sealed, self._stream(iv, len(sealed)))
-        want = hmac.digest(self._siv, padded, "sha256")[:16]
-        if not hmac.compare_digest(iv, want):
+        if long and _split(flat) != hidden:
+            return None
+        iv = raw[:16]
+        padded = _xor(raw[16:], self._stream(iv, size))
+        if not hmac.compare_digest(iv, _prf(self._siv, padded)[:16]):
             return None
         try:
             name = padded.rstrip(b"\0").decode()
@@ -248,7 +274,7 @@ class DataKey:
     def open(self, name: str, blob: bytes) -> tuple[bytes, float | None]:
         """(content, edited) of an object sealed under `name`; RefusedFile if it does not
         decrypt or its MAC does not hold (damaged, truncated, swapped or forged)."""
-        own = self._own()
+        own = self._age or self._own()
         plain = None if own is None else own.decrypt(blob)
         if plain is None:  # a file memsync's reader does not take: pyrage's implementation
             try:
@@ -327,7 +353,7 @@ def _body(generation: int, box: str) -> bytes:
     return json.dumps({"format": FORMAT, "generation": generation, "box": box}).encode()
 
 
-def read(data: bytes, identity: Any, url: str) -> Keyring:
+def read(data: bytes, identity: Identity, url: str) -> Keyring:
     """Open the recipients object with this device's identity. NoAccess if it is not one of
     the recipients; BadRecipients if the object is damaged or its own MAC fails."""
     bad = BadRecipients(
@@ -342,13 +368,18 @@ def read(data: bytes, identity: Any, url: str) -> Keyring:
         sealed = base64.b64decode(box, validate=True)
     except (ValueError, KeyError, TypeError):
         raise bad from None
-    pyrage = _age()
+    own = age_key(identity.secret)
+    opened = None if own is None else own.decrypt(sealed)
+    if opened is None:  # not to this identity, or damaged: pyrage's answer says which
+        pyrage = _age()
+        try:
+            opened = pyrage.decrypt(sealed, [identity.pyrage()])
+        except pyrage.DecryptError as exc:
+            if "no matching keys" in str(exc).lower():  # no stanza opens with this identity
+                raise no_access(url, public_key(identity)) from None
+            raise bad from None
     try:
-        inner = json.loads(pyrage.decrypt(sealed, [identity]))
-    except pyrage.DecryptError as exc:
-        if "no matching keys" in str(exc).lower():  # no stanza opens with this identity
-            raise no_access(url, public_key(identity)) from None
-        raise bad from None
+        inner = json.loads(opened)
     except ValueError:
         raise bad from None
     try:
