@@ -83,10 +83,12 @@ def rows(
         MEMSYNC_MEMORY_DIR=str(mem),
         MEMSYNC_REMOTE=remote,
         MEMSYNC_PROJECT="bench",
+        CLAUDE_CONFIG_DIR=str(tmp / "claude"),  # install's hooks: a warm process serves them
         **extra_env,
     )
     cmd = [str(exe)]
     subprocess.run([*cmd, "push"], env=env, check=True, capture_output=True)
+    subprocess.run([*cmd, "install"], env=env, check=True, capture_output=True)
     outside = json.dumps(
         {
             "tool_name": "Write",
@@ -119,6 +121,9 @@ def rows(
     ]
     for how in ("cold", "warm"):
         hook_env = dict(env, MEMSYNC_WARM_HOOKS="0" if how == "cold" else "1")
+        if how == "cold":
+            subprocess.run([*cmd, "uninstall"], env=env, capture_output=True)  # no warm process
+            subprocess.run([*cmd, "install"], env=hook_env, check=True, capture_output=True)
         if how == "warm":
             subprocess.run(
                 [*hook, "session-start"],
