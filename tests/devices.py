@@ -7,6 +7,8 @@ import json
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -152,3 +154,13 @@ def make_device(tmp_path: Path, name: str, remote: str, **env: str) -> Device:
     device = Device(name, tmp_path / name, remote, dict(env))
     device.memory.mkdir(parents=True)
     return device
+
+
+def wait_until(condition: Callable[[], object], seconds: float = 20.0) -> bool:
+    """Whether `condition()` became true within `seconds` (polled every 50 ms)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if condition():
+            return True
+        time.sleep(0.05)
+    return bool(condition())

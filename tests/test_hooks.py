@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.devices import Device, make_device
+from tests.devices import Device, make_device, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -405,15 +405,6 @@ def told(proc) -> str:
     doc = json.loads(proc.stdout)
     assert doc["hookSpecificOutput"]["hookEventName"] == "PostToolUse"
     return doc["hookSpecificOutput"]["additionalContext"]
-
-
-def wait_until(condition, seconds: float = 20.0) -> bool:
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
 
 
 def kept_notice(device: Device) -> bool:

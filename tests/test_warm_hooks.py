@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.devices import Device, make_device
+from tests.devices import Device, make_device, wait_until
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="reads /proc to find the warm process"
@@ -35,15 +35,6 @@ sys.exit(code)
 
 
 PENDING = "## Pending\n- Ask about the marathon.\n"
-
-
-def wait_until(check, timeout: float = 20.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return check()
 
 
 def warm_device(tmp_path: Path, name: str = "d", **env: str) -> Device:
