@@ -305,3 +305,17 @@ def test_a_hook_from_another_container_or_sandbox_is_other_code():
     assert f"root={root.st_dev}:{root.st_ino}" in stamp
     for kind in ("mnt", "pid", "user"):
         assert os.readlink(f"/proc/self/ns/{kind}") in stamp
+
+
+def test_uninstall_right_after_install_leaves_no_warm_process(tmp_path):
+    """`install` starts a warm process that takes a moment to load: an `uninstall` at once
+    (here: `stop` right after `start`, in one process) waits for it and sends it away."""
+    device = warm_device(tmp_path)  # installs, which starts one
+    warmed(device)
+    snippet = "from memsync.claude.warm import start, stop\nstop()\nstart()\nstop()\n"
+    proc = subprocess.run(
+        [sys.executable, "-c", snippet], env=device.env(), cwd=device.root, timeout=60
+    )
+    assert proc.returncode == 0
+    time.sleep(1.5)
+    assert warm_pids(device) == []

@@ -231,9 +231,29 @@ def warm_state() -> str:
 
 
 def stop() -> None:
-    """Ask this memsync home's warm process, if any, to leave (a call from other code)."""
-    if available():
-        _ask([], b"", stamp=b"leave")
+    """Ask this memsync home's warm process, if any, to leave (a call from other code); one
+    still starting (`install` just started it) is waited for, at most START_GUARD seconds."""
+    if not available():
+        return
+    import time
+
+    guard = os.path.join(run_dir(), STARTING)
+    deadline = time.monotonic() + START_GUARD
+    while True:
+        try:
+            _dial(os.getcwd()).close()
+        except OSError:
+            pass
+        else:
+            _ask([], b"", stamp=b"leave")
+            return
+        try:
+            starting = 0 <= time.time() - os.stat(guard).st_mtime < START_GUARD
+        except OSError:
+            starting = False
+        if not starting or time.monotonic() > deadline:
+            return
+        time.sleep(0.05)
 
 
 def _dial(cwd: str) -> _socket.socket:
