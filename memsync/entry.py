@@ -33,6 +33,11 @@ def main() -> None:
             f"leave {empty} out to use the default\n"
         )
         sys.exit(2)
+    if argv in (["--version"], ["-V"]):  # answered without Typer, as a script asks it
+        from memsync import __version__
+
+        print(f"memsync {__version__}")
+        return
     if argv[:1] in (["pull"], ["push"], ["sync"]):
         from memsync.cli.plain import run_plain
 

@@ -78,6 +78,19 @@ def test_help_typos_and_other_commands_go_to_typer():
     }
 
 
+@pytest.mark.parametrize("flag", ["--version", "-V"])
+def test_version_is_printed_and_exits_0(flag):
+    import subprocess
+    import sys
+
+    from memsync import __version__
+
+    done = subprocess.run(
+        [sys.executable, "-m", "memsync", flag], capture_output=True, text=True, timeout=60
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"memsync {__version__}\n", "")
+
+
 @pytest.mark.parametrize("verb", ["sync", "pull", "push"])
 def test_a_plain_sync_imports_neither_typer_nor_rich(tmp_path, verb):
     device = make_device(tmp_path, "laptop", (tmp_path / "remote").as_uri())

@@ -25,7 +25,10 @@ __all__ = [
 
 app = typer.Typer(
     name="memsync",
-    help="Keep Claude Code's memory safe and the same on every machine.",
+    help=(
+        "Keep Claude Code's memory safe and the same on every machine "
+        "(`memsync --version`: which one)."
+    ),
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
