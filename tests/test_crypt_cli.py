@@ -237,6 +237,26 @@ def test_strays_damaged_objects_and_this_devices_own_key(trio):
     assert "user_role.md" in joined.stderr and "planted.md" in b.files()
 
 
+def test_a_key_is_one_recipient_however_it_is_typed(trio):
+    """bech32 reads `AGE1…` as `age1…`: added in capitals, it is the same recipient, listed
+    once, and removing it in either case revokes it."""
+    remote_dir, (a, b, _) = trio
+    a.write("user_role.md", "Engineer.\n", type="user")
+    a.run("sync")
+    _key(a)
+    key_b = _key(b)
+    assert f"Added {key_b}" in a.run("keys", "add", key_b.upper(), "--name", "b").stdout
+    assert "already has access" in a.run("keys", "add", key_b).stdout
+    assert a.run("keys", "list").stdout.lower().count(key_b) == 1
+    b.run("sync")
+    a.run("keys", "remove", key_b.upper())
+    a.write("user_role.md", "Engineer. Zanzibar.\n", type="user")
+    a.run("sync")
+    assert "was removed from the recipients" in b.run("sync", check=1).stderr
+    assert b"Zanzibar" not in b.files()["user_role.md"]
+    assert key_b not in a.run("keys", "list").stdout.lower()
+
+
 @pytest.mark.s3
 def test_init_makes_a_missing_bucket(tmp_path, s3_url):
     missing = make_device(tmp_path, "m", s3_url)

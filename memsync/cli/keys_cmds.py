@@ -117,12 +117,14 @@ def add_cmd(
 ) -> None:
     """Let another device read and write the encrypted remote."""
     from memsync.admin.keys import add
+    from memsync.stores.crypt_migrate import check_public
 
+    key = check_public(key)  # as age writes it: one recipient however it was typed
     result = add(engine_for(memory_dir, remote, project), key, name)
     if result.added:
-        out.print(f"Added {key.strip()}: that device can sync now.")
+        out.print(f"Added {key}: that device can sync now.")
     else:
-        out.print(f"{key.strip()} already has access.")
+        out.print(f"{key} already has access.")
 
 
 @keys_app.command("list")
@@ -160,17 +162,19 @@ def remove_cmd(
 ) -> None:
     """Revoke a device: a new data key, and everything sealed again to the others."""
     from memsync.admin.keys import is_this_device, remove
+    from memsync.stores.crypt_migrate import check_public
 
+    key = check_public(key)
     engine = engine_for(memory_dir, remote, project)
     if is_this_device(key):
         confirm(
-            f"{key.strip()} is this device's own key: removing it locks this device out (it "
+            f"{key} is this device's own key: removing it locks this device out (it "
             "reads nothing on the remote until another device runs `memsync keys add` for "
             "it). Remove it?",
             yes,
         )
     result = remove(engine, key)
-    out.print(f"Removed {key.strip()}: it cannot read anything written from now on.")
+    out.print(f"Removed {key}: it cannot read anything written from now on.")
     _moved(result)
     out.print(
         "What it synced or copied before stays readable to it: its memory dir, its history, "
@@ -179,7 +183,7 @@ def remove_cmd(
     if not result.access:
         out.print(
             "This device has no access now: another device with access can let it in again "
-            f"with `memsync keys add {key.strip()}`."
+            f"with `memsync keys add {key}`."
         )
 
 

@@ -72,17 +72,18 @@ class Moved:
 
 
 def check_public(key: str) -> str:
-    """`key` if it is an age X25519 public key; a UserError naming it otherwise."""
+    """`key` as age writes it (lower case: bech32 reads `AGE1…` as the same key, so a key is
+    one recipient however it was typed) if it is an age X25519 public key; a UserError naming
+    it otherwise."""
     from memsync.stores.crypt_keys import _age
 
     try:
-        _age().x25519.Recipient.from_str(key.strip())
+        return str(_age().x25519.Recipient.from_str(key.strip()))
     except Exception:
         raise UserError(
             f"{key!r} is not an age public key; give the `age1…` line `memsync keys init` "
             "printed on the device to let in"
         ) from None
-    return key.strip()
 
 
 def _sources(store: CryptStore, old: DataKey | None) -> dict[str, tuple[str, Entry]]:
@@ -420,7 +421,7 @@ def add_device(store: CryptStore, key: str, name: str) -> tuple[Keyring, bool]:
 def remove_device(store: CryptStore, key: str) -> tuple[Keyring, Moved]:
     """Revoke a device: a new data key, wrapped to the others, and every object sealed again
     under it (see the module's docstring for how a device syncing meanwhile is kept safe)."""
-    key = key.strip()
+    key = check_public(key)
     ring = store.ring()
     rest = [d for d in ring.devices if d.key != key]
     if len(rest) == len(ring.devices):
