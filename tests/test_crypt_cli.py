@@ -237,6 +237,22 @@ def test_strays_damaged_objects_and_this_devices_own_key(trio):
     assert "user_role.md" in joined.stderr and "planted.md" in b.files()
 
 
+def test_a_list_made_by_a_device_without_a_key_is_not_taken_for_a_removal(trio):
+    """Someone without a key erases the remote and publishes a list of their own: a device
+    that trusted the old one is not told it "was removed by a device with access" (it would
+    ask the stranger to let it in) but that no device with access vouched for the list."""
+    _, (a, _, c) = trio
+    a.write("user_role.md", "Engineer.\n", type="user")
+    a.run("sync")
+    _key(a)
+    c.run("purge", "--all", "--yes")
+    _key(c)
+    refused = _one_line(a.run("sync", check=1))
+    assert "no device with access vouched for" in refused and "keys/remotes" in refused
+    assert "was removed" not in refused
+    assert b"Engineer." in a.files()["user_role.md"]
+
+
 def test_a_key_is_one_recipient_however_it_is_typed(trio):
     """bech32 reads `AGE1…` as `age1…`: added in capitals, it is the same recipient, listed
     once, and removing it in either case revokes it."""

@@ -40,13 +40,14 @@ from memsync.stores.crypt_keys import (
     DataKey,
     Keyring,
     NoAccess,
-    check_trust,
     create_identity,
+    follows,
     identity_path,
     load_identity,
     load_trust,
     mark_removed,
     read,
+    replaced,
     save_trust,
     trust_path,
 )
@@ -309,15 +310,24 @@ class CryptStore(Store):
             identity = load_identity()
             if identity is None:  # a device without access is told its own key to pass on
                 identity, _ = create_identity()
-            ring = read(data, identity, url)
             trusted = load_trust(url, prefix)
+            # trust on first use; after that, only a list that follows from the trusted one
+            # (a device not among its recipients can tell too: `_load_checked`)
+            unknown = trusted is not None and not follows(data, trusted)
+            try:
+                ring = read(data, identity, url)
+            except NoAccess:
+                if unknown:
+                    raise replaced(url, prefix) from None
+                raise
+            if unknown:
+                raise replaced(url, prefix)
             if (
                 trusted is not None
                 and trusted.removed
                 and ring.key.generation <= trusted.generation
             ):
                 raise NoAccess(f"{url}: a recipients list from before this device's removal")
-            check_trust(ring, trusted, url, prefix)
             save_trust(url, prefix, ring, etag)
             self._key, self._ring, self._etag = ring.key, ring, etag
             self._old = list(ring.history)
@@ -325,7 +335,8 @@ class CryptStore(Store):
             return ring
 
     def _load_checked(self, read_now: tuple[bytes, str] | None = None) -> Keyring:
-        """`load`, telling a device that had access and was removed since that it was."""
+        """`load`, telling a device that had access and was removed since (by a list its
+        trusted key vouched for: `load` checked) that it was."""
         try:
             return self.load(read_now)
         except NoAccess:

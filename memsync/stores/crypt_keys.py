@@ -473,24 +473,31 @@ def mark_removed(url: str, prefix: str) -> None:
         atomic_write(path, json.dumps(doc).encode(), mode=0o600)
 
 
-def check_trust(ring: Keyring, trusted: Trust | None, url: str, prefix: str) -> None:
-    """Refuse a recipients object that does not follow from the data key this device
-    trusted: an older generation (rolled back), another key under the same generation, or a
-    newer one without a vouch under the trusted key (made by someone without it)."""
-    if trusted is None:
-        return  # the first time: its own MAC is all there is to check (trust on first use)
-    key = ring.key
-    if key.generation == trusted.generation and key.secret == trusted.secret:
-        return
-    vouch = ring.vouched.get(trusted.generation)
-    old = DataKey(trusted.secret, trusted.generation)
-    if (
-        key.generation > trusted.generation
-        and vouch is not None
-        and hmac.compare_digest(vouch, old.mac(b"recipients", ring.body))
-    ):
-        return
-    raise BadRecipients(
+def follows(data: bytes, trusted: Trust) -> bool:
+    """Whether the recipients object `data` follows from the data key this device trusted:
+    it is that key's list (its MAC holds under it), or a newer generation that key vouched
+    for. Read from the object's clear part, so a device no longer among the recipients can
+    tell a removal by a device with access from a list made by someone without a key."""
+    try:
+        doc = json.loads(data)
+        generation, box, tag = int(doc["generation"]), str(doc["box"]), str(doc["mac"])
+        vouch = doc.get("vouch")
+        vouch = vouch.get(str(trusted.generation)) if isinstance(vouch, dict) else None
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return False
+    mac = DataKey(trusted.secret, trusted.generation).mac(b"recipients", _body(generation, box))
+    if generation == trusted.generation:
+        return hmac.compare_digest(tag, mac)
+    return generation > trusted.generation and isinstance(vouch, str) and (
+        hmac.compare_digest(vouch, mac)
+    )
+
+
+def replaced(url: str, prefix: str) -> BadRecipients:
+    """A recipients object that does not follow from the one this device trusted: an older
+    generation (rolled back), another key under the same generation, or a newer one without
+    a vouch under the trusted key (made by someone without it)."""
+    return BadRecipients(
         f"the recipients list of the encrypted remote {url} ({CRYPT_KEY}) was replaced by one "
         "no device with access vouched for (changed by someone without a key, or rolled "
         "back); nothing was synced: run `memsync keys list` on a device with access and, if "
