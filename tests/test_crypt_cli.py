@@ -237,6 +237,41 @@ def test_strays_damaged_objects_and_this_devices_own_key(trio):
     assert "user_role.md" in joined.stderr and "planted.md" in b.files()
 
 
+def test_a_damaged_object_is_replaced_by_push_force_or_by_an_edit(trio):
+    """A remote copy no device can read is replaced by a device's own copy: by `push --force
+    FILE` (as the refusal says), by `push --force` once a sync refused it, or by the next
+    upload of an edit of it (as a copy the inbound gate refuses is)."""
+    remote_dir, (a, b, _) = trio
+    project = remote_dir / "e2e-project"
+    a.write("user_role.md", "Engineer.\n", type="user")
+    a.run("sync")
+    _key(a)
+    a.run("keys", "add", _key(b))
+    b.run("sync")
+    data_key = DataKey(a.run("keys", "export").stdout.strip(), 1)
+    hidden = project / "_memsync" / "x" / data_key.hide("user_role.md")
+
+    def damage() -> None:
+        hidden.write_bytes(hidden.read_bytes()[:-5] + b"xxxxx")
+        assert "does not decrypt" in b.run("sync", check=1).stderr
+        assert b"Engineer." in b.files()["user_role.md"]  # nothing lands
+
+    damage()  # this device never met the damaged copy: the file named is read, then replaced
+    said = a.run("push", "--force", "user_role.md").stderr
+    assert "could not be read" in said and "replaced it with the local version" in said
+    b.run("sync")
+    damage()
+    assert "does not decrypt" in a.run("sync", check=1).stderr  # held here too
+    assert "replaced it with the local version" in a.run("push", "--force").stderr
+    b.run("sync")
+    damage()
+    a.append("user_role.md", "Staff now.\n")
+    assert "replaced it with the local version" in a.run("sync").stderr
+    b.run("sync")
+    assert b"Staff now." in b.files()["user_role.md"]
+    assert b.files() == a.files()
+
+
 def test_a_list_made_by_a_device_without_a_key_is_not_taken_for_a_removal(trio):
     """Someone without a key erases the remote and publishes a list of their own: a device
     that trusted the old one is not told it "was removed by a device with access" (it would

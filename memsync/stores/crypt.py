@@ -51,7 +51,14 @@ from memsync.stores.crypt_keys import (
     save_trust,
     trust_path,
 )
-from memsync.util.errors import NotFound, PreconditionFailed, RefusedFile, StoreError, UserError
+from memsync.util.errors import (
+    NotFound,
+    PreconditionFailed,
+    RefusedFile,
+    StoreError,
+    Unreadable,
+    UserError,
+)
 
 HIDDEN = "_memsync/x/"  # where every encrypted object lives
 # written by `keys init` before its copies and deleted after its switch: a remote holding
@@ -461,7 +468,10 @@ class CryptStore(Store):
                     old = stray.key.startswith(HIDDEN)
                     raise RefusedFile(key, _OLD_KEY if old else _STRAY) from None
                 raise
-            data, edited = dkey.open(key, blob)
+            try:
+                data, edited = dkey.open(key, blob)
+            except RefusedFile as exc:
+                raise Unreadable(key, exc.reason, etag) from None
             return data, etag, edited
         raise NotFound(f"{key} is not on the remote")
 

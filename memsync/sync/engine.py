@@ -411,6 +411,7 @@ class Engine:
         # manifest, forgotten content, a name differing only by case) is taken in
         self._records_run = (
             mode is Mode.PUSH
+            and not force  # `push --force FILE` reads the remote copy it may replace
             and names is not None
             and bool(self.state.records)
             and all(n in self.state.records for n in [*names, *pending])
@@ -430,7 +431,7 @@ class Engine:
         if self._records_run:
             run = prepare.from_records(self, result, local, names or [], pending)
         else:
-            planned = prepare.from_listing(self, result, mode, local, names, pending)
+            planned = prepare.from_listing(self, result, mode, local, names, pending, force)
             if planned is None:
                 return
             run = planned

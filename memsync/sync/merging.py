@@ -10,7 +10,13 @@ from memsync.memory.digests import is_rollup
 from memsync.privacy.gate import check_inbound, check_outbound
 from memsync.stores.base import MAX_ATTEMPTS
 from memsync.sync.scan import mtime_of
-from memsync.util.errors import AlreadyExists, NotFound, PreconditionFailed, RefusedFile
+from memsync.util.errors import (
+    AlreadyExists,
+    NotFound,
+    PreconditionFailed,
+    RefusedFile,
+    Unreadable,
+)
 from memsync.util.fsutil import sha256
 
 if TYPE_CHECKING:
@@ -31,6 +37,10 @@ def merge(engine: Engine, result: SyncResult, name: str, ours: bytes, mtime: flo
             theirs, etag, theirs_mtime = engine.store.fetch(name)
         except NotFound:
             if put_back_removed(engine, result, name, ours, mtime):
+                return
+            continue
+        except Unreadable as exc:
+            if replace_unreadable(engine, result, name, ours, mtime, exc):
                 return
             continue
         theirs_ok = remote_copy_accepted(engine, result, name, theirs)
@@ -127,6 +137,30 @@ def put_back_removed(
     if name in engine.state.records:
         engine.came_back_here(name)
     finish_merge(engine, result, name, ours, etag)
+    return True
+
+
+def replace_unreadable(
+    engine: Engine,
+    result: SyncResult,
+    name: str,
+    ours: bytes,
+    mtime: float | None,
+    unreadable: Unreadable,
+) -> bool:
+    """A remote copy no device can read (damaged) is replaced by ours, as one the inbound
+    gate refuses is, and said; False when it changed meanwhile (another attempt reads it)."""
+    try:
+        etag = engine.store.replace(name, ours, unreadable.etag, mtime)
+    except PreconditionFailed:
+        return False
+    engine.record(name, etag, ours)
+    with engine._lock:
+        result.uploaded.append(name)
+        result.notes.append(
+            f"{name}: the remote copy could not be read ({unreadable.reason}); replaced it "
+            "with the local version"
+        )
     return True
 
 

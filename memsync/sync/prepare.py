@@ -10,6 +10,7 @@ from memsync.context.identity import MANIFEST
 from memsync.memory.names import fold
 from memsync.sync import execute, planner, scan
 from memsync.sync.mode import Mode
+from memsync.sync.planner import Action, Kind
 from memsync.sync.remote_files import classify, held_why
 from memsync.sync.scan import Run
 from memsync.util.errors import GuardError, NotFound, Unreachable, UserError
@@ -77,9 +78,12 @@ def from_listing(
     local: LocalScan,
     names: list[str] | None,
     pending: list[str],
+    force: bool = False,
 ) -> Run | None:
     """List the remote and plan `mode` against it; None when the remote cannot be reached
-    (what the run was for is queued)."""
+    (what the run was for is queued). `push --force` also merges the remote copies this
+    device refused before, and those of the files it names that changed there: a copy no
+    device can read is replaced by this device's (merging.replace_unreadable)."""
     records = engine.state.records
     engine._manifest_ahead = None
     if not records:
@@ -100,6 +104,17 @@ def from_listing(
     local_hashes = dict(local.content.hashes)
     files = classify(listing, engine.state.refused_remote)
     result.refused_remote.update(files.unsafe)
+    mended: set[str] = set()
+    if mode is Mode.PUSH and force:
+        here = local.content.hashes
+        mended = {n for n in files.held if n in here and (names is None or n in names)}
+        for name in mended:
+            files.memory[name] = listing[name]
+            del files.held[name]
+        for name in names or ():
+            entry, record = files.memory.get(name), records.get(name)
+            if name in here and entry is not None and (record is None or entry.etag != record.etag):
+                mended.add(name)
     for name, reason in files.held.items():  # a copy refused before, left alone until it changes
         mine = name in records or name in local.content.hashes
         report = result.refused_remote if mine else result.ignored_remote
@@ -136,6 +151,9 @@ def from_listing(
     )
     if other_way is not None:
         result.other_way = other_way
+    if mended:
+        actions = [a for a in actions if a.name not in mended]
+        actions += [Action(Kind.MERGE, n, "push --force: merged or replaced") for n in mended]
     execute.warm_for(engine, actions)
     return Run(local, local_hashes, remote, entries, actions)
 

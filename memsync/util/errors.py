@@ -40,6 +40,15 @@ class RefusedFile(UserError):
         super().__init__(f"{path}: {reason}")
 
 
+class Unreadable(RefusedFile):
+    """A remote copy that cannot be read (its ciphertext damaged): like a copy the inbound
+    gate refuses, a merge replaces it with this device's copy, conditional on `etag`."""
+
+    def __init__(self, path: str, reason: str, etag: str) -> None:
+        super().__init__(path, reason)
+        self.etag = etag
+
+
 class Unholdable(RefusedFile):
     """A file the remote cannot hold (its size, its name or its encoding is outside the store's
     limits): refused before any request, so nothing of it is written."""
