@@ -262,15 +262,23 @@ def test_prune_by_age_and_type_with_audit(tmp_path):
     a.run("sync")
     other = engine_for(tmp_path, "mem_other")
     other.run("sync")
-    # a digest's age is its date (its name), not when it was uploaded; other files without
-    # a date in their frontmatter are judged by the upload
+    # a digest's age is its date (its name), not when it was edited; other files without
+    # a date in their frontmatter are judged by their edit time: this device's copy's, or
+    # for a file it does not hold, the remote's
     now = datetime(2026, 2, 5, tzinfo=timezone.utc).timestamp()
     for name in ("feedback_tests.md", "MEMORY.md"):
         age_remote(tmp_path, name, 90, now)
+        os.utime(a.ctx.memory_dir / name, (now - 90 * DAY, now - 90 * DAY))
     age_remote(tmp_path, "session_digest_2026-01-06.md", 400, now)
+    os.utime(a.ctx.memory_dir / "notes/project_alpha.md", (now - 90 * DAY, now - 90 * DAY))
+    age_remote(tmp_path, "notes/project_alpha.md", 1, now)  # uploaded lately, edited long ago
 
     assert admin.plan_prune(a, 30, None, now) == [
         "feedback_tests.md",
+        "notes/project_alpha.md",
+        "session_digest_2026-01-05.md",
+    ]
+    assert admin.plan_prune(other, 30, None, now) == [  # it holds copies edited lately
         "session_digest_2026-01-05.md",
     ]
     assert admin.plan_prune(a, 30, "index", now) == []  # the index is never pruned

@@ -250,8 +250,10 @@ def plan_prune(
 
     A file's age is the date its content is about: the date in its name (a session digest's
     day, or the last day of its week, month or year), else its frontmatter `date` or
-    `modified`; only a file with neither is judged by when it was last uploaded. The index
-    (MEMORY.md) is never planned: its lines go with the files they link to.
+    `modified`; only a file with neither is judged by when it was last edited: the time this
+    device's copy carries (memsync keeps a file's edit time with every copy, on every remote),
+    or the remote's own time for a file this device does not hold. The index (MEMORY.md) is
+    never planned: its lines go with the files they link to.
     """
     if older_than_days < 0:
         raise UserError(f"--older-than must be 0 days or more, not {older_than_days}")
@@ -274,9 +276,21 @@ def plan_prune(
         if when is None and data is None:
             data = _get(engine, name)
             when = content_time(name, data)
-        if (entry.modified if when is None else when) < cutoff:
+        if when is None:
+            when = _edited(engine, name, entry.modified)
+        if when < cutoff:
             planned.append(name)
     return planned
+
+
+def _edited(engine: Engine, name: str, listed: float) -> float:
+    """When `name` was last edited: this device's copy's time, else the listing's (a store
+    whose listing cannot carry the edit time, as S3's and an encrypted one's, gives the upload
+    time there)."""
+    try:
+        return engine.local_path(name).stat().st_mtime
+    except OSError:
+        return listed
 
 
 def _get(engine: Engine, name: str) -> bytes | None:
