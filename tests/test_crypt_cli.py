@@ -334,9 +334,17 @@ def test_the_next_sync_downloads_nothing_and_an_open_identity_is_refused(tmp_pat
     refused = _one_line(a.run("keys", "list", check=1))
     assert f"{identity} is readable by others (mode 644)" in refused
     assert f"chmod 600 {identity}" in refused
+    # a sync, which reads the data key kept here and not the identity, refuses as well
+    assert f"chmod 600 {identity}" in _one_line(a.run("sync", check=1))
     identity.chmod(0o600)
     assert os.stat(identity).st_mode & 0o777 == 0o600
     a.run("keys", "list")
+    (trust,) = (a.home / "keys" / "remotes").iterdir()
+    trust.chmod(0o640)
+    refused = _one_line(a.run("sync", check=1))
+    assert f"{trust} is readable by others (mode 640)" in refused and "data key" in refused
+    trust.chmod(0o600)
+    a.run("sync")
 
 
 def test_the_device_that_loses_the_keys_init_race_is_still_given_its_key(trio, monkeypatch):

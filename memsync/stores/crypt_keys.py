@@ -117,17 +117,21 @@ def load_identity() -> Identity | None:
         ) from None
 
 
-def _check_private(path: Path) -> None:
-    """Refuse an identity file others may read, as ssh refuses such a private key: the key
-    may already have been copied, and memsync does not go on as if it were secret."""
+def _check_private(path: Path, what: str = "this device's secret key") -> None:
+    """Refuse a key file others may read (the identity, or a remote's data key), as ssh
+    refuses such a private key: the key may already have been copied, and memsync does not go
+    on as if it were secret. A file that is not there passes."""
     if os.name != "posix":
         return
-    mode = path.stat().st_mode & 0o777
+    try:
+        mode = path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        return
     if mode & 0o077:
         raise UserError(
-            f"{path} is readable by others (mode {mode:o}); it is this device's secret key: "
-            f"run `chmod 600 {path}` (and, if others could have copied it, revoke it with "
-            "`memsync keys remove` from another device)"
+            f"{path} is readable by others (mode {mode:o}); it is {what}: run "
+            f"`chmod 600 {path}` (and, if others could have copied it, revoke this device "
+            "with `memsync keys remove` from another device, which also changes the data key)"
         )
 
 
@@ -422,9 +426,14 @@ class Trust(NamedTuple):
 
 
 def load_trust(url: str, prefix: str) -> Trust | None:
-    data = read_if_there(trust_path(url, prefix))
+    """What this device trusted for the remote, if anything. Its key files are checked each
+    time: a device that syncs with the data key it keeps here never opens its identity."""
+    path = trust_path(url, prefix)
+    data = read_if_there(path)
     if data is None:
         return None
+    _check_private(path, "the remote's data key, which opens everything on it")
+    _check_private(identity_path())
     try:
         doc = json.loads(data)
         history = tuple((int(g), str(k)) for g, k in doc.get("history", []))
