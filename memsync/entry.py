@@ -34,9 +34,9 @@ def main() -> None:
         )
         sys.exit(2)
     if argv in (["--version"], ["-V"]):  # answered without Typer, as a script asks it
-        from memsync import __version__
+        from importlib.metadata import version
 
-        print(f"memsync {__version__}")
+        print(f"memsync {version('memsync')}")  # pyproject.toml's, as installed
         return
     if argv[:1] in (["pull"], ["push"], ["sync"]):
         from memsync.cli.plain import run_plain
