@@ -25,9 +25,9 @@ goes only to an encrypted destination (`memsync keys init --remote DST` first): 
 never leaves a plaintext copy of an encrypted project. The destination seals every object
 under its own data key. Remote-kept versions (a memory store's) are not copied: the protocol
 reads only current content, and the destination keeps its own from the copy on. This device's
-local history of the project (kept per remote) is carried to the destination's state, so
-`memsync history FILE` shows it after the switch; each device that moves runs the same
-command once for its own.
+state of the project (kept per remote) is carried to its state under the destination: its
+local history, and its sync records, so that it syncs with the destination as if it had synced
+there (`carry_state`); each device that moves runs the same command once for its own.
 """
 
 from __future__ import annotations
