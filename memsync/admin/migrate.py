@@ -500,8 +500,8 @@ def carry_state(
     ctx: Context,
     source: str,
     destination: str,
-    held: dict[str, tuple[str, bytes]] | None = None,
-    other: Iterable[str] = (),
+    held: dict[str, tuple[str, bytes]],
+    other: Iterable[str],
 ) -> int:
     """Carry this device's state of the project under `source` (its state folder is per
     remote) to its state under `destination`, for every file the latter holds nothing of yet,
@@ -526,7 +526,7 @@ def carry_state(
     busy = contextlib.suppress(TimeoutError)
     with busy, file_lock(new / "lock", timeout=10):
         carried = _carry_history(old / "history", new / "history")
-        _carry_records(old, new, held or {}, set(other))
+        _carry_records(old, new, held, set(other))
     return carried
 
 
