@@ -25,9 +25,9 @@ goes only to an encrypted destination (`memsync keys init --remote DST` first): 
 never leaves a plaintext copy of an encrypted project. The destination seals every object
 under its own data key. Remote-kept versions (a memory store's) are not copied: the protocol
 reads only current content, and the destination keeps its own from the copy on. This device's
-local history of the project (kept per remote) is carried to the destination's state, so
-`memsync history FILE` shows it after the switch; each device that moves runs the same
-command once for its own.
+state of the project (kept per remote) is carried to its state under the destination: its
+local history, and its sync records, so that it syncs with the destination as if it had synced
+there (`carry_state`); each device that moves runs the same command once for its own.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,10 +49,12 @@ from memsync.sync.conflicts import recorded, rewrite
 from memsync.sync.engine import Engine
 from memsync.sync.forgotten import Forget, read_forgets, scrub_file, scrub_files
 from memsync.sync.remote_keys import CONFLICTS, PURGED, TOMBSTONES
+from memsync.sync.state import State
 from memsync.sync.transfers import run_daemons
 from memsync.util.errors import (
     AlreadyExists,
     ConfigError,
+    MemsyncError,
     NotFound,
     RefusedFile,
     StoreError,
@@ -60,7 +62,7 @@ from memsync.util.errors import (
     UnsafeKey,
     UserError,
 )
-from memsync.util.fsutil import file_lock
+from memsync.util.fsutil import file_lock, private_dir, sha256
 
 Progress = Callable[[int, int], None]
 OWN = "_memsync/"  # memsync's own records under the prefix: copied as they are
@@ -261,11 +263,12 @@ def migrate_remote(
                 "is a typo, correct --to and run the migration again"
             )
             theirs = {}
-        _copy(dst, clean, theirs or {}, result, progress, workers)
+        etags = _copy(dst, clean, theirs or {}, result, progress, workers)
     finally:
         src.close()
         dst.close()
-    result.history = carry_history(ctx, source, destination)
+    held = {key: (etag, clean[key][0]) for key, etag in etags.items()}
+    result.history = carry_state(ctx, source, destination, held, result.different)
     return result
 
 
@@ -417,29 +420,34 @@ def _copy(
     result: RemoteMigration,
     progress: Progress | None,
     workers: int,
-) -> None:
-    """Each rank of `_order` whole before the next; within one, `workers` copies at a time."""
+) -> dict[str, str]:
+    """Each rank of `_order` whole before the next; within one, `workers` copies at a time.
+    The ETag of each object the destination was read holding exactly as the source's, by key."""
     lock = threading.Lock()
     done = [0]
+    held: dict[str, str] = {}
 
     def copy(key: str) -> None:
         data, edited = objects[key]
+        etag = ""
         if key in theirs:
-            outcome = _compare(dst, key, data)
-            if outcome[0] == "different" and key == PROJECT_MANIFEST:
-                outcome = ("same", "")  # the same project in other words (`_check_destination`)
+            outcome, why, etag = _compare(dst, key, data)
+            if outcome == "different" and key == PROJECT_MANIFEST:
+                outcome = "same"  # the same project in other words (`_check_destination`)
         else:
             try:
                 dst.create(key, data, edited)
             except AlreadyExists:  # written meanwhile by someone else
-                outcome = _compare(dst, key, data)
+                outcome, why, etag = _compare(dst, key, data)
             except Unholdable as exc:  # outside the destination's limits: nothing was sent
-                outcome = ("refused", exc.reason)
+                outcome, why = "refused", exc.reason
             else:
-                _verify(dst, key, data)
-                outcome = ("copied", "")
+                etag = _verify(dst, key, data)
+                outcome, why = "copied", ""
         with lock:
-            _record(result, key, *outcome)
+            _record(result, key, outcome, why)
+            if outcome in ("copied", "same") and etag:
+                held[key] = etag
             done[0] += 1
             _tick(progress, done[0], len(objects))
 
@@ -447,6 +455,7 @@ def _copy(
         run_daemons(copy, sorted(k for k in objects if _order(k)[0] == rank), workers)
     for names in (result.copied, result.same, result.different):
         names.sort()
+    return held
 
 
 def _record(result: RemoteMigration, key: str, outcome: str, why: str) -> None:
@@ -460,53 +469,101 @@ def _record(result: RemoteMigration, key: str, outcome: str, why: str) -> None:
         result.different.append(key)
 
 
-def _compare(dst: Store, key: str, data: bytes) -> tuple[str, str]:
-    there = _read(dst, key)
-    if there == data:
-        return "same", ""
-    if there is None:  # deleted again meanwhile: the next run copies it
-        return "refused", "it was deleted on the destination during the migration"
-    return "different", ""
+def _compare(dst: Store, key: str, data: bytes) -> tuple[str, str, str]:
+    """(outcome, why, the ETag read) of an object the destination holds already."""
+    try:
+        there, etag = dst.get(key)
+    except NotFound:  # deleted again meanwhile: the next run copies it
+        return "refused", "it was deleted on the destination during the migration", ""
+    return ("same" if there == data else "different"), "", etag
 
 
-def _verify(dst: Store, key: str, data: bytes) -> None:
-    """The copy read back is the source's bytes (the store checked them in transit)."""
-    back = _read(dst, key)
+def _verify(dst: Store, key: str, data: bytes) -> str:
+    """The copy read back is the source's bytes (the store checked them in transit): its
+    ETag."""
+    try:
+        back, etag = dst.get(key)
+    except NotFound:
+        back, etag = None, ""
     if back != data:
         raise StoreError(
             f"{key} read back from the destination is not what was written; run the "
             "migration again (it copies only what is missing)"
         )
+    return etag
 
 
-# --- this device's local history ----------------------------------------------------------
+# --- this device's state of the project ---------------------------------------------------
 
 
-def carry_history(ctx: Context, source: str, destination: str) -> int:
-    """Copy this device's local history of the project under `source` into its state under
-    `destination`, for every file whose history the destination's state does not hold yet;
-    how many files' history was carried. History is per remote (the state folder is), so
-    without this `memsync history FILE` would show nothing after a device switches remote."""
+def carry_state(
+    ctx: Context,
+    source: str,
+    destination: str,
+    held: dict[str, tuple[str, bytes]],
+    other: Iterable[str],
+) -> int:
+    """Carry this device's state of the project under `source` (its state folder is per
+    remote) to its state under `destination`, for every file the latter holds nothing of yet,
+    so the device goes on with the destination as if it had synced there: its local history
+    (`memsync history FILE` shows it after the switch) and its sync records, the copy it last
+    synced with the source being the merge base with the destination too. `held`: the
+    objects the destination was read holding exactly as the source's, key -> (ETag, content);
+    `other`: those it holds with other content. A record whose copy the destination holds
+    takes that ETag; one the destination holds otherwise (changed since this device last
+    synced the source, or other content there) takes none, so the next sync sees the remote
+    changed: unchanged here it takes the remote's copy, changed here it merges with that base.
+    A file the destination does not hold (refused, forgotten) gets no record. How many
+    files' history was carried."""
     from memsync.context.config import state_dir_for
 
-    old = state_dir_for(ctx.home, source, ctx.project, ctx.memory_dir) / "history"
-    new_state = state_dir_for(ctx.home, destination, ctx.project, ctx.memory_dir)
+    old = state_dir_for(ctx.home, source, ctx.project, ctx.memory_dir)
+    new = state_dir_for(ctx.home, destination, ctx.project, ctx.memory_dir)
     if not old.is_dir():
         return 0
-    from memsync.util.fsutil import private_dir
-
-    private_dir(new_state)
+    private_dir(new)
     carried = 0
     busy = contextlib.suppress(TimeoutError)
-    with busy, file_lock(new_state / "lock", timeout=10):
-        new = new_state / "history"
-        private_dir(new)
-        for folder in sorted(old.iterdir()):
-            if not folder.is_dir() or folder.name.startswith(".") or (new / folder.name).exists():
+    with busy, file_lock(new / "lock", timeout=10):
+        carried = _carry_history(old / "history", new / "history")
+        _carry_records(old, new, held, set(other))
+    return carried
+
+
+def _carry_records(
+    old: Path, new: Path, held: dict[str, tuple[str, bytes]], other: set[str]
+) -> None:
+    try:
+        before, after = State(old), State(new)
+    except MemsyncError:  # a damaged state: the next sync merges without a base, as today
+        return
+    try:
+        for name, rec in sorted(before.records.items()):
+            if name in after.records or (name not in held and name not in other):
                 continue
-            part = new / f".part-{folder.name}"  # renamed whole: a cut-off copy is redone
-            shutil.rmtree(part, ignore_errors=True)
-            shutil.copytree(folder, part)
-            part.rename(new / folder.name)
-            carried += 1
+            base = before.content(rec.sha)
+            if base is None:  # a record without its content: nothing to merge from
+                continue
+            etag, data = held.get(name, ("", b""))
+            after.set_synced(name, etag if sha256(data) == rec.sha else "", base)
+        after.save()
+    finally:
+        before.bases.close()
+        after.bases.close()
+
+
+def _carry_history(old: Path, new: Path) -> int:
+    """Each file's history folder `new` lacks, copied whole from `old`: how many."""
+    if not old.is_dir():
+        return 0
+    private_dir(new)
+    carried = 0
+    for folder in sorted(old.iterdir()):
+        if not folder.is_dir() or folder.name.startswith(".") or (new / folder.name).exists():
+            continue
+        part = new / f".part-{folder.name}"  # renamed whole: a cut-off copy is redone
+        shutil.rmtree(part, ignore_errors=True)
+        shutil.copytree(folder, part)
+        part.rename(new / folder.name)
+        carried += 1
     return carried
