@@ -272,6 +272,29 @@ def test_a_damaged_object_is_replaced_by_push_force_or_by_an_edit(trio):
     assert b.files() == a.files()
 
 
+def test_a_device_that_lost_its_identity_is_told_so_by_keys_init_and_doctor(trio):
+    """It still syncs with the data key it kept; `keys init` makes it a new key and says that
+    key is no recipient yet (not "has access"), and `doctor` names the missing identity."""
+    _, (a, b, _) = trio
+    a.write("user_role.md", "Engineer.\n", type="user")
+    a.run("sync")
+    _key(a)
+    a.run("keys", "add", _key(b))
+    b.run("sync")
+    (b.home / "keys" / "identity.txt").unlink()
+    doctor = b.run("doctor", check=None)
+    assert "identity.txt is missing" in doctor.stdout + doctor.stderr
+    assert "Everything is in sync" in b.run("sync").stdout
+    init = b.run("keys", "init")
+    new_key = next(line for line in init.stdout.splitlines() if line.startswith("age1"))
+    assert "has access" not in init.stdout
+    said = init.stderr
+    assert f"{new_key} is not among the recipients" in said and f"keys add {new_key}" in said
+    a.run("keys", "add", new_key)
+    init = b.run("keys", "init")
+    assert "The remote is encrypted and this device has access." in init.stdout
+
+
 def test_a_list_made_by_a_device_without_a_key_is_not_taken_for_a_removal(trio):
     """Someone without a key erases the remote and publishes a list of their own: a device
     that trusted the old one is not told it "was removed by a device with access" (it would

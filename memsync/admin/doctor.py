@@ -195,9 +195,29 @@ def _remote_checks(ctx: Context, store: Any) -> list[Check]:
 
 
 def _encryption(store: Any) -> list[Check]:
-    """Whether the remote is encrypted, as the listing `_remote_files` made settled it."""
+    """Whether the remote is encrypted, as the listing `_remote_files` made settled it; and,
+    if it is, whether this device still holds its identity (without it, it syncs with the
+    data key it kept until that key changes, then is locked out)."""
     say = getattr(store, "encryption", None)
-    return [] if say is None else [Check("encryption", True, say())]
+    if say is None:
+        return []
+    checks = [Check("encryption", True, say())]
+    if getattr(store, "encrypted", False):
+        from memsync.stores.crypt_keys import identity_path
+
+        path = identity_path()
+        if not path.exists():
+            checks.append(
+                Check(
+                    "identity",
+                    False,
+                    f"{path} is missing: this device syncs with the data key it kept, "
+                    "until that key changes",
+                    "restore the identity from your backup, or run `memsync keys init` for a "
+                    "new one and `memsync keys add` it on a device with access",
+                )
+            )
+    return checks
 
 
 def _project(ctx: Context, store: Any, synced: int) -> Check:

@@ -17,6 +17,7 @@ from memsync.stores.crypt_keys import (
     create_identity,
     identity_path,
     load_identity,
+    load_trust,
     public_key,
     trust_path,
 )
@@ -120,6 +121,7 @@ def _init_remote(engine: Engine, result: KeysOutcome, adopt: list[str]) -> None:
         result.republished = True
         _listed(engine, store)
     if store.encrypted:
+        _among_recipients(store, result.public)
         if adopt:
             result.took(fold_strays(store, adopt))
             store.list()
@@ -131,6 +133,23 @@ def _init_remote(engine: Engine, result: KeysOutcome, adopt: list[str]) -> None:
     result.turned_on = True
     result.took(moved)
     _follow(engine, moved)
+
+
+def _among_recipients(store: CryptStore, public: str) -> None:
+    """NoAccess unless this device's key is a recipient: a device that lost its identity
+    still syncs with the data key it keeps, but the next change of that key locks it out."""
+    try:
+        store.ring()  # read with this device's identity: only a recipient opens it
+    except NoAccess:
+        trust = load_trust(*store.remote)
+        if trust is None or trust.removed:
+            raise
+        raise NoAccess(
+            f"this device's key {public} is not among the recipients of {store.remote[0]}: "
+            "it syncs with the data key it kept from before, until that key changes; on a "
+            f"device with access, run `memsync keys add {public}` (and `memsync keys remove` "
+            "for the key this device lost)"
+        ) from None
 
 
 def _follow(engine: Engine, moved: Moved) -> None:
