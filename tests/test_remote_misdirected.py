@@ -56,8 +56,13 @@ class NotFoundEverywhere:
 
             do_GET = do_PUT = do_HEAD = do_DELETE = do_POST = answer
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+
+            def handle_error(self, request: object, client_address: object) -> None:
+                pass  # a client that hangs up after its answer is not news
+
+        self.httpd = Server(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
         self.endpoint = f"http://127.0.0.1:{self.httpd.server_address[1]}"
 
@@ -93,14 +98,20 @@ def test_an_endpoint_answering_404_to_everything_is_not_taken_for_an_empty_bucke
         device.write(f"project_{i}.md", f"fact {i}\n", type="project")
     device.run("sync")
     device.env_extra.update(moto_server.env_for(not_found.endpoint))  # a wrong endpoint
-    for command in ("sync", "pull", "push"):
+    for command in ("sync", "pull", "push", "ls"):
         said = _one_sentence(device, command, 1)
         assert "is empty" not in said and "mount it" not in said, (command, said)
         assert f"{not_found.endpoint} answered 404 without an S3 error" in said, said
         assert "not an S3 service" in said and "AWS_ENDPOINT_URL" in said, said
     fresh = make_device(tmp_path, "fresh", url, **moto_server.env_for(not_found.endpoint))
     fresh.write("project_a.md", "a fact\n", type="project")
-    assert "not an S3 service" in _one_sentence(fresh, "sync", 1)
+    for command in ("sync", "push"):  # no records: it would create the bucket
+        assert "not an S3 service" in _one_sentence(fresh, command, 1)
+    before = fresh.files()
+    keys = fresh.run("keys", "init", check=1)
+    assert "not an S3 service" in keys.stderr and fresh.files() == before, keys.stderr
+    doctor = fresh.run("doctor", check=1)  # was: "the bucket does not exist yet"
+    assert "not an S3 service" in doctor.stdout and "does not exist" not in doctor.stdout
 
 
 def test_a_missing_bucket_on_an_s3_service_is_still_a_missing_bucket(s3_url):
@@ -117,8 +128,11 @@ def test_an_azure_url_at_a_server_that_is_not_azure_says_so(tmp_path, not_found,
         AzureStore(url, "p").list()
     device = make_device(tmp_path, "d", url, AZURE_STORAGE_KEY=AZURITE_KEY)
     device.write("project_a.md", "a fact\n", type="project")
-    said = _one_sentence(device, "sync", 1)
-    assert "answered 404 without an Azure Storage error code" in said and "--remote" in said
+    for command in ("sync", "push"):
+        said = _one_sentence(device, command, 1)
+        assert "answered 404 without an Azure Storage error code" in said and "--remote" in said
+    doctor = device.run("doctor", check=1)  # was: "the container does not exist yet"
+    assert "not an Azure Blob endpoint" in doctor.stdout and "does not exist" not in doctor.stdout
 
 
 BAD_PREFIXES = [

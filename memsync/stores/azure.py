@@ -562,8 +562,8 @@ class AzureStore(Store):
 
     def exists(self) -> bool:
         response = self._probe()
-        if response.status == 404:
-            return False
+        if response.status == 404 and response.headers.get("x-ms-error-code"):
+            return False  # ContainerNotFound; a 404 without a code is `_raise_for`'s to say
         if response.status >= 300:
             self._raise_for(response.status, response.headers)
         return True

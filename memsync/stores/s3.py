@@ -346,6 +346,7 @@ class S3Store(Store):
             ) from None
         if response.status >= 300:
             if method == "HEAD" and response.status == 404 and key is None:
+                # a HEAD's 404 has no body: missing or not S3, `exists` tells them apart
                 raise NotFound(f"the bucket {self.s3_url.bucket!r} does not exist at {self.where}")
             self._raise_for(response, key, method)
         return response
@@ -537,16 +538,28 @@ class S3Store(Store):
             self._request("head", "HEAD", key)  # NotFound if gone, else it changed
             raise
 
-    def exists(self) -> bool:
+    def _answers_head(self) -> bool:
         try:
             self._request("head", "HEAD")
         except NotFound:
             return False
         return True
 
+    def exists(self) -> bool:
+        """Whether the bucket is there: a HEAD; its 404 has no body to say whether the bucket
+        is missing or the endpoint is not S3, so only then a listing of no keys asks."""
+        if self._answers_head():
+            return True
+        try:
+            self._page({"list-type": "2", "max-keys": "0"})
+        except NotFound:  # NoSuchBucket
+            return False
+        return True
+
     def ensure(self) -> None:
-        """Create the bucket if missing (in the configured region)."""
-        if self.exists():
+        """Create the bucket if missing (in the configured region). A server that is not S3
+        answers the create with a 404 of its own, which `_raise_for` says."""
+        if self._answers_head():
             return
         region = self.settings.region
         body = None
