@@ -176,6 +176,9 @@ def test_the_cli_refuses_a_dot_dot_prefix_before_any_request(tmp_path, moto_serv
         said = _one_sentence(device, command, 1)
         assert f"s3://{bucket}/../etc" in said and "MEMSYNC_REMOTE" in said, said
     assert not S3Store(s3_url, "").exists()  # not even the bucket was made
+    assert not (device.home / "state").exists()  # nor state for that remote here
+    started = device.hook("session-start")  # a hook says it and never fails the session
+    assert "MEMSYNC_REMOTE" in started.stdout, started.stdout
 
 
 @pytest.fixture
