@@ -539,6 +539,7 @@ class S3Store(Store):
             raise
 
     def _answers_head(self) -> bool:
+        """A HEAD of the bucket: False on its 404, which cannot say why."""
         try:
             self._request("head", "HEAD")
         except NotFound:
