@@ -10,7 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from memsync.context.config import SETTINGS_FILE, Context, strip_query
-from memsync.util.errors import AuthError, MemsyncError, NotFound, Unreachable, UserError
+from memsync.util.errors import (
+    AuthError,
+    ConfigError,
+    MemsyncError,
+    NotFound,
+    Unreachable,
+    UserError,
+)
 
 MAX_SKEW = 300.0  # seconds; Azure rejects shared-key requests beyond 15 minutes
 
@@ -173,6 +180,8 @@ def _remote_checks(ctx: Context, store: Any) -> list[Check]:
     except Unreachable as exc:
         fix = "check the network or the mount; changes are queued until it is back"
         return [*checks, Check("remote reachable", False, str(exc), fix)]
+    except ConfigError as exc:  # the address answers, but not as this kind of remote
+        return [*checks, Check("remote reachable", False, str(exc), "fix the setting it names")]
     checks.append(Check("remote reachable", True, strip_query(ctx.remote)))
     synced = _synced_here(ctx)
     if not present and synced:  # an unmounted share, a deleted container: never "new"

@@ -498,8 +498,13 @@ class Context(NamedTuple):
 def check_folder_remote(url: str) -> None:
     """A file: remote must name a folder by absolute path. A relative one would depend on
     the directory memsync runs in, and a regular file can never hold memory: both are a
-    mistake in the setting, not an outage to queue work for."""
+    mistake in the setting, not an outage to queue work for. An object store's URL is held
+    to `check_remote_path` (its store's parser checks the same, for callers of open_store)."""
     parts = urlsplit(url)
+    if parts.scheme in ("http", "https", "s3") and parts.netloc:
+        from memsync.stores.base import check_remote_path
+
+        check_remote_path(url, parts.path, strip_query(url))  # before any state is made for it
     if parts.scheme in ("http", "https", "memory", "memstore", "s3") and (
         parts.netloc or parts.path
     ):

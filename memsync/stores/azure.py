@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import parse_qs, unquote, urlsplit, urlunsplit
 
 from memsync.memory.frontmatter import DEFAULT_MAX_BYTES
-from memsync.stores.base import Entry, Stats, Store, check_key
+from memsync.stores.base import Entry, Stats, Store, check_key, check_remote_path
 from memsync.stores.blobhttp import md5_base64, parse_edited, quote_etag
 from memsync.stores.httpdate import parse_date
 from memsync.util.errors import (
@@ -74,6 +74,7 @@ class BlobURL(NamedTuple):
     @classmethod
     def parse(cls, url: str) -> BlobURL:
         parts = urlsplit(url)
+        check_remote_path(url, parts.path, mask_url(url))
         segments = [s for s in parts.path.split("/") if s]
         host = parts.hostname or ""
         if _is_path_style(host):
@@ -341,6 +342,14 @@ class AzureStore(Store):
         """An error answer from the service, as memsync's error."""
         code = headers.get("x-ms-error-code", "") or ""
         what = key or f"container {self.blob_url.container!r}"
+        if status == 404 and key is None and not code:
+            # every answer of the Blob service names its error: this is another web server
+            raise ConfigError(
+                f"{self.blob_url.account_url} answered 404 without an Azure Storage error code "
+                f"for the container {self.blob_url.container!r}: it is not an Azure Blob "
+                "endpoint; check the address in --remote, MEMSYNC_REMOTE or the remote "
+                "setting; nothing was changed"
+            )
         if status == 404 and (key is None or "container" in code.lower()):
             raise NotFound(
                 f"the container {self.blob_url.container!r} does not exist at {self.url}"
@@ -553,8 +562,8 @@ class AzureStore(Store):
 
     def exists(self) -> bool:
         response = self._probe()
-        if response.status == 404:
-            return False
+        if response.status == 404 and response.headers.get("x-ms-error-code"):
+            return False  # ContainerNotFound; a 404 without a code is `_raise_for`'s to say
         if response.status >= 300:
             self._raise_for(response.status, response.headers)
         return True

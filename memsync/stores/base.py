@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import NamedTuple, Protocol
 
-from memsync.util.errors import UnsafeKey
+from memsync.util.errors import ConfigError, UnsafeKey
 
 
 class Entry(NamedTuple):
@@ -211,3 +211,19 @@ def check_key(key: str) -> str:
     if problem:
         raise UnsafeKey(f"refused the name {key!r}: {problem}")
     return key
+
+
+def check_remote_path(url: str, path: str, shown: str | None = None) -> None:
+    """Refuse an object-store remote URL whose path has an empty, '.' or '..' segment
+    (`s3://b//x`, `s3://b/../etc`, a trailing slash aside). Its prefix becomes the start of
+    every key, where such a segment is kept literally by one service (a key `../etc/...`),
+    folded away by another or by a proxy in between (then listings and writes would address
+    different places): the URL is the setting's mistake, said before any request."""
+    inner = path[1:] if path.startswith("/") else path
+    inner = inner[:-1] if inner.endswith("/") else inner
+    if inner and _BAD_SEGMENT.search(f"/{inner}/"):
+        raise ConfigError(
+            f"the remote {shown or url!r} has an empty, '.' or '..' segment in its path; write "
+            "its path as names separated by single slashes in --remote, MEMSYNC_REMOTE or the "
+            "remote setting"
+        )

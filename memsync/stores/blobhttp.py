@@ -45,6 +45,7 @@ READ_PIECE = 65536  # a body is read at most this much per system call, the dead
 MAX_RETRY_AFTER = 10.0  # a longer Retry-After is an outage: give up and let the work queue
 DEFAULT_LIMIT = 8 * 1024 * 1024  # the largest answer body read when the caller sets no cap
 ROUND_TRIP_SAMPLES = 8  # small requests timed before the round trip is judged
+WARM_SLACK = 0.5  # how much later than the request a warming connection may start to connect
 
 # the headers Shared Key signs by position, in the service's order
 _SIGNED = (
@@ -375,9 +376,10 @@ class BlobHTTP:
 
     def _connection(self, deadline: float) -> http.client.HTTPConnection:
         """An idle kept-alive connection; else one `warm` is opening, once it is open (it
-        started first, so it is ready no later than a new one would be); else a new one
+        started first, so it is ready no later than a new one would be, and its failure to
+        connect is this request's: the wait allows for its thread's start); else a new one
         (connected by its first request)."""
-        until = min(deadline, time.monotonic() + self.connect_timeout)
+        until = min(deadline, time.monotonic() + self.connect_timeout + WARM_SLACK)
         with self._ready:
             while not self._idle and self._opening > self._waiting:
                 left = until - time.monotonic()

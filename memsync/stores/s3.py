@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from urllib.parse import unquote_plus, urlsplit
 
 from memsync.memory.frontmatter import DEFAULT_MAX_BYTES
-from memsync.stores.base import Entry, Stats, Store, check_key
+from memsync.stores.base import Entry, Stats, Store, check_key, check_remote_path
 from memsync.stores.blobhttp import BlobHTTP, Response, md5_base64, parse_edited, quote_etag
 from memsync.stores.httpdate import parse_date
 from memsync.stores.s3auth import S3Settings, SigV4, host_header, settings_for
@@ -82,6 +82,7 @@ class S3URL(NamedTuple):
                 f"the S3 remote {url!r} does not name a bucket as s3://BUCKET/PREFIX "
                 "(lower-case letters, digits, dots and dashes)"
             )
+        check_remote_path(url, parts.path)
         return cls(bucket, "/".join(s for s in parts.path.split("/") if s))
 
 
@@ -273,6 +274,8 @@ class S3Store(Store):
         code = _error_code(response.body)
         write = method in ("PUT", "DELETE") and key is not None
         bucket = self.s3_url.bucket
+        if status == 404 and key is None and code != "NoSuchBucket":
+            raise self._not_s3(code)
         if status == 404 and (key is None or code == "NoSuchBucket"):
             raise NotFound(f"the bucket {bucket!r} does not exist at {self.where}")
         if status == 404:
@@ -292,6 +295,23 @@ class S3Store(Store):
                 "set AWS_REGION (or the profile's region) to the bucket's"
             )
         raise StoreError(f"the remote refused the request for {key or bucket}: {status} {code}")
+
+    def _not_s3(self, code: str) -> ConfigError:
+        """A 404 to a request for the bucket itself that is not S3's NoSuchBucket: the endpoint
+        is another web server (a wrong AWS_ENDPOINT_URL), or a service that does not know the
+        bucket's address. Not "no bucket": that would read as a bucket emptied or deleted, and
+        a sync would offer to publish this device's memory into it again."""
+        answer = f"404 {code}" if code else "404 without an S3 error"
+        setting = (
+            "AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL or the profile's endpoint_url"
+            if self.settings.custom_endpoint
+            else "the bucket name in the remote URL and AWS_REGION"
+        )
+        return ConfigError(
+            f"{self.where} answered {answer} for the bucket {self.s3_url.bucket!r}: it is not "
+            f"an S3 service, or not the one that holds the bucket; check {setting}; nothing "
+            "was changed"
+        )
 
     def _request(
         self,
@@ -326,6 +346,7 @@ class S3Store(Store):
             ) from None
         if response.status >= 300:
             if method == "HEAD" and response.status == 404 and key is None:
+                # a HEAD's 404 has no body: missing or not S3, `exists` tells them apart
                 raise NotFound(f"the bucket {self.s3_url.bucket!r} does not exist at {self.where}")
             self._raise_for(response, key, method)
         return response
@@ -517,16 +538,29 @@ class S3Store(Store):
             self._request("head", "HEAD", key)  # NotFound if gone, else it changed
             raise
 
-    def exists(self) -> bool:
+    def _answers_head(self) -> bool:
+        """A HEAD of the bucket: False on its 404, which cannot say why."""
         try:
             self._request("head", "HEAD")
         except NotFound:
             return False
         return True
 
+    def exists(self) -> bool:
+        """Whether the bucket is there: a HEAD; its 404 has no body to say whether the bucket
+        is missing or the endpoint is not S3, so only then a listing of no keys asks."""
+        if self._answers_head():
+            return True
+        try:
+            self._page({"list-type": "2", "max-keys": "0"})
+        except NotFound:  # NoSuchBucket
+            return False
+        return True
+
     def ensure(self) -> None:
-        """Create the bucket if missing (in the configured region)."""
-        if self.exists():
+        """Create the bucket if missing (in the configured region). A server that is not S3
+        answers the create with a 404 of its own, which `_raise_for` says."""
+        if self._answers_head():
             return
         region = self.settings.region
         body = None
