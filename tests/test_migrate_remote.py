@@ -49,8 +49,8 @@ def _objects(store: Store) -> dict[str, bytes]:
 
 
 def _source() -> tuple[str, Store]:
-    """A remote whose forget of "zebra" and of project_secret.md did not reach every copy
-    (an interrupted forget): the migration must not carry what the forgets take."""
+    """A remote that forgot "zebra" and project_secret.md, and holds both again: written
+    after the forgets by devices that had learned of them, so new content (the forget rule)."""
     url = _url()
     src = open_store(url, PROJECT)
     forgets = with_forget(None, Forget("f1", text=text_mark("zebra")))
@@ -73,17 +73,36 @@ def _source() -> tuple[str, Store]:
     return url, src
 
 
-def test_everything_travels_but_forgotten_content_and_a_second_run_copies_nothing(tmp_path):
-    url, _ = _source()
+def test_everything_travels_as_the_source_holds_it_and_a_second_run_copies_nothing(tmp_path):
+    """The source's content already keeps the source's forgets: it travels as it is."""
+    url, src = _source()
     dest = _url()
     result = migrate_remote(_ctx(tmp_path, dest), url, dest)
     assert sorted(result.copied) == sorted(
         [MANIFEST, TOMBSTONES, CONFLICTS, "user_role.md", "sub/notes.md", "MEMORY.md"]
-        + ["team/shared.md"]
+        + ["team/shared.md", "project_secret.md"]
     )
+    assert result.forgotten == [] and result.scrubbed == []
+    dst = open_store(dest, PROJECT)
+    assert _objects(dst) == _objects(src)
+    assert dst.fetch("user_role.md")[2] == 1_700_000_000.0  # the edit time came along
+
+    again = migrate_remote(_ctx(tmp_path, dest), url, dest)
+    assert again.copied == [] and again.left_out == 0
+    assert sorted(again.same) == sorted(result.copied)
+
+
+def test_a_forget_only_the_destination_holds_is_applied_on_the_way(tmp_path):
+    """The source's writers never learned of the destination's forgets: what those take does
+    not land there."""
+    url, _ = _source()
+    dest = _url()
+    dst = open_store(dest, PROJECT)
+    theirs = with_forget(None, Forget("d1", text=text_mark("zebra")))
+    dst.create(TOMBSTONES, with_forget(theirs, Forget("d2", file="project_secret.md")))
+    result = migrate_remote(_ctx(tmp_path, dest), url, dest)
     assert result.forgotten == ["project_secret.md"]
     assert sorted(result.scrubbed) == ["MEMORY.md", "sub/notes.md"]
-    dst = open_store(dest, PROJECT)
     got = _objects(dst)
     assert "project_secret.md" not in got
     assert b"zebra" not in got["sub/notes.md"] and b"launch is in May" in got["sub/notes.md"]
@@ -91,11 +110,6 @@ def test_everything_travels_but_forgotten_content_and_a_second_run_copies_nothin
     assert got["user_role.md"] == ROLE
     kept = json.loads(got[CONFLICTS])["conflicts"]
     assert [c["file"] for c in kept] == ["user_role.md"]  # the one about the forgotten file went
-    assert dst.fetch("user_role.md")[2] == 1_700_000_000.0  # the edit time came along
-
-    again = migrate_remote(_ctx(tmp_path, dest), url, dest)
-    assert again.copied == [] and again.left_out == 0
-    assert sorted(again.same) == sorted(result.copied)
 
 
 def test_other_content_at_the_destination_is_reported_and_never_overwritten(tmp_path):
@@ -133,7 +147,7 @@ def test_a_run_cut_short_finishes_when_run_again(tmp_path, monkeypatch):
     assert sorted(open_store(dest, PROJECT).list()) == sorted(made)
     assert made[:2] == [MANIFEST, TOMBSTONES]  # the project and its forgets land first
     finished = migrate_remote(_ctx(tmp_path, dest), url, dest)
-    assert sorted(finished.same) == sorted(made) and len(finished.copied) == 4
+    assert sorted(finished.same) == sorted(made) and len(finished.copied) == 5
     assert finished.left_out == 0
 
 

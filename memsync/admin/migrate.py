@@ -12,13 +12,14 @@ cut off half-way finishes when run again and a second run copies nothing:
 `migrate_remote` copies everything the source's listing holds for the project: memory files
 and memsync's own records beside them (`_memsync/`: the project manifest, the tombstone list,
 shared conflicts, a purge or move mark), each with the `edited` time the source keeps, which
-the destination keeps where it can (a memory store has nowhere to keep it). Forgotten content
-never travels: memory files pass `forgotten.scrub_files` with the forgets of both remotes'
-tombstone lists (a forgotten file is not copied, a file holding a forgotten text is copied
-without it), and conflict records about forgotten content are left out. Each copy is read back
-from the destination and compared byte for byte. Both remotes are read before anything is
-written, so bad input (an unreachable source, another project at the destination) changes
-nothing. Only the Store protocol is used, so every pair of remotes takes the one path.
+the destination keeps where it can (a memory store has nowhere to keep it). Memory files travel
+as the source holds them, which already keeps the source's forgets (what was written after a
+device learned of one is new, and stays); a forget only the destination's tombstone list holds
+is applied on the way (`forgotten.scrub_files`: a forgotten file is not copied, a file holding
+a forgotten text is copied without it, conflict records about it are left out). Each copy is
+read back from the destination and compared byte for byte. Both remotes are read before
+anything is written, so bad input (an unreachable source, another project at the destination)
+changes nothing. Only the Store protocol is used, so every pair of remotes takes the one path.
 
 An encrypted source is read through its keys (this device must be one of its recipients) and
 goes only to an encrypted destination (`memsync keys init --remote DST` first): a migration
@@ -253,8 +254,11 @@ def migrate_remote(
         workers = int(ctx.setting("concurrency"))
         objects = _read_all(src, listing, result, workers)
         _check_destination(dst, theirs, objects, result)
-        forgets = read_forgets(objects.get(TOMBSTONES, (None, None))[0])
-        forgets += _forgets(dst, theirs)
+        # the source's content already keeps the source's forgets (each was applied by every
+        # device that wrote after learning of it, and what was written since is new): only a
+        # forget the destination holds and the source does not is applied on the way
+        known = {f.id for f in read_forgets(objects.get(TOMBSTONES, (None, None))[0])}
+        forgets = [f for f in _forgets(dst, theirs) if f.id not in known]
         clean = _without_forgotten(objects, forgets, result)
         if theirs is None and clean:
             dst.ensure()
@@ -546,6 +550,10 @@ def _carry_records(
                 continue
             etag, data = held.get(name, ("", b""))
             after.set_synced(name, etag if sha256(data) == rec.sha else "", base)
+        # a forget this device applied is not applied again when it meets the destination's
+        # copy of the list: what it wrote after learning of it stays
+        applied = set(after.meta.forgets_applied) | set(before.meta.forgets_applied)
+        after.meta.forgets_applied = sorted(applied)
         after.save()
     finally:
         before.bases.close()
