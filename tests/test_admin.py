@@ -99,11 +99,13 @@ def test_export_import_round_trip_into_an_empty_remote(tmp_path, source):
     }
     assert members == files
 
-    # A fresh remote that does not exist yet: import creates it.
+    # A fresh remote (a folder there, empty): import makes the project's folder in it, and
+    # says nothing of creating a remote (its folder was there)
     b = engine_for(tmp_path, "mem_b", remote="remote2")
     empty = make_archive(tmp_path / "empty.tar.gz", {})
-    assert admin.import_archive(b, empty, force=False).copied == []
-    assert (tmp_path / "remote2" / "p").is_dir(), "import creates the remote folder"
+    nothing = admin.import_archive(b, empty, force=False)
+    assert nothing.copied == [] and not any("created" in n for n in nothing.notes)
+    assert (tmp_path / "remote2" / "p").is_dir(), "import makes the project's folder"
     result = admin.import_archive(b, archive, force=False)
     assert result.copied == sorted(files)
     assert result.skipped == {} and result.replaced == [] and result.project == "p"

@@ -127,8 +127,8 @@ def _remote_listing(
         _create(engine, notes)
     else:
         engine.confirm_project(listing)
-        if create and not store.exists():
-            _create(engine, notes)
+        if create and not store.exists():  # a folder remote's project folder: no remote made
+            store.ensure()
     if create and PURGED in listing:
         from memsync.sync.tombstones import blocking_purge, purged_here
 
