@@ -290,7 +290,11 @@ def test_a_device_that_lost_its_identity_is_told_so_by_keys_init_and_doctor(trio
     assert "has access" not in init.stdout
     said = init.stderr
     assert f"{new_key} is not among the recipients" in said and f"keys add {new_key}" in said
+    doctor = b.run("doctor", check=None)
+    assert f"{new_key} is not among the recipients" in doctor.stdout + doctor.stderr
     a.run("keys", "add", new_key)
+    b.run("sync")  # reads the list that names it now
+    assert "identity" not in b.run("doctor").stdout
     init = b.run("keys", "init")
     assert "The remote is encrypted and this device has access." in init.stdout
 

@@ -212,21 +212,34 @@ def _encryption(store: Any) -> list[Check]:
         return []
     checks = [Check("encryption", True, say())]
     if getattr(store, "encrypted", False):
-        from memsync.stores.crypt_keys import identity_path
-
-        path = identity_path()
-        if not path.exists():
-            checks.append(
-                Check(
-                    "identity",
-                    False,
-                    f"{path} is missing: this device syncs with the data key it kept, "
-                    "until that key changes",
-                    "restore the identity from your backup, or run `memsync keys init` for a "
-                    "new one and `memsync keys add` it on a device with access",
-                )
-            )
+        checks += _identity(store)
     return checks
+
+
+def _identity(store: Any) -> list[Check]:
+    """This device's identity on an encrypted remote: missing, or not among the recipients it
+    last read (it lost its key and made a new one), it syncs with the data key it kept until
+    that key changes, then is locked out."""
+    from memsync.stores.crypt_keys import identity_path, load_identity, load_trust, public_key
+
+    path = identity_path()
+    identity = load_identity()
+    trust = load_trust(*store.remote)
+    if identity is not None and (trust is None or not trust.devices):
+        return []
+    me = None if identity is None else public_key(identity)
+    if me is not None and trust is not None and any(d.key == me for d in trust.devices):
+        return []
+    if me is None:
+        said = f"{path} is missing"
+        fix = "restore it from your backup, or run `memsync keys init` for a new key and "
+        fix += "`memsync keys add` it on a device with access"
+    else:
+        said = f"this device's key {me} is not among the recipients"
+        fix = "restore the identity it had from your backup, or run `memsync keys add "
+        fix += f"{me}` on a device with access"
+    kept = ": this device syncs with the data key it kept, until that key changes"
+    return [Check("identity", False, said + kept, fix)]
 
 
 def _project(ctx: Context, store: Any, synced: int) -> Check:
