@@ -50,7 +50,16 @@ def push(
     memory_dir: MemoryDirOpt = None,
     remote: RemoteOpt = None,
     project: ProjectOpt = None,
-    force: ForceOpt = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help=(
+                "Allow a push that deletes more than half of the files, and replace remote "
+                "copies this device refused (damaged, unreadable) with its own."
+            ),
+        ),
+    ] = False,
     allow: Annotated[
         list[str] | None,
         typer.Option(
