@@ -133,6 +133,18 @@ def test_an_accepted_key_stays_inside_the_directory_it_is_joined_to(key):
     assert not any(ord(c) < 32 or c in '\\:*?"<>|' for c in key)
 
 
+def test_a_refused_name_is_shown_as_typed_with_the_characters_named():
+    with pytest.raises(UnsafeKey) as refused:
+        check_key("user's \"best\".md")
+    said = str(refused.value)
+    assert said == (
+        "refused the name `user's \"best\".md`: it contains \", which Windows does not allow "
+        "in file names"
+    )
+    with pytest.raises(UnsafeKey, match=r"'bell\\x07.md': it contains control characters"):
+        check_key("bell\x07.md")
+
+
 def test_atomic_writes_replace_whole_or_not_at_all(tmp_path):
     from memsync.util.fsutil import atomic_file, atomic_write
 

@@ -205,11 +205,13 @@ def check_key(key: str) -> str:
     elif _CONTROL.search(key):
         problem = "it contains control characters"
     elif _BAD_CHARS.search(key):
-        problem = "it contains a backslash or a character not allowed in file names"
+        found = " ".join(sorted(set(_BAD_CHARS.findall(key))))
+        problem = f"it contains {found}, which Windows does not allow in file names"
     elif _BAD_SEGMENT.search(f"/{key}/"):
         problem = "it has an empty, '.' or '..' path segment"
     if problem:
-        raise UnsafeKey(f"refused the name {key!r}: {problem}")
+        shown = repr(key) if _CONTROL.search(key) else f"`{key}`"  # as typed, but for controls
+        raise UnsafeKey(f"refused the name {shown}: {problem}")
     return key
 
 
