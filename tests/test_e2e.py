@@ -104,6 +104,7 @@ def test_deletions_propagate_and_are_kept_in_history(pair):
     seed(a)
     a.run("sync")
     b.run("sync")
+    before = (b.memory / "feedback_tests.md").read_text()
     (a.memory / "feedback_tests.md").unlink()
     out = a.run("sync").stdout
     assert "deleted on the remote: feedback_tests.md" in out
@@ -111,6 +112,10 @@ def test_deletions_propagate_and_are_kept_in_history(pair):
     assert not (b.memory / "feedback_tests.md").exists()
     hist = b.run("history", "feedback_tests.md").stdout
     assert "deleted on another device" in hist
+    kept = b.run("history", "feedback_tests.md", "--show", "1").stdout
+    assert kept == before  # printed as kept, without restoring it
+    assert "no version 2" in b.run("history", "feedback_tests.md", "--show", "2", check=1).stderr
+    assert "--show" in b.run("history", "feedback_tests.md", "--show", "0", check=2).stderr
     b.run("restore", "feedback_tests.md")
     assert (b.memory / "feedback_tests.md").exists()
     b.run("sync")

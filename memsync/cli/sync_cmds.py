@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -261,15 +262,33 @@ def validate(
 @app.command()
 def history(
     file: Annotated[Path, typer.Argument(help="A memory file.")],
+    show: Annotated[
+        int | None,
+        typer.Option(
+            "--show",
+            metavar="VERSION",
+            help="Print that local version (a number `memsync history` lists) instead.",
+        ),
+    ] = None,
     memory_dir: MemoryDirOpt = None,
     remote: RemoteOpt = None,
     project: ProjectOpt = None,
 ) -> None:
     """List the local versions kept of a file (newest first), then the versions the remote
-    keeps itself, where it keeps them (a memory store)."""
+    keeps itself, where it keeps them (a memory store); `--show N` prints version N."""
+    if show is not None:
+        from memsync.cli import checks
+
+        checks.number("--show", show, 1)
     engine = engine_for(memory_dir, remote, project)
     name = engine.name_of(file)
     versions = engine.state.history(name)
+    if show is not None:
+        found = {v.version: v for v in versions}.get(show)
+        if found is None:
+            raise UserError(f"{name} has no version {show}; see `memsync history {name}`")
+        sys.stdout.buffer.write(found.path.read_bytes())
+        return
     try:
         kept = engine.store.versions(name)  # a deleted file's too, where the remote keeps them
     except NotFound:
