@@ -12,7 +12,7 @@ from memsync.context import config
 from memsync.stores import open_store
 from memsync.sync.engine import Engine
 from tests.azurite import start_azurite
-from tests.conftest import write_memory
+from tests.conftest import NO_FCNTL, write_memory
 from tests.devices import make_device
 from tests.faults import FaultyStore
 from tests.netfaults import FaultProxy
@@ -78,6 +78,7 @@ def test_etag_moving_between_read_and_write_takes_the_merge_path(tmp_path, azure
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(NO_FCNTL, reason="the remote going away, not the lock, is under test")
 def test_outage_exits_3_queues_and_drains_after_restart(tmp_path):
     server = start_azurite(tmp_path / "azurite-data")
     try:
@@ -107,6 +108,7 @@ def test_outage_exits_3_queues_and_drains_after_restart(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(NO_FCNTL, reason="the remote going away, not the lock, is under test")
 def test_the_server_gone_in_the_middle_of_a_sync(tmp_path, azurite, monkeypatch):
     """The server goes away while a sync is uploading: the command gives up at once instead of
     retrying every remaining file, exits 3, and queues what it did not push; once the server

@@ -16,8 +16,11 @@ from memsync.stores import open_store
 from memsync.stores.azure import BlobURL
 from memsync.util.errors import StoreError, Unreachable
 from tests.azurite import ACCOUNT, KEY, Azurite
+from tests.conftest import NO_FCNTL
 from tests.devices import Device, make_device
 from tests.netfaults import FaultProxy
+
+pytestmark = pytest.mark.skipif(NO_FCNTL, reason="the network path, not the lock, is under test")
 
 PATHS = ["direct", "proxy"]
 _PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
