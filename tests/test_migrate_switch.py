@@ -146,27 +146,33 @@ def test_migrate_leaves_a_record_for_each_file_the_destination_holds(tmp_path):
 
 def test_what_was_written_after_a_forget_travels_and_stays_on_every_device(tmp_path):
     """The forget rule across a migration: the source's content already keeps its forgets, so
-    a line written after a forget (holding its text again) is copied as it is, and neither the
-    device that moved nor one that moved later takes it out when it reads the destination's
-    copy of the tombstone list: each applied that forget once, before."""
+    a line written after a forget (holding its text again) is copied as it is, and no device
+    that moves takes it out when it reads the destination's copy of the tombstone list, with
+    `migrate` or by its setting alone: a memory dir has each forget applied once."""
     src, dst = _remotes(tmp_path)
     d, f = make_device(tmp_path, "d", src), make_device(tmp_path, "f", src)
+    g = make_device(tmp_path, "g", src)  # moves by its remote setting alone
     d.write("user_car.md", "The user owns a Tesla.\nLives in Lyon.\n", type="user")
     d.run("sync")
     f.run("sync")
+    g.run("sync")
     d.run("forget", "--match", "tesla", "-y")
     f.run("sync")
+    g.run("sync")
     d.append("user_car.md", "New car: a Tesla Model 3, bought after the forget.\n")
     d.run("sync")
     f.run("sync")
+    g.run("sync")
     d.run("migrate", "--from", src, "--to", dst)
     synced = d.run("sync", "--remote", dst)
     assert "forgot" not in synced.stdout + synced.stderr
     f.run("migrate", "--from", src, "--to", dst, check=None)
     f.run("sync", "--remote", dst)
+    moved = g.run("sync", "--remote", dst)
+    assert "forgot" not in moved.stdout + moved.stderr
     newcomer = make_device(tmp_path, "n", dst)
     newcomer.run("sync")
-    for device in (d, f, newcomer):
+    for device in (d, f, g, newcomer):
         data = device.files()["user_car.md"]
         assert b"owns a Tesla" not in data and b"Model 3, bought after the forget" in data
     assert b"Model 3" in open_store(dst, "e2e-project").get("user_car.md")[0]

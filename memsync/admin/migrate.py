@@ -550,10 +550,6 @@ def _carry_records(
                 continue
             etag, data = held.get(name, ("", b""))
             after.set_synced(name, etag if sha256(data) == rec.sha else "", base)
-        # a forget this device applied is not applied again when it meets the destination's
-        # copy of the list: what it wrote after learning of it stays
-        applied = set(after.meta.forgets_applied) | set(before.meta.forgets_applied)
-        after.meta.forgets_applied = sorted(applied)
         after.save()
     finally:
         before.bases.close()

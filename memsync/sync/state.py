@@ -22,6 +22,15 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+def applied_forgets_file(home: Path, project: str, memory_dir: Path) -> Path:
+    """The ids of the forgets applied to one project's memory dir, whichever remote each came
+    from: beside the state folders (which are per remote), so a device that syncs the project
+    with another remote (a migration, a changed setting) does not apply a forget again to what
+    it wrote after it learned of it."""
+    digest = hashlib.sha256(f"{project}\n{memory_dir}".encode()).hexdigest()[:10]
+    return home / "forgetting" / f"{project}-{digest}.applied.json"
+
+
 def pending_forgets_file(home: Path, project: str, memory_dir: Path) -> Path:
     """The forgets started here whose remote part is not finished, for one project's memory
     dir: kept beside the state folders, not in one, so a sync naming the remote another way,

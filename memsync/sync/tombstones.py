@@ -32,10 +32,10 @@ from memsync.stores.base import MAX_ATTEMPTS
 from memsync.sync import cas
 from memsync.sync.forgotten import Forget, read_forgets, scrub_file, scrub_files, with_forget
 from memsync.sync.remote_keys import PURGED, TOMBSTONES
-from memsync.sync.state import pending_forgets_file
+from memsync.sync.state import applied_forgets_file, pending_forgets_file
 from memsync.util.dates import local_time
 from memsync.util.errors import MemsyncError, NotFound, PreconditionFailed, UserError
-from memsync.util.fsutil import atomic_write, file_lock, private_dir, sha256
+from memsync.util.fsutil import atomic_write, file_lock, private_dir, read_if_there, sha256
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Iterable
@@ -130,10 +130,8 @@ def start(engine: Engine, job: ForgetJob, action: str, **details: Any) -> list[s
     _save_jobs(engine, [*pending_jobs(engine), job])
     audit(engine, action, id=job.id, files=job.files, **details)
     changed = apply_here(engine, job.forgets(), set_aside=False)
-    state = engine.state
-    applied = {*state.meta.forgets_applied, *(f.id for f in job.forgets())}
-    state.meta.forgets_applied = sorted(applied)
-    state.save()
+    mark_applied(engine, {f.id for f in job.forgets()})
+    engine.state.save()
     return changed
 
 
@@ -169,11 +167,10 @@ def finish_pending(engine: Engine, listing: dict[str, Entry]) -> list[str]:
     """This device's forgets that waited for the remote, finished there now; one sentence each."""
     out = []
     for job in pending_jobs(engine):
-        meta = engine.state.meta
         ids = {f.id for f in job.forgets()}
-        if ids - set(meta.forgets_applied):  # started under another state folder
+        if ids - applied(engine):  # started before this memory dir's record of them
             apply_here(engine, job.forgets(), set_aside=False)
-            meta.forgets_applied = sorted({*meta.forgets_applied, *ids})
+            mark_applied(engine, ids)
         finish(engine, job, listing)
         what = ", ".join(job.files) or "the matched text"
         out.append(f"finished forgetting {what} on the remote")
@@ -241,6 +238,29 @@ def _holds(name: str, forgets: list[Forget], taken: Collection[str]) -> Callable
 # --- learning of forgets ----------------------------------------------------------------------
 
 
+def applied(engine: Engine) -> set[str]:
+    """The forgets applied to this memory dir: each is applied once, whichever remote it came
+    from (a device moving to another remote does not take out again what it wrote since)."""
+    ctx = engine.ctx
+    data = read_if_there(applied_forgets_file(ctx.home, ctx.project, ctx.memory_dir))
+    try:
+        kept = json.loads(data) if data else []
+    except ValueError:  # damaged: the state folder's own list still holds this remote's
+        kept = []
+    ids = {i for i in kept if isinstance(i, str)} if isinstance(kept, list) else set()
+    return ids | set(engine.state.meta.forgets_applied)
+
+
+def mark_applied(engine: Engine, ids: set[str]) -> None:
+    """Record `ids` as applied to this memory dir (and in the state folder's meta)."""
+    ctx = engine.ctx
+    done = sorted(applied(engine) | ids)
+    engine.state.meta.forgets_applied = done
+    path = applied_forgets_file(ctx.home, ctx.project, ctx.memory_dir)
+    private_dir(path.parent)
+    atomic_write(path, json.dumps(done).encode())
+
+
 def learn(engine: Engine, listing: dict[str, Entry]) -> tuple[list[str], list[str]]:
     """Apply here the forgets on the remote list that this device has not applied (one GET,
     only when the list's ETag moved). Returns (files taken, files changed)."""
@@ -249,15 +269,15 @@ def learn(engine: Engine, listing: dict[str, Entry]) -> tuple[list[str], list[st
     if entry is None or entry.etag == meta.tombstones_etag:
         return [], []
     data, etag = engine.store.get(TOMBSTONES)
-    applied = set(meta.forgets_applied)
-    new = [f for f in read_forgets(data) if f.id not in applied]
+    done = applied(engine)
+    new = [f for f in read_forgets(data) if f.id not in done]
     changed: list[str] = []
     if new:
         held = _still_on_remote(engine, listing, new)
         changed = apply_here(engine, new)
         if held:  # a copy of its own that raced the forget: scrubbed on the remote too
             scrub_remote(engine, held, new)
-    meta.forgets_applied = sorted(applied | {f.id for f in new})
+        mark_applied(engine, {f.id for f in new})
     meta.tombstones_etag = etag
     taken = [n for n in changed if engine.read_local(n) is None]
     return taken, [n for n in changed if n not in taken]
@@ -397,8 +417,8 @@ def incoming(engine: Engine, names: Iterable[str]) -> list[str]:
         data, _ = engine.store.get(TOMBSTONES)
     except MemsyncError:  # status says what it can
         return []
-    applied = set(engine.state.meta.forgets_applied)
-    forgotten = {f.file for f in read_forgets(data) if f.file and f.id not in applied}
+    done = applied(engine)
+    forgotten = {f.file for f in read_forgets(data) if f.file and f.id not in done}
     return [
         f"{name} was forgotten on another device; the next sync removes it here (an edit "
         "not yet synced is set aside in quarantine)"
