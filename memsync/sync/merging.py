@@ -150,6 +150,11 @@ def replace_unreadable(
 ) -> bool:
     """A remote copy no device can read (damaged) is replaced by ours, as one the inbound
     gate refuses is, and said; False when it changed meanwhile (another attempt reads it)."""
+    why = refused(engine, name, ours)
+    if why is not None:  # read here since the scan: it stays here, reported
+        with engine._lock:
+            result.refused[name] = why
+        return True
     try:
         etag = engine.store.replace(name, ours, unreadable.etag, mtime)
     except PreconditionFailed:
