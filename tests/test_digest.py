@@ -26,7 +26,11 @@ from memsync.memory import frontmatter as memory
 from memsync.memory import memtypes
 from memsync.util.errors import UserError
 from tests.anthropic_server import AnthropicServer, Reply
-from tests.conftest import python_path
+from tests.conftest import NO_FCNTL, python_path
+
+pytestmark = pytest.mark.skipif(
+    NO_FCNTL, reason="Claude's digest and its writing, not the lock: the first pass covers it"
+)
 
 REPO = Path(__file__).resolve().parent.parent
 TRANSCRIPTS = Path(__file__).resolve().parent / "transcripts"

@@ -14,6 +14,9 @@ from memsync.memory import sections
 from memsync.memory.merge import merge
 from memsync.memory.merge.lines import merge_lines
 from tests import oracle
+from tests.conftest import NO_FCNTL
+
+pytestmark = pytest.mark.skipif(NO_FCNTL, reason="a pure function: the first pass covers it")
 
 
 def doc(body: str, **meta: object) -> bytes:

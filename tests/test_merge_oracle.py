@@ -20,6 +20,9 @@ from memsync.memory import sections
 from memsync.memory.merge import merge
 from memsync.memory.merge.files import template_base
 from tests import oracle
+from tests.conftest import NO_FCNTL
+
+pytestmark = pytest.mark.skipif(NO_FCNTL, reason="a pure function: the first pass covers it")
 
 EXAMPLES = int(os.environ.get("MEMSYNC_MERGE_EXAMPLES", "100"))
 SETTINGS = settings(
