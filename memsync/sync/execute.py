@@ -234,9 +234,7 @@ def upload(
     """Upload with the file's mtime, the time of its edit here, kept with the object. Content
     the scan did not check (`scanned`: read since, or made by this run) passes the gate first:
     refused, it stays here and is reported, as the scan reports a file."""
-    if not scanned and (why := merging.refused(engine, name, ours)) is not None:
-        with engine._lock:
-            result.refused[name] = why
+    if not scanned and merging.stays_here(engine, result, name, ours):
         return
     try:
         if remote_etag is None:

@@ -125,10 +125,7 @@ def put_back_removed(
         with engine._lock:
             engine._deferred.add(name)
         return True
-    why = refused(engine, name, ours)
-    if why is not None:  # read here since the scan: it stays here, reported
-        with engine._lock:
-            result.refused[name] = why
+    if stays_here(engine, result, name, ours):
         return True
     try:
         etag = engine.store.create(name, ours, mtime)
@@ -150,10 +147,7 @@ def replace_unreadable(
 ) -> bool:
     """A remote copy no device can read (damaged) is replaced by ours, as one the inbound
     gate refuses is, and said; False when it changed meanwhile (another attempt reads it)."""
-    why = refused(engine, name, ours)
-    if why is not None:  # read here since the scan: it stays here, reported
-        with engine._lock:
-            result.refused[name] = why
+    if stays_here(engine, result, name, ours):
         return True
     try:
         etag = engine.store.replace(name, ours, unreadable.etag, mtime)
@@ -183,6 +177,16 @@ def remote_copy_accepted(engine: Engine, result: SyncResult, name: str, theirs: 
             )
         return False
     return True
+
+
+def stays_here(engine: Engine, result: SyncResult, name: str, ours: bytes) -> bool:
+    """Whether `ours`, read here since the scan, is one the gate refuses: then it stays here,
+    reported, and is not uploaded."""
+    why = refused(engine, name, ours)
+    if why is not None:
+        with engine._lock:
+            result.refused[name] = why
+    return why is not None
 
 
 def refused(engine: Engine, name: str, data: bytes) -> str | None:
