@@ -2,16 +2,16 @@
 """memsync against rclone on the same Azurite, in the same run: whole processes, median of 3.
 
     python scripts/bench.py [--sizes 50,500,5000] [--repeats 3] [--write docs/benchmarks.md]
-    python scripts/bench.py --wan 50 [--sizes 50,500] [--repeats 3] [--store azure|s3|both] [--tls]
+    python scripts/bench.py --wan 50 [--sizes 50,500] [--repeats 3] [--store azure,s3,ceph] [--tls]
 
---wan MS puts tests/netfaults.py's proxy between both tools and the server (Azurite, or moto's
-S3 server with --store s3), adding MS of round trip to every request and every new connection,
-and reports fresh pull, no-op sync, `push FILE` and the session-start hook against `rclone copy
---transfers 32` / `rclone sync`, with each command's round trips next to the floor no client can
-beat. Round trips are measured, not guessed: (seconds at MS - seconds through the same proxy at
-0 ms) / MS. --tls puts a TLS-terminating front (a self-signed certificate both tools are told to
-trust) before the proxy, adding one round trip to each new connection's handshake, as TLS 1.3
-does: real services are TLS only.
+--wan MS puts tests/netfaults.py's proxy between both tools and the server (Azurite, moto's S3
+server with --store s3, Ceph's radosgw with --store ceph), adding MS of round trip to every
+request and every new connection, and reports fresh pull, no-op sync, `push FILE` and the
+session-start hook against `rclone copy --transfers 32` / `rclone sync`, with each command's
+round trips next to the floor no client can beat. Round trips are measured, not guessed:
+(seconds at MS - seconds through the same proxy at 0 ms) / MS. --tls puts a TLS-terminating
+front (a self-signed certificate both tools are told to trust) before the proxy, adding one round
+trip to each new connection's handshake, as TLS 1.3 does: real services are TLS only.
 
 Needs Azurite (scripts/test.sh installs it into .tools/) and rclone (`apt-get install rclone`).
 Azurite is restarted with a fresh data folder for each size and warmed up before timing.
@@ -42,6 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.azurite import ACCOUNT, KEY, start_azurite  # noqa: E402
+from tests.cephrgw import CephRGW  # noqa: E402
 from tests.netfaults import FaultProxy  # noqa: E402
 from tests.s3server import ACCESS_KEY, REGION, SECRET_KEY, start_moto  # noqa: E402
 
@@ -294,6 +295,24 @@ class S3Backend:
         self.server.stop()
 
 
+class CephBackend(S3Backend):
+    """Ceph's RADOS Gateway on a one-OSD cluster in memory (tests/cephrgw.py): the S3 service
+    of production Ceph, where moto is a Python model of S3 whose own CPU is most of a pull."""
+
+    label = "S3 (Ceph radosgw)"
+
+    def __init__(self, work: Path, n: int) -> None:
+        self.server = CephRGW()  # type: ignore[assignment]
+        self.server.start()
+        self.port = self.server.port
+
+    def memsync_env(self, front: str) -> dict[str, str]:
+        return {**self.server.env_for(), "AWS_ENDPOINT_URL": front}
+
+
+BACKENDS = {"azure": AzureBackend, "s3": S3Backend, "ceph": CephBackend}
+
+
 class TLSFront:
     """A TLS-terminating front before the round-trip proxy: each connection's handshake waits
     one round trip (TLS 1.3's), then its bytes are piped to the proxy and back. On asyncio's
@@ -372,7 +391,7 @@ def wan_size(
     """One size through the round-trip proxy: medians at `rtt`, and round trips per command."""
     work = work / f"{store}-{'tls' if tls else 'plain'}"
     work.mkdir(parents=True, exist_ok=True)
-    backend = S3Backend(work, n) if store == "s3" else AzureBackend(work, n)
+    backend = BACKENDS[store](work, n)
     proxy = FaultProxy(backend.port, rtt=0.0)
     front = TLSFront(proxy, work) if tls else None
     try:
@@ -595,7 +614,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--write", type=Path, help="also write the Markdown report here")
     parser.add_argument("--wan", type=float, help="round trip in ms: the WAN mode (see above)")
-    parser.add_argument("--store", choices=("azure", "s3", "both"), default="azure")
+    parser.add_argument(
+        "--store",
+        default="azure",
+        help="azure, s3 (moto), ceph (radosgw) or several with commas; both = azure,s3",
+    )
     parser.add_argument("--tls", action="store_true", help="WAN mode over HTTPS (see above)")
     args = parser.parse_args()
     if not shutil.which("rclone"):
@@ -606,7 +629,9 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="memsync-wan-") as tmp:
             bin_dir = install(Path(tmp))
             rtt = args.wan / 1000
-            stores = ("azure", "s3") if args.store == "both" else (args.store,)
+            stores = ("azure", "s3") if args.store == "both" else args.store.split(",")
+            if not set(stores) <= set(BACKENDS):
+                raise SystemExit(f"--store takes {', '.join(BACKENDS)} (or both)")
             results = [
                 wan_size(n, args.repeats, Path(tmp), bin_dir, rtt, store, args.tls)
                 for n in sizes

@@ -87,5 +87,6 @@ pytest_plugins = [
     "tests.azurite",
     "tests.s3server",
     "tests.s3server_others",
+    "tests.cephrgw",
     "tests.anthropic_server",
 ]

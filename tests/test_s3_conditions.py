@@ -2,8 +2,9 @@
 checked once per device, endpoint and bucket (memsync/stores/s3probe.py).
 
 Against s3rver (a real S3 server that ignores If-None-Match and If-Match), against moto behind a
-proxy that only removes those request headers, and against moto itself, with the requests
-counted from the proxy's log."""
+proxy that only removes or changes those request headers, against moto itself, with the requests
+counted from the proxy's log, and against Ceph's radosgw, which matches If-Match only without
+the ETag's quotes and ignores it on DeleteObject."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import pytest
 
 from memsync.stores import open_store
 from memsync.stores.s3 import S3Store
-from memsync.stores.s3probe import STATE_FILE
+from memsync.stores.s3probe import STATE_FILE, WRONG_ETAG
 from memsync.util.errors import ConfigError, PreconditionFailed
 from tests.conftest import NO_FCNTL
 from tests.devices import make_device
@@ -44,9 +45,9 @@ def _probes(proxy: FaultProxy) -> list[str]:
     return sorted(r.split(" ")[0] for r in proxy.requests if "/_memsync/probe-" in r)
 
 
-# two probe objects created; a create-only PUT and a stale If-Match PUT of one and a stale
-# If-Match DELETE of the other; both removed
-PROBE = sorted(["PUT"] * 2 + ["PUT", "PUT", "DELETE"] + ["DELETE"] * 2)
+# two probe objects created; a create-only PUT, a stale and a current If-Match PUT of one and a
+# stale If-Match DELETE of the other; both removed
+PROBE = sorted(["PUT"] * 2 + ["PUT", "PUT", "PUT", "DELETE"] + ["DELETE"] * 2)
 
 
 @pytest.fixture
@@ -111,6 +112,55 @@ def test_a_service_ignoring_if_match_alone_is_refused_through_the_cli(tmp_path, 
     run = device.run("sync", check=1)
     assert "(If-Match on PutObject)" in run.stderr and REFUSED in run.stderr
     assert not [r for r in through.requests if "feedback_x" in r]
+
+
+class WrongMatchProxy(StrippingProxy):
+    """moto behind a proxy that sends every PUT's If-Match as an ETag no object has: a service
+    that refuses even the current ETag."""
+
+    def _handler(self):  # type: ignore[no-untyped-def]
+        base = super()._handler()
+
+        class Handler(base):  # type: ignore[valid-type,misc]
+            def _forward(self, body):  # type: ignore[no-untyped-def]
+                if self.command == "PUT" and "If-Match" in self.headers:
+                    self.headers.replace_header("If-Match", WRONG_ETAG)
+                return super()._forward(body)
+
+        return Handler
+
+
+def test_a_service_refusing_the_current_etag_is_refused(moto_server, s3_url, monkeypatch):
+    proxy = WrongMatchProxy(moto_server.port, {})
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://127.0.0.1:{proxy.port}")
+    try:
+        store = _s3(s3_url)
+        store.ensure()
+        with pytest.raises(ConfigError, match="refuses a PutObject conditional on the object's"):
+            store.list()
+        assert not (Path(os.environ["MEMSYNC_HOME"]) / STATE_FILE).exists()
+    finally:
+        proxy.stop()
+
+
+def test_radosgw_is_sent_the_bare_etag_and_its_deletes_read_first(rgw_url):
+    store = _s3(rgw_url)
+    store.ensure()
+    etag = store.create("a.md", b"one")
+    assert store.conditions is not None
+    assert (store.conditions.bare, store.conditions.deletes) == (True, False)
+    kept = json.loads((Path(os.environ["MEMSYNC_HOME"]) / STATE_FILE).read_text())
+    assert [(v["bare"], v["deletes"]) for v in kept["services"].values()] == [(True, False)]
+    newer = store.replace("a.md", b"two", etag)
+    with pytest.raises(PreconditionFailed):
+        store.replace("a.md", b"stale", etag)
+    with pytest.raises(PreconditionFailed):
+        store.delete("a.md", etag)
+    assert store.get("a.md") == (b"two", newer)
+    later = _s3(rgw_url)  # a later run takes the kept verdict: no probe, the bare form still
+    newest = later.replace("a.md", b"three", newer)
+    later.delete("a.md", newest)
+    assert "a.md" not in later.list()
 
 
 def test_deletes_without_the_condition_check_the_etag_first(s3_url, endpoint, tmp_path):

@@ -1,6 +1,8 @@
-"""memsync on an S3 remote through the real CLI (moto's server): two and three devices, eight
-writers on one file, exact request counts, the admin commands, and a migration between a
-folder remote and S3."""
+"""memsync on an S3 remote through the real CLI: two and three devices, eight writers on one
+file, exact request counts, the admin commands, a migration between a folder remote and S3, and
+Claude Code's hooks. Each runs on two S3 servers: moto's, and Ceph's RADOS Gateway
+(tests/cephrgw.py), which ignores `If-Match` on DeleteObject, so deletes take the read-then-delete
+path there."""
 
 from __future__ import annotations
 
@@ -18,11 +20,20 @@ from tests.test_contention import contend
 
 pytestmark = pytest.mark.s3
 
+
+@pytest.fixture(params=["moto", "ceph"])
+def remote(request: pytest.FixtureRequest) -> str:
+    """A fresh bucket on moto's server or on radosgw, its credential in the environment."""
+    if request.param == "ceph" and NO_FCNTL:
+        pytest.skip("the S3 store on a second server, not the lock (run in the first pass)")
+    return request.getfixturevalue("s3_url" if request.param == "moto" else "rgw_url")
+
+
 VOICE = "## Rules learned\n- Short lines beat long ones in banter.\n"
 
 
-def test_two_devices_sync_merge_and_delete_through_the_cli(tmp_path, s3_url):
-    a, b = make_device(tmp_path, "laptop", s3_url), make_device(tmp_path, "desktop", s3_url)
+def test_two_devices_sync_merge_and_delete_through_the_cli(tmp_path, remote):
+    a, b = make_device(tmp_path, "laptop", remote), make_device(tmp_path, "desktop", remote)
     a.write("user_role.md", "Staff engineer.\n", type="user")
     a.write("voice_calibration.md", VOICE, type="voice_calibration")
     a.write("feedback_tests.md", "Integration tests hit real servers.\n", type="feedback")
@@ -47,8 +58,8 @@ def test_two_devices_sync_merge_and_delete_through_the_cli(tmp_path, s3_url):
     assert "deleted on another device" in b.run("history", "feedback_tests.md").stdout
 
 
-def test_a_third_device_joins_and_an_edit_reaches_all(tmp_path, s3_url):
-    devices = [make_device(tmp_path, name, s3_url) for name in ("a", "b", "c")]
+def test_a_third_device_joins_and_an_edit_reaches_all(tmp_path, remote):
+    devices = [make_device(tmp_path, name, remote) for name in ("a", "b", "c")]
     devices[0].write("project_plan.md", "Ship the S3 remote.\n", type="project")
     devices[0].run("push")
     for d in devices[1:]:
@@ -61,8 +72,8 @@ def test_a_third_device_joins_and_an_edit_reaches_all(tmp_path, s3_url):
 
 
 @pytest.mark.skipif(NO_FCNTL, reason="the remote's compare-and-swap, not the lock, is under test")
-def test_eight_processes_append_to_one_file_on_s3(tmp_path, s3_url):
-    contend(tmp_path, s3_url, 8)
+def test_eight_processes_append_to_one_file_on_s3(tmp_path, remote):
+    contend(tmp_path, remote, 8)
 
 
 def _engine(tmp_path, url, name="a") -> Engine:
@@ -77,9 +88,9 @@ def _delta(engine: Engine, before: dict[str, int]) -> dict[str, int]:
     return {k: v - before.get(k, 0) for k, v in now.items() if v - before.get(k, 0)}
 
 
-def test_request_counts_are_exact(tmp_path, s3_url, monkeypatch):
+def test_request_counts_are_exact(tmp_path, remote, monkeypatch):
     monkeypatch.setenv("MEMSYNC_HOME", str(tmp_path / "home"))
-    engine = _engine(tmp_path, s3_url)
+    engine = _engine(tmp_path, remote)
     for i in range(12):
         write_memory(engine.ctx.memory_dir, f"project_{i:02}.md", f"fact {i}\n", type="project")
     assert len(engine.run("push").uploaded) == 12
@@ -94,8 +105,8 @@ def test_request_counts_are_exact(tmp_path, s3_url, monkeypatch):
     assert _delta(engine, before) == {"put": 1}, "push FILE of a known file is one PUT"
 
 
-def test_ls_doctor_export_import_and_prune_on_s3(tmp_path, s3_url):
-    a = make_device(tmp_path, "a", s3_url)
+def test_ls_doctor_export_import_and_prune_on_s3(tmp_path, remote):
+    a = make_device(tmp_path, "a", remote)
     a.write("user_role.md", "Staff engineer.\n", type="user")
     a.write("session_digest_2020-01-01.md", "## Arcs\n- old\n", type="session_digest")
     a.run("push")
@@ -116,24 +127,24 @@ def test_ls_doctor_export_import_and_prune_on_s3(tmp_path, s3_url):
     assert [f["name"] for f in json.loads(a.run("ls", "--json").stdout)["data"]["files"]] == [
         "user_role.md"
     ]
-    b = make_device(tmp_path, "b", s3_url.rsplit("/", 1)[0] + "/restored")
+    b = make_device(tmp_path, "b", remote.rsplit("/", 1)[0] + "/restored")
     assert "Copied: 2" in b.run("import", str(archive)).stdout
     b.run("pull")
     assert sorted(b.files()) == ["session_digest_2020-01-01.md", "user_role.md"]
 
 
-def test_migrate_from_a_folder_remote_to_s3_and_back(tmp_path, s3_url):
+def test_migrate_from_a_folder_remote_to_s3_and_back(tmp_path, remote):
     folder = tmp_path / "remote"
     folder.mkdir()
     old = make_device(tmp_path, "old", folder.as_uri())
     for i in range(3):
         old.write(f"project_{i}.md", f"fact {i}\n", type="project")
     old.run("push")
-    moved = make_device(tmp_path, "moved", s3_url)
+    moved = make_device(tmp_path, "moved", remote)
     moved.run("pull", "--remote", folder.as_uri())
     assert "Copied: 3, Skipped: 0" in moved.run("migrate").stdout
     assert "Copied: 0, Skipped: 3" in moved.run("migrate").stdout
-    fresh = make_device(tmp_path, "fresh", s3_url)
+    fresh = make_device(tmp_path, "fresh", remote)
     fresh.run("pull")
     assert fresh.files() == old.files()
     # and back, into a new folder remote
@@ -144,8 +155,8 @@ def test_migrate_from_a_folder_remote_to_s3_and_back(tmp_path, s3_url):
     assert sorted(k for k in store.list() if k.endswith(".md")) == sorted(old.files())
 
 
-def test_purge_empties_the_project_on_s3_and_says_what_it_cannot_reach(tmp_path, s3_url):
-    a = make_device(tmp_path, "a", s3_url)
+def test_purge_empties_the_project_on_s3_and_says_what_it_cannot_reach(tmp_path, remote):
+    a = make_device(tmp_path, "a", remote)
     a.write("user_role.md", "Staff engineer.\n", type="user")
     a.write("project_plan.md", "Ship it.\n", type="project")
     a.run("push")
@@ -153,9 +164,9 @@ def test_purge_empties_the_project_on_s3_and_says_what_it_cannot_reach(tmp_path,
     assert "versioning is enabled on the bucket" in forgot.stdout, forgot.stdout
     out = a.run("purge", "--all", "--yes")
     assert "versioning is enabled on the bucket" in out.stdout + out.stderr
-    left = [k for k in open_store(s3_url, "e2e-project").list() if k.endswith(".md")]
+    left = [k for k in open_store(remote, "e2e-project").list() if k.endswith(".md")]
     assert left == []
-    b = make_device(tmp_path, "b", s3_url)
+    b = make_device(tmp_path, "b", remote)
     assert "was purged from the remote" in b.run("pull", check=1).stderr
     assert b.files() == {}
 
@@ -177,8 +188,8 @@ def test_a_sync_on_s3_imports_no_sdk(tmp_path, s3_url):
     assert loaded == []
 
 
-def test_claude_codes_hooks_carry_an_edit_between_devices_on_s3(tmp_path, s3_url):
-    a, b = make_device(tmp_path, "a", s3_url), make_device(tmp_path, "b", s3_url)
+def test_claude_codes_hooks_carry_an_edit_between_devices_on_s3(tmp_path, remote):
+    a, b = make_device(tmp_path, "a", remote), make_device(tmp_path, "b", remote)
     a.write("user_role.md", "Staff engineer.\n", type="user")
     a.run("push")
     b.hook("session-start", source="startup")

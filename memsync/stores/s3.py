@@ -509,6 +509,8 @@ class S3Store(Store):
             headers[EDITED_HEADER] = repr(float(edited))
         try:
             with self._gate():
+                if "If-Match" in condition:  # in the form the service matches, once checked
+                    headers["If-Match"] = self._if_match(condition["If-Match"])
                 response = self._request("put", "PUT", key, headers=headers, body=data)
         except NotFound as exc:
             if "If-Match" in condition and "bucket" not in str(exc):
@@ -524,7 +526,11 @@ class S3Store(Store):
         return self._put(key, data, {"If-None-Match": "*"}, edited)
 
     def replace(self, key: str, data: bytes, etag: str, edited: float | None = None) -> str:
-        return self._put(key, data, {"If-Match": quote_etag(etag)}, edited)
+        return self._put(key, data, {"If-Match": etag}, edited)
+
+    def _if_match(self, etag: str) -> str:
+        """`etag` as this service matches it (writes wait for the conditions check)."""
+        return self.conditions.if_match(etag) if self.conditions else quote_etag(etag)
 
     def delete(self, key: str, etag: str) -> None:
         try:
@@ -533,7 +539,7 @@ class S3Store(Store):
                     from memsync.stores.s3probe import unchanged
 
                     unchanged(self, key, etag)  # the service would not check the ETag
-                self._request("delete", "DELETE", key, headers={"If-Match": quote_etag(etag)})
+                self._request("delete", "DELETE", key, headers={"If-Match": self._if_match(etag)})
         except PreconditionFailed:
             self._request("head", "HEAD", key)  # NotFound if gone, else it changed
             raise

@@ -6,11 +6,14 @@ other. A service that ignores those headers answers 200 all the same, so the S3 
 service once per device and per endpoint and bucket, before the first listing or write: under
 the project's `_memsync/` it creates a probe object, then sends a create-only PUT of it again and
 a PUT with an ETag it cannot have, both of which must be refused (412, or 409
-ConditionalRequestConflict), then a DELETE with that wrong ETag. The probe object is deleted at
-the end, whatever the answers were.
+ConditionalRequestConflict), a PUT with the ETag it has, which must be taken, and a DELETE with
+the wrong ETag. The probe objects are deleted at the end, whatever the answers were.
 
 - A service that accepts either PUT is refused: one sentence, exit 1, nothing synced (the check
   runs before the listing, so nothing lands locally either).
+- A service that refuses `If-Match` with the ETag it gave, as HTTP writes it (in quotes), and
+  takes it without the quotes (Ceph's radosgw 16 compares the bare digest) is sent the bare
+  form in every `If-Match`; one that takes neither is refused like one that ignores them.
 - A service that ignores `If-Match` on DeleteObject (MinIO does, by its issue tracker) is
   used, and each delete first reads the object's ETag (a HEAD) and deletes only if it is still
   the one memsync saw: a replace landing in the round trip between the two can still be
@@ -59,6 +62,11 @@ class Verdict(NamedTuple):
     """What a service honours, once it is let in (it always honours the PUT conditions)."""
 
     deletes: bool  # If-Match on DeleteObject
+    bare: bool = False  # If-Match matches the ETag without its quotes only
+
+    def if_match(self, etag: str) -> str:
+        """The `If-Match` value this service matches against `etag`."""
+        return quote_etag(etag).strip('"') if self.bare else quote_etag(etag)
 
 
 def _state_path() -> Path:
@@ -84,9 +92,9 @@ def _load() -> dict[str, dict[str, object]]:
 
 def cached(store: S3Store) -> Verdict | None:
     entry = _load().get(service_id(store))
-    if not isinstance(entry, dict) or entry.get("puts") is not True:
+    if not isinstance(entry, dict) or entry.get("puts") is not True or "bare" not in entry:
         return None
-    return Verdict(deletes=entry.get("deletes") is True)
+    return Verdict(deletes=entry.get("deletes") is True, bare=entry.get("bare") is True)
 
 
 def _remember(store: S3Store, verdict: Verdict) -> None:
@@ -94,6 +102,7 @@ def _remember(store: S3Store, verdict: Verdict) -> None:
     services[service_id(store)] = {
         "puts": True,
         "deletes": verdict.deletes,
+        "bare": verdict.bare,
         "checked": round(time.time()),
     }
     path = _state_path()
@@ -112,6 +121,15 @@ def refusal(store: S3Store, ignored: list[str]) -> str:
         f"writes ({headers} on PutObject), so two devices could overwrite each other; memsync "
         "needs a service that honours them (AWS S3, Cloudflare R2, a current MinIO): "
         "nothing was synced"
+    )
+
+
+def replace_refusal(store: S3Store) -> str:
+    return (
+        f"the S3 service at {store.where} (bucket {store.s3_url.bucket!r}) refuses a PutObject "
+        "conditional on the object's own ETag (If-Match), so memsync could never update a file "
+        "there; use a service that honours conditional writes (AWS S3, Cloudflare R2, a "
+        "current MinIO): nothing was synced"
     )
 
 
@@ -136,6 +154,15 @@ def _refused(store: S3Store, key: str, condition: dict[str, str]) -> bool:
     except StoreError:  # e.g. 501 NotImplemented: the condition is not honoured either
         return False
     return False
+
+
+def _taken(store: S3Store, key: str, etag: str) -> bool:
+    """Whether the service takes a PUT of the probe conditional on the ETag it has."""
+    try:
+        _put(store, key, {"If-Match": etag})
+    except PreconditionFailed:
+        return False
+    return True
 
 
 def _delete_refused(store: S3Store, key: str) -> bool:
@@ -174,10 +201,11 @@ def _together(*calls: Callable[[], T]) -> list[T | BaseException]:
 
 def probe(store: S3Store) -> Verdict | None:
     """Check the service (requests as the store's, against its deadline) in three round trips
-    over two probe objects: create both; a create-only PUT and a stale If-Match PUT of the first
-    and a stale If-Match DELETE of the second at once; delete what is left. A Verdict when the
-    service honours the PUT conditions, None when it cannot tell; ConfigError when it ignores
-    them."""
+    over two probe objects: create both; a create-only PUT, a stale If-Match PUT and a current
+    If-Match PUT of the first and a stale If-Match DELETE of the second at once; delete what is
+    left (one more round trip where the current ETag is taken only without its quotes). A
+    Verdict when the service honours the PUT conditions, None when it cannot tell; ConfigError
+    when it ignores them or refuses the current ETag."""
     stem = f"{PROBE_PREFIX}{uuid.uuid4().hex[:12]}"
     puts, dels = f"{stem}-put", f"{stem}-delete"
     created = _together(
@@ -193,10 +221,12 @@ def probe(store: S3Store) -> Verdict | None:
                 return None  # no bucket yet, no right to write (the write says so), a clash
             if isinstance(result, BaseException):
                 raise result
+        etag = str(created[0])
         checks = _together(
             lambda: _refused(store, puts, {"If-None-Match": "*"}),
             lambda: _refused(store, puts, {"If-Match": WRONG_ETAG}),
             lambda: _delete_refused(store, dels),
+            lambda: _taken(store, puts, etag),
         )
         for answer in checks:
             if isinstance(answer, BaseException):
@@ -208,7 +238,10 @@ def probe(store: S3Store) -> Verdict | None:
         ]
         if ignored:
             raise ConfigError(refusal(store, ignored))
-        verdict = Verdict(deletes=checks[2] is True)
+        bare = checks[3] is False
+        if bare and not _taken(store, puts, etag.strip('"')):
+            raise ConfigError(replace_refusal(store))
+        verdict = Verdict(deletes=checks[2] is True, bare=bare)
     finally:
         _together(*(partial(_remove, store, key) for key in left))
     _remember(store, verdict)
