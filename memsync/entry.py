@@ -4,7 +4,6 @@ everything else, and any argument the plain path does not know, goes through Typ
 
 from __future__ import annotations
 
-import os
 import sys
 
 
@@ -18,9 +17,9 @@ def main() -> None:
         # once, without the interpreter's teardown of every module (which, after the
         # PostToolUse hook forked its push, also copies the memory the child shares). Every
         # file a hook writes is written whole before this (atomic writes, its own log lines).
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        from memsync.util.background import exit_now
+
+        exit_now(code)
     # SIGTERM (a shutdown, `kill`, a service manager) is handled like Ctrl-C: the transfers
     # under way finish, the progress is saved, and the command exits 130
     import signal

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from memsync.claude.log import Log
+from memsync.util import background
 from memsync.util.errors import StoreError, UserError
 
 EVENTS = (
@@ -289,7 +290,7 @@ def after_answer(detach: bool) -> None:
             _log().exception("post-tool-use: the push after the answer failed: %s", exc)
     finally:
         if detach:
-            os._exit(0)
+            background.exit_now(0)
 
 
 def _push_after_answer(

@@ -492,7 +492,10 @@ def serve(folder: str) -> None:
                     conn.sendall(b"+")
                     if os.fork() == 0:
                         listener.close()
-                        os._exit(_child(conn, stamp))
+                        code = _child(conn, stamp)
+                        from memsync.util.background import exit_now
+
+                        exit_now(code)
     finally:
         if _still_ours(ours):
             with _suppress(OSError):

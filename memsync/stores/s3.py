@@ -603,4 +603,7 @@ class S3Store(Store):
         self.http.warm(count)
 
     def close(self) -> None:
+        from memsync.util import background
+
+        background.finish()  # the check's removals, which may still use a connection
         self.http.close()

@@ -4,10 +4,10 @@ Every write memsync makes is conditional on the server (`If-None-Match: *` to cr
 `If-Match: <etag>` to replace or delete); that is what keeps two devices from overwriting each
 other. A service that ignores those headers answers 200 all the same, so the S3 store checks the
 service once per device and per endpoint and bucket, before the first listing or write: under
-the project's `_memsync/` it creates a probe object, then sends a create-only PUT of it again and
+the project's `_memsync/` it creates probe objects, then sends a create-only PUT of one again and
 a PUT with an ETag it cannot have, both of which must be refused (412, or 409
 ConditionalRequestConflict), a PUT with the ETag it has, which must be taken, and a DELETE with
-the wrong ETag. The probe objects are deleted at the end, whatever the answers were.
+the wrong ETag. The probe objects are deleted afterwards, whatever the answers were.
 
 - A service that accepts either PUT is refused: one sentence, exit 1, nothing synced (the check
   runs before the listing, so nothing lands locally either).
@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from memsync.stores.blobhttp import md5_base64, quote_etag
 from memsync.stores.crypt_keys import memsync_home
+from memsync.util import background
 from memsync.util.errors import (
     AuthError,
     ConfigError,
@@ -200,21 +201,17 @@ def _together(*calls: Callable[[], T]) -> list[T | BaseException]:
 
 
 def probe(store: S3Store) -> Verdict | None:
-    """Check the service (requests as the store's, against its deadline) in three round trips
-    over two probe objects: create both; a create-only PUT, a stale If-Match PUT and a current
-    If-Match PUT of the first and a stale If-Match DELETE of the second at once; delete what is
-    left (one more round trip where the current ETag is taken only without its quotes). A
-    Verdict when the service honours the PUT conditions, None when it cannot tell; ConfigError
-    when it ignores them or refuses the current ETag."""
+    """Check the service (requests as the store's, against its deadline) in two round trips
+    over three probe objects: create them; then at once, a create-only PUT, a stale If-Match
+    PUT and a current If-Match PUT of the first, a stale If-Match DELETE of the second and a
+    PUT of the third with its current ETag bare. The objects left are deleted after the
+    verdict, beside the command's own requests. A Verdict when the service
+    honours the PUT conditions, None when it cannot tell; ConfigError when it ignores them or
+    takes the current ETag in neither form."""
     stem = f"{PROBE_PREFIX}{uuid.uuid4().hex[:12]}"
-    puts, dels = f"{stem}-put", f"{stem}-delete"
-    created = _together(
-        lambda: _put(store, puts, {"If-None-Match": "*"}),
-        lambda: _put(store, dels, {"If-None-Match": "*"}),
-    )
-    left = [
-        key for key, result in zip((puts, dels), created, strict=True) if isinstance(result, str)
-    ]
+    keys = puts, dels, bare = f"{stem}-put", f"{stem}-delete", f"{stem}-bare"
+    created = _together(*(partial(_put, store, key, {"If-None-Match": "*"}) for key in keys))
+    left = [key for key, result in zip(keys, created, strict=True) if isinstance(result, str)]
     try:
         for result in created:
             if isinstance(result, (NotFound, AuthError, PreconditionFailed)):
@@ -227,6 +224,7 @@ def probe(store: S3Store) -> Verdict | None:
             lambda: _refused(store, puts, {"If-Match": WRONG_ETAG}),
             lambda: _delete_refused(store, dels),
             lambda: _taken(store, puts, etag),
+            lambda: _taken(store, bare, etag.strip('"')),
         )
         for answer in checks:
             if isinstance(answer, BaseException):
@@ -238,12 +236,11 @@ def probe(store: S3Store) -> Verdict | None:
         ]
         if ignored:
             raise ConfigError(refusal(store, ignored))
-        bare = checks[3] is False
-        if bare and not _taken(store, puts, etag.strip('"')):
+        if checks[3] is False and checks[4] is False:
             raise ConfigError(replace_refusal(store))
-        verdict = Verdict(deletes=checks[2] is True, bare=bare)
-    finally:
-        _together(*(partial(_remove, store, key) for key in left))
+        verdict = Verdict(deletes=checks[2] is True, bare=checks[3] is False)
+    finally:  # nothing waits for the removals (memsync.util.background)
+        background.start(partial(_together, *(partial(_remove, store, key) for key in left)))
     _remember(store, verdict)
     return verdict
 
