@@ -53,7 +53,7 @@ from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from memsync.admin.migrate import RemoteMigration
+from memsync.admin.migrate import RemoteMigration, migrate_remote
 from memsync.context.config import Context, resolve
 from memsync.memory import merge as merge_mod
 from memsync.memory.frontmatter import render
@@ -680,7 +680,7 @@ class DevicesMachine(RuleBasedStateMachine):
         tally("moves")
 
     def _new_remote(self) -> Path:
-        """A new, empty folder remote becomes the one every device moves to: the old one."""
+        """Make a new, empty folder remote the one devices move to; the old one."""
         old = self.remote
         self.remote = self.tmp / f"remote{len(self.retired) + 1}"
         self.remote.mkdir()  # a folder remote that is not there is never made
@@ -689,8 +689,6 @@ class DevicesMachine(RuleBasedStateMachine):
 
     def _move(self, device: int, old: Path) -> RemoteMigration:
         """`memsync migrate --from OLD --to NEW` on `device`, then its remote setting NEW."""
-        from memsync.admin.migrate import migrate_remote
-
         ctx = self._context(device)
         moved = migrate_remote(ctx, old.as_uri(), self.remote.as_uri())
         assert not moved.refused, f"device{device}: {moved}"
