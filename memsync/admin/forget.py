@@ -23,6 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from memsync.context.config import state_folders
 from memsync.memory.index_links import INDEX, link_targets
 from memsync.stores.base import MAX_ATTEMPTS, Entry
 from memsync.stores.crypt import CryptStore
@@ -261,15 +262,18 @@ def purge(engine: Engine) -> PurgeReport:
         # a remote another device has republished meanwhile tells the files this device left
         # untouched from its edits, with no merge base left to tell them by
         synced = {name: rec.sha for name, rec in engine.state.records.items()}
-        state_dir = engine.ctx.state_dir
-        for path in state_dir.iterdir():
-            if path.name == "lock":
-                continue
-            if path.is_dir():
-                shutil.rmtree(path)
-            else:
-                path.unlink()
-        shutil.rmtree(engine.ctx.home / "quarantine" / state_dir.name, ignore_errors=True)
+        # this device's state of the project for every remote it synced it with (one folder a
+        # remote: after `migrate`, the old remote's holds the same memory)
+        home, project = engine.ctx.home, engine.ctx.project
+        for state_dir in {engine.ctx.state_dir, *state_folders(home, project)}:
+            for path in state_dir.iterdir():
+                if path.name == "lock":
+                    continue
+                if path.is_dir():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink()
+            shutil.rmtree(home / "quarantine" / state_dir.name, ignore_errors=True)
         engine.state.meta = Meta()
         engine.state.meta.purged = {**marker, "synced": synced}
         engine.state.save_meta()
