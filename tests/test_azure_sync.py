@@ -56,6 +56,11 @@ def test_request_counts_are_exact(tmp_path, azure_url):
     engine.run("push", [str(engine.ctx.memory_dir / "project_08.md")])
     assert delta(engine, before) == {"put": 1}, "push FILE of a known file is one conditional PUT"
 
+    later = engine_for(tmp_path, azure_url)  # a new process, a hook's say: nothing read first
+    write_memory(later.ctx.memory_dir, "project_08.md", "fact 8, again\n", type="project")
+    later.run("push", [str(later.ctx.memory_dir / "project_08.md")])
+    assert dict(later.store.stats.requests) == {"put": 1}
+
 
 def test_etag_moving_between_read_and_write_takes_the_merge_path(tmp_path, azure_url):
     a = engine_for(tmp_path, azure_url, "a")

@@ -413,3 +413,23 @@ def _no_plaintext_on_s3(s3_url: str) -> None:
     for word in (*WORDS, *NAMES):
         assert word.encode() not in every, f"{word!r} is readable on the remote"
     assert len(seen) > 12  # the check read something
+
+
+def test_a_push_file_after_a_switch_it_has_not_seen_leaves_no_plaintext(trio):
+    """`push FILE` of a known file reads nothing first (a hook's push is one conditional
+    write): on a remote switched since, its plaintext write finds no object with its ETag,
+    and the device follows the switch instead."""
+    remote_dir, (a, b, _) = trio
+    a.write("user_role.md", "Engineer.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    _key(a)  # a turns encryption on; b has not heard of it
+    path = b.append("user_role.md", "Likes tea.\n")
+    pushed = b.run("push", str(path), check=None)
+    assert pushed.returncode != 0 and "encrypted" in pushed.stdout + pushed.stderr
+    assert b"tea" not in _remote_bytes(remote_dir)
+    a.run("keys", "add", _key(b))
+    b.run("sync")
+    a.run("sync")
+    assert b"Likes tea." in a.files()["user_role.md"]
+    assert b"tea" not in _remote_bytes(remote_dir)

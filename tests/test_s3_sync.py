@@ -104,6 +104,11 @@ def test_request_counts_are_exact(tmp_path, remote, monkeypatch):
     engine.run("push", [str(engine.ctx.memory_dir / "project_07.md")])
     assert _delta(engine, before) == {"put": 1}, "push FILE of a known file is one PUT"
 
+    later = _engine(tmp_path, remote)  # a new process, a hook's say: nothing read first
+    write_memory(later.ctx.memory_dir, "project_07.md", "fact 7, again\n", type="project")
+    later.run("push", [str(later.ctx.memory_dir / "project_07.md")])
+    assert dict(later.store.stats.requests) == {"put": 1}
+
 
 def test_ls_doctor_export_import_and_prune_on_s3(tmp_path, remote):
     a = make_device(tmp_path, "a", remote)

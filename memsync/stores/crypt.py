@@ -553,7 +553,10 @@ class CryptStore(Store):
         return sorted(left)
 
     def replace(self, key: str, data: bytes, etag: str, edited: float | None = None) -> str:
-        self._ensure_known()
+        # not known yet (a hook's `push FILE`, no listing first): written as plain, it lands
+        # only on a plain object with that ETag, so on a remote that has not switched, or
+        # before a switch's settle copies it (crypt_migrate); else it fails its condition,
+        # and the wrapper follows the switch below: no read of the recipients object first
         dkey = self._key
         try:
             if dkey is None:
