@@ -69,8 +69,11 @@ command -v age >/dev/null || WANTED_PACKAGES+=(age)
 command -v radosgw >/dev/null || WANTED_PACKAGES+=(radosgw ceph-mon ceph-osd)
 if [ "${#WANTED_PACKAGES[@]}" -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   echo "Installing ${WANTED_PACKAGES[*]} (Debian packages for the tests) ..."
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-    "${WANTED_PACKAGES[@]}" >/dev/null 2>&1 ||
+  apt_install() {
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+      "${WANTED_PACKAGES[@]}" >/dev/null 2>&1
+  }
+  apt_install || { apt-get update -q >/dev/null 2>&1 && apt_install; } ||
     echo "some of ${WANTED_PACKAGES[*]} could not be installed: the tests that need them will say so"
 fi
 
