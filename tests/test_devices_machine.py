@@ -675,6 +675,29 @@ class DevicesMachine(RuleBasedStateMachine):
         self.retired.append((old, frozenset(self.forgotten)))
         tally("moves")
 
+    @precondition(lambda self: len(self.retired) < MOVES)
+    @rule(
+        first=st.integers(0, DEVICES - 1),
+        late=st.integers(1, DEVICES - 1),
+        mode=st.sampled_from(["push", "sync"]),
+    )
+    @gated
+    def move_remote_while_one_syncs_the_old(self, first: int, late: int, mode: str) -> None:
+        """`move_remote`, but device `late` (counted on from `first`) syncs with OLD after
+        `first` moved and before it moves itself, as a hook in a session left open does:
+        migrate then leaves the files it changed on OLD alone on NEW (said), and its next sync
+        merges them from the first move's copy (docs/migrate.md)."""
+        old = self._new_remote()
+        late = (first + late) % DEVICES
+        self._move(first, old)
+        self.run(late, mode)  # still on OLD
+        for device in (d for d in range(DEVICES) if d != first):
+            moved = self._move(device, old)
+            assert not moved.copied or device == late, f"device{device}: {moved}"
+            assert not (moved.forgotten or moved.scrubbed), f"device{device}: {moved}"
+        self.retired.append((old, frozenset(self.forgotten)))
+        tally("moves")
+
     def _new_remote(self) -> Path:
         """Make a new, empty folder remote the one devices move to; the old one."""
         old = self.remote
@@ -984,20 +1007,12 @@ def test_a_purge_after_a_move_leaves_no_purged_text_on_the_devices():
         machine.teardown()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="a device that syncs with the old remote after another device migrated, then runs "
-    "the same migrate command, gets the copy it last synced with the old remote as its merge "
-    "base on the new one: the new remote's older copy then reads as an edit there, and its "
-    "next sync replaces the device's own edit with it (kept in local history only, no "
-    "conflict), although migrate says to sync to merge the file it left alone",
-)
 def test_an_edit_synced_with_the_old_remote_while_the_others_moved_is_kept():
     """docs/migrate.md: one device migrates, then each other device runs the same command and
     points at the destination. Here device 0 is not there yet when its hook pushes a new
     commitment to the old remote; it then moves, and migrate leaves the destination's copy of
-    the file alone (exit 1), saying to sync to merge it."""
+    the file alone (exit 1): the destination still holds the first move's copy, so that copy
+    is the merge base and device 0's later version the edit its next sync sends."""
     machine = DevicesMachine()
     try:
         machine.add_entry(device=0, name=COMMITMENTS, where=0)

@@ -18,9 +18,10 @@ from memsync.stores import open_store
 from memsync.stores.base import Store
 from memsync.sync.conflicts import entry
 from memsync.sync.forgotten import Forget, text_mark, with_forget
-from memsync.sync.remote_keys import CONFLICTS, PURGED, TOMBSTONES
+from memsync.sync.remote_keys import CONFLICTS, COPIES, PURGED, TOMBSTONES
 from memsync.sync.state import State
 from memsync.util.errors import ConfigError, Unreachable, UserError
+from memsync.util.fsutil import sha256
 
 PROJECT = "proj"
 ROLE = b"---\nname: role\ndescription: role\ntype: user\n---\nEngineer.\n"
@@ -84,7 +85,12 @@ def test_everything_travels_as_the_source_holds_it_and_a_second_run_copies_nothi
     )
     assert result.forgotten == [] and result.scrubbed == []
     dst = open_store(dest, PROJECT)
-    assert _objects(dst) == _objects(src)
+    copied = _objects(dst)
+    # and the destination's record of what the move copied (a later mover's merge base)
+    assert json.loads(copied.pop(COPIES)) == {
+        key: sha256(data) for key, data in copied.items() if not key.startswith("_memsync/")
+    }
+    assert copied == _objects(src)
     assert dst.fetch("user_role.md")[2] == 1_700_000_000.0  # the edit time came along
 
     again = migrate_remote(_ctx(tmp_path, dest), url, dest)

@@ -28,28 +28,32 @@ under its own data key. Remote-kept versions (a memory store's) are not copied: 
 reads only current content, and the destination keeps its own from the copy on. This device's
 state of the project (kept per remote) is carried to its state under the destination: its
 local history, and its sync records, so that it syncs with the destination as if it had synced
-there (`carry_state`); each device that moves runs the same command once for its own.
+there (`carry_state`); each device that moves runs the same command once for its own. The
+destination keeps what a migration copied (`COPIES`: each file's sha256), so a device that moves
+later merges a file changed on either side since from the version both sides shared then.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from memsync.admin.admin import _forgotten_on_remote, _remote_listing, _safe_name, _tick
 from memsync.context.config import Context, canonical_remote, check_folder_remote, strip_query
 from memsync.context.identity import MANIFEST as PROJECT_MANIFEST
 from memsync.context.identity import manifest_fingerprint
 from memsync.stores.base import Entry, Store, check_key, nested_projects
+from memsync.sync import cas
 from memsync.sync.conflicts import recorded, rewrite
 from memsync.sync.engine import Engine
 from memsync.sync.forgotten import Forget, read_forgets, scrub_file, scrub_files
-from memsync.sync.remote_keys import CONFLICTS, PURGED, TOMBSTONES
+from memsync.sync.remote_keys import CONFLICTS, COPIES, PURGED, TOMBSTONES
 from memsync.sync.state import State
 from memsync.sync.transfers import run_daemons
 from memsync.util.errors import (
@@ -236,6 +240,7 @@ def migrate_remote(
     src, dst = open_store(source, project), open_store(destination, project)
     try:
         listing = _source_listing(src, result)
+        listing.pop(COPIES, None)  # the source's own record of a move into it
         theirs = _destination_listing(dst)
         for side, keys in (("--from", listing), ("--to", theirs or {})):
             nested = nested_projects(keys)
@@ -267,13 +272,42 @@ def migrate_remote(
                 "is a typo, correct --to and run the migration again"
             )
             theirs = {}
-        etags = _copy(dst, clean, theirs or {}, result, progress, workers)
+        etags, others = _copy(dst, clean, theirs or {}, result, progress, workers)
+        copies = _record_copies(dst, {k: clean[k][0] for k in etags if not k.startswith(OWN)})
     finally:
         src.close()
         dst.close()
     held = {key: (etag, clean[key][0]) for key, etag in etags.items()}
-    result.history = carry_state(ctx, source, destination, held, result.different)
+    moved = {key: Moved(*others[key], clean[key][0], copies.get(key)) for key in others}
+    result.history = carry_state(ctx, source, destination, held, moved)
     return result
+
+
+class Moved(NamedTuple):
+    """A file the destination holds otherwise than the source: its ETag and bytes there, the
+    source's bytes, and the sha256 of what a migration copied there first (None: unknown)."""
+
+    etag: str
+    there: bytes
+    source: bytes
+    copied: str | None
+
+
+def _record_copies(dst: Store, held: dict[str, bytes]) -> dict[str, str]:
+    """Add to the destination's record of copies the version of each file it holds as the
+    source does and has no version recorded for (the first copy stays); the record after."""
+    after: dict[str, str] = {}
+
+    def change(current: bytes | None) -> bytes | None:
+        known = json.loads(current) if current else {}
+        after.clear()
+        after.update(known)
+        for key, data in held.items():
+            after.setdefault(key, sha256(data))
+        return current if after == known else json.dumps(after, sort_keys=True).encode()
+
+    cas.update(dst, COPIES, change)
+    return after
 
 
 def _source_listing(src: Store, result: RemoteMigration) -> dict[str, Entry]:
@@ -424,25 +458,27 @@ def _copy(
     result: RemoteMigration,
     progress: Progress | None,
     workers: int,
-) -> dict[str, str]:
+) -> tuple[dict[str, str], dict[str, tuple[str, bytes]]]:
     """Each rank of `_order` whole before the next; within one, `workers` copies at a time.
-    The ETag of each object the destination was read holding exactly as the source's, by key."""
+    The ETag of each object the destination was read holding exactly as the source's, by key;
+    the ETag and bytes of each it holds otherwise."""
     lock = threading.Lock()
     done = [0]
     held: dict[str, str] = {}
+    others: dict[str, tuple[str, bytes]] = {}  # key -> (ETag, bytes) the destination holds
 
     def copy(key: str) -> None:
         data, edited = objects[key]
-        etag = ""
+        etag, there = "", b""
         if key in theirs:
-            outcome, why, etag = _compare(dst, key, data)
+            outcome, why, etag, there = _compare(dst, key, data)
             if outcome == "different" and key == PROJECT_MANIFEST:
                 outcome = "same"  # the same project in other words (`_check_destination`)
         else:
             try:
                 dst.create(key, data, edited)
             except AlreadyExists:  # written meanwhile by someone else
-                outcome, why, etag = _compare(dst, key, data)
+                outcome, why, etag, there = _compare(dst, key, data)
             except Unholdable as exc:  # outside the destination's limits: nothing was sent
                 outcome, why = "refused", exc.reason
             else:
@@ -452,6 +488,8 @@ def _copy(
             _record(result, key, outcome, why)
             if outcome in ("copied", "same") and etag:
                 held[key] = etag
+            elif outcome == "different":
+                others[key] = (etag, there)
             done[0] += 1
             _tick(progress, done[0], len(objects))
 
@@ -459,7 +497,7 @@ def _copy(
         run_daemons(copy, sorted(k for k in objects if _order(k)[0] == rank), workers)
     for names in (result.copied, result.same, result.different):
         names.sort()
-    return held
+    return held, others
 
 
 def _record(result: RemoteMigration, key: str, outcome: str, why: str) -> None:
@@ -473,13 +511,13 @@ def _record(result: RemoteMigration, key: str, outcome: str, why: str) -> None:
         result.different.append(key)
 
 
-def _compare(dst: Store, key: str, data: bytes) -> tuple[str, str, str]:
-    """(outcome, why, the ETag read) of an object the destination holds already."""
+def _compare(dst: Store, key: str, data: bytes) -> tuple[str, str, str, bytes]:
+    """(outcome, why, the ETag and bytes read) of an object the destination holds already."""
     try:
         there, etag = dst.get(key)
     except NotFound:  # deleted again meanwhile: the next run copies it
-        return "refused", "it was deleted on the destination during the migration", ""
-    return ("same" if there == data else "different"), "", etag
+        return "refused", "it was deleted on the destination during the migration", "", b""
+    return ("same" if there == data else "different"), "", etag, there
 
 
 def _verify(dst: Store, key: str, data: bytes) -> str:
@@ -505,20 +543,25 @@ def carry_state(
     source: str,
     destination: str,
     held: dict[str, tuple[str, bytes]],
-    other: Iterable[str],
+    moved: dict[str, Moved],
 ) -> int:
     """Carry this device's state of the project under `source` (its state folder is per
     remote) to its state under `destination`, for every file the latter holds nothing of yet,
     so the device goes on with the destination as if it had synced there: its local history
-    (`memsync history FILE` shows it after the switch) and its sync records, the copy it last
-    synced with the source being the merge base with the destination too. `held`: the
-    objects the destination was read holding exactly as the source's, key -> (ETag, content);
-    `other`: those it holds with other content. A record whose copy the destination holds
-    takes that ETag; one the destination holds otherwise (changed since this device last
-    synced the source, or other content there) takes none, so the next sync sees the remote
-    changed: unchanged here it takes the remote's copy, changed here it merges with that base.
-    A file the destination does not hold (refused, forgotten) gets no record. How many
-    files' history was carried."""
+    (`memsync history FILE` shows it after the switch) and its sync records, each with the
+    version this device shares with the destination as the merge base of its next sync.
+
+    `held`: the objects the destination holds as the source does, key -> (ETag, bytes); for
+    those, that version is the copy this device last synced with the source (the ETag is the
+    destination's when that copy is the one held there). `moved`: those it holds otherwise.
+    For those the shared version is the one a migration copied there first (`COPIES`):
+    - the destination still holds it, and this device was in step with the source, which
+      moved on since: that copy (this device's later version is then an edit to send);
+    - the destination moved on from it, and this device was still at it: this device's copy
+      (the destination's is then the edit to take);
+    - both moved on from it: none (the next sync merges both as two devices' edits);
+    - not known (nothing recorded): this device's copy. A file the destination does not hold
+    (refused, forgotten) gets no record. How many files' history was carried."""
     from memsync.context.config import state_dir_for
 
     old = state_dir_for(ctx.home, source, ctx.project, ctx.memory_dir)
@@ -530,12 +573,22 @@ def carry_state(
     busy = contextlib.suppress(TimeoutError)
     with busy, file_lock(new / "lock", timeout=10):
         carried = _carry_history(old / "history", new / "history")
-        _carry_records(old, new, held, set(other))
+        _carry_records(old, new, held, moved)
     return carried
 
 
+def _shared(base: str, moved: Moved) -> tuple[str, bytes] | None | bool:
+    """The (ETag, bytes) to record for a file the destination holds otherwise: the copy it
+    holds, False for no record, None for this device's own copy (`carry_state`)."""
+    if moved.copied is None:
+        return None
+    if sha256(moved.there) == moved.copied:  # untouched there since it was copied
+        return (moved.etag, moved.there) if base == sha256(moved.source) else None
+    return None if base == moved.copied else False
+
+
 def _carry_records(
-    old: Path, new: Path, held: dict[str, tuple[str, bytes]], other: set[str]
+    old: Path, new: Path, held: dict[str, tuple[str, bytes]], moved: dict[str, Moved]
 ) -> None:
     try:
         before, after = State(old), State(new)
@@ -543,10 +596,16 @@ def _carry_records(
         return
     try:
         for name, rec in sorted(before.records.items()):
-            if name in after.records or (name not in held and name not in other):
+            if name in after.records or (name not in held and name not in moved):
                 continue
             base = before.content(rec.sha)
             if base is None:  # a record without its content: nothing to merge from
+                continue
+            shared = _shared(rec.sha, moved[name]) if name in moved else None
+            if shared is False:
+                continue
+            if isinstance(shared, tuple):
+                after.set_synced(name, *shared)
                 continue
             etag, data = held.get(name, ("", b""))
             after.set_synced(name, etag if sha256(data) == rec.sha else "", base)

@@ -7,3 +7,6 @@ from __future__ import annotations
 TOMBSTONES = "_memsync/forgotten.json"  # forgotten files and line hashes (sync/tombstones.py)
 PURGED = "_memsync/purged.json"  # after `purge`: nobody republishes silently (admin/forget.py)
 CONFLICTS = "_memsync/conflicts.json"  # merge conflicts every device hears of (sync/conflicts.py)
+# what each `migrate` copied there, by key: the sha256 of the bytes, the version a device that
+# moves later shares with the destination (admin/migrate.py)
+COPIES = "_memsync/copies.json"
