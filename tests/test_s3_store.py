@@ -11,6 +11,12 @@ from memsync.util.errors import ConfigError, NotFound, PreconditionFailed
 from tests.conftest import NO_FCNTL
 from tests.store_contract import StoreContract
 
+
+def md5_of(data: bytes) -> str:
+    from memsync.stores.blobhttp import md5_base64
+
+    return md5_base64(data)
+
 pytestmark = pytest.mark.s3
 
 
@@ -42,10 +48,15 @@ def test_open_store_picks_s3(s3_url):
     assert store.settings.path_style and store.bucket_path.startswith("/t")
 
 
-@pytest.mark.parametrize("url", ["s3://", "s3:///prefix", "s3://Upper/x", "s3://b?x=1", "s3://a/p"])
+@pytest.mark.parametrize(
+    "url",
+    ["s3://", "s3:///prefix", "s3://Upper/x", "s3://b?x=1", "s3://a/p", "s3://ab/p"]
+    + ["s3://bad_bucket/x", "s3://ends-with-dash-/x", "s3://user:secret-pw@bucket/x"],
+)
 def test_a_bad_s3_url_is_one_sentence(s3_url, url):
-    with pytest.raises(ConfigError, match="does not name a bucket as s3://BUCKET/PREFIX"):
+    with pytest.raises(ConfigError, match="does not name a bucket as s3://BUCKET/PREFIX") as got:
         open_store(url, "proj")
+    assert "secret-pw" not in str(got.value)  # a password in the URL is not shown back
 
 
 def test_the_listing_follows_continuation_tokens(s3_url):
@@ -113,7 +124,7 @@ def test_uploads_carry_their_md5_and_the_edit_time(s3_url):
     assert response.headers.get("content-type", "").startswith("text/markdown")
 
 
-def test_verify_reads_the_kept_md5_then_an_md5_etag_then_the_listed_size(s3_url):
+def test_verify_reads_an_md5_etag_then_the_kept_md5_then_the_listed_size(s3_url):
     from memsync.stores.base import Entry
 
     store = open_store(s3_url, "proj")
@@ -124,6 +135,10 @@ def test_verify_reads_the_kept_md5_then_an_md5_etag_then_the_listed_size(s3_url)
     md5 = '"5d41402abc4b2a76b9719d911017c592"'
     assert store.verify("a.md", b"hello", md5, None) is None
     assert "MD5 its ETag gives" in store.verify("a.md", b"hell", md5, None)
+    # the server's own MD5 first: a body rewritten by another tool that copied the metadata
+    # (its kept MD5 now stale) is the object the server holds
+    assert store.verify("a.md", b"hello", md5, "stale+kept+md5+of+another+body==") is None
+    assert "MD5 its ETag gives" in store.verify("a.md", b"hell", md5, md5_of(b"hell"))
     store._listed = {"a.md": Entry("a.md", '"abc-2"', 5)}
     assert "came 4 of the 5 bytes" in store.verify("a.md", b"hell", '"abc-2"', None)
     assert store.verify("a.md", b"hello", '"abc-2"', None) is None

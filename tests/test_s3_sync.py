@@ -176,6 +176,19 @@ def test_purge_empties_the_project_on_s3_and_says_what_it_cannot_reach(tmp_path,
     assert b.files() == {}
 
 
+def test_purge_of_a_bucket_that_does_not_exist_makes_nothing(tmp_path, s3_url):
+    a = make_device(tmp_path, "a", s3_url)
+    a.write("user_role.md", "Staff engineer.\n", type="user")
+    a.run("push")
+    typo = s3_url.replace("s3://t", "s3://x", 1)
+    out = a.run("purge", "--all", "--yes", "--remote", typo, check=1)
+    assert "does not exist, so there is nothing to purge" in out.stderr
+    assert not open_store(typo, "e2e-project").inner.exists()  # not made by the purge
+    assert [f["name"] for f in json.loads(a.run("ls", "--json").stdout)["data"]["files"]] == [
+        "user_role.md"
+    ]
+
+
 def test_a_sync_on_s3_imports_no_sdk(tmp_path, s3_url):
     """Start-up is most of a small sync: a static key signs with memsync's own SigV4, so
     neither boto3/botocore nor Azure's SDK is imported (docs/s3.md has the measurement)."""
@@ -203,3 +216,20 @@ def test_claude_codes_hooks_carry_an_edit_between_devices_on_s3(tmp_path, remote
     b.post_tool_use(path)  # the PostToolUse hook pushes the one file
     a.hook("session-start", source="startup")
     assert "Leads the storage team." in (a.memory / "user_role.md").read_text()
+
+
+def test_a_body_rewritten_by_another_tool_with_the_old_metadata_still_syncs(tmp_path, s3_url):
+    """A tool that replaces an object's body and copies its metadata leaves memsync's kept
+    MD5 stale; the server's own MD5 (the ETag) vouches for the bytes it holds."""
+    a, b = make_device(tmp_path, "a", s3_url), make_device(tmp_path, "b", s3_url)
+    a.write("user_u.md", "Likes tea.\n", type="user")
+    a.run("sync")
+    b.run("sync")
+    store = open_store(s3_url, "e2e-project").inner
+    path = store._path("user_u.md")
+    old = store.http.request("get", "GET", path)
+    body = old.body.replace(b"tea", b"coffee")
+    headers = {k: v for k, v in old.headers.items() if k.lower().startswith("x-amz-meta-")}
+    assert store.http.request("put", "PUT", path, headers=headers, body=body).status == 200
+    b.run("sync")
+    assert b"Likes coffee." in (b.memory / "user_u.md").read_bytes()

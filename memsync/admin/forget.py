@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from memsync.context.config import state_folders
+from memsync.context.config import state_folders, strip_query
 from memsync.memory.index_links import INDEX, link_targets
 from memsync.stores.base import MAX_ATTEMPTS, Entry
 from memsync.stores.crypt import CryptStore
@@ -226,8 +226,11 @@ def purge(engine: Engine) -> PurgeReport:
     with engine.locked():
         try:
             listing, deleted = _purge_listing(engine)
-        except NotFound:
-            listing = {}
+        except NotFound:  # a typo in its name, most likely: purging it would make it
+            raise UserError(
+                f"the remote {strip_query(engine.ctx.remote)} does not exist, so there is "
+                "nothing to purge; check --remote (nothing was deleted, here or there)"
+            ) from None
         except Unreachable as exc:
             raise Unreachable(
                 f"{exc}; nothing was deleted; run `memsync purge --all` again when the remote "

@@ -58,7 +58,7 @@ LISTING_LIMIT = 16 * 1024 * 1024  # one page of 1000 keys is well under 1 MB
 HEADROOM = 64 * 1024  # an object may be this much over max_file_bytes and still be read
 _NS = "{http://s3.amazonaws.com/doc/2006-03-01/}"
 _MD5_ETAG = re.compile(r'^"?([0-9a-fA-F]{32})"?$')
-_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.\-_]{1,254}$")
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]$")  # S3's and R2's naming rules
 _AUTH_CODES = {
     "InvalidAccessKeyId": "the access key is not known to {where}",
     "SignatureDoesNotMatch": "the secret key does not match the access key",
@@ -78,9 +78,11 @@ class S3URL(NamedTuple):
         parts = urlsplit(url)
         bucket = parts.netloc
         if not bucket or not _BUCKET.match(bucket) or parts.query or parts.fragment:
+            shown = url.replace(bucket, "…@" + bucket.rsplit("@", 1)[1]) if "@" in bucket else url
             raise ConfigError(
-                f"the S3 remote {url!r} does not name a bucket as s3://BUCKET/PREFIX "
-                "(lower-case letters, digits, dots and dashes)"
+                f"the S3 remote {shown!r} does not name a bucket as s3://BUCKET/PREFIX (3 to "
+                "63 lower-case letters, digits, dots and dashes; credentials go in AWS_* "
+                "variables or ~/.aws, not in the URL)"
             )
         check_remote_path(url, parts.path)
         return cls(bucket, "/".join(s for s in parts.path.split("/") if s))
@@ -438,15 +440,18 @@ class S3Store(Store):
                 return tuple(sorted(names))
 
     def verify(self, key: str, data: bytes, etag: str, md5: str | None) -> str | None:
-        """Why a downloaded body is not the object (None if it is)."""
-        if md5:
-            if md5_base64(data) != md5:
-                return f"its bytes do not match the MD5 its writer kept ({len(data)} bytes)"
-            return None
+        """Why a downloaded body is not the object (None if it is): checked against the
+        server's own MD5 where the ETag is one, else the MD5 its writer kept (which a tool
+        that rewrites the body and copies the metadata leaves stale), else the listing's
+        size."""
         as_md5 = _MD5_ETAG.match(etag)
         if as_md5:
             if hashlib.md5(data, usedforsecurity=False).hexdigest() != as_md5.group(1).lower():
                 return f"its bytes do not match the MD5 its ETag gives ({len(data)} bytes)"
+            return None
+        if md5:
+            if md5_base64(data) != md5:
+                return f"its bytes do not match the MD5 its writer kept ({len(data)} bytes)"
             return None
         listed = self._listed.get(key)
         if listed is not None and listed.etag == etag and listed.size != len(data):
