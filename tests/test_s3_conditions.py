@@ -18,7 +18,7 @@ import pytest
 
 from memsync.stores import open_store
 from memsync.stores.s3 import S3Store
-from memsync.stores.s3probe import STATE_FILE, WRONG_ETAG
+from memsync.stores.s3probe import STATE_FILE, WRONG_ETAG, service_id
 from memsync.util.errors import ConfigError, PreconditionFailed
 from tests.conftest import NO_FCNTL
 from tests.devices import make_device
@@ -231,3 +231,40 @@ def test_a_device_pays_the_check_once_and_its_hooks_nothing(tmp_path, s3_url, en
     b.run("pull")
     assert Counter(_probes(through)) == first + Counter(PROBE)
     assert b.files() == a.files()
+
+
+def test_a_verdict_holds_for_its_proxy_only(s3_url, moto_server, monkeypatch):
+    """A proxy can change the headers: a verdict kept for the direct path is not taken for a
+    path through a proxy (here one that removes the conditions)."""
+    direct = _s3(s3_url)
+    direct.ensure()
+    direct.list()
+    direct.close()
+    proxy = StrippingProxy(moto_server.port, {"PUT": ("If-None-Match", "If-Match")})
+    try:
+        for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"):
+            monkeypatch.setenv(name, "")
+            monkeypatch.setenv(name.lower(), "")
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+        monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{proxy.port}")
+        through = _s3(s3_url)
+        assert through.http.proxy is not None
+        with pytest.raises(ConfigError, match=REFUSED):
+            through.list()
+        through.close()
+    finally:
+        proxy.stop()
+
+
+def test_doctor_checks_the_service_again_whatever_was_kept(tmp_path, s3_url, endpoint):
+    """A service replaced at the same address: the kept verdict says it honoured the
+    conditions; doctor asks again and says it does not."""
+    endpoint({"PUT": ("If-None-Match", "If-Match")})
+    device = make_device(tmp_path, "a", s3_url)
+    _s3(s3_url).ensure()
+    where = _s3(s3_url)
+    kept = {"services": {service_id(where): {"puts": True, "deletes": True, "bare": False}}}
+    (device.home / STATE_FILE).parent.mkdir(parents=True, exist_ok=True)
+    (device.home / STATE_FILE).write_text(json.dumps({"version": 1, **kept}))
+    said = device.run("doctor", check=None).stdout
+    assert "FAIL conditional writes" in said and REFUSED in said, said

@@ -367,3 +367,105 @@ def test_https_trusts_aws_ca_bundle_and_names_it_when_it_does_not_vouch(tmp_path
         assert "is not a readable CA bundle" in message
     finally:
         server.stop()
+
+
+class _Answering:
+    """A web server answering each request as `answer(method, path)` says: (status, headers,
+    body); what a misdirected endpoint or a service in an unusual state sends back."""
+
+    def __init__(self, answer) -> None:  # type: ignore[no-untyped-def]
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def handle_one(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                self.rfile.read(length)
+                status, headers, body = answer(self.command, self.path)
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(body) if self.command != "HEAD" else 0))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(body)
+
+            do_GET = do_PUT = do_HEAD = do_DELETE = handle_one
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.endpoint = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _error(code: str) -> bytes:
+    return f"<?xml version='1.0'?><Error><Code>{code}</Code></Error>".encode()
+
+
+def _on(tmp_path, answer, *commands: str) -> list[str]:  # type: ignore[no-untyped-def]
+    """The stderr (or, for doctor, stdout) of each memsync command against `answer`."""
+    server = _Answering(answer)
+    try:
+        d = _device(
+            tmp_path,
+            "s3://bkt1/m",
+            AWS_ENDPOINT_URL=server.endpoint,
+            AWS_ACCESS_KEY_ID="AKIAMEMSYNCTEST00001",
+            AWS_SECRET_ACCESS_KEY="s",
+            AWS_REGION="us-east-1",
+        )
+        d.write("user_role.md", "Staff engineer.\n", type="user")
+        said = []
+        for command in commands:
+            proc = d.run(command, check=None)
+            assert "Traceback" not in proc.stderr, proc.stderr
+            said.append(proc.stdout if command == "doctor" else proc.stderr)
+        return said
+    finally:
+        server.stop()
+
+
+def test_a_bucket_in_another_region_is_said_by_every_command_and_doctor(tmp_path, clean_env):
+    def answer(method, path):  # type: ignore[no-untyped-def]
+        headers = {"x-amz-bucket-region": "eu-west-1", "Content-Type": "application/xml"}
+        return 400, headers, b"" if method == "HEAD" else _error("AuthorizationHeaderMalformed")
+
+    pull, doctor = _on(tmp_path, answer, "pull", "doctor")
+    assert "is in another region than 'us-east-1'" in pull
+    assert "is in another region" in doctor and "ok   credential" in doctor
+
+
+def test_doctor_gives_aws_advice_for_a_refused_aws_key(tmp_path, authed, clean_env):
+    d = _device(
+        tmp_path,
+        bucket_url(),
+        AWS_ACCESS_KEY_ID=authed.key,
+        AWS_SECRET_ACCESS_KEY="wrong",
+        AWS_ENDPOINT_URL=authed.server.endpoint,
+    )
+    said = d.run("doctor", check=None).stdout
+    assert "AWS_SECRET_ACCESS_KEY" in said and "AZURE" not in said, said
+
+
+def test_a_key_that_may_not_create_the_bucket_is_told_which_right(tmp_path, clean_env):
+    def answer(method, path):  # type: ignore[no-untyped-def]
+        if method == "PUT" and path.rstrip("/") == "/bkt1":
+            return 403, {"Content-Type": "application/xml"}, _error("AccessDenied")
+        return 404, {"Content-Type": "application/xml"}, _error("NoSuchBucket")
+
+    (push,) = _on(tmp_path, answer, "push")
+    assert "may not create the bucket 'bkt1'" in push and "s3:CreateBucket" in push, push
+
+
+def test_a_web_server_that_takes_everything_is_not_taken_for_s3(tmp_path, clean_env):
+    def answer(method, path):  # type: ignore[no-untyped-def]
+        return 200, {"Content-Type": "text/html"}, b"<html>welcome</html>"
+
+    (push,) = _on(tmp_path, answer, "push")
+    assert "it is not an S3 service" in push and "ignores conditional writes" not in push, push

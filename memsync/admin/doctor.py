@@ -15,6 +15,7 @@ from memsync.util.errors import (
     ConfigError,
     MemsyncError,
     NotFound,
+    StoreError,
     Unreachable,
     UserError,
 )
@@ -182,10 +183,15 @@ def _remote_checks(ctx: Context, store: Any) -> list[Check]:
         return [*checks, Check("remote reachable", False, str(exc), fix)]
     except ConfigError as exc:  # the address answers, but not as this kind of remote
         return [*checks, Check("remote reachable", False, str(exc), "fix the setting it names")]
+    except StoreError as exc:  # any other refusal: said as it is, the other checks still run
+        return [*checks, Check("remote reachable", False, str(exc), "check the remote setting")]
     checks.append(Check("remote reachable", True, strip_query(ctx.remote)))
     synced = _synced_here(ctx)
     if not present and synced:  # an unmounted share, a deleted container: never "new"
-        fix = "mount the drive or share; if it was emptied on purpose, `memsync push --republish`"
+        fix = (
+            "check the remote setting (a drive or share not mounted, a bucket or container "
+            "renamed); if it was emptied on purpose, `memsync push --republish`"
+        )
         detail = f"{_container(store)} is missing, though this device synced {synced} file(s) there"
         return [*checks, Check("container", False, detail, fix)]
     if not present:  # a fresh remote: the first push makes it, where the credential may
@@ -200,7 +206,19 @@ def _remote_checks(ctx: Context, store: Any) -> list[Check]:
         return [*checks, project]
     files = _remote_files(ctx, store)
     said = _encryption(store) if files.ok else []
-    return [*checks, project, files, *said, _probe(store), _skew(store)]
+    return [*checks, project, files, *said, *_service(store), _probe(store), _skew(store)]
+
+
+def _service(store: Any) -> list[Check]:
+    """An S3 service's conditional writes, checked again (what a sync keeps from its first
+    check may be of a service since replaced at the same address)."""
+    check = getattr(store, "check_service", None)
+    if check is None:
+        return []
+    try:
+        return [Check("conditional writes", True, check())]
+    except ConfigError as exc:
+        return [Check("conditional writes", False, str(exc), "use a service that honours them")]
 
 
 def _encryption(store: Any) -> list[Check]:

@@ -203,6 +203,10 @@ class S3Store(Store):
         self.base = "/".join(parts) + "/" if parts else ""
         self.settings = settings or settings_for(self.s3_url.bucket)
         self.credential_kind = self.settings.credential.kind
+        self.credential_fix = (  # what `doctor` says to a refused credential
+            "check AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN or AWS_PROFILE "
+            "(aws sso login, aws configure), and the key's rights on the bucket"
+        )
         self.max_bytes: int = DEFAULT_MAX_BYTES
         self._listed: dict[str, Entry] = {}
         self._denied: str | None = None
@@ -291,19 +295,25 @@ class S3Store(Store):
             raise AuthError(message)
         if status >= 500 or status in (408, 429):
             raise Unreachable(f"{self.where} answered {status} {code}; try again later".strip())
-        if status == 301 or code in ("PermanentRedirect", "AuthorizationHeaderMalformed"):
+        region = response.headers.get("x-amz-bucket-region")  # said also to a HEAD
+        if (
+            status == 301
+            or code in ("PermanentRedirect", "AuthorizationHeaderMalformed")
+            or (status == 400 and region and region != self.settings.region)
+        ):
             raise ConfigError(
                 f"the bucket {bucket!r} is in another region than {self.settings.region!r}: "
                 "set AWS_REGION (or the profile's region) to the bucket's"
             )
         raise StoreError(f"the remote refused the request for {key or bucket}: {status} {code}")
 
-    def _not_s3(self, code: str) -> ConfigError:
-        """A 404 to a request for the bucket itself that is not S3's NoSuchBucket: the endpoint
-        is another web server (a wrong AWS_ENDPOINT_URL), or a service that does not know the
-        bucket's address. Not "no bucket": that would read as a bucket emptied or deleted, and
-        a sync would offer to publish this device's memory into it again."""
-        answer = f"404 {code}" if code else "404 without an S3 error"
+    def _not_s3(self, code: str, answer: str = "") -> ConfigError:
+        """A 404 to a request for the bucket itself that is not S3's NoSuchBucket (or an
+        `answer` no S3 service gives): the endpoint is another web server (a wrong
+        AWS_ENDPOINT_URL), or a service that does not know the bucket's address. Not "no
+        bucket": that would read as a bucket emptied or deleted, and a sync would offer to
+        publish this device's memory into it again."""
+        answer = answer or (f"404 {code}" if code else "404 without an S3 error")
         setting = (
             "AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL or the profile's endpoint_url"
             if self.settings.custom_endpoint
@@ -360,6 +370,19 @@ class S3Store(Store):
             from memsync.stores.s3probe import check
 
             self.conditions = check(self)
+
+    def check_service(self) -> str:
+        """Check the service's conditions again, whatever was kept (`memsync doctor`): what
+        it honours, or ConfigError."""
+        from memsync.stores.s3probe import probe
+
+        verdict = probe(self)
+        if verdict is None:
+            return "not checked: no bucket yet, or this key may not write"
+        self.conditions = verdict
+        deletes = "and on DeleteObject" if verdict.deletes else "(not on DeleteObject: read first)"
+        form = ", ETags bare" if verdict.bare else ""
+        return f"If-None-Match and If-Match honoured on PutObject {deletes}{form}"
 
     def _check_beside(self) -> Callable[[dict[str, Entry]], None]:
         """`check_conditions` beside the listing: the call returned waits for its verdict and
@@ -525,7 +548,14 @@ class S3Store(Store):
             if "If-None-Match" in condition:
                 raise AlreadyExists(f"{key} already exists on the remote") from None
             raise
-        return quote_etag(response.headers.get("ETag"))
+        return self.etag_of(response)
+
+    def etag_of(self, response: Response) -> str:
+        """The ETag of a write's answer; an answer without one is not S3's."""
+        etag = response.headers.get("ETag")
+        if not etag:
+            raise self._not_s3("", "a write without an ETag")
+        return quote_etag(etag)
 
     def create(self, key: str, data: bytes, edited: float | None = None) -> str:
         return self._put(key, data, {"If-None-Match": "*"}, edited)
@@ -583,6 +613,12 @@ class S3Store(Store):
         response = self.http.request("put", "PUT", self._path(None), body=body)
         if response.status == 409 and _error_code(response.body) == "BucketAlreadyOwnedByYou":
             return
+        if response.status == 403:
+            raise AuthError(
+                f"the {self.credential_kind} may not create the bucket {self.s3_url.bucket!r} "
+                f"at {self.where} ({_error_code(response.body) or 403}); give it "
+                "s3:CreateBucket, or create the bucket yourself"
+            )
         if response.status == 409:
             raise StoreError(
                 f"the bucket name {self.s3_url.bucket!r} is taken by another account; "

@@ -19,7 +19,8 @@ the wrong ETag. The probe objects are deleted afterwards, whatever the answers w
   the one memsync saw: a replace landing in the round trip between the two can still be
   deleted.
 - A verdict that lets the service in is kept in `MEMSYNC_HOME/s3-services.json`, keyed by
-  endpoint and bucket, so later runs and hooks send nothing for it; a refusal is not kept (the
+  endpoint, bucket and proxy, so later runs and hooks send nothing for it (`memsync doctor`
+  checks again, for a service replaced at the same address); a refusal is not kept (the
   next run checks again, after the service is upgraded). A probe that cannot tell (no bucket
   yet, a credential that may not write) decides nothing and runs again before the first write.
 """
@@ -75,8 +76,10 @@ def _state_path() -> Path:
 
 
 def service_id(store: S3Store) -> str:
-    """The endpoint and bucket a verdict holds for."""
-    return f"{store.where}/{store.s3_url.bucket}"
+    """The endpoint, bucket and proxy a verdict holds for (a proxy can change the headers)."""
+    proxy = store.http.proxy
+    through = f" via {proxy.host}:{proxy.port}" if proxy else ""
+    return f"{store.where}/{store.s3_url.bucket}{through}"
 
 
 def _load() -> dict[str, dict[str, object]]:
@@ -141,7 +144,7 @@ def _put(store: S3Store, key: str, condition: dict[str, str]) -> str:
         **condition,
     }
     response = store._request("check", "PUT", key, headers=headers, body=PROBE_BODY)
-    return quote_etag(response.headers.get("ETag"))
+    return store.etag_of(response)
 
 
 def _refused(store: S3Store, key: str, condition: dict[str, str]) -> bool:
