@@ -294,7 +294,8 @@ class S3Store(Store):
                 self._denied = message
             raise AuthError(message)
         if status >= 500 or status in (408, 429):
-            raise Unreachable(f"{self.where} answered {status} {code}; try again later".strip())
+            answer = f"{status} {code}".strip()
+            raise Unreachable(f"{self.where} answered {answer}; try again later")
         region = response.headers.get("x-amz-bucket-region")  # said also to a HEAD
         if (
             status == 301
