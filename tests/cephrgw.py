@@ -28,7 +28,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.s3server import ACCESS_KEY, REGION, SECRET_KEY, bucket_url, clear_aws_env, free_port
+from tests.s3server import (
+    ACCESS_KEY,
+    SECRET_KEY,
+    aws_env,
+    bucket_url,
+    clear_aws_env,
+    free_port,
+    unavailable,
+)
 
 COMMANDS = ("ceph-mon", "ceph-osd", "radosgw", "radosgw-admin", "ceph")
 
@@ -144,20 +152,11 @@ rgw dns name = localhost
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def env_for(self) -> dict[str, str]:
-        return {
-            "AWS_ACCESS_KEY_ID": ACCESS_KEY,
-            "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
-            "AWS_REGION": REGION,
-            "AWS_ENDPOINT_URL": self.endpoint,
-            "AWS_CONFIG_FILE": os.devnull,
-            "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
-        }
+        return aws_env(self.endpoint)
 
 
 def _unavailable(reason: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"Ceph's radosgw is required in CI and {reason}", pytrace=False)
-    pytest.skip(f"Ceph's radosgw not available: {reason} (scripts/test.sh installs it as root)")
+    unavailable("Ceph's radosgw", reason, "scripts/test.sh installs it as root")
 
 
 @pytest.fixture(scope="session")

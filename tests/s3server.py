@@ -90,16 +90,20 @@ class MotoServer:
         self.proc = None
 
     def env_for(self, endpoint: str | None = None) -> dict[str, str]:
-        """The environment a memsync process needs to reach this server with a static key
-        (and no shared AWS files of the machine's)."""
-        return {
-            "AWS_ACCESS_KEY_ID": ACCESS_KEY,
-            "AWS_SECRET_ACCESS_KEY": SECRET_KEY,
-            "AWS_REGION": REGION,
-            "AWS_ENDPOINT_URL": endpoint or self.endpoint,
-            "AWS_CONFIG_FILE": os.devnull,
-            "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
-        }
+        return aws_env(endpoint or self.endpoint)
+
+
+def aws_env(endpoint: str, key: str = ACCESS_KEY, secret: str = SECRET_KEY) -> dict[str, str]:
+    """The environment a memsync process needs to reach an S3 server at `endpoint` with a
+    static key (and no shared AWS files of the machine's)."""
+    return {
+        "AWS_ACCESS_KEY_ID": key,
+        "AWS_SECRET_ACCESS_KEY": secret,
+        "AWS_REGION": REGION,
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_CONFIG_FILE": os.devnull,
+        "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
+    }
 
 
 def bucket_url(prefix: str = "memory") -> str:
@@ -128,10 +132,15 @@ def clear_aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
-def _unavailable(reason: str) -> None:
+def unavailable(server: str, reason: str, how: str = "run scripts/test.sh to install it") -> None:
+    """A test server that cannot run: its tests fail in CI and skip elsewhere, saying why."""
     if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"moto's S3 server is required in CI and {reason}", pytrace=False)
-    pytest.skip(f"moto server not available: {reason} (run scripts/test.sh to install it)")
+        pytest.fail(f"{server} is required in CI and {reason}", pytrace=False)
+    pytest.skip(f"{server} not available: {reason} ({how})")
+
+
+def _unavailable(reason: str) -> None:
+    unavailable("moto's S3 server", reason)
 
 
 def start_moto(env: dict[str, str] | None = None) -> MotoServer:

@@ -25,7 +25,7 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 
 from tests.netfaults import FaultProxy
-from tests.s3server import REGION, clear_aws_env, free_port
+from tests.s3server import aws_env, clear_aws_env, free_port, unavailable
 
 S3RVER_KEY = "S3RVER"  # the one access key and secret s3rver accepts
 
@@ -102,20 +102,11 @@ class S3rver:
         shutil.rmtree(self.data, ignore_errors=True)
 
     def env_for(self) -> dict[str, str]:
-        return {
-            "AWS_ACCESS_KEY_ID": S3RVER_KEY,
-            "AWS_SECRET_ACCESS_KEY": S3RVER_KEY,
-            "AWS_REGION": REGION,
-            "AWS_ENDPOINT_URL": self.endpoint,
-            "AWS_CONFIG_FILE": os.devnull,
-            "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
-        }
+        return aws_env(self.endpoint, S3RVER_KEY, S3RVER_KEY)
 
 
 def _unavailable(reason: str) -> None:
-    if os.environ.get("CI", "").lower() == "true":
-        pytest.fail(f"s3rver is required in CI and {reason}", pytrace=False)
-    pytest.skip(f"s3rver not available: {reason} (run scripts/test.sh to install it)")
+    unavailable("s3rver", reason)
 
 
 @pytest.fixture(scope="session")

@@ -223,10 +223,11 @@ def test_the_cli_says_a_refused_key_in_one_sentence_and_changes_nothing(
     assert d.files() == before
 
 
-class _ExpiredTokenServer:
-    """What S3 answers every request signed with an expired session token."""
+class _Answering:
+    """A web server answering each request as `answer(method, path)` says: (status, headers,
+    body); what a misdirected endpoint or a service in an unusual state sends back."""
 
-    def __init__(self) -> None:
+    def __init__(self, answer) -> None:  # type: ignore[no-untyped-def]
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
 
@@ -234,12 +235,12 @@ class _ExpiredTokenServer:
                 pass
 
             def handle_one(self) -> None:
-                body = (
-                    b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>ExpiredToken</Code>'
-                    b"<Message>The provided token has expired.</Message></Error>"
-                )
-                self.send_response(400, "Bad Request")
-                self.send_header("Content-Type", "application/xml")
+                length = int(self.headers.get("Content-Length") or 0)
+                self.rfile.read(length)
+                status, headers, body = answer(self.command, self.path)
+                self.send_response(status)
+                for name, value in headers.items():
+                    self.send_header(name, value)
                 self.send_header("Content-Length", str(len(body) if self.command != "HEAD" else 0))
                 self.end_headers()
                 if self.command != "HEAD":
@@ -257,8 +258,17 @@ class _ExpiredTokenServer:
         self.httpd.server_close()
 
 
+def _expired_token_server() -> _Answering:
+    """What S3 answers every request signed with an expired session token."""
+    body = (
+        b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>ExpiredToken</Code>'
+        b"<Message>The provided token has expired.</Message></Error>"
+    )
+    return _Answering(lambda method, path: (400, {"Content-Type": "application/xml"}, body))
+
+
 def test_an_expired_session_token_is_one_sentence(tmp_path, clean_env):
-    server = _ExpiredTokenServer()
+    server = _expired_token_server()
     try:
         clean_env.setenv("AWS_ENDPOINT_URL", server.endpoint)
         clean_env.setenv("AWS_ACCESS_KEY_ID", "ASIAEXPIRED000000000")
@@ -285,7 +295,7 @@ def test_no_credential_and_a_missing_profile_are_one_sentence(tmp_path, clean_en
     assert "'nosuch' (AWS_PROFILE) is in neither" in message
     clean_env.delenv("AWS_PROFILE")
     clean_env.setenv("AWS_ACCESS_KEY_ID", "AKIA")
-    assert "AWS_SECRET_ACCESS_KEY is not" in _refused_quickly(lambda: open_store("s3://b1/x", ""))
+    assert "AWS_SECRET_ACCESS_KEY is not" in _refused_quickly(lambda: open_store("s3://bkt1/x", ""))
 
 
 def test_an_unreachable_endpoint_exits_3_in_under_3_seconds(tmp_path, clean_env):
@@ -367,41 +377,6 @@ def test_https_trusts_aws_ca_bundle_and_names_it_when_it_does_not_vouch(tmp_path
         assert "is not a readable CA bundle" in message
     finally:
         server.stop()
-
-
-class _Answering:
-    """A web server answering each request as `answer(method, path)` says: (status, headers,
-    body); what a misdirected endpoint or a service in an unusual state sends back."""
-
-    def __init__(self, answer) -> None:  # type: ignore[no-untyped-def]
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def handle_one(self) -> None:
-                length = int(self.headers.get("Content-Length") or 0)
-                self.rfile.read(length)
-                status, headers, body = answer(self.command, self.path)
-                self.send_response(status)
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.send_header("Content-Length", str(len(body) if self.command != "HEAD" else 0))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(body)
-
-            do_GET = do_PUT = do_HEAD = do_DELETE = handle_one
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        self.endpoint = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-
-    def stop(self) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 def _error(code: str) -> bytes:
