@@ -221,6 +221,9 @@ def _words(text: str) -> Counter[str]:
     return Counter(re.findall(r"\w+", _ITEM.sub("", text).lower()))
 
 
+RELATED = 0.25  # word overlap from which two promises under one id may be one reworded
+
+
 def _overlap(a: str, b: str) -> float:
     wa, wb = _words(a), _words(b)
     total = sum(wa.values()) + sum(wb.values())
@@ -263,7 +266,7 @@ def _promises(kind: str, base: list[Entry], *sides: list[Entry]) -> dict[str, li
     """Commitment ids that name several promises across the three versions (an id minted on
     two devices): id -> its promises' texts (a text and those continuing it are one). As the
     merge reads them: an id the base holds once and a side holds once is that one promise on
-    that side, however reworded."""
+    that side, however reworded, unless the two share next to no words (`RELATED`)."""
     if kind != "commitments":
         return {}
     found: dict[str, list[str]] = {}
@@ -295,7 +298,8 @@ def _bare_texts(items: list[Entry], base: list[Entry]) -> list[tuple[Entry, str]
         own = _bare_promise(e.text)
         # held more than once here, an entry with most of the base promise's words is that
         # promise reworded (an earlier merge kept two rewordings side by side)
-        same = cid in promise and (here[cid] == 1 or _overlap(own, promise[cid]) >= 0.5)
+        overlap = _overlap(own, promise[cid]) if cid in promise else 0.0
+        same = cid in promise and ((here[cid] == 1 and overlap >= RELATED) or overlap >= 0.5)
         out.append((e, promise[cid] if same else own))
     return out
 
@@ -531,8 +535,13 @@ def violations(
                 if kind == "commitments"
                 and v[0] != final
                 # the base's one promise under the id, held once on its side: that promise,
-                # however reworded (as the merge reads an id)
-                and not (len(bv) == 1 and len(ov if v in ov else tv) == 1)
+                # however reworded, unless they share next to no words (as the merge reads an
+                # id: then the id was minted twice, and the base never held the other)
+                and not (
+                    len(bv) == 1
+                    and len(ov if v in ov else tv) == 1
+                    and _overlap(_bare_promise(v[1]), _bare_promise(bv[0][1])) >= RELATED
+                )
                 and not any(_one_promise(v[1], d[1], bv) for d in done)
             ]
             if not rv or any(w != final and (w, x) not in strays for w, x in rv):

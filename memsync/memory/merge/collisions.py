@@ -10,10 +10,21 @@ from memsync.memory.merge.identity import COMMIT_ID, Item, item_text, value_of
 from memsync.memory.merge.resemblance import SIMILAR, similarity
 from memsync.memory.merge.result import Both, Collided
 
+UNRELATED = 0.25  # word overlap (Dice) under which two promises under one id are two
+
 
 def promise_text(text: str) -> str:
     """An entry's words without its commitment id, bullet, date and marks."""
     return item_text(COMMIT_ID.sub("", text))
+
+
+def related(a: str, b: str) -> bool:
+    """Whether two promises under one id may be one reworded: some words in common beyond a
+    chance one ("Ask Pat about the Q3 numbers" and "Book flights for the offsite" share only
+    "the"). An id held once on a side and once in the base is one promise however reworded,
+    unless the two share nothing: then the id was minted twice and the base, which held one of
+    them, never saw the other (it was forgotten, say)."""
+    return similarity(a, b) >= UNRELATED
 
 
 def continues(a: str, b: str) -> bool:
@@ -58,7 +69,7 @@ def split_collisions(
         # held more than once on a side, an entry most of whose words are the base promise's
         # is that promise reworded (an earlier merge kept two rewordings side by side)
         if x.key in promise and (
-            counts[x.key] == 1
+            (counts[x.key] == 1 and (not moves or related(promise_text(x.text), promise[x.key])))
             or (moves and similarity(promise_text(x.text), promise[x.key]) >= SIMILAR)
         ):
             return promise[x.key]
