@@ -11,6 +11,31 @@ S3RVER_VERSION="3.7.1"  # an S3 server that ignores conditional writes: memsync 
 CLAUDE_CODE_VERSION="2.1.332"  # the Claude Code CLI the end-to-end suite runs (docs/claude-code.md)
 TOOLS="$PWD/.tools"
 
+# Debian packages some tests need, installed where this is a Debian-like machine run as root
+# (elsewhere those tests say why they skip; in CI the Ceph ones fail), in the background while
+# pip and npm install the rest:
+# - fusefat, dosfstools: a case-insensitive file system (a FAT image through FUSE) for
+#   tests/test_names.py;
+# - age: tests/test_crypt_interop.py decrypts what memsync encrypted without memsync;
+# - radosgw, ceph-mon, ceph-osd: Ceph's S3 gateway on a one-OSD cluster in memory, the second
+#   S3 server the S3 tests run on (tests/cephrgw.py).
+WANTED_PACKAGES=()
+command -v fusefat >/dev/null || WANTED_PACKAGES+=(fusefat dosfstools)
+command -v age >/dev/null || WANTED_PACKAGES+=(age)
+command -v radosgw >/dev/null || WANTED_PACKAGES+=(radosgw ceph-mon ceph-osd)
+APT_PID=""
+if [ "${#WANTED_PACKAGES[@]}" -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  echo "Installing ${WANTED_PACKAGES[*]} (Debian packages for the tests) ..."
+  apt_install() {
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+      "${WANTED_PACKAGES[@]}" >/dev/null 2>&1
+  }
+  ( apt_install || { apt-get update -q >/dev/null 2>&1 && apt_install; } ||
+    echo "some of ${WANTED_PACKAGES[*]} could not be installed: the tests that need them will say so"
+  ) &
+  APT_PID=$!
+fi
+
 python -m pip install --quiet --disable-pip-version-check -e ".[test]"
 # moto's S3 server (the test extra's moto[server]) serves the S3 tests; tests/s3server.py starts
 # one per session on a free port, as tests/azurite.py does Azurite
@@ -56,27 +81,7 @@ fi
 echo "Claude Code for the end-to-end tests: $WANTED"
 export MEMSYNC_CLAUDE="$CLAUDE_PREFIX/node_modules/.bin/claude"
 
-# Debian packages some tests need, installed where this is a Debian-like machine run as root
-# (elsewhere those tests say why they skip; in CI the Ceph ones fail):
-# - fusefat, dosfstools: a case-insensitive file system (a FAT image through FUSE) for
-#   tests/test_names.py;
-# - age: tests/test_crypt_interop.py decrypts what memsync encrypted without memsync;
-# - radosgw, ceph-mon, ceph-osd: Ceph's S3 gateway on a one-OSD cluster in memory, the second
-#   S3 server the S3 tests run on (tests/cephrgw.py).
-WANTED_PACKAGES=()
-command -v fusefat >/dev/null || WANTED_PACKAGES+=(fusefat dosfstools)
-command -v age >/dev/null || WANTED_PACKAGES+=(age)
-command -v radosgw >/dev/null || WANTED_PACKAGES+=(radosgw ceph-mon ceph-osd)
-if [ "${#WANTED_PACKAGES[@]}" -gt 0 ] && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-  echo "Installing ${WANTED_PACKAGES[*]} (Debian packages for the tests) ..."
-  apt_install() {
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-      "${WANTED_PACKAGES[@]}" >/dev/null 2>&1
-  }
-  apt_install || { apt-get update -q >/dev/null 2>&1 && apt_install; } ||
-    echo "some of ${WANTED_PACKAGES[*]} could not be installed: the tests that need them will say so"
-fi
-
+[ -z "$APT_PID" ] || wait "$APT_PID"
 ruff check memsync tests scripts
 mypy memsync  # the settings are in pyproject.toml
 python -m pytest "$@"

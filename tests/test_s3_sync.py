@@ -18,14 +18,15 @@ from tests.conftest import NO_FCNTL, write_memory
 from tests.devices import make_device
 from tests.test_contention import contend
 
-pytestmark = pytest.mark.s3
+pytestmark = [
+    pytest.mark.s3,
+    pytest.mark.skipif(NO_FCNTL, reason="the S3 remote, not the lock: the first pass covers it"),
+]
 
 
 @pytest.fixture(params=["moto", "ceph"])
 def remote(request: pytest.FixtureRequest) -> str:
     """A fresh bucket on moto's server or on radosgw, its credential in the environment."""
-    if request.param == "ceph" and NO_FCNTL:
-        pytest.skip("the S3 store on a second server, not the lock (run in the first pass)")
     return request.getfixturevalue("s3_url" if request.param == "moto" else "rgw_url")
 
 
@@ -71,7 +72,6 @@ def test_a_third_device_joins_and_an_edit_reaches_all(tmp_path, remote):
     assert devices[0].files() == devices[1].files() == devices[2].files()
 
 
-@pytest.mark.skipif(NO_FCNTL, reason="the remote's compare-and-swap, not the lock, is under test")
 def test_eight_processes_append_to_one_file_on_s3(tmp_path, remote):
     contend(tmp_path, remote, 8)
 
