@@ -33,9 +33,9 @@ from tests.s3server import (
     SECRET_KEY,
     aws_env,
     bucket_url,
-    clear_aws_env,
     free_port,
     unavailable,
+    use_aws_env,
 )
 
 COMMANDS = ("ceph-mon", "ceph-osd", "radosgw", "radosgw-admin", "ceph")
@@ -177,7 +177,5 @@ def rgw_server() -> Iterator[CephRGW]:
 @pytest.fixture
 def rgw_url(rgw_server: CephRGW, monkeypatch: pytest.MonkeyPatch) -> str:
     """A fresh bucket's URL on the session's radosgw, its credential in the environment."""
-    clear_aws_env(monkeypatch)
-    for name, value in rgw_server.env_for().items():
-        monkeypatch.setenv(name, value)
+    use_aws_env(monkeypatch, rgw_server.env_for())
     return bucket_url()

@@ -132,6 +132,13 @@ def clear_aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(name, raising=False)
 
 
+def use_aws_env(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> None:
+    """Only `env` of the AWS variables, for the rest of the test."""
+    clear_aws_env(monkeypatch)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+
+
 def unavailable(server: str, reason: str, how: str = "run scripts/test.sh to install it") -> None:
     """A test server that cannot run: its tests fail in CI and skip elsewhere, saying why."""
     if os.environ.get("CI", "").lower() == "true":
@@ -166,7 +173,5 @@ def moto_server(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture
 def s3_url(moto_server: MotoServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
     """A fresh bucket's URL on the shared moto server, its credential in the environment."""
-    clear_aws_env(monkeypatch)
-    for name, value in moto_server.env_for().items():
-        monkeypatch.setenv(name, value)
+    use_aws_env(monkeypatch, moto_server.env_for())
     return bucket_url()

@@ -25,7 +25,7 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 
 from tests.netfaults import FaultProxy
-from tests.s3server import aws_env, clear_aws_env, free_port, unavailable
+from tests.s3server import aws_env, free_port, unavailable, use_aws_env
 
 S3RVER_KEY = "S3RVER"  # the one access key and secret s3rver accepts
 
@@ -126,7 +126,5 @@ def s3rver_server() -> Iterator[S3rver]:
 @pytest.fixture
 def s3rver_env(s3rver_server: S3rver, monkeypatch: pytest.MonkeyPatch) -> S3rver:
     """s3rver's credential and endpoint in the environment."""
-    clear_aws_env(monkeypatch)
-    for name, value in s3rver_server.env_for().items():
-        monkeypatch.setenv(name, value)
+    use_aws_env(monkeypatch, s3rver_server.env_for())
     return s3rver_server
