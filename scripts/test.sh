@@ -3,6 +3,9 @@
 # Claude Code included) and run the whole suite; then the whole suite again with fcntl hidden
 # (as on Windows).
 # Usage: scripts/test.sh [pytest args...]
+# pytest runs in two worker processes (pytest-xdist; `-n 4` or `-n 0` among the args overrides):
+# most tests wait on a memsync subprocess or a server, so two workers halve the time on the two
+# cores CI has. Each worker starts its own servers on free ports.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -84,12 +87,12 @@ export MEMSYNC_CLAUDE="$CLAUDE_PREFIX/node_modules/.bin/claude"
 [ -z "$APT_PID" ] || wait "$APT_PID"
 ruff check memsync tests scripts
 mypy memsync  # the settings are in pyproject.toml
-python -m pytest "$@"
+python -m pytest -n 2 "$@"
 
 # Again, the whole suite, as on a system without fcntl (Windows): fcntl hidden in the test
 # process and in every memsync subprocess (tests/conftest.py), so the lock is filelock's
 # (README "Platforms"). MEMSYNC_TEST_NO_FCNTL=1 on the command line runs only this pass.
 if [ "${MEMSYNC_TEST_NO_FCNTL:-}" != "1" ]; then
   echo "--- the whole suite again without fcntl (MEMSYNC_TEST_NO_FCNTL=1) ---"
-  MEMSYNC_TEST_NO_FCNTL=1 python -m pytest "$@"
+  MEMSYNC_TEST_NO_FCNTL=1 python -m pytest -n 2 "$@"
 fi
