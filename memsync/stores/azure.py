@@ -108,10 +108,6 @@ class BlobURL(NamedTuple):
         path = f"/{self.account}" if self.path_style else ""
         return urlunsplit((self.scheme, self.netloc, path, "", ""))
 
-    @property
-    def container_url(self) -> str:
-        return f"{self.account_url}/{self.container}"
-
 
 def _is_path_style(host: str) -> bool:
     if host == "localhost" or "." not in host:

@@ -30,7 +30,7 @@ import builtins
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection
 from typing import Any
 
 from memsync.stores.base import Entry, RemoteVersion, Store, check_key
@@ -679,10 +679,6 @@ class CryptStore(Store):
         if self._key is None:
             return self.inner.erase_deleted(holds)
         return self.inner.erase_deleted(lambda key, blob: True)
-
-    def raw_entries(self) -> Iterator[tuple[str, Entry]]:
-        """The wrapped store's listing, unmapped (for keys init/remove and tests)."""
-        yield from self.inner.list().items()
 
 
 _STRAY = (

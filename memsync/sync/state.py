@@ -422,22 +422,6 @@ class State:
                     names.add((sub / NAME_FILE).read_text(encoding="utf-8"))
         return sorted(names)
 
-    def drop_history(self, name: str, before: float | None = None) -> int:
-        """Delete the kept versions of `name` (only those saved before `before`, if given)."""
-        removed = 0
-        for version in self.history(name):
-            if before is not None and version.saved_at > before:
-                continue
-            version.path.unlink(missing_ok=True)
-            version.path.with_suffix(".reason").unlink(missing_ok=True)
-            removed += 1
-        folder = self._history_dir(name)
-        if folder.is_dir() and not any(folder.glob("*.md")):
-            for leftover in folder.iterdir():
-                leftover.unlink()
-            folder.rmdir()
-        return removed
-
 
 NAME_FILE = ".name"  # in each history folder: the memory file's name, which the folder's may cut
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
