@@ -424,12 +424,12 @@ def test_a_push_file_after_a_switch_it_has_not_seen_leaves_no_plaintext(trio):
     a.run("sync")
     b.run("sync")
     _key(a)  # a turns encryption on; b has not heard of it
-    path = b.append("user_role.md", "Likes tea.\n")
+    path = b.append("user_role.md", "Likes oolong tea.\n")
     pushed = b.run("push", str(path), check=None)
     assert pushed.returncode != 0 and "encrypted" in pushed.stdout + pushed.stderr
-    assert b"tea" not in _remote_bytes(remote_dir)
+    assert b"oolong" not in _remote_bytes(remote_dir)  # a longer word than random bytes hold
     a.run("keys", "add", _key(b))
     b.run("sync")
     a.run("sync")
-    assert b"Likes tea." in a.files()["user_role.md"]
-    assert b"tea" not in _remote_bytes(remote_dir)
+    assert b"Likes oolong tea." in a.files()["user_role.md"]
+    assert b"oolong" not in _remote_bytes(remote_dir)

@@ -323,3 +323,45 @@ def test_uninstall_right_after_install_leaves_no_warm_process(tmp_path):
     assert proc.returncode == 0
     time.sleep(1.5)
     assert warm_pids(device) == []
+
+
+def test_uninstall_while_an_earlier_process_is_still_leaving_sends_the_new_one_away(tmp_path):
+    """The process that answers `stop` may be an earlier one on its way out (told to leave a
+    moment before) while `install`'s new one still loads: `stop` asks again until the
+    start is over, so the new one is sent away too. The earlier one is a stand-in here that
+    takes two calls (stop's dial and its request) and then is gone."""
+    device = warm_device(tmp_path)
+    warmed(device)
+    subprocess.run(
+        [sys.executable, "-c", "from memsync.claude.warm import stop\nstop()\n"],
+        env=device.env(),
+        cwd=device.root,
+        check=True,
+        timeout=60,
+    )
+    assert wait_until(lambda: warm_pids(device) == [])
+    sock = device.home / "run" / "hooks.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(sock))
+    listener.listen(4)
+    stand_in = subprocess.Popen(  # answers twice, then leaves as a told process does
+        [
+            sys.executable,
+            "-c",
+            "import socket, sys\n"
+            f"s = socket.socket(fileno={listener.fileno()})\n"
+            "for _ in range(2):\n"
+            "    c, _ = s.accept(); c.sendall(b'+'); c.close()\n"
+            f"import os; os.unlink({str(sock)!r})\n",
+        ],
+        pass_fds=[listener.fileno()],
+    )
+    listener.close()
+    snippet = "from memsync.claude.warm import start, stop\nstart()\nstop()\n"
+    proc = subprocess.run(
+        [sys.executable, "-c", snippet], env=device.env(), cwd=device.root, timeout=60
+    )
+    assert proc.returncode == 0
+    assert stand_in.wait(timeout=10) == 0
+    time.sleep(1.5)
+    assert warm_pids(device) == []

@@ -231,8 +231,9 @@ def warm_state() -> str:
 
 
 def stop() -> None:
-    """Ask this memsync home's warm process, if any, to leave (a call from other code); one
-    still starting (`install` just started it) is waited for, at most START_GUARD seconds."""
+    """Ask this memsync home's warm process, if any, to leave (a call from other code); while
+    one is starting (`install` just started it) whatever answers is asked again, at most
+    START_GUARD seconds: the one that answers may be an earlier process still leaving."""
     if not available():
         return
     import time
@@ -246,7 +247,6 @@ def stop() -> None:
             pass
         else:
             _ask([], b"", stamp=b"leave")
-            return
         try:
             starting = 0 <= time.time() - os.stat(guard).st_mtime < START_GUARD
         except OSError:
