@@ -577,14 +577,18 @@ def carry_state(
     return carried
 
 
-def _shared(base: str, moved: Moved) -> tuple[str, bytes] | None | bool:
-    """The (ETag, bytes) to record for a file the destination holds otherwise: the copy it
-    holds, False for no record, None for this device's own copy (`carry_state`)."""
-    if moved.copied is None:
-        return None
+def _carried_record(
+    rec_sha: str, base: bytes, held: tuple[str, bytes] | None, moved: Moved | None
+) -> tuple[str, bytes] | None:
+    """The (ETag, merge base) this device's record of a file takes at the destination, by the
+    rule in `carry_state`; None for no record."""
+    etag, data = held or ("", b"")
+    own = (etag if sha256(data) == rec_sha else "", base)  # this device's last synced copy
+    if moved is None or moved.copied is None:
+        return own
     if sha256(moved.there) == moved.copied:  # untouched there since it was copied
-        return (moved.etag, moved.there) if base == sha256(moved.source) else None
-    return None if base == moved.copied else False
+        return (moved.etag, moved.there) if rec_sha == sha256(moved.source) else own
+    return own if rec_sha == moved.copied else None
 
 
 def _carry_records(
@@ -601,14 +605,9 @@ def _carry_records(
             base = before.content(rec.sha)
             if base is None:  # a record without its content: nothing to merge from
                 continue
-            shared = _shared(rec.sha, moved[name]) if name in moved else None
-            if shared is False:
-                continue
-            if isinstance(shared, tuple):
-                after.set_synced(name, *shared)
-                continue
-            etag, data = held.get(name, ("", b""))
-            after.set_synced(name, etag if sha256(data) == rec.sha else "", base)
+            record = _carried_record(rec.sha, base, held.get(name), moved.get(name))
+            if record is not None:
+                after.set_synced(name, *record)
         after.save()
     finally:
         before.bases.close()
