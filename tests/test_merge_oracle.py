@@ -3,7 +3,7 @@ people and agents make, per memory type: add, reword, remove, move to Consumed/D
 the same id minted on two devices, an index line edited on both sides, a fact edited on both
 sides, CRLF files, and two files created from the same template.
 
-MEMSYNC_MERGE_EXAMPLES sets the examples per test (default 120) for a longer hunt."""
+MEMSYNC_MERGE_EXAMPLES sets the examples per test (default 100) for a longer hunt."""
 
 from __future__ import annotations
 
