@@ -345,6 +345,11 @@ def test_region_and_addressing_follow_the_cli(clean_env):
     clean_env.setenv("AWS_ENDPOINT_URL_S3", "ftp://x")
     with pytest.raises(ConfigError, match="not an http:// or https:// address"):
         settings_for("memory-bucket")
+    clean_env.setenv("AWS_ENDPOINT_URL_S3", "https://gateway.example.com/s3")
+    with pytest.raises(ConfigError, match="has a path, .*the scheme, host and port only"):
+        settings_for("memory-bucket")
+    clean_env.setenv("AWS_ENDPOINT_URL_S3", "https://gateway.example.com:9000/")
+    assert settings_for("memory-bucket").netloc == "gateway.example.com:9000"
 
 
 def test_https_trusts_aws_ca_bundle_and_names_it_when_it_does_not_vouch(tmp_path, clean_env):

@@ -246,6 +246,12 @@ def endpoint_for(bucket: str, profile: Profile | None = None) -> Endpoint:
                 f"the S3 endpoint {endpoint!r} (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL or the "
                 "profile's endpoint_url) is not an http:// or https:// address"
             )
+        if parts.path.strip("/") or parts.query or parts.fragment:
+            raise ConfigError(
+                f"the S3 endpoint {endpoint!r} (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL or the "
+                "profile's endpoint_url) has a path, which memsync does not send requests "
+                "under: give the scheme, host and port only"
+            )
         scheme, netloc = parts.scheme, parts.netloc
         path_style = addressing != "virtual"
     else:
