@@ -118,12 +118,16 @@ def test_keys_decode_as_age_spells_them():
 
 def test_the_store_seals_and_opens_through_it_and_falls_back_to_pyrage(monkeypatch):
     key = DataKey.generate(1)
-    first = key.seal("user_role.md", b"Engineer.\n", 12.5)  # a hook's one file: pyrage's
-    assert b"memsync-v2" not in first and key._age is None
-    assert key.open("user_role.md", first) == (b"Engineer.\n", 12.5)  # through the exchange
     blob = key.seal("user_role.md", b"Engineer.\n", 12.5)
     assert b"memsync-v2" in blob and key._age is not None
     assert key.open("user_role.md", blob) == (b"Engineer.\n", 12.5)
+    identity = pyrage.x25519.Identity.from_str(key.secret)  # age itself, and a file it wrote
+    assert pyrage.decrypt(blob, [identity]).endswith(b"\nEngineer.\n")
+    first = pyrage.decrypt(blob, [identity])
+    assert key.open("user_role.md", pyrage.encrypt(first, [identity.to_public()])) == (
+        b"Engineer.\n",
+        12.5,
+    )
     monkeypatch.setattr(AgeKey, "decrypt", lambda self, blob: None)  # a file it does not take
     assert key.open("user_role.md", blob) == (b"Engineer.\n", 12.5)
     with pytest.raises(RefusedFile):
@@ -135,18 +139,49 @@ def test_the_store_seals_and_opens_through_it_and_falls_back_to_pyrage(monkeypat
     assert key.open("user_role.md", armored) == (b"Engineer.\n", None)
 
 
-def test_the_public_modules_serve_where_the_core_is_laid_out_otherwise(monkeypatch):
+def test_the_public_bindings_serve_where_the_compiled_module_is_laid_out_otherwise(monkeypatch):
+    import nacl.bindings
+
     identity, own = _pair()
     blob = own.encrypt(b"hello")
-    import cryptography.hazmat.backends.openssl.backend
-    import cryptography.hazmat.primitives.asymmetric.x25519
-    import cryptography.hazmat.primitives.ciphers.aead  # noqa: F401
-
-    empty = types.ModuleType("cryptography.hazmat.bindings._rust")  # no `openssl` in it
-    monkeypatch.setitem(sys.modules, "cryptography.hazmat.bindings._rust", empty)
+    monkeypatch.setitem(sys.modules, "nacl._sodium", types.ModuleType("nacl._sodium"))
+    calls = []
+    scalarmult = nacl.bindings.crypto_scalarmult
+    monkeypatch.setattr(
+        nacl.bindings, "crypto_scalarmult", lambda *a: calls.append(a) or scalarmult(*a)
+    )
     public = age_key(str(identity), b"s" * 32)
     assert public is not None and public.decrypt(blob) == b"hello"
     assert own.decrypt(public.encrypt(b"back")) == b"back"
+    stranger = AgeKey(str(identity), b"t" * 32)  # through the X25519 stanza
+    assert stranger.decrypt(own.encrypt(b"again")) == b"again"
+    assert calls  # the public bindings did the exchanges
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_a_low_order_share_and_a_wrong_size_are_refused_not_read(monkeypatch, fast):
+    """An all-zero shared secret (a low-order point), as age refuses it; and a key or nonce of
+    the wrong size never reaches the C functions, which read what the sizes say."""
+    if not fast:
+        import nacl.bindings  # noqa: F401
+
+        monkeypatch.setitem(sys.modules, "nacl._sodium", types.ModuleType("nacl._sodium"))
+    na = _pair()[1]._na
+    secret, key, nonce = b"s" * 32, b"k" * 32, b"n" * 12
+    with pytest.raises(Exception):  # noqa: B017 (libsodium's and PyNaCl's own errors)
+        na.shared(secret, b"\0" * 32)
+    assert len(na.shared(secret, na.public(b"t" * 32))) == 32
+    assert na.open(key, nonce, na.seal(key, nonce, b"x", b"ad"), b"ad") == b"x"
+    for bad in [(b"k" * 31, nonce), (b"k" * 33, nonce), (key, b"n" * 11), (key, b"n" * 13)]:
+        with pytest.raises(Exception):  # noqa: B017
+            na.seal(*bad, b"x", b"")
+        with pytest.raises(Exception):  # noqa: B017
+            na.open(*bad, b"x" * 17, b"")
+    for bad_size in (b"s" * 31, b"s" * 33):
+        with pytest.raises(Exception):  # noqa: B017
+            na.public(bad_size)
+        with pytest.raises(Exception):  # noqa: B017
+            na.shared(secret, bad_size)
 
 
 def test_a_stanza_moved_into_another_file_does_not_open_it():

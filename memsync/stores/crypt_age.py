@@ -2,8 +2,8 @@
 
 A pull opens every file it fetches. pyrage costs ~0.2 ms a small file under the GIL, and even
 a lean age reader pays one X25519 exchange a file (~0.04 ms). So memsync writes standard age
-(https://age-encryption.org/v1) itself, with the `cryptography` package's X25519 and
-ChaCha20-Poly1305 and the standard library's HMAC, and puts two stanzas in each header:
+(https://age-encryption.org/v1) itself, with libsodium's X25519 and ChaCha20-Poly1305 (through
+PyNaCl) and the standard library's HMAC, and puts two stanzas in each header:
 
 - the X25519 stanza to the data key, as `age` writes it: `age -d -i` with the data key opens
   every object (an unknown stanza is skipped by age, as its own "grease" stanzas are);
@@ -14,7 +14,7 @@ ChaCha20-Poly1305 and the standard library's HMAC, and puts two stanzas in each 
   exchange and no derivation. Only a holder of the data key can make one.
 
 The header MAC covers both stanzas, as age's does, and every payload chunk's tag is checked.
-Anything this reader does not take (another layout, a failed check, `cryptography` missing)
+Anything this reader does not take (another layout, a failed check, PyNaCl missing)
 returns None and the caller asks pyrage, so it never accepts what age refuses; and a memsync
 object's content is checked by its own MAC under the data key after either.
 """
@@ -26,7 +26,8 @@ import binascii
 import hmac
 import os
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import NamedTuple
 
 _INTRO = b"age-encryption.org/v1\n"
 _X25519_INFO = b"age-encryption.org/v1/X25519"
@@ -96,30 +97,97 @@ def bech32_data(text: str, hrp: str) -> bytes | None:
     return bytes(out)
 
 
-def _primitives() -> tuple[Any, Any, Any, Any]:
-    """X25519 (from private bytes, from public bytes, generate) and ChaCha20-Poly1305, from
-    `cryptography`'s compiled core: the same functions its public modules hand out, without
-    the Python modules and the OpenSSL backend object those load first (~7 ms of a pull's
-    CPU); from the public modules where the core is laid out otherwise."""
+class Sodium(NamedTuple):
+    """X25519 and ChaCha20-Poly1305 (IETF, 12-byte nonces) as four functions of bytes."""
+
+    public: Callable[[bytes], bytes]  # secret -> its public key
+    shared: Callable[[bytes, bytes], bytes]  # (secret, public) -> shared; all-zero raises
+    seal: Callable[[bytes, bytes, bytes, bytes], bytes]  # (key, nonce, plain, ad) -> sealed
+    open: Callable[[bytes, bytes, bytes, bytes], bytes]  # (key, nonce, sealed, ad); bad: raises
+
+
+def _sodium() -> Sodium:
+    """libsodium's functions, from PyNaCl's compiled module (~1 ms to load, against ~15 ms for
+    PyNaCl's public bindings, which load all of libsodium's wrappers first, and ~6 ms for
+    `cryptography`'s 13 MB core); from the public bindings where the module is laid out
+    otherwise. Every size is checked first: the C functions read what the sizes say."""
     try:
-        from cryptography.hazmat.bindings._rust import openssl as core
+        from nacl._sodium import ffi, lib
 
-        x = core.x25519
-        aead = core.aead.ChaCha20Poly1305
-        return x.from_private_bytes, x.from_public_bytes, x.generate_key, aead
+        lib.sodium_init()
+        new, buffer, null = ffi.new, ffi.buffer, ffi.NULL
+        encrypt = lib.crypto_aead_chacha20poly1305_ietf_encrypt
+        decrypt = lib.crypto_aead_chacha20poly1305_ietf_decrypt
     except (ImportError, AttributeError):
-        from cryptography.hazmat.primitives.asymmetric.x25519 import (
-            X25519PrivateKey,
-            X25519PublicKey,
-        )
-        from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+        return _checked(_bindings())
 
-        return (
-            X25519PrivateKey.from_private_bytes,
-            X25519PublicKey.from_public_bytes,
-            X25519PrivateKey.generate,
-            ChaCha20Poly1305,
-        )
+    def public(secret: bytes) -> bytes:
+        out = new("unsigned char[32]")
+        lib.crypto_scalarmult_base(out, secret)
+        return bytes(buffer(out))
+
+    def shared(secret: bytes, point: bytes) -> bytes:
+        out = new("unsigned char[32]")
+        if lib.crypto_scalarmult(out, secret, point) != 0:
+            raise ValueError("an all-zero shared secret")  # a low-order point: age refuses it
+        return bytes(buffer(out))
+
+    def seal(key: bytes, nonce: bytes, plain: bytes, ad: bytes) -> bytes:
+        out = new("unsigned char[]", len(plain) + 16)
+        encrypt(out, null, plain, len(plain), ad, len(ad), null, nonce, key)
+        return bytes(buffer(out))
+
+    def open_(key: bytes, nonce: bytes, sealed: bytes, ad: bytes) -> bytes:
+        size = len(sealed) - 16
+        if size < 0:
+            raise ValueError("shorter than its tag")
+        out = new("unsigned char[]", size or 1)
+        if decrypt(out, null, null, sealed, len(sealed), ad, len(ad), nonce, key) != 0:
+            raise ValueError("a tag that does not hold")
+        return buffer(out, size)[:]
+
+    return _checked(Sodium(public, shared, seal, open_))
+
+
+def _bindings() -> Sodium:
+    from nacl import bindings as b
+
+    return Sodium(
+        b.crypto_scalarmult_base,
+        b.crypto_scalarmult,
+        lambda key, nonce, plain, ad: b.crypto_aead_chacha20poly1305_ietf_encrypt(
+            plain, ad, nonce, key
+        ),
+        lambda key, nonce, sealed, ad: b.crypto_aead_chacha20poly1305_ietf_decrypt(
+            sealed, ad, nonce, key
+        ),
+    )
+
+
+def _checked(na: Sodium) -> Sodium:
+    """`na`, refusing a key, point or nonce of the wrong size before it is read."""
+
+    def sizes(*keys: bytes, nonce: bytes = _ZERO) -> None:
+        if len(nonce) != 12 or any(len(k) != 32 for k in keys):
+            raise ValueError("a key or nonce of the wrong size")
+
+    def public(secret: bytes) -> bytes:
+        sizes(secret)
+        return na.public(secret)
+
+    def shared(secret: bytes, point: bytes) -> bytes:
+        sizes(secret, point)
+        return na.shared(secret, point)
+
+    def seal(key: bytes, nonce: bytes, plain: bytes, ad: bytes) -> bytes:
+        sizes(key, nonce=nonce)
+        return na.seal(key, nonce, plain, ad)
+
+    def open_(key: bytes, nonce: bytes, sealed: bytes, ad: bytes) -> bytes:
+        sizes(key, nonce=nonce)
+        return na.open(key, nonce, sealed, ad)
+
+    return Sodium(public, shared, seal, open_)
 
 
 class AgeKey:
@@ -128,18 +196,14 @@ class AgeKey:
     as a device's own identity reads the recipients object)."""
 
     def __init__(self, secret: str, stanza_key: bytes | None = None) -> None:
-        from_private, from_public, generate, aead = _primitives()
         raw = bech32_data(secret, "age-secret-key-")
         if raw is None or len(raw) != 32:
             raise ValueError("not an age X25519 identity")
-        self._private = from_private(raw)
-        self._recipient = self._private.public_key()
-        self._public = self._recipient.public_bytes_raw()
-        self._new_private = generate
-        self._share = from_public
-        self._aead = aead
+        self._na = _sodium()
+        self._private: bytes | None = raw
+        self._public = self._na.public(raw)
         # one key for every file's stanza: made once
-        self._stanza = None if stanza_key is None else aead(stanza_key)
+        self._stanza = stanza_key
 
     # --- writing --------------------------------------------------------------------------
 
@@ -148,31 +212,32 @@ class AgeKey:
         if self._stanza is None:
             raise ValueError("no stanza key to write with")
         file_key = os.urandom(16)
-        ephemeral = self._new_private()
-        share = ephemeral.public_key().public_bytes_raw()
-        wrap = _hkdf(ephemeral.exchange(self._recipient), share + self._public, _X25519_INFO)
+        na = self._na
+        ephemeral = os.urandom(32)
+        share = na.public(ephemeral)
+        wrap = _hkdf(na.shared(ephemeral, self._public), share + self._public, _X25519_INFO)
         nonce = os.urandom(16)
         header_key = _hkdf(file_key, b"", b"header")
         payload_key = _hkdf(file_key, nonce, b"payload")
         stanza_nonce = os.urandom(12)
-        keys = _enc64(self._stanza.encrypt(stanza_nonce, header_key + payload_key, nonce))
+        keys = _enc64(na.seal(self._stanza, stanza_nonce, header_key + payload_key, nonce))
         header = b"".join(
             [
                 _INTRO,
                 b"-> X25519 " + _enc64(share) + b"\n",
-                _enc64(self._aead(wrap).encrypt(_ZERO, file_key, None)) + b"\n",
+                _enc64(na.seal(wrap, _ZERO, file_key, b"")) + b"\n",
                 b"-> " + _STANZA + b" " + _enc64(stanza_nonce) + b"\n",
                 keys[:64] + b"\n" + keys[64:] + b"\n",  # age's 64 columns a body line
                 b"---",
             ]
         )
         mac = hmac.digest(header_key, header, "sha256")
-        aead = self._aead(payload_key)
         out = [header, b" ", _enc64(mac), b"\n", nonce]
         count = max(1, (len(plain) + _CHUNK - 1) // _CHUNK)
         for i in range(count):
             chunk = plain[i * _CHUNK : (i + 1) * _CHUNK]
-            out.append(aead.encrypt(i.to_bytes(11, "big") + bytes([i == count - 1]), chunk, None))
+            last = bytes([i == count - 1])
+            out.append(na.seal(payload_key, i.to_bytes(11, "big") + last, chunk, b""))
         return b"".join(out)
 
     # --- reading --------------------------------------------------------------------------
@@ -194,10 +259,11 @@ class AgeKey:
         arg, wrapped = _b64(args[0]), _b64(lines[0])
         if arg is None or wrapped is None or len(arg) != 32 or len(wrapped) != 32:
             raise ValueError("a malformed stanza")
-        secret = self._private.exchange(self._share(arg))
-        key = _hkdf(secret, arg + self._public, _X25519_INFO)
+        if self._private is None:
+            return None
+        key = _hkdf(self._na.shared(self._private, arg), arg + self._public, _X25519_INFO)
         try:
-            return bytes(self._aead(key).decrypt(_ZERO, wrapped, None))
+            return self._na.open(key, _ZERO, wrapped, b"")
         except Exception:  # another recipient's stanza: try the next
             return None
 
@@ -217,14 +283,14 @@ class AgeKey:
             return None
         sealed = binascii.a2b_base64(m[2][:64] + m[2][65:] + b"=")
         try:
-            keys = stanza.decrypt(binascii.a2b_base64(m[1]), sealed, nonce)
+            keys = self._na.open(stanza, binascii.a2b_base64(m[1]), sealed, nonce)
         except Exception:  # not made with this data key: the X25519 stanza may still open
             return None
         mark = m.start(3)
         mac = binascii.a2b_base64(m[3][1:] + b"=")
         if not hmac.compare_digest(hmac.digest(keys[:32], blob[:mark], "sha256"), mac):
             raise ValueError("a header MAC that does not hold")
-        return _payload(self._aead(keys[32:]), memoryview(blob)[end + 16 :])
+        return _payload(self._na.open, keys[32:], memoryview(blob)[end + 16 :])
 
     def _general(self, blob: bytes) -> bytes | None:
         """Any age file to this identity, as age reads it, by its X25519 stanza."""
@@ -257,16 +323,19 @@ class AgeKey:
         nonce = blob[nl + 1 : nl + 17]
         if len(nonce) != 16:
             return None
-        return _payload(self._aead(_hkdf(file_key, nonce, b"payload")), memoryview(blob)[nl + 17 :])
+        payload_key = _hkdf(file_key, nonce, b"payload")
+        return _payload(self._na.open, payload_key, memoryview(blob)[nl + 17 :])
 
 
-def _payload(aead: Any, payload: memoryview) -> bytes | None:
+def _payload(
+    open_: Callable[[bytes, bytes, bytes, bytes], bytes], key: bytes, payload: memoryview
+) -> bytes | None:
     """age's payload (STREAM: 64 KiB chunks, each with its tag, the last one marked), opened
     with its key; None where it is empty or ends in an empty chunk after others. A tag that
     does not hold raises."""
     size = _CHUNK + 16
     if len(payload) <= size:  # most files: one chunk, the last
-        return None if len(payload) < 16 else aead.decrypt(_LAST, bytes(payload), None)
+        return None if len(payload) < 16 else open_(key, _LAST, bytes(payload), b"")
     out = []
     count = (len(payload) + size - 1) // size
     for i in range(count):
@@ -274,13 +343,13 @@ def _payload(aead: Any, payload: memoryview) -> bytes | None:
         last = i == count - 1
         if last and len(chunk) == 16:
             return None  # an empty last chunk follows only an empty file
-        out.append(aead.decrypt(i.to_bytes(11, "big") + bytes([last]), bytes(chunk), None))
+        out.append(open_(key, i.to_bytes(11, "big") + bytes([last]), bytes(chunk), b""))
     return b"".join(out)
 
 
 def age_key(secret: str, stanza_key: bytes | None = None) -> AgeKey | None:
-    """An AgeKey for the identity, or None where `cryptography` is missing (pyrage serves)."""
+    """An AgeKey for the identity, or None where PyNaCl is missing (pyrage serves)."""
     try:
         return AgeKey(secret, stanza_key)
-    except Exception:  # missing, or without X25519 (an OpenSSL that lacks it)
+    except Exception:  # missing, or not loadable here
         return None

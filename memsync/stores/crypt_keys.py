@@ -185,8 +185,7 @@ class DataKey:
         self._stanza = _prf(master, b"age-stanza")
         self._names: dict[str, str] = {}  # name -> hidden, as hidden or revealed before
         self._age: AgeKey | None = None  # memsync's own age writer and reader, made once
-        self._no_age = False  # True: `cryptography` is missing, pyrage does everything
-        self._sealed = 0  # seals in this process
+        self._no_age = False  # True: PyNaCl is missing, pyrage does everything
 
     @property
     def identity(self) -> Any:
@@ -261,16 +260,12 @@ class DataKey:
 
     def seal(self, name: str, data: bytes, edited: float | None, armored: bool = False) -> bytes:
         """`data` as an age file to this key, the header line first (edit time and MAC); in
-        age's ASCII armor if `armored`. A process's first seal under this key goes through
-        pyrage (a hook writes one file: pyrage loads in ~1 ms, memsync's own age code with
-        `cryptography`'s compiled core in ~3), every later one through memsync's own age
-        code, which adds the stanza a pull opens without an exchange (crypt_age.py)."""
+        age's ASCII armor (pyrage's) if `armored`, else by memsync's own age code, which adds
+        the stanza a pull opens without an exchange (crypt_age.py)."""
         when = "-" if edited is None else repr(float(edited))
         tag = self.mac(b"file", name.encode(), when.encode(), data)
         plain = HEADER + f"{tag} {when}\n".encode() + data
-        self._sealed += 1
-        quick = not armored and (self._age is not None or self._sealed > 1)
-        own = self._own() if quick else None
+        own = None if armored else self._own()
         if own is not None:
             return own.encrypt(plain)
         return bytes(_age().encrypt(plain, [self.recipient], armored=armored))
