@@ -84,7 +84,7 @@ def run(ctx: Context, store: Any = None) -> Report:
     try:
         store = store if store is not None else _open(ctx)
     except MemsyncError as exc:
-        fix = "see the message (the remote is set by --remote or MEMSYNC_REMOTE)"
+        fix = "do what the message says"
         report.checks.append(Check("remote", False, str(exc), fix))
         return report
     report.checks += _remote_checks(ctx, store)
