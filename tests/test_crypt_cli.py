@@ -7,6 +7,7 @@ remote that does not exist, no download after the switch, an identity file other
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -113,6 +114,46 @@ def test_a_lost_or_damaged_recipients_list_and_a_removed_device(trio):
     assert f"this device's key {key_b} was removed from the recipients" in refused
     assert _remote_bytes(remote_dir) == before
     assert "Dentist on Tuesday." in (b.memory / "user_health.md").read_text()
+
+
+def test_a_forged_generation_is_mended_and_a_missed_rotation_is_undone_by_one_that_saw_it(trio):
+    """`keys init` writes back the list this device verified last whatever a list that does not
+    verify claims; a device that missed a rotation writes the older list, and a device that saw
+    the rotation refuses it and writes the newer one again, which the first one follows."""
+    remote_dir, (a, b, c) = trio
+    crypt = remote_dir / "e2e-project" / "_memsync" / "crypt.json"
+    a.write("user_health.md", "Dentist on Tuesday.\n", type="user")
+    a.run("sync")
+    _key(a)
+    key_c = _key(c)
+    a.run("keys", "add", _key(b))
+    a.run("keys", "add", key_c)
+    b.run("sync")
+    c.run("sync")
+
+    # the generation written beside the box, raised by someone without a key
+    doc = json.loads(crypt.read_text())
+    doc["generation"] += 7
+    crypt.write_text(json.dumps(doc))
+    assert "is damaged" in _one_line(b.run("sync", check=1))
+    assert "written again" in b.run("keys", "init").stdout
+    a.run("sync")
+
+    # a rotation b does not see, then the list lost: b writes back the older one
+    a.run("keys", "remove", key_c)
+    crypt.unlink()
+    assert "written again" in b.run("keys", "init").stdout
+    b.write("user_role.md", "Engineer.\n", type="user")
+    before = _remote_bytes(remote_dir)  # under the older key b finds none of its files:
+    assert "is empty" in _one_line(b.run("sync", check=1))  # the lost-remote refusal
+    assert _remote_bytes(remote_dir) == before
+    assert "rolled back" in _one_line(a.run("sync", check=1))
+    assert "written again" in a.run("keys", "init").stdout
+    b.run("sync")
+    a.run("sync")
+    assert a.files() == b.files() and set(a.files()) == {"user_health.md", "user_role.md"}
+    assert "removed from the recipients" in _one_line(c.run("sync", check=1))
+    assert "generation 2, 2 recipient(s)" in b.run("status").stdout
 
 
 def test_switches_and_purge_erase_objects_under_keys_no_list_names(trio):
@@ -325,6 +366,8 @@ def test_a_key_is_one_recipient_however_it_is_typed(trio):
     key_b = _key(b)
     assert f"Added {key_b}" in a.run("keys", "add", key_b.upper(), "--name", "b").stdout
     assert "already has access" in a.run("keys", "add", key_b).stdout
+    low = "age1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq5cu47z"  # u = 0: no key's
+    assert "a point no device's key can have" in _one_line(a.run("keys", "add", low, check=1))
     assert a.run("keys", "list").stdout.lower().count(key_b) == 1
     b.run("sync")
     a.run("keys", "remove", key_b.upper())

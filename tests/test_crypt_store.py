@@ -171,6 +171,16 @@ def test_keys_stay_private_and_a_bad_public_key_is_named(tmp_path):
     assert trust_path("remote", "proj").stat().st_mode & 0o777 == 0o600
     with pytest.raises(UserError, match="'age1nonsense' is not an age public key"):
         add_device(store, "age1nonsense", "x")
+    for low in LOW_ORDER:  # well-formed, but a point no identity has: age refuses it
+        with pytest.raises(UserError, match="a point no device's key can have"):
+            add_device(store, low, "x")
+
+
+# X25519 public keys of order 1 and 4 (u = 0, u = 1), as age spells keys
+LOW_ORDER = (
+    "age1qqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqq5cu47z",
+    "age1qyqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqqj7vrya",
+)
 
 
 def test_names_map_to_one_key_and_back():

@@ -347,6 +347,17 @@ def _payload(
     return b"".join(out)
 
 
+def low_order(public: bytes) -> bool:
+    """Whether an X25519 public key gives every secret the all-zero shared secret: a point no
+    identity has, which age refuses to encrypt to."""
+    shared = _sodium().shared
+    try:
+        shared(os.urandom(32), public)
+    except Exception:  # libsodium's refusal (the size is the caller's to check)
+        return True
+    return False
+
+
 def age_key(secret: str, stanza_key: bytes | None = None) -> AgeKey | None:
     """An AgeKey for the identity, or None where PyNaCl is missing (pyrage serves)."""
     try:

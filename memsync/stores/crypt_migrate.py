@@ -20,13 +20,12 @@ recipients object alone (the data key is wrapped to one more identity): no objec
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from memsync.stores.base import Entry
 from memsync.stores.crypt import HIDDEN, PENDING, CryptStore, is_stray
+from memsync.stores.crypt_age import bech32_data, low_order
 from memsync.stores.crypt_keys import (
     CRYPT_KEY,
     DataKey,
@@ -36,7 +35,6 @@ from memsync.stores.crypt_keys import (
     load_identity,
     load_trust,
     public_key,
-    read,
 )
 from memsync.util.errors import (
     AlreadyExists,
@@ -77,13 +75,14 @@ def check_public(key: str) -> str:
     it otherwise."""
     from memsync.stores.crypt_keys import _age
 
+    advice = "give the `age1…` line `memsync keys init` printed on that device"
     try:
-        return str(_age().x25519.Recipient.from_str(key.strip()))
+        public = str(_age().x25519.Recipient.from_str(key.strip()))
     except Exception:
-        raise UserError(
-            f"{key!r} is not an age public key; give the `age1…` line `memsync keys init` "
-            "printed on the device to let in"
-        ) from None
+        raise UserError(f"{key!r} is not an age public key; {advice}") from None
+    if low_order(bech32_data(public, "age") or b""):
+        raise UserError(f"{public} is a point no device's key can have (age refuses it); {advice}")
+    return public
 
 
 def _sources(store: CryptStore, old: DataKey | None) -> dict[str, tuple[str, Entry]]:
@@ -336,30 +335,13 @@ def fold_strays(store: CryptStore, names: list[str]) -> Moved:
     return moved
 
 
-def _newer_unread(data: bytes, generation: int, identity: Any, url: str) -> bool:
-    """Whether the recipients object `data` claims a newer data key than `generation` and
-    cannot be read to check it (damaged): a rotation this device never saw may lie behind
-    it. One that opens with this device's key but was not vouched for is a forgery (or a
-    roll-back), whatever generation it claims."""
-    try:
-        claimed = int(json.loads(data)["generation"])
-    except (ValueError, KeyError, TypeError):
-        return False
-    if claimed <= generation:
-        return False
-    try:
-        read(data, identity, url)
-    except UserError:
-        return True
-    return False
-
-
 def republish(store: CryptStore) -> Keyring | None:
     """Write again the recipients object this device trusted last (lost or damaged), from
     its own record of it: the data key, the earlier ones and the devices. None where this
     device holds no such record (it never synced the remote encrypted) or is not among them.
-    A damaged object of a newer generation than this device knows is left for a device that
-    synced since (this one's list would roll back a rotation)."""
+    Nothing an unverified object claims is believed: if this device missed a rotation, the
+    devices that saw it refuse the older list, and `keys init` on one of them writes theirs
+    again, which this device follows (docs/encryption.md)."""
     trust = load_trust(*store.remote)
     identity = load_identity()
     if trust is None or not trust.devices or identity is None:
@@ -369,15 +351,9 @@ def republish(store: CryptStore) -> Keyring | None:
     history = [DataKey(secret, g) for g, secret in trust.history]
     ring = Keyring(DataKey(trust.secret, trust.generation), list(trust.devices), history)
     try:
-        data, etag = store.inner.get(CRYPT_KEY)
+        _, etag = store.inner.get(CRYPT_KEY)
     except NotFound:
         etag = None
-    else:
-        if _newer_unread(data, trust.generation, identity, store.url):
-            raise UserError(
-                f"the damaged recipients list ({CRYPT_KEY}) names a newer data key than this "
-                "device knows; run `memsync keys init` on a device that synced since"
-            )
     try:
         if etag is None:
             made = store.inner.create(CRYPT_KEY, build(ring))
