@@ -126,8 +126,7 @@ def compare(off: Side, on: Side, runs: int) -> dict[str, tuple[float, float, flo
     for name, path in PATHS.items():
         times: dict[bool, list[float]] = {False: [], True: []}
         cpu: dict[bool, list[float]] = {False: [], True: []}
-        count = runs if path is not Side.fresh_pull else max(5, runs // 2)
-        for i in range(count):
+        for i in range(runs):
             for side in (off, on) if i % 2 == 0 else (on, off):
                 times[side.encrypted].append(path(side))
                 cpu[side.encrypted].append(CPU[-1])
