@@ -62,7 +62,13 @@ def test_what_it_writes_age_opens_and_it_refuses_any_change(size):
 def test_the_keyed_stanza_needs_no_exchange_and_a_wrong_one_falls_back(monkeypatch):
     identity, own = _pair()
     blob = own.encrypt(b"hello")
-    monkeypatch.setattr(own, "_private", None)  # no X25519 at all: the stanza alone opens it
+    shared = own._na.shared
+
+    def writes_only(secret: bytes, point: bytes) -> bytes:  # no exchange with its own key
+        assert secret != own._private, "an X25519 exchange on the way in"
+        return shared(secret, point)
+
+    monkeypatch.setattr(own, "_na", own._na._replace(shared=writes_only))  # the stanza alone
     assert own.decrypt(blob) == b"hello"
     for size in SIZES:
         data = bytes(i * 3 % 256 for i in range(size))

@@ -200,7 +200,7 @@ class AgeKey:
         if raw is None or len(raw) != 32:
             raise ValueError("not an age X25519 identity")
         self._na = _sodium()
-        self._private: bytes | None = raw
+        self._private = raw
         self._public = self._na.public(raw)
         # one key for every file's stanza: made once
         self._stanza = stanza_key
@@ -259,8 +259,6 @@ class AgeKey:
         arg, wrapped = _b64(args[0]), _b64(lines[0])
         if arg is None or wrapped is None or len(arg) != 32 or len(wrapped) != 32:
             raise ValueError("a malformed stanza")
-        if self._private is None:
-            return None
         key = _hkdf(self._na.shared(self._private, arg), arg + self._public, _X25519_INFO)
         try:
             return self._na.open(key, _ZERO, wrapped, b"")
@@ -350,7 +348,10 @@ def _payload(
 def low_order(public: bytes) -> bool:
     """Whether an X25519 public key gives every secret the all-zero shared secret: a point no
     identity has, which age refuses to encrypt to."""
-    shared = _sodium().shared
+    try:
+        shared = _sodium().shared
+    except ImportError:  # PyNaCl missing: age refuses the key when it encrypts to it
+        return False
     try:
         shared(os.urandom(32), public)
     except Exception:  # libsodium's refusal (the size is the caller's to check)
