@@ -19,7 +19,8 @@ TOOLS="$PWD/.tools"
 # pip and npm install the rest:
 # - fusefat, dosfstools: a case-insensitive file system (a FAT image through FUSE) for
 #   tests/test_names.py;
-# - age: tests/test_crypt_interop.py decrypts what memsync encrypted without memsync;
+# - age: tests/test_crypt_age.py and tests/test_crypt_devices.py decrypt what memsync
+#   encrypted without memsync;
 # - radosgw, ceph-mon, ceph-osd: Ceph's S3 gateway on a one-OSD cluster in memory, the second
 #   S3 server the S3 tests run on (tests/cephrgw.py).
 WANTED_PACKAGES=()

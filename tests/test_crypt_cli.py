@@ -116,10 +116,10 @@ def test_a_lost_or_damaged_recipients_list_and_a_removed_device(trio):
     assert "Dentist on Tuesday." in (b.memory / "user_health.md").read_text()
 
 
-def test_a_forged_generation_is_mended_and_a_missed_rotation_is_undone_by_one_that_saw_it(trio):
-    """`keys init` writes back the list this device verified last whatever a list that does not
-    verify claims; a device that missed a rotation writes the older list, and a device that saw
-    the rotation refuses it and writes the newer one again, which the first one follows."""
+def test_a_forged_generation_is_mended_and_a_missed_rotation_is_left_to_one_that_saw_it(trio):
+    """`keys init` writes back the list this device verified last whatever a list that does
+    not verify claims; a device that missed a rotation finds every object under a key it never
+    had, writes nothing and says so, and a device that saw the rotation writes its list again."""
     remote_dir, (a, b, c) = trio
     crypt = remote_dir / "e2e-project" / "_memsync" / "crypt.json"
     a.write("user_health.md", "Dentist on Tuesday.\n", type="user")
@@ -139,21 +139,46 @@ def test_a_forged_generation_is_mended_and_a_missed_rotation_is_undone_by_one_th
     assert "written again" in b.run("keys", "init").stdout
     a.run("sync")
 
-    # a rotation b does not see, then the list lost: b writes back the older one
+    # a rotation b does not see, then the list lost: b writes nothing back, and says why
     a.run("keys", "remove", key_c)
     crypt.unlink()
-    assert "written again" in b.run("keys", "init").stdout
     b.write("user_role.md", "Engineer.\n", type="user")
-    before = _remote_bytes(remote_dir)  # under the older key b finds none of its files:
-    assert "is empty" in _one_line(b.run("sync", check=1))  # the lost-remote refusal
+    before = _remote_bytes(remote_dir)
+    for args in (("sync",), ("push", "--republish")):
+        assert "recipients list (_memsync/crypt.json) is gone" in _one_line(b.run(*args, check=1))
+    said = _one_line(b.run("keys", "init", check=1))
+    assert "sealed under a data key this device never had" in said
+    assert "`memsync keys init` on a device that synced since" in said
     assert _remote_bytes(remote_dir) == before
-    assert "rolled back" in _one_line(a.run("sync", check=1))
     assert "written again" in a.run("keys", "init").stdout
     b.run("sync")
     a.run("sync")
     assert a.files() == b.files() and set(a.files()) == {"user_health.md", "user_role.md"}
     assert "removed from the recipients" in _one_line(c.run("sync", check=1))
     assert "generation 2, 2 recipient(s)" in b.run("status").stdout
+
+
+def test_an_earlier_list_of_the_same_data_key_put_back_is_refused_not_taken(trio):
+    """`keys add` changes the list, not the data key: the list from before it, put back by
+    someone who kept a copy, is older (its version) and refused by both devices, and the
+    device it leaves out is not taken for removed; `keys init` writes back the newer one."""
+    remote_dir, (a, b, _) = trio
+    crypt = remote_dir / "e2e-project" / "_memsync" / "crypt.json"
+    a.write("user_health.md", "Dentist on Tuesday.\n", type="user")
+    a.run("sync")
+    _key(a)
+    kept = crypt.read_bytes()
+    a.run("keys", "add", _key(b))
+    b.run("sync")
+    crypt.write_bytes(kept)
+    for device in (a, b):
+        said = _one_line(device.run("sync", check=1))
+        assert "was replaced by one no device with access vouched for" in said
+    assert "written again" in a.run("keys", "init").stdout
+    b.write("user_role.md", "Engineer.\n", type="user")
+    b.run("sync")
+    a.run("sync")
+    assert a.files() == b.files() and set(a.files()) == {"user_health.md", "user_role.md"}
 
 
 def test_switches_and_purge_erase_objects_under_keys_no_list_names(trio):

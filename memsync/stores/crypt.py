@@ -43,9 +43,11 @@ from memsync.stores.crypt_keys import (
     create_identity,
     follows,
     identity_path,
+    listed_version,
     load_identity,
     load_trust,
     mark_removed,
+    public_key,
     read,
     replaced,
     save_trust,
@@ -86,6 +88,48 @@ def orphaned(url: str) -> BadRecipients:
         "nothing was synced: run `memsync keys init` on a device that synced it while "
         "encrypted (it publishes the list again), or erase the remote with `memsync purge "
         "--all` and start over"
+    )
+
+
+def reveal(
+    raw: dict[str, Entry], key: DataKey, old: list[DataKey], url: str
+) -> tuple[dict[str, Entry], dict[str, Entry]]:
+    """A listing of the wrapped store read with the data key: (the objects under `key`, by
+    real name; the strays, by name: plaintext objects, and objects under an earlier key, each
+    entry keeping its object's own key). `missed` where every encrypted object is under a key
+    this device never had."""
+    out: dict[str, Entry] = {}
+    strays: dict[str, Entry] = {}
+    unknown = 0
+    for name, entry in raw.items():
+        if name.startswith(HIDDEN):
+            real = key.reveal(name[len(HIDDEN) :])
+            if real is not None:
+                out[real] = Entry(real, entry.etag, entry.size, entry.modified)
+                continue
+            for earlier in old:  # one a device wrote under an earlier data key
+                real = earlier.reveal(name[len(HIDDEN) :])
+                if real is not None:
+                    strays[real] = entry
+                    break
+            else:
+                unknown += 1
+        elif name not in (CRYPT_KEY, PENDING):
+            strays[name] = entry
+    if unknown and not out:
+        raise missed(url)
+    return out, strays
+
+
+def missed(url: str) -> BadRecipients:
+    """A remote whose every encrypted object is sealed under a data key this device never had:
+    a rotation it did not see, whose list is gone or was put back older. (A switch stopped
+    half-way leaves such objects beside the current key's, never instead of them.)"""
+    return BadRecipients(
+        f"the objects on the encrypted remote {url} are sealed under a data key this device "
+        "never had (a rotation it did not see, whose recipients list is gone or older); "
+        "nothing was synced: run `memsync keys init` on a device that synced since, then sync "
+        "here again"
     )
 
 
@@ -294,8 +338,8 @@ class CryptStore(Store):
                     raise BadRecipients(
                         f"the remote {url} was encrypted and its recipients list "
                         f"({CRYPT_KEY}) is gone; nothing was synced: run `memsync keys init` "
-                        "here to publish it again, or if you mean to start over without "
-                        f"encryption, delete {trust_path(url, self.remote[1])} on this device"
+                        "here to publish it again (or, to start over without encryption, erase "
+                        "the remote with `memsync purge --all`)"
                     )
                 if hidden:
                     raise orphaned(url)
@@ -305,7 +349,7 @@ class CryptStore(Store):
             if etag == self._etag and self._key is not None:
                 return False
             before = self._key
-            self._load_checked(None if data is None else (data, etag))
+            self.load(None if data is None else (data, etag))
             return before is None or self._key is None or before.secret != self._key.secret
 
     def load(self, read_now: tuple[bytes, str] | None = None) -> Keyring:
@@ -318,47 +362,33 @@ class CryptStore(Store):
             if identity is None:  # a device without access is told its own key to pass on
                 identity, _ = create_identity()
             trusted = load_trust(url, prefix)
-            # trust on first use; after that, only a list that follows from the trusted one
-            # (a device not among its recipients can tell too: `_load_checked`)
+            # trust on first use; after that, only a list that follows from the trusted one,
+            # which a device no longer among its recipients can tell too
             unknown = trusted is not None and not follows(data, trusted)
             try:
                 ring = read(data, identity, url)
             except NoAccess:
+                if trusted is None:
+                    raise
+                me = public_key(identity)
                 if unknown:
-                    raise replaced(url, prefix) from None
+                    raise removed(url, me) if trusted.removed else replaced(url, prefix) from None
+                if any(d.key == me for d in trusted.devices):
+                    mark_removed(url, prefix, listed_version(data))
+                    raise removed(url, me) from None
                 raise
-            if unknown:
-                raise replaced(url, prefix)
-            if (
-                trusted is not None
-                and trusted.removed
-                and ring.key.generation <= trusted.generation
-            ):
-                raise NoAccess(f"{url}: a recipients list from before this device's removal")
+            if trusted is not None and unknown:  # (removed: a list from before, put back)
+                me = public_key(identity)
+                raise removed(url, me) if trusted.removed else replaced(url, prefix)
             save_trust(url, prefix, ring, etag)
             self._key, self._ring, self._etag = ring.key, ring, etag
             self._old = list(ring.history)
             self._trusted = self._known = self._current = True
             return ring
 
-    def _load_checked(self, read_now: tuple[bytes, str] | None = None) -> Keyring:
-        """`load`, telling a device that had access and was removed since (by a list its
-        trusted key vouched for: `load` checked) that it was."""
-        try:
-            return self.load(read_now)
-        except NoAccess:
-            trust = load_trust(*self.remote)
-            identity = load_identity()
-            if trust is not None and identity is not None:
-                me = str(identity.to_public())
-                if any(d.key == me for d in trust.devices):
-                    mark_removed(*self.remote)
-                    raise removed(self.remote[0], me) from None
-            raise
-
     def ring(self) -> Keyring:
         with self._lock:
-            return self._ring if self._ring is not None else self._load_checked()
+            return self._ring if self._ring is not None else self.load()
 
     def use(self, ring: Keyring, etag: str) -> None:
         """After this device wrote the recipients object itself (keys init, add, remove)."""
@@ -406,21 +436,7 @@ class CryptStore(Store):
         if key is None:
             self._plain_seen = True
             return raw
-        out: dict[str, Entry] = {}
-        strays: dict[str, Entry] = {}  # by name; the entry keeps the object's own key
-        for name, entry in raw.items():
-            if name.startswith(HIDDEN):
-                real = key.reveal(name[len(HIDDEN) :])
-                if real is not None:
-                    out[real] = Entry(real, entry.etag, entry.size, entry.modified)
-                    continue
-                for old in self._old:  # one a device wrote under an earlier data key
-                    real = old.reveal(name[len(HIDDEN) :])
-                    if real is not None:
-                        strays[real] = entry
-                        break
-            elif name not in (CRYPT_KEY, PENDING):
-                strays[name] = entry
+        out, strays = reveal(raw, key, self._old, self.url)
         for name, entry in strays.items():
             if name not in out:
                 out[name] = Entry(name, MARK + entry.etag, entry.size, entry.modified)

@@ -315,12 +315,16 @@ class Keyring:
         history: list[DataKey] | None = None,
         vouched: dict[int, str] | None = None,
         body: bytes = b"",
+        version: int = 1,
     ) -> None:
         self.key = key
         self.devices = devices
         self.history = history or []
         self.vouched = vouched or {}  # as read: generation -> MAC
         self.body = body  # as read: what the MACs cover
+        # one more with every change of the list (a device added or removed, a rotation): a
+        # device refuses a list older than the newest it verified, whatever its generation
+        self.version = version
 
     def keys(self) -> list[DataKey]:
         return [self.key, *self.history]
@@ -337,10 +341,11 @@ def build(ring: Keyring) -> bytes:
     }
     to = [pyrage.x25519.Recipient.from_str(d.key) for d in ring.devices]
     box = base64.b64encode(pyrage.encrypt(json.dumps(inner).encode(), to)).decode()
-    body = _body(ring.key.generation, box)
+    body = _body(ring.key.generation, ring.version, box)
     doc = {
         "format": FORMAT,
         "generation": ring.key.generation,
+        "version": ring.version,
         "box": box,
         "mac": ring.key.mac(b"recipients", body),
         "vouch": {str(k.generation): k.mac(b"recipients", body) for k in ring.history},
@@ -348,8 +353,9 @@ def build(ring: Keyring) -> bytes:
     return (json.dumps(doc, indent=1) + "\n").encode()
 
 
-def _body(generation: int, box: str) -> bytes:
-    return json.dumps({"format": FORMAT, "generation": generation, "box": box}).encode()
+def _body(generation: int, version: int, box: str) -> bytes:
+    doc = {"format": FORMAT, "generation": generation, "version": version, "box": box}
+    return json.dumps(doc).encode()
 
 
 def read(data: bytes, identity: Identity, url: str) -> Keyring:
@@ -363,7 +369,8 @@ def read(data: bytes, identity: Identity, url: str) -> Keyring:
     )
     try:
         doc = json.loads(data)
-        generation, box, tag = int(doc["generation"]), str(doc["box"]), str(doc["mac"])
+        generation, version = int(doc["generation"]), int(doc["version"])
+        box, tag = str(doc["box"]), str(doc["mac"])
         sealed = base64.b64decode(box, validate=True)
     except (ValueError, KeyError, TypeError):
         raise bad from None
@@ -387,13 +394,13 @@ def read(data: bytes, identity: Identity, url: str) -> Keyring:
         history = [DataKey(h["data_key"], int(h["generation"])) for h in inner["history"]]
     except (KeyError, TypeError, ValueError):
         raise bad from None
-    body = _body(generation, box)
+    body = _body(generation, version, box)
     if key.generation != generation or not hmac.compare_digest(tag, key.mac(b"recipients", body)):
         raise bad
     vouch = doc.get("vouch")
     vouch = vouch if isinstance(vouch, dict) else {}
     vouched = {int(g): v for g, v in vouch.items() if isinstance(v, str) and str(g).isdigit()}
-    return Keyring(key, devices, history, vouched, body)
+    return Keyring(key, devices, history, vouched, body, version)
 
 
 def no_access(url: str, public: str) -> NoAccess:
@@ -418,6 +425,7 @@ class Trust(NamedTuple):
     history: tuple[tuple[int, str], ...] = ()  # the earlier data keys: (generation, secret)
     devices: tuple[Device, ...] = ()  # the recipients, as last verified
     removed: bool = False  # a newer list without this device was seen: no older one is taken
+    version: int = 0  # the newest list's version this device verified
 
 
 def load_trust(url: str, prefix: str) -> Trust | None:
@@ -440,6 +448,7 @@ def load_trust(url: str, prefix: str) -> Trust | None:
             history,
             devices,
             doc.get("removed") is True,
+            int(doc.get("version", 0)),
         )
     except (ValueError, KeyError, TypeError):
         return None  # a damaged cache: the remote's object is read and checked afresh
@@ -455,15 +464,16 @@ def save_trust(url: str, prefix: str, ring: Keyring, etag: str) -> None:
     doc["data_key"], doc["etag"] = key.secret, etag
     doc["history"] = [[k.generation, k.secret] for k in ring.history]
     doc["devices"] = [[d.key, d.name, d.added] for d in ring.devices]
+    doc["version"] = ring.version
     private_dir(path.parent)
     atomic_write(path, json.dumps(doc).encode(), mode=0o600)
 
 
-def mark_removed(url: str, prefix: str) -> None:
-    """Remember that this device was removed from the remote's recipients: a list of the data
-    key it held, or an older one, put back on the remote (by anyone who kept a copy) is
-    refused, so a revoked device never writes under a revoked key; a newer list naming it
-    again (`keys add`) is taken as usual."""
+def mark_removed(url: str, prefix: str, version: int) -> None:
+    """Remember that this device was removed from the remote's recipients by the list of
+    `version`: a list of that version or older put back on the remote (by anyone who kept a
+    copy) is refused, so a revoked device never writes under a revoked key; a newer list
+    naming it again (`keys add`) is taken as usual."""
     path = trust_path(url, prefix)
     data = read_if_there(path)
     if data is None:
@@ -472,24 +482,38 @@ def mark_removed(url: str, prefix: str) -> None:
         doc = json.loads(data)
     except ValueError:
         return
-    if isinstance(doc, dict) and doc.get("removed") is not True:
+    if isinstance(doc, dict):
         doc["removed"] = True
+        doc["version"] = max(version, int(doc.get("version", 0)))
         atomic_write(path, json.dumps(doc).encode(), mode=0o600)
 
 
+def listed_version(data: bytes) -> int:
+    """The version a recipients object states (checked by `follows` or `read`), or 0."""
+    try:
+        return int(json.loads(data)["version"])
+    except (ValueError, KeyError, TypeError):
+        return 0
+
+
 def follows(data: bytes, trusted: Trust) -> bool:
-    """Whether the recipients object `data` follows from the data key this device trusted:
-    it is that key's list (its MAC holds under it), or a newer generation that key vouched
-    for. Read from the object's clear part, so a device no longer among the recipients can
-    tell a removal by a device with access from a list made by someone without a key."""
+    """Whether the recipients object `data` follows from the list this device verified last:
+    no older (its version), and the same data key's list (its MAC holds under it) or a newer
+    generation that key vouched for. Read from the object's clear part, so a device no longer
+    among the recipients can tell a removal by a device with access from a list made by
+    someone without a key, or from a copy of an earlier list put back."""
     try:
         doc = json.loads(data)
-        generation, box, tag = int(doc["generation"]), str(doc["box"]), str(doc["mac"])
+        generation, version = int(doc["generation"]), int(doc["version"])
+        box, tag = str(doc["box"]), str(doc["mac"])
         vouch = doc.get("vouch")
         vouch = vouch.get(str(trusted.generation)) if isinstance(vouch, dict) else None
     except (ValueError, KeyError, TypeError, AttributeError):
         return False
-    mac = DataKey(trusted.secret, trusted.generation).mac(b"recipients", _body(generation, box))
+    if version < trusted.version:
+        return False
+    key = DataKey(trusted.secret, trusted.generation)
+    mac = key.mac(b"recipients", _body(generation, version, box))
     if generation == trusted.generation:
         return hmac.compare_digest(tag, mac)
     return generation > trusted.generation and isinstance(vouch, str) and (
@@ -499,8 +523,8 @@ def follows(data: bytes, trusted: Trust) -> bool:
 
 def replaced(url: str, prefix: str) -> BadRecipients:
     """A recipients object that does not follow from the one this device trusted: an older
-    generation (rolled back), another key under the same generation, or a newer one without
-    a vouch under the trusted key (made by someone without it)."""
+    version (rolled back), another key under the same generation, or a newer one without a
+    vouch under the trusted key (made by someone without it)."""
     return BadRecipients(
         f"the recipients list of the encrypted remote {url} ({CRYPT_KEY}) was replaced by one "
         "no device with access vouched for (changed by someone without a key, or rolled "

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 
 from memsync.stores.base import Entry
-from memsync.stores.crypt import HIDDEN, PENDING, CryptStore, is_stray
+from memsync.stores.crypt import HIDDEN, PENDING, CryptStore, is_stray, reveal
 from memsync.stores.crypt_age import bech32_data, low_order
 from memsync.stores.crypt_keys import (
     CRYPT_KEY,
@@ -339,9 +339,8 @@ def republish(store: CryptStore) -> Keyring | None:
     """Write again the recipients object this device trusted last (lost or damaged), from
     its own record of it: the data key, the earlier ones and the devices. None where this
     device holds no such record (it never synced the remote encrypted) or is not among them.
-    Nothing an unverified object claims is believed: if this device missed a rotation, the
-    devices that saw it refuse the older list, and `keys init` on one of them writes theirs
-    again, which this device follows (docs/encryption.md)."""
+    Nothing an unverified object claims is believed; a device that missed a rotation (every
+    object under a key it never had) writes nothing (`missed`)."""
     trust = load_trust(*store.remote)
     identity = load_identity()
     if trust is None or not trust.devices or identity is None:
@@ -349,7 +348,9 @@ def republish(store: CryptStore) -> Keyring | None:
     if all(d.key != public_key(identity) for d in trust.devices):
         return None
     history = [DataKey(secret, g) for g, secret in trust.history]
-    ring = Keyring(DataKey(trust.secret, trust.generation), list(trust.devices), history)
+    key = DataKey(trust.secret, trust.generation)
+    ring = Keyring(key, list(trust.devices), history, version=trust.version)
+    reveal(store.inner.list(), ring.key, ring.history, store.url)  # a rotation it missed?
     try:
         _, etag = store.inner.get(CRYPT_KEY)
     except NotFound:
@@ -389,7 +390,8 @@ def add_device(store: CryptStore, key: str, name: str) -> tuple[Keyring, bool]:
     ring = store.ring()
     if any(d.key == key for d in ring.devices):
         return ring, False
-    grown = Keyring(ring.key, [*ring.devices, Device(key, name, time.time())], ring.history)
+    devices = [*ring.devices, Device(key, name, time.time())]
+    grown = Keyring(ring.key, devices, ring.history, version=ring.version + 1)
     _rewrite(store, grown)
     return grown, True
 
@@ -409,7 +411,7 @@ def remove_device(store: CryptStore, key: str) -> tuple[Keyring, Moved]:
         )
     new = DataKey.generate(ring.key.generation + 1)
     switch = _Switch(store, ring.key, new)
-    grown = Keyring(new, rest, [ring.key, *ring.history])
+    grown = Keyring(new, rest, [ring.key, *ring.history], version=ring.version + 1)
     try:
         switch.copy_all()
         _rewrite(store, grown)
