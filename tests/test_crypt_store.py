@@ -8,6 +8,7 @@ import base64
 import json
 import os
 
+import pyrage
 import pytest
 
 from memsync.stores.crypt import HIDDEN, CryptStore
@@ -174,6 +175,11 @@ def test_keys_stay_private_and_a_bad_public_key_is_named(tmp_path):
     for low in LOW_ORDER:  # well-formed, but a point no identity has: age refuses it
         with pytest.raises(UserError, match="a point no device's key can have"):
             add_device(store, low, "x")
+    laptop = str(pyrage.x25519.Identity.generate().to_public())
+    for name in ("two\nlines", "a\ttab", "bell\a"):
+        with pytest.raises(UserError, match="holds a tab, a line break or a control character"):
+            add_device(store, laptop, name)
+    assert add_device(store, laptop, "Pat's laptop (é)")[1]
 
 
 # X25519 public keys of order 1 and 4 (u = 0, u = 1), as age spells keys

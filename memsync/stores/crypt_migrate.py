@@ -387,6 +387,8 @@ def _rewrite(store: CryptStore, ring: Keyring) -> str:
 def add_device(store: CryptStore, key: str, name: str) -> tuple[Keyring, bool]:
     """Wrap the data key to one more device: (the ring, whether it was added now)."""
     key = check_public(key)
+    if not name.isprintable():  # `keys list` shows it on one line, tab-separated
+        raise UserError(f"--name {name!r} holds a tab, a line break or a control character")
     ring = store.ring()
     if any(d.key == key for d in ring.devices):
         return ring, False
