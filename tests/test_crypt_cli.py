@@ -79,6 +79,7 @@ def test_a_lost_or_damaged_recipients_list_and_a_removed_device(trio):
 
     # the list deleted: a device that never held a key neither syncs nor pushes plaintext
     crypt = project / "_memsync" / "crypt.json"
+    newest = crypt.read_bytes()  # a backup of it, or a bucket's version
     crypt.unlink()
     before = _remote_bytes(remote_dir)
     new = c.write("user_role.md", "Engineer.\n", type="user")
@@ -87,18 +88,20 @@ def test_a_lost_or_damaged_recipients_list_and_a_removed_device(trio):
     assert "`memsync purge --all`" in refused
     assert c.post_tool_use(new).returncode == 0  # a hook never fails the session
     assert _remote_bytes(remote_dir) == before
-    # a device that trusted it refuses too, and writes it again from its own record
-    assert "`memsync keys init` here" in _one_line(a.run("sync", check=1))
-    assert "written again" in b.run("keys", "init").stdout
+    # a device that trusted it refuses too, `keys init` writes nothing, and the copy mends it
+    for args in (("sync",), ("keys", "init")):
+        refused = _one_line(a.run(*args, check=1))
+        assert "is gone" in refused and "put back the newest copy" in refused
+    assert not crypt.exists()
+    crypt.write_bytes(newest)
     a.run("sync")
     assert "is encrypted" in _one_line(c.run("sync", check=1))
 
-    # the list damaged: every device refuses and is told which command mends it
-    damaged = crypt.read_bytes().replace(b'"mac": "', b'"mac": "0', 1)
-    crypt.write_bytes(damaged)
+    # the list damaged: every device refuses and is told what mends it
+    crypt.write_bytes(newest.replace(b'"mac": "', b'"mac": "0', 1))
     refused = _one_line(a.run("sync", check=1))
-    assert "is damaged" in refused and "run `memsync keys init` on a device" in refused
-    assert "written again" in a.run("keys", "init").stdout
+    assert "is damaged" in refused and "put back the newest copy" in refused
+    crypt.write_bytes(newest)
     b.run("sync")
 
     # a device removed is told so, not only that it has no access
@@ -116,10 +119,11 @@ def test_a_lost_or_damaged_recipients_list_and_a_removed_device(trio):
     assert "Dentist on Tuesday." in (b.memory / "user_health.md").read_text()
 
 
-def test_a_forged_generation_is_mended_and_a_missed_rotation_is_left_to_one_that_saw_it(trio):
-    """`keys init` writes back the list this device verified last whatever a list that does
-    not verify claims; a device that missed a rotation finds every object under a key it never
-    had, writes nothing and says so, and a device that saw the rotation writes its list again."""
+def test_no_device_writes_back_a_list_and_a_missed_rotation_writes_nothing(trio):
+    """Only `keys add` and `keys remove` change the list, each on top of the one it verified:
+    a list changed by someone without a key is refused until the newest copy is put back;
+    an earlier copy put back after a rotation is refused by the device that made it, and the
+    devices that missed the rotation find every object under a key they never had."""
     remote_dir, (a, b, c) = trio
     crypt = remote_dir / "e2e-project" / "_memsync" / "crypt.json"
     a.write("user_health.md", "Dentist on Tuesday.\n", type="user")
@@ -132,25 +136,28 @@ def test_a_forged_generation_is_mended_and_a_missed_rotation_is_left_to_one_that
     c.run("sync")
 
     # the generation written beside the box, raised by someone without a key
-    doc = json.loads(crypt.read_text())
+    newest = crypt.read_bytes()
+    doc = json.loads(newest)
     doc["generation"] += 7
     crypt.write_text(json.dumps(doc))
     assert "is damaged" in _one_line(b.run("sync", check=1))
-    assert "written again" in b.run("keys", "init").stdout
-    a.run("sync")
+    assert "is damaged" in _one_line(b.run("keys", "init", check=1))
+    crypt.write_bytes(newest)
+    b.run("sync")
 
-    # a rotation b does not see, then the list lost: b writes nothing back, and says why
+    # a rotation b and c do not see, then the list from before it put back
     a.run("keys", "remove", key_c)
-    crypt.unlink()
+    rotated = crypt.read_bytes()
+    crypt.write_bytes(newest)
     b.write("user_role.md", "Engineer.\n", type="user")
     before = _remote_bytes(remote_dir)
-    for args in (("sync",), ("push", "--republish")):
-        assert "recipients list (_memsync/crypt.json) is gone" in _one_line(b.run(*args, check=1))
-    said = _one_line(b.run("keys", "init", check=1))
-    assert "sealed under a data key this device never had" in said
-    assert "`memsync keys init` on a device that synced since" in said
+    assert "does not follow from the newest one" in _one_line(a.run("sync", check=1))
+    for device in (b, c):  # the earlier list opens for them: what it seals does not
+        for args in (("sync",), ("push", "--republish"), ("keys", "init")):
+            said = _one_line(device.run(*args, check=1))
+            assert "sealed under a data key this device never had" in said, args
     assert _remote_bytes(remote_dir) == before
-    assert "written again" in a.run("keys", "init").stdout
+    crypt.write_bytes(rotated)
     b.run("sync")
     a.run("sync")
     assert a.files() == b.files() and set(a.files()) == {"user_health.md", "user_role.md"}
@@ -158,27 +165,41 @@ def test_a_forged_generation_is_mended_and_a_missed_rotation_is_left_to_one_that
     assert "generation 2, 2 recipient(s)" in b.run("status").stdout
 
 
-def test_an_earlier_list_of_the_same_data_key_put_back_is_refused_not_taken(trio):
-    """`keys add` changes the list, not the data key: the list from before it, put back by
-    someone who kept a copy, is older (its version) and refused by both devices, and the
-    device it leaves out is not taken for removed; `keys init` writes back the newer one."""
-    remote_dir, (a, b, _) = trio
+def test_an_earlier_list_put_back_is_refused_and_so_is_a_list_changed_from_it(tmp_path):
+    """`keys add` changes the list, not the data key: the list from before it, put back, is
+    older (its version) and refused by every device that saw the newer one, and a device it
+    leaves out is not taken for removed; a device that saw only the earlier list and changes
+    it makes another list of the newer version, which those devices refuse too."""
+    remote_dir = tmp_path / "remote"
+    remote_dir.mkdir()
+    a, b, y, z = (make_device(tmp_path, n, remote_dir.as_uri()) for n in "abyz")
     crypt = remote_dir / "e2e-project" / "_memsync" / "crypt.json"
     a.write("user_health.md", "Dentist on Tuesday.\n", type="user")
     a.run("sync")
     _key(a)
-    kept = crypt.read_bytes()
     a.run("keys", "add", _key(b))
     b.run("sync")
+    kept = crypt.read_bytes()
+    a.run("keys", "add", _key(y))
+    y.run("sync")
+    newest = crypt.read_bytes()
     crypt.write_bytes(kept)
-    for device in (a, b):
+    for device in (a, y):
         said = _one_line(device.run("sync", check=1))
-        assert "was replaced by one no device with access vouched for" in said
-    assert "written again" in a.run("keys", "init").stdout
-    b.write("user_role.md", "Engineer.\n", type="user")
-    b.run("sync")
+        assert "does not follow from the newest one" in said and "removed" not in said
+    b.run("keys", "add", _key(z))  # b saw only the earlier list: it takes it, and adds z
+    for device in (a, y):
+        said = _one_line(device.run("sync", check=1))
+        assert "does not follow from the newest one" in said and "removed" not in said
+    crypt.write_bytes(newest)  # two lists of one version: b refuses the one it did not make
     a.run("sync")
-    assert a.files() == b.files() and set(a.files()) == {"user_health.md", "user_role.md"}
+    y.run("sync")
+    said = _one_line(b.run("sync", check=1))
+    assert "does not follow from the newest one" in said and "to take the list as it is" in said
+    for record in (b.home / "keys" / "remotes").glob("*.json"):
+        record.unlink()  # as the message says: b takes the list there
+    b.run("sync")
+    assert a.files() == b.files() == y.files()
 
 
 def test_switches_and_purge_erase_objects_under_keys_no_list_names(trio):
@@ -376,7 +397,7 @@ def test_a_list_made_by_a_device_without_a_key_is_not_taken_for_a_removal(trio):
     c.run("purge", "--all", "--yes")
     _key(c)
     refused = _one_line(a.run("sync", check=1))
-    assert "no device with access vouched for" in refused and "keys/remotes" in refused
+    assert "does not follow from the newest one" in refused and "keys/remotes" in refused
     assert "was removed" not in refused
     assert b"Engineer." in a.files()["user_role.md"]
 

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 from memsync.context.config import strip_query
 from memsync.stores.crypt import CryptStore
 from memsync.stores.crypt_keys import (
-    BadRecipients,
     NoAccess,
     create_identity,
     identity_path,
@@ -26,7 +25,6 @@ from memsync.stores.crypt_migrate import (
     add_device,
     fold_strays,
     remove_device,
-    republish,
     turn_on,
 )
 from memsync.util.errors import MemsyncError, NotFound, UserError
@@ -46,7 +44,6 @@ class KeysOutcome:
     turned_on: bool = False
     added: bool = False
     made_remote: str = ""  # the remote it created (a bucket or folder that did not exist)
-    republished: bool = False  # it wrote the lost or damaged recipients list again
     copied: int = 0
     deleted: int = 0
     swept: int = 0  # objects under a key never published, deleted
@@ -109,16 +106,10 @@ def init(engine: Engine, adopt: list[str] | None = None) -> KeysOutcome:
 def _init_remote(engine: Engine, result: KeysOutcome, adopt: list[str]) -> None:
     store = _store(engine)
     try:
-        try:
-            _listed(engine, store)
-        except NotFound:
-            store.ensure()
-            result.made_remote = strip_query(engine.ctx.remote)
-            _listed(engine, store)
-    except BadRecipients:
-        if republish(store) is None:
-            raise
-        result.republished = True
+        _listed(engine, store)
+    except NotFound:
+        store.ensure()
+        result.made_remote = strip_query(engine.ctx.remote)
         _listed(engine, store)
     if store.encrypted:
         _among_recipients(store, result.public)

@@ -89,8 +89,6 @@ def init_cmd(
     if result.note:
         err.print(f"memsync: {result.note}", markup=False)
         return
-    if result.republished:
-        out.print("The remote's recipients list was written again from this device's record.")
     if result.turned_on:
         out.print("Encryption is on: the remote now holds only ciphertext.")
     else:

@@ -36,6 +36,7 @@ from typing import Any
 from memsync.stores.base import Entry, RemoteVersion, Store, check_key
 from memsync.stores.crypt_keys import (
     CRYPT_KEY,
+    RESTORE,
     BadRecipients,
     DataKey,
     Keyring,
@@ -43,7 +44,6 @@ from memsync.stores.crypt_keys import (
     create_identity,
     follows,
     identity_path,
-    listed_version,
     load_identity,
     load_trust,
     mark_removed,
@@ -85,9 +85,7 @@ def orphaned(url: str) -> BadRecipients:
     interrupted past its copies): no device treats it as plain."""
     return BadRecipients(
         f"the remote {url} holds encrypted objects but no recipients list ({CRYPT_KEY}); "
-        "nothing was synced: run `memsync keys init` on a device that synced it while "
-        "encrypted (it publishes the list again), or erase the remote with `memsync purge "
-        "--all` and start over"
+        f"nothing was synced: {RESTORE}"
     )
 
 
@@ -127,9 +125,8 @@ def missed(url: str) -> BadRecipients:
     half-way leaves such objects beside the current key's, never instead of them.)"""
     return BadRecipients(
         f"the objects on the encrypted remote {url} are sealed under a data key this device "
-        "never had (a rotation it did not see, whose recipients list is gone or older); "
-        "nothing was synced: run `memsync keys init` on a device that synced since, then sync "
-        "here again"
+        "never had (a rotation it did not see, whose recipients list was replaced by an "
+        f"earlier copy); nothing was synced: {RESTORE}"
     )
 
 
@@ -337,9 +334,7 @@ class CryptStore(Store):
                 if self._trusted and not purged:
                     raise BadRecipients(
                         f"the remote {url} was encrypted and its recipients list "
-                        f"({CRYPT_KEY}) is gone; nothing was synced: run `memsync keys init` "
-                        "here to publish it again (or, to start over without encryption, erase "
-                        "the remote with `memsync purge --all`)"
+                        f"({CRYPT_KEY}) is gone; nothing was synced: {RESTORE}"
                     )
                 if hidden:
                     raise orphaned(url)
@@ -374,7 +369,7 @@ class CryptStore(Store):
                 if unknown:
                     raise removed(url, me) if trusted.removed else replaced(url, prefix) from None
                 if any(d.key == me for d in trusted.devices):
-                    mark_removed(url, prefix, listed_version(data))
+                    mark_removed(url, prefix, data)
                     raise removed(url, me) from None
                 raise
             if trusted is not None and unknown:  # (removed: a list from before, put back)

@@ -296,6 +296,15 @@ _DAMAGED = (
 )
 
 
+# what every refusal of a missing, damaged or foreign recipients list says to do: the list
+# changes only on top of the one a device just verified, so no device writes back its own
+RESTORE = (
+    "put back the newest copy of the list if you have one (a bucket's versions, a backup), or "
+    "start over with `memsync purge --all` and `memsync keys init` (each device's memory is "
+    "kept and goes up again)"
+)
+
+
 class Device(NamedTuple):
     key: str  # age1…
     name: str
@@ -341,7 +350,7 @@ def build(ring: Keyring) -> bytes:
     }
     to = [pyrage.x25519.Recipient.from_str(d.key) for d in ring.devices]
     box = base64.b64encode(pyrage.encrypt(json.dumps(inner).encode(), to)).decode()
-    body = _body(ring.key.generation, ring.version, box)
+    body = ring.body = _body(ring.key.generation, ring.version, box)
     doc = {
         "format": FORMAT,
         "generation": ring.key.generation,
@@ -363,9 +372,7 @@ def read(data: bytes, identity: Identity, url: str) -> Keyring:
     the recipients; BadRecipients if the object is damaged or its own MAC fails."""
     bad = BadRecipients(
         f"the recipients list of the encrypted remote {url} ({CRYPT_KEY}) is damaged or was "
-        "changed by someone without a key; nothing was synced: run `memsync keys init` on a "
-        "device that synced since it last changed (it publishes the list again), or erase the "
-        "remote with `memsync purge --all`"
+        f"changed by someone without a key; nothing was synced: {RESTORE}"
     )
     try:
         doc = json.loads(data)
@@ -425,7 +432,8 @@ class Trust(NamedTuple):
     history: tuple[tuple[int, str], ...] = ()  # the earlier data keys: (generation, secret)
     devices: tuple[Device, ...] = ()  # the recipients, as last verified
     removed: bool = False  # a newer list without this device was seen: no older one is taken
-    version: int = 0  # the newest list's version this device verified
+    version: int = 0  # the newest list this device verified: its version
+    mac: str = ""  # and its MAC, which tells it from another list of the same version
 
 
 def load_trust(url: str, prefix: str) -> Trust | None:
@@ -449,6 +457,7 @@ def load_trust(url: str, prefix: str) -> Trust | None:
             devices,
             doc.get("removed") is True,
             int(doc.get("version", 0)),
+            str(doc.get("mac", "")),
         )
     except (ValueError, KeyError, TypeError):
         return None  # a damaged cache: the remote's object is read and checked afresh
@@ -457,7 +466,7 @@ def load_trust(url: str, prefix: str) -> Trust | None:
 def save_trust(url: str, prefix: str, ring: Keyring, etag: str) -> None:
     """What this device trusts for the remote: the data key, the recipients object's ETag,
     the earlier data keys (to recognise objects a rotation left behind) and the recipients
-    (to tell this device it was removed, and to publish the list again if it is lost)."""
+    (to tell this device it was removed), and the list's version and MAC (`follows`)."""
     path = trust_path(url, prefix)
     key = ring.key
     doc: dict[str, Any] = {"url": url, "prefix": prefix, "generation": key.generation}
@@ -465,43 +474,36 @@ def save_trust(url: str, prefix: str, ring: Keyring, etag: str) -> None:
     doc["history"] = [[k.generation, k.secret] for k in ring.history]
     doc["devices"] = [[d.key, d.name, d.added] for d in ring.devices]
     doc["version"] = ring.version
+    doc["mac"] = key.mac(b"recipients", ring.body)
     private_dir(path.parent)
     atomic_write(path, json.dumps(doc).encode(), mode=0o600)
 
 
-def mark_removed(url: str, prefix: str, version: int) -> None:
-    """Remember that this device was removed from the remote's recipients by the list of
-    `version`: a list of that version or older put back on the remote (by anyone who kept a
-    copy) is refused, so a revoked device never writes under a revoked key; a newer list
-    naming it again (`keys add`) is taken as usual."""
+def mark_removed(url: str, prefix: str, data: bytes) -> None:
+    """Remember that this device was removed from the remote's recipients by the list `data`
+    (verified by `follows`): that list or an older one put back on the remote (by anyone who
+    kept a copy) is refused, so a revoked device never writes under a revoked key; a newer
+    list naming it again (`keys add`) is taken as usual."""
     path = trust_path(url, prefix)
-    data = read_if_there(path)
-    if data is None:
+    saved = read_if_there(path)
+    if saved is None:
         return
     try:
-        doc = json.loads(data)
-    except ValueError:
-        return
-    if isinstance(doc, dict):
+        doc, listed = json.loads(saved), json.loads(data)
         doc["removed"] = True
-        doc["version"] = max(version, int(doc.get("version", 0)))
-        atomic_write(path, json.dumps(doc).encode(), mode=0o600)
-
-
-def listed_version(data: bytes) -> int:
-    """The version a recipients object states (checked by `follows` or `read`), or 0."""
-    try:
-        return int(json.loads(data)["version"])
+        doc["version"], doc["mac"] = int(listed["version"]), str(listed["mac"])
     except (ValueError, KeyError, TypeError):
-        return 0
+        return
+    atomic_write(path, json.dumps(doc).encode(), mode=0o600)
 
 
 def follows(data: bytes, trusted: Trust) -> bool:
-    """Whether the recipients object `data` follows from the list this device verified last:
-    no older (its version), and the same data key's list (its MAC holds under it) or a newer
-    generation that key vouched for. Read from the object's clear part, so a device no longer
-    among the recipients can tell a removal by a device with access from a list made by
-    someone without a key, or from a copy of an earlier list put back."""
+    """Whether the recipients object `data` follows from the newest list this device
+    verified: that very list (its version and MAC), or a newer version under the same data
+    key (its MAC holds) or under a newer generation that key vouched for. Read from the
+    object's clear part, so a device no longer among the recipients can tell a removal by a
+    device with access from a list made by someone without a key, or from a copy of an
+    earlier list put back (or one changed from such a copy)."""
     try:
         doc = json.loads(data)
         generation, version = int(doc["generation"]), int(doc["version"])
@@ -510,7 +512,9 @@ def follows(data: bytes, trusted: Trust) -> bool:
         vouch = vouch.get(str(trusted.generation)) if isinstance(vouch, dict) else None
     except (ValueError, KeyError, TypeError, AttributeError):
         return False
-    if version < trusted.version:
+    if version < trusted.version or (
+        version == trusted.version and not hmac.compare_digest(tag, trusted.mac)
+    ):
         return False
     key = DataKey(trusted.secret, trusted.generation)
     mac = key.mac(b"recipients", _body(generation, version, box))
@@ -522,13 +526,13 @@ def follows(data: bytes, trusted: Trust) -> bool:
 
 
 def replaced(url: str, prefix: str) -> BadRecipients:
-    """A recipients object that does not follow from the one this device trusted: an older
-    version (rolled back), another key under the same generation, or a newer one without a
-    vouch under the trusted key (made by someone without it)."""
+    """A recipients object that does not follow from the newest this device verified: an
+    older version (put back), another list of the same version, another key under the same
+    generation, or a newer one without a vouch under the trusted key (made without it)."""
     return BadRecipients(
-        f"the recipients list of the encrypted remote {url} ({CRYPT_KEY}) was replaced by one "
-        "no device with access vouched for (changed by someone without a key, or rolled "
-        "back); nothing was synced: run `memsync keys list` on a device with access and, if "
-        f"the change is yours, delete {trust_path(url, prefix)} on this device to trust it "
-        "anew (if not, `memsync keys init` here writes back the list this device trusted)"
+        f"the recipients list of the encrypted remote {url} ({CRYPT_KEY}) does not follow from "
+        "the newest one this device verified (changed by someone without a key, or an earlier "
+        "copy put back); nothing was synced: to take the list as it is (a device started the "
+        f"remote over, or you trust it), delete {trust_path(url, prefix)} here; otherwise "
+        f"{RESTORE}"
     )

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 
 from memsync.stores.base import Entry
-from memsync.stores.crypt import HIDDEN, PENDING, CryptStore, is_stray, reveal
+from memsync.stores.crypt import HIDDEN, PENDING, CryptStore, is_stray
 from memsync.stores.crypt_age import bech32_data, low_order
 from memsync.stores.crypt_keys import (
     CRYPT_KEY,
@@ -33,7 +33,6 @@ from memsync.stores.crypt_keys import (
     Keyring,
     build,
     load_identity,
-    load_trust,
     public_key,
 )
 from memsync.util.errors import (
@@ -333,39 +332,6 @@ def fold_strays(store: CryptStore, names: list[str]) -> Moved:
         switch.settle()
         moved.add(switch.moved)
     return moved
-
-
-def republish(store: CryptStore) -> Keyring | None:
-    """Write again the recipients object this device trusted last (lost or damaged), from
-    its own record of it: the data key, the earlier ones and the devices. None where this
-    device holds no such record (it never synced the remote encrypted) or is not among them.
-    Nothing an unverified object claims is believed; a device that missed a rotation (every
-    object under a key it never had) writes nothing (`missed`)."""
-    trust = load_trust(*store.remote)
-    identity = load_identity()
-    if trust is None or not trust.devices or identity is None:
-        return None
-    if all(d.key != public_key(identity) for d in trust.devices):
-        return None
-    history = [DataKey(secret, g) for g, secret in trust.history]
-    key = DataKey(trust.secret, trust.generation)
-    ring = Keyring(key, list(trust.devices), history, version=trust.version)
-    reveal(store.inner.list(), ring.key, ring.history, store.url)  # a rotation it missed?
-    try:
-        _, etag = store.inner.get(CRYPT_KEY)
-    except NotFound:
-        etag = None
-    try:
-        if etag is None:
-            made = store.inner.create(CRYPT_KEY, build(ring))
-        else:
-            made = store.inner.replace(CRYPT_KEY, build(ring), etag)
-    except (AlreadyExists, PreconditionFailed):
-        raise UserError(
-            "another device wrote the recipients list at the same moment; run the command again"
-        ) from None
-    store.use(ring, made)
-    return ring
 
 
 def _rewrite(store: CryptStore, ring: Keyring) -> str:
