@@ -13,6 +13,7 @@ import re
 import signal
 import time
 
+import pyrage
 import pytest
 
 from memsync.stores.crypt_keys import DataKey
@@ -187,7 +188,9 @@ def test_an_earlier_list_put_back_is_refused_and_so_is_a_list_changed_from_it(tm
     for device in (a, y):
         said = _one_line(device.run("sync", check=1))
         assert "does not follow from the newest one" in said and "removed" not in said
-    b.run("keys", "add", _key(z))  # b saw only the earlier list: it takes it, and adds z
+    b.run("keys", "add", _key(z))  # b saw only the earlier list: it takes it, adds z,
+    other = str(pyrage.x25519.Identity.generate().to_public())
+    b.run("keys", "add", other)  # and one more: a newer version, but not made from theirs
     for device in (a, y):
         said = _one_line(device.run("sync", check=1))
         assert "does not follow from the newest one" in said and "removed" not in said
@@ -195,7 +198,7 @@ def test_an_earlier_list_put_back_is_refused_and_so_is_a_list_changed_from_it(tm
     a.run("sync")
     y.run("sync")
     said = _one_line(b.run("sync", check=1))
-    assert "does not follow from the newest one" in said and "to take the list as it is" in said
+    assert "does not follow from the newest one" in said and "as it is now" in said
     for record in (b.home / "keys" / "remotes").glob("*.json"):
         record.unlink()  # as the message says: b takes the list there
     b.run("sync")
@@ -265,9 +268,17 @@ def test_switches_and_purge_erase_objects_under_keys_no_list_names(trio):
         if p.is_file() and not p.name.endswith(".memsync-lock")
     )
     assert names == ["_memsync/purged.json"], names
-    # a device that trusted the key is told of the purge, not of a recipients list gone
-    told = a.run("sync", check=1).stderr
-    assert "purge" in told and "recipients list" not in told, told
+    # anyone can erase a bucket and write a purge mark: a device that trusted the key writes
+    # nothing in plaintext until its user takes the remote as it is now
+    a.write("user_secret.md", "Pat is in hospital.\n", type="user")
+    for args in (("sync",), ("push", "--republish")):
+        told = _one_line(a.run(*args, check=1))
+        assert "recipients list (_memsync/crypt.json) is gone" in told
+        assert "if a device of yours started the remote over" in told
+    assert b"hospital" not in _remote_bytes(remote_dir)
+    for record in (a.home / "keys" / "remotes").glob("*.json"):
+        record.unlink()
+    assert "was purged" in _one_line(a.run("sync", check=1))
 
 
 def test_strays_damaged_objects_and_this_devices_own_key(trio):

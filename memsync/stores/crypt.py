@@ -51,6 +51,7 @@ from memsync.stores.crypt_keys import (
     read,
     replaced,
     save_trust,
+    started_over,
     trust_path,
 )
 from memsync.util.errors import (
@@ -67,9 +68,6 @@ HIDDEN = "_memsync/x/"  # where every encrypted object lives
 # encrypted objects but no recipients object is plain only while this is there
 PENDING = "_memsync/crypt.pending"
 MARK = "plain:"  # the ETag prefix of an object outside HIDDEN on an encrypted remote
-# the purge mark (sync/remote_keys.py PURGED): a purge erases the recipients object with the
-# rest, so its absence there is the purge's, which the engine reports, not a tampering
-PURGE_MARK = "_memsync/purged.json"
 # a read slower than this is a slow network's (memsync/sync/transfers.py's SLOW_ROUND_TRIP)
 _SLOW_READ = 0.04
 _HEADROOM = 4096  # age's header and the MAC line, over the plaintext's size
@@ -322,7 +320,6 @@ class CryptStore(Store):
         etag: str | None,
         data: bytes | None = None,
         hidden: bool = False,
-        purged: bool = False,
     ) -> bool:
         """Take in the recipients object's ETag (None: absent; `data` if it was read too;
         `hidden`: a listing showed encrypted objects and no `keys init` under way); True if
@@ -331,10 +328,11 @@ class CryptStore(Store):
             self._known = self._current = True
             if etag is None:
                 url = self.remote[0]
-                if self._trusted and not purged:
+                if self._trusted:  # a purge too: anyone can erase, and write its mark
                     raise BadRecipients(
                         f"the remote {url} was encrypted and its recipients list "
-                        f"({CRYPT_KEY}) is gone; nothing was synced: {RESTORE}"
+                        f"({CRYPT_KEY}) is gone; nothing was synced: "
+                        + started_over(*self.remote)
                     )
                 if hidden:
                     raise orphaned(url)
@@ -410,10 +408,7 @@ class CryptStore(Store):
             return  # no remote yet: the write says so
         crypt = raw.get(CRYPT_KEY)
         hidden = PENDING not in raw and any(k.startswith(HIDDEN) for k in raw)
-        purged = PURGE_MARK in raw
-        self._settle(
-            None if crypt is None else crypt.etag, hidden=crypt is None and hidden, purged=purged
-        )
+        self._settle(None if crypt is None else crypt.etag, hidden=crypt is None and hidden)
         self._plain_seen = self._key is None
 
     def _ensure_known(self) -> None:
@@ -426,7 +421,7 @@ class CryptStore(Store):
         raw = self.inner.list()
         crypt = raw.get(CRYPT_KEY)
         hidden = crypt is None and PENDING not in raw and any(k.startswith(HIDDEN) for k in raw)
-        self._settle(None if crypt is None else crypt.etag, hidden=hidden, purged=PURGE_MARK in raw)
+        self._settle(None if crypt is None else crypt.etag, hidden=hidden)
         key = self._key
         if key is None:
             self._plain_seen = True

@@ -300,8 +300,8 @@ _DAMAGED = (
 # changes only on top of the one a device just verified, so no device writes back its own
 RESTORE = (
     "put back the newest copy of the list if you have one (a bucket's versions, a backup), or "
-    "start over with `memsync purge --all` and `memsync keys init` (each device's memory is "
-    "kept and goes up again)"
+    "start over as docs/encryption.md says (`memsync purge --all` and `memsync keys init` on "
+    "one device, `keys add` of the others; their memory is kept and goes up again)"
 )
 
 
@@ -325,18 +325,26 @@ class Keyring:
         vouched: dict[int, str] | None = None,
         body: bytes = b"",
         version: int = 1,
+        chain: dict[int, str] | None = None,
     ) -> None:
         self.key = key
         self.devices = devices
         self.history = history or []
         self.vouched = vouched or {}  # as read: generation -> MAC
-        self.body = body  # as read: what the MACs cover
-        # one more with every change of the list (a device added or removed, a rotation): a
-        # device refuses a list older than the newest it verified, whatever its generation
+        self.body = body  # as read or built: what the MACs cover
+        # one more with every change of the list (a device added or removed, a rotation),
+        # and the MAC of every list it was made from, by version: a device takes a newer list
+        # only if it was made from the one this device verified (`follows`)
         self.version = version
+        self.chain = chain or {}
 
     def keys(self) -> list[DataKey]:
         return [self.key, *self.history]
+
+    def successor(self, key: DataKey, devices: list[Device], history: list[DataKey]) -> Keyring:
+        """The next list, made from this one (as read or built)."""
+        chain = {**self.chain, self.version: self.key.mac(b"recipients", self.body)}
+        return Keyring(key, devices, history, version=self.version + 1, chain=chain)
 
 
 def build(ring: Keyring) -> bytes:
@@ -350,11 +358,12 @@ def build(ring: Keyring) -> bytes:
     }
     to = [pyrage.x25519.Recipient.from_str(d.key) for d in ring.devices]
     box = base64.b64encode(pyrage.encrypt(json.dumps(inner).encode(), to)).decode()
-    body = ring.body = _body(ring.key.generation, ring.version, box)
+    body = ring.body = _body(ring.key.generation, ring.version, ring.chain, box)
     doc = {
         "format": FORMAT,
         "generation": ring.key.generation,
         "version": ring.version,
+        "chain": _chain_doc(ring.chain),
         "box": box,
         "mac": ring.key.mac(b"recipients", body),
         "vouch": {str(k.generation): k.mac(b"recipients", body) for k in ring.history},
@@ -362,9 +371,49 @@ def build(ring: Keyring) -> bytes:
     return (json.dumps(doc, indent=1) + "\n").encode()
 
 
-def _body(generation: int, version: int, box: str) -> bytes:
-    doc = {"format": FORMAT, "generation": generation, "version": version, "box": box}
+def _chain_doc(chain: dict[int, str]) -> dict[str, str]:
+    return {str(version): mac for version, mac in sorted(chain.items())}
+
+
+def _body(generation: int, version: int, chain: dict[int, str], box: str) -> bytes:
+    doc = {"format": FORMAT, "generation": generation, "version": version}
+    doc.update(chain=_chain_doc(chain), box=box)
     return json.dumps(doc).encode()
+
+
+class Clear(NamedTuple):
+    """A recipients object's clear part, which its MAC and vouches cover."""
+
+    generation: int
+    version: int
+    chain: dict[int, str]
+    box: str
+    mac: str
+    vouch: dict[str, str]
+
+    @property
+    def body(self) -> bytes:
+        return _body(self.generation, self.version, self.chain, self.box)
+
+
+def clear(data: bytes) -> Clear | None:
+    """The clear part of a recipients object, or None if it is not one."""
+    try:
+        doc = json.loads(data)
+        chain = {int(v): str(mac) for v, mac in doc["chain"].items()}
+        vouch = doc.get("vouch")
+        vouch = {str(g): v for g, v in vouch.items() if isinstance(v, str)} if vouch else {}
+        found = Clear(
+            int(doc["generation"]),
+            int(doc["version"]),
+            chain,
+            str(doc["box"]),
+            str(doc["mac"]),
+            vouch,
+        )
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return found
 
 
 def read(data: bytes, identity: Identity, url: str) -> Keyring:
@@ -374,12 +423,12 @@ def read(data: bytes, identity: Identity, url: str) -> Keyring:
         f"the recipients list of the encrypted remote {url} ({CRYPT_KEY}) is damaged or was "
         f"changed by someone without a key; nothing was synced: {RESTORE}"
     )
+    found = clear(data)
     try:
-        doc = json.loads(data)
-        generation, version = int(doc["generation"]), int(doc["version"])
-        box, tag = str(doc["box"]), str(doc["mac"])
-        sealed = base64.b64decode(box, validate=True)
-    except (ValueError, KeyError, TypeError):
+        if found is None:
+            raise ValueError
+        sealed = base64.b64decode(found.box, validate=True)
+    except ValueError:
         raise bad from None
     own = age_key(identity.secret)
     opened = None if own is None else own.decrypt(sealed)
@@ -401,13 +450,12 @@ def read(data: bytes, identity: Identity, url: str) -> Keyring:
         history = [DataKey(h["data_key"], int(h["generation"])) for h in inner["history"]]
     except (KeyError, TypeError, ValueError):
         raise bad from None
-    body = _body(generation, version, box)
-    if key.generation != generation or not hmac.compare_digest(tag, key.mac(b"recipients", body)):
+    body = found.body
+    mac = key.mac(b"recipients", body)
+    if key.generation != found.generation or not hmac.compare_digest(found.mac, mac):
         raise bad
-    vouch = doc.get("vouch")
-    vouch = vouch if isinstance(vouch, dict) else {}
-    vouched = {int(g): v for g, v in vouch.items() if isinstance(v, str) and str(g).isdigit()}
-    return Keyring(key, devices, history, vouched, body, version)
+    vouched = {int(g): v for g, v in found.vouch.items() if g.isdigit()}
+    return Keyring(key, devices, history, vouched, body, found.version, found.chain)
 
 
 def no_access(url: str, public: str) -> NoAccess:
@@ -499,40 +547,47 @@ def mark_removed(url: str, prefix: str, data: bytes) -> None:
 
 def follows(data: bytes, trusted: Trust) -> bool:
     """Whether the recipients object `data` follows from the newest list this device
-    verified: that very list (its version and MAC), or a newer version under the same data
-    key (its MAC holds) or under a newer generation that key vouched for. Read from the
-    object's clear part, so a device no longer among the recipients can tell a removal by a
-    device with access from a list made by someone without a key, or from a copy of an
-    earlier list put back (or one changed from such a copy)."""
-    try:
-        doc = json.loads(data)
-        generation, version = int(doc["generation"]), int(doc["version"])
-        box, tag = str(doc["box"]), str(doc["mac"])
-        vouch = doc.get("vouch")
-        vouch = vouch.get(str(trusted.generation)) if isinstance(vouch, dict) else None
-    except (ValueError, KeyError, TypeError, AttributeError):
+    verified: that very list (its version and MAC), or a newer one made from it (the list's
+    chain names it) under the same data key (its MAC holds) or under a newer generation that
+    key vouched for. Read from the object's clear part, so a device no longer among the
+    recipients can tell a removal by a device with access from a list made by someone
+    without a key, from a copy of an earlier list put back, or from one made from such a copy."""
+    found = clear(data)
+    if found is None or found.version < trusted.version:
         return False
-    if version < trusted.version or (
-        version == trusted.version and not hmac.compare_digest(tag, trusted.mac)
-    ):
+    if found.version == trusted.version:
+        made_from = found.mac == trusted.mac
+    else:
+        made_from = found.chain.get(trusted.version) == trusted.mac
+    if not made_from or not trusted.mac:
         return False
-    key = DataKey(trusted.secret, trusted.generation)
-    mac = key.mac(b"recipients", _body(generation, version, box))
-    if generation == trusted.generation:
-        return hmac.compare_digest(tag, mac)
-    return generation > trusted.generation and isinstance(vouch, str) and (
-        hmac.compare_digest(vouch, mac)
+    mac = DataKey(trusted.secret, trusted.generation).mac(b"recipients", found.body)
+    if found.generation == trusted.generation:
+        return hmac.compare_digest(found.mac, mac)
+    vouch = found.vouch.get(str(trusted.generation))
+    return (
+        found.generation > trusted.generation
+        and vouch is not None
+        and (hmac.compare_digest(vouch, mac))
+    )
+
+
+def started_over(url: str, prefix: str) -> str:
+    """What to do about a list this device cannot take: the end of its one sentence."""
+    return (
+        "if a device of yours started the remote over (`purge --all`, then perhaps `keys "
+        f"init`), delete {trust_path(url, prefix)} here to take the remote as it is now; "
+        f"otherwise {RESTORE}"
     )
 
 
 def replaced(url: str, prefix: str) -> BadRecipients:
     """A recipients object that does not follow from the newest this device verified: an
-    older version (put back), another list of the same version, another key under the same
-    generation, or a newer one without a vouch under the trusted key (made without it)."""
+    older version (put back), another list of the same version or one made from another,
+    another key under the same generation, or a newer one without a vouch under the trusted
+    key (made without it)."""
     return BadRecipients(
         f"the recipients list of the encrypted remote {url} ({CRYPT_KEY}) does not follow from "
         "the newest one this device verified (changed by someone without a key, or an earlier "
-        "copy put back); nothing was synced: to take the list as it is (a device started the "
-        f"remote over, or you trust it), delete {trust_path(url, prefix)} here; otherwise "
-        f"{RESTORE}"
+        f"copy put back); nothing was synced: {started_over(url, prefix)}"
     )

@@ -359,7 +359,7 @@ def add_device(store: CryptStore, key: str, name: str) -> tuple[Keyring, bool]:
     if any(d.key == key for d in ring.devices):
         return ring, False
     devices = [*ring.devices, Device(key, name, time.time())]
-    grown = Keyring(ring.key, devices, ring.history, version=ring.version + 1)
+    grown = ring.successor(ring.key, devices, ring.history)
     _rewrite(store, grown)
     return grown, True
 
@@ -379,7 +379,7 @@ def remove_device(store: CryptStore, key: str) -> tuple[Keyring, Moved]:
         )
     new = DataKey.generate(ring.key.generation + 1)
     switch = _Switch(store, ring.key, new)
-    grown = Keyring(new, rest, [ring.key, *ring.history], version=ring.version + 1)
+    grown = ring.successor(new, rest, [ring.key, *ring.history])
     try:
         switch.copy_all()
         _rewrite(store, grown)
