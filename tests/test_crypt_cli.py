@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import time
 
@@ -507,3 +508,34 @@ def test_the_device_that_loses_the_keys_init_race_is_still_given_its_key(trio, m
     assert all(
         key.reveal(p.relative_to(project / "_memsync" / "x").as_posix()) for p in _hidden(project)
     )
+
+
+def test_a_bucket_restored_from_before_a_rotation_is_mended_by_what_its_refusals_say(trio):
+    """Every object sealed under the earlier key (a backup put back) and the newest list: each
+    object is refused until named, `keys init --adopt` folds in what is named, the project's
+    manifest too, and `purge --all` erases it all even while the manifest is refused."""
+    remote_dir, (a, b, _) = trio
+    project = remote_dir / "e2e-project"
+    a.write("user_health.md", "Dentist on Tuesday.\n", type="user")
+    a.run("sync")
+    _key(a)
+    key_b = _key(b)
+    a.run("keys", "add", key_b)
+    b.run("sync")
+    backup = remote_dir.parent / "backup"
+    shutil.copytree(project, backup)
+    a.run("keys", "remove", key_b)
+    newest = (project / "_memsync" / "crypt.json").read_bytes()
+    shutil.rmtree(project)
+    shutil.copytree(backup, project)
+    (project / "_memsync" / "crypt.json").write_bytes(newest)
+    refused = _one_line(a.run("sync", check=1))
+    assert "_memsync/project.json" in refused and "--adopt" in refused
+    out = a.run("keys", "init", "--adopt", "_memsync/project.json").stdout
+    assert "1 object(s) sealed anew" in out
+    assert "_memsync/project.json" not in a.run("sync", check=None).stderr
+    shutil.rmtree(project)  # the backup put back once more: purge erases it, refused or not
+    shutil.copytree(backup, project)
+    (project / "_memsync" / "crypt.json").write_bytes(newest)
+    assert "_memsync/project.json" in _one_line(a.run("sync", check=1))
+    assert "Deleted" in a.run("purge", "--all", "--yes").stdout

@@ -49,6 +49,7 @@ from memsync.util.errors import (
     MemsyncError,
     NotFound,
     PreconditionFailed,
+    RefusedFile,
     Unreachable,
     UserError,
 )
@@ -236,7 +237,10 @@ def purge(engine: Engine) -> PurgeReport:
                 f"{exc}; nothing was deleted; run `memsync purge --all` again when the remote "
                 "is reachable"
             ) from exc
-        engine.confirm_project(listing)  # never erase another project's memory
+        # never erase another project's memory; a manifest this device cannot trust names no
+        # project, and goes with the rest
+        with contextlib.suppress(RefusedFile):
+            engine.confirm_project(listing)
         try:
             _put_purge_mark(engine, json.dumps(marker, sort_keys=True).encode())
             for key, entry in sorted(listing.items()):

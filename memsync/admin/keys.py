@@ -106,18 +106,20 @@ def init(engine: Engine, adopt: list[str] | None = None) -> KeysOutcome:
 def _init_remote(engine: Engine, result: KeysOutcome, adopt: list[str]) -> None:
     store = _store(engine)
     try:
-        _listed(engine, store)
+        listing = store.list()
     except NotFound:
         store.ensure()
         result.made_remote = strip_query(engine.ctx.remote)
-        _listed(engine, store)
+        listing = store.list()
     if store.encrypted:
         _among_recipients(store, result.public)
-        if adopt:
+        if adopt:  # before the project's check, which may be what refused the named object
             result.took(fold_strays(store, adopt))
-            store.list()
+            listing = store.list()
+        engine.confirm_project(listing)
         result.strays = store.stray_names()
         return
+    engine.confirm_project(listing)
     if adopt:
         raise UserError("this project's remote is not encrypted; nothing to adopt")
     _, moved = turn_on(store, engine.ctx.device)
