@@ -87,10 +87,10 @@ def init(engine: Engine, adopt: list[str] | None = None) -> KeysOutcome:
     """Make this device's identity if it has none. On a plain remote (made if missing, as
     `push` makes it), turn encryption on. On an encrypted one this device can read, change
     nothing but what `adopt` names (objects left outside the data key, folded in once a
-    person checked them), and list the others. A lost or damaged recipients list is written
-    again by a device that trusted it (it holds the data key and the recipients). Whatever
-    happens on the remote, the outcome carries this device's key (and what went wrong, for
-    the command to say after it)."""
+    person checked them), and list the others. A lost or damaged recipients list is refused
+    as by every command: no device writes one back (docs/encryption.md). Whatever happens on
+    the remote, the outcome carries this device's key (and what went wrong, for the command
+    to say after it)."""
     identity, made = create_identity()
     result = KeysOutcome(public_key(identity), str(identity_path()), made_identity=made)
     try:
