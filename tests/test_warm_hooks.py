@@ -365,3 +365,49 @@ def test_uninstall_while_an_earlier_process_is_still_leaving_sends_the_new_one_a
     assert stand_in.wait(timeout=10) == 0
     time.sleep(1.5)
     assert warm_pids(device) == []
+
+
+def test_uninstall_asks_again_while_the_warm_process_is_busy_with_a_hook(tmp_path):
+    """A warm process serving a hook takes no call within ACK_WAIT: `stop` asks again while
+    something listens on the socket, so the process is told to leave once it is free. The
+    process is a stand-in here, busy for a second and a half, gone once told."""
+    device = warm_device(tmp_path)
+    warmed(device)
+    subprocess.run(
+        [sys.executable, "-c", "from memsync.claude.warm import stop\nstop()\n"],
+        env=device.env(),
+        cwd=device.root,
+        check=True,
+        timeout=60,
+    )
+    assert wait_until(lambda: warm_pids(device) == [])
+    sock = device.home / "run" / "hooks.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(sock))
+    listener.listen(4)
+    stand_in = subprocess.Popen(  # busy, then answers until a call brings a request
+        [
+            sys.executable,
+            "-c",
+            "import os, socket, time\n"
+            f"s = socket.socket(fileno={listener.fileno()})\n"
+            "time.sleep(1.5)\n"
+            "while True:\n"
+            "    c, _ = s.accept()\n"
+            "    try:\n"
+            "        c.sendall(b'+'); told = c.recv(64)\n"
+            "    except OSError:  # a call given up on while it was busy\n"
+            "        told = b''\n"
+            "    if told:\n"
+            f"        os.unlink({str(sock)!r}); break\n"
+            "    c.close()\n",
+        ],
+        pass_fds=[listener.fileno()],
+    )
+    listener.close()
+    snippet = "from memsync.claude.warm import stop\nstop()\n"
+    proc = subprocess.run(
+        [sys.executable, "-c", snippet], env=device.env(), cwd=device.root, timeout=60
+    )
+    assert proc.returncode == 0
+    assert stand_in.wait(timeout=10) == 0  # it was told to leave

@@ -231,27 +231,32 @@ def warm_state() -> str:
 
 
 def stop() -> None:
-    """Ask this memsync home's warm process, if any, to leave (a call from other code); while
-    one is starting (`install` just started it) whatever answers is asked again, at most
-    START_GUARD seconds: the one that answers may be an earlier process still leaving."""
+    """Ask this memsync home's warm process, if any, to leave (a call from other code), and
+    again while one listens on the socket or a start is under way (`install` just started
+    one), at most START_GUARD seconds: the one that answers may be an earlier process still
+    leaving, and one busy with a hook takes no call within ACK_WAIT."""
     if not available():
         return
     import time
 
+    cwd = os.getcwd()
     guard = os.path.join(run_dir(), STARTING)
     deadline = time.monotonic() + START_GUARD
     while True:
         try:
-            _dial(os.getcwd()).close()
+            _dial(cwd).close()
+        except (FileNotFoundError, ConnectionRefusedError):
+            listening = False  # no socket, or nobody behind it
         except OSError:
-            pass
+            listening = True  # busy, or leaving: ask again
         else:
+            listening = True
             _ask([], b"", stamp=b"leave")
         try:
             starting = 0 <= time.time() - os.stat(guard).st_mtime < START_GUARD
         except OSError:
             starting = False
-        if not starting or time.monotonic() > deadline:
+        if not (listening or starting) or time.monotonic() > deadline:
             return
         time.sleep(0.05)
 
