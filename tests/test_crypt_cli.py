@@ -189,7 +189,9 @@ def test_an_earlier_list_put_back_is_refused_and_so_is_a_list_changed_from_it(tm
     for device in (a, y):
         said = _one_line(device.run("sync", check=1))
         assert "does not follow from the newest one" in said and "removed" not in said
-    b.run("keys", "add", _key(z))  # b saw only the earlier list: it takes it, adds z,
+    key_z = _key(z)
+    b.run("keys", "add", key_z)  # b saw only the earlier list: it takes it, adds z,
+    z.run("sync")  # (which takes the data key from that list)
     other = str(pyrage.x25519.Identity.generate().to_public())
     b.run("keys", "add", other)  # and one more: a newer version, but not made from theirs
     for device in (a, y):
@@ -204,6 +206,16 @@ def test_an_earlier_list_put_back_is_refused_and_so_is_a_list_changed_from_it(tm
         record.unlink()  # as the message says: b takes the list there
     b.run("sync")
     assert a.files() == b.files() == y.files()
+    # z is in no list now but holds the data key: removing it anyway makes a new one
+    out = a.run("keys", "remove", key_z).stdout
+    assert "was not among the recipients; the data key is new all the same" in out
+    (record,) = (z.home / "keys" / "remotes").glob("*.json")
+    held = DataKey(json.loads(record.read_text())["data_key"], 1)
+    hidden = remote_dir / "e2e-project" / "_memsync" / "x"
+    names = [p.relative_to(hidden).as_posix() for p in hidden.rglob("*") if p.is_file()]
+    assert names and not any(held.reveal(name) for name in names)
+    b.run("sync")
+    y.run("sync")
 
 
 def test_switches_and_purge_erase_objects_under_keys_no_list_names(trio):

@@ -44,6 +44,7 @@ class KeysOutcome:
     turned_on: bool = False
     added: bool = False
     made_remote: str = ""  # the remote it created (a bucket or folder that did not exist)
+    listed: bool = True  # `remove`: the key was among the recipients
     copied: int = 0
     deleted: int = 0
     swept: int = 0  # objects under a key never published, deleted
@@ -197,8 +198,9 @@ def is_this_device(key: str) -> bool:
 
 def remove(engine: Engine, key: str) -> KeysOutcome:
     store, me = _need_access(engine)
+    listed = any(d.key == key for d in store.ring().devices)
     _, moved = remove_device(store, key)
-    result = KeysOutcome(me, str(identity_path()))
+    result = KeysOutcome(me, str(identity_path()), listed=listed)
     result.took(moved)
     if key.strip() == me:  # it wrapped the new data key to the others only: forget it here
         trust_path(*store.remote).unlink(missing_ok=True)

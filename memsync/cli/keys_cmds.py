@@ -172,6 +172,8 @@ def remove_cmd(
             yes,
         )
     result = remove(engine, key)
+    if not result.listed:
+        out.print(f"{key} was not among the recipients; the data key is new all the same.")
     out.print(f"Removed {key}: it cannot read anything written from now on.")
     _moved(result)
     out.print(

@@ -366,12 +366,12 @@ def add_device(store: CryptStore, key: str, name: str) -> tuple[Keyring, bool]:
 
 def remove_device(store: CryptStore, key: str) -> tuple[Keyring, Moved]:
     """Revoke a device: a new data key, wrapped to the others, and every object sealed again
-    under it (see the module's docstring for how a device syncing meanwhile is kept safe)."""
+    under it (see the module's docstring for how a device syncing meanwhile is kept safe). A
+    key not among the recipients is revoked the same way: the data key may have reached it
+    otherwise (a list since replaced), and only a new one cuts it off."""
     key = check_public(key)
     ring = store.ring()
     rest = [d for d in ring.devices if d.key != key]
-    if len(rest) == len(ring.devices):
-        raise UserError(f"{key} is not among this remote's recipients (`memsync keys list`)")
     if not rest:
         raise UserError(
             "that is the only device with access; removing it would leave the remote "
