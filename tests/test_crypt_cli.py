@@ -58,6 +58,19 @@ def _abandon(project, names) -> None:
         path.write_bytes(lost.seal(name, b"an abandoned copy", None))
 
 
+def _shared(a, b, *more) -> list[str]:
+    """`a` syncs a memory, turns encryption on and lets the others in, who sync: their keys."""
+    a.write("user_health.md", "Dentist on Tuesday.\n", type="user")
+    a.run("sync")
+    _key(a)
+    keys = []
+    for device in (b, *more):
+        keys.append(_key(device))
+        a.run("keys", "add", keys[-1])
+        device.run("sync")
+    return keys
+
+
 @pytest.fixture
 def trio(tmp_path):
     remote_dir = tmp_path / "remote"
@@ -128,14 +141,7 @@ def test_no_device_writes_back_a_list_and_a_missed_rotation_writes_nothing(trio)
     devices that missed the rotation find every object under a key they never had."""
     remote_dir, (a, b, c) = trio
     crypt = remote_dir / "e2e-project" / "_memsync" / "crypt.json"
-    a.write("user_health.md", "Dentist on Tuesday.\n", type="user")
-    a.run("sync")
-    _key(a)
-    key_c = _key(c)
-    a.run("keys", "add", _key(b))
-    a.run("keys", "add", key_c)
-    b.run("sync")
-    c.run("sync")
+    _, key_c = _shared(a, b, c)
 
     # the generation written beside the box, raised by someone without a key
     newest = crypt.read_bytes()
@@ -528,12 +534,7 @@ def test_a_bucket_restored_from_before_a_rotation_is_mended_by_what_its_refusals
     manifest too, and `purge --all` erases it all even while the manifest is refused."""
     remote_dir, (a, b, _) = trio
     project = remote_dir / "e2e-project"
-    a.write("user_health.md", "Dentist on Tuesday.\n", type="user")
-    a.run("sync")
-    _key(a)
-    key_b = _key(b)
-    a.run("keys", "add", key_b)
-    b.run("sync")
+    (key_b,) = _shared(a, b)
     backup = remote_dir.parent / "backup"
     shutil.copytree(project, backup)
     a.run("keys", "remove", key_b)

@@ -325,38 +325,39 @@ def test_uninstall_right_after_install_leaves_no_warm_process(tmp_path):
     assert warm_pids(device) == []
 
 
-def test_uninstall_while_an_earlier_process_is_still_leaving_sends_the_new_one_away(tmp_path):
-    """The process that answers `stop` may be an earlier one on its way out (told to leave a
-    moment before) while `install`'s new one still loads: `stop` asks again until the
-    start is over, so the new one is sent away too. The earlier one is a stand-in here that
-    takes two calls (stop's dial and its request) and then is gone."""
+def _stand_in(tmp_path, serve: str) -> tuple[Device, subprocess.Popen, str]:
+    """A device whose warm process was sent away and a stand-in listening on its socket in
+    its place: Python code `serve`, run with the listening socket `s` and the socket's path
+    `sock`. Returns the device, the stand-in and the Python code that stops it (`stop()`)."""
     device = warm_device(tmp_path)
     warmed(device)
+    stopping = "from memsync.claude.warm import stop\nstop()\n"
     subprocess.run(
-        [sys.executable, "-c", "from memsync.claude.warm import stop\nstop()\n"],
-        env=device.env(),
-        cwd=device.root,
-        check=True,
-        timeout=60,
+        [sys.executable, "-c", stopping], env=device.env(), cwd=device.root, check=True, timeout=60
     )
     assert wait_until(lambda: warm_pids(device) == [])
     sock = device.home / "run" / "hooks.sock"
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(str(sock))
     listener.listen(4)
-    stand_in = subprocess.Popen(  # answers twice, then leaves as a told process does
-        [
-            sys.executable,
-            "-c",
-            "import socket, sys\n"
-            f"s = socket.socket(fileno={listener.fileno()})\n"
-            "for _ in range(2):\n"
-            "    c, _ = s.accept(); c.sendall(b'+'); c.close()\n"
-            f"import os; os.unlink({str(sock)!r})\n",
-        ],
+    head = f"import os, socket, time\ns = socket.socket(fileno={listener.fileno()})\n"
+    stand_in = subprocess.Popen(
+        [sys.executable, "-c", head + f"sock = {str(sock)!r}\n" + serve],
         pass_fds=[listener.fileno()],
     )
     listener.close()
+    return device, stand_in, stopping
+
+
+def test_uninstall_while_an_earlier_process_is_still_leaving_sends_the_new_one_away(tmp_path):
+    """The process that answers `stop` may be an earlier one on its way out (told to leave a
+    moment before) while `install`'s new one still loads: `stop` asks again until the
+    start is over, so the new one is sent away too. The earlier one is a stand-in here that
+    takes two calls (stop's dial and its request) and then is gone."""
+    device, stand_in, _ = _stand_in(  # answers twice, then leaves as a told process does
+        tmp_path,
+        "for _ in range(2):\n    c, _ = s.accept(); c.sendall(b'+'); c.close()\nos.unlink(sock)\n",
+    )
     snippet = "from memsync.claude.warm import start, stop\nstart()\nstop()\n"
     proc = subprocess.run(
         [sys.executable, "-c", snippet], env=device.env(), cwd=device.root, timeout=60
@@ -371,43 +372,21 @@ def test_uninstall_asks_again_while_the_warm_process_is_busy_with_a_hook(tmp_pat
     """A warm process serving a hook takes no call within ACK_WAIT: `stop` asks again while
     something listens on the socket, so the process is told to leave once it is free. The
     process is a stand-in here, busy for a second and a half, gone once told."""
-    device = warm_device(tmp_path)
-    warmed(device)
-    subprocess.run(
-        [sys.executable, "-c", "from memsync.claude.warm import stop\nstop()\n"],
-        env=device.env(),
-        cwd=device.root,
-        check=True,
-        timeout=60,
+    device, stand_in, stopping = _stand_in(  # busy, then answers until a call brings a request
+        tmp_path,
+        "time.sleep(1.5)\n"
+        "while True:\n"
+        "    c, _ = s.accept()\n"
+        "    try:\n"
+        "        c.sendall(b'+'); told = c.recv(64)\n"
+        "    except OSError:  # a call given up on while it was busy\n"
+        "        told = b''\n"
+        "    if told:\n"
+        "        os.unlink(sock); break\n"
+        "    c.close()\n",
     )
-    assert wait_until(lambda: warm_pids(device) == [])
-    sock = device.home / "run" / "hooks.sock"
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(str(sock))
-    listener.listen(4)
-    stand_in = subprocess.Popen(  # busy, then answers until a call brings a request
-        [
-            sys.executable,
-            "-c",
-            "import os, socket, time\n"
-            f"s = socket.socket(fileno={listener.fileno()})\n"
-            "time.sleep(1.5)\n"
-            "while True:\n"
-            "    c, _ = s.accept()\n"
-            "    try:\n"
-            "        c.sendall(b'+'); told = c.recv(64)\n"
-            "    except OSError:  # a call given up on while it was busy\n"
-            "        told = b''\n"
-            "    if told:\n"
-            f"        os.unlink({str(sock)!r}); break\n"
-            "    c.close()\n",
-        ],
-        pass_fds=[listener.fileno()],
-    )
-    listener.close()
-    snippet = "from memsync.claude.warm import stop\nstop()\n"
     proc = subprocess.run(
-        [sys.executable, "-c", snippet], env=device.env(), cwd=device.root, timeout=60
+        [sys.executable, "-c", stopping], env=device.env(), cwd=device.root, timeout=60
     )
     assert proc.returncode == 0
     assert stand_in.wait(timeout=10) == 0  # it was told to leave
