@@ -424,9 +424,9 @@ def read(data: bytes, identity: Identity, url: str) -> Keyring:
         f"changed by someone without a key; nothing was synced: {RESTORE}"
     )
     found = clear(data)
+    if found is None:
+        raise bad
     try:
-        if found is None:
-            raise ValueError
         sealed = base64.b64decode(found.box, validate=True)
     except ValueError:
         raise bad from None
@@ -533,14 +533,13 @@ def mark_removed(url: str, prefix: str, data: bytes) -> None:
     kept a copy) is refused, so a revoked device never writes under a revoked key; a newer
     list naming it again (`keys add`) is taken as usual."""
     path = trust_path(url, prefix)
-    saved = read_if_there(path)
-    if saved is None:
+    saved, listed = read_if_there(path), clear(data)
+    if saved is None or listed is None:
         return
     try:
-        doc, listed = json.loads(saved), json.loads(data)
-        doc["removed"] = True
-        doc["version"], doc["mac"] = int(listed["version"]), str(listed["mac"])
-    except (ValueError, KeyError, TypeError):
+        doc = json.loads(saved)
+        doc.update(removed=True, version=listed.version, mac=listed.mac)
+    except (ValueError, AttributeError):  # a damaged record: read afresh next time
         return
     atomic_write(path, json.dumps(doc).encode(), mode=0o600)
 
