@@ -306,9 +306,14 @@ SECRETS = [
 ]  # fmt: skip
 SEPARATORS = [" ", "\n", ", ", "; ", "\n- ", " (", ") "]
 
-ordinary_text = st.lists(
-    st.tuples(st.sampled_from(WORDS), st.sampled_from(SEPARATORS)), max_size=40
-).map(lambda parts: "".join(word + sep for word, sep in parts))
+# "secret key 9fceb02d…": a secret-named key then a random token, which the scanner flags by
+# rule (its spoken-key rule), so not ordinary text; the words above make it by chance
+_NAMED_TOKEN = re.compile(r"secret (?:key|token|secret) (?:3f2b8c1e|9fceb02d)")
+ordinary_text = (
+    st.lists(st.tuples(st.sampled_from(WORDS), st.sampled_from(SEPARATORS)), max_size=40)
+    .map(lambda parts: "".join(word + sep for word, sep in parts))
+    .filter(lambda text: not _NAMED_TOKEN.search(text))
+)
 
 mixed_text = st.lists(
     st.tuples(
